@@ -1,0 +1,3 @@
+module tec
+
+go 1.26.8

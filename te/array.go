@@ -1,0 +1,158 @@
+package te
+
+import (
+	"fmt"
+	"math"
+)
+
+// Array is a dense tensor value in row-major (C) order. Elements are held as
+// float64 whatever the dtype; values of f16, bf16, i32 and bool arrays are
+// always exactly representable in their dtype (see Round).
+type Array struct {
+	DType DType
+	Shape []int
+	Data  []float64
+}
+
+// NewArray returns a zero-filled array of the given type and shape.
+func NewArray(dt DType, shape []int) *Array {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return &Array{DType: dt, Shape: append([]int(nil), shape...), Data: make([]float64, n)}
+}
+
+// Len returns the number of elements.
+func (a *Array) Len() int { return len(a.Data) }
+
+// Strides returns the row-major element strides of the array's shape.
+func (a *Array) Strides() []int { return Strides(a.Shape) }
+
+// Strides returns the row-major element strides of shape.
+func Strides(shape []int) []int {
+	s := make([]int, len(shape))
+	n := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		s[i] = n
+		n *= shape[i]
+	}
+	return s
+}
+
+// SameShape reports whether a and b have the same dimensions.
+func SameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckType returns an error unless a has dtype dt and the given shape.
+func (a *Array) CheckType(dt DType, shape []int) error {
+	if a.DType != dt || !SameShape(a.Shape, shape) {
+		return fmt.Errorf("got %s%v, want %s%v", a.DType, a.Shape, dt, shape)
+	}
+	return nil
+}
+
+// Round returns v rounded to the precision of storage type dt: to the nearest
+// f16 or bf16 value (ties to even), towards zero for i32, to 0 or 1 for bool.
+// For f32 it returns v unchanged: the reference evaluator keeps f32 tensors in
+// float64 so that it is more accurate than any device it checks.
+func Round(dt DType, v float64) float64 {
+	switch dt {
+	case F16:
+		return float64(Float16ToFloat32(Float32ToFloat16(float32(v))))
+	case BF16:
+		return float64(BFloat16ToFloat32(Float32ToBFloat16(float32(v))))
+	case I32:
+		if math.IsNaN(v) {
+			return 0
+		}
+		return math.Trunc(math.Max(math.MinInt32, math.Min(math.MaxInt32, v)))
+	case Bool:
+		if v != 0 {
+			return 1
+		}
+		return 0
+	}
+	return v
+}
+
+// Float32ToFloat16 converts f to IEEE 754 binary16 bits, rounding to nearest
+// even; values beyond the range become ±Inf.
+func Float32ToFloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int((b >> 23) & 0xff)
+	mant := b & 0x7fffff
+	switch {
+	case exp == 0xff: // Inf or NaN
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	case exp-127 > 15:
+		return sign | 0x7c00
+	case exp-127 >= -14: // normal half
+		e := uint32(exp - 127 + 15)
+		m := mant >> 13
+		rest := mant & 0x1fff
+		h := uint32(e<<10) | m
+		if rest > 0x1000 || (rest == 0x1000 && m&1 == 1) {
+			h++ // may carry into the exponent, which is the right answer
+		}
+		return sign | uint16(h)
+	case exp-127 >= -25: // subnormal half
+		full := mant | 0x800000
+		shift := uint32(-14-(exp-127)) + 13
+		m := full >> shift
+		rest := full & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rest > half || (rest == half && m&1 == 1) {
+			m++
+		}
+		return sign | uint16(m)
+	}
+	return sign
+}
+
+// Float16ToFloat32 converts IEEE 754 binary16 bits to float32 exactly.
+func Float16ToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0:
+		if mant == 0 {
+			return math.Float32frombits(sign)
+		}
+		v := float32(mant) / 1024 / 16384 // mant · 2^-24
+		if sign != 0 {
+			return -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+}
+
+// Float32ToBFloat16 converts f to bfloat16 bits, rounding to nearest even.
+func Float32ToBFloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // NaN
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// BFloat16ToFloat32 converts bfloat16 bits to float32 exactly.
+func BFloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }

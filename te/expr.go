@@ -1,0 +1,255 @@
+package te
+
+import "math"
+
+// Expr is a scalar expression: the body of a compute tensor. The concrete types
+// are *ConstExpr, *IndexExpr, *Load, *Unary, *Binary, *Select, *Cast and *Reduce.
+//
+// Every expression has a type (see TypeOf): arithmetic is carried out in f32 or
+// wider, comparisons and logic give bool, index values are i32.
+type Expr interface {
+	exprNode()
+}
+
+// ConstExpr is a literal number of the given type.
+type ConstExpr struct {
+	Value float64
+	DType DType
+}
+
+// IndexExpr uses an index expression as a value (type i32), e.g. in
+// select(i < j, ...) or iota-like tensors.
+type IndexExpr struct {
+	Index Index
+}
+
+// Load reads one element of a tensor. len(Index) == len(Tensor.Shape), and every
+// index is proven in bounds by the front end, or lies under a Select whose
+// condition guarantees it.
+type Load struct {
+	Tensor *Tensor
+	Index  []Index
+}
+
+// UnaryOp is an element-wise function of one argument.
+type UnaryOp int
+
+// The unary operations.
+const (
+	Neg UnaryOp = iota
+	Not
+	Exp
+	Log
+	Sqrt
+	Rsqrt
+	Tanh
+	Sigmoid
+	Erf
+	Abs
+)
+
+var unaryNames = [...]string{Neg: "neg", Not: "!", Exp: "exp", Log: "log", Sqrt: "sqrt",
+	Rsqrt: "rsqrt", Tanh: "tanh", Sigmoid: "sigmoid", Erf: "erf", Abs: "abs"}
+
+// String returns the operation's name in the language.
+func (op UnaryOp) String() string { return unaryNames[op] }
+
+// Unary applies an element-wise function.
+type Unary struct {
+	Op UnaryOp
+	X  Expr
+}
+
+// BinaryOp is an element-wise function of two arguments.
+type BinaryOp int
+
+// The binary operations. Div on i32 operands rounds towards negative infinity
+// and Mod is never negative, as in index arithmetic.
+const (
+	Add BinaryOp = iota
+	Sub
+	Mul
+	Div
+	Mod
+	Max
+	Min
+	Pow
+	Lt
+	Le
+	Gt
+	Ge
+	Eq
+	Ne
+	And
+	Or
+)
+
+var binaryNames = [...]string{Add: "+", Sub: "-", Mul: "*", Div: "/", Mod: "%", Max: "max", Min: "min",
+	Pow: "pow", Lt: "<", Le: "<=", Gt: ">", Ge: ">=", Eq: "==", Ne: "!=", And: "&&", Or: "||"}
+
+// String returns the operator or function name in the language.
+func (op BinaryOp) String() string { return binaryNames[op] }
+
+// IsComparison reports whether op compares its operands and yields bool.
+func (op BinaryOp) IsComparison() bool { return op >= Lt && op <= Ne }
+
+// IsLogical reports whether op is && or ||.
+func (op BinaryOp) IsLogical() bool { return op == And || op == Or }
+
+// Binary applies an element-wise function of two arguments.
+type Binary struct {
+	Op   BinaryOp
+	X, Y Expr
+}
+
+// Select is Then where Cond holds and Else elsewhere. Only the chosen branch is
+// evaluated, so a branch may hold a load that is in bounds only where its
+// condition says so (padding).
+type Select struct {
+	Cond, Then, Else Expr
+}
+
+// Cast converts X to type To (rounding to the storage precision of To).
+type Cast struct {
+	To DType
+	X  Expr
+}
+
+// ReduceOp is a reduction.
+type ReduceOp int
+
+// The reductions.
+const (
+	Sum ReduceOp = iota
+	ReduceMax
+	ReduceMin
+	Prod
+)
+
+var reduceNames = [...]string{Sum: "sum", ReduceMax: "max", ReduceMin: "min", Prod: "prod"}
+
+// String returns the reduction's name in the language.
+func (op ReduceOp) String() string { return reduceNames[op] }
+
+// Identity returns the reduction's neutral element.
+func (op ReduceOp) Identity() float64 {
+	switch op {
+	case ReduceMax:
+		return math.Inf(-1)
+	case ReduceMin:
+		return math.Inf(1)
+	case Prod:
+		return 1
+	default:
+		return 0
+	}
+}
+
+// Reduce combines Body over every point of its axes (accumulating in f32 or
+// wider). Each axis is a fresh Var used only inside Body.
+type Reduce struct {
+	Op   ReduceOp
+	Axes []*Var
+	Body Expr
+}
+
+func (*ConstExpr) exprNode() {}
+func (*IndexExpr) exprNode() {}
+func (*Load) exprNode()      {}
+func (*Unary) exprNode()     {}
+func (*Binary) exprNode()    {}
+func (*Select) exprNode()    {}
+func (*Cast) exprNode()      {}
+func (*Reduce) exprNode()    {}
+
+// TypeOf returns the type of an expression's value: Bool for comparisons, logic
+// and Not; I32 for index values and for arithmetic on I32 operands only; the
+// target of a Cast; otherwise F32 (the computation type of every float storage
+// type).
+func TypeOf(e Expr) DType {
+	switch e := e.(type) {
+	case *ConstExpr:
+		if e.DType.IsFloat() {
+			return F32
+		}
+		return e.DType
+	case *IndexExpr:
+		return I32
+	case *Load:
+		if e.Tensor.DType.IsFloat() {
+			return F32
+		}
+		return e.Tensor.DType
+	case *Unary:
+		switch e.Op {
+		case Not:
+			return Bool
+		case Neg, Abs:
+			return TypeOf(e.X)
+		}
+		return F32
+	case *Binary:
+		if e.Op.IsComparison() || e.Op.IsLogical() {
+			return Bool
+		}
+		x, y := TypeOf(e.X), TypeOf(e.Y)
+		if x == I32 && y == I32 && e.Op != Pow {
+			return I32
+		}
+		return F32
+	case *Select:
+		t, f := TypeOf(e.Then), TypeOf(e.Else)
+		if t == f {
+			return t
+		}
+		return F32
+	case *Cast:
+		if e.To.IsFloat() {
+			return F32
+		}
+		return e.To
+	case *Reduce:
+		if t := TypeOf(e.Body); t == I32 {
+			return I32
+		}
+		return F32
+	}
+	return F32
+}
+
+// Walk calls f for e and every sub-expression of e, parents before children.
+// If f returns false the children of that node are skipped.
+func Walk(e Expr, f func(Expr) bool) {
+	if !f(e) {
+		return
+	}
+	switch e := e.(type) {
+	case *Unary:
+		Walk(e.X, f)
+	case *Binary:
+		Walk(e.X, f)
+		Walk(e.Y, f)
+	case *Select:
+		Walk(e.Cond, f)
+		Walk(e.Then, f)
+		Walk(e.Else, f)
+	case *Cast:
+		Walk(e.X, f)
+	case *Reduce:
+		Walk(e.Body, f)
+	}
+}
+
+// Inputs returns the distinct tensors that e loads, in order of first load.
+func Inputs(e Expr) []*Tensor {
+	var ts []*Tensor
+	seen := map[*Tensor]bool{}
+	Walk(e, func(x Expr) bool {
+		if l, ok := x.(*Load); ok && !seen[l.Tensor] {
+			seen[l.Tensor] = true
+			ts = append(ts, l.Tensor)
+		}
+		return true
+	})
+	return ts
+}
