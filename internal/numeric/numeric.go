@@ -1,0 +1,202 @@
+// Package numeric fills arrays with reproducible data and compares arrays within
+// a tolerance. The CLI uses it to fill inputs and params that the user did not
+// supply and to check outputs against expected ones; the test suites use it to
+// compare every stage of the compiler against the reference evaluator.
+package numeric
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"tec/te"
+)
+
+// Fill says how to fill an array that the caller did not supply.
+type Fill int
+
+// The fills.
+const (
+	Zeros  Fill = iota // every element 0
+	Ones               // every element 1
+	Random             // uniform random, reproducible from a seed and the tensor's name
+)
+
+// ParseFill parses "zeros", "ones" or "random".
+func ParseFill(s string) (Fill, error) {
+	switch s {
+	case "zeros":
+		return Zeros, nil
+	case "ones":
+		return Ones, nil
+	case "random":
+		return Random, nil
+	}
+	return 0, fmt.Errorf("unknown fill %q (want zeros, ones or random)", s)
+}
+
+// String returns the fill's name.
+func (f Fill) String() string { return [...]string{"zeros", "ones", "random"}[f] }
+
+// NewFilled returns an array for tensor t filled according to f.
+//
+// Random values are uniform in [-1, 1). For a param of rank 2 or more they are
+// scaled by 1/√(size/largest dimension), an estimate of 1/√fan-in that keeps
+// deep models' activations in range. Integer tensors get integers in [0, 8);
+// bool tensors get 0 or 1. The values depend only on seed and t.Name, so one
+// tensor's values do not change when others are added or removed.
+func NewFilled(t *te.Tensor, f Fill, seed uint64) *te.Array {
+	a := te.NewArray(t.DType, t.Shape)
+	switch f {
+	case Ones:
+		for i := range a.Data {
+			a.Data[i] = 1
+		}
+	case Random:
+		h := fnv.New64a()
+		h.Write([]byte(t.Name))
+		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+		scale := 1.0
+		if t.Kind == te.Param && len(t.Shape) >= 2 {
+			largest := 1
+			for _, d := range t.Shape {
+				largest = max(largest, d)
+			}
+			scale = 1 / math.Sqrt(float64(t.NumElements()/largest))
+		}
+		for i := range a.Data {
+			switch t.DType {
+			case te.I32:
+				a.Data[i] = float64(rng.IntN(8))
+			case te.Bool:
+				a.Data[i] = float64(rng.IntN(2))
+			default:
+				a.Data[i] = te.Round(t.DType, (2*rng.Float64()-1)*scale)
+			}
+		}
+	}
+	return a
+}
+
+// Tolerance bounds the difference allowed between a value and its expected
+// value: |got - want| <= Atol + Rtol·|want|, as numpy.allclose.
+type Tolerance struct {
+	Rtol, Atol float64
+}
+
+// Mismatch describes how an array differs from the expected one.
+type Mismatch struct {
+	// Index is the first element (in row-major order) outside the tolerance.
+	Index     []int
+	Got, Want float64
+	// Count is the number of elements outside the tolerance.
+	Count int
+	// MaxAbs and MaxRel are the largest absolute and relative differences.
+	MaxAbs, MaxRel float64
+}
+
+// Compare returns nil if got equals want within tol, element by element (NaN
+// equals only NaN, an infinity only the same infinity), and otherwise a
+// Mismatch. Arrays of different shapes are an error.
+func Compare(got, want *te.Array, tol Tolerance) (*Mismatch, error) {
+	if !te.SameShape(got.Shape, want.Shape) {
+		return nil, fmt.Errorf("shape %v, want %v", got.Shape, want.Shape)
+	}
+	var m Mismatch
+	first := -1
+	for i, w := range want.Data {
+		g := got.Data[i]
+		diff := math.Abs(g - w)
+		ok := diff <= tol.Atol+tol.Rtol*math.Abs(w)
+		switch {
+		case math.IsNaN(w) || math.IsNaN(g):
+			ok = math.IsNaN(w) && math.IsNaN(g)
+			diff = math.Inf(1)
+		case math.IsInf(w, 0) || math.IsInf(g, 0):
+			ok = g == w
+			if ok {
+				diff = 0
+			}
+		}
+		if !ok {
+			m.Count++
+			if first < 0 {
+				first = i
+			}
+		}
+		if diff > m.MaxAbs || math.IsNaN(diff) {
+			m.MaxAbs = diff
+		}
+		if w != 0 && diff/math.Abs(w) > m.MaxRel {
+			m.MaxRel = diff / math.Abs(w)
+		}
+	}
+	if m.Count == 0 {
+		return nil, nil
+	}
+	m.Index = unravel(first, want.Shape)
+	m.Got, m.Want = got.Data[first], want.Data[first]
+	return &m, nil
+}
+
+// String describes the mismatch for a person, e.g.
+// "[3, 1]: got 0.5, want 0.25; 7 of 64 elements differ (max abs diff 0.25, max rel diff 1)".
+func (m *Mismatch) String() string {
+	return fmt.Sprintf("%s: got %.9g, want %.9g; %d elements differ (max abs diff %.3g, max rel diff %.3g)",
+		FormatIndex(m.Index), m.Got, m.Want, m.Count, m.MaxAbs, m.MaxRel)
+}
+
+// FormatIndex formats a multi-index as "[i, j, k]".
+func FormatIndex(idx []int) string {
+	parts := make([]string, len(idx))
+	for i, v := range idx {
+		parts[i] = fmt.Sprint(v)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func unravel(flat int, shape []int) []int {
+	idx := make([]int, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] > 0 {
+			idx[d] = flat % shape[d]
+			flat /= shape[d]
+		}
+	}
+	return idx
+}
+
+// Stats summarises an array's values.
+type Stats struct {
+	Min, Max, Mean float64
+	// NaNs and Infs count the non-finite elements, which Min, Max and Mean skip.
+	NaNs, Infs int
+}
+
+// Summarize returns the statistics of a's elements.
+func Summarize(a *te.Array) Stats {
+	s := Stats{Min: math.Inf(1), Max: math.Inf(-1)}
+	n := 0
+	for _, v := range a.Data {
+		switch {
+		case math.IsNaN(v):
+			s.NaNs++
+			continue
+		case math.IsInf(v, 0):
+			s.Infs++
+			continue
+		}
+		s.Min = min(s.Min, v)
+		s.Max = max(s.Max, v)
+		s.Mean += v
+		n++
+	}
+	if n == 0 {
+		s.Min, s.Max = 0, 0
+	} else {
+		s.Mean /= float64(n)
+	}
+	return s
+}

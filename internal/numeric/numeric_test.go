@@ -1,0 +1,113 @@
+package numeric
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"tec/te"
+)
+
+func arr(shape []int, data ...float64) *te.Array {
+	return &te.Array{DType: te.F32, Shape: shape, Data: data}
+}
+
+func TestCompare(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	tol := Tolerance{Rtol: 1e-3, Atol: 1e-6}
+	tests := []struct {
+		name      string
+		got, want *te.Array
+		wantIdx   string // "" means equal
+		count     int
+	}{
+		{"equal", arr([]int{2}, 1, 2), arr([]int{2}, 1, 2), "", 0},
+		{"within rtol", arr([]int{2}, 1.0005, 2), arr([]int{2}, 1, 2), "", 0},
+		{"outside rtol", arr([]int{2, 2}, 1, 2, 3, 4.1), arr([]int{2, 2}, 1, 2, 3, 4), "[1, 1]", 1},
+		{"first of several", arr([]int{3}, 0, 5, 5), arr([]int{3}, 1, 2, 5), "[0]", 2},
+		{"nan equals nan", arr([]int{1}, nan), arr([]int{1}, nan), "", 0},
+		{"nan vs number", arr([]int{1}, nan), arr([]int{1}, 0), "[0]", 1},
+		{"inf equals inf", arr([]int{1}, inf), arr([]int{1}, inf), "", 0},
+		{"inf vs -inf", arr([]int{1}, inf), arr([]int{1}, -inf), "[0]", 1},
+		{"scalar", arr(nil, 3), arr(nil, 2), "[]", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Compare(tt.got, tt.want, tol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantIdx == "" {
+				if m != nil {
+					t.Fatalf("got mismatch %v, want none", m)
+				}
+				return
+			}
+			if m == nil {
+				t.Fatalf("got no mismatch, want one at %s", tt.wantIdx)
+			}
+			if got := FormatIndex(m.Index); got != tt.wantIdx || m.Count != tt.count {
+				t.Errorf("mismatch at %s (count %d), want %s (count %d)", got, m.Count, tt.wantIdx, tt.count)
+			}
+			if !strings.Contains(m.String(), tt.wantIdx) {
+				t.Errorf("String() = %q lacks the index", m.String())
+			}
+		})
+	}
+	if _, err := Compare(arr([]int{2}, 1, 2), arr([]int{1, 2}, 1, 2), tol); err == nil {
+		t.Error("Compare of different shapes: no error")
+	}
+}
+
+func TestNewFilled(t *testing.T) {
+	w := &te.Tensor{Name: "w", Kind: te.Param, DType: te.F32, Shape: []int{64, 256}}
+	x := &te.Tensor{Name: "x", Kind: te.Input, DType: te.F16, Shape: []int{3, 5}}
+	idx := &te.Tensor{Name: "idx", Kind: te.Input, DType: te.I32, Shape: []int{100}}
+
+	a, b := NewFilled(w, Random, 7), NewFilled(w, Random, 7)
+	for i := range a.Data {
+		if a.Data[i] != b.Data[i] {
+			t.Fatal("random fill is not reproducible")
+		}
+	}
+	if c := NewFilled(w, Random, 8); c.Data[0] == a.Data[0] && c.Data[1] == a.Data[1] {
+		t.Error("random fill ignores the seed")
+	}
+	bound := 1 / math.Sqrt(64)
+	for _, v := range a.Data {
+		if v < -bound || v >= bound {
+			t.Fatalf("param value %v outside ±%v", v, bound)
+		}
+	}
+	for _, v := range NewFilled(x, Random, 1).Data {
+		if te.Round(te.F16, v) != v || v < -1 || v > 1 {
+			t.Fatalf("f16 input value %v not an f16 in [-1, 1]", v)
+		}
+	}
+	for _, v := range NewFilled(idx, Random, 1).Data {
+		if v != math.Trunc(v) || v < 0 || v >= 8 {
+			t.Fatalf("i32 value %v not an int in [0, 8)", v)
+		}
+	}
+	for _, v := range NewFilled(x, Ones, 0).Data {
+		if v != 1 {
+			t.Fatal("ones fill")
+		}
+	}
+	for _, s := range []string{"zeros", "ones", "random"} {
+		f, err := ParseFill(s)
+		if err != nil || f.String() != s {
+			t.Errorf("ParseFill(%q) = %v, %v", s, f, err)
+		}
+	}
+	if _, err := ParseFill("gaussian"); err == nil {
+		t.Error("ParseFill(gaussian): no error")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := Summarize(arr([]int{5}, 1, -2, math.NaN(), math.Inf(1), 4))
+	if s.Min != -2 || s.Max != 4 || s.Mean != 1 || s.NaNs != 1 || s.Infs != 1 {
+		t.Errorf("Summarize = %+v", s)
+	}
+}
