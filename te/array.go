@@ -68,9 +68,9 @@ func (a *Array) CheckType(dt DType, shape []int) error {
 func Round(dt DType, v float64) float64 {
 	switch dt {
 	case F16:
-		return float64(Float16ToFloat32(Float32ToFloat16(float32(v))))
+		return roundBinary(v, 10, -14, 65504)
 	case BF16:
-		return float64(BFloat16ToFloat32(Float32ToBFloat16(float32(v))))
+		return roundBinary(v, 7, -126, 0x1.fep127)
 	case I32:
 		if math.IsNaN(v) {
 			return 0
@@ -83,6 +83,23 @@ func Round(dt DType, v float64) float64 {
 		return 0
 	}
 	return v
+}
+
+// roundBinary rounds v to the nearest value (ties to even) of a binary
+// floating-point format with mbits fraction bits and least normal exponent
+// emin; magnitudes that round beyond maxFinite become infinite. It rounds once,
+// straight from float64: going through float32 first would round twice.
+func roundBinary(v float64, mbits, emin int, maxFinite float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	_, e := math.Frexp(v) // |v| = f·2^e with f in [0.5, 1)
+	q := math.Ldexp(1, max(e-1, emin)-mbits)
+	r := math.RoundToEven(v/q) * q // both steps exact: q is a power of two
+	if math.Abs(r) > maxFinite {
+		return math.Copysign(math.Inf(1), v)
+	}
+	return r
 }
 
 // Float32ToFloat16 converts f to IEEE 754 binary16 bits, rounding to nearest

@@ -452,7 +452,7 @@ func intCase() evalCase {
 				if a < 0 || a == y.Data[i] {
 					out["cmp"][i] = 1
 				}
-				out["fm"][i] = a - -2.5*math.Floor(a / -2.5)
+				out["fm"][i] = a - -2.5*math.Floor(a/-2.5)
 			}
 			return out
 		},

@@ -120,6 +120,9 @@ func (x Index) Div(d int) Index {
 	// floor((d·q + r) / d) = q + floor(r / d) when q collects the terms and the
 	// part of the constant that d divides.
 	q, r := x.splitMultiples(d)
+	if _, ok := r.IsConst(); ok {
+		return q // the remainder lies in [0, d)
+	}
 	arg := r
 	return q.Add(Index{Terms: []Term{{Coef: 1, Atom: Atom{Op: AtomDiv, Arg: &arg, Divisor: d}}}})
 }
@@ -349,16 +352,26 @@ func (x Index) String() string {
 	return b.String()
 }
 
-// String formats the atom: a variable name, "(e / d)" or "(e % d)".
+// String formats the atom: a variable name, "(e / d)" or "(e % d)", with e in
+// parentheses when it is a sum.
 func (a Atom) String() string {
 	switch a.Op {
 	case AtomVar:
 		return a.Var.Name
 	case AtomDiv:
-		return fmt.Sprintf("(%s / %d)", a.Arg, a.Divisor)
+		return fmt.Sprintf("(%s / %d)", a.Arg.operand(), a.Divisor)
 	default:
-		return fmt.Sprintf("(%s %% %d)", a.Arg, a.Divisor)
+		return fmt.Sprintf("(%s %% %d)", a.Arg.operand(), a.Divisor)
 	}
+}
+
+// operand formats x as the left operand of / or %, in parentheses when it is
+// a sum.
+func (x Index) operand() string {
+	if len(x.Terms) > 1 || len(x.Terms) == 1 && x.Const != 0 {
+		return "(" + x.String() + ")"
+	}
+	return x.String()
 }
 
 // canonical merges terms with equal atoms, drops zero terms and sorts the rest.
