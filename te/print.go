@@ -3,6 +3,7 @@ package te
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -36,8 +37,12 @@ func Fprint(w io.Writer, p *Program) error {
 	if p.Name != "" {
 		fmt.Fprintf(&b, "# model %s\n", p.Name)
 	}
-	for i, t := range p.Tensors {
-		writeTensor(&b, t, i)
+	tensors := make(map[string]bool, len(p.Tensors))
+	for _, t := range p.Tensors {
+		tensors[tensorName(t)] = true
+	}
+	for _, t := range p.Tensors {
+		writeTensor(&b, t, tensors)
 		b.WriteByte('\n')
 	}
 	b.WriteString("outputs:")
@@ -56,10 +61,14 @@ func Fprint(w io.Writer, p *Program) error {
 }
 
 // FormatExpr formats an expression as the body of a compute line, e.g.
-// "sum(x[i, k] * w[k, j], axis=[k:768]) + b[j]". Variables that share a name
-// get a suffix (i, i_1, ...) in order of first appearance.
+// "sum(x[i, k] * w[k, j], axis=[k:768]) + b[j]". Variables that share a name,
+// with each other or with a tensor that e loads, get a suffix (i, i_1, ...) in
+// order of first appearance.
 func FormatExpr(e Expr) string {
 	pr := newExprPrinter()
+	for _, t := range Inputs(e) {
+		pr.used[tensorName(t)] = true
+	}
 	Walk(e, func(x Expr) bool {
 		switch x := x.(type) {
 		case *Reduce:
@@ -87,13 +96,16 @@ func tensorName(t *Tensor) string {
 	return t.Name
 }
 
-func writeTensor(b *strings.Builder, t *Tensor, pos int) {
+// writeTensor writes t's line, without the newline. Variables are not given
+// the names of tensors.
+func writeTensor(b *strings.Builder, t *Tensor, tensors map[string]bool) {
 	name := tensorName(t)
 	shape := formatShape(t.Shape)
 	if t.Kind != Compute {
 		fmt.Fprintf(b, "%s = placeholder(%s, %q, name=%q)", name, shape, t.DType.String(), name)
 	} else {
 		pr := newExprPrinter()
+		maps.Copy(pr.used, tensors)
 		params := make([]string, len(t.Axes))
 		for i, v := range t.Axes {
 			params[i] = pr.name(v)
