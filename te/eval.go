@@ -13,8 +13,10 @@ type EvalOptions struct {
 	// KeepAll makes Evaluate also return every compute tensor, not only the
 	// outputs, and keep every intermediate array alive until the end.
 	KeepAll bool
-	// Workers is the number of goroutines that evaluate a tensor's elements;
-	// 0 (or less) means runtime.GOMAXPROCS(0).
+	// Workers is the number of goroutines that evaluate a tensor's elements
+	// or a batch of small matrix products; 0 (or less) means
+	// runtime.GOMAXPROCS(0). A single large matrix product is split by gonum,
+	// which uses runtime.GOMAXPROCS(0) goroutines.
 	Workers int
 
 	// noGEMM disables the matrix-multiplication fast path (tests compare the
@@ -242,9 +244,9 @@ func (ev *evaluator) compute(t *Tensor) (*Array, error) {
 	if n == 0 {
 		return out, nil
 	}
-	chunks := ev.workers
-	if cost := n * c.cost(t.Body); cost < 1<<15 || n < chunks {
-		chunks = 1
+	chunks := min(ev.workers, n)
+	if n*c.cost(t.Body) < 1<<15 {
+		chunks = 1 // not worth a goroutine
 	}
 	errs := make([]error, chunks)
 	run := func(w int) {

@@ -21,6 +21,9 @@ type compiler struct {
 	slots  map[*Var]int
 	nslots int
 	gemm   map[*Reduce]scalarFn // contractions already evaluated by GEMM
+	// reduces holds the reductions compiled so far, so that a Reduce node
+	// shared by two parts of a body is compiled (and its axes bound) once.
+	reduces map[*Reduce]scalarFn
 }
 
 // bind gives v a fresh slot.
@@ -303,7 +306,18 @@ func (c *compiler) expr(e Expr) (scalarFn, error) {
 		if f, ok := c.gemm[e]; ok {
 			return f, nil
 		}
-		return c.reduce(e)
+		if f, ok := c.reduces[e]; ok {
+			return f, nil
+		}
+		f, err := c.reduce(e)
+		if err != nil {
+			return nil, err
+		}
+		if c.reduces == nil {
+			c.reduces = map[*Reduce]scalarFn{}
+		}
+		c.reduces[e] = f
+		return f, nil
 	case nil:
 		return nil, fmt.Errorf("nil expression")
 	}

@@ -101,6 +101,9 @@ func (c *compiler) matchContraction(r *Reduce) *contraction {
 	if m.nb*m.nm*m.nn*m.nk == 0 {
 		return nil
 	}
+	if m.nb > 1 && m.nm*m.nn*m.nk < 32 {
+		return nil // many tiny products: a BLAS call each costs more than it saves
+	}
 	return m
 }
 

@@ -816,3 +816,29 @@ func TestEvaluateLongChain(t *testing.T) {
 	}
 	checkClose(t, prev.Name, got[prev.Name], want, 1e-14)
 }
+
+// TestEvaluateSharedNodes evaluates a body in which one Reduce node is used
+// twice, as inlining a function whose result is used twice may produce.
+func TestEvaluateSharedNodes(t *testing.T) {
+	b := newBuilder("shared")
+	x := b.input("x", F32, 3, 4)
+	y := b.f32("y", shp(3), func(a []Index) Expr {
+		s := sum1(4, func(k Index) Expr { return un(Exp, ld(x, a[0], k)) })
+		return mul(s, s)
+	})
+	p := b.outputs(y)
+	feeds := randFeeds(p, 9)
+	got, err := Evaluate(p, feeds, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, 3)
+	for i := range 3 {
+		s := 0.0
+		for k := range 4 {
+			s += math.Exp(at(feeds["x"], i, k))
+		}
+		want[i] = s * s
+	}
+	checkClose(t, "y", got["y"], want, 1e-14)
+}
