@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -157,6 +158,7 @@ func newEvaluator(p *Program, feeds map[string]*Array, opts EvalOptions) (*evalu
 				extra = append(extra, fmt.Sprintf("%q", name))
 			}
 		}
+		slices.Sort(extra)
 		return nil, fmt.Errorf("te: feeds %s name no placeholder of program %q", strings.Join(extra, ", "), p.Name)
 	}
 

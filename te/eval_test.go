@@ -556,7 +556,7 @@ func checkClose(t *testing.T, name string, got *Array, want []float64, tol float
 	bad := 0
 	for i, w := range want {
 		g := got.Data[i]
-		if g == w || math.Abs(g-w) <= tol*math.Max(1, math.Abs(w)) {
+		if g == w || math.IsNaN(g) && math.IsNaN(w) || math.Abs(g-w) <= tol*math.Max(1, math.Abs(w)) {
 			continue
 		}
 		if bad++; bad <= 3 {
@@ -841,4 +841,73 @@ func TestEvaluateSharedNodes(t *testing.T) {
 		want[i] = s * s
 	}
 	checkClose(t, "y", got["y"], want, 1e-14)
+}
+
+// TestElementwiseOps checks every unary and binary operation on f32 operands
+// against the math package.
+func TestElementwiseOps(t *testing.T) {
+	const n = 50
+	unary := map[UnaryOp]func(float64) float64{
+		Neg: func(v float64) float64 { return -v },
+		Not: func(v float64) float64 { return b2f(v == 0) },
+		Exp: math.Exp, Log: math.Log, Sqrt: math.Sqrt,
+		Rsqrt:   func(v float64) float64 { return 1 / math.Sqrt(v) },
+		Tanh:    math.Tanh,
+		Sigmoid: func(v float64) float64 { return 1 / (1 + math.Exp(-v)) },
+		Erf:     math.Erf, Abs: math.Abs,
+	}
+	binary := map[BinaryOp]func(x, y float64) float64{
+		Add: func(x, y float64) float64 { return x + y },
+		Sub: func(x, y float64) float64 { return x - y },
+		Mul: func(x, y float64) float64 { return x * y },
+		Div: func(x, y float64) float64 { return x / y },
+		Mod: func(x, y float64) float64 { return x - y*math.Floor(x/y) },
+		Max: math.Max, Min: math.Min, Pow: math.Pow,
+		Lt:  func(x, y float64) float64 { return b2f(x < y) },
+		Le:  func(x, y float64) float64 { return b2f(x <= y) },
+		Gt:  func(x, y float64) float64 { return b2f(x > y) },
+		Ge:  func(x, y float64) float64 { return b2f(x >= y) },
+		Eq:  func(x, y float64) float64 { return b2f(x == y) },
+		Ne:  func(x, y float64) float64 { return b2f(x != y) },
+		And: func(x, y float64) float64 { return b2f(x != 0 && y != 0) },
+		Or:  func(x, y float64) float64 { return b2f(x != 0 || y != 0) },
+	}
+	b := newBuilder("ops")
+	x := b.input("x", F32, n)
+	y := b.input("y", F32, n)
+	// Positive operands for log, sqrt and pow; some equal and some zero
+	// elements for the comparisons and logic.
+	px := b.f32("px", shp(n), func(a []Index) Expr {
+		return sel(bin(Lt, ix(a[0]), ci(5)), cf(0), add(un(Abs, ld(x, a[0])), cf(0.1)))
+	})
+	py := b.f32("py", shp(n), func(a []Index) Expr {
+		return sel(bin(Lt, ix(a[0]), ci(10)), ld(px, a[0]), add(un(Abs, ld(y, a[0])), cf(0.1)))
+	})
+	var outs []*Tensor
+	for op := range unary {
+		outs = append(outs, b.f32("u_"+op.String(), shp(n), func(a []Index) Expr { return un(op, ld(px, a[0])) }))
+	}
+	for op := range binary {
+		outs = append(outs, b.f32("b_"+op.String(), shp(n), func(a []Index) Expr { return bin(op, ld(px, a[0]), ld(py, a[0])) }))
+	}
+	p := b.outputs(append(outs, px, py)...)
+	got, err := Evaluate(p, randFeeds(p, 13), EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, ys := got["px"].Data, got["py"].Data
+	for op, f := range unary {
+		want := make([]float64, n)
+		for i := range n {
+			want[i] = f(xs[i])
+		}
+		checkClose(t, "u_"+op.String(), got["u_"+op.String()], want, 0)
+	}
+	for op, f := range binary {
+		want := make([]float64, n)
+		for i := range n {
+			want[i] = f(xs[i], ys[i])
+		}
+		checkClose(t, "b_"+op.String(), got["b_"+op.String()], want, 0)
+	}
 }
