@@ -1,0 +1,197 @@
+package kir
+
+import (
+	"tec/te"
+)
+
+// Var is a scalar register of one thread. It is defined once, by a Let or as
+// the variable of a For, and may be reassigned by Assign when it was defined
+// by a Let. Vars are compared by identity; Name is for printing.
+type Var struct {
+	Name string
+	T    te.DType // te.F32, te.I32 or te.Bool
+}
+
+// NewVar returns a fresh variable.
+func NewVar(name string, t te.DType) *Var { return &Var{Name: name, T: t} }
+
+// Expr is a typed scalar expression, evaluated by one thread. The concrete
+// types are *Const, *Var, *Special, *Load, *Unary, *Binary, *Select and *Cast.
+type Expr interface {
+	// Type returns the type of the expression's value, assuming it is well
+	// typed (the verifier checks that).
+	Type() te.DType
+	exprNode()
+}
+
+// Const is a literal value.
+type Const struct {
+	Value float64
+	T     te.DType
+}
+
+// SpecialReg names a special register.
+type SpecialReg int
+
+// The special registers, all i32.
+const (
+	ThreadIdx SpecialReg = iota // threadIdx.x
+	BlockIdx                    // blockIdx.x
+	BlockDim                    // blockDim.x
+	GridDim                     // gridDim.x
+)
+
+var specialNames = [...]string{ThreadIdx: "threadIdx.x", BlockIdx: "blockIdx.x", BlockDim: "blockDim.x", GridDim: "gridDim.x"}
+
+// String returns the register's CUDA name, e.g. "threadIdx.x".
+func (r SpecialReg) String() string { return specialNames[r] }
+
+// Special reads a special register.
+type Special struct {
+	Reg SpecialReg
+}
+
+// Load reads element Index of Buf, in Buf's memory space.
+type Load struct {
+	Buf   *Buffer
+	Index Expr
+}
+
+// Unary applies one of te's element-wise functions of one argument. Neg and
+// Abs apply to f32 and i32, Not to bool, the others to f32.
+type Unary struct {
+	Op te.UnaryOp
+	X  Expr
+}
+
+// Binary applies one of te's element-wise functions of two arguments of the
+// same type. Arithmetic (+ - * / % max min) applies to f32 and i32, pow to
+// f32; comparisons to f32 and i32 and give bool; && and || apply to bool and
+// evaluate both operands. On i32, / rounds towards negative infinity and % is
+// never negative.
+type Binary struct {
+	Op   te.BinaryOp
+	X, Y Expr
+}
+
+// Select is Then where Cond holds and Else elsewhere; only the chosen operand
+// is evaluated (CUDA's c ? a : b), so an operand may load an element that is
+// in bounds only where the condition says so.
+type Select struct {
+	Cond, Then, Else Expr
+}
+
+// Cast converts X to To. To may be a storage type: a cast to f16 or bf16
+// rounds an f32 value to that precision and still gives an f32. Float to i32
+// truncates towards zero; anything to bool tests for non-zero.
+type Cast struct {
+	To te.DType
+	X  Expr
+}
+
+// Type implements Expr.
+func (c *Const) Type() te.DType { return c.T }
+
+// Type implements Expr.
+func (v *Var) Type() te.DType { return v.T }
+
+// Type implements Expr.
+func (*Special) Type() te.DType { return te.I32 }
+
+// Type implements Expr.
+func (l *Load) Type() te.DType { return l.Buf.ValueType() }
+
+// Type implements Expr.
+func (u *Unary) Type() te.DType {
+	if u.Op == te.Not {
+		return te.Bool
+	}
+	if u.Op == te.Neg || u.Op == te.Abs {
+		return u.X.Type()
+	}
+	return te.F32
+}
+
+// Type implements Expr.
+func (b *Binary) Type() te.DType {
+	if b.Op.IsComparison() || b.Op.IsLogical() {
+		return te.Bool
+	}
+	return b.X.Type()
+}
+
+// Type implements Expr.
+func (s *Select) Type() te.DType { return s.Then.Type() }
+
+// Type implements Expr.
+func (c *Cast) Type() te.DType { return ValueType(c.To) }
+
+func (*Const) exprNode()   {}
+func (*Var) exprNode()     {}
+func (*Special) exprNode() {}
+func (*Load) exprNode()    {}
+func (*Unary) exprNode()   {}
+func (*Binary) exprNode()  {}
+func (*Select) exprNode()  {}
+func (*Cast) exprNode()    {}
+
+// F returns the f32 constant v.
+func F(v float64) *Const { return &Const{Value: v, T: te.F32} }
+
+// I returns the i32 constant v.
+func I(v int) *Const { return &Const{Value: float64(v), T: te.I32} }
+
+// B returns the bool constant v.
+func B(v bool) *Const {
+	if v {
+		return &Const{Value: 1, T: te.Bool}
+	}
+	return &Const{Value: 0, T: te.Bool}
+}
+
+// Tid, Bid, Bdim and Gdim return the special registers.
+func Tid() Expr  { return &Special{Reg: ThreadIdx} }
+func Bid() Expr  { return &Special{Reg: BlockIdx} }
+func Bdim() Expr { return &Special{Reg: BlockDim} }
+func Gdim() Expr { return &Special{Reg: GridDim} }
+
+// Bin returns the binary expression x op y.
+func Bin(op te.BinaryOp, x, y Expr) Expr { return &Binary{Op: op, X: x, Y: y} }
+
+// Add, Sub, Mul, Div, Mod, Lt, Le, Ge, Eq and And are shorthands for Bin.
+func Add(x, y Expr) Expr { return Bin(te.Add, x, y) }
+func Sub(x, y Expr) Expr { return Bin(te.Sub, x, y) }
+func Mul(x, y Expr) Expr { return Bin(te.Mul, x, y) }
+func Div(x, y Expr) Expr { return Bin(te.Div, x, y) }
+func Mod(x, y Expr) Expr { return Bin(te.Mod, x, y) }
+func Lt(x, y Expr) Expr  { return Bin(te.Lt, x, y) }
+func Le(x, y Expr) Expr  { return Bin(te.Le, x, y) }
+func Ge(x, y Expr) Expr  { return Bin(te.Ge, x, y) }
+func Eq(x, y Expr) Expr  { return Bin(te.Eq, x, y) }
+func And(x, y Expr) Expr { return Bin(te.And, x, y) }
+
+// Ld returns the load buf[index].
+func Ld(buf *Buffer, index Expr) Expr { return &Load{Buf: buf, Index: index} }
+
+// WalkExpr calls f for e and each of its sub-expressions, parents first; if f
+// returns false, e's children are skipped.
+func WalkExpr(e Expr, f func(Expr) bool) {
+	if e == nil || !f(e) {
+		return
+	}
+	switch e := e.(type) {
+	case *Load:
+		WalkExpr(e.Index, f)
+	case *Unary:
+		WalkExpr(e.X, f)
+	case *Binary:
+		WalkExpr(e.X, f)
+		WalkExpr(e.Y, f)
+	case *Select:
+		WalkExpr(e.Cond, f)
+		WalkExpr(e.Then, f)
+		WalkExpr(e.Else, f)
+	case *Cast:
+		WalkExpr(e.X, f)
+	}
+}

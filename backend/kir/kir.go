@@ -1,0 +1,255 @@
+// Package kir defines the kernel IR: the form in which the back end describes
+// GPU kernels before it emits CUDA C++ or LLVM IR for them, and which the
+// simulator in package sim executes on the CPU.
+//
+// # Execution model
+//
+// A Module is a list of Kernels launched one after another on one stream, so a
+// kernel sees every global-memory write of the kernels before it. Module-level
+// Buffers live in global memory: the inputs and params the caller supplies,
+// the outputs it reads back, and temporaries in a workspace the caller
+// allocates (see Module.WorkspaceBytes).
+//
+// A kernel runs as a one-dimensional grid of blocks of Kernel.Block threads
+// each, as CUDA does: every thread executes Body with its own registers (the
+// Vars it defines and its Local arrays); the threads of a block share the
+// kernel's Shared arrays; all threads share global memory. Special registers
+// (ThreadIdx, BlockIdx, BlockDim, GridDim) tell a thread where it is.
+//
+// SyncThreads is CUDA's __syncthreads(): no thread of a block passes it until
+// every thread of the block has reached it, and the memory accesses before it
+// are visible to the block's threads after it. Every thread of the block must
+// reach the same barrier, so it may appear only under control flow that is
+// uniform across the block (the verifier checks this).
+//
+// GridSync is cooperative groups' grid.sync(): a barrier across every thread
+// of every block, after which all global-memory writes before it are visible
+// to the whole grid. It is only sound when every block of the grid is resident
+// on the GPU at once, which is what an all-resident grid (Grid.Resident)
+// means: the kernel is launched cooperatively with as many blocks as fit on
+// the device at the same time (SM count × blocks per SM by occupancy, at most
+// Grid.Blocks when that is set), and its loops over tiles are grid-stride
+// loops, so the kernel is correct whatever number of blocks it is given. A
+// GridSync must be reached by every thread of the grid, so it appears only
+// under grid-uniform control flow, and only in kernels whose grid is
+// all-resident. A kernel with a fixed grid (Grid.Blocks, not Resident) may
+// have more blocks than fit, which run in any order.
+//
+// Atomic updates a global or shared f32 element indivisibly; atomics to the
+// same element by different threads do not race with one another, but they do
+// race with plain loads and stores not ordered by a barrier.
+//
+// A kernel's body is a tree of statements. Stage groups the statements that
+// compute one tensor expression, so that reports (races, costs) and emitted
+// code can name it; a multi-stage persistent kernel is a sequence of Stages
+// separated by GridSyncs where a stage reads what another block wrote.
+//
+// Values are typed: f32, i32 and bool scalars (te.F32, te.I32, te.Bool).
+// Buffers have a storage dtype, which may also be f16 or bf16: a load of an f16
+// element yields an f32 value and a store of an f32 value to an f16 element
+// rounds it to nearest even. Arithmetic on f32 values is f32 arithmetic; i32
+// division and modulo round towards negative infinity (as te's index
+// arithmetic does), which the emitters implement with small helpers.
+//
+// # Text form
+//
+// Module.String (Fprint) writes a module in a stable text form meant for
+// people and golden tests (tec build --dump-after); see Fprint. The IR is
+// built in Go; there is no parser.
+package kir
+
+import (
+	"fmt"
+
+	"tec/te"
+)
+
+// Space is a memory space.
+type Space int
+
+// The memory spaces.
+const (
+	Global Space = iota // device memory, shared by the whole grid and later kernels
+	Shared              // per-block on-chip memory
+	Local               // per-thread arrays (registers, or local memory when indexed)
+)
+
+var spaceNames = [...]string{Global: "global", Shared: "shared", Local: "local"}
+
+// String returns "global", "shared" or "local".
+func (s Space) String() string {
+	if s >= 0 && int(s) < len(spaceNames) {
+		return spaceNames[s]
+	}
+	return fmt.Sprintf("space(%d)", int(s))
+}
+
+// Role says who supplies or reads a global buffer.
+type Role int
+
+// The roles of global buffers.
+const (
+	Temp   Role = iota // an intermediate in the caller-provided workspace
+	Input              // an activation supplied by the caller; read-only
+	Param              // a weight supplied by the caller; read-only
+	Output             // a result the caller reads back
+)
+
+var roleNames = [...]string{Temp: "temp", Input: "input", Param: "param", Output: "output"}
+
+// String returns "temp", "input", "param" or "output".
+func (r Role) String() string {
+	if r >= 0 && int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return fmt.Sprintf("role(%d)", int(r))
+}
+
+// ReadOnly reports whether kernels may not write buffers of role r.
+func (r Role) ReadOnly() bool { return r == Input || r == Param }
+
+// Buffer is an array of elements in one memory space, addressed by a flat
+// row-major element index. Shape is for people and emitters; addressing is
+// flat. Role matters only for global buffers.
+type Buffer struct {
+	Name  string
+	Space Space
+	Role  Role
+	DType te.DType
+	Shape []int
+}
+
+// Len returns the number of elements.
+func (b *Buffer) Len() int {
+	n := 1
+	for _, d := range b.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Bytes returns the buffer's size in memory.
+func (b *Buffer) Bytes() int64 { return int64(b.Len()) * int64(b.DType.Size()) }
+
+// ValueType returns the type of the values loaded from and stored to the
+// buffer: f32 for every float storage type, otherwise the storage type.
+func (b *Buffer) ValueType() te.DType { return ValueType(b.DType) }
+
+// ValueType returns the register type that holds a value of storage type dt.
+func ValueType(dt te.DType) te.DType {
+	if dt.IsFloat() {
+		return te.F32
+	}
+	return dt
+}
+
+// Grid is a kernel's launch grid.
+type Grid struct {
+	// Blocks is the number of blocks of a fixed grid. For an all-resident grid
+	// it is an upper bound (0: none) on the number launched.
+	Blocks int
+	// Resident marks an all-resident grid: launched cooperatively with as many
+	// blocks as the device holds at once (capped by Blocks), so that GridSync
+	// is allowed.
+	Resident bool
+}
+
+// Size returns the number of blocks launched when resident blocks fit on the
+// device at once.
+func (g Grid) Size(resident int) int {
+	if !g.Resident {
+		return g.Blocks
+	}
+	if g.Blocks > 0 && g.Blocks < resident {
+		return g.Blocks
+	}
+	return resident
+}
+
+// String formats the grid as in the text form: "grid(64)" or
+// "grid(resident)" or "grid(resident ≤ 8)".
+func (g Grid) String() string {
+	switch {
+	case !g.Resident:
+		return fmt.Sprintf("grid(%d)", g.Blocks)
+	case g.Blocks > 0:
+		return fmt.Sprintf("grid(resident<=%d)", g.Blocks)
+	}
+	return "grid(resident)"
+}
+
+// Kernel is one GPU kernel.
+type Kernel struct {
+	Name  string
+	Grid  Grid
+	Block int // threads per block
+
+	// Params are the global buffers the kernel reads or writes, in the
+	// order of the emitted kernel's parameters. They are buffers of the
+	// module.
+	Params []*Buffer
+	// Shared are the kernel's shared-memory arrays, allocated per block.
+	Shared []*Buffer
+	// Locals are per-thread arrays.
+	Locals []*Buffer
+
+	Body []Stmt
+
+	// Doc describes what the kernel computes, for comments in emitted code.
+	Doc string
+}
+
+// SharedBytes returns the shared memory the kernel uses per block.
+func (k *Kernel) SharedBytes() int64 {
+	var n int64
+	for _, b := range k.Shared {
+		n += b.Bytes()
+	}
+	return n
+}
+
+// HasGridSync reports whether the kernel's body contains a GridSync.
+func (k *Kernel) HasGridSync() bool {
+	found := false
+	WalkStmts(k.Body, func(s Stmt) bool {
+		if _, ok := s.(*GridSync); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// Module is a compiled program: global buffers and the kernels that compute
+// the outputs from the inputs and params, in launch order.
+type Module struct {
+	Name    string
+	Buffers []*Buffer // global buffers
+	Kernels []*Kernel
+	// Outputs are the buffers that hold the program's outputs, in the
+	// program's order. Usually of role Output; an output that is an input
+	// of the program is the input's buffer.
+	Outputs []*Buffer
+}
+
+// Buffer returns the global buffer named name, or nil.
+func (m *Module) Buffer(name string) *Buffer {
+	for _, b := range m.Buffers {
+		if b.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// WorkspaceBytes returns the size of the temporaries, each aligned to 256
+// bytes as a runtime would place them.
+func (m *Module) WorkspaceBytes() int64 {
+	var n int64
+	for _, b := range m.Buffers {
+		if b.Role == Temp {
+			n += (b.Bytes() + 255) &^ 255
+		}
+	}
+	return n
+}

@@ -1,0 +1,564 @@
+package kir
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"tec/te"
+)
+
+// MaxBlockThreads is the largest block CUDA allows.
+const MaxBlockThreads = 1024
+
+// maxErrors bounds the number of problems Verify reports.
+const maxErrors = 20
+
+// Verify checks that m is well formed and returns every problem found (up to
+// a limit), joined, or nil. It checks that
+//
+//   - buffer and kernel names are unique, global buffers are in global
+//     memory, kernel parameters are buffers of the module, shared and local
+//     arrays are in their spaces;
+//   - launch shapes are valid: 1 to MaxBlockThreads threads per block, at
+//     least one block in a fixed grid;
+//   - every buffer a kernel accesses is declared in it (as a parameter, a
+//     shared or a local array), no kernel writes an input or a param, and
+//     constant indexes are in bounds;
+//   - every variable is defined before use, in scope, and only once; only
+//     Let-defined variables are assigned;
+//   - every expression is well typed, and stores and atomics store values of
+//     the buffer's type (atomics: f32 in global or shared memory);
+//   - SyncThreads occurs only under control flow uniform across each block,
+//     and GridSync only under control flow uniform across the grid, and only
+//     in a kernel with an all-resident grid.
+//
+// Messages name the kernel and stage and quote the offending statement.
+func Verify(m *Module) error {
+	v := &verifier{}
+	v.module(m)
+	return errors.Join(v.errs...)
+}
+
+type verifier struct {
+	errs []error
+	full bool
+
+	// per kernel
+	k        *Kernel
+	stage    string
+	declared map[*Buffer]bool
+	scope    []map[*Var]bool // innermost last
+	defined  map[*Var]bool   // ever defined in this kernel
+	lets     map[*Var]bool   // defined by a Let
+	level    map[*Var]uniformity
+	changed  bool
+	check    bool // the final pass, which reports barrier problems
+}
+
+func (v *verifier) errorf(format string, args ...any) {
+	if len(v.errs) >= maxErrors {
+		if !v.full {
+			v.full = true
+			v.errs = append(v.errs, errors.New("kir: too many errors"))
+		}
+		return
+	}
+	var where []string
+	if v.k != nil {
+		where = append(where, fmt.Sprintf("kernel %s", v.k.Name))
+	}
+	if v.stage != "" {
+		where = append(where, fmt.Sprintf("stage %s", v.stage))
+	}
+	prefix := "kir: "
+	if len(where) > 0 {
+		prefix += strings.Join(where, ", ") + ": "
+	}
+	v.errs = append(v.errs, fmt.Errorf(prefix+format, args...))
+}
+
+func (v *verifier) module(m *Module) {
+	if m == nil {
+		v.errorf("nil module")
+		return
+	}
+	names := map[string]bool{}
+	global := map[*Buffer]bool{}
+	for _, b := range m.Buffers {
+		if b == nil {
+			v.errorf("nil buffer in module %s", m.Name)
+			continue
+		}
+		if names[b.Name] {
+			v.errorf("two buffers are named %s", b.Name)
+		}
+		names[b.Name] = true
+		global[b] = true
+		if b.Space != Global {
+			v.errorf("module buffer %s is in %s memory, not global", b.Name, b.Space)
+		}
+		v.checkStorage(b)
+	}
+	for _, o := range m.Outputs {
+		if !global[o] {
+			v.errorf("output %s is not a buffer of the module", bufName(o))
+		}
+	}
+	kernels := map[string]bool{}
+	for _, k := range m.Kernels {
+		if k == nil {
+			v.errorf("nil kernel in module %s", m.Name)
+			continue
+		}
+		if kernels[k.Name] {
+			v.errorf("two kernels are named %s", k.Name)
+		}
+		kernels[k.Name] = true
+		v.kernel(k, global)
+	}
+}
+
+func (v *verifier) checkStorage(b *Buffer) {
+	switch b.DType {
+	case te.F32, te.F16, te.BF16, te.I32, te.Bool:
+	default:
+		v.errorf("buffer %s has unknown dtype %s", b.Name, b.DType)
+	}
+	for _, d := range b.Shape {
+		if d < 0 {
+			v.errorf("buffer %s has negative dimension in %s", b.Name, typeString(b))
+		}
+	}
+}
+
+func (v *verifier) kernel(k *Kernel, global map[*Buffer]bool) {
+	v.k, v.stage = k, ""
+	defer func() { v.k = nil }()
+	if k.Block < 1 || k.Block > MaxBlockThreads {
+		v.errorf("block of %d threads (want 1 to %d)", k.Block, MaxBlockThreads)
+	}
+	if !k.Grid.Resident && k.Grid.Blocks < 1 {
+		v.errorf("fixed grid of %d blocks", k.Grid.Blocks)
+	}
+	if k.Grid.Blocks < 0 {
+		v.errorf("grid of %d blocks", k.Grid.Blocks)
+	}
+	v.declared = map[*Buffer]bool{}
+	names := map[string]bool{}
+	declare := func(b *Buffer, what string, space Space) {
+		if b == nil {
+			v.errorf("nil %s", what)
+			return
+		}
+		if names[b.Name] {
+			v.errorf("%s %s: the kernel already declares a buffer of that name", what, b.Name)
+		}
+		names[b.Name] = true
+		v.declared[b] = true
+		if b.Space != space {
+			v.errorf("%s %s is in %s memory", what, b.Name, b.Space)
+		}
+	}
+	for _, p := range k.Params {
+		declare(p, "parameter", Global)
+		if p != nil && !global[p] {
+			v.errorf("parameter %s is not a buffer of the module", p.Name)
+		}
+	}
+	for _, s := range k.Shared {
+		declare(s, "shared array", Shared)
+		if s != nil {
+			v.checkStorage(s)
+		}
+	}
+	for _, l := range k.Locals {
+		declare(l, "local array", Local)
+		if l != nil {
+			v.checkStorage(l)
+		}
+	}
+	if k.HasGridSync() && !k.Grid.Resident {
+		v.errorf("grid sync in a kernel launched with a fixed %s, not all-resident", k.Grid)
+	}
+
+	// Uniformity of variables is a fixpoint: iterate the walk until no
+	// variable's level rises, then walk once more to report.
+	v.level = map[*Var]uniformity{}
+	for range 16 {
+		v.changed = false
+		v.walkKernel(k, false)
+		if !v.changed {
+			break
+		}
+	}
+	v.walkKernel(k, true)
+}
+
+func (v *verifier) walkKernel(k *Kernel, check bool) {
+	v.check = check
+	v.scope = []map[*Var]bool{{}}
+	v.defined = map[*Var]bool{}
+	v.lets = map[*Var]bool{}
+	v.stage = ""
+	v.stmts(k.Body, uniform, false)
+}
+
+// uniformity says how far a value or control flow agrees across threads.
+type uniformity int
+
+const (
+	uniform      uniformity = iota // the same in every thread of the grid
+	blockUniform                   // the same in every thread of a block
+	varying                        // may differ between threads of a block
+)
+
+func (v *verifier) raise(x *Var, u uniformity) {
+	if u > v.level[x] {
+		v.level[x] = u
+		v.changed = true
+	}
+}
+
+func (v *verifier) define(x *Var, u uniformity, byLet bool) {
+	if x == nil {
+		v.errorf("nil variable")
+		return
+	}
+	if v.defined[x] && v.check {
+		v.errorf("variable %s is defined twice", x.Name)
+	}
+	v.defined[x] = true
+	v.scope[len(v.scope)-1][x] = true
+	if byLet {
+		v.lets[x] = true
+	}
+	v.raise(x, u)
+	switch x.T {
+	case te.F32, te.I32, te.Bool:
+	default:
+		if v.check {
+			v.errorf("variable %s has type %s (want f32, i32 or bool)", x.Name, x.T)
+		}
+	}
+}
+
+func (v *verifier) inScope(x *Var) bool {
+	for i := len(v.scope) - 1; i >= 0; i-- {
+		if v.scope[i][x] {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *verifier) stmts(body []Stmt, ctx uniformity, inStage bool) {
+	v.scope = append(v.scope, map[*Var]bool{})
+	for _, s := range body {
+		v.stmt(s, ctx, inStage)
+	}
+	v.scope = v.scope[:len(v.scope)-1]
+}
+
+// describe quotes the first line of a statement for messages.
+func (v *verifier) describe(s Stmt) string {
+	var b strings.Builder
+	p := &printer{b: &b, names: map[*Var]string{}, used: map[string]bool{}}
+	p.stmt(s, 0)
+	line, _, _ := strings.Cut(b.String(), "\n")
+	return strings.TrimSuffix(line, " {")
+}
+
+func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
+	switch s := s.(type) {
+	case *Let:
+		u := v.expr(s.Value, s)
+		v.define(s.Var, max(ctx, u), true)
+		if s.Var != nil && v.check && s.Value != nil && v.wellTyped(s.Value) && s.Value.Type() != s.Var.T {
+			v.errorf("type mismatch: %s value assigned to %s variable %s: %s", s.Value.Type(), s.Var.T, s.Var.Name, v.describe(s))
+		}
+	case *Assign:
+		u := v.expr(s.Value, s)
+		if s.Var == nil {
+			v.errorf("assignment to a nil variable")
+			return
+		}
+		if v.check {
+			switch {
+			case !v.inScope(s.Var):
+				v.errorf("assignment to variable %s outside its scope: %s", s.Var.Name, v.describe(s))
+			case !v.lets[s.Var]:
+				v.errorf("assignment to loop variable %s: %s", s.Var.Name, v.describe(s))
+			}
+			if s.Value != nil && v.wellTyped(s.Value) && s.Value.Type() != s.Var.T {
+				v.errorf("type mismatch: %s value assigned to %s variable %s: %s", s.Value.Type(), s.Var.T, s.Var.Name, v.describe(s))
+			}
+		}
+		v.raise(s.Var, max(ctx, u))
+	case *Store:
+		v.access(s.Buf, s.Index, s.Value, s, true)
+		if v.check && s.Buf != nil && s.Buf.Role.ReadOnly() && s.Buf.Space == Global {
+			v.errorf("store to %s %s: %s", s.Buf.Role, s.Buf.Name, v.describe(s))
+		}
+	case *Atomic:
+		v.access(s.Buf, s.Index, s.Value, s, true)
+		if v.check && s.Buf != nil {
+			if s.Buf.Role.ReadOnly() && s.Buf.Space == Global {
+				v.errorf("atomic update of %s %s: %s", s.Buf.Role, s.Buf.Name, v.describe(s))
+			}
+			if s.Buf.Space == Local {
+				v.errorf("atomic on local array %s: %s", s.Buf.Name, v.describe(s))
+			}
+			if s.Buf.DType != te.F32 {
+				v.errorf("atomic on %s buffer %s (want f32): %s", s.Buf.DType, s.Buf.Name, v.describe(s))
+			}
+			if s.Op < AtomicAdd || s.Op > AtomicMin {
+				v.errorf("unknown atomic operation %d: %s", s.Op, v.describe(s))
+			}
+		}
+	case *If:
+		u := v.expr(s.Cond, s)
+		v.wantType(s.Cond, te.Bool, "if condition", s)
+		v.stmts(s.Then, max(ctx, u), inStage)
+		v.stmts(s.Else, max(ctx, u), inStage)
+	case *For:
+		lo, hi := v.expr(s.Lo, s), v.expr(s.Hi, s)
+		v.wantType(s.Lo, te.I32, "loop bound", s)
+		v.wantType(s.Hi, te.I32, "loop bound", s)
+		inner := max(ctx, lo, hi)
+		switch s.Kind {
+		case Serial, Unrolled:
+			if s.Step <= 0 && v.check {
+				v.errorf("loop step %d (want > 0): %s", s.Step, v.describe(s))
+			}
+			if s.Kind == Unrolled && v.check {
+				_, lok := s.Lo.(*Const)
+				_, hok := s.Hi.(*Const)
+				if !lok || !hok {
+					v.errorf("unrolled loop with non-constant bounds: %s", v.describe(s))
+				}
+			}
+		case GridStride:
+			inner = max(inner, blockUniform)
+		case BlockStride, ThreadStride:
+			inner = varying
+		default:
+			v.errorf("unknown loop kind %d", s.Kind)
+		}
+		if s.Var != nil && s.Var.T != te.I32 && v.check {
+			v.errorf("loop variable %s has type %s (want i32): %s", s.Var.Name, s.Var.T, v.describe(s))
+		}
+		v.scope = append(v.scope, map[*Var]bool{})
+		v.define(s.Var, inner, false)
+		v.stmts(s.Body, inner, inStage)
+		v.scope = v.scope[:len(v.scope)-1]
+	case *SyncThreads:
+		if v.check && ctx > blockUniform {
+			v.errorf("syncthreads under thread-divergent control flow")
+		}
+	case *GridSync:
+		if v.check && ctx > uniform {
+			v.errorf("gridsync under control flow that differs between blocks or threads")
+		}
+	case *Stage:
+		if inStage && v.check {
+			v.errorf("stage %s nested in another stage", s.Name)
+		}
+		outer := v.stage
+		v.stage = s.Name
+		v.stmts(s.Body, ctx, true)
+		v.stage = outer
+	case nil:
+		v.errorf("nil statement")
+	default:
+		v.errorf("unknown statement %T", s)
+	}
+}
+
+// access checks a store or atomic to buf[index] of value.
+func (v *verifier) access(buf *Buffer, index, value Expr, s Stmt, write bool) {
+	v.expr(index, s)
+	v.expr(value, s)
+	if !v.check {
+		return
+	}
+	v.buffer(buf, index, s)
+	if buf != nil && value != nil && v.wellTyped(value) && value.Type() != buf.ValueType() {
+		v.errorf("type mismatch: %s value stored to %s buffer %s: %s", value.Type(), buf.DType, buf.Name, v.describe(s))
+	}
+}
+
+// buffer checks that buf is declared and a constant index is in bounds.
+func (v *verifier) buffer(buf *Buffer, index Expr, s Stmt) {
+	if buf == nil {
+		v.errorf("access to a nil buffer: %s", v.describe(s))
+		return
+	}
+	if !v.declared[buf] {
+		v.errorf("buffer %s is not declared in the kernel: %s", buf.Name, v.describe(s))
+	}
+	v.wantType(index, te.I32, "index", s)
+	if c, ok := index.(*Const); ok && (c.Value < 0 || int(c.Value) >= buf.Len()) {
+		v.errorf("index %s out of bounds of %s %s: %s", FormatConst(c), buf.Name, typeString(buf), v.describe(s))
+	}
+}
+
+func (v *verifier) wantType(e Expr, t te.DType, what string, s Stmt) {
+	if !v.check || e == nil || !v.wellTyped(e) {
+		return
+	}
+	if e.Type() != t {
+		v.errorf("type mismatch: %s is %s, want %s: %s", what, e.Type(), t, v.describe(s))
+	}
+}
+
+// wellTyped reports whether e's Type is meaningful: it type-checks without
+// reporting (the reports come from expr).
+func (v *verifier) wellTyped(e Expr) bool {
+	return typeErr(e) == ""
+}
+
+// expr checks e in statement s and returns its uniformity.
+func (v *verifier) expr(e Expr, s Stmt) uniformity {
+	if e == nil {
+		if v.check {
+			v.errorf("nil expression: %s", v.describe(s))
+		}
+		return uniform
+	}
+	if v.check {
+		if msg := typeErr(e); msg != "" {
+			v.errorf("%s: %s", msg, v.describe(s))
+		}
+	}
+	u := uniform
+	WalkExpr(e, func(x Expr) bool {
+		switch x := x.(type) {
+		case *Var:
+			if v.check && !v.inScope(x) {
+				if v.defined[x] {
+					v.errorf("variable %s used outside its scope: %s", x.Name, v.describe(s))
+				} else {
+					v.errorf("variable %s used before its definition: %s", x.Name, v.describe(s))
+				}
+			}
+			u = max(u, v.level[x])
+		case *Special:
+			switch x.Reg {
+			case ThreadIdx:
+				u = varying
+			case BlockIdx:
+				u = max(u, blockUniform)
+			}
+		case *Load:
+			if x.Buf != nil && x.Buf.Space == Local {
+				u = varying
+			}
+			if v.check {
+				v.buffer(x.Buf, x.Index, s)
+			}
+		}
+		return true
+	})
+	return u
+}
+
+// typeErr returns a description of the first type error in e, or "".
+func typeErr(e Expr) string {
+	switch e := e.(type) {
+	case nil:
+		return "nil expression"
+	case *Const:
+		switch e.T {
+		case te.F32, te.I32, te.Bool:
+			return ""
+		}
+		return fmt.Sprintf("constant of type %s", e.T)
+	case *Var:
+		return ""
+	case *Special:
+		if e.Reg < ThreadIdx || e.Reg > GridDim {
+			return fmt.Sprintf("unknown special register %d", e.Reg)
+		}
+		return ""
+	case *Load:
+		if e.Buf == nil {
+			return "load from a nil buffer"
+		}
+		return typeErr(e.Index)
+	case *Unary:
+		if msg := typeErr(e.X); msg != "" {
+			return msg
+		}
+		x := e.X.Type()
+		switch e.Op {
+		case te.Not:
+			if x != te.Bool {
+				return fmt.Sprintf("type mismatch: ! of %s", x)
+			}
+		case te.Neg, te.Abs:
+			if x != te.F32 && x != te.I32 {
+				return fmt.Sprintf("type mismatch: %s of %s", e.Op, x)
+			}
+		case te.Exp, te.Log, te.Sqrt, te.Rsqrt, te.Tanh, te.Sigmoid, te.Erf:
+			if x != te.F32 {
+				return fmt.Sprintf("type mismatch: %s of %s (want f32)", e.Op, x)
+			}
+		default:
+			return fmt.Sprintf("unknown unary operation %d", e.Op)
+		}
+		return ""
+	case *Binary:
+		if msg := typeErr(e.X); msg != "" {
+			return msg
+		}
+		if msg := typeErr(e.Y); msg != "" {
+			return msg
+		}
+		x, y := e.X.Type(), e.Y.Type()
+		if x != y {
+			return fmt.Sprintf("type mismatch: %s %s %s", x, e.Op, y)
+		}
+		switch {
+		case e.Op.IsLogical():
+			if x != te.Bool {
+				return fmt.Sprintf("type mismatch: %s on %s (want bool)", e.Op, x)
+			}
+		case e.Op == te.Eq || e.Op == te.Ne:
+		case e.Op == te.Pow:
+			if x != te.F32 {
+				return fmt.Sprintf("type mismatch: pow on %s (want f32)", x)
+			}
+		case e.Op >= te.Add && e.Op <= te.Ge:
+			if x != te.F32 && x != te.I32 {
+				return fmt.Sprintf("type mismatch: %s on %s", e.Op, x)
+			}
+		default:
+			return fmt.Sprintf("unknown binary operation %d", e.Op)
+		}
+		return ""
+	case *Select:
+		for _, x := range []Expr{e.Cond, e.Then, e.Else} {
+			if msg := typeErr(x); msg != "" {
+				return msg
+			}
+		}
+		if e.Cond.Type() != te.Bool {
+			return fmt.Sprintf("type mismatch: select condition is %s, want bool", e.Cond.Type())
+		}
+		if e.Then.Type() != e.Else.Type() {
+			return fmt.Sprintf("type mismatch: select of %s and %s", e.Then.Type(), e.Else.Type())
+		}
+		return ""
+	case *Cast:
+		if msg := typeErr(e.X); msg != "" {
+			return msg
+		}
+		switch e.To {
+		case te.F32, te.F16, te.BF16, te.I32, te.Bool:
+			return ""
+		}
+		return fmt.Sprintf("cast to unknown type %s", e.To)
+	}
+	return fmt.Sprintf("unknown expression %T", e)
+}
