@@ -1,0 +1,169 @@
+package analysis
+
+import (
+	"tec/te"
+)
+
+// DefaultThreshold is the ratio of arithmetic operations to elements read and
+// written at and above which a TE is compute-intensive (Souffle §5.3).
+const DefaultThreshold = 3.0
+
+// Class is a TE's intensity class.
+type Class int
+
+// The classes.
+const (
+	MemoryIntensive Class = iota
+	ComputeIntensive
+)
+
+// String returns "memory-intensive" or "compute-intensive".
+func (c Class) String() string {
+	if c == ComputeIntensive {
+		return "compute-intensive"
+	}
+	return "memory-intensive"
+}
+
+// Short returns "MI" or "CI".
+func (c Class) Short() string {
+	if c == ComputeIntensive {
+		return "CI"
+	}
+	return "MI"
+}
+
+// MarshalText encodes the class as its String.
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// Intensity is the compute-memory ratio of one TE:
+//
+//	Ratio = Ops / (Read + Written)
+//
+// Ops counts the arithmetic operations of the whole TE: the operations of
+// the body for one output element, times the output's elements, where
+//
+//   - a unary or binary operation (arithmetic, comparison, logic, max, min,
+//     pow, and transcendental functions alike) counts 1;
+//   - a select counts 1 plus its condition plus the dearer of its branches;
+//   - a reduction over N points counts N times (its body + 1), the 1 being
+//     the combining operation, so sum[k](a*b) over K is 2K, as for FLOPs;
+//   - loads, constants, casts and index arithmetic count 0.
+//
+// Written is the output's element count. Read sums, over the distinct
+// tensors the body loads, an upper bound of the distinct elements it reads:
+// the least of the tensor's size, the size of the bounding box of all its
+// accesses (each index's range over the variables' extents, clipped to the
+// shape), and the sum over its accesses of the number of points of the
+// variables each access uses. The bound is exact for whole-tensor reads,
+// slices, broadcasts and strided reads.
+type Intensity struct {
+	Ops     int64
+	Read    int64
+	Written int64
+	Ratio   float64
+	Class   Class
+}
+
+// intensityOf measures t, whose distinct accesses are accs.
+func intensityOf(t *te.Tensor, accs []*Access, threshold float64) Intensity {
+	in := Intensity{
+		Ops:     opsPerElement(t.Body) * int64(t.NumElements()),
+		Written: int64(t.NumElements()),
+	}
+	for _, ts := range byTensor(accs) {
+		in.Read += footprint(ts)
+	}
+	if n := in.Read + in.Written; n > 0 {
+		in.Ratio = float64(in.Ops) / float64(n)
+	}
+	if in.Ratio >= threshold {
+		in.Class = ComputeIntensive
+	}
+	return in
+}
+
+// opsPerElement counts the arithmetic operations of e as Intensity says.
+func opsPerElement(e te.Expr) int64 {
+	switch e := e.(type) {
+	case *te.Unary:
+		return 1 + opsPerElement(e.X)
+	case *te.Binary:
+		return 1 + opsPerElement(e.X) + opsPerElement(e.Y)
+	case *te.Select:
+		return 1 + opsPerElement(e.Cond) + max(opsPerElement(e.Then), opsPerElement(e.Else))
+	case *te.Cast:
+		return opsPerElement(e.X)
+	case *te.Reduce:
+		n := int64(1)
+		for _, v := range e.Axes {
+			n *= int64(v.Extent)
+		}
+		return n * (1 + opsPerElement(e.Body))
+	}
+	return 0
+}
+
+// byTensor groups accesses by the tensor they read, in order of first access.
+func byTensor(accs []*Access) [][]*Access {
+	var groups [][]*Access
+	at := map[*te.Tensor]int{}
+	for _, a := range accs {
+		k, ok := at[a.In]
+		if !ok {
+			k = len(groups)
+			at[a.In] = k
+			groups = append(groups, nil)
+		}
+		groups[k] = append(groups[k], a)
+	}
+	return groups
+}
+
+// footprint bounds the distinct elements that accs, all of one tensor, read.
+func footprint(accs []*Access) int64 {
+	t := accs[0].In
+	size := int64(t.NumElements())
+	rank := len(t.Shape)
+	lo := make([]int, rank)
+	hi := make([]int, rank)
+	for d := range rank {
+		lo[d], hi[d] = t.Shape[d], -1
+	}
+	var points int64
+	for _, a := range accs {
+		if len(a.Foreign) > 0 || len(a.Index) != rank {
+			return size // opaque: assume the whole tensor
+		}
+		for d, x := range a.Index {
+			l, h := x.ExtentBounds()
+			lo[d] = min(lo[d], max(l, 0))
+			hi[d] = max(hi[d], min(h, t.Shape[d]-1))
+		}
+		p := int64(1)
+		for _, v := range usedVars(a.Index) {
+			p *= int64(v.Extent)
+		}
+		points += p
+	}
+	box := int64(1)
+	for d := range rank {
+		box *= int64(max(hi[d]-lo[d]+1, 0))
+	}
+	return min(size, box, points)
+}
+
+// usedVars returns the distinct variables the indexes use.
+func usedVars(xs []te.Index) []*te.Var {
+	var vs []*te.Var
+	seen := map[*te.Var]bool{}
+	for _, x := range xs {
+		for _, v := range x.Vars() {
+			if !seen[v] {
+				seen[v] = true
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
