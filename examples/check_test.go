@@ -95,13 +95,13 @@ func TestRunTiny(t *testing.T) {
 }
 
 // TestTinyShrinks checks that the tiny configuration makes every example
-// smaller: no tensor of the tiny program is larger than 1<<16 elements.
+// smaller: no tensor of the tiny program is larger than 1<<18 elements.
 func TestTinyShrinks(t *testing.T) {
 	for _, ex := range All() {
 		t.Run(ex.Name, func(t *testing.T) {
 			p := check(t, ex, ex.Tiny)
 			for _, x := range p.Tensors {
-				if x.NumElements() > 1<<16 {
+				if x.NumElements() > 1<<18 {
 					t.Errorf("tensor %s %s has %d elements at the tiny size", x.Name, x.TypeString(), x.NumElements())
 				}
 			}
