@@ -1,9 +1,11 @@
 // Package syntax holds the abstract syntax tree of the .te language, its parser
 // and its formatter. Every node records the span of source text it came from.
 //
-// The parser is built with participle: a private grammar (grammar.go) is parsed
-// and then converted to the AST below, which is what the checker, the formatter
-// and the language server work on.
+// The parser (parse.go, lexer.go) is a hand-written recursive-descent parser
+// with one token of lookahead, so that every syntax error points at the
+// offending token and says in plain words what was expected there. It builds
+// the AST below, which is what the checker, the formatter (format.go) and the
+// language server work on.
 package syntax
 
 import "fmt"
