@@ -1,0 +1,124 @@
+package lang
+
+import (
+	"fmt"
+	"strings"
+
+	"tec/lang/diag"
+	"tec/lang/syntax"
+	"tec/te"
+)
+
+// Limits that keep a hostile or mistaken program from running the checker out
+// of time or stack: every statement executed, list element built and function
+// inlined costs one step.
+const (
+	maxSteps     = 20_000_000
+	maxCallDepth = 200
+)
+
+// checker holds the state of one call to Check.
+type checker struct {
+	cfg   Config
+	diags diag.List
+	seen  map[diagKey]bool
+
+	files   map[string]*sourceFile // every file read, by path
+	scopes  map[string]*fileScope  // the top-level scope of every file, by path
+	prelude *fileScope
+	main    *fileScope
+
+	prog  *builder // the program being lowered
+	frame *frame   // the innermost function call or model body being executed
+	steps int
+	info  *Info
+
+	// scopeNames are the loop iterations and calls being executed, outermost
+	// first; scopeSnap is a copy shared by the tensors made in one place.
+	scopeNames []string
+	scopeSnap  []string
+}
+
+// diagKey identifies a diagnostic for de-duplication: an error inside a
+// function or a loop body is found once per call or iteration, but reported
+// once.
+type diagKey struct {
+	file       string
+	start, end int
+	code, msg  string
+}
+
+// abort is panicked with to stop a check that exceeded a limit; Check recovers
+// it.
+type abort struct{}
+
+// errorAt reports an error in file at span.
+func (c *checker) errorAt(file string, span syntax.Span, code, hint, format string, args ...any) *diag.Diagnostic {
+	msg := fmt.Sprintf(format, args...)
+	k := diagKey{file, span.Start.Offset, span.End.Offset, code, msg}
+	if c.seen[k] {
+		return &diag.Diagnostic{} // a throwaway, so that callers may add notes
+	}
+	c.seen[k] = true
+	d := &diag.Diagnostic{File: file, Span: span, Severity: diag.Error, Code: code, Message: msg, Hint: hint}
+	c.addCallers(d, file)
+	c.diags.Add(d)
+	return d
+}
+
+// addCallers notes the call sites of the functions being inlined, so that an
+// error inside a function body says which call led to it.
+func (c *checker) addCallers(d *diag.Diagnostic, file string) {
+	n := 0
+	for fr := c.frame; fr != nil && fr.fn != nil && n < 3; fr = fr.parent {
+		d.Related = append(d.Related, diag.Related{File: fr.callFile, Span: fr.callSpan,
+			Message: fmt.Sprintf("in this call of %s", fr.fn.name())})
+		n++
+	}
+}
+
+// related adds a note to d.
+func related(d *diag.Diagnostic, file string, span syntax.Span, format string, args ...any) {
+	d.Related = append(d.Related, diag.Related{File: file, Span: span, Message: fmt.Sprintf(format, args...)})
+}
+
+// step counts one unit of unrolling work, stopping the check when the program
+// is too large to unroll.
+func (c *checker) step(file string, span syntax.Span) {
+	c.steps++
+	if c.steps > maxSteps {
+		c.errorAt(file, span, "range", "reduce the loop trip counts, or check them with smaller -D values",
+			"the program is too large: unrolling it takes more than %d steps", maxSteps)
+		panic(abort{})
+	}
+}
+
+// text returns the source text of span in file, on one line, for messages.
+func (c *checker) text(file string, span syntax.Span) string {
+	f := c.files[file]
+	if f == nil {
+		return "?"
+	}
+	src := f.src
+	a, b := span.Start.Offset, span.End.Offset
+	if a < 0 || b > len(src) || a > b {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(src[a:b])), " ")
+}
+
+// teSpan converts a syntax span to the span recorded on tensors.
+func teSpan(file string, s syntax.Span) te.Span {
+	return te.Span{File: file, Line: s.Start.Line, Col: s.Start.Col, EndLine: s.End.Line, EndCol: s.End.Col}
+}
+
+// joinSpans returns the span from the start of a to the end of b.
+func joinSpans(a, b syntax.Span) syntax.Span { return syntax.Span{Start: a.Start, End: b.End} }
+
+// plural formats n and a noun, adding "s" unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

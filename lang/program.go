@@ -1,0 +1,159 @@
+package lang
+
+import (
+	"strconv"
+
+	"tec/lang/syntax"
+	"tec/te"
+)
+
+// builder collects the tensors of the program being lowered.
+type builder struct {
+	c            *checker
+	tensors      []*te.Tensor
+	placeholders map[string]*placeholderSite
+	outputs      []outputSite
+	outputNames  map[string]syntax.Span
+}
+
+type placeholderSite struct {
+	t    *te.Tensor
+	decl syntax.Node
+	file string
+	span syntax.Span
+}
+
+type outputSite struct {
+	name string
+	t    *te.Tensor
+}
+
+func newBuilder(c *checker) *builder {
+	return &builder{c: c, placeholders: map[string]*placeholderSite{}, outputNames: map[string]syntax.Span{}}
+}
+
+// add appends a tensor, named provisionally by hint, with the current scope.
+func (b *builder) add(t *te.Tensor, hint, file string, span syntax.Span) *te.Tensor {
+	t.ID = len(b.tensors)
+	t.Name = hint
+	t.Span = teSpan(file, span)
+	t.Scope = b.c.currentScope()
+	b.tensors = append(b.tensors, t)
+	return t
+}
+
+// placeholder adds an input or param.
+func (b *builder) placeholder(s *syntax.PlaceholderStmt, kind te.Kind, dt te.DType, dims []int, file string) *te.Tensor {
+	if p := b.placeholders[s.Name.Name]; p != nil {
+		return p.t // the same declaration, run again by a loop
+	}
+	t := b.add(&te.Tensor{Kind: kind, DType: dt, Shape: dims}, s.Name.Name, file, s.Span)
+	t.Scope = nil
+	b.placeholders[s.Name.Name] = &placeholderSite{t: t, decl: s, file: file, span: s.Name.Span}
+	return t
+}
+
+// output makes tv an output named by the output item. A view, a placeholder
+// or a tensor that is already an output is copied into a new tensor, so that
+// every output is a compute tensor of its own (an input given back as it is
+// keeps its name and is not copied).
+func (b *builder) output(c *checker, it *syntax.OutputItem, tv *tensorVal, file string) {
+	name := it.Name.Name
+	if prev, dup := b.outputNames[name]; dup {
+		d := c.errorAt(file, it.Name.Span, "redefined", "", "output %s is given twice", name)
+		related(d, file, prev, "first given here")
+		return
+	}
+	b.outputNames[name] = it.Name.Span
+	if p := b.placeholders[name]; p != nil && p.t != tv.t {
+		d := c.errorAt(file, it.Name.Span, "redefined", "give the output another name", "output %s has the name of %s %s", name, p.t.Kind, name)
+		related(d, p.file, p.span, "%s is declared here", name)
+		return
+	}
+	t := tv.t
+	taken := false
+	for _, o := range b.outputs {
+		taken = taken || o.t == t
+	}
+	switch {
+	case t.Kind != te.Compute && !tv.isView() && t.Name == name:
+		// the placeholder itself, under its own name
+	case tv.isView() || t.Kind != te.Compute || taken:
+		c.frame.hint = name
+		t = c.copyTensor(file, it.Span, tv).t
+	}
+	b.outputs = append(b.outputs, outputSite{name: name, t: t})
+}
+
+// finish removes the tensors that no output needs (placeholders are kept:
+// callers bind them by name), names the tensors uniquely and returns the
+// program.
+func (b *builder) finish(model string) *te.Program {
+	live := make([]bool, len(b.tensors))
+	var stack []*te.Tensor
+	for _, o := range b.outputs {
+		if !live[o.t.ID] {
+			live[o.t.ID] = true
+			stack = append(stack, o.t)
+		}
+	}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if t.Body == nil {
+			continue
+		}
+		te.Walk(t.Body, func(e te.Expr) bool {
+			if l, ok := e.(*te.Load); ok && !live[l.Tensor.ID] {
+				live[l.Tensor.ID] = true
+				stack = append(stack, l.Tensor)
+			}
+			return true
+		})
+	}
+	p := &te.Program{Name: model}
+	used := map[string]bool{}
+	outName := map[*te.Tensor]string{}
+	for _, o := range b.outputs {
+		outName[o.t] = o.name
+		used[o.name] = true
+	}
+	for _, t := range b.tensors {
+		if t.Kind != te.Compute {
+			used[t.Name] = true
+		}
+	}
+	next := map[string]int{}
+	for _, t := range b.tensors {
+		if t.Kind == te.Compute && !live[t.ID] {
+			continue
+		}
+		t.ID = len(p.Tensors)
+		p.Tensors = append(p.Tensors, t)
+		if t.Kind != te.Compute {
+			continue
+		}
+		if n, ok := outName[t]; ok {
+			t.Name = n
+			continue
+		}
+		base := t.Name
+		if !used[base] {
+			used[base] = true
+			continue
+		}
+		for {
+			next[base]++
+			n := base + "." + strconv.Itoa(next[base])
+			if !used[n] {
+				used[n] = true
+				t.Name = n
+				break
+			}
+		}
+	}
+	for _, o := range b.outputs {
+		p.Outputs = append(p.Outputs, o.t)
+	}
+	return p
+}

@@ -1,0 +1,397 @@
+package lang
+
+import (
+	"fmt"
+
+	"tec/lang/syntax"
+	"tec/te"
+)
+
+// scalarKind says which representation a scalar has.
+type scalarKind int
+
+const (
+	sBad   scalarKind = iota // an error was reported; uses stay silent
+	sNum                     // a compile-time number
+	sIndex                   // a quasi-affine index value (i32)
+	sExpr                    // any other element expression
+)
+
+// scalar is the value of an element expression while a body is lowered. It
+// keeps compile-time numbers and quasi-affine index values apart from general
+// expressions, so that indexes stay analysable and constants fold.
+type scalar struct {
+	k    scalarKind
+	num  number
+	idx  te.Index
+	expr te.Expr
+	typ  te.DType // the type of expr
+	// why says, for an i32 expression that is not quasi-affine, which part is
+	// not, e.g. "i * j is a product of two index variables".
+	why string
+	// facts are comparisons a bool value implies (a conjunction); single is
+	// set when the value is exactly one comparison, which may be negated.
+	facts  []fact
+	single bool
+}
+
+// fact is a comparison ix op 0 of a canonical index against zero.
+type fact struct {
+	ix te.Index
+	op string // "<", "<=", ">", ">=", "==" or "!="
+}
+
+var badScalar = scalar{k: sBad}
+
+func numScalar(n number) scalar    { return scalar{k: sNum, num: n} }
+func indexScalar(x te.Index) scalar { return scalar{k: sIndex, idx: x} }
+func exprScalar(e te.Expr) scalar  { return scalar{k: sExpr, expr: e, typ: te.TypeOf(e)} }
+
+// dtype returns the type of the scalar's value.
+func (s scalar) dtype() te.DType {
+	switch s.k {
+	case sNum:
+		if s.num.isInt {
+			return te.I32
+		}
+		return te.F32
+	case sIndex:
+		return te.I32
+	}
+	return s.typ
+}
+
+// asIndex returns the scalar as an index when it is an int or an index value.
+func (s scalar) asIndex() (te.Index, bool) {
+	switch s.k {
+	case sNum:
+		if s.num.isInt {
+			return te.Const(s.num.i), true
+		}
+	case sIndex:
+		return s.idx, true
+	}
+	return te.Index{}, false
+}
+
+// toExpr converts the scalar to an expression; an int number becomes an f32
+// constant when asFloat is set (it meets a float operand).
+func (s scalar) toExpr(asFloat bool) te.Expr {
+	switch s.k {
+	case sNum:
+		if s.num.isInt && !asFloat {
+			return &te.ConstExpr{Value: float64(s.num.i), DType: te.I32}
+		}
+		return &te.ConstExpr{Value: s.num.float(), DType: te.F32}
+	case sIndex:
+		if c, ok := s.idx.IsConst(); ok {
+			if asFloat {
+				return &te.ConstExpr{Value: float64(c), DType: te.F32}
+			}
+			return &te.ConstExpr{Value: float64(c), DType: te.I32}
+		}
+		return &te.IndexExpr{Index: s.idx}
+	}
+	return s.expr
+}
+
+func typeName(dt te.DType) string { return dt.String() }
+
+var binaryOps = map[string]te.BinaryOp{
+	"+": te.Add, "-": te.Sub, "*": te.Mul, "/": te.Div, "%": te.Mod,
+	"<": te.Lt, "<=": te.Le, ">": te.Gt, ">=": te.Ge, "==": te.Eq, "!=": te.Ne,
+	"&&": te.And, "||": te.Or,
+}
+
+// binary applies a binary operator to two element values. xs and ys locate the
+// operands for messages; span is the whole expression.
+func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, xs, ys syntax.Span) scalar {
+	if x.k == sBad || y.k == sBad {
+		return badScalar
+	}
+	if x.k == sNum && y.k == sNum {
+		if (op == "%") && (!x.num.isInt || !y.num.isInt) {
+			c.errorAt(file, span, "type", "", "%% needs two ints, got %s and %s", describe(x.num), describe(y.num))
+			return badScalar
+		}
+		n, err := foldBinary(op, x.num, y.num)
+		if err != nil {
+			c.errorAt(file, span, "type", "", "%s: %v", c.text(file, span), err)
+			return badScalar
+		}
+		return numScalar(n)
+	}
+	switch op {
+	case "&&", "||":
+		return c.logic(file, span, op, x, y, xs, ys)
+	case "<", "<=", ">", ">=", "==", "!=":
+		return c.compare(file, span, op, x, y, xs, ys)
+	}
+	tx, ty := x.dtype(), y.dtype()
+	if tx == te.Bool || ty == te.Bool {
+		at := xs
+		if tx != te.Bool {
+			at = ys
+		}
+		c.errorAt(file, at, "type", "convert it with f32(...) or select(c, 1.0, 0.0)",
+			"operator %s needs numbers, but %s is a bool", op, c.text(file, at))
+		return badScalar
+	}
+	if op == "%" && (tx != te.I32 || ty != te.I32) {
+		at := xs
+		if tx == te.I32 {
+			at = ys
+		}
+		c.errorAt(file, at, "type", "convert it with i32(...)", "%% needs ints, but %s is %s", c.text(file, at), typeName(te.F32))
+		return badScalar
+	}
+	xi, xok := x.asIndex()
+	yi, yok := y.asIndex()
+	if xok && yok {
+		switch op {
+		case "+":
+			return indexScalar(xi.Add(yi))
+		case "-":
+			return indexScalar(xi.Sub(yi))
+		case "*":
+			if k, ok := yi.IsConst(); ok {
+				return indexScalar(xi.Scale(k))
+			}
+			if k, ok := xi.IsConst(); ok {
+				return indexScalar(yi.Scale(k))
+			}
+			return c.nonAffine(op, x, y, fmt.Sprintf("%s is a product of two index variables", c.text(file, span)))
+		case "/", "%":
+			k, ok := yi.IsConst()
+			switch {
+			case !ok:
+				return c.nonAffine(op, x, y, fmt.Sprintf("%s is a division by a non-constant", c.text(file, span)))
+			case k <= 0:
+				what := "division"
+				if op == "%" {
+					what = "modulo"
+				}
+				if _, xc := xi.IsConst(); xc {
+					c.errorAt(file, span, "type", "", "%s: %v", c.text(file, span), errDivZero)
+					return badScalar
+				}
+				return c.nonAffine(op, x, y, fmt.Sprintf("%s is a %s by the non-positive constant %d", c.text(file, span), what, k))
+			case op == "/":
+				return indexScalar(xi.Div(k))
+			default:
+				return indexScalar(xi.Mod(k))
+			}
+		}
+	}
+	float := tx != te.I32 || ty != te.I32
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)})
+	if r.typ == te.I32 {
+		r.why = firstWhy(x, y)
+	}
+	return r
+}
+
+// nonAffine builds the i32 expression x op y, which is not quasi-affine.
+func (c *checker) nonAffine(op string, x, y scalar, why string) scalar {
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(false), Y: y.toExpr(false)})
+	r.why = why
+	return r
+}
+
+func firstWhy(xs ...scalar) string {
+	for _, x := range xs {
+		if x.why != "" {
+			return x.why
+		}
+	}
+	return "it is computed from tensor data"
+}
+
+// compare applies a comparison. Comparisons between index values record a
+// fact, which narrows ranges inside select.
+func (c *checker) compare(file string, span syntax.Span, op string, x, y scalar, xs, ys syntax.Span) scalar {
+	tx, ty := x.dtype(), y.dtype()
+	if (tx == te.Bool) != (ty == te.Bool) || (tx == te.Bool && op != "==" && op != "!=") {
+		at := xs
+		if tx != te.Bool {
+			at = ys
+		}
+		c.errorAt(file, at, "type", "", "cannot compare with %s: %s is a bool", op, c.text(file, at))
+		return badScalar
+	}
+	float := tx == te.F32 || ty == te.F32
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)})
+	xi, xok := x.asIndex()
+	yi, yok := y.asIndex()
+	if xok && yok {
+		r.facts = []fact{{ix: xi.Sub(yi), op: op}}
+		r.single = true
+	}
+	return r
+}
+
+// logic applies && or ||. A compile-time number stands for true or false.
+func (c *checker) logic(file string, span syntax.Span, op string, x, y scalar, xs, ys syntax.Span) scalar {
+	for _, o := range []struct {
+		s  scalar
+		at syntax.Span
+	}{{x, xs}, {y, ys}} {
+		if o.s.k != sNum && o.s.dtype() != te.Bool {
+			c.errorAt(file, o.at, "type", "compare it, e.g. "+c.text(file, o.at)+" > 0.0",
+				"operator %s needs bools, but %s is %s", op, c.text(file, o.at), typeName(o.s.dtype()))
+			return badScalar
+		}
+	}
+	if x.k == sNum {
+		x, y = y, x
+	}
+	if y.k == sNum {
+		// x op constant
+		if (op == "&&") == y.num.truth() {
+			x.single = x.single && true
+			return x
+		}
+		return exprScalar(&te.ConstExpr{Value: boolValue(op == "||"), DType: te.Bool})
+	}
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.expr, Y: y.expr})
+	if op == "&&" {
+		r.facts = append(append([]fact(nil), x.facts...), y.facts...)
+	}
+	return r
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// negate returns the comparison that holds exactly when op does not.
+func negate(op string) string {
+	switch op {
+	case "<":
+		return ">="
+	case "<=":
+		return ">"
+	case ">":
+		return "<="
+	case ">=":
+		return "<"
+	case "==":
+		return "!="
+	}
+	return "=="
+}
+
+// unary applies - or ! to an element value.
+func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scalar {
+	if x.k == sBad {
+		return badScalar
+	}
+	if op == "!" {
+		if x.k == sNum {
+			return numScalar(boolNum(!x.num.truth()))
+		}
+		if x.dtype() != te.Bool {
+			c.errorAt(file, span, "type", "", "operator ! needs a bool, but %s is %s", c.text(file, span), typeName(x.dtype()))
+			return badScalar
+		}
+		r := exprScalar(&te.Unary{Op: te.Not, X: x.expr})
+		if x.single {
+			f := x.facts[0]
+			r.facts = []fact{{ix: f.ix, op: negate(f.op)}}
+			r.single = true
+		}
+		return r
+	}
+	switch x.k {
+	case sNum:
+		n, err := foldCall("neg", []number{x.num})
+		if err != nil {
+			c.errorAt(file, span, "type", "", "%s: %v", c.text(file, span), err)
+			return badScalar
+		}
+		return numScalar(n)
+	case sIndex:
+		return indexScalar(x.idx.Scale(-1))
+	}
+	if x.typ == te.Bool {
+		c.errorAt(file, span, "type", "use ! to negate a bool", "operator - needs a number, but %s is a bool", c.text(file, span))
+		return badScalar
+	}
+	r := exprScalar(&te.Unary{Op: te.Neg, X: x.expr})
+	r.why = x.why
+	return r
+}
+
+// Element functions of one and two arguments.
+var (
+	unaryFuncs = map[string]te.UnaryOp{"exp": te.Exp, "log": te.Log, "sqrt": te.Sqrt, "rsqrt": te.Rsqrt,
+		"tanh": te.Tanh, "sigmoid": te.Sigmoid, "erf": te.Erf, "abs": te.Abs}
+	binaryFuncs = map[string]te.BinaryOp{"max": te.Max, "min": te.Min, "pow": te.Pow}
+	castTypes   = map[string]te.DType{"f32": te.F32, "f16": te.F16, "bf16": te.BF16, "i32": te.I32, "bool": te.Bool}
+)
+
+// callElem applies an element function or a cast to element values.
+func (c *checker) callElem(file string, span syntax.Span, name string, args []scalar, spans []syntax.Span) scalar {
+	for _, a := range args {
+		if a.k == sBad {
+			return badScalar
+		}
+	}
+	if dt, ok := castTypes[name]; ok {
+		x := args[0]
+		if x.k == sNum {
+			n, _ := foldCall(name, []number{x.num})
+			return numScalar(n)
+		}
+		if dt == te.I32 && x.k == sIndex {
+			return x
+		}
+		r := exprScalar(&te.Cast{To: dt, X: x.toExpr(false)})
+		if dt == te.I32 {
+			r.why = fmt.Sprintf("%s is computed from tensor data", c.text(file, span))
+			if x.dtype() == te.I32 {
+				r.why = x.why
+			}
+		}
+		return r
+	}
+	for i, a := range args {
+		if a.dtype() == te.Bool {
+			c.errorAt(file, spans[i], "type", "convert it with f32(...)", "%s needs a number, but %s is a bool", name, c.text(file, spans[i]))
+			return badScalar
+		}
+	}
+	allNum := true
+	for _, a := range args {
+		allNum = allNum && a.k == sNum
+	}
+	if allNum {
+		ns := make([]number, len(args))
+		for i, a := range args {
+			ns[i] = a.num
+		}
+		n, err := foldCall(name, ns)
+		if err != nil {
+			c.errorAt(file, span, "type", "", "%s: %v", c.text(file, span), err)
+			return badScalar
+		}
+		return numScalar(n)
+	}
+	if op, ok := unaryFuncs[name]; ok {
+		r := exprScalar(&te.Unary{Op: op, X: args[0].toExpr(false)})
+		if r.typ == te.I32 {
+			r.why = fmt.Sprintf("%s is not an affine operation", c.text(file, span))
+		}
+		return r
+	}
+	op := binaryFuncs[name]
+	float := args[0].dtype() != te.I32 || args[1].dtype() != te.I32
+	r := exprScalar(&te.Binary{Op: op, X: args[0].toExpr(float), Y: args[1].toExpr(float)})
+	if r.typ == te.I32 {
+		r.why = fmt.Sprintf("%s is not an affine operation", c.text(file, span))
+	}
+	return r
+}

@@ -1,0 +1,270 @@
+package lang
+
+import (
+	"fmt"
+
+	"tec/lang/syntax"
+	"tec/te"
+)
+
+// axisNames name the axes of tensors made from whole-tensor expressions.
+var axisNames = []string{"i", "j", "k", "l", "m", "n"}
+
+func axisName(d int) string {
+	if d < len(axisNames) {
+		return axisNames[d]
+	}
+	return fmt.Sprintf("i%d", d)
+}
+
+// elementwise applies an element operation to whole values: numbers fold,
+// and tensors of one shape (with numbers and rank-0 tensors broadcast) give a
+// lazy element-wise tensor.
+func (c *checker) elementwise(sc *scope, span syntax.Span, what string, args []Value, spans []syntax.Span,
+	apply func(ec *elemCtx, xs []scalar) scalar) Value {
+	file := sc.path
+	var shape []int
+	shapeArg := -1
+	allNum := true
+	for i, a := range args {
+		switch a := a.(type) {
+		case poison:
+			return poison{}
+		case number:
+			continue
+		case *tensorVal, *lazyVal:
+			allNum = false
+			s := valueShape(a)
+			if len(s) == 0 {
+				continue
+			}
+			if shapeArg < 0 {
+				shape, shapeArg = s, i
+				continue
+			}
+			if !sameShape(shape, s) {
+				d := c.errorAt(file, span, "shape", "element-wise operands must have the same shape; numbers and rank-0 tensors combine with any",
+					"%s: the shapes differ: %s is %s, but %s is %s", what,
+					c.text(file, spans[shapeArg]), shapeString(shape), c.text(file, spans[i]), shapeString(s))
+				related(d, file, spans[shapeArg], "this operand has shape %s", shapeString(shape))
+				return poison{}
+			}
+		default:
+			c.errorAt(file, spans[i], "type", "", "%s needs numbers or tensors, but %s is %s", what, c.text(file, spans[i]), describe(a))
+			return poison{}
+		}
+	}
+	if allNum {
+		xs := make([]scalar, len(args))
+		for i, a := range args {
+			xs[i] = numScalar(a.(number))
+		}
+		r := apply(newElemCtx(), xs)
+		switch r.k {
+		case sNum:
+			return r.num
+		case sBad:
+			return poison{}
+		}
+		c.errorAt(file, span, "type", "", "%s: not a compile-time number", c.text(file, span))
+		return poison{}
+	}
+	if shape == nil {
+		shape = []int{}
+	}
+	return &lazyVal{shape: shape, span: span, elem: func(ec *elemCtx, ix []te.Index) scalar {
+		xs := make([]scalar, len(args))
+		for i, a := range args {
+			switch a := a.(type) {
+			case number:
+				xs[i] = numScalar(a)
+			case *tensorVal:
+				var at []te.Index
+				if len(a.shape) > 0 {
+					at = ix
+				}
+				xs[i] = c.load(ec, a, at, file, spans[i], c.text(file, spans[i]), nil)
+			case *lazyVal:
+				var at []te.Index
+				if len(a.shape) > 0 {
+					at = ix
+				}
+				xs[i] = a.elem(ec, at)
+			}
+			if xs[i].k == sBad {
+				return badScalar
+			}
+		}
+		return apply(ec, xs)
+	}}
+}
+
+// valueShape returns the shape of a tensor value.
+func valueShape(v Value) []int {
+	switch v := v.(type) {
+	case *tensorVal:
+		return v.shape
+	case *lazyVal:
+		return v.shape
+	}
+	return nil
+}
+
+// materialize makes a lazy element-wise expression one compute tensor.
+func (c *checker) materialize(sc *scope, l *lazyVal) Value {
+	ec := newElemCtx()
+	axes := make([]*te.Var, len(l.shape))
+	ix := make([]te.Index, len(l.shape))
+	for d, n := range l.shape {
+		axes[d] = te.NewVar(axisName(d), n)
+		ix[d] = te.VarIndex(axes[d])
+		ec.addVar(&indexVar{v: axes[d], name: axes[d].Name, fixed: true})
+	}
+	s := l.elem(ec, ix)
+	if s.k == sBad {
+		return poison{}
+	}
+	c.checkBounds(ec)
+	return c.compute(sc.path, l.span, axes, s)
+}
+
+// compute adds a compute tensor over axes whose body is s, stored in the
+// dtype that the language's rules give: a cast's type, i32 or bool for such
+// bodies, and f32 otherwise.
+func (c *checker) compute(file string, span syntax.Span, axes []*te.Var, s scalar) *tensorVal {
+	body := s.toExpr(false)
+	dt := te.TypeOf(body)
+	if cast, ok := body.(*te.Cast); ok {
+		dt = cast.To
+	}
+	shape := make([]int, len(axes))
+	for d, v := range axes {
+		shape[d] = v.Extent
+	}
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: body}, c.hint(), file, span)
+	return wholeTensor(t)
+}
+
+// asTensor makes v a tensor value, materialising a lazy expression. It
+// returns nil for values that are not tensors.
+func (c *checker) asTensor(sc *scope, v Value) Value {
+	switch v := v.(type) {
+	case *lazyVal:
+		return c.materialize(sc, v)
+	case *tensorVal, poison:
+		return v
+	}
+	return nil
+}
+
+// settle materialises a lazy value; other values are returned as they are.
+func (c *checker) settle(sc *scope, v Value) Value {
+	if l, ok := v.(*lazyVal); ok {
+		return c.materialize(sc, l)
+	}
+	return v
+}
+
+// constTensor makes zeros(t), ones(t) or full(t, v).
+func (c *checker) constTensor(sc *scope, span syntax.Span, t typeVal, v number) Value {
+	axes := make([]*te.Var, len(t.dims))
+	for d, n := range t.dims {
+		axes[d] = te.NewVar(axisName(d), n)
+	}
+	var body te.Expr
+	switch t.dtype {
+	case te.I32:
+		if !v.isInt {
+			v = intNum(int(v.f))
+		}
+		body = &te.ConstExpr{Value: float64(v.i), DType: te.I32}
+	case te.Bool:
+		body = &te.ConstExpr{Value: boolValue(v.truth()), DType: te.Bool}
+	default:
+		body = &te.ConstExpr{Value: v.float(), DType: te.F32}
+	}
+	tt := c.prog.add(&te.Tensor{Kind: te.Compute, DType: t.dtype, Shape: append([]int(nil), t.dims...), Axes: axes, Body: body}, c.hint(), sc.path, span)
+	return wholeTensor(tt)
+}
+
+// stack makes one tensor of the equal-shaped tensors of a list, selecting
+// the element with a balanced tree of selects on the first index.
+func (c *checker) stack(sc *scope, span syntax.Span, argSpan syntax.Span, v Value) Value {
+	file := sc.path
+	l, ok := v.(*listVal)
+	if !ok {
+		if _, bad := v.(poison); !bad {
+			c.errorAt(file, argSpan, "type", "", "stack needs a list of tensors, but %s is %s", c.text(file, argSpan), describe(v))
+		}
+		return poison{}
+	}
+	if len(l.elems) == 0 {
+		c.errorAt(file, argSpan, "type", "", "stack needs at least one tensor, but %s is empty", c.text(file, argSpan))
+		return poison{}
+	}
+	ts := make([]*tensorVal, len(l.elems))
+	for i, e := range l.elems {
+		switch e := e.(type) {
+		case *tensorVal:
+			ts[i] = e
+		case poison:
+			return poison{}
+		default:
+			c.errorAt(file, argSpan, "type", "", "stack needs a list of tensors, but element %d of %s is %s", i, c.text(file, argSpan), describe(e))
+			return poison{}
+		}
+		if ts[i].dtype() != ts[0].dtype() || !sameShape(ts[i].shape, ts[0].shape) {
+			c.errorAt(file, argSpan, "shape", "", "stack needs tensors of one type, but element 0 of %s is %s and element %d is %s",
+				c.text(file, argSpan), ts[0].typeString(), i, ts[i].typeString())
+			return poison{}
+		}
+	}
+	inner := ts[0].shape
+	axes := make([]*te.Var, 1+len(inner))
+	axes[0] = te.NewVar("s", len(ts))
+	rest := make([]te.Index, len(inner))
+	for d, n := range inner {
+		axes[d+1] = te.NewVar(axisName(d), n)
+		rest[d] = te.VarIndex(axes[d+1])
+	}
+	first := te.VarIndex(axes[0])
+	var build func(lo, hi int) te.Expr
+	build = func(lo, hi int) te.Expr {
+		if hi-lo == 1 {
+			return loadView(ts[lo], rest)
+		}
+		mid := (lo + hi) / 2
+		cond := &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: first}, Y: &te.ConstExpr{Value: float64(mid), DType: te.I32}}
+		return &te.Select{Cond: cond, Then: build(lo, mid), Else: build(mid, hi)}
+	}
+	shape := append([]int{len(ts)}, inner...)
+	dt := ts[0].dtype()
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: build(0, len(ts))}, c.hint(), file, span)
+	return wholeTensor(t)
+}
+
+// loadView loads a tensor value (possibly a view) at ix.
+func loadView(v *tensorVal, ix []te.Index) te.Expr {
+	full := make([]te.Index, 0, len(v.prefix)+len(ix))
+	for _, p := range v.prefix {
+		full = append(full, te.Const(p))
+	}
+	return &te.Load{Tensor: v.t, Index: append(full, ix...)}
+}
+
+// copyTensor makes a new tensor holding the elements of v (a view or a
+// placeholder given as an output).
+func (c *checker) copyTensor(file string, span syntax.Span, v *tensorVal) *tensorVal {
+	axes := make([]*te.Var, len(v.shape))
+	ix := make([]te.Index, len(v.shape))
+	for d, n := range v.shape {
+		axes[d] = te.NewVar(axisName(d), n)
+		ix[d] = te.VarIndex(axes[d])
+	}
+	var body te.Expr = loadView(v, ix)
+	if v.dtype() != te.TypeOf(body) {
+		body = &te.Cast{To: v.dtype(), X: body}
+	}
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: v.dtype(), Shape: append([]int(nil), v.shape...), Axes: axes, Body: body}, c.hint(), file, span)
+	return wholeTensor(t)
+}
