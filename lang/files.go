@@ -18,7 +18,7 @@ import (
 // functions it declares, the files it imports, and the prelude behind them.
 // The prelude itself is one fileScope holding every standard library file.
 type fileScope struct {
-	path    string // the name diagnostics use
+	path    string         // the name diagnostics use
 	names   map[string]any // *constDecl or *fnDecl
 	order   []string       // names in declaration order
 	imports []*fileScope

@@ -33,13 +33,13 @@ type SymbolKind int
 
 // The kinds of symbol.
 const (
-	SymConst    SymbolKind = iota // a constant (top-level or local)
-	SymFunc                       // a function
-	SymModel                      // a model
-	SymTensor                     // a tensor or a view of one
-	SymIndex                      // an index variable or reduction axis
-	SymList                       // a list
-	SymValue                      // any other value (a tuple, a type)
+	SymConst  SymbolKind = iota // a constant (top-level or local)
+	SymFunc                     // a function
+	SymModel                    // a model
+	SymTensor                   // a tensor or a view of one
+	SymIndex                    // an index variable or reduction axis
+	SymList                     // a list
+	SymValue                    // any other value (a tuple, a type)
 )
 
 // Symbol describes a named thing.

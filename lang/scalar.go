@@ -43,9 +43,9 @@ type fact struct {
 
 var badScalar = scalar{k: sBad}
 
-func numScalar(n number) scalar    { return scalar{k: sNum, num: n} }
+func numScalar(n number) scalar     { return scalar{k: sNum, num: n} }
 func indexScalar(x te.Index) scalar { return scalar{k: sIndex, idx: x} }
-func exprScalar(e te.Expr) scalar  { return scalar{k: sExpr, expr: e, typ: te.TypeOf(e)} }
+func exprScalar(e te.Expr) scalar   { return scalar{k: sExpr, expr: e, typ: te.TypeOf(e)} }
 
 // dtype returns the type of the scalar's value.
 func (s scalar) dtype() te.DType {
