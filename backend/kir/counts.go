@@ -1,0 +1,34 @@
+package kir
+
+import "fmt"
+
+// Counts are what executing kernels does, as the simulator measures it and
+// the static report predicts it; the two must agree.
+//
+// FLOPs counts one for each f32-typed Unary and each f32-typed arithmetic
+// Binary (+ - * / % max min pow, not comparisons) a thread evaluates, and one
+// for each f32 Atomic; i32 index arithmetic, casts, comparisons and selects
+// count nothing. An Atomic on a global element counts its element both as
+// loaded and as stored.
+type Counts struct {
+	LoadBytes     int64 // bytes read from global memory
+	StoreBytes    int64 // bytes written to global memory
+	FLOPs         int64 // f32 arithmetic operations
+	BlockBarriers int64 // SyncThreads passed, once per block
+	GridSyncs     int64 // GridSyncs passed, once per grid
+}
+
+// Add adds d to c.
+func (c *Counts) Add(d Counts) {
+	c.LoadBytes += d.LoadBytes
+	c.StoreBytes += d.StoreBytes
+	c.FLOPs += d.FLOPs
+	c.BlockBarriers += d.BlockBarriers
+	c.GridSyncs += d.GridSyncs
+}
+
+// String formats the counts for people.
+func (c Counts) String() string {
+	return fmt.Sprintf("load %d B, store %d B, %d FLOPs, %d block barriers, %d grid syncs",
+		c.LoadBytes, c.StoreBytes, c.FLOPs, c.BlockBarriers, c.GridSyncs)
+}

@@ -1,0 +1,824 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// vfn evaluates an expression for the active lanes of a block and returns a
+// vector indexed by lane, valid at the active lanes until the same node is
+// evaluated again.
+type vfn func(b *block, act []int32) []float64
+
+// sfn executes a statement for the active lanes of a block.
+type sfn func(b *block, act []int32)
+
+// program is a kernel compiled to closures, with the layout of the per-block
+// state they use.
+type program struct {
+	k        *kir.Kernel
+	m        *machine
+	threads  int
+	regs     map[*kir.Var]int
+	nscratch int
+	nlists   int
+	consts   []constSlot // scratch vectors filled once per block state
+	bidSlots []int       // scratch vectors holding blockIdx.x
+	shared   map[*kir.Buffer]int
+	locals   map[*kir.Buffer]int
+	assigned map[*kir.Var]bool
+	stages   []string
+	body     sfn
+}
+
+type constSlot struct {
+	slot  int
+	value float64
+}
+
+// block is the state of one block of threads.
+type block struct {
+	prog    *program
+	m       *machine
+	id      int
+	grid    int
+	threads int32
+	all     []int32 // every lane
+	regs    [][]float64
+	scratch [][]float64
+	lists   [][]int32
+	shared  [][]float64
+	sshadow []*shadow
+	local   [][]float64
+	epoch   int32 // block barriers passed
+	stage   int16 // index of the current stage, -1 outside stages
+	yield   func(struct{}) bool
+	counts  kir.Counts
+}
+
+func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
+	p = &program{
+		k: k, m: m, threads: k.Block,
+		regs: map[*kir.Var]int{}, shared: map[*kir.Buffer]int{}, locals: map[*kir.Buffer]int{},
+		assigned: map[*kir.Var]bool{},
+	}
+	for i, b := range k.Shared {
+		p.shared[b] = i
+	}
+	for i, b := range k.Locals {
+		p.locals[b] = i
+	}
+	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+		if a, ok := s.(*kir.Assign); ok {
+			p.assigned[a.Var] = true
+		}
+		return true
+	})
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(*fault)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("kernel %s: %s", k.Name, f.msg)
+		}
+	}()
+	p.body = p.stmts(k.Body)
+	return p, nil
+}
+
+// newBlock allocates the state of a block of a grid of the given size.
+func (p *program) newBlock(grid int) *block {
+	t := p.threads
+	b := &block{
+		prog: p, m: p.m, grid: grid, threads: int32(t), stage: -1,
+		all:     make([]int32, t),
+		regs:    make([][]float64, len(p.regs)),
+		scratch: make([][]float64, p.nscratch),
+		lists:   make([][]int32, p.nlists),
+	}
+	for i := range b.all {
+		b.all[i] = int32(i)
+	}
+	for i := range b.regs {
+		b.regs[i] = make([]float64, t)
+	}
+	for i := range b.scratch {
+		b.scratch[i] = make([]float64, t)
+	}
+	for i := range b.lists {
+		b.lists[i] = make([]int32, 0, t)
+	}
+	for _, c := range p.consts {
+		v := c.value
+		if math.IsNaN(v) { // the thread index
+			for l := range b.scratch[c.slot] {
+				b.scratch[c.slot][l] = float64(l)
+			}
+			continue
+		}
+		for l := range b.scratch[c.slot] {
+			b.scratch[c.slot][l] = v
+		}
+	}
+	for _, buf := range p.k.Shared {
+		b.shared = append(b.shared, make([]float64, buf.Len()))
+		if p.m.opts.Race {
+			b.sshadow = append(b.sshadow, newShadow(buf.Len()))
+		} else {
+			b.sshadow = append(b.sshadow, nil)
+		}
+	}
+	for _, buf := range p.k.Locals {
+		b.local = append(b.local, make([]float64, buf.Len()*t))
+	}
+	return b
+}
+
+// reset makes b the block numbered id, with fresh shared and local memory.
+func (b *block) reset(id int) {
+	b.id = id
+	b.epoch = 0
+	b.stage = -1
+	b.counts = kir.Counts{}
+	for _, s := range b.prog.bidSlots {
+		v := b.scratch[s]
+		for l := range v {
+			v[l] = float64(id)
+		}
+	}
+	for i, s := range b.shared {
+		fillNaN(s)
+		if b.sshadow[i] != nil {
+			b.sshadow[i].clear()
+		}
+	}
+	for _, l := range b.local {
+		fillNaN(l)
+	}
+}
+
+func fillNaN(s []float64) {
+	nan := math.NaN()
+	for i := range s {
+		s[i] = nan
+	}
+}
+
+func (b *block) stageNote() string {
+	if b.stage >= 0 {
+		return ", stage " + b.prog.stages[b.stage]
+	}
+	return ""
+}
+
+// faultf stops the kernel with a run-time error at a lane.
+func (b *block) faultf(lane int32, format string, args ...any) {
+	panic(&fault{fmt.Sprintf("thread %d: %s", lane, fmt.Sprintf(format, args...))})
+}
+
+func (p *program) newScratch() int {
+	p.nscratch++
+	return p.nscratch - 1
+}
+
+func (p *program) newList() int {
+	p.nlists++
+	return p.nlists - 1
+}
+
+func (p *program) reg(v *kir.Var) int {
+	if s, ok := p.regs[v]; ok {
+		return s
+	}
+	s := len(p.regs)
+	p.regs[v] = s
+	return s
+}
+
+// invariant reports whether e has the same value wherever it is evaluated
+// within the scope of the variables it uses: it loads nothing and uses no
+// variable that is ever reassigned.
+func (p *program) invariant(e kir.Expr) bool {
+	ok := true
+	kir.WalkExpr(e, func(x kir.Expr) bool {
+		switch x := x.(type) {
+		case *kir.Load:
+			ok = false
+		case *kir.Var:
+			ok = ok && !p.assigned[x]
+		}
+		return ok
+	})
+	return ok
+}
+
+func (p *program) stmts(body []kir.Stmt) sfn {
+	fs := make([]sfn, 0, len(body))
+	for _, s := range body {
+		fs = append(fs, p.stmt(s))
+	}
+	switch len(fs) {
+	case 0:
+		return func(*block, []int32) {}
+	case 1:
+		return fs[0]
+	}
+	return func(b *block, act []int32) {
+		for _, f := range fs {
+			f(b, act)
+		}
+	}
+}
+
+func (p *program) stmt(s kir.Stmt) sfn {
+	switch s := s.(type) {
+	case *kir.Let:
+		return p.assign(s.Var, s.Value)
+	case *kir.Assign:
+		return p.assign(s.Var, s.Value)
+	case *kir.Store:
+		return p.store(s.Buf, s.Index, s.Value, -1)
+	case *kir.Atomic:
+		return p.store(s.Buf, s.Index, s.Value, s.Op)
+	case *kir.If:
+		return p.ifStmt(s)
+	case *kir.For:
+		return p.forStmt(s)
+	case *kir.SyncThreads:
+		t := p.threads
+		return func(b *block, act []int32) {
+			if len(act) != t {
+				b.faultf(act[0], "syncthreads reached by %d of %d threads", len(act), t)
+			}
+			b.epoch++
+			b.counts.BlockBarriers++
+		}
+	case *kir.GridSync:
+		t := p.threads
+		return func(b *block, act []int32) {
+			if len(act) != t {
+				b.faultf(act[0], "gridsync reached by %d of %d threads", len(act), t)
+			}
+			if !b.yield(struct{}{}) {
+				panic(errStopped)
+			}
+		}
+	case *kir.Stage:
+		idx := int16(len(p.stages))
+		p.stages = append(p.stages, s.Name)
+		body := p.stmts(s.Body)
+		return func(b *block, act []int32) {
+			outer := b.stage
+			b.stage = idx
+			body(b, act)
+			b.stage = outer
+		}
+	}
+	panic(&fault{fmt.Sprintf("unknown statement %T", s)})
+}
+
+// errStopped unwinds a block coroutine that is stopped at a grid sync.
+var errStopped = &fault{"stopped at a grid sync"}
+
+func (p *program) assign(v *kir.Var, value kir.Expr) sfn {
+	r := p.reg(v)
+	val := p.expr(value)
+	return func(b *block, act []int32) {
+		x := val(b, act)
+		reg := b.regs[r]
+		for _, l := range act {
+			reg[l] = x[l]
+		}
+	}
+}
+
+func (p *program) ifStmt(s *kir.If) sfn {
+	cond := p.expr(s.Cond)
+	then := p.stmts(s.Then)
+	var els sfn
+	if len(s.Else) > 0 {
+		els = p.stmts(s.Else)
+	}
+	lt, lf := p.newList(), p.newList()
+	return func(b *block, act []int32) {
+		c := cond(b, act)
+		t, f := b.lists[lt][:0], b.lists[lf][:0]
+		for _, l := range act {
+			if c[l] != 0 {
+				t = append(t, l)
+			} else {
+				f = append(f, l)
+			}
+		}
+		if len(t) > 0 {
+			then(b, t)
+		}
+		if len(f) > 0 && els != nil {
+			els(b, f)
+		}
+	}
+}
+
+func (p *program) forStmt(s *kir.For) sfn {
+	r := p.reg(s.Var)
+	lo, hi := p.expr(s.Lo), p.expr(s.Hi)
+	body := p.stmts(s.Body)
+	invariant := p.invariant(s.Hi)
+	list := p.newList()
+	kind, step := s.Kind, float64(s.Step)
+	t := float64(p.threads)
+	return func(b *block, act []int32) {
+		lov := lo(b, act)
+		reg := b.regs[r]
+		stride := step
+		switch kind {
+		case kir.Serial, kir.Unrolled:
+			for _, l := range act {
+				reg[l] = lov[l]
+			}
+		case kir.GridStride:
+			stride = float64(b.grid)
+			for _, l := range act {
+				reg[l] = lov[l] + float64(b.id)
+			}
+		case kir.BlockStride:
+			stride = t
+			for _, l := range act {
+				reg[l] = lov[l] + float64(l)
+			}
+		case kir.ThreadStride:
+			stride = float64(b.grid) * t
+			for _, l := range act {
+				reg[l] = lov[l] + float64(b.id)*t + float64(l)
+			}
+		}
+		hiv := hi(b, act)
+		if invariant {
+			// hi cannot change while the loop runs; keep the caller's
+			// values in a vector of our own.
+			run := b.lists[list][:0]
+			for _, l := range act {
+				if reg[l] < hiv[l] {
+					run = append(run, l)
+				}
+			}
+			for len(run) > 0 {
+				body(b, run)
+				n := 0
+				for _, l := range run {
+					reg[l] += stride
+					if reg[l] < hiv[l] {
+						run[n] = l
+						n++
+					}
+				}
+				run = run[:n]
+			}
+			return
+		}
+		run := b.lists[list][:0]
+		for _, l := range act {
+			if reg[l] < hiv[l] {
+				run = append(run, l)
+			}
+		}
+		for len(run) > 0 {
+			body(b, run)
+			for _, l := range run {
+				reg[l] += stride
+			}
+			hiv = hi(b, run)
+			n := 0
+			for _, l := range run {
+				if reg[l] < hiv[l] {
+					run[n] = l
+					n++
+				}
+			}
+			run = run[:n]
+		}
+	}
+}
+
+// store compiles a Store (op < 0) or an Atomic.
+func (p *program) store(buf *kir.Buffer, index, value kir.Expr, op kir.AtomicOp) sfn {
+	idx, val := p.expr(index), p.expr(value)
+	dt := buf.DType
+	n := buf.Len()
+	atomic := op >= 0
+	switch buf.Space {
+	case kir.Global:
+		mem := p.m.mem[buf]
+		data, sh := mem.data, mem.shadow
+		size := int64(dt.Size())
+		return func(b *block, act []int32) {
+			ix, v := idx(b, act), val(b, act)
+			for _, l := range act {
+				i := int(ix[l])
+				if i < 0 || i >= n {
+					b.faultf(l, "%s of %s[%d] out of bounds of %s", storeKind(atomic), buf.Name, i, typeString(buf))
+				}
+				if sh != nil {
+					b.checkWrite(sh, buf, i, l, atomic)
+				}
+				if atomic {
+					data[i] = atomicOp(op, data[i], v[l])
+				} else {
+					data[i] = round(dt, v[l])
+				}
+			}
+			b.counts.StoreBytes += size * int64(len(act))
+			if atomic {
+				b.counts.LoadBytes += size * int64(len(act))
+				b.counts.FLOPs += int64(len(act))
+			}
+		}
+	case kir.Shared:
+		j := p.shared[buf]
+		return func(b *block, act []int32) {
+			ix, v := idx(b, act), val(b, act)
+			data, sh := b.shared[j], b.sshadow[j]
+			for _, l := range act {
+				i := int(ix[l])
+				if i < 0 || i >= n {
+					b.faultf(l, "%s of shared %s[%d] out of bounds of %s", storeKind(atomic), buf.Name, i, typeString(buf))
+				}
+				if sh != nil {
+					b.checkWrite(sh, buf, i, l, atomic)
+				}
+				if atomic {
+					data[i] = atomicOp(op, data[i], v[l])
+				} else {
+					data[i] = round(dt, v[l])
+				}
+			}
+			if atomic {
+				b.counts.FLOPs += int64(len(act))
+			}
+		}
+	default:
+		j := p.locals[buf]
+		return func(b *block, act []int32) {
+			ix, v := idx(b, act), val(b, act)
+			data := b.local[j]
+			for _, l := range act {
+				i := int(ix[l])
+				if i < 0 || i >= n {
+					b.faultf(l, "store of local %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
+				}
+				data[int(l)*n+i] = round(dt, v[l])
+			}
+		}
+	}
+}
+
+func storeKind(atomic bool) string {
+	if atomic {
+		return "atomic update"
+	}
+	return "store"
+}
+
+func atomicOp(op kir.AtomicOp, old, v float64) float64 {
+	switch op {
+	case kir.AtomicMax:
+		return math.Max(old, v)
+	case kir.AtomicMin:
+		return math.Min(old, v)
+	}
+	return float64(float32(old + v))
+}
+
+func (p *program) constVec(v float64) vfn {
+	s := p.newScratch()
+	p.consts = append(p.consts, constSlot{s, v})
+	return func(b *block, _ []int32) []float64 { return b.scratch[s] }
+}
+
+func (p *program) expr(e kir.Expr) vfn {
+	switch e := e.(type) {
+	case *kir.Const:
+		return p.constVec(e.Value)
+	case *kir.Var:
+		r := p.reg(e)
+		return func(b *block, _ []int32) []float64 { return b.regs[r] }
+	case *kir.Special:
+		switch e.Reg {
+		case kir.ThreadIdx:
+			return p.constVec(math.NaN()) // filled with lane numbers
+		case kir.BlockDim:
+			return p.constVec(float64(p.threads))
+		case kir.BlockIdx:
+			s := p.newScratch()
+			p.bidSlots = append(p.bidSlots, s)
+			return func(b *block, _ []int32) []float64 { return b.scratch[s] }
+		default:
+			s := p.newScratch()
+			return func(b *block, act []int32) []float64 {
+				o := b.scratch[s]
+				for _, l := range act {
+					o[l] = float64(b.grid)
+				}
+				return o
+			}
+		}
+	case *kir.Load:
+		return p.load(e)
+	case *kir.Unary:
+		return p.unary(e)
+	case *kir.Binary:
+		return p.binary(e)
+	case *kir.Select:
+		return p.selectExpr(e)
+	case *kir.Cast:
+		return p.cast(e)
+	}
+	panic(&fault{fmt.Sprintf("unknown expression %T", e)})
+}
+
+func (p *program) load(e *kir.Load) vfn {
+	idx := p.expr(e.Index)
+	out := p.newScratch()
+	buf := e.Buf
+	n := buf.Len()
+	switch buf.Space {
+	case kir.Global:
+		mem := p.m.mem[buf]
+		data, sh := mem.data, mem.shadow
+		size := int64(buf.DType.Size())
+		return func(b *block, act []int32) []float64 {
+			ix, o := idx(b, act), b.scratch[out]
+			for _, l := range act {
+				i := int(ix[l])
+				if i < 0 || i >= n {
+					b.faultf(l, "load of %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
+				}
+				if sh != nil {
+					b.checkRead(sh, buf, i, l)
+				}
+				o[l] = data[i]
+			}
+			b.counts.LoadBytes += size * int64(len(act))
+			return o
+		}
+	case kir.Shared:
+		j := p.shared[buf]
+		return func(b *block, act []int32) []float64 {
+			ix, o := idx(b, act), b.scratch[out]
+			data, sh := b.shared[j], b.sshadow[j]
+			for _, l := range act {
+				i := int(ix[l])
+				if i < 0 || i >= n {
+					b.faultf(l, "load of shared %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
+				}
+				if sh != nil {
+					b.checkRead(sh, buf, i, l)
+				}
+				o[l] = data[i]
+			}
+			return o
+		}
+	default:
+		j := p.locals[buf]
+		return func(b *block, act []int32) []float64 {
+			ix, o := idx(b, act), b.scratch[out]
+			data := b.local[j]
+			for _, l := range act {
+				i := int(ix[l])
+				if i < 0 || i >= n {
+					b.faultf(l, "load of local %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
+				}
+				o[l] = data[int(l)*n+i]
+			}
+			return o
+		}
+	}
+}
+
+// lanes1 applies f lane by lane.
+func (p *program) lanes1(x vfn, flops bool, f func(float64) float64) vfn {
+	out := p.newScratch()
+	return func(b *block, act []int32) []float64 {
+		xv, o := x(b, act), b.scratch[out]
+		for _, l := range act {
+			o[l] = f(xv[l])
+		}
+		if flops {
+			b.counts.FLOPs += int64(len(act))
+		}
+		return o
+	}
+}
+
+func f32(v float64) float64 { return float64(float32(v)) }
+
+func (p *program) unary(e *kir.Unary) vfn {
+	x := p.expr(e.X)
+	isF := e.X.Type() == te.F32
+	var f func(float64) float64
+	switch e.Op {
+	case te.Neg:
+		f = func(v float64) float64 { return -v }
+	case te.Not:
+		return p.lanes1(x, false, func(v float64) float64 { return b2f(v == 0) })
+	case te.Abs:
+		f = math.Abs
+	case te.Exp:
+		f = func(v float64) float64 { return f32(math.Exp(v)) }
+	case te.Log:
+		f = func(v float64) float64 { return f32(math.Log(v)) }
+	case te.Sqrt:
+		f = func(v float64) float64 { return f32(math.Sqrt(v)) }
+	case te.Rsqrt:
+		f = func(v float64) float64 { return f32(1 / math.Sqrt(v)) }
+	case te.Tanh:
+		f = func(v float64) float64 { return f32(math.Tanh(v)) }
+	case te.Sigmoid:
+		f = func(v float64) float64 { return f32(1 / (1 + math.Exp(-v))) }
+	case te.Erf:
+		f = func(v float64) float64 { return f32(math.Erf(v)) }
+	default:
+		panic(&fault{fmt.Sprintf("unknown unary operation %v", e.Op)})
+	}
+	return p.lanes1(x, isF, f)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (p *program) binary(e *kir.Binary) vfn {
+	x, y := p.expr(e.X), p.expr(e.Y)
+	out := p.newScratch()
+	isF := e.X.Type() == te.F32
+	isI := e.X.Type() == te.I32
+	// The hottest operations get loops of their own.
+	switch {
+	case isF && e.Op == te.Add:
+		return func(b *block, act []int32) []float64 {
+			xv, yv, o := x(b, act), y(b, act), b.scratch[out]
+			for _, l := range act {
+				o[l] = float64(float32(xv[l] + yv[l]))
+			}
+			b.counts.FLOPs += int64(len(act))
+			return o
+		}
+	case isF && e.Op == te.Mul:
+		return func(b *block, act []int32) []float64 {
+			xv, yv, o := x(b, act), y(b, act), b.scratch[out]
+			for _, l := range act {
+				o[l] = float64(float32(xv[l] * yv[l]))
+			}
+			b.counts.FLOPs += int64(len(act))
+			return o
+		}
+	case isI && e.Op == te.Add:
+		return func(b *block, act []int32) []float64 {
+			xv, yv, o := x(b, act), y(b, act), b.scratch[out]
+			for _, l := range act {
+				o[l] = xv[l] + yv[l]
+			}
+			return o
+		}
+	case isI && e.Op == te.Mul:
+		return func(b *block, act []int32) []float64 {
+			xv, yv, o := x(b, act), y(b, act), b.scratch[out]
+			for _, l := range act {
+				o[l] = xv[l] * yv[l]
+			}
+			return o
+		}
+	}
+	var f func(a, c float64) float64
+	var intFault string
+	switch e.Op {
+	case te.Add:
+		f = func(a, c float64) float64 { return a + c }
+	case te.Sub:
+		f = func(a, c float64) float64 { return a - c }
+	case te.Mul:
+		f = func(a, c float64) float64 { return a * c }
+	case te.Div:
+		if isI {
+			f = func(a, c float64) float64 { return float64(te.FloorDiv(int(a), int(c))) }
+			intFault = "integer division by zero"
+		} else {
+			f = func(a, c float64) float64 { return a / c }
+		}
+	case te.Mod:
+		if isI {
+			f = func(a, c float64) float64 { return float64(te.FloorMod(int(a), int(c))) }
+			intFault = "integer modulo by zero"
+		} else {
+			f = floatMod
+		}
+	case te.Max:
+		f = math.Max
+	case te.Min:
+		f = math.Min
+	case te.Pow:
+		f = math.Pow
+	case te.Lt:
+		f = func(a, c float64) float64 { return b2f(a < c) }
+	case te.Le:
+		f = func(a, c float64) float64 { return b2f(a <= c) }
+	case te.Gt:
+		f = func(a, c float64) float64 { return b2f(a > c) }
+	case te.Ge:
+		f = func(a, c float64) float64 { return b2f(a >= c) }
+	case te.Eq:
+		f = func(a, c float64) float64 { return b2f(a == c) }
+	case te.Ne:
+		f = func(a, c float64) float64 { return b2f(a != c) }
+	case te.And:
+		f = func(a, c float64) float64 { return b2f(a != 0 && c != 0) }
+	case te.Or:
+		f = func(a, c float64) float64 { return b2f(a != 0 || c != 0) }
+	default:
+		panic(&fault{fmt.Sprintf("unknown binary operation %v", e.Op)})
+	}
+	arith := !e.Op.IsComparison() && !e.Op.IsLogical()
+	flops := isF && arith
+	roundF := isF && arith
+	return func(b *block, act []int32) []float64 {
+		xv, yv, o := x(b, act), y(b, act), b.scratch[out]
+		for _, l := range act {
+			if intFault != "" && yv[l] == 0 {
+				b.faultf(l, "%s", intFault)
+			}
+			v := f(xv[l], yv[l])
+			if roundF {
+				v = float64(float32(v))
+			}
+			o[l] = v
+		}
+		if flops {
+			b.counts.FLOPs += int64(len(act))
+		}
+		return o
+	}
+}
+
+// floatMod returns x - y·floor(x/y), which has the sign of y.
+func floatMod(x, y float64) float64 {
+	m := math.Mod(x, y)
+	if m != 0 && (m < 0) != (y < 0) {
+		m += y
+	}
+	return m
+}
+
+func (p *program) selectExpr(e *kir.Select) vfn {
+	cond, th, el := p.expr(e.Cond), p.expr(e.Then), p.expr(e.Else)
+	out := p.newScratch()
+	lt, lf := p.newList(), p.newList()
+	return func(b *block, act []int32) []float64 {
+		c := cond(b, act)
+		t, f := b.lists[lt][:0], b.lists[lf][:0]
+		for _, l := range act {
+			if c[l] != 0 {
+				t = append(t, l)
+			} else {
+				f = append(f, l)
+			}
+		}
+		o := b.scratch[out]
+		if len(t) > 0 {
+			v := th(b, t)
+			for _, l := range t {
+				o[l] = v[l]
+			}
+		}
+		if len(f) > 0 {
+			v := el(b, f)
+			for _, l := range f {
+				o[l] = v[l]
+			}
+		}
+		return o
+	}
+}
+
+func (p *program) cast(e *kir.Cast) vfn {
+	x := p.expr(e.X)
+	from := e.X.Type()
+	switch {
+	case e.To == from:
+		return x
+	case e.To == te.Bool:
+		return p.lanes1(x, false, func(v float64) float64 { return b2f(v != 0) })
+	case e.To == te.I32:
+		return p.lanes1(x, false, func(v float64) float64 { return te.Round(te.I32, v) })
+	case e.To == te.F32:
+		return p.lanes1(x, false, f32)
+	}
+	to := e.To
+	return p.lanes1(x, false, func(v float64) float64 { return te.Round(to, v) })
+}

@@ -1,0 +1,320 @@
+// Package sim executes kernel IR on the CPU with CUDA's semantics, to check on
+// a machine without a GPU that what the back end generates computes the right
+// values, and to measure what it does.
+//
+// Every block and every thread of every kernel runs. The threads of a block
+// run in lock step, statement by statement, as a vector of lanes with a mask
+// of active lanes (SIMT execution): an If runs each branch for the lanes that
+// take it, a loop runs while any lane still iterates. Barriers therefore cost
+// nothing to implement within a block, since the verifier guarantees that
+// every thread of the block reaches them together. Blocks of a fixed grid run
+// one after another; the blocks of an all-resident grid run as coroutines
+// (iter.Pull) that hand over at each grid sync, so that no block passes a
+// grid sync before every block has reached it. Execution is deterministic.
+//
+// Kernel expressions are compiled once per kernel into closures over lane
+// vectors, so that interpretation overhead is paid once per statement and
+// block rather than once per thread.
+//
+// Values are held as float64: f32 results are rounded to float32 after every
+// operation, stores round to the buffer's storage type (f16 and bf16 to
+// nearest even), i32 arithmetic is exact, and i32 division and modulo round
+// towards negative infinity. Global temporaries, shared and local memory start
+// as NaN, so that a read of memory nobody wrote shows up in the results.
+//
+// With Options.Race set, every access to global and shared memory is checked
+// against shadow memory (the last write and the last two reads of each
+// element, each with its thread and its barrier epochs): two accesses to the
+// same element by different threads, at least one a write, that no barrier
+// orders (a block barrier between threads of one block, a grid sync or a
+// kernel boundary between any threads) and that are not both atomic, are a
+// data race, reported with kernel, stage, buffer, element and both threads.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// DefaultResidentBlocks is the number of blocks an all-resident grid gets
+// when Options.ResidentBlocks is 0: a small GPU, so that stages have more
+// tiles than blocks.
+const DefaultResidentBlocks = 4
+
+// Options controls Run.
+type Options struct {
+	// ResidentBlocks is the number of blocks launched for an all-resident
+	// grid (capped by the grid's Blocks); 0 means DefaultResidentBlocks.
+	ResidentBlocks int
+	// Race enables the data-race detector.
+	Race bool
+	// MaxRaces bounds the races reported in detail (all are counted);
+	// 0 means 10.
+	MaxRaces int
+}
+
+// KernelStats is what one kernel launch did.
+type KernelStats struct {
+	Kernel  string
+	Blocks  int // blocks launched
+	Threads int // threads per block
+	kir.Counts
+}
+
+// Access is one side of a data race.
+type Access struct {
+	Block, Thread int
+	Kind          string // "read", "write" or "atomic"
+	Stage         string // the stage executing, or ""
+}
+
+// Race is a data race: two unordered conflicting accesses to one element.
+type Race struct {
+	Kernel string
+	Buffer string
+	Space  kir.Space
+	Index  int
+	First  Access // the earlier access
+	Second Access // the later access, which found the race
+}
+
+// String describes the race, e.g. "kernel k, stage y: race on shared red[3]:
+// write by block 0 thread 3, then read by block 0 thread 1 with no barrier
+// between".
+func (r Race) String() string {
+	stage := r.Second.Stage
+	if stage == "" {
+		stage = r.First.Stage
+	}
+	where := "kernel " + r.Kernel
+	if stage != "" {
+		where += ", stage " + stage
+	}
+	return fmt.Sprintf("%s: race on %s %s[%d]: %s by block %d thread %d%s, then %s by block %d thread %d%s, not ordered by a barrier",
+		where, r.Space, r.Buffer, r.Index,
+		r.First.Kind, r.First.Block, r.First.Thread, stageNote(r.First.Stage, stage),
+		r.Second.Kind, r.Second.Block, r.Second.Thread, stageNote(r.Second.Stage, stage))
+}
+
+func stageNote(s, shown string) string {
+	if s == shown || s == "" {
+		return ""
+	}
+	return " (stage " + s + ")"
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	// Outputs holds the module's outputs by buffer name.
+	Outputs map[string]*te.Array
+	// Kernels has one entry per kernel launch, in order.
+	Kernels []KernelStats
+	// Races lists the first races found (see Options.MaxRaces); RaceCount
+	// counts them all.
+	Races     []Race
+	RaceCount int
+}
+
+// Total returns the sum of the kernels' counts.
+func (r *Result) Total() kir.Counts {
+	var c kir.Counts
+	for _, k := range r.Kernels {
+		c.Add(k.Counts)
+	}
+	return c
+}
+
+// Run verifies m and executes its kernels in order on the CPU. feeds holds
+// the value of each input and param buffer, by name, with the buffer's dtype
+// and shape; f32 values are rounded to float32 on the way in. A run-time
+// fault (an access out of bounds, an integer division by zero, a barrier not
+// reached by every thread) stops the run with an error naming the kernel,
+// stage, block and thread. Data races do not stop it: they are reported in
+// the result.
+func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, error) {
+	if err := kir.Verify(m); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if opts.ResidentBlocks <= 0 {
+		opts.ResidentBlocks = DefaultResidentBlocks
+	}
+	if opts.MaxRaces <= 0 {
+		opts.MaxRaces = 10
+	}
+	s := &machine{opts: opts, mem: map[*kir.Buffer]*memory{}, gepoch: 1}
+	used := 0
+	for _, b := range m.Buffers {
+		mem := &memory{buf: b, data: make([]float64, b.Len())}
+		if b.Role.ReadOnly() {
+			a, ok := feeds[b.Name]
+			if !ok || a == nil {
+				return nil, fmt.Errorf("sim: no feed for %s %s (%s)", b.Role, b.Name, typeString(b))
+			}
+			if err := a.CheckType(b.DType, b.Shape); err != nil {
+				return nil, fmt.Errorf("sim: feed for %s %s: %w", b.Role, b.Name, err)
+			}
+			for i, v := range a.Data {
+				mem.data[i] = round(b.DType, v)
+			}
+			used++
+		} else {
+			for i := range mem.data {
+				mem.data[i] = math.NaN()
+			}
+		}
+		if opts.Race {
+			mem.shadow = newShadow(len(mem.data))
+		}
+		s.mem[b] = mem
+	}
+	if used != len(feeds) {
+		for name := range feeds {
+			if b := m.Buffer(name); b == nil || !b.Role.ReadOnly() {
+				return nil, fmt.Errorf("sim: feed %q names no input or param of module %s", name, m.Name)
+			}
+		}
+	}
+	res := &Result{Outputs: map[string]*te.Array{}}
+	s.res = res
+	for _, k := range m.Kernels {
+		st, err := s.launch(k)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		res.Kernels = append(res.Kernels, st)
+	}
+	for _, b := range m.Outputs {
+		a := te.NewArray(b.DType, b.Shape)
+		copy(a.Data, s.mem[b].data)
+		res.Outputs[b.Name] = a
+	}
+	return res, nil
+}
+
+func typeString(b *kir.Buffer) string {
+	return (&te.Tensor{DType: b.DType, Shape: b.Shape}).TypeString()
+}
+
+// machine is the state of one Run.
+type machine struct {
+	opts   Options
+	mem    map[*kir.Buffer]*memory
+	res    *Result
+	gepoch int32 // grid epoch: advanced by every kernel launch and grid sync
+}
+
+// memory is one buffer's contents and shadow.
+type memory struct {
+	buf    *kir.Buffer
+	data   []float64
+	shadow *shadow // nil without race detection
+}
+
+// fault is a run-time error inside a kernel; compiled code panics with it.
+type fault struct{ msg string }
+
+func (f *fault) Error() string { return f.msg }
+
+// launch runs one kernel.
+func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
+	s.gepoch++
+	prog, err := compileKernel(k, s)
+	if err != nil {
+		return st, err
+	}
+	grid := k.Grid.Size(s.opts.ResidentBlocks)
+	st = KernelStats{Kernel: k.Name, Blocks: grid, Threads: k.Block}
+	var cur *block
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(*fault)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("kernel %s: %s", k.Name, f.msg)
+			if cur != nil {
+				err = fmt.Errorf("kernel %s%s, block %d: %s", k.Name, cur.stageNote(), cur.id, f.msg)
+			}
+		}
+	}()
+	if !k.HasGridSync() {
+		b := prog.newBlock(grid)
+		cur = b
+		for id := range grid {
+			b.reset(id)
+			prog.body(b, b.all)
+			st.Counts.Add(b.counts)
+		}
+		return st, nil
+	}
+
+	// An all-resident grid: blocks are coroutines that yield at grid syncs.
+	blocks := make([]*block, grid)
+	nexts := make([]func() (struct{}, bool), grid)
+	for id := range grid {
+		b := prog.newBlock(grid)
+		b.reset(id)
+		blocks[id] = b
+		seq := func(yield func(struct{}) bool) {
+			defer func() {
+				// A block stopped at a grid sync unwinds quietly.
+				if r := recover(); r != nil && r != any(errStopped) {
+					panic(r)
+				}
+			}()
+			b.yield = yield
+			prog.body(b, b.all)
+		}
+		next, stop := iter.Pull(iter.Seq[struct{}](seq))
+		defer stop()
+		nexts[id] = next
+	}
+	live := grid
+	for live > 0 {
+		arrived, finished := 0, 0
+		for id, next := range nexts {
+			if next == nil {
+				continue
+			}
+			cur = blocks[id]
+			if _, ok := next(); ok {
+				arrived++
+			} else {
+				finished++
+				nexts[id] = nil
+				st.Counts.Add(blocks[id].counts)
+			}
+		}
+		cur = nil
+		live -= finished
+		if arrived > 0 && finished > 0 {
+			return st, errors.New("grid sync reached by some blocks while others finished")
+		}
+		if arrived > 0 {
+			s.gepoch++
+			st.GridSyncs++
+		}
+	}
+	return st, nil
+}
+
+// round rounds v to storage type dt.
+func round(dt te.DType, v float64) float64 {
+	if dt == te.F32 {
+		return float64(float32(v))
+	}
+	return te.Round(dt, v)
+}
+
+// race records a data race found by an access.
+func (s *machine) race(r Race) {
+	s.res.RaceCount++
+	if len(s.res.Races) < s.opts.MaxRaces {
+		s.res.Races = append(s.res.Races, r)
+	}
+}
