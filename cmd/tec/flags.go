@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"tec/lang"
+	"tec/lang/diag"
+	"tec/te"
+)
+
+// defineFlag collects repeated -D NAME=VALUE flags.
+type defineFlag map[string]string
+
+func (d defineFlag) String() string {
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + d[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func (d defineFlag) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" || value == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	d[name] = value
+	return nil
+}
+
+// compileFlags are the flags of every command that compiles a model.
+type compileFlags struct {
+	defines     defineFlag
+	model       string
+	diagnostics string
+	color       string
+}
+
+func (c *compileFlags) register(fs *flag.FlagSet) {
+	c.defines = defineFlag{}
+	fs.Var(c.defines, "D", "override a constant: -D NAME=VALUE (repeatable)")
+	fs.StringVar(&c.model, "model", "", "the model to use when the file has several")
+	fs.StringVar(&c.diagnostics, "diagnostics", "text", "how to print errors: text or json (one JSON object per line)")
+	fs.StringVar(&c.color, "color", "auto", "color diagnostics: auto, always or never")
+}
+
+func (c *compileFlags) validate() error {
+	if c.diagnostics != "text" && c.diagnostics != "json" {
+		return fmt.Errorf("-diagnostics must be text or json, not %q", c.diagnostics)
+	}
+	if c.color != "auto" && c.color != "always" && c.color != "never" {
+		return fmt.Errorf("-color must be auto, always or never, not %q", c.color)
+	}
+	return nil
+}
+
+// newFlagSet returns a flag set for the command whose help, on -h, prints the
+// command's usage, help text and flags.
+func newFlagSet(c *command) *flag.FlagSet {
+	fs := flag.NewFlagSet("tec "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: tec %s %s\n\n%s\n\nFlags:\n", c.name, c.usage, indent(c.help))
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parseArgs parses flags that may come before, between or after positional
+// arguments ("tec run model.te --device ref"), and returns the positional
+// ones. "--" ends the flags. It returns flag.ErrHelp for -h.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parse parses a command's arguments, handling -h and usage errors. It returns
+// the positional arguments and ok; when ok is false the command must return
+// the status code.
+func (e *env) parse(c *command, fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandHelp(e.stdout, c, fs)
+		return nil, exitOK, false
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tec %s: %v\nRun 'tec help %s' for usage.\n", c.name, err, c.name)
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
+}
+
+// usageError reports a misused command line.
+func (e *env) usageError(c *command, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "tec %s: %s\nusage: tec %s %s\nRun 'tec help %s' for details.\n",
+		c.name, fmt.Sprintf(format, args...), c.name, c.usage, c.name)
+	return exitUsage
+}
+
+// sourceCache reads each source file once, for rendering diagnostics.
+type sourceCache map[string][]byte
+
+func (s sourceCache) get(file string) []byte {
+	if b, ok := s[file]; ok {
+		return b
+	}
+	b, _ := os.ReadFile(file)
+	s[file] = b
+	return b
+}
+
+// compile reads and checks file, prints its diagnostics, and returns the
+// lowered program, or nil and the exit status.
+func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tec: %v\n", err)
+		return nil, exitUser
+	}
+	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model})
+	sources := sourceCache{file: src}
+	if code := e.report(cf, diags, sources); code != exitOK {
+		return nil, code
+	}
+	return prog, exitOK
+}
+
+// report prints diagnostics and returns exitUser if any is an error.
+func (e *env) report(cf *compileFlags, diags diag.List, sources sourceCache) int {
+	if len(diags) == 0 {
+		return exitOK
+	}
+	diags.Sort()
+	var err error
+	if cf.diagnostics == "json" {
+		err = diags.WriteJSON(e.stdout, sources.get)
+	} else {
+		err = diags.Render(e.stderr, sources.get, e.useColor(cf.color))
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tec: writing diagnostics: %v\n", err)
+	}
+	if diags.HasErrors() {
+		return exitUser
+	}
+	return exitOK
+}
+
+func (e *env) useColor(mode string) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if e.getenv("NO_COLOR") != "" || e.getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := e.stderr.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"tec/lang/diag"
+	"tec/lang/syntax"
+)
+
+func fmtCommand() *command {
+	c := &command{
+		name:    "fmt",
+		summary: "format .te files",
+		usage:   "[-w | -l] FILE...",
+		help: `Fmt prints each FILE in the canonical layout: two-space indentation, one
+statement per line, spaces around binary operators, comments kept where
+they were. Formatting is idempotent. With -w it rewrites the files in
+place; with -l it lists the files whose layout differs and changes
+nothing. A file with a syntax error is reported and left alone.`,
+	}
+	c.run = func(e *env, args []string) int {
+		fs := newFlagSet(c)
+		write := fs.Bool("w", false, "write the result to the file instead of standard output")
+		list := fs.Bool("l", false, "list files whose formatting differs")
+		diagFormat := fs.String("diagnostics", "text", "how to print errors: text or json")
+		pos, code, ok := e.parse(c, fs, args)
+		if !ok {
+			return code
+		}
+		if len(pos) == 0 {
+			return e.usageError(c, "no FILE given")
+		}
+		if *write && *list {
+			return e.usageError(c, "-w and -l cannot be used together")
+		}
+		cf := compileFlags{diagnostics: *diagFormat, color: "auto"}
+		if err := cf.validate(); err != nil {
+			return e.usageError(c, "%v", err)
+		}
+		status := exitOK
+		for _, file := range pos {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "tec fmt: %v\n", err)
+				status = exitUser
+				continue
+			}
+			f, err := syntax.Parse(file, src)
+			if err != nil {
+				e.report(&cf, diag.List{diag.FromSyntax(err)}, sourceCache{file: src})
+				status = exitUser
+				continue
+			}
+			out, err := syntax.Format(f, src)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "tec fmt: %s: %v\n", file, err)
+				status = exitUser
+				continue
+			}
+			switch {
+			case *list:
+				if !bytes.Equal(src, out) {
+					fmt.Fprintln(e.stdout, file)
+				}
+			case *write:
+				if bytes.Equal(src, out) {
+					continue
+				}
+				if err := writeFilePreservingMode(file, out); err != nil {
+					fmt.Fprintf(e.stderr, "tec fmt: %v\n", err)
+					status = exitUser
+				}
+			default:
+				e.stdout.Write(out)
+			}
+		}
+		return status
+	}
+	return c
+}
+
+// writeFilePreservingMode replaces file's contents, keeping its permissions.
+func writeFilePreservingMode(file string, data []byte) error {
+	st, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, st.Mode().Perm())
+}

@@ -1,0 +1,127 @@
+// Command tec compiles deep-learning models written as tensor expressions.
+//
+// Usage:
+//
+//	tec <command> [flags] FILE
+//
+// The commands are:
+//
+//	check   check a .te file and report every error
+//	fmt     format .te files
+//	te      print the lowered tensor-expression program
+//	run     evaluate a model on inputs and params
+//	help    show help for a command
+//
+// Run "tec help <command>" for a command's flags. Exit status is 0 on
+// success, 1 when the input has errors or outputs differ from the expected
+// ones, and 2 for a misused command line.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"tec/lang/diag"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitUser  = 1 // errors in the user's model or data
+	exitUsage = 2 // a misused command line
+)
+
+// env is what a command may touch of the outside world, so that tests can run
+// commands in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command is one subcommand of tec.
+type command struct {
+	name    string
+	summary string
+	usage   string // the argument synopsis, e.g. "[flags] FILE"
+	help    string // paragraphs shown by "tec help NAME"
+	run     func(e *env, args []string) int
+}
+
+func commands() []*command {
+	return []*command{checkCommand(), fmtCommand(), teCommand(), runCommand()}
+}
+
+func main() {
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(e.main(os.Args[1:]))
+}
+
+func (e *env) main(args []string) int {
+	if len(args) == 0 {
+		e.printUsage(e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return e.help(args[1:])
+	case "version", "--version":
+		fmt.Fprintln(e.stdout, "tec", version())
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(e, args[1:])
+		}
+	}
+	fmt.Fprintf(e.stderr, "tec: unknown command %q\n", name)
+	if s := suggestCommand(name); s != "" {
+		fmt.Fprintf(e.stderr, "  did you mean 'tec %s'?\n", s)
+	}
+	fmt.Fprintln(e.stderr, "Run 'tec help' for the list of commands.")
+	return exitUsage
+}
+
+func (e *env) help(args []string) int {
+	if len(args) == 0 {
+		e.printUsage(e.stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			c.run(e, []string{"-h"})
+			return exitOK
+		}
+	}
+	fmt.Fprintf(e.stderr, "tec help: unknown command %q\n", args[0])
+	return exitUsage
+}
+
+func (e *env) printUsage(w io.Writer) {
+	fmt.Fprint(w, "tec compiles deep-learning models written as tensor expressions.\n\nUsage:\n\n\ttec <command> [flags] FILE\n\nCommands:\n\n")
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'tec help <command>' for a command's flags.\nThe language is described in docs/language.md.\n")
+}
+
+func suggestCommand(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return diag.Suggest(name, names)
+}
+
+func version() string { return "0.1.0-dev" }
+
+// indent indents every line of s by two spaces, for help texts.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

@@ -1,0 +1,37 @@
+package main
+
+import "fmt"
+
+func teCommand() *command {
+	c := &command{
+		name:    "te",
+		summary: "print the lowered tensor-expression program",
+		usage:   "[flags] FILE",
+		help: `Te checks FILE and prints the model lowered to tensor expressions, one
+tensor per line in the style of TVM's te.compute: placeholders with their
+shapes, then every computed tensor with its axes, reduce axes and body,
+each with the source location it came from.`,
+	}
+	c.run = func(e *env, args []string) int {
+		fs := newFlagSet(c)
+		var cf compileFlags
+		cf.register(fs)
+		pos, code, ok := e.parse(c, fs, args)
+		if !ok {
+			return code
+		}
+		if err := cf.validate(); err != nil {
+			return e.usageError(c, "%v", err)
+		}
+		if len(pos) != 1 {
+			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
+		}
+		prog, code := e.compile(&cf, pos[0])
+		if prog == nil {
+			return code
+		}
+		fmt.Fprint(e.stdout, prog.String())
+		return exitOK
+	}
+	return c
+}
