@@ -3,6 +3,7 @@ package lang
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"tec/lang/syntax"
 	"tec/te"
@@ -34,8 +35,8 @@ func (c *checker) resolveRanges(ec *elemCtx) bool {
 		for _, u := range iv.uses[1:] {
 			if u.size != first.size {
 				d := c.errorAt(u.file, u.span, "range", fmt.Sprintf(`state the range with "where %s in 0..n"; the accesses are then proven against it`, iv.name),
-					"the uses of %s disagree on its range: 0..%d here, 0..%d in %s", iv.name, u.size, first.size, c.text(first.file, first.span))
-				related(d, first.file, first.span, "%s ranges over 0..%d here, in %s", iv.name, first.size, first.what)
+					"the uses of %s disagree on its range: as %s it ranges over 0..%d, but as %s over 0..%d", iv.name, u.what, u.size, first.what, first.size)
+				related(d, first.file, first.span, "%s is %s here, of size %d", iv.name, first.what, first.size)
 				ok = false
 				break
 			}
@@ -211,18 +212,19 @@ func (c *checker) boundsError(ec *elemCtx, ld *pendingLoad, d int, r interval) {
 	}
 	msg := fmt.Sprintf("index %s of %s is out of bounds: %s ranges over %d..%d, but dimension %d has size %d (%s)",
 		text, ld.name, text, r.lo, r.hi+1, d, size, where)
-	var hint string
-	fromWhere := ""
-	for _, v := range ix.Vars() {
-		if iv := ec.byVar[v]; iv != nil && iv.where != nil {
-			fromWhere = fmt.Sprintf("where %s in 0..%d", iv.name, iv.where.extent)
-		}
+	var guard []string
+	if r.lo < 0 {
+		guard = append(guard, text+" >= 0")
 	}
-	switch {
-	case fromWhere != "":
-		hint = fmt.Sprintf("check the range \"%s\", or guard the access with select(%s >= 0 && %s < %d, ..., 0.0)", fromWhere, text, text, size)
-	default:
-		hint = fmt.Sprintf("guard the access with select(%s >= 0 && %s < %d, ..., 0.0) to pad", text, text, size)
+	if r.hi >= size {
+		guard = append(guard, fmt.Sprintf("%s < %d", text, size))
+	}
+	access := ld.name + "[" + strings.Join(ld.texts, ", ") + "]"
+	hint := fmt.Sprintf("to read past the edge on purpose (padding), guard the access: select(%s, %s, 0.0)", strings.Join(guard, " && "), access)
+	if v, ok := ix.AsVar(); ok {
+		if iv := ec.byVar[v]; iv != nil && iv.where != nil {
+			hint = fmt.Sprintf("the range of %s comes from \"where %s in 0..%d\"; should it be 0..%d?", iv.name, iv.name, iv.where.extent, size)
+		}
 	}
 	c.errorAt(ld.file, ld.span, "bounds", hint, "%s", msg)
 }

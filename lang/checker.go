@@ -37,6 +37,9 @@ type checker struct {
 	// first; scopeSnap is a copy shared by the tensors made in one place.
 	scopeNames []string
 	scopeSnap  []string
+	// known holds the dimensions of the parameters of the call being bound
+	// that are known so far, for shape messages.
+	known map[[2]int]int
 }
 
 // diagKey identifies a diagnostic for de-duplication: an error inside a
@@ -117,8 +120,11 @@ func joinSpans(a, b syntax.Span) syntax.Span { return syntax.Span{Start: a.Start
 
 // plural formats n and a noun, adding "s" unless n is 1.
 func plural(n int, noun string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return fmt.Sprintf("%d %s", n, noun)
+	case noun == "index":
+		return fmt.Sprintf("%d indices", n)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

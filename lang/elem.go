@@ -219,7 +219,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 		ixs[d] = ix
 		if v, ok := ix.AsVar(); ok {
 			if iv := ec.byVar[v]; iv != nil && !iv.fixed {
-				iv.uses = append(iv.uses, directUse{size: tv.shape[d], what: fmt.Sprintf("%s[...] (dimension %d of %s)", name, d, tv.typeString()), file: file, span: at})
+				iv.uses = append(iv.uses, directUse{size: tv.shape[d], what: fmt.Sprintf("dimension %d of %s", d, name), file: file, span: at})
 			}
 		}
 	}

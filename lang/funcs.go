@@ -144,6 +144,8 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 		expr  syntax.Expr
 	}
 	var later []pending
+	known := map[[2]int]int{}
+	c.known = known
 	tensors := make([]*tensorVal, len(d.Params))
 	for i, p := range d.Params {
 		if p.Type == nil || (p.Type.Dims == nil && (p.Type.Name.Name == "int" || p.Type.Name.Name == "float")) {
@@ -220,6 +222,7 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 			failed[l.param] = true
 			continue
 		}
+		known[[2]int{l.param, l.dim}] = want
 		if got := tensors[l.param].shape[l.dim]; got != want {
 			c.shapeMismatch(sc, fn, e, l.param, tensors[l.param], fmt.Sprintf("%s = %d", c.text(fn.file, l.expr.NodeSpan()), want), syms, nil)
 			ok = false
@@ -251,8 +254,18 @@ func (c *checker) expectedType(fn *fnDecl, p *syntax.Param, syms map[string]*sha
 	written := c.text(fn.file, p.Type.Span)
 	parts := make([]string, len(p.Type.Dims))
 	changed := false
+	pi := 0
+	for i, q := range fn.decl.Params {
+		if q == p {
+			pi = i
+		}
+	}
 	for k, de := range p.Type.Dims {
 		parts[k] = c.text(fn.file, de.NodeSpan())
+		if v, ok := c.known[[2]int{pi, k}]; ok {
+			parts[k] = fmt.Sprint(v)
+			changed = true
+		}
 		if n, ok := de.(*syntax.Name); ok {
 			if s := syms[n.Name]; s != nil {
 				parts[k] = fmt.Sprint(s.val)

@@ -176,3 +176,28 @@ func sortScopes(fs []*fileScope) {
 		}
 	}
 }
+
+// SourceFunc returns the text of the files a check of filename reads, for
+// diag.List.Render and WriteJSON: src for filename, the embedded standard
+// library for "stdlib/..." names, and other files (imports) from read, or
+// os.ReadFile when read is nil. A file that cannot be read gives nil.
+func SourceFunc(filename string, src []byte, read func(string) ([]byte, error)) func(string) []byte {
+	if read == nil {
+		read = os.ReadFile
+	}
+	return func(file string) []byte {
+		if file == filename {
+			return src
+		}
+		for _, pf := range parsedPrelude() {
+			if pf.name == file {
+				return pf.src
+			}
+		}
+		b, err := read(file)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+}
