@@ -56,7 +56,8 @@ func Analyze(p *te.Program, opts Options) (*Analysis, error) {
 		Program:   p,
 		Graph:     g,
 		Threshold: th,
-		te:        map[*te.Tensor]*TE{},
+		TEs:       make([]*TE, 0, g.Len()),
+		te:        make(map[*te.Tensor]*TE, g.Len()),
 		reuse:     map[*te.Tensor]*Reuse{},
 	}
 	for i, t := range g.nodes {

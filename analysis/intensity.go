@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"slices"
+
 	"tec/te"
 )
 
@@ -71,8 +73,10 @@ func intensityOf(t *te.Tensor, accs []*Access, threshold float64) Intensity {
 		Ops:     opsPerElement(t.Body) * int64(t.NumElements()),
 		Written: int64(t.NumElements()),
 	}
-	for _, ts := range byTensor(accs) {
-		in.Read += footprint(ts)
+	for k, a := range accs {
+		if !slices.ContainsFunc(accs[:k], func(b *Access) bool { return b.In == a.In }) {
+			in.Read += footprint(a.In, accs[k:])
+		}
 	}
 	if n := in.Read + in.Written; n > 0 {
 		in.Ratio = float64(in.Ops) / float64(n)
@@ -104,66 +108,42 @@ func opsPerElement(e te.Expr) int64 {
 	return 0
 }
 
-// byTensor groups accesses by the tensor they read, in order of first access.
-func byTensor(accs []*Access) [][]*Access {
-	var groups [][]*Access
-	at := map[*te.Tensor]int{}
-	for _, a := range accs {
-		k, ok := at[a.In]
-		if !ok {
-			k = len(groups)
-			at[a.In] = k
-			groups = append(groups, nil)
-		}
-		groups[k] = append(groups[k], a)
-	}
-	return groups
-}
-
-// footprint bounds the distinct elements that accs, all of one tensor, read.
-func footprint(accs []*Access) int64 {
-	t := accs[0].In
+// footprint bounds the distinct elements of t that the accesses to it among
+// accs read.
+func footprint(t *te.Tensor, accs []*Access) int64 {
 	size := int64(t.NumElements())
 	rank := len(t.Shape)
-	lo := make([]int, rank)
-	hi := make([]int, rank)
+	var buf [2 * 8]int
+	bounds := buf[:0]
+	if 2*rank > len(buf) {
+		bounds = make([]int, 0, 2*rank)
+	}
 	for d := range rank {
-		lo[d], hi[d] = t.Shape[d], -1
+		bounds = append(bounds, t.Shape[d], -1) // lo, hi
 	}
 	var points int64
+	var vbuf [8]*te.Var
 	for _, a := range accs {
+		if a.In != t {
+			continue
+		}
 		if len(a.Foreign) > 0 || len(a.Index) != rank {
 			return size // opaque: assume the whole tensor
 		}
 		for d, x := range a.Index {
 			l, h := x.ExtentBounds()
-			lo[d] = min(lo[d], max(l, 0))
-			hi[d] = max(hi[d], min(h, t.Shape[d]-1))
+			bounds[2*d] = min(bounds[2*d], max(l, 0))
+			bounds[2*d+1] = max(bounds[2*d+1], min(h, t.Shape[d]-1))
 		}
 		p := int64(1)
-		for _, v := range usedVars(a.Index) {
+		for _, v := range appendVars(vbuf[:0], a.Index...) {
 			p *= int64(v.Extent)
 		}
 		points += p
 	}
 	box := int64(1)
 	for d := range rank {
-		box *= int64(max(hi[d]-lo[d]+1, 0))
+		box *= int64(max(bounds[2*d+1]-bounds[2*d]+1, 0))
 	}
 	return min(size, box, points)
-}
-
-// usedVars returns the distinct variables the indexes use.
-func usedVars(xs []te.Index) []*te.Var {
-	var vs []*te.Var
-	seen := map[*te.Var]bool{}
-	for _, x := range xs {
-		for _, v := range x.Vars() {
-			if !seen[v] {
-				seen[v] = true
-				vs = append(vs, v)
-			}
-		}
-	}
-	return vs
 }

@@ -81,10 +81,8 @@ func (m *Map) Dependence() Dependence {
 		return Opaque
 	}
 	for _, x := range m.Index {
-		for _, v := range m.Reduce {
-			if x.Uses(v) {
-				return OneToMany
-			}
+		if usesAny(x, m.Reduce) {
+			return OneToMany
 		}
 	}
 	return OneToOne
@@ -188,18 +186,34 @@ func (x *extractor) expr(e te.Expr, reduce []*te.Var, guards []Constraint, inexa
 }
 
 func (x *extractor) load(l *te.Load, reduce []*te.Var, guards []Constraint, inexact bool) {
+	exact := len(guards) == 0 && !inexact
+	for _, a := range x.accs {
+		if a.In != l.Tensor || !slices.Equal(a.Reduce, reduce) || !slices.EqualFunc(a.Index, l.Index, te.Index.Equal) {
+			continue
+		}
+		switch {
+		case a.Inexact == inexact && slices.EqualFunc(a.Guards, guards, Constraint.equal):
+			a.Count++
+			return
+		case len(a.Guards) == 0 && !a.Inexact:
+			a.Count++ // the unguarded access already covers this one's points
+			return
+		case exact:
+			a.Guards, a.Inexact = nil, false // this one covers the other's
+			a.Count++
+			return
+		}
+	}
 	m := &Map{Out: x.out, In: l.Tensor, Domain: x.domain, Reduce: reduce, Index: l.Index, Guards: guards, Inexact: inexact}
-	bound := func(v *te.Var) bool { return slices.Contains(m.Domain, v) || slices.Contains(m.Reduce, v) }
-	for _, ix := range l.Index {
-		for _, v := range ix.Vars() {
-			if !bound(v) && !slices.Contains(m.Foreign, v) {
-				m.Foreign = append(m.Foreign, v)
-			}
+	var buf [8]*te.Var
+	for _, v := range appendVars(buf[:0], l.Index...) {
+		if !slices.Contains(m.Domain, v) && !slices.Contains(m.Reduce, v) {
+			m.Foreign = append(m.Foreign, v)
 		}
 	}
 	for _, c := range guards {
-		for _, v := range c.Expr.Vars() {
-			if !bound(v) {
+		for _, v := range appendVars(buf[:0], c.Expr) {
+			if !slices.Contains(m.Domain, v) && !slices.Contains(m.Reduce, v) {
 				// A guard on a variable the relation does not bind says
 				// nothing about its points; drop the guards rather than
 				// print an unbound name.
@@ -207,36 +221,37 @@ func (x *extractor) load(l *te.Load, reduce []*te.Var, guards []Constraint, inex
 			}
 		}
 	}
-	for _, a := range x.accs {
-		if !sameAccess(a.Map, m) {
-			continue
-		}
-		switch {
-		case sameGuards(a.Map, m):
-			a.Count++
-			return
-		case len(a.Guards) == 0 && !a.Inexact:
-			a.Count++ // the unguarded access already covers m's points
-			return
-		case len(m.Guards) == 0 && !m.Inexact:
-			a.Map, a.Count = m, a.Count+1
-			return
-		}
-	}
 	x.accs = append(x.accs, &Access{Map: m, Count: 1})
 }
 
-// sameAccess reports whether a and b read the same tensor at the same indexes
-// under the same reductions.
-func sameAccess(a, b *Map) bool {
-	return a.In == b.In && slices.Equal(a.Reduce, b.Reduce) &&
-		slices.EqualFunc(a.Index, b.Index, te.Index.Equal)
+func (c Constraint) equal(d Constraint) bool { return c.Op == d.Op && c.Expr.Equal(d.Expr) }
+
+// appendVars appends to dst the variables of xs that are not in it yet.
+func appendVars(dst []*te.Var, xs ...te.Index) []*te.Var {
+	for _, x := range xs {
+		for _, t := range x.Terms {
+			if t.Atom.Op != te.AtomVar {
+				dst = appendVars(dst, *t.Atom.Arg)
+			} else if !slices.Contains(dst, t.Atom.Var) {
+				dst = append(dst, t.Atom.Var)
+			}
+		}
+	}
+	return dst
 }
 
-func sameGuards(a, b *Map) bool {
-	return a.Inexact == b.Inexact && slices.EqualFunc(a.Guards, b.Guards, func(x, y Constraint) bool {
-		return x.Op == y.Op && x.Expr.Equal(y.Expr)
-	})
+// usesAny reports whether x uses one of vs.
+func usesAny(x te.Index, vs []*te.Var) bool {
+	for _, t := range x.Terms {
+		if t.Atom.Op != te.AtomVar {
+			if usesAny(*t.Atom.Arg, vs) {
+				return true
+			}
+		} else if slices.Contains(vs, t.Atom.Var) {
+			return true
+		}
+	}
+	return false
 }
 
 // constraintsOf returns the conjunction of constraints that cond means, and
