@@ -179,6 +179,11 @@ func (c *checker) execAssign(sc *scope, s *syntax.AssignStmt) {
 		}
 	}
 	if len(s.Where) > 0 {
+		if len(s.Targets) == 1 {
+			// s = sum[i](x[i]) where i in 0..N defines a rank-0 tensor.
+			c.defineTensor(sc, s)
+			return
+		}
 		c.errorAt(file, s.Where[0].Span, "type", "", "where is allowed only in a tensor definition such as y[i] = ...")
 	}
 	seen := map[string]syntax.Span{}
