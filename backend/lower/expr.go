@@ -1,0 +1,310 @@
+package lower
+
+import (
+	"math"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// gen translates te expressions into kir expressions and statements for one
+// thread. Reductions become loops that accumulate in registers; they are
+// emitted into the current statement list, before the expression that uses
+// their value.
+type gen struct {
+	bufs map[*te.Tensor]*kir.Buffer
+	env  map[*te.Var]kir.Expr // iteration variables in scope
+	out  *[]kir.Stmt
+	// done holds reductions already computed, by the kernel's cooperative
+	// code, and the registers holding their values.
+	done map[*te.Reduce]kir.Expr
+}
+
+func (g *gen) emit(s ...kir.Stmt) { *g.out = append(*g.out, s...) }
+
+// into runs f with statements emitted into a fresh list, and returns it.
+func (g *gen) into(f func()) []kir.Stmt {
+	var body []kir.Stmt
+	outer := g.out
+	g.out = &body
+	f()
+	g.out = outer
+	return body
+}
+
+// convert returns x as a value of register type t.
+func convert(x kir.Expr, t te.DType) kir.Expr {
+	if x.Type() == t {
+		return x
+	}
+	return &kir.Cast{To: t, X: x}
+}
+
+// index translates a quasi-affine index, folding variables bound to
+// constants and writing negative terms as subtractions.
+func (g *gen) index(x te.Index) kir.Expr {
+	k := x.Const
+	var e kir.Expr
+	for _, t := range x.Terms {
+		var a kir.Expr
+		switch t.Atom.Op {
+		case te.AtomVar:
+			a = g.env[t.Atom.Var]
+			if c, ok := a.(*kir.Const); ok {
+				k += t.Coef * int(c.Value)
+				continue
+			}
+		case te.AtomDiv:
+			a = kir.Div(g.index(*t.Atom.Arg), kir.I(t.Atom.Divisor))
+		default:
+			a = kir.Mod(g.index(*t.Atom.Arg), kir.I(t.Atom.Divisor))
+		}
+		coef := t.Coef
+		if coef < 0 {
+			coef = -coef
+		}
+		if coef != 1 {
+			a = kir.Mul(a, kir.I(coef))
+		}
+		switch {
+		case e == nil && t.Coef < 0:
+			e = &kir.Unary{Op: te.Neg, X: a}
+		case e == nil:
+			e = a
+		case t.Coef < 0:
+			e = kir.Sub(e, a)
+		default:
+			e = kir.Add(e, a)
+		}
+	}
+	switch {
+	case e == nil:
+		return kir.I(k)
+	case k > 0:
+		return kir.Add(e, kir.I(k))
+	case k < 0:
+		return kir.Sub(e, kir.I(-k))
+	}
+	return e
+}
+
+// flat returns the row-major element offset of idx in a tensor of shape.
+func (g *gen) flat(shape []int, idx []te.Index) kir.Expr {
+	var off te.Index
+	stride := 1
+	for d := len(shape) - 1; d >= 0; d-- {
+		off = off.Add(simplify(idx[d]).Scale(stride))
+		stride *= shape[d]
+	}
+	return g.index(off)
+}
+
+// expr translates e; the result has the register type of te.TypeOf(e).
+func (g *gen) expr(e te.Expr) kir.Expr {
+	switch e := e.(type) {
+	case *te.ConstExpr:
+		return &kir.Const{Value: te.Round(e.DType, e.Value), T: kir.ValueType(e.DType)}
+	case *te.IndexExpr:
+		return g.index(simplify(e.Index))
+	case *te.Load:
+		return kir.Ld(g.bufs[e.Tensor], g.flat(e.Tensor.Shape, e.Index))
+	case *te.Unary:
+		x := g.expr(e.X)
+		switch e.Op {
+		case te.Not:
+			return &kir.Unary{Op: e.Op, X: convert(x, te.Bool)}
+		case te.Neg, te.Abs:
+			if x.Type() == te.Bool {
+				x = convert(x, te.F32)
+			}
+			return &kir.Unary{Op: e.Op, X: x}
+		}
+		return &kir.Unary{Op: e.Op, X: convert(x, te.F32)}
+	case *te.Binary:
+		x, y := g.expr(e.X), g.expr(e.Y)
+		switch {
+		case e.Op.IsLogical():
+			return kir.Bin(e.Op, convert(x, te.Bool), convert(y, te.Bool))
+		case e.Op.IsComparison():
+			t := te.I32
+			if x.Type() == te.F32 || y.Type() == te.F32 {
+				t = te.F32
+			}
+			if x.Type() == te.Bool && y.Type() == te.Bool && (e.Op == te.Eq || e.Op == te.Ne) {
+				t = te.Bool
+			}
+			return kir.Bin(e.Op, convert(x, t), convert(y, t))
+		}
+		t := te.TypeOf(e)
+		return kir.Bin(e.Op, convert(x, t), convert(y, t))
+	case *te.Select:
+		return g.selectExpr(e)
+	case *te.Cast:
+		x := g.expr(e.X)
+		if e.To == te.F32 {
+			return convert(x, te.F32)
+		}
+		return &kir.Cast{To: e.To, X: x}
+	case *te.Reduce:
+		if v, ok := g.done[e]; ok {
+			return v
+		}
+		return g.reduce(e)
+	}
+	panic("lower: unknown te expression")
+}
+
+// hasReduce reports whether e contains a reduction.
+func hasReduce(e te.Expr) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if _, ok := x.(*te.Reduce); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// hasLoad reports whether e loads anything.
+func hasLoad(e te.Expr) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if _, ok := x.(*te.Load); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// loadsInBounds reports whether every load of e is in bounds whatever the
+// values of its variables, so that e may be evaluated where a select would
+// not choose it.
+func loadsInBounds(e te.Expr) bool {
+	ok := true
+	te.Walk(e, func(x te.Expr) bool {
+		if l, isLoad := x.(*te.Load); isLoad {
+			for d, ix := range l.Index {
+				lo, hi := simplify(ix).ExtentBounds()
+				if lo < 0 || hi >= l.Tensor.Shape[d] {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// selectExpr translates a select. Only the chosen branch is evaluated where
+// that matters: a branch that reduces runs under an If, and a select whose
+// condition depends only on indexes stays a lazy kir select. A select whose
+// condition reads data and whose branches load only in bounds is evaluated
+// eagerly (both branches, then a choice), which is what a GPU does with cheap
+// branches and keeps the static report exact.
+func (g *gen) selectExpr(e *te.Select) kir.Expr {
+	t := te.TypeOf(e)
+	if hasReduce(e.Then) || hasReduce(e.Else) {
+		c := convert(g.expr(e.Cond), te.Bool)
+		r := kir.NewVar("sel", t)
+		zero := &kir.Const{T: t}
+		g.emit(&kir.Let{Var: r, Value: zero})
+		then := g.into(func() { g.emit(&kir.Assign{Var: r, Value: convert(g.expr(e.Then), t)}) })
+		els := g.into(func() { g.emit(&kir.Assign{Var: r, Value: convert(g.expr(e.Else), t)}) })
+		g.emit(&kir.If{Cond: c, Then: then, Else: els})
+		return r
+	}
+	c := convert(g.expr(e.Cond), te.Bool)
+	if hasLoad(e.Cond) && loadsInBounds(e.Then) && loadsInBounds(e.Else) {
+		a, b := kir.NewVar("then", t), kir.NewVar("else", t)
+		g.emit(&kir.Let{Var: a, Value: convert(g.expr(e.Then), t)}, &kir.Let{Var: b, Value: convert(g.expr(e.Else), t)})
+		return &kir.Select{Cond: c, Then: a, Else: b}
+	}
+	return &kir.Select{Cond: c, Then: convert(g.expr(e.Then), t), Else: convert(g.expr(e.Else), t)}
+}
+
+// identity returns the neutral element of op in register type t.
+func identity(op te.ReduceOp, t te.DType) *kir.Const {
+	v := op.Identity()
+	if t == te.I32 && math.IsInf(v, 0) {
+		if v > 0 {
+			v = math.MaxInt32
+		} else {
+			v = math.MinInt32
+		}
+	}
+	return &kir.Const{Value: v, T: t}
+}
+
+// combine returns acc op v.
+func combine(op te.ReduceOp, acc, v kir.Expr) kir.Expr {
+	switch op {
+	case te.ReduceMax:
+		return kir.Bin(te.Max, acc, v)
+	case te.ReduceMin:
+		return kir.Bin(te.Min, acc, v)
+	case te.Prod:
+		return kir.Mul(acc, v)
+	}
+	return kir.Add(acc, v)
+}
+
+// reduce emits serial loops that reduce e into a register, and returns it.
+func (g *gen) reduce(e *te.Reduce) kir.Expr {
+	t := te.TypeOf(e)
+	acc := kir.NewVar("acc", t)
+	g.emit(&kir.Let{Var: acc, Value: identity(e.Op, t)})
+	var loops []*kir.For
+	for _, a := range e.Axes {
+		v := kir.NewVar(a.Name, te.I32)
+		g.env[a] = v
+		loops = append(loops, &kir.For{Var: v, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
+	}
+	inner := g.into(func() {
+		g.emit(&kir.Assign{Var: acc, Value: combine(e.Op, acc, convert(g.expr(e.Body), t))})
+	})
+	for i := len(loops) - 1; i >= 0; i-- {
+		loops[i].Body = inner
+		inner = []kir.Stmt{loops[i]}
+	}
+	g.emit(inner...)
+	for _, a := range e.Axes {
+		delete(g.env, a)
+	}
+	return acc
+}
+
+// simplify rewrites the div and mod atoms of x whose value is fixed by the
+// ranges of their variables: floor(e/d) is a constant and e mod d is e minus
+// a constant when e stays within one multiple of d.
+func simplify(x te.Index) te.Index {
+	if x.IsAffine() {
+		return x
+	}
+	r := te.Const(x.Const)
+	for _, t := range x.Terms {
+		var a te.Index
+		switch t.Atom.Op {
+		case te.AtomVar:
+			a = te.VarIndex(t.Atom.Var)
+		default:
+			arg := simplify(*t.Atom.Arg)
+			d := t.Atom.Divisor
+			lo, hi := arg.ExtentBounds()
+			q := te.FloorDiv(lo, d)
+			switch {
+			case q == te.FloorDiv(hi, d) && t.Atom.Op == te.AtomDiv:
+				a = te.Const(q)
+			case q == te.FloorDiv(hi, d):
+				a = arg.AddConst(-q * d)
+			case t.Atom.Op == te.AtomDiv:
+				a = arg.Div(d)
+			default:
+				a = arg.Mod(d)
+			}
+		}
+		r = r.Add(a.Scale(t.Coef))
+	}
+	return r
+}

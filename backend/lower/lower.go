@@ -1,0 +1,519 @@
+// Package lower lowers a te.Program to kernel IR without fusion: one kernel
+// per compute tensor, the baseline that Souffle's ablation (Table 4) calls V0
+// and tec calls -O0.
+//
+// Each tensor gets the kernel shape that suits its body:
+//
+//   - a contraction, out = f(sum[k](X * Y)) where X and Y each miss some
+//     output axes (matmul, batch matmul, convolution), is tiled: a block
+//     computes a TM×TN tile of outputs of one batch entry, staging TM×TK
+//     tiles of X and TK×TN tiles of Y in shared memory;
+//   - a body with a large reduction is computed a block per output element:
+//     the block's threads reduce a strided share each, then combine their
+//     partial results in shared memory by a tree reduction;
+//   - anything else, and every reduction not handled above, is computed a
+//     thread per output element, reductions as serial loops in registers.
+//
+// Selects stay lazy wherever a branch may load out of bounds (padding).
+package lower
+
+import (
+	"fmt"
+	"strings"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// Options controls lowering.
+type Options struct {
+	// BlockSize is the number of threads of element-wise kernels and the
+	// largest block of reduction kernels; 0 means 256. It must be a power
+	// of two between 32 and 1024.
+	BlockSize int
+}
+
+// Unfused lowers p to one kernel per compute tensor.
+func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
+	if opts.BlockSize == 0 {
+		opts.BlockSize = 256
+	}
+	if b := opts.BlockSize; b < 32 || b > kir.MaxBlockThreads || b&(b-1) != 0 {
+		return nil, fmt.Errorf("lower: block size %d is not a power of two in [32, %d]", b, kir.MaxBlockThreads)
+	}
+	l := &lowerer{opts: opts, p: p, bufs: map[*te.Tensor]*kir.Buffer{}, m: &kir.Module{Name: p.Name}}
+	outputs := map[*te.Tensor]bool{}
+	for _, t := range p.Outputs {
+		outputs[t] = true
+	}
+	for _, t := range p.Tensors {
+		b := &kir.Buffer{Name: t.Name, DType: t.DType, Shape: append([]int(nil), t.Shape...)}
+		switch {
+		case t.Kind == te.Input:
+			b.Role = kir.Input
+		case t.Kind == te.Param:
+			b.Role = kir.Param
+		case outputs[t]:
+			b.Role = kir.Output
+		}
+		l.bufs[t] = b
+		l.m.Buffers = append(l.m.Buffers, b)
+	}
+	for _, t := range p.Outputs {
+		l.m.Outputs = append(l.m.Outputs, l.bufs[t])
+	}
+	for _, t := range p.Tensors {
+		if t.Kind != te.Compute {
+			continue
+		}
+		if t.Body == nil {
+			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
+		}
+		k := l.tensor(t)
+		l.m.Kernels = append(l.m.Kernels, k)
+	}
+	if err := kir.Verify(l.m); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	return l.m, nil
+}
+
+type lowerer struct {
+	opts Options
+	p    *te.Program
+	bufs map[*te.Tensor]*kir.Buffer
+	m    *kir.Module
+}
+
+func (l *lowerer) gen(out *[]kir.Stmt) *gen {
+	return &gen{bufs: l.bufs, env: map[*te.Var]kir.Expr{}, out: out, done: map[*te.Reduce]kir.Expr{}}
+}
+
+// tensor lowers one compute tensor to its kernel.
+func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
+	k := &kir.Kernel{Name: t.Name, Doc: doc(t)}
+	var body []kir.Stmt
+	switch reds := topReduces(t.Body); {
+	case len(reds) == 1 && l.contraction(t, reds[0], k, &body):
+	case len(reds) > 0 && maxExtent(reds) >= 64:
+		l.blockReduce(t, reds, k, &body)
+	default:
+		l.elementwise(t, k, &body)
+	}
+	k.Body = []kir.Stmt{&kir.Stage{Name: t.Name, Span: t.Span, Body: body}}
+	// Parameters: the buffers the kernel touches, in module order.
+	used := map[*kir.Buffer]bool{}
+	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+		switch s := s.(type) {
+		case *kir.Store:
+			used[s.Buf] = true
+		case *kir.Atomic:
+			used[s.Buf] = true
+		}
+		kir.Exprs(s, func(e kir.Expr) {
+			kir.WalkExpr(e, func(x kir.Expr) bool {
+				if ld, ok := x.(*kir.Load); ok {
+					used[ld.Buf] = true
+				}
+				return true
+			})
+		})
+		return true
+	})
+	for _, b := range l.m.Buffers {
+		if used[b] {
+			k.Params = append(k.Params, b)
+		}
+	}
+	return k
+}
+
+func doc(t *te.Tensor) string {
+	d := fmt.Sprintf("%s = %s", t.Name, te.FormatExpr(t.Body))
+	if len(d) > 200 {
+		d = d[:197] + "..."
+	}
+	if len(t.Scope) > 0 {
+		d += "\nin " + strings.Join(t.Scope, "/")
+	}
+	return d
+}
+
+// topReduces returns the reductions of e that are not inside another
+// reduction or a select, in order.
+func topReduces(e te.Expr) []*te.Reduce {
+	var rs []*te.Reduce
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			rs = append(rs, x)
+			return false
+		case *te.Select:
+			return false
+		}
+		return true
+	})
+	return rs
+}
+
+func extent(r *te.Reduce) int {
+	n := 1
+	for _, a := range r.Axes {
+		n *= a.Extent
+	}
+	return n
+}
+
+func maxExtent(rs []*te.Reduce) int {
+	m := 0
+	for _, r := range rs {
+		m = max(m, extent(r))
+	}
+	return m
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
+}
+
+// bind emits lets that decompose the flat index flat over axes (row-major)
+// and binds them in g.
+func bind(g *gen, axes []*te.Var, flat kir.Expr) {
+	stride := 1
+	for d := len(axes) - 1; d >= 0; d-- {
+		a := axes[d]
+		if a.Extent == 1 {
+			g.env[a] = kir.I(0)
+			continue
+		}
+		var v kir.Expr = flat
+		if stride > 1 {
+			v = kir.Div(v, kir.I(stride))
+		}
+		if d > 0 {
+			v = kir.Mod(v, kir.I(a.Extent))
+		}
+		x := kir.NewVar(a.Name, te.I32)
+		g.emit(&kir.Let{Var: x, Value: v})
+		g.env[a] = x
+		stride *= a.Extent
+	}
+}
+
+// axisIndexes returns the indexes of t's axes, for addressing its element.
+func axisIndexes(t *te.Tensor) []te.Index {
+	ix := make([]te.Index, len(t.Axes))
+	for d, a := range t.Axes {
+		ix[d] = te.VarIndex(a)
+	}
+	return ix
+}
+
+// elementwise computes a thread per output element.
+func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
+	n := t.NumElements()
+	k.Block = min(l.opts.BlockSize, max(32, nextPow2(n)))
+	k.Grid = kir.Grid{Blocks: max(1, ceilDiv(n, k.Block))}
+	buf := l.bufs[t]
+	i := kir.NewVar("i", te.I32)
+	g := l.gen(nil)
+	inner := g.into(func() {
+		bind(g, t.Axes, i)
+		v := g.expr(t.Body)
+		g.emit(&kir.Store{Buf: buf, Index: i, Value: convert(v, buf.ValueType())})
+	})
+	*body = append(*body, &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
+}
+
+// treeReduce emits the shared-memory tree reduction of each thread's acc
+// over a block of threads, leaving the result in red[0] and in the returned
+// register of every thread.
+func treeReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, threads int) *kir.Var {
+	g.emit(&kir.Store{Buf: red, Index: tid, Value: acc}, &kir.SyncThreads{})
+	for s := threads / 2; s > 0; s /= 2 {
+		g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(s)), Then: []kir.Stmt{
+			&kir.Store{Buf: red, Index: tid, Value: combine(op, kir.Ld(red, tid), kir.Ld(red, kir.Add(tid, kir.I(s))))},
+		}}, &kir.SyncThreads{})
+	}
+	r := kir.NewVar("red", acc.Type())
+	g.emit(&kir.Let{Var: r, Value: kir.Ld(red, kir.I(0))}, &kir.SyncThreads{})
+	return r
+}
+
+// blockReduce computes a block per output element; the top-level
+// reductions are shared among the block's threads.
+func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, body *[]kir.Stmt) {
+	threads := min(l.opts.BlockSize, max(32, nextPow2(maxExtent(reds))))
+	n := t.NumElements()
+	k.Block = threads
+	k.Grid = kir.Grid{Blocks: max(1, n)}
+	buf := l.bufs[t]
+	shared := map[te.DType]*kir.Buffer{}
+	tid := kir.NewVar("tid", te.I32)
+	o := kir.NewVar("o", te.I32)
+	g := l.gen(nil)
+	inner := g.into(func() {
+		bind(g, t.Axes, o)
+		for _, r := range reds {
+			rt := te.TypeOf(r)
+			red := shared[rt]
+			if red == nil {
+				red = &kir.Buffer{Name: "red_" + rt.String(), Space: kir.Shared, DType: rt, Shape: []int{threads}}
+				shared[rt] = red
+				k.Shared = append(k.Shared, red)
+			}
+			acc := kir.NewVar("acc", rt)
+			g.emit(&kir.Let{Var: acc, Value: identity(r.Op, rt)})
+			j := kir.NewVar("r", te.I32)
+			part := g.into(func() {
+				bind(g, r.Axes, j)
+				g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(r.Body), rt))})
+			})
+			g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
+			g.done[r] = treeReduce(g, r.Op, red, tid, acc, threads)
+			for _, a := range r.Axes {
+				delete(g.env, a)
+			}
+		}
+		epi := g.into(func() {
+			g.emit(&kir.Store{Buf: buf, Index: o, Value: convert(g.expr(t.Body), buf.ValueType())})
+		})
+		g.emit(&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: epi})
+	})
+	*body = append(*body,
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
+}
+
+// usesAxes returns which of axes e depends on.
+func usesAxes(e te.Expr, axes []*te.Var) map[*te.Var]bool {
+	used := map[*te.Var]bool{}
+	mark := func(x te.Index) {
+		for _, v := range simplify(x).Vars() {
+			used[v] = true
+		}
+	}
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Load:
+			for _, ix := range x.Index {
+				mark(ix)
+			}
+		case *te.IndexExpr:
+			mark(x.Index)
+		}
+		return true
+	})
+	out := map[*te.Var]bool{}
+	for _, a := range axes {
+		if used[a] {
+			out[a] = true
+		}
+	}
+	return out
+}
+
+func product(axes []*te.Var) int {
+	n := 1
+	for _, a := range axes {
+		n *= a.Extent
+	}
+	return n
+}
+
+// Tile sizes of contractions.
+const (
+	tileMN = 16
+	tileK  = 16
+)
+
+// contraction lowers t = f(sum[k](X * Y)) as a tiled contraction when X and
+// Y each miss output axes, and reports whether it did.
+func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[]kir.Stmt) bool {
+	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
+		return false
+	}
+	X, Y, ok := factors(r)
+	if !ok {
+		return false
+	}
+	// Every reduction of the body is r itself (no others in selects).
+	others := false
+	te.Walk(t.Body, func(x te.Expr) bool {
+		if rr, ok := x.(*te.Reduce); ok && rr != r {
+			others = true
+		}
+		return x != te.Expr(r)
+	})
+	if others {
+		return false
+	}
+	ux, uy := usesAxes(X, t.Axes), usesAxes(Y, t.Axes)
+	var batch, ms, ns []*te.Var
+	for _, a := range t.Axes {
+		switch {
+		case ux[a] && !uy[a]:
+			ms = append(ms, a)
+		case uy[a] && !ux[a]:
+			ns = append(ns, a)
+		default:
+			batch = append(batch, a)
+		}
+	}
+	M, N, K, NB := product(ms), product(ns), extent(r), product(batch)
+	if M < 8 || N < 8 || K < 4 {
+		return false
+	}
+	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
+	mt, nt := ceilDiv(M, tm), ceilDiv(N, tn)
+	threads := tm * tn
+	k.Block = threads
+	k.Grid = kir.Grid{Blocks: NB * mt * nt}
+	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{tm, tk}}
+	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: te.F32, Shape: []int{tk, tn}}
+	k.Shared = []*kir.Buffer{xs, ys}
+	buf := l.bufs[t]
+
+	tid := kir.NewVar("tid", te.I32)
+	tile := kir.NewVar("tile", te.I32)
+	g := l.gen(nil)
+	inner := g.into(func() {
+		bt, mi, ni := kir.NewVar("b", te.I32), kir.NewVar("mt", te.I32), kir.NewVar("nt", te.I32)
+		g.emit(
+			&kir.Let{Var: bt, Value: kir.Div(tile, kir.I(mt*nt))},
+			&kir.Let{Var: mi, Value: kir.Mod(kir.Div(tile, kir.I(nt)), kir.I(mt))},
+			&kir.Let{Var: ni, Value: kir.Mod(tile, kir.I(nt))},
+		)
+		bind(g, batch, bt)
+		ti, tj := kir.NewVar("ti", te.I32), kir.NewVar("tj", te.I32)
+		acc := kir.NewVar("acc", te.F32)
+		g.emit(
+			&kir.Let{Var: ti, Value: kir.Div(tid, kir.I(tn))},
+			&kir.Let{Var: tj, Value: kir.Mod(tid, kir.I(tn))},
+			&kir.Let{Var: acc, Value: kir.F(0)},
+		)
+		k0 := kir.NewVar("k0", te.I32)
+		kloop := g.into(func() {
+			// Stage X[m, k] for the tile's rows.
+			e := kir.NewVar("e", te.I32)
+			g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tm * tk), Body: g.into(func() {
+				m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
+				g.emit(
+					&kir.Let{Var: m, Value: kir.Add(kir.Mul(mi, kir.I(tm)), kir.Div(e, kir.I(tk)))},
+					&kir.Let{Var: kk, Value: kir.Add(k0, kir.Mod(e, kir.I(tk)))},
+				)
+				guarded := g.into(func() {
+					bind(g, ms, m)
+					bind(g, r.Axes, kk)
+					g.emit(&kir.Store{Buf: xs, Index: e, Value: convert(g.expr(X), te.F32)})
+				})
+				g.emit(&kir.If{Cond: kir.And(kir.Lt(m, kir.I(M)), kir.Lt(kk, kir.I(K))), Then: guarded,
+					Else: []kir.Stmt{&kir.Store{Buf: xs, Index: e, Value: kir.F(0)}}})
+			})})
+			// Stage Y[k, n] for the tile's columns.
+			e2 := kir.NewVar("e", te.I32)
+			g.emit(&kir.For{Var: e2, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tk * tn), Body: g.into(func() {
+				n, kk := kir.NewVar("n", te.I32), kir.NewVar("kk", te.I32)
+				g.emit(
+					&kir.Let{Var: kk, Value: kir.Add(k0, kir.Div(e2, kir.I(tn)))},
+					&kir.Let{Var: n, Value: kir.Add(kir.Mul(ni, kir.I(tn)), kir.Mod(e2, kir.I(tn)))},
+				)
+				guarded := g.into(func() {
+					bind(g, ns, n)
+					bind(g, r.Axes, kk)
+					g.emit(&kir.Store{Buf: ys, Index: e2, Value: convert(g.expr(Y), te.F32)})
+				})
+				g.emit(&kir.If{Cond: kir.And(kir.Lt(kk, kir.I(K)), kir.Lt(n, kir.I(N))), Then: guarded,
+					Else: []kir.Stmt{&kir.Store{Buf: ys, Index: e2, Value: kir.F(0)}}})
+			})})
+			g.emit(&kir.SyncThreads{})
+			kk := kir.NewVar("kk", te.I32)
+			g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(tk), Step: 1, Body: []kir.Stmt{
+				&kir.Assign{Var: acc, Value: kir.Add(acc, kir.Mul(
+					kir.Ld(xs, kir.Add(kir.Mul(ti, kir.I(tk)), kk)),
+					kir.Ld(ys, kir.Add(kir.Mul(kk, kir.I(tn)), tj))))},
+			}})
+			g.emit(&kir.SyncThreads{})
+		})
+		g.emit(&kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		for _, a := range r.Axes {
+			delete(g.env, a)
+		}
+		g.done[r] = acc
+		m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
+		g.emit(
+			&kir.Let{Var: m, Value: kir.Add(kir.Mul(mi, kir.I(tm)), ti)},
+			&kir.Let{Var: n, Value: kir.Add(kir.Mul(ni, kir.I(tn)), tj)},
+		)
+		epi := g.into(func() {
+			bind(g, ms, m)
+			bind(g, ns, n)
+			g.emit(&kir.Store{Buf: buf, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), buf.ValueType())})
+		})
+		g.emit(&kir.If{Cond: kir.And(kir.Lt(m, kir.I(M)), kir.Lt(n, kir.I(N))), Then: epi})
+	})
+	*body = append(*body,
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mt * nt), Body: inner})
+	return true
+}
+
+// factors splits the body of a contraction into its two factors: X * Y, or
+// select(c, X * Y, 0) where c guards X only (padding) and Y loads in bounds
+// everywhere, which is select(c, X, 0) * Y.
+func factors(r *te.Reduce) (x, y te.Expr, ok bool) {
+	if m, isMul := r.Body.(*te.Binary); isMul && m.Op == te.Mul {
+		return m.X, m.Y, true
+	}
+	s, isSel := r.Body.(*te.Select)
+	if !isSel {
+		return nil, nil, false
+	}
+	m, isMul := s.Then.(*te.Binary)
+	zero, isConst := s.Else.(*te.ConstExpr)
+	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || hasLoad(s.Cond) {
+		return nil, nil, false
+	}
+	// The condition may use the reduction axes and whatever X uses.
+	xs := usesAll(m.X)
+	for _, v := range r.Axes {
+		xs[v] = true
+	}
+	for v := range usesAll(s.Cond) {
+		if !xs[v] {
+			return nil, nil, false
+		}
+	}
+	if !loadsInBounds(m.Y) {
+		return nil, nil, false
+	}
+	return &te.Select{Cond: s.Cond, Then: m.X, Else: &te.ConstExpr{Value: 0, DType: te.F32}}, m.Y, true
+}
+
+// usesAll returns every variable e's indexes use.
+func usesAll(e te.Expr) map[*te.Var]bool {
+	used := map[*te.Var]bool{}
+	mark := func(x te.Index) {
+		for _, v := range simplify(x).Vars() {
+			used[v] = true
+		}
+	}
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Load:
+			for _, ix := range x.Index {
+				mark(ix)
+			}
+		case *te.IndexExpr:
+			mark(x.Index)
+		}
+		return true
+	})
+	return used
+}
