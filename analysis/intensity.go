@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
 
 	"tec/te"
@@ -37,6 +38,17 @@ func (c Class) Short() string {
 
 // MarshalText encodes the class as its String.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText decodes a class written by MarshalText.
+func (c *Class) UnmarshalText(b []byte) error {
+	for _, k := range []Class{MemoryIntensive, ComputeIntensive} {
+		if k.String() == string(b) {
+			*c = k
+			return nil
+		}
+	}
+	return fmt.Errorf("analysis: unknown intensity class %q", b)
+}
 
 // Intensity is the compute-memory ratio of one TE:
 //

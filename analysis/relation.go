@@ -44,6 +44,17 @@ func (d Dependence) Short() string {
 // MarshalText encodes the dependence as its String.
 func (d Dependence) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
+// UnmarshalText decodes a dependence written by MarshalText.
+func (d *Dependence) UnmarshalText(b []byte) error {
+	for k, n := range dependenceNames {
+		if n == string(b) {
+			*d = Dependence(k)
+			return nil
+		}
+	}
+	return fmt.Errorf("analysis: unknown dependence %q", b)
+}
+
 // Map is the element-wise dependence relation of one access: for every point
 // of the iteration space (the Domain variables, the output axes of the TE that
 // makes Out, and the Reduce variables of the reductions around the access)
