@@ -52,10 +52,10 @@ func (b *builder) outputs(ts ...*te.Tensor) *te.Program {
 func shp(dims ...int) []int { return dims }
 
 func ld(t *te.Tensor, idx ...te.Index) te.Expr { return &te.Load{Tensor: t, Index: idx} }
-func cf(v float64) te.Expr                      { return &te.ConstExpr{Value: v, DType: te.F32} }
-func ci(v int) te.Expr                          { return &te.ConstExpr{Value: float64(v), DType: te.I32} }
-func ix(x te.Index) te.Expr                     { return &te.IndexExpr{Index: x} }
-func c(v int) te.Index                          { return te.Const(v) }
+func cf(v float64) te.Expr                     { return &te.ConstExpr{Value: v, DType: te.F32} }
+func ci(v int) te.Expr                         { return &te.ConstExpr{Value: float64(v), DType: te.I32} }
+func ix(x te.Index) te.Expr                    { return &te.IndexExpr{Index: x} }
+func c(v int) te.Index                         { return te.Const(v) }
 
 func bin(op te.BinaryOp, x, y te.Expr) te.Expr { return &te.Binary{Op: op, X: x, Y: y} }
 func add(x, y te.Expr) te.Expr                 { return bin(te.Add, x, y) }

@@ -3,6 +3,8 @@ package lower
 import (
 	"testing"
 
+	"tec/backend/kir"
+	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/internal/numeric"
 	"tec/te"
@@ -95,5 +97,22 @@ func differential(t *testing.T, p *te.Program, seed uint64) *sim.Result {
 			t.Errorf("output %s: %s", o.Name, mm)
 		}
 	}
+	checkReport(t, m, res)
 	return res
+}
+
+// checkReport checks that the static report's counts equal the simulator's,
+// kernel by kernel.
+func checkReport(t *testing.T, m *kir.Module, res *sim.Result) {
+	t.Helper()
+	rep := report.Module(m, report.Config{ResidentBlocks: sim.DefaultResidentBlocks})
+	for i, k := range rep.Kernels {
+		got := res.Kernels[i]
+		if !k.Exact {
+			t.Errorf("kernel %s: report not exact", k.Name)
+		}
+		if k.Counts != got.Counts || k.Blocks != got.Blocks || k.Threads != got.Threads {
+			t.Errorf("kernel %s: report %d×%d %v\nsimulator %d×%d %v", k.Name, k.Blocks, k.Threads, k.Counts, got.Blocks, got.Threads, got.Counts)
+		}
+	}
 }

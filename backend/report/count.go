@@ -1,0 +1,508 @@
+package report
+
+import (
+	"fmt"
+	"math"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// dim is one axis of an iteration domain: the values lo, lo+step, ... < hi
+// of a loop variable or of the thread or block index.
+type dim struct {
+	v            *kir.Var       // the loop variable, or nil
+	reg          kir.SpecialReg // for v == nil: ThreadIdx or BlockIdx
+	lo, hi, step int
+}
+
+func (d dim) size() int {
+	if d.hi <= d.lo {
+		return 0
+	}
+	return (d.hi - d.lo + d.step - 1) / d.step
+}
+
+// cond is a condition on the domain, or its negation.
+type cond struct {
+	e   kir.Expr
+	neg bool
+}
+
+// counter walks one kernel.
+type counter struct {
+	cfg     Config
+	grid    int
+	threads int
+	dims    []dim
+	conds   []cond
+	defs    map[*kir.Var]kir.Expr // Let definitions without loads
+	opaque  map[*kir.Var]bool     // reassigned or loaded variables
+	counts  kir.Counts
+	exact   bool
+	memo    map[string]int64
+}
+
+func kernel(k *kir.Kernel, cfg Config) Kernel {
+	grid := k.Grid.Size(cfg.ResidentBlocks)
+	c := &counter{
+		cfg: cfg, grid: grid, threads: k.Block, exact: true,
+		dims: []dim{
+			{reg: kir.BlockIdx, lo: 0, hi: grid, step: 1},
+			{reg: kir.ThreadIdx, lo: 0, hi: k.Block, step: 1},
+		},
+		defs: map[*kir.Var]kir.Expr{}, opaque: map[*kir.Var]bool{},
+	}
+	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+		if a, ok := s.(*kir.Assign); ok {
+			c.opaque[a.Var] = true
+		}
+		return true
+	})
+	c.stmts(k.Body)
+	return Kernel{
+		Name: k.Name, Blocks: grid, Threads: k.Block, Resident: k.Grid.Resident,
+		SharedBytes: k.SharedBytes(), Counts: c.counts, Exact: c.exact,
+	}
+}
+
+func (c *counter) stmts(body []kir.Stmt) {
+	for _, s := range body {
+		c.stmt(s)
+	}
+}
+
+func (c *counter) stmt(s kir.Stmt) {
+	switch s := s.(type) {
+	case *kir.Let:
+		c.cost(s.Value)
+		if !c.opaque[s.Var] && !loads(s.Value) {
+			c.defs[s.Var] = s.Value
+		} else {
+			c.opaque[s.Var] = true
+		}
+	case *kir.Assign:
+		c.cost(s.Value)
+	case *kir.Store:
+		c.cost(s.Index)
+		c.cost(s.Value)
+		if s.Buf.Space == kir.Global {
+			c.counts.StoreBytes += c.count() * int64(s.Buf.DType.Size())
+		}
+	case *kir.Atomic:
+		c.cost(s.Index)
+		c.cost(s.Value)
+		n := c.count()
+		c.counts.FLOPs += n
+		if s.Buf.Space == kir.Global {
+			c.counts.StoreBytes += n * int64(s.Buf.DType.Size())
+			c.counts.LoadBytes += n * int64(s.Buf.DType.Size())
+		}
+	case *kir.If:
+		c.cost(s.Cond)
+		c.conds = append(c.conds, cond{e: s.Cond})
+		c.stmts(s.Then)
+		c.conds[len(c.conds)-1].neg = true
+		c.stmts(s.Else)
+		c.conds = c.conds[:len(c.conds)-1]
+	case *kir.For:
+		c.loop(s)
+	case *kir.SyncThreads:
+		c.counts.BlockBarriers += c.count() / int64(c.threads)
+	case *kir.GridSync:
+		c.counts.GridSyncs += c.count() / (int64(c.threads) * int64(c.grid))
+	case *kir.Stage:
+		c.stmts(s.Body)
+	}
+}
+
+// loop adds the loop's dimension to the domain while walking its body.
+func (c *counter) loop(s *kir.For) {
+	lo, lok := constInt(s.Lo)
+	hi, hok := constInt(s.Hi)
+	if !lok || !hok {
+		// Not supported exactly: count one iteration per entry.
+		c.exact = false
+		lo, hi = 0, 1
+	}
+	saved := append([]dim(nil), c.dims...)
+	d := dim{v: s.Var, lo: lo, hi: hi, step: 1}
+	drop := func(reg kir.SpecialReg) {
+		for i, x := range c.dims {
+			if x.v == nil && x.reg == reg {
+				c.dims = append(c.dims[:i:i], c.dims[i+1:]...)
+				return
+			}
+		}
+		c.exact = false // nested thread loops: not supported exactly
+	}
+	switch s.Kind {
+	case kir.Serial, kir.Unrolled:
+		d.step = s.Step
+	case kir.GridStride:
+		drop(kir.BlockIdx)
+	case kir.BlockStride:
+		drop(kir.ThreadIdx)
+	case kir.ThreadStride:
+		drop(kir.BlockIdx)
+		drop(kir.ThreadIdx)
+	}
+	c.dims = append(c.dims, d)
+	c.memo = nil
+	c.stmts(s.Body)
+	c.dims = saved
+	c.memo = nil
+}
+
+func constInt(e kir.Expr) (int, bool) {
+	if k, ok := e.(*kir.Const); ok && k.T == te.I32 {
+		return int(k.Value), true
+	}
+	return 0, false
+}
+
+func loads(e kir.Expr) bool {
+	found := false
+	kir.WalkExpr(e, func(x kir.Expr) bool {
+		if _, ok := x.(*kir.Load); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// cost counts the loads and FLOPs of evaluating e at every point of the
+// current domain that satisfies the current conditions; only the chosen
+// operand of a select is evaluated.
+func (c *counter) cost(e kir.Expr) {
+	switch e := e.(type) {
+	case *kir.Load:
+		c.cost(e.Index)
+		if e.Buf.Space == kir.Global {
+			c.counts.LoadBytes += c.count() * int64(e.Buf.DType.Size())
+		}
+	case *kir.Unary:
+		c.cost(e.X)
+		if e.X.Type() == te.F32 && e.Op != te.Not {
+			c.counts.FLOPs += c.count()
+		}
+	case *kir.Binary:
+		c.cost(e.X)
+		c.cost(e.Y)
+		if e.X.Type() == te.F32 && !e.Op.IsComparison() && !e.Op.IsLogical() {
+			c.counts.FLOPs += c.count()
+		}
+	case *kir.Cast:
+		c.cost(e.X)
+	case *kir.Select:
+		c.cost(e.Cond)
+		if !costly(e.Then) && !costly(e.Else) {
+			return
+		}
+		c.conds = append(c.conds, cond{e: e.Cond})
+		c.memo = nil
+		c.cost(e.Then)
+		c.conds[len(c.conds)-1].neg = true
+		c.memo = nil
+		c.cost(e.Else)
+		c.conds = c.conds[:len(c.conds)-1]
+		c.memo = nil
+	}
+}
+
+// costly reports whether evaluating e loads from global memory or does
+// floating-point arithmetic.
+func costly(e kir.Expr) bool {
+	found := false
+	kir.WalkExpr(e, func(x kir.Expr) bool {
+		switch x := x.(type) {
+		case *kir.Load:
+			found = found || x.Buf.Space == kir.Global
+		case *kir.Unary:
+			found = found || x.X.Type() == te.F32 && x.Op != te.Not
+		case *kir.Binary:
+			found = found || x.X.Type() == te.F32 && !x.Op.IsComparison() && !x.Op.IsLogical()
+		}
+		return !found
+	})
+	return found
+}
+
+// count returns the number of points of the domain that satisfy the
+// conditions.
+func (c *counter) count() int64 {
+	if len(c.conds) == 0 {
+		n := int64(1)
+		for _, d := range c.dims {
+			n *= int64(d.size())
+		}
+		return n
+	}
+	key := c.key()
+	if n, ok := c.memo[key]; ok {
+		return n
+	}
+	n := c.enumerate()
+	if c.memo == nil {
+		c.memo = map[string]int64{}
+	}
+	c.memo[key] = n
+	return n
+}
+
+func (c *counter) key() string {
+	b := make([]byte, 0, 16*len(c.conds))
+	for _, k := range c.conds {
+		b = append(b, []byte(ptrString(k.e))...)
+		if k.neg {
+			b = append(b, '!')
+		}
+		b = append(b, ';')
+	}
+	return string(b)
+}
+
+// enumerate counts the points that satisfy the conditions: conditions that
+// share dimensions form groups, whose dimensions are enumerated together;
+// dimensions no condition uses multiply the count.
+func (c *counter) enumerate() int64 {
+	type compiled struct {
+		f    func(p []float64) float64
+		deps []int
+		neg  bool
+	}
+	var cs []compiled
+	for _, k := range c.conds {
+		deps := map[int]bool{}
+		f, ok := c.compile(k.e, deps)
+		if !ok {
+			c.exact = false // data-dependent: assume it holds
+			continue
+		}
+		var ds []int
+		for i := range c.dims {
+			if deps[i] {
+				ds = append(ds, i)
+			}
+		}
+		cs = append(cs, compiled{f: f, deps: ds, neg: k.neg})
+	}
+	// Union-find over dimensions.
+	parent := make([]int, len(c.dims))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	used := make([]bool, len(c.dims))
+	for _, k := range cs {
+		for _, d := range k.deps {
+			used[d] = true
+			parent[find(d)] = find(k.deps[0])
+		}
+	}
+	total := int64(1)
+	for i, d := range c.dims {
+		if !used[i] {
+			total *= int64(d.size())
+		}
+	}
+	groups := map[int][]int{}
+	for i := range c.dims {
+		if used[i] {
+			groups[find(i)] = append(groups[find(i)], i)
+		}
+	}
+	point := make([]float64, len(c.dims))
+	for _, dims := range groups {
+		var gc []compiled
+		for _, k := range cs {
+			if len(k.deps) > 0 && find(k.deps[0]) == find(dims[0]) {
+				gc = append(gc, k)
+			}
+		}
+		size := int64(1)
+		for _, d := range dims {
+			size *= int64(c.dims[d].size())
+		}
+		if size == 0 {
+			return 0
+		}
+		// Sample every stride-th point of a group too large to enumerate.
+		stride := int64(1)
+		if size > int64(c.cfg.EnumLimit) {
+			stride = (size + int64(c.cfg.EnumLimit) - 1) / int64(c.cfg.EnumLimit)
+			c.exact = false
+		}
+		var hits, seen int64
+		for p := int64(0); p < size; p += stride {
+			q := p
+			for i := len(dims) - 1; i >= 0; i-- {
+				d := c.dims[dims[i]]
+				n := int64(d.size())
+				point[dims[i]] = float64(d.lo + int(q%n)*d.step)
+				q /= n
+			}
+			ok := true
+			for _, k := range gc {
+				if (k.f(point) != 0) == k.neg {
+					ok = false
+					break
+				}
+			}
+			seen++
+			if ok {
+				hits++
+			}
+		}
+		if stride == 1 {
+			total *= hits
+		} else {
+			total = int64(math.Round(float64(total) * float64(hits) * float64(size) / float64(seen)))
+		}
+	}
+	return total
+}
+
+// compile turns an index expression into a function of a domain point,
+// recording the dimensions it depends on. It fails on loads and on
+// variables whose value the domain does not determine.
+func (c *counter) compile(e kir.Expr, deps map[int]bool) (func(p []float64) float64, bool) {
+	switch e := e.(type) {
+	case *kir.Const:
+		v := e.Value
+		return func([]float64) float64 { return v }, true
+	case *kir.Special:
+		switch e.Reg {
+		case kir.BlockDim:
+			v := float64(c.threads)
+			return func([]float64) float64 { return v }, true
+		case kir.GridDim:
+			v := float64(c.grid)
+			return func([]float64) float64 { return v }, true
+		}
+		for i, d := range c.dims {
+			if d.v == nil && d.reg == e.Reg {
+				deps[i] = true
+				return func(p []float64) float64 { return p[i] }, true
+			}
+		}
+		return nil, false
+	case *kir.Var:
+		for i, d := range c.dims {
+			if d.v == e {
+				deps[i] = true
+				return func(p []float64) float64 { return p[i] }, true
+			}
+		}
+		if def, ok := c.defs[e]; ok && !c.opaque[e] {
+			return c.compile(def, deps)
+		}
+		return nil, false
+	case *kir.Unary:
+		x, ok := c.compile(e.X, deps)
+		if !ok {
+			return nil, false
+		}
+		switch e.Op {
+		case te.Neg:
+			return func(p []float64) float64 { return -x(p) }, true
+		case te.Not:
+			return func(p []float64) float64 { return b2f(x(p) == 0) }, true
+		case te.Abs:
+			return func(p []float64) float64 { return math.Abs(x(p)) }, true
+		}
+		return nil, false
+	case *kir.Binary:
+		if e.X.Type() == te.F32 {
+			return nil, false
+		}
+		x, okx := c.compile(e.X, deps)
+		y, oky := c.compile(e.Y, deps)
+		if !okx || !oky {
+			return nil, false
+		}
+		switch e.Op {
+		case te.Add:
+			return func(p []float64) float64 { return x(p) + y(p) }, true
+		case te.Sub:
+			return func(p []float64) float64 { return x(p) - y(p) }, true
+		case te.Mul:
+			return func(p []float64) float64 { return x(p) * y(p) }, true
+		case te.Div:
+			return func(p []float64) float64 { return float64(te.FloorDiv(int(x(p)), nz(int(y(p))))) }, true
+		case te.Mod:
+			return func(p []float64) float64 { return float64(te.FloorMod(int(x(p)), nz(int(y(p))))) }, true
+		case te.Max:
+			return func(p []float64) float64 { return math.Max(x(p), y(p)) }, true
+		case te.Min:
+			return func(p []float64) float64 { return math.Min(x(p), y(p)) }, true
+		case te.Lt:
+			return func(p []float64) float64 { return b2f(x(p) < y(p)) }, true
+		case te.Le:
+			return func(p []float64) float64 { return b2f(x(p) <= y(p)) }, true
+		case te.Gt:
+			return func(p []float64) float64 { return b2f(x(p) > y(p)) }, true
+		case te.Ge:
+			return func(p []float64) float64 { return b2f(x(p) >= y(p)) }, true
+		case te.Eq:
+			return func(p []float64) float64 { return b2f(x(p) == y(p)) }, true
+		case te.Ne:
+			return func(p []float64) float64 { return b2f(x(p) != y(p)) }, true
+		case te.And:
+			return func(p []float64) float64 { return b2f(x(p) != 0 && y(p) != 0) }, true
+		case te.Or:
+			return func(p []float64) float64 { return b2f(x(p) != 0 || y(p) != 0) }, true
+		}
+		return nil, false
+	case *kir.Select:
+		cc, ok1 := c.compile(e.Cond, deps)
+		t, ok2 := c.compile(e.Then, deps)
+		f, ok3 := c.compile(e.Else, deps)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, false
+		}
+		return func(p []float64) float64 {
+			if cc(p) != 0 {
+				return t(p)
+			}
+			return f(p)
+		}, true
+	case *kir.Cast:
+		if e.X.Type() == te.F32 {
+			return nil, false
+		}
+		x, ok := c.compile(e.X, deps)
+		if !ok {
+			return nil, false
+		}
+		if e.To == te.Bool {
+			return func(p []float64) float64 { return b2f(x(p) != 0) }, true
+		}
+		return x, true
+	}
+	return nil, false
+}
+
+func nz(v int) int {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func ptrString(e kir.Expr) string { return fmt.Sprintf("%p", e) }

@@ -1,0 +1,111 @@
+// Package report computes, from kernel IR alone, what each kernel of a module
+// does when it runs: its launch shape and shared memory, and the global bytes
+// it loads and stores, its FLOPs and its barriers (kir.Counts). It needs no
+// data and no execution, so it works for models too large to simulate; on
+// small ones its counts equal those the simulator measures.
+//
+// Counts are exact when every loop has constant bounds and every condition
+// (If, Select) depends only on indexes, not on loaded data: the report counts
+// the points of each statement's iteration domain that satisfy its
+// conditions. The domain of a statement is the product of its enclosing
+// loops' ranges with the block and thread indexes; a grid-stride loop
+// replaces the block index (over the grid, it visits each tile once), a
+// block-stride loop the thread index, a thread-stride loop both. Conditions
+// are grouped by the loop variables they depend on and each group's
+// variables are enumerated; a group too large to enumerate is sampled, and
+// the report says it is not exact.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"tec/backend/kir"
+)
+
+// DefaultEnumLimit bounds the points enumerated for one group of conditions.
+const DefaultEnumLimit = 1 << 20
+
+// Config controls the report.
+type Config struct {
+	// ResidentBlocks is the number of blocks an all-resident grid gets on
+	// the target (SM count × blocks per SM); 0 means 4, as in package sim.
+	ResidentBlocks int
+	// EnumLimit bounds the points enumerated per group of conditions; 0
+	// means DefaultEnumLimit.
+	EnumLimit int
+}
+
+// Kernel is the static report of one kernel.
+type Kernel struct {
+	Name        string
+	Blocks      int
+	Threads     int
+	Resident    bool
+	SharedBytes int64
+	kir.Counts
+	// Exact is false when a count had to be estimated (a data-dependent
+	// condition, a loop with non-constant bounds, a sampled domain).
+	Exact bool
+}
+
+// Report is the static report of a module.
+type Report struct {
+	Module         string
+	Kernels        []Kernel
+	Total          kir.Counts
+	WorkspaceBytes int64
+	Exact          bool
+}
+
+// Module computes the report of m, which should be verified.
+func Module(m *kir.Module, cfg Config) *Report {
+	if cfg.ResidentBlocks <= 0 {
+		cfg.ResidentBlocks = 4
+	}
+	if cfg.EnumLimit <= 0 {
+		cfg.EnumLimit = DefaultEnumLimit
+	}
+	r := &Report{Module: m.Name, WorkspaceBytes: m.WorkspaceBytes(), Exact: true}
+	for _, k := range m.Kernels {
+		kr := kernel(k, cfg)
+		r.Kernels = append(r.Kernels, kr)
+		r.Total.Add(kr.Counts)
+		r.Exact = r.Exact && kr.Exact
+	}
+	return r
+}
+
+// Fprint writes the report as a table.
+func (r *Report) Fprint(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "kernel\tgrid\tblock\tshared B\tload B\tstore B\tFLOPs\tbarriers\tgrid syncs\t\n")
+	row := func(name, grid string, block string, k Kernel) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, grid, block, k.SharedBytes,
+			k.LoadBytes, k.StoreBytes, k.FLOPs, k.BlockBarriers, k.GridSyncs)
+	}
+	for _, k := range r.Kernels {
+		grid := fmt.Sprint(k.Blocks)
+		if k.Resident {
+			grid += "*"
+		}
+		name := k.Name
+		if !k.Exact {
+			name += " ~"
+		}
+		row(name, grid, fmt.Sprint(k.Threads), k)
+	}
+	row("total", "", "", Kernel{Counts: r.Total})
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	var notes []string
+	if !r.Exact {
+		notes = append(notes, "~ marks estimated counts")
+	}
+	notes = append(notes, "* marks all-resident grids", fmt.Sprintf("workspace %d B", r.WorkspaceBytes))
+	_, err := fmt.Fprintf(w, "%s\n", strings.Join(notes, "; "))
+	return err
+}
