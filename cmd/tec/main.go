@@ -52,7 +52,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{checkCommand(), fmtCommand(), teCommand(), runCommand()}
+	return []*command{checkCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand()}
 }
 
 func main() {

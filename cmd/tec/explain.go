@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+
+	"tec/analysis"
+	"tec/te"
+)
+
+// analysisFlags are the flags of the commands that analyse a model.
+type analysisFlags struct {
+	compileFlags
+	threshold float64
+}
+
+func (f *analysisFlags) register(fs *flag.FlagSet) {
+	f.compileFlags.register(fs)
+	fs.Float64Var(&f.threshold, "threshold", analysis.DefaultThreshold,
+		"ops per element read and written at and above which a TE is compute-intensive")
+}
+
+func (f *analysisFlags) validate() error {
+	if err := f.compileFlags.validate(); err != nil {
+		return err
+	}
+	if f.threshold <= 0 {
+		return fmt.Errorf("-threshold must be positive, not %g", f.threshold)
+	}
+	return nil
+}
+
+// analyse compiles file and analyses its model, printing any error; it
+// returns nil and the exit status on failure.
+func (e *env) analyse(f *analysisFlags, file string) (*analysis.Analysis, int) {
+	prog, code := e.compile(&f.compileFlags, file)
+	if prog == nil {
+		return nil, code
+	}
+	return e.analyseProgram(f, prog)
+}
+
+func (e *env) analyseProgram(f *analysisFlags, prog *te.Program) (*analysis.Analysis, int) {
+	a, err := analysis.Analyze(prog, analysis.Options{Threshold: f.threshold})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tec: %v\n", err)
+		return nil, exitUser
+	}
+	return a, exitOK
+}
+
+func explainCommand() *command {
+	c := &command{
+		name:    "explain",
+		summary: "report the global analysis of a model",
+		usage:   "[flags] FILE",
+		help: `Explain checks FILE, lowers its model and prints the global analysis that
+the partitioner and the transforms work from (the Souffle paper's §5). For
+every TE: its type and source location; whether each output element relies
+on one element of each input (OR, one-relies-on-one) or on many through a
+reduction (MR); whether it is compute-intensive (CI) or memory-intensive
+(MI), with its ratio of arithmetic operations to elements read and written;
+its live range and level in the topological order; each access as a
+relation in polyhedral notation,
+
+  { O0[i, j] -> I0[i, rk] : 0 <= i < 64 and 0 <= j < 64 and 0 <= rk < 64 }
+
+and which TEs read its result, with their spatial reuse (independent
+readers) and temporal reuse (dependent readers). A summary follows: TEs by
+class, total FLOPs and the compulsory bytes (inputs + params + outputs).
+
+--json prints the same as one JSON object; docs/cli.md gives the schema.`,
+	}
+	c.run = func(e *env, args []string) int {
+		fs := newFlagSet(c)
+		var af analysisFlags
+		af.register(fs)
+		asJSON := fs.Bool("json", false, "print the analysis as JSON")
+		summary := fs.Bool("summary", false, "print the summary only")
+		pos, code, ok := e.parse(c, fs, args)
+		if !ok {
+			return code
+		}
+		if err := af.validate(); err != nil {
+			return e.usageError(c, "%v", err)
+		}
+		if len(pos) != 1 {
+			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
+		}
+		a, code := e.analyse(&af, pos[0])
+		if a == nil {
+			return code
+		}
+		r := a.Report()
+		var err error
+		if *asJSON {
+			if *summary {
+				r.Tensors, r.TEs, r.Reuse = nil, nil, nil
+			}
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(r)
+		} else {
+			err = r.WriteText(e.stdout, *summary)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "tec explain: writing the report: %v\n", err)
+			return exitUser
+		}
+		return exitOK
+	}
+	return c
+}
