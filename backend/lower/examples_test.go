@@ -1,0 +1,107 @@
+package lower_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/backend/report"
+	"tec/backend/sim"
+	"tec/examples"
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/te"
+)
+
+// feeds fills every placeholder from a seeded generator: uniform in [-1, 1)
+// rounded to its dtype, except variances of batch normalisation (names
+// ending in "var"), uniform in [0.5, 1.5).
+func feeds(p *te.Program, seed uint64) map[string]*te.Array {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := map[string]*te.Array{}
+	for _, t := range p.Placeholders() {
+		a := te.NewArray(t.DType, t.Shape)
+		for i := range a.Data {
+			v := 2*rng.Float64() - 1
+			if strings.HasSuffix(t.Name, "var") {
+				v = 0.5 + rng.Float64()
+			}
+			a.Data[i] = te.Round(t.DType, v)
+		}
+		out[t.Name] = a
+	}
+	return out
+}
+
+// Whole models chain dozens of kernels, each adding f32 rounding error to
+// its inputs' (and layernorm and softmax amplify relative error where values
+// are small), so the tolerance is ten times the single-kernel one.
+var tolModel = numeric.Tolerance{Rtol: 1e-3, Atol: 1e-4}
+
+// TestExamples is the key acceptance test of -O0: every example at its tiny
+// configuration, lowered one kernel per tensor and simulated with race
+// detection, equals the reference evaluator, and the static report's counts
+// equal the simulator's.
+func TestExamples(t *testing.T) {
+	var total time.Duration
+	for _, ex := range examples.All() {
+		t.Run(ex.Name, func(t *testing.T) {
+			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+			if diags.HasErrors() {
+				t.Fatalf("lang.Check:\n%v", diags.Error())
+			}
+			in := feeds(p, 1)
+			want, err := te.Evaluate(p, in, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := lower.Unfused(p, lower.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			res, err := sim.Run(m, in, sim.Options{Race: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			total += took
+			t.Logf("%d kernels simulated in %v", len(m.Kernels), took)
+			if res.RaceCount > 0 {
+				t.Errorf("%d races; first: %s", res.RaceCount, res.Races[0])
+			}
+			for _, o := range p.Outputs {
+				mm, err := numeric.Compare(res.Outputs[o.Name], want[o.Name], tolModel)
+				if err != nil {
+					t.Fatalf("output %s: %v", o.Name, err)
+				}
+				if mm != nil {
+					t.Errorf("output %s: %s", o.Name, mm)
+				}
+			}
+			compareReport(t, m, res)
+		})
+	}
+	t.Logf("all examples simulated in %v", total)
+}
+
+func compareReport(t *testing.T, m *kir.Module, res *sim.Result) {
+	t.Helper()
+	rep := report.Module(m, report.Config{ResidentBlocks: sim.DefaultResidentBlocks})
+	bad := 0
+	for i, k := range rep.Kernels {
+		got := res.Kernels[i]
+		if !k.Exact || k.Counts != got.Counts {
+			bad++
+			if bad <= 3 {
+				t.Errorf("kernel %s: report (exact %v) %v\nsimulator %v", k.Name, k.Exact, k.Counts, got.Counts)
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("... and %d more kernels whose report differs", bad-3)
+	}
+}
