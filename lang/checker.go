@@ -11,9 +11,10 @@ import (
 
 // Limits that keep a hostile or mistaken program from running the checker out
 // of time or stack: every statement executed, list element built and function
-// inlined costs one step.
+// inlined costs one step, every tensor made tensorCost steps.
 const (
-	maxSteps     = 20_000_000
+	maxSteps     = 2_000_000
+	tensorCost   = 10 // steps per tensor made
 	maxCallDepth = 200
 )
 
@@ -87,8 +88,11 @@ func related(d *diag.Diagnostic, file string, span syntax.Span, format string, a
 
 // step counts one unit of unrolling work, stopping the check when the program
 // is too large to unroll.
-func (c *checker) step(file string, span syntax.Span) {
-	c.steps++
+func (c *checker) step(file string, span syntax.Span) { c.work(file, span, 1) }
+
+// work counts n units of unrolling work (copying a list element is one).
+func (c *checker) work(file string, span syntax.Span, n int) {
+	c.steps += n
 	if c.steps > maxSteps {
 		c.errorAt(file, span, "range", "reduce the loop trip counts, or check them with smaller -D values",
 			"the program is too large: unrolling it takes more than %d steps", maxSteps)

@@ -493,6 +493,7 @@ func (c *checker) inlineScalarFn(ec *elemCtx, fn *fnDecl, args []scalar, callFil
 			return badScalar
 		}
 	}
+	c.step(callFile, callSpan)
 	if !c.pushCall(fn, callFile, callSpan) {
 		return badScalar
 	}

@@ -45,6 +45,7 @@ func (c *checker) eval(sc *scope, e syntax.Expr) Value {
 		y := c.eval(sc, e.Y)
 		if xl, ok := x.(*listVal); ok && e.Op == "+" {
 			if yl, ok := y.(*listVal); ok {
+				c.work(file, e.Span, len(xl.elems)+len(yl.elems))
 				elems := make([]Value, 0, len(xl.elems)+len(yl.elems))
 				return &listVal{elems: append(append(elems, xl.elems...), yl.elems...)}
 			}

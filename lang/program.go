@@ -34,6 +34,7 @@ func newBuilder(c *checker) *builder {
 
 // add appends a tensor, named provisionally by hint, with the current scope.
 func (b *builder) add(t *te.Tensor, hint, file string, span syntax.Span) *te.Tensor {
+	b.c.work(file, span, tensorCost)
 	t.ID = len(b.tensors)
 	t.Name = hint
 	t.Span = teSpan(file, span)

@@ -78,6 +78,7 @@ func (c *checker) execPlaceholder(sc *scope, s *syntax.PlaceholderStmt) {
 	file := sc.path
 	if c.frame.fn != nil {
 		c.errorAt(file, s.Span, "type", "pass the tensor as a parameter of the function", "%s is allowed only in a model", s.Kind)
+		c.declareLocal(sc, s.Name, poison{}, s)
 		return
 	}
 	kind := te.Input
@@ -273,6 +274,7 @@ func (c *checker) assignElement(sc *scope, t *syntax.Target, v Value) {
 		c.errorAt(file, t.Indices[0].NodeSpan(), "bounds", "", "list index %d is out of range: %s has %s", i, t.Name.Name, plural(len(l.elems), "element"))
 		return
 	}
+	c.work(file, t.Span, len(l.elems))
 	elems := append([]Value(nil), l.elems...)
 	elems[i] = v
 	b.val = &listVal{elems: elems}

@@ -1,0 +1,99 @@
+package lang
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCheckCodes checks small programs for the codes of the errors they
+// produce (none for a valid program).
+func TestCheckCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		cfg  Config
+		want []string // the codes, in order
+	}{
+		{"define overrides", "const N = 4\nmodel m { input x: f32[N]\n output y = x * 2.0 }", Config{Defines: map[string]string{"N": "8"}}, nil},
+		{"define float", "const E = 1\nmodel m { input x: f32[2]\n output y = x * E }", Config{Defines: map[string]string{"E": "0.5"}}, nil},
+		{"user fn shadows stdlib", "fn relu(v) = v * 0.0\nmodel m { input x: f32[2]\n output y = relu(x) }", Config{}, nil},
+		{"loop carries bindings", "model m { input x: f32[2]\n h = x\n for t in 0..3 { h = h * 2.0 }\n output h }", Config{}, nil},
+		{"loop var visible after loop", "model m { input x: f32[2]\n for t in 0..3 { }\n y[i] = x[i] * t\n output y }", Config{}, nil},
+		{"local const", "model m { const K = 2\n input x: f32[K]\n output y = x * K }", Config{}, nil},
+		{"local const twice", "model m { const K = 2\n const K = 3\n input x: f32[K]\n output x }", Config{}, []string{"redefined"}},
+		{"assign to local const", "model m { const K = 2\n K = 3\n input x: f32[K]\n output x }", Config{}, []string{"redefined"}},
+		{"const in loop", "model m { input x: f32[2]\n for l in 0..2 { const K = l }\n output x }", Config{}, nil},
+		{"input in function", "fn f(a) { input x: f32[2]\n return x }\nmodel m { input x: f32[2]\n output y = f(x) }", Config{}, []string{"type"}},
+		{"return in model", "model m { input x: f32[2]\n return x }", Config{}, []string{"type"}},
+		{"no output", "model m { input x: f32[2] }", Config{}, []string{"type"}},
+		{"no model", "const N = 1", Config{}, []string{"model"}},
+		{"all models", "model a { input x: f32[2]\n output x }\nmodel b { input x: f32[2]\n y[i] = x[i + 1] where i in 0..2\n output y }", Config{AllModels: true}, []string{"bounds"}},
+		{"int param", "fn f(x: f32[N], k: int) { y[i] = x[i] * k\n return y }\nmodel m { input x: f32[2]\n output y = f(x, 2.5) }", Config{}, []string{"type"}},
+		{"number overflow", "const A = 9223372036854775807 + 1\nmodel m { input x: f32[2]\n output x }", Config{}, []string{"type"}},
+		{"division by zero", "const A = 1 / 0\nmodel m { input x: f32[2]\n output x }", Config{}, []string{"type"}},
+		{"negative dimension", "model m { input x: f32[-2]\n output x }", Config{}, []string{"shape"}},
+		{"float mod", "model m { input x: f32[2]\n y[i] = x[i] % 2.0\n output y }", Config{}, []string{"type"}},
+		{"empty where", "model m { input x: f32[2]\n y[i] = x[0] where i in 0..0\n output y }", Config{}, []string{"range"}},
+		{"index var twice", "model m { input x: f32[2, 2]\n y[i, i] = x[i, i]\n output y }", Config{}, []string{"redefined"}},
+		{"axis twice", "model m { input x: f32[2, 2]\n y[] = sum[k, k](x[k, k])\n output y }", Config{}, []string{"redefined"}},
+		{"output twice", "model m { input x: f32[2]\n output y = x, y = x }", Config{}, []string{"redefined"}},
+		{"output named like input", "model m { input x: f32[2]\n input y: f32[2]\n output y = x }", Config{}, []string{"redefined"}},
+		{"fn as value", "model m { input x: f32[2]\n f = exp\n output x }", Config{}, []string{"type"}},
+		{"index var at compile time", "model m { input x: f32[4]\n y[i] = x[len(i)] where i in 0..4\n output y }", Config{}, []string{"type"}},
+		{"tuple in list", "fn two(x) { return x, x }\nmodel m { input x: f32[2]\n l = [two(x)]\n output x }", Config{}, []string{"arity"}},
+		{"missing return", "fn f(x: f32[N]) -> f32[N] { y = x }\nmodel m { input x: f32[2]\n output y = f(x) }", Config{}, []string{"type"}},
+		{"result count", "fn f(x: f32[N]) -> (f32[N], f32[N]) { return x }\nmodel m { input x: f32[2]\n a, b = f(x)\n output a }", Config{}, []string{"arity"}},
+		{"static select", "const K = 1\nmodel m { input x: f32[K]\n y[i] = select(K > 1, x[1], x[0]) where i in 0..3\n output y }", Config{}, nil},
+		{"shifted guard", "model m { input x: f32[4]\n y[i] = select(i + 2 < 4, x[i + 2], 0.0) where i in 0..4\n output y }", Config{}, nil},
+		{"negated guard", "model m { input x: f32[4]\n y[i] = select(i >= 4, 0.0, x[i]) where i in 0..6\n output y }", Config{}, nil},
+		{"negated disjunction is not used", "model m { input x: f32[4]\n y[i] = select(i < 0 || i >= 4, 0.0, x[i]) where i in 0..6\n output y }", Config{}, []string{"bounds"}},
+		{"huge loop", "model m { input x: f32[2]\n h = x\n for t in 0..1000000000 { h = h }\n output h }", Config{}, []string{"range"}},
+		{"errors in a function are reported once", "fn f(x: f32[N]) { y[i] = x[i + 1] where i in 0..N\n return y }\nmodel m { input x: f32[2]\n h = x\n for t in 0..5 { h = f(x) }\n output h }", Config{}, []string{"bounds"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ds := Check("m.te", []byte(tc.src), tc.cfg)
+			var got []string
+			for _, d := range ds {
+				got = append(got, d.Code)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("codes %v, want %v:\n%s", got, tc.want, render("m.te", []byte(tc.src), ds))
+			}
+		})
+	}
+}
+
+// TestImports checks imports through Config.ReadFile: paths relative to the
+// importing file, nested imports, and that an imported file's own imports
+// are not visible to the importer.
+func TestImports(t *testing.T) {
+	files := map[string]string{
+		"lib/layers.te": "import \"act.te\"\nconst W = 3\nfn act2(v) = act(v) * 2.0\n",
+		"lib/act.te":    "fn act(v) = max(v, 0.0)\n",
+	}
+	read := func(p string) ([]byte, error) {
+		if s, ok := files[path.Clean(p)]; ok {
+			return []byte(s), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	good := "import \"lib/layers.te\"\nmodel m { input x: f32[W]\n output y = act2(x) }"
+	if _, ds := Check("main.te", []byte(good), Config{ReadFile: read}); ds.HasErrors() {
+		t.Errorf("good import: %v", ds.Error())
+	}
+	bad := "import \"lib/layers.te\"\nmodel m { input x: f32[W]\n output y = act(x) }"
+	_, ds := Check("main.te", []byte(bad), Config{ReadFile: read})
+	if len(ds) != 1 || ds[0].Code != "undefined" {
+		t.Errorf("transitive import: got %v, want one undefined error", ds.Error())
+	}
+	_, ds = Check("main.te", []byte("import \"x.te\"\nmodel m { input x: f32[1]\n output x }"),
+		Config{ReadFile: func(string) ([]byte, error) { return nil, errors.New("disk on fire") }})
+	if len(ds) != 1 || ds[0].Code != "import" || !strings.Contains(ds[0].Message, "disk on fire") {
+		t.Errorf("unreadable import: got %v", ds.Error())
+	}
+}
