@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 
-	"tec/lang/syntax"
 	"tec/te"
 )
 
@@ -228,5 +227,3 @@ func (c *checker) boundsError(ec *elemCtx, ld *pendingLoad, d int, r interval) {
 	}
 	c.errorAt(ld.file, ld.span, "bounds", hint, "%s", msg)
 }
-
-var _ = syntax.Span{}

@@ -2,7 +2,6 @@ package lang
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -22,8 +21,10 @@ type fileScope struct {
 	names   map[string]any // *constDecl or *fnDecl
 	order   []string       // names in declaration order
 	imports []*fileScope
-	prelude *fileScope // nil for the prelude itself
-	models  []*syntax.ModelDecl
+	// importSpans locates the import declaration of each of imports.
+	importSpans []syntax.Span
+	prelude     *fileScope // nil for the prelude itself
+	models      []*syntax.ModelDecl
 }
 
 // constDecl is a top-level constant, evaluated on first use.
@@ -160,6 +161,7 @@ func (c *checker) loadFile(path string, src []byte, state map[string]int, stack 
 		case 2:
 			if g := c.scopes[target]; g != nil {
 				f.imports = append(f.imports, g)
+				f.importSpans = append(f.importSpans, imp.Span)
 			}
 			continue
 		}
@@ -170,9 +172,10 @@ func (c *checker) loadFile(path string, src []byte, state map[string]int, stack 
 			continue
 		}
 		f.imports = append(f.imports, c.loadFile(target, data, state, stack))
+		f.importSpans = append(f.importSpans, imp.Span)
 	}
 	c.declare(f, path, ast)
-	c.checkImportConflicts(f, ast)
+	c.checkImportConflicts(f)
 	state[path] = 2
 	return f
 }
@@ -239,9 +242,9 @@ func declSite(d any) (string, syntax.Span) {
 
 // checkImportConflicts reports a name that two imports of f both declare and
 // f does not declare itself.
-func (c *checker) checkImportConflicts(f *fileScope, ast *syntax.File) {
+func (c *checker) checkImportConflicts(f *fileScope) {
 	owner := map[string]*fileScope{}
-	for _, g := range f.imports {
+	for k, g := range f.imports {
 		names := append([]string(nil), g.order...)
 		sort.Strings(names)
 		for _, n := range names {
@@ -249,13 +252,7 @@ func (c *checker) checkImportConflicts(f *fileScope, ast *syntax.File) {
 				continue
 			}
 			if h, ok := owner[n]; ok && h != g {
-				span := syntax.Span{}
-				for _, d := range ast.Decls {
-					if imp, ok := d.(*syntax.ImportDecl); ok && strings.HasSuffix(filepath.ToSlash(g.path), strings.TrimPrefix(imp.Path, "./")) {
-						span = imp.Span
-					}
-				}
-				c.errorAt(f.path, span, "redefined", "declare the one you mean in this file, or rename one",
+				c.errorAt(f.path, f.importSpans[k], "redefined", "declare the one you mean in this file, or rename one",
 					"%s is declared by both %s and %s", n, h.path, g.path)
 				continue
 			}
@@ -304,5 +301,3 @@ func (f *fileScope) modelNames() []string {
 	}
 	return ns
 }
-
-var _ = fmt.Sprint

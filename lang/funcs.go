@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"tec/lang/syntax"
-	"tec/te"
 )
 
 // frame is a function call being inlined, or the model body.
@@ -537,5 +536,3 @@ func visitCalls(fn *syntax.FnDecl, f func(syntax.Ident)) {
 	}
 	stmts(fn.Body)
 }
-
-var _ = te.F32
