@@ -1,10 +1,9 @@
-//go:build checker
-
 package examples
 
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +105,84 @@ func TestTinyShrinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOutputShapes checks the outputs of every example at its full size.
+func TestOutputShapes(t *testing.T) {
+	want := map[string]map[string]string{
+		"attention":    {"y": "f32[384, 768]"},
+		"bert":         {"hidden": "f32[384, 768]", "logits": "f32[384, 2]"},
+		"conv_block":   {"y": "f32[1, 64, 56, 56]"},
+		"efficientnet": {"logits": "f32[1, 1000]"},
+		"layernorm":    {"y": "f32[384, 768]"},
+		"lstm":         {"y": "f32[100, 1, 256]"},
+		"mlp":          {"y": "f32[32, 10]"},
+		"mmoe":         {"y": "f32[2, 1, 1]"},
+		"resnext":      {"logits": "f32[1, 1000]"},
+		"softmax":      {"y": "f32[128, 768]"},
+		"swin":         {"logits": "f32[1, 1000]"},
+	}
+	for _, ex := range All() {
+		t.Run(ex.Name, func(t *testing.T) {
+			w, ok := want[ex.Name]
+			if !ok {
+				t.Fatalf("no expected output shapes for %s", ex.Name)
+			}
+			p := check(t, ex, nil)
+			if len(p.Outputs) != len(w) {
+				t.Errorf("%d outputs, want %d", len(p.Outputs), len(w))
+			}
+			for _, o := range p.Outputs {
+				if got := o.TypeString(); got != w[o.Name] {
+					t.Errorf("output %s: %s, want %s", o.Name, got, w[o.Name])
+				}
+			}
+		})
+	}
+}
+
+// TestPackedWeightsUsed checks the size computations of the examples that
+// pack their weights into one vector (resnext, efficientnet, swin): every
+// element of every 1-D param is read by some access, so the declared size
+// leaves no unused tail (an access past the end is a bounds error already).
+func TestPackedWeightsUsed(t *testing.T) {
+	for _, ex := range All() {
+		for _, size := range []string{"tiny", "full"} {
+			defines := ex.Tiny
+			if size == "full" {
+				defines = nil
+			}
+			t.Run(ex.Name+"/"+size, func(t *testing.T) {
+				p := check(t, ex, defines)
+				type span struct{ lo, hi int }
+				reads := map[*te.Tensor][]span{}
+				for _, x := range p.Tensors {
+					if x.Kind != te.Compute {
+						continue
+					}
+					te.Walk(x.Body, func(e te.Expr) bool {
+						if l, ok := e.(*te.Load); ok && l.Tensor.Kind == te.Param && len(l.Tensor.Shape) == 1 {
+							lo, hi := l.Index[0].ExtentBounds()
+							reads[l.Tensor] = append(reads[l.Tensor], span{lo, hi})
+						}
+						return true
+					})
+				}
+				for param, spans := range reads {
+					sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+					next := 0 // every element before next is read
+					for _, s := range spans {
+						if s.lo > next {
+							t.Errorf("%s: elements %d..%d are never read", param.Name, next, s.lo-1)
+						}
+						next = max(next, s.hi+1)
+					}
+					if n := param.Shape[0]; next < n {
+						t.Errorf("%s: elements %d..%d of %d are never read", param.Name, next, n-1, n)
+					}
+				}
+			})
+		}
 	}
 }

@@ -1,5 +1,3 @@
-//go:build checker
-
 package stdlib_test
 
 import (
@@ -693,6 +691,9 @@ func TestMisuse(t *testing.T) {
 		{"slice past the end", "input x: f32[5, 6]\n  output y = slice2(x, 1, 2, 9)"},
 		{"take past the end", "param p: f32[10]\n  a, o = take2(p, 4, 2, 4)\n  output a"},
 		{"concat other axis", "input a: f32[3, 4]\n  input b: f32[2, 5]\n  output y = concat2(a, b, 0)"},
+		{"reshape size", "input x: f32[24]\n  output y = reshape2(x, 4, 5)"},
+		{"reshape4 size", "input x: f32[2, 3, 4]\n  output y = reshape4(ravel3(x), 2, 2, 2, 2)"},
+		{"permute4 repeated axis", "input x: f32[2, 3, 4, 5]\n  output y = permute4(x, 0, 1, 1, 2)"},
 		{"layernorm gain", "input x: f32[3, 4]\n  param g: f32[5]\n  param b: f32[4]\n  output y = layernorm(x, g, b, 1e-5)"},
 	}
 	for _, tt := range tests {
