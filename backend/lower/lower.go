@@ -387,8 +387,8 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		bt, mi, ni := kir.NewVar("b", te.I32), kir.NewVar("mt", te.I32), kir.NewVar("nt", te.I32)
 		g.emit(
 			&kir.Let{Var: bt, Value: kir.Div(tile, kir.I(mt*nt))},
-			&kir.Let{Var: mi, Value: kir.Mod(kir.Div(tile, kir.I(nt)), kir.I(mt))},
-			&kir.Let{Var: ni, Value: kir.Mod(tile, kir.I(nt))},
+			&kir.Let{Var: mi, Value: digit(tile, nt, mt)},
+			&kir.Let{Var: ni, Value: digit(tile, 1, nt)},
 		)
 		bind(g, batch, bt)
 		ti, tj := kir.NewVar("ti", te.I32), kir.NewVar("tj", te.I32)
@@ -413,8 +413,8 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 					bind(g, r.Axes, kk)
 					g.emit(&kir.Store{Buf: xs, Index: e, Value: convert(g.expr(X), te.F32)})
 				})
-				g.emit(&kir.If{Cond: kir.And(kir.Lt(m, kir.I(M)), kir.Lt(kk, kir.I(K))), Then: guarded,
-					Else: []kir.Stmt{&kir.Store{Buf: xs, Index: e, Value: kir.F(0)}}})
+				g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: xs, Index: e, Value: kir.F(0)}},
+					bound{m, M, M%tm != 0}, bound{kk, K, K%tk != 0})...)
 			})})
 			// Stage Y[k, n] for the tile's columns.
 			e2 := kir.NewVar("e", te.I32)
@@ -429,8 +429,8 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 					bind(g, r.Axes, kk)
 					g.emit(&kir.Store{Buf: ys, Index: e2, Value: convert(g.expr(Y), te.F32)})
 				})
-				g.emit(&kir.If{Cond: kir.And(kir.Lt(kk, kir.I(K)), kir.Lt(n, kir.I(N))), Then: guarded,
-					Else: []kir.Stmt{&kir.Store{Buf: ys, Index: e2, Value: kir.F(0)}}})
+				g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: ys, Index: e2, Value: kir.F(0)}},
+					bound{kk, K, K%tk != 0}, bound{n, N, N%tn != 0})...)
 			})})
 			g.emit(&kir.SyncThreads{})
 			kk := kir.NewVar("kk", te.I32)
@@ -456,7 +456,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 			bind(g, ns, n)
 			g.emit(&kir.Store{Buf: buf, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), buf.ValueType())})
 		})
-		g.emit(&kir.If{Cond: kir.And(kir.Lt(m, kir.I(M)), kir.Lt(n, kir.I(N))), Then: epi})
+		g.emit(guard(epi, nil, bound{m, M, M%tm != 0}, bound{n, N, N%tn != 0})...)
 	})
 	*body = append(*body,
 		&kir.Let{Var: tid, Value: kir.Tid()},
@@ -516,4 +516,45 @@ func usesAll(e te.Expr) map[*te.Var]bool {
 		return true
 	})
 	return used
+}
+
+// bound is the condition v < n of a tile's tail, needed only where the tiles
+// do not divide the extent.
+type bound struct {
+	v      *kir.Var
+	n      int
+	needed bool
+}
+
+// guard returns then under an If of the needed bounds (with els for the
+// points outside them), or then alone if no bound is needed.
+func guard(then, els []kir.Stmt, bs ...bound) []kir.Stmt {
+	var c kir.Expr
+	for _, b := range bs {
+		if !b.needed {
+			continue
+		}
+		lt := kir.Lt(b.v, kir.I(b.n))
+		if c == nil {
+			c = lt
+		} else {
+			c = kir.And(c, lt)
+		}
+	}
+	if c == nil {
+		return then
+	}
+	return []kir.Stmt{&kir.If{Cond: c, Then: then, Else: els}}
+}
+
+// digit returns x / stride % n, leaving out divisions by 1 and a modulo
+// by 1.
+func digit(x kir.Expr, stride, n int) kir.Expr {
+	if n == 1 {
+		return kir.I(0)
+	}
+	if stride > 1 {
+		x = kir.Div(x, kir.I(stride))
+	}
+	return kir.Mod(x, kir.I(n))
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -335,15 +336,22 @@ func (c *counter) enumerate() int64 {
 		if size == 0 {
 			return 0
 		}
-		// Sample every stride-th point of a group too large to enumerate.
-		stride := int64(1)
-		if size > int64(c.cfg.EnumLimit) {
-			stride = (size + int64(c.cfg.EnumLimit) - 1) / int64(c.cfg.EnumLimit)
+		// A group too large to enumerate is sampled at EnumLimit points
+		// drawn by a fixed generator (regular strides would alias with the
+		// periodic structure of tiled indexes).
+		sampled := size > int64(c.cfg.EnumLimit)
+		n := size
+		if sampled {
+			n = int64(c.cfg.EnumLimit)
 			c.exact = false
 		}
+		rng := rand.New(rand.NewPCG(1, uint64(size)))
 		var hits, seen int64
-		for p := int64(0); p < size; p += stride {
-			q := p
+		for j := int64(0); j < n; j++ {
+			q := j
+			if sampled {
+				q = rng.Int64N(size)
+			}
 			for i := len(dims) - 1; i >= 0; i-- {
 				d := c.dims[dims[i]]
 				n := int64(d.size())
@@ -362,7 +370,7 @@ func (c *counter) enumerate() int64 {
 				hits++
 			}
 		}
-		if stride == 1 {
+		if !sampled {
 			total *= hits
 		} else {
 			total = int64(math.Round(float64(total) * float64(hits) * float64(size) / float64(seen)))

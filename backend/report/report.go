@@ -26,7 +26,7 @@ import (
 )
 
 // DefaultEnumLimit bounds the points enumerated for one group of conditions.
-const DefaultEnumLimit = 1 << 20
+const DefaultEnumLimit = 1 << 18
 
 // Config controls the report.
 type Config struct {
