@@ -1,0 +1,65 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// guarded is a kernel over n elements of x in a grid of 3 blocks of 32
+// threads: a thread-stride loop whose body loads x[i] where i is even
+// (an index condition) or where x[i] > 0 (a data condition, when dataCond).
+func guarded(n int, dataCond bool) *kir.Module {
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F16, Shape: []int{n}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{n}}
+	i := kir.NewVar("i", te.I32)
+	cond := kir.Eq(kir.Mod(i, kir.I(2)), kir.I(0))
+	if dataCond {
+		cond = kir.Bin(te.Gt, kir.Ld(x, i), kir.F(0))
+	}
+	return &kir.Module{
+		Name: "guarded", Buffers: []*kir.Buffer{x, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{
+			Name: "k", Grid: kir.Grid{Blocks: 3}, Block: 32, Params: []*kir.Buffer{x, y},
+			Body: []kir.Stmt{
+				&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: []kir.Stmt{
+					&kir.Store{Buf: y, Index: i, Value: &kir.Select{Cond: cond,
+						Then: kir.Mul(kir.Ld(x, i), kir.F(2)), Else: kir.F(0)}},
+				}},
+				&kir.SyncThreads{},
+			},
+		}},
+	}
+}
+
+func TestCounts(t *testing.T) {
+	r := Module(guarded(101, false), Config{})
+	k := r.Kernels[0]
+	want := kir.Counts{LoadBytes: 51 * 2, StoreBytes: 101 * 4, FLOPs: 51, BlockBarriers: 3}
+	if !k.Exact || k.Counts != want {
+		t.Errorf("got %v (exact %v), want %v (exact)", k.Counts, k.Exact, want)
+	}
+	if r := Module(guarded(101, true), Config{}); r.Exact {
+		t.Errorf("a data-dependent condition gave an exact report: %v", r.Total)
+	}
+	var b strings.Builder
+	if err := r.Fprint(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "k") || !strings.Contains(b.String(), "total") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func TestSampled(t *testing.T) {
+	r := Module(guarded(1<<12, false), Config{EnumLimit: 100})
+	k := r.Kernels[0]
+	if k.Exact {
+		t.Errorf("a sampled count is marked exact")
+	}
+	if got, want := float64(k.FLOPs), float64(1<<11); got < 0.8*want || got > 1.2*want {
+		t.Errorf("sampled FLOPs %v, want about %v", got, want)
+	}
+}
