@@ -125,18 +125,6 @@ func (e *env) usageError(c *command, format string, args ...any) int {
 	return exitUsage
 }
 
-// sourceCache reads each source file once, for rendering diagnostics.
-type sourceCache map[string][]byte
-
-func (s sourceCache) get(file string) []byte {
-	if b, ok := s[file]; ok {
-		return b
-	}
-	b, _ := os.ReadFile(file)
-	s[file] = b
-	return b
-}
-
 // compile reads and checks file, prints its diagnostics, and returns the
 // lowered program, or nil and the exit status.
 func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
@@ -146,24 +134,24 @@ func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
 		return nil, exitUser
 	}
 	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model})
-	sources := sourceCache{file: src}
-	if code := e.report(cf, diags, sources); code != exitOK {
+	if code := e.report(cf, diags, lang.SourceFunc(file, src, os.ReadFile)); code != exitOK {
 		return nil, code
 	}
 	return prog, exitOK
 }
 
-// report prints diagnostics and returns exitUser if any is an error.
-func (e *env) report(cf *compileFlags, diags diag.List, sources sourceCache) int {
+// report prints diagnostics, with source lines from sources, and returns
+// exitUser if any is an error.
+func (e *env) report(cf *compileFlags, diags diag.List, sources func(file string) []byte) int {
 	if len(diags) == 0 {
 		return exitOK
 	}
 	diags.Sort()
 	var err error
 	if cf.diagnostics == "json" {
-		err = diags.WriteJSON(e.stdout, sources.get)
+		err = diags.WriteJSON(e.stdout, sources)
 	} else {
-		err = diags.Render(e.stderr, sources.get, e.useColor(cf.color))
+		err = diags.Render(e.stderr, sources, e.useColor(cf.color))
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "tec: writing diagnostics: %v\n", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"tec/lang"
 	"tec/lang/diag"
 	"tec/lang/syntax"
 )
@@ -49,7 +50,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 			}
 			f, err := syntax.Parse(file, src)
 			if err != nil {
-				e.report(&cf, diag.List{diag.FromSyntax(err)}, sourceCache{file: src})
+				e.report(&cf, diag.List{diag.FromSyntax(err)}, lang.SourceFunc(file, src, os.ReadFile))
 				status = exitUser
 				continue
 			}
