@@ -10,7 +10,8 @@ import (
 // (numbered len(nodes)) with an edge to every source. In a DAG the immediate
 // dominator of a node is the nearest common ancestor, in the dominator tree,
 // of its predecessors, so one pass in topological order builds the tree;
-// ancestors are found by binary lifting, O(log n) per query.
+// ancestors are found by binary lifting, O(log n) per query. The graph builds
+// it on the first dominance query.
 type domTree struct {
 	depth []int32   // depth in the tree; the root has 0
 	up    [][]int32 // up[k][v] is v's 2^k-th ancestor (the root's is itself)
@@ -74,7 +75,7 @@ func (d *domTree) lca(a, b int32) int32 {
 // nothing) to t passes. It returns nil when no single tensor does, as for the
 // sources themselves and for tensors that read two independent inputs.
 func (g *Graph) Idom(t *te.Tensor) *te.Tensor {
-	i := g.dom.up[0][g.mustPos(t)]
+	i := g.domTree().up[0][g.mustPos(t)]
 	if int(i) == len(g.nodes) {
 		return nil
 	}
@@ -85,8 +86,9 @@ func (g *Graph) Idom(t *te.Tensor) *te.Tensor {
 // a. Every tensor dominates itself.
 func (g *Graph) Dominates(a, b *te.Tensor) bool {
 	u, v := g.mustPos(a), g.mustPos(b)
-	if g.dom.depth[u] > g.dom.depth[v] {
+	d := g.domTree()
+	if d.depth[u] > d.depth[v] {
 		return false
 	}
-	return g.dom.ancestor(v, g.dom.depth[u]) == u
+	return d.ancestor(v, d.depth[u]) == u
 }

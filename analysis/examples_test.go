@@ -153,3 +153,38 @@ func TestBERTExampleQKVReuse(t *testing.T) {
 		t.Errorf("found %d QKV groups, want one per layer (2)", groups)
 	}
 }
+
+// BenchmarkExamples analyses the examples at their full (published) sizes,
+// lowered by the front end; lstm-1000 runs ten times as many steps.
+func BenchmarkExamples(b *testing.B) {
+	cases := []struct {
+		name, example string
+		defines       map[string]string
+	}{
+		{"lstm-100", "lstm", nil},
+		{"lstm-1000", "lstm", map[string]string{"T": "1000"}},
+		{"bert-base", "bert", nil},
+		{"swin-b", "swin", nil},
+		{"resnext-101", "resnext", nil},
+		{"efficientnet-b0", "efficientnet", nil},
+		{"mmoe", "mmoe", nil},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ex, ok := examples.Lookup(c.example)
+			if !ok {
+				b.Fatalf("no example %q", c.example)
+			}
+			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: c.defines})
+			if p == nil {
+				b.Fatalf("%s: %v", c.name, diags)
+			}
+			for b.Loop() {
+				if _, err := analysis.Analyze(p, analysis.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(p.Tensors)), "tensors")
+		})
+	}
+}

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"tec/te"
 )
@@ -16,14 +17,16 @@ import (
 type Graph struct {
 	prog   *te.Program
 	nodes  []*te.Tensor
-	pos    map[*te.Tensor]int32
-	preds  [][]int32 // distinct producers of each node, ascending
-	succs  [][]int32 // distinct consumers of each node, ascending
-	level  []int32   // length of the longest path from a source
-	output []bool    // whether the node is a program output
+	pos    map[*te.Tensor]int32 // only for tensors whose ID is not their position
+	preds  [][]int32            // distinct producers of each node, ascending
+	succs  [][]int32            // distinct consumers of each node, ascending
+	level  []int32              // length of the longest path from a source
+	output []bool               // whether the node is a program output
 
 	reach reachLabels
-	dom   domTree
+
+	domOnce sync.Once
+	dom     domTree // built on first use
 }
 
 // NewGraph builds the tensor-dependency graph of p. It reports an error if p
@@ -38,20 +41,24 @@ func NewGraph(p *te.Program) (*Graph, error) {
 	g := &Graph{
 		prog:   p,
 		nodes:  p.Tensors,
-		pos:    make(map[*te.Tensor]int32, n),
+		pos:    map[*te.Tensor]int32{},
 		preds:  make([][]int32, n),
 		succs:  make([][]int32, n),
 		level:  make([]int32, n),
 		output: make([]bool, n),
 	}
+	seen := make(map[*te.Tensor]bool, n)
 	for i, t := range p.Tensors {
 		if t == nil {
 			return nil, fmt.Errorf("analysis: program %q: tensor %d is nil", p.Name, i)
 		}
-		if _, dup := g.pos[t]; dup {
+		if seen[t] {
 			return nil, fmt.Errorf("analysis: program %q: tensor %q appears twice", p.Name, t.Name)
 		}
-		g.pos[t] = int32(i)
+		seen[t] = true
+		if t.ID != i {
+			g.pos[t] = int32(i)
+		}
 	}
 	var nsucc []int32 // number of consumers of each node, then a fill cursor
 	nsucc = make([]int32, n)
@@ -69,7 +76,7 @@ func NewGraph(p *te.Program) (*Graph, error) {
 			if !ok || err != nil {
 				return err == nil
 			}
-			j, ok := g.pos[l.Tensor]
+			j, ok := g.lookup(l.Tensor)
 			switch {
 			case !ok:
 				err = fmt.Errorf("analysis: program %q: %q loads %q, which is not in the program", p.Name, t.Name, l.Tensor.Name)
@@ -109,15 +116,30 @@ func NewGraph(p *te.Program) (*Graph, error) {
 		}
 	}
 	for _, t := range p.Outputs {
-		i, ok := g.pos[t]
+		i, ok := g.lookup(t)
 		if !ok {
 			return nil, fmt.Errorf("analysis: program %q: output %q is not in the program", p.Name, nameOf(t))
 		}
 		g.output[i] = true
 	}
 	g.reach = newReachLabels(g)
-	g.dom = newDomTree(g)
 	return g, nil
+}
+
+// lookup returns t's position: its ID when that is where it is, as the front
+// end makes it, and otherwise the position recorded in pos.
+func (g *Graph) lookup(t *te.Tensor) (int32, bool) {
+	if t != nil && t.ID >= 0 && t.ID < len(g.nodes) && g.nodes[t.ID] == t {
+		return int32(t.ID), true
+	}
+	i, ok := g.pos[t]
+	return i, ok
+}
+
+// domTree returns the dominator tree, building it on first use.
+func (g *Graph) domTree() *domTree {
+	g.domOnce.Do(func() { g.dom = newDomTree(g) })
+	return &g.dom
 }
 
 func nameOf(t *te.Tensor) string {
@@ -140,14 +162,14 @@ func (g *Graph) Order() []*te.Tensor { return g.nodes }
 // Pos returns t's position in the topological order, and false if t is not in
 // the graph.
 func (g *Graph) Pos(t *te.Tensor) (int, bool) {
-	i, ok := g.pos[t]
+	i, ok := g.lookup(t)
 	return int(i), ok
 }
 
 // mustPos returns t's position and panics if t is not in the graph: asking
 // about a foreign tensor is a programming error.
 func (g *Graph) mustPos(t *te.Tensor) int32 {
-	i, ok := g.pos[t]
+	i, ok := g.lookup(t)
 	if !ok {
 		panic(fmt.Sprintf("analysis: tensor %q is not in program %q", nameOf(t), g.prog.Name))
 	}

@@ -127,13 +127,50 @@ func (g *Graph) Independent(a, b *te.Tensor) bool {
 
 // chainRanks computes, for the distinct nodes of set (ascending), the most set
 // members on any path that ends at each member (before) and on any path that
-// starts at it (after), both counting the member itself. It visits only the
-// nodes between the first and last member in topological order, where every
-// path between members lies.
+// starts at it (after), both counting the member itself.
+//
+// Every path between members lies between the first and the last member in
+// topological order. When that window is small next to the number of pairs
+// of members, one pass over it computes the ranks; otherwise (few members
+// far apart, such as a result read by the next step and by the program's
+// last TE) reachability queries between pairs of members do, which keeps the
+// cost of a whole program's reuse analysis near linear.
 func (g *Graph) chainRanks(set []int32) (before, after []int32) {
 	if len(set) == 0 {
 		return nil, nil
 	}
+	k := int64(len(set))
+	if window := int64(set[len(set)-1]-set[0]) + 1; window > 16*k*k {
+		return g.chainRanksByQueries(set)
+	}
+	return g.chainRanksByScan(set)
+}
+
+func (g *Graph) chainRanksByQueries(set []int32) (before, after []int32) {
+	n := len(set)
+	before, after = make([]int32, n), make([]int32, n)
+	reach := make([]bool, n*n) // reach[i*n+j]: set[i] reaches set[j], i < j
+	for j := range n {
+		before[j] = 1
+		for i := range j {
+			if g.reaches(set[i], set[j]) {
+				reach[i*n+j] = true
+				before[j] = max(before[j], before[i]+1)
+			}
+		}
+	}
+	for i := n - 1; i >= 0; i-- {
+		after[i] = 1
+		for j := i + 1; j < n; j++ {
+			if reach[i*n+j] {
+				after[i] = max(after[i], after[j]+1)
+			}
+		}
+	}
+	return before, after
+}
+
+func (g *Graph) chainRanksByScan(set []int32) (before, after []int32) {
 	lo, hi := set[0], set[len(set)-1]
 	w := int(hi-lo) + 1
 	member := make([]bool, w)
@@ -191,8 +228,8 @@ func (g *Graph) sortedIDs(ts []*te.Tensor) []int32 {
 // mutually independent tensors: group k holds the members whose longest chain
 // of dependent members ending at them has k+1 of them (Mirsky's theorem makes
 // the partition minimal). Groups and their members are in topological order.
-// The cost is linear in the size of the part of the graph between the first
-// and the last member.
+// The cost is at most linear in the size of the part of the graph between
+// the first and the last member.
 func (g *Graph) Antichains(set []*te.Tensor) [][]*te.Tensor {
 	ids := g.sortedIDs(set)
 	before, _ := g.chainRanks(ids)

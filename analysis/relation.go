@@ -181,14 +181,14 @@ func (x *extractor) expr(e te.Expr, reduce []*te.Var, guards []Constraint, inexa
 	case *te.Select:
 		x.expr(e.Cond, reduce, guards, inexact)
 		cs, ok := constraintsOf(e.Cond)
-		thenG := slices.Clip(guards)
+		thenG := guards
 		if ok {
-			thenG = append(thenG, cs...)
+			thenG = conjoin(guards, cs...)
 		}
 		x.expr(e.Then, reduce, thenG, inexact || !ok)
-		elseG := slices.Clip(guards)
+		elseG := guards
 		if ok && len(cs) == 1 {
-			elseG = append(elseG, cs[0].negate())
+			elseG = conjoin(guards, cs[0].negate())
 		}
 		x.expr(e.Else, reduce, elseG, inexact || !ok || len(cs) != 1)
 	case *te.Reduce:
@@ -263,6 +263,43 @@ func usesAny(x te.Index, vs []*te.Var) bool {
 		}
 	}
 	return false
+}
+
+// conjoin returns a new list of the constraints of guards and cs, keeping
+// only the tightest of inequalities that differ in their constant and
+// turning a pair e >= 0, -e >= 0 into e = 0. Chains of selects (a stack of
+// T tensors is T nested selects) thus keep a couple of constraints each,
+// not T.
+func conjoin(guards []Constraint, cs ...Constraint) []Constraint {
+	out := slices.Clone(guards)
+next:
+	for _, c := range cs {
+		for k, d := range out {
+			if c.Op == EQ && d.Op == EQ && c.Expr.Equal(d.Expr) {
+				continue next
+			}
+			if c.Op != GE || d.Op != GE {
+				continue
+			}
+			if sameTerms(c.Expr, d.Expr, 1) {
+				if c.Expr.Const < d.Expr.Const {
+					out[k] = c
+				}
+				continue next
+			}
+			if sameTerms(c.Expr, d.Expr, -1) && c.Expr.Const+d.Expr.Const == 0 {
+				out[k] = Constraint{d.Expr, EQ}
+				continue next
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sameTerms reports whether x's terms are sign times y's.
+func sameTerms(x, y te.Index, sign int) bool {
+	return slices.EqualFunc(x.Terms, y.Terms, func(a, b te.Term) bool { return a.Coef == sign*b.Coef && a.Atom.Equal(b.Atom) })
 }
 
 // constraintsOf returns the conjunction of constraints that cond means, and
