@@ -21,17 +21,7 @@ it prints a one-line summary of the lowered program (nothing with -q).`,
 		var cf compileFlags
 		cf.register(fs)
 		quiet := fs.Bool("q", false, "print nothing on success")
-		pos, code, ok := e.parse(c, fs, args)
-		if !ok {
-			return code
-		}
-		if err := cf.validate(); err != nil {
-			return e.usageError(c, "%v", err)
-		}
-		if len(pos) != 1 {
-			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
-		}
-		prog, code := e.compile(&cf, pos[0])
+		prog, file, code := e.parseAndCompile(c, fs, &cf, args)
 		if prog == nil {
 			return code
 		}
@@ -48,7 +38,7 @@ it prints a one-line summary of the lowered program (nothing with -q).`,
 				}
 			}
 			fmt.Fprintf(e.stdout, "%s: model %s: %d inputs, %d params, %d computed tensors, %d outputs\n",
-				pos[0], prog.Name, inputs, params, computes, len(prog.Outputs))
+				file, prog.Name, inputs, params, computes, len(prog.Outputs))
 		}
 		return exitOK
 	}

@@ -125,6 +125,24 @@ func (e *env) usageError(c *command, format string, args ...any) int {
 	return exitUsage
 }
 
+// parseAndCompile parses the arguments of a command that takes compile flags
+// and one FILE, and compiles the file. It returns the program and the file's
+// name, or a nil program and the exit status.
+func (e *env) parseAndCompile(c *command, fs *flag.FlagSet, cf *compileFlags, args []string) (prog *te.Program, file string, code int) {
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return nil, "", code
+	}
+	if err := cf.validate(); err != nil {
+		return nil, "", e.usageError(c, "%v", err)
+	}
+	if len(pos) != 1 {
+		return nil, "", e.usageError(c, "want one FILE, got %d arguments", len(pos))
+	}
+	prog, code = e.compile(cf, pos[0])
+	return prog, pos[0], code
+}
+
 // compile reads and checks file, prints its diagnostics, and returns the
 // lowered program, or nil and the exit status.
 func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {

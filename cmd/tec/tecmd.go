@@ -16,17 +16,7 @@ each with the source location it came from.`,
 		fs := newFlagSet(c)
 		var cf compileFlags
 		cf.register(fs)
-		pos, code, ok := e.parse(c, fs, args)
-		if !ok {
-			return code
-		}
-		if err := cf.validate(); err != nil {
-			return e.usageError(c, "%v", err)
-		}
-		if len(pos) != 1 {
-			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
-		}
-		prog, code := e.compile(&cf, pos[0])
+		prog, _, code := e.parseAndCompile(c, fs, &cf, args)
 		if prog == nil {
 			return code
 		}
