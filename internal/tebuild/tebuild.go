@@ -1,0 +1,84 @@
+// Package tebuild assembles small TE programs in Go, for the tests of the
+// packages that transform and lower programs without going through the
+// language front end.
+package tebuild
+
+import "tec/te"
+
+// Builder assembles one program. Its methods add tensors in definition
+// order.
+type Builder struct {
+	p *te.Program
+}
+
+// New returns a builder of a program named name.
+func New(name string) *Builder { return &Builder{p: &te.Program{Name: name}} }
+
+func (b *Builder) add(t *te.Tensor) *te.Tensor {
+	t.ID = len(b.p.Tensors)
+	b.p.Tensors = append(b.p.Tensors, t)
+	return t
+}
+
+// Input adds an f32 input.
+func (b *Builder) Input(name string, shape ...int) *te.Tensor {
+	return b.add(&te.Tensor{Name: name, Kind: te.Input, DType: te.F32, Shape: shape})
+}
+
+// Param adds an f32 param.
+func (b *Builder) Param(name string, shape ...int) *te.Tensor {
+	return b.add(&te.Tensor{Name: name, Kind: te.Param, DType: te.F32, Shape: shape})
+}
+
+var axisNames = []string{"i", "j", "l", "m", "n", "o", "p", "q"}
+
+// Compute adds an f32 tensor of the given shape whose body is body(axes).
+func (b *Builder) Compute(name string, shape []int, body func(ax []te.Index) te.Expr) *te.Tensor {
+	t := &te.Tensor{Name: name, Kind: te.Compute, DType: te.F32, Shape: shape}
+	ax := make([]te.Index, len(shape))
+	for d, n := range shape {
+		v := te.NewVar(axisNames[d], n)
+		t.Axes = append(t.Axes, v)
+		ax[d] = te.VarIndex(v)
+	}
+	t.Body = body(ax)
+	return b.add(t)
+}
+
+// Program sets the outputs and returns the program.
+func (b *Builder) Program(outputs ...*te.Tensor) *te.Program {
+	b.p.Outputs = outputs
+	return b.p
+}
+
+// Shape returns its arguments, for Compute's shape.
+func Shape(dims ...int) []int { return dims }
+
+// Ld loads t at idx.
+func Ld(t *te.Tensor, idx ...te.Index) te.Expr { return &te.Load{Tensor: t, Index: idx} }
+
+// F is an f32 constant.
+func F(v float64) te.Expr { return &te.ConstExpr{Value: v, DType: te.F32} }
+
+// Bin applies op.
+func Bin(op te.BinaryOp, x, y te.Expr) te.Expr { return &te.Binary{Op: op, X: x, Y: y} }
+
+// Un applies op.
+func Un(op te.UnaryOp, x te.Expr) te.Expr { return &te.Unary{Op: op, X: x} }
+
+// Reduce returns op over a fresh axis of extent n named name; body gets
+// the axis.
+func Reduce(op te.ReduceOp, name string, n int, body func(k te.Index) te.Expr) te.Expr {
+	k := te.NewVar(name, n)
+	return &te.Reduce{Op: op, Axes: []*te.Var{k}, Body: body(te.VarIndex(k))}
+}
+
+// Matmul adds out[i, j] = sum[k](x[i, k] * w[k, j]).
+func (b *Builder) Matmul(name string, x, w *te.Tensor) *te.Tensor {
+	m, k, n := x.Shape[0], x.Shape[1], w.Shape[1]
+	return b.Compute(name, Shape(m, n), func(ax []te.Index) te.Expr {
+		return Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr {
+			return Bin(te.Mul, Ld(x, ax[0], kk), Ld(w, kk, ax[1]))
+		})
+	})
+}

@@ -1,0 +1,355 @@
+package partition
+
+import (
+	"fmt"
+
+	"tec/analysis"
+	"tec/te"
+)
+
+// stageFloor is the least time a stage takes however little it does: about
+// one round trip to DRAM, since every stage reads what an earlier one wrote.
+const stageFloor = 0.5e-6
+
+// coster predicts the time of candidate kernels over the stages of a plan.
+type coster struct {
+	pl     *Plan
+	a      *analysis.Analysis
+	opts   Options
+	stages []*te.Tensor
+	pos    map[*te.Tensor]int
+	scheds []*Schedule
+	// prods[j] are stage j's compute producers in the plan, with the
+	// barrier each needs if it was written since the last grid sync.
+	prods [][]edge
+	// pre[o][j] sums the times of stages [0, j) at o blocks per SM.
+	pre [][]float64
+	// own[j] is stage j's occupancy alone.
+	own []int
+}
+
+func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
+	c := &coster{pl: pl, opts: opts, stages: stages, pos: map[*te.Tensor]int{}}
+	for i, t := range stages {
+		c.pos[t] = i
+	}
+	g := pl.GPU
+	c.pre = make([][]float64, g.MaxBlocksPerSM+1)
+	for o := range c.pre {
+		c.pre[o] = make([]float64, len(stages)+1)
+	}
+	for j, t := range stages {
+		s := pl.Schedules[t]
+		c.scheds = append(c.scheds, s)
+		occ, _ := g.BlocksPerSM(s.Resources())
+		c.own = append(c.own, occ)
+		c.prods = append(c.prods, nil)
+		for _, in := range te.Inputs(t.Body) {
+			if p, ok := c.pos[in]; ok {
+				c.prods[j] = append(c.prods[j], edge{p: p, need: c.need(p, j)})
+			}
+		}
+		for o := 1; o <= g.MaxBlocksPerSM; o++ {
+			c.pre[o][j+1] = c.pre[o][j] + c.stageTime(s, occ, g.SMs*o)
+		}
+	}
+	return c
+}
+
+// stageTime predicts a stage's time on a grid of grid blocks: its work at
+// full rate (the larger of FLOPs over the FP32 peak and bytes over DRAM
+// bandwidth) scaled by the share of the blocks it needs to saturate the GPU
+// (SMs × its own occupancy) that run concurrently.
+func (c *coster) stageTime(s *Schedule, own, grid int) float64 {
+	g := c.pl.GPU
+	w := max(float64(s.FLOPs)/g.FP32Peak, float64(s.Bytes)/g.DRAMBandwidth)
+	sat := g.SMs * max(own, 1)
+	conc := min(s.Tiles, grid, sat)
+	if conc <= 0 {
+		return inf
+	}
+	t := w * float64(min(s.Tiles, sat)) / float64(conc)
+	if s.Kind == SplitReduce {
+		t += 2 * g.GridSyncCost
+	}
+	return max(t, stageFloor)
+}
+
+// edge is a producer of a stage and the barrier the stage needs after it.
+type edge struct {
+	p    int
+	need Barrier
+}
+
+// need returns the barrier that stage j needs between itself and its
+// producer p when p ran after the last grid sync.
+func (c *coster) need(p, j int) Barrier {
+	switch {
+	case c.sameThread(p, j):
+		return NoBarrier
+	case c.opts.Reuse && c.sameBlock(p, j):
+		return BlockSync
+	}
+	return GridSync
+}
+
+// barrier returns how stage j must be separated from the stages of its
+// kernel, which begins at i and last passed a grid sync before stage last.
+func (c *coster) barrier(i, last, j int) Barrier {
+	if j == i {
+		return NoBarrier
+	}
+	b := NoBarrier
+	for _, e := range c.prods[j] {
+		if e.p >= i && e.p >= last {
+			b = max(b, e.need)
+		}
+	}
+	if b == GridSync {
+		return b
+	}
+	if c.scheds[j].Kind == SplitReduce {
+		// Its accumulators are zeroed by its init phase, which must follow
+		// whatever the stages before it read.
+		return max(b, BlockSync)
+	}
+	return b
+}
+
+// sameThread reports whether stage j reads stage p's elements only where
+// the same thread wrote them: both element-wise over the same number of
+// elements, j loading p at its own output index.
+func (c *coster) sameThread(p, j int) bool {
+	sp, sj := c.scheds[p], c.scheds[j]
+	return sp.Kind == Elementwise && sj.Kind == Elementwise &&
+		identityReads(c.stages[j], c.stages[p])
+}
+
+// sameBlock reports whether stage j reads stage p's elements only where the
+// same block wrote them: both row reductions over the same outputs (so the
+// grid-stride loop gives output o to the same block in both), j loading p
+// at its own output index.
+func (c *coster) sameBlock(p, j int) bool {
+	sp, sj := c.scheds[p], c.scheds[j]
+	return sp.Kind == RowReduce && sj.Kind == RowReduce && identityReads(c.stages[j], c.stages[p])
+}
+
+// identityReads reports whether t loads u only at t's own output index, u
+// and t having the same shape.
+func identityReads(t, u *te.Tensor) bool {
+	if len(t.Shape) != len(u.Shape) {
+		return false
+	}
+	for d := range t.Shape {
+		if t.Shape[d] != u.Shape[d] {
+			return false
+		}
+	}
+	ok := true
+	te.Walk(t.Body, func(x te.Expr) bool {
+		if l, isLoad := x.(*te.Load); isLoad && l.Tensor == u {
+			for d, ix := range l.Index {
+				if v, isVar := ix.AsVar(); !isVar || v != t.Axes[d] {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// segment accumulates a candidate kernel of stages [i, j).
+type segment struct {
+	i, j      int
+	res       Resources
+	occ       int
+	last      int // position of the last stage that began with a grid sync
+	syncs     int
+	syncBar   []Barrier
+	fits      bool
+	why       string
+	heaviest  int
+	splitSync int
+}
+
+func (c *coster) begin(i int) *segment {
+	sg := &segment{i: i, j: i, last: i, fits: true, heaviest: i}
+	return sg
+}
+
+// extend adds stage sg.j to the segment.
+func (c *coster) extend(sg *segment) {
+	j := sg.j
+	s := c.scheds[j]
+	if j == sg.i {
+		sg.res = s.Resources()
+	} else {
+		prev := sg.res
+		sg.res = mergeRes(sg.res, s.Resources())
+		if sg.res != prev {
+			sg.heaviest = j
+		}
+	}
+	sg.occ, sg.why = c.pl.GPU.BlocksPerSM(sg.res)
+	sg.fits = sg.occ > 0
+	b := c.barrier(sg.i, sg.last, j)
+	if b == GridSync {
+		sg.syncs++
+		sg.last = j
+	}
+	if s.Kind == SplitReduce {
+		sg.splitSync += 2
+		sg.last = j + 1 // its finish phase follows a grid sync
+	}
+	sg.syncBar = append(sg.syncBar, b)
+	sg.j++
+}
+
+// cost returns the predicted cost of the segment as one kernel.
+func (c *coster) cost(sg *segment) Cost {
+	g := c.pl.GPU
+	if !sg.fits {
+		return Cost{Stages: inf}
+	}
+	return Cost{
+		Launch: g.LaunchCost,
+		Sync:   float64(sg.syncs) * g.GridSyncCost,
+		Stages: c.pre[sg.occ][sg.j] - c.pre[sg.occ][sg.i],
+	}
+}
+
+// kernel builds the Kernel of stages [i, e).
+func (c *coster) kernel(i, e int) *Kernel {
+	sg := c.begin(i)
+	for sg.j < e {
+		c.extend(sg)
+	}
+	k := &Kernel{
+		Stages:      c.stages[i:e],
+		Sync:        sg.syncBar,
+		Resources:   sg.res,
+		BlocksPerSM: sg.occ,
+		Grid:        c.pl.GPU.SMs * sg.occ,
+		GridSyncs:   sg.syncs + sg.splitSync,
+		Cost:        c.cost(sg),
+	}
+	if c.opts.Strategy == PerTE {
+		// A kernel of its own is launched with as many blocks as it has
+		// tiles, not cooperatively: no occupancy loss, no grid syncs.
+		k.Cost.Stages = c.stageTime(c.scheds[i], c.own[i], c.scheds[i].Tiles)
+	}
+	for _, s := range c.scheds[i:e] {
+		k.Cost.Bytes += s.Bytes
+		k.Cost.FLOPs += s.FLOPs
+	}
+	return k
+}
+
+// dp returns the kernel starts that minimise predicted time, and the
+// boundaries' explanations.
+func (c *coster) dp() ([]int, []*Boundary) {
+	n := len(c.stages)
+	best := make([]float64, n+1)
+	from := make([]int, n+1)
+	for j := 1; j <= n; j++ {
+		best[j] = inf
+	}
+	for i := 0; i < n; i++ {
+		if best[i] == inf {
+			continue
+		}
+		sg := c.begin(i)
+		for sg.j < n {
+			c.extend(sg)
+			if !sg.fits {
+				break
+			}
+			if t := best[i] + c.cost(sg).Total(); t < best[sg.j] {
+				best[sg.j], from[sg.j] = t, i
+			}
+		}
+	}
+	var starts []int
+	for j := n; j > 0; j = from[j] {
+		starts = append([]int{from[j]}, starts...)
+	}
+	var bounds []*Boundary
+	for k := 1; k < len(starts); k++ {
+		end := n
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		bounds = append(bounds, c.explain(starts[k-1], starts[k], end))
+	}
+	return starts, bounds
+}
+
+// explain says why kernels [a, b) and [b, e) are not one.
+func (c *coster) explain(a, b, e int) *Boundary {
+	m := c.begin(a)
+	for m.j < e {
+		c.extend(m)
+		if !m.fits {
+			break
+		}
+	}
+	left, right := c.begin(a), c.begin(b)
+	for left.j < b {
+		c.extend(left)
+	}
+	for right.j < e {
+		c.extend(right)
+	}
+	split := c.cost(left).Total() + c.cost(right).Total()
+	bd := &Boundary{Before: c.stages[b], SplitCost: split}
+	if !m.fits {
+		bd.MergedCost = inf
+		bd.Reason = fmt.Sprintf("cooperative launch: one block of the merged kernel would need %d threads, %d B shared memory, %d registers per thread: %s",
+			m.res.Threads, m.res.SharedBytes, m.res.RegsPerThread, m.why)
+		return bd
+	}
+	merged := c.cost(m).Total()
+	bd.MergedCost = merged
+	hv := c.stages[m.heaviest]
+	bd.Reason = fmt.Sprintf("cost model: merged %.2f µs (%d blocks/SM, limited by %s) > split %.2f µs (%d and %d blocks/SM)",
+		merged*1e6, m.occ, hv.Name, split*1e6, left.occ, right.occ)
+	return bd
+}
+
+// greedy is the paper's Alg. 1 partitioning: walk the stages in order and
+// split before a compute-intensive stage whose tiles outnumber the blocks
+// the kernel can hold resident.
+func (c *coster) greedy() ([]int, []*Boundary) {
+	starts := []int{0}
+	var bounds []*Boundary
+	g := c.pl.GPU
+	res := c.scheds[0].Resources()
+	for j := 1; j < len(c.stages); j++ {
+		s := c.scheds[j]
+		merged := mergeRes(res, s.Resources())
+		occ, why := g.BlocksPerSM(merged)
+		ci := false
+		if x := c.a; x != nil {
+			if te := x.TE(c.stages[j]); te != nil {
+				ci = te.Intensity.Class == analysis.ComputeIntensive
+			}
+		} else {
+			ci = s.Kind == Contraction
+		}
+		switch {
+		case occ == 0:
+			starts = append(starts, j)
+			bounds = append(bounds, &Boundary{Before: c.stages[j], Reason: "cooperative launch: " + why})
+			res = s.Resources()
+		case ci && s.Tiles > g.SMs*occ:
+			starts = append(starts, j)
+			bounds = append(bounds, &Boundary{Before: c.stages[j],
+				Reason: fmt.Sprintf("Alg. 1: %s needs %d blocks > %d resident (%d SMs × %d)", c.stages[j].Name, s.Tiles, g.SMs*occ, g.SMs, occ)})
+			res = s.Resources()
+		default:
+			res = merged
+		}
+	}
+	return starts, bounds
+}

@@ -1,0 +1,230 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// GPU describes a target GPU: the resources that bound how many blocks of a
+// kernel can be resident at once, and the rates that the cost model divides
+// work by. Sizes are in bytes, rates per second, costs in seconds.
+type GPU struct {
+	Name string `json:"name"`
+	// CC is the compute capability, e.g. "8.0".
+	CC string `json:"cc"`
+
+	SMs                int `json:"sms"`
+	SharedPerSM        int `json:"shared_per_sm"`    // bytes of shared memory per SM usable by blocks
+	SharedPerBlock     int `json:"shared_per_block"` // largest shared memory of one block (opt-in)
+	RegsPerSM          int `json:"regs_per_sm"`      // 32-bit registers per SM
+	MaxRegsPerThread   int `json:"max_regs_per_thread"`
+	MaxThreadsPerSM    int `json:"max_threads_per_sm"`
+	MaxBlocksPerSM     int `json:"max_blocks_per_sm"`
+	MaxThreadsPerBlock int `json:"max_threads_per_block"`
+	L2Bytes            int `json:"l2_bytes"`
+
+	DRAMBandwidth float64 `json:"dram_bandwidth"` // bytes per second
+	FP32Peak      float64 `json:"fp32_peak"`      // FLOP per second, CUDA cores
+	FP16Peak      float64 `json:"fp16_peak"`      // FLOP per second, dense tensor cores
+
+	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
+	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
+}
+
+// Sources of the built-in figures:
+//
+//   - A100: "NVIDIA A100 Tensor Core GPU Architecture" whitepaper (2020),
+//     Tables 1 and 3 (108 SMs, 40 MB L2, 1555 GB/s HBM2, 19.5 TFLOP/s FP32,
+//     312 TFLOP/s dense FP16 tensor); CUDA C++ Programming Guide, "Technical
+//     Specifications per Compute Capability", CC 8.0 (164 KB shared memory
+//     per SM, 163 KB per block, 64 K registers per SM, 255 per thread, 2048
+//     threads and 32 blocks per SM, 1024 threads per block).
+//   - H100 SXM5: "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (2022)
+//     and the H100 datasheet (132 SMs, 50 MB L2, 3.35 TB/s HBM3, 67 TFLOP/s
+//     FP32, 989.5 TFLOP/s dense FP16 tensor); Programming Guide CC 9.0 (228 KB
+//     shared memory per SM, 227 KB per block, 64 K registers, 2048 threads
+//     and 32 blocks per SM).
+//   - H200 SXM: NVIDIA H200 datasheet (2024): the H100's GH100 die and SM
+//     configuration (132 SMs, CC 9.0) with 141 GB of HBM3e at 4.8 TB/s.
+//   - Launch cost: about 2 µs per kernel on an A100 (Souffle, §8.3); we use
+//     the same for Hopper. Grid-sync cost: an estimate of 1 µs for
+//     cooperative groups' grid.sync() with a full grid (the order measured by
+//     Zhang et al., "A Study of Single and Multi-device Synchronization
+//     Methods in NVIDIA GPUs", IPDPS 2020); it is a model parameter, not a
+//     measurement of ours.
+var builtins = map[string]GPU{
+	"a100": {
+		Name: "A100-SXM4-40GB", CC: "8.0",
+		SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+		L2Bytes:       40 << 20,
+		DRAMBandwidth: 1555e9, FP32Peak: 19.5e12, FP16Peak: 312e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	},
+	"h100": {
+		Name: "H100-SXM5-80GB", CC: "9.0",
+		SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+		L2Bytes:       50 << 20,
+		DRAMBandwidth: 3.35e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	},
+	"h200": {
+		Name: "H200-SXM-141GB", CC: "9.0",
+		SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+		L2Bytes:       50 << 20,
+		DRAMBandwidth: 4.8e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	},
+	// small is a toy GPU for tests: 4 SMs that hold one block of 256
+	// threads each, so an all-resident grid has 4 blocks and every stage of
+	// a tiny model has more tiles than the grid has blocks.
+	"small": {
+		Name: "small-4sm", CC: "8.0",
+		SMs: 4, SharedPerSM: 48 << 10, SharedPerBlock: 48 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 256, MaxBlocksPerSM: 1, MaxThreadsPerBlock: 256,
+		L2Bytes:       1 << 20,
+		DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	},
+}
+
+// DefaultGPU is the name of the GPU a build targets when none is given.
+const DefaultGPU = "a100"
+
+// GPUNames returns the names of the built-in GPU models, sorted.
+func GPUNames() []string {
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BuiltinGPU returns the built-in GPU model named name ("a100", "h100",
+// "h200", "small"; case does not matter).
+func BuiltinGPU(name string) (GPU, bool) {
+	g, ok := builtins[strings.ToLower(name)]
+	return g, ok
+}
+
+// LoadGPU returns the GPU that spec names: a built-in model's name, or the
+// path of a JSON file holding a GPU (the field names of GPU's JSON tags).
+func LoadGPU(spec string) (GPU, error) {
+	if g, ok := BuiltinGPU(spec); ok {
+		return g, nil
+	}
+	if !strings.HasSuffix(spec, ".json") {
+		return GPU{}, fmt.Errorf("unknown GPU %q: want one of %s or a .json file", spec, strings.Join(GPUNames(), ", "))
+	}
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		return GPU{}, fmt.Errorf("reading GPU model: %w", err)
+	}
+	g, err := ParseGPU(data)
+	if err != nil {
+		return GPU{}, fmt.Errorf("%s: %w", spec, err)
+	}
+	return g, nil
+}
+
+// ParseGPU decodes a GPU from JSON and validates it. Unknown fields are an
+// error, so that a misspelt field does not silently leave a zero.
+func ParseGPU(data []byte) (GPU, error) {
+	var g GPU
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return GPU{}, fmt.Errorf("decoding GPU model: %w", err)
+	}
+	if err := g.Validate(); err != nil {
+		return GPU{}, err
+	}
+	return g, nil
+}
+
+// Validate reports the first field of g that is missing or out of range.
+func (g GPU) Validate() error {
+	var errs []error
+	pos := func(name string, v float64) {
+		if !(v > 0) {
+			errs = append(errs, fmt.Errorf("GPU %q: %s must be positive, is %v", g.Name, name, v))
+		}
+	}
+	pos("sms", float64(g.SMs))
+	pos("shared_per_sm", float64(g.SharedPerSM))
+	pos("shared_per_block", float64(g.SharedPerBlock))
+	pos("regs_per_sm", float64(g.RegsPerSM))
+	pos("max_regs_per_thread", float64(g.MaxRegsPerThread))
+	pos("max_threads_per_sm", float64(g.MaxThreadsPerSM))
+	pos("max_blocks_per_sm", float64(g.MaxBlocksPerSM))
+	pos("max_threads_per_block", float64(g.MaxThreadsPerBlock))
+	pos("dram_bandwidth", g.DRAMBandwidth)
+	pos("fp32_peak", g.FP32Peak)
+	if g.FP16Peak < 0 || g.LaunchCost < 0 || g.GridSyncCost < 0 {
+		errs = append(errs, fmt.Errorf("GPU %q: fp16_peak, launch_cost and grid_sync_cost must not be negative", g.Name))
+	}
+	if g.SharedPerBlock > g.SharedPerSM {
+		errs = append(errs, fmt.Errorf("GPU %q: shared_per_block %d exceeds shared_per_sm %d", g.Name, g.SharedPerBlock, g.SharedPerSM))
+	}
+	return errors.Join(errs...)
+}
+
+// Resources are what one block of a kernel occupies on an SM.
+type Resources struct {
+	Threads       int // threads per block
+	SharedBytes   int // shared memory per block
+	RegsPerThread int
+}
+
+// BlocksPerSM returns how many blocks with resources r fit on one SM at
+// once (occupancy), and 0 with the limiting resource when not one does.
+// Registers are allocated per warp in units of 256, shared memory in units
+// of 128 bytes, as on Ampere and Hopper.
+func (g GPU) BlocksPerSM(r Resources) (int, string) {
+	if r.Threads > g.MaxThreadsPerBlock {
+		return 0, fmt.Sprintf("%d threads per block > %d", r.Threads, g.MaxThreadsPerBlock)
+	}
+	if r.SharedBytes > g.SharedPerBlock {
+		return 0, fmt.Sprintf("%d B shared memory per block > %d", r.SharedBytes, g.SharedPerBlock)
+	}
+	if r.RegsPerThread > g.MaxRegsPerThread {
+		return 0, fmt.Sprintf("%d registers per thread > %d", r.RegsPerThread, g.MaxRegsPerThread)
+	}
+	n := g.MaxBlocksPerSM
+	if r.Threads > 0 {
+		n = min(n, g.MaxThreadsPerSM/r.Threads)
+	}
+	if r.SharedBytes > 0 {
+		n = min(n, g.SharedPerSM/roundUp(r.SharedBytes, 128))
+	}
+	if r.RegsPerThread > 0 {
+		warps := (r.Threads + 31) / 32
+		perWarp := roundUp(r.RegsPerThread*32, 256)
+		n = min(n, g.RegsPerSM/(perWarp*warps))
+	}
+	if n == 0 {
+		return 0, fmt.Sprintf("%d threads × %d registers and %d B shared memory exceed one SM", r.Threads, r.RegsPerThread, r.SharedBytes)
+	}
+	return n, ""
+}
+
+// ResidentBlocks returns the size of an all-resident grid of blocks with
+// resources r: SM count × blocks per SM (0 if a block does not fit).
+func (g GPU) ResidentBlocks(r Resources) int {
+	n, _ := g.BlocksPerSM(r)
+	return g.SMs * n
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }

@@ -1,0 +1,288 @@
+// Package partition splits a TE program into subprograms, each of which
+// becomes one persistent GPU kernel (Souffle, ASPLOS'24, §5.4 and Alg. 1).
+//
+// It holds the GPU models (GPU, LoadGPU), the per-tensor schedules
+// (Schedule, chosen by a Scheduler, Analytic by default), and the
+// partitioner. Partitioning is top-down: it starts from the whole program as
+// one kernel and splits only where the cooperative-launch constraint (every
+// block of the grid resident at once, with the resources of the kernel's
+// heaviest stage) or the cost model says so. Every boundary records why it
+// is there, with the numbers.
+//
+// The plan also fixes where a kernel needs grid-wide barriers: before a
+// stage that reads what another block wrote since the last barrier. A stage
+// that reads, element for element, what the same thread wrote (an
+// element-wise consumer of an element-wise producer of the same size) needs
+// none; a stage that reads row results of a row reduction with the same
+// tiling needs only a block barrier (Reuse).
+package partition
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"tec/analysis"
+	"tec/te"
+)
+
+// Strategy chooses where kernels begin.
+type Strategy int
+
+// The strategies.
+const (
+	// CostModel chooses the boundaries that minimise predicted time
+	// (launches + grid syncs + each stage's time at the occupancy of its
+	// kernel) by dynamic programming over the stages in program order.
+	CostModel Strategy = iota
+	// Greedy is the paper's Alg. 1 (lines 2-9): walk the TEs in order and
+	// start a new kernel before a compute-intensive TE whose schedule needs
+	// more blocks than the kernel can hold resident.
+	Greedy
+	// PerTE puts every compute tensor in a kernel of its own (-O0 to -O2).
+	PerTE
+)
+
+var strategyNames = [...]string{CostModel: "cost", Greedy: "greedy", PerTE: "per-te"}
+
+// String returns "cost", "greedy" or "per-te".
+func (s Strategy) String() string { return strategyNames[s] }
+
+// Options controls Partition.
+type Options struct {
+	Strategy Strategy
+	// Threads is the block size of every stage; 0 means 256 (or the GPU's
+	// largest block if smaller).
+	Threads int
+	// Scheduler chooses schedules; nil means Analytic.
+	Scheduler Scheduler
+	// Reuse lets a row-wise consumer of a row reduction with the same
+	// tiling read its producer's rows without a grid sync (-O4).
+	Reuse bool
+	// Split allows two-phase split reductions inside kernels (-O3 and up).
+	Split bool
+}
+
+// Plan is a partitioned program: the kernels in launch order, each a list
+// of stages in program order, and the schedule of every compute tensor.
+type Plan struct {
+	GPU       GPU
+	Program   *te.Program
+	Strategy  Strategy
+	Threads   int
+	Schedules map[*te.Tensor]*Schedule
+	Kernels   []*Kernel
+}
+
+// Kernel is one subprogram: the stages that one persistent kernel computes.
+type Kernel struct {
+	Stages []*te.Tensor
+	// Sync[i] is how stage i is separated from what precedes it in the
+	// kernel.
+	Sync []Barrier
+	// Resources of one block: the most of any stage.
+	Resources Resources
+	// BlocksPerSM and Grid: occupancy and the all-resident grid's size.
+	BlocksPerSM, Grid int
+	// GridSyncs counts the grid barriers.
+	GridSyncs int
+	// Cost is the predicted time of the kernel.
+	Cost Cost
+	// Boundary says why this kernel begins where it does; nil for the
+	// first kernel.
+	Boundary *Boundary
+}
+
+// Barrier separates a stage from the one before it in its kernel.
+type Barrier int
+
+// The barriers.
+const (
+	NoBarrier Barrier = iota // first stage, or same-thread element reuse
+	BlockSync                // only the block's own results are read
+	GridSync                 // another block's results are read
+)
+
+// Boundary explains a kernel boundary.
+type Boundary struct {
+	Before *te.Tensor // the first stage of the new kernel
+	Reason string
+	// MergedCost and SplitCost are the predicted times of the kernels
+	// around the boundary kept as one and split here (cost strategy).
+	MergedCost, SplitCost float64
+}
+
+// Cost is a predicted time, in seconds, and its parts.
+type Cost struct {
+	Launch, Sync, Stages float64
+	Bytes                int64 // predicted global traffic
+	FLOPs                int64
+}
+
+// Total returns the predicted time.
+func (c Cost) Total() float64 { return c.Launch + c.Sync + c.Stages }
+
+// Partition plans a's program on gpu.
+func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
+	if err := gpu.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Threads == 0 {
+		opts.Threads = min(256, gpu.MaxThreadsPerBlock)
+	}
+	if opts.Scheduler == nil {
+		opts.Scheduler = Analytic{}
+	}
+	p := a.Program
+	pl := &Plan{GPU: gpu, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}}
+	var stages []*te.Tensor
+	for _, t := range p.Tensors {
+		if t.Kind != te.Compute {
+			continue
+		}
+		s, err := opts.Scheduler.Schedule(t, a.TE(t), gpu, opts.Threads)
+		if err != nil {
+			return nil, fmt.Errorf("partition: %w", err)
+		}
+		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 {
+			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; use a smaller block (now %d threads)", t.Name, gpu.Name, why, opts.Threads)
+		}
+		if opts.Split {
+			split(t, s, gpu)
+		}
+		pl.Schedules[t] = s
+		stages = append(stages, t)
+	}
+	if len(stages) == 0 {
+		return pl, nil
+	}
+	c := newCoster(pl, stages, opts)
+	c.a = a
+	var starts []int
+	var bounds []*Boundary
+	switch opts.Strategy {
+	case PerTE:
+		for i := range stages {
+			starts = append(starts, i)
+			if i > 0 {
+				bounds = append(bounds, &Boundary{Before: stages[i], Reason: "one kernel per TE (-O0 to -O2)"})
+			}
+		}
+	case Greedy:
+		starts, bounds = c.greedy()
+	default:
+		starts, bounds = c.dp()
+	}
+	for i, s := range starts {
+		e := len(stages)
+		if i+1 < len(starts) {
+			e = starts[i+1]
+		}
+		k := c.kernel(s, e)
+		if i > 0 {
+			k.Boundary = bounds[i-1]
+		}
+		pl.Kernels = append(pl.Kernels, k)
+	}
+	propagate(a, pl)
+	return pl, nil
+}
+
+// split turns a row reduction with too few outputs to fill the GPU and a
+// long enough range into a two-phase split reduction.
+func split(t *te.Tensor, s *Schedule, gpu GPU) {
+	if s.Kind != RowReduce {
+		return
+	}
+	reds := TopReduces(t.Body)
+	if len(reds) != 1 || te.TypeOf(reds[0]) != te.F32 || reds[0].Op == te.Prod {
+		return
+	}
+	n, ext := t.NumElements(), product(reds[0].Axes)
+	full := gpu.ResidentBlocks(s.Resources())
+	if 2*n > full || ext < splitMin {
+		return
+	}
+	s.Kind = SplitReduce
+	s.Chunks = max(2, min(full/n, ext/(4*s.Threads)))
+	s.Tiles = n * s.Chunks
+}
+
+// propagate gives each memory-intensive stage the compute-intensive stage
+// of its kernel that dominates it, as the schedule it follows (Alg. 1,
+// lines 13-18): same block, same kernel.
+func propagate(a *analysis.Analysis, pl *Plan) {
+	for _, k := range pl.Kernels {
+		in := map[*te.Tensor]bool{}
+		ci := false
+		for _, t := range k.Stages {
+			in[t] = true
+			ci = ci || a.TE(t).Intensity.Class == analysis.ComputeIntensive
+		}
+		if !ci || len(k.Stages) == 1 {
+			continue
+		}
+		for _, t := range k.Stages {
+			x := a.TE(t)
+			if x == nil || x.Intensity.Class == analysis.ComputeIntensive {
+				continue
+			}
+			for d := a.Graph.Idom(t); d != nil && in[d]; d = a.Graph.Idom(d) {
+				if y := a.TE(d); y != nil && y.Intensity.Class == analysis.ComputeIntensive {
+					pl.Schedules[t].From = d
+					break
+				}
+			}
+		}
+	}
+}
+
+// Stats sums a plan's predictions.
+func (pl *Plan) Stats() (kernels, gridSyncs int, cost Cost) {
+	for _, k := range pl.Kernels {
+		gridSyncs += k.GridSyncs
+		cost.Launch += k.Cost.Launch
+		cost.Sync += k.Cost.Sync
+		cost.Stages += k.Cost.Stages
+		cost.Bytes += k.Cost.Bytes
+		cost.FLOPs += k.Cost.FLOPs
+	}
+	return len(pl.Kernels), gridSyncs, cost
+}
+
+// String formats the plan for people: one paragraph per kernel with its
+// boundary, grid and stages.
+func (pl *Plan) String() string {
+	var b strings.Builder
+	n, syncs, cost := pl.Stats()
+	fmt.Fprintf(&b, "plan %s on %s (%s): %d kernels, %d grid syncs, predicted %.3f ms\n", pl.Program.Name, pl.GPU.Name, pl.Strategy, n, syncs, cost.Total()*1e3)
+	for i, k := range pl.Kernels {
+		if k.Boundary != nil {
+			fmt.Fprintf(&b, "  -- boundary before %s: %s\n", k.Boundary.Before.Name, k.Boundary.Reason)
+		}
+		fmt.Fprintf(&b, "kernel %d: %d stages, grid %d (%d/SM), %d threads, smem %d B, regs %d, %d grid syncs, predicted %.1f µs\n",
+			i, len(k.Stages), k.Grid, k.BlocksPerSM, k.Resources.Threads, k.Resources.SharedBytes, k.Resources.RegsPerThread, k.GridSyncs, k.Cost.Total()*1e6)
+		for j, t := range k.Stages {
+			bar := ""
+			switch k.Sync[j] {
+			case GridSync:
+				bar = "grid.sync; "
+			case BlockSync:
+				bar = "syncthreads; "
+			}
+			fmt.Fprintf(&b, "    %s%s: %s\n", bar, t.Name, pl.Schedules[t])
+		}
+	}
+	return b.String()
+}
+
+// mergeRes returns the resources of a block that runs both r and s.
+func mergeRes(r, s Resources) Resources {
+	return Resources{
+		Threads:       max(r.Threads, s.Threads),
+		SharedBytes:   max(r.SharedBytes, s.SharedBytes),
+		RegsPerThread: max(r.RegsPerThread, s.RegsPerThread),
+	}
+}
+
+var inf = math.Inf(1)

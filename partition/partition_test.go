@@ -1,0 +1,133 @@
+package partition
+
+import (
+	"strings"
+	"testing"
+
+	"tec/analysis"
+	. "tec/internal/tebuild"
+	"tec/te"
+)
+
+// mlp is x → matmul → relu → matmul → y.
+func mlp(m, k, n int) *te.Program {
+	b := New("mlp")
+	x, w1, w2 := b.Input("x", m, k), b.Param("w1", k, n), b.Param("w2", n, n)
+	h := b.Matmul("h", x, w1)
+	r := b.Compute("r", Shape(m, n), func(ax []te.Index) te.Expr { return Bin(te.Max, Ld(h, ax...), F(0)) })
+	s := b.Compute("s", Shape(m, n), func(ax []te.Index) te.Expr { return Bin(te.Mul, Ld(r, ax...), F(2)) })
+	y := b.Matmul("y", s, w2)
+	return b.Program(y)
+}
+
+// layernormRows is mean and variance of rows, then the normalised rows.
+func layernormRows(m, n int) *te.Program {
+	b := New("ln")
+	x := b.Input("x", m, n)
+	mean := b.Compute("mean", Shape(m), func(ax []te.Index) te.Expr {
+		return Bin(te.Div, Reduce(te.Sum, "k", n, func(k te.Index) te.Expr { return Ld(x, ax[0], k) }), F(float64(n)))
+	})
+	vr := b.Compute("var", Shape(m), func(ax []te.Index) te.Expr {
+		return Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+			d := Bin(te.Sub, Ld(x, ax[0], k), Ld(mean, ax[0]))
+			return Bin(te.Mul, d, d)
+		})
+	})
+	y := b.Compute("y", Shape(m, n), func(ax []te.Index) te.Expr {
+		return Bin(te.Mul, Bin(te.Sub, Ld(x, ax...), Ld(mean, ax[0])), Un(te.Rsqrt, Ld(vr, ax[0])))
+	})
+	return b.Program(y)
+}
+
+func plan(t *testing.T, p *te.Program, gpu string, opts Options) *Plan {
+	t.Helper()
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := BuiltinGPU(gpu)
+	pl, err := Partition(a, g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+func syncs(k *Kernel) string {
+	var b strings.Builder
+	for i, s := range k.Sync {
+		b.WriteString(k.Stages[i].Name)
+		switch s {
+		case GridSync:
+			b.WriteString("|G")
+		case BlockSync:
+			b.WriteString("|B")
+		}
+		b.WriteByte(' ')
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func TestPartition(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		p       *te.Program
+		gpu     string
+		opts    Options
+		kernels []string // each kernel's stages with the barrier before each
+	}{
+		{"mlp/per-te", mlp(64, 64, 64), "a100", Options{Strategy: PerTE}, []string{"h", "r", "s", "y"}},
+		// r reads h's elements written by other threads (a tiled
+		// contraction): grid sync; s reads r at its own index: none.
+		{"mlp/cost", mlp(64, 64, 64), "a100", Options{}, []string{"h r|G s y|G"}},
+		// On the small GPU (4 resident blocks) the second matmul's 16 tiles
+		// exceed the grid: Alg. 1 splits before it.
+		{"mlp/greedy", mlp(64, 64, 64), "small", Options{Strategy: Greedy}, []string{"h r|G s", "y"}},
+		{"ln/cost", layernormRows(64, 256), "a100", Options{}, []string{"mean var|G y|G"}},
+		// With reuse, var reads mean's row from the block that computed it.
+		{"ln/reuse", layernormRows(64, 256), "a100", Options{Reuse: true}, []string{"mean var|B y|G"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := plan(t, tt.p, tt.gpu, tt.opts)
+			var got []string
+			for _, k := range pl.Kernels {
+				got = append(got, syncs(k))
+			}
+			if strings.Join(got, "; ") != strings.Join(tt.kernels, "; ") {
+				t.Errorf("kernels:\n got %q\nwant %q\n%s", got, tt.kernels, pl)
+			}
+			for i, k := range pl.Kernels {
+				if (i == 0) != (k.Boundary == nil) {
+					t.Errorf("kernel %d: boundary %v", i, k.Boundary)
+				}
+				if k.Boundary != nil && k.Boundary.Reason == "" {
+					t.Errorf("kernel %d: boundary without a reason", i)
+				}
+				if k.Grid <= 0 || k.Cost.Total() <= 0 {
+					t.Errorf("kernel %d: grid %d, cost %v", i, k.Grid, k.Cost)
+				}
+			}
+		})
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	pl := plan(t, mlp(64, 96, 48), "a100", Options{})
+	h := pl.Schedules[pl.Program.Lookup("h")]
+	if h.Kind != Contraction || h.TileM*h.TileN != 256 || h.M != 64 || h.N != 48 || h.K != 96 {
+		t.Errorf("h: %s", h)
+	}
+	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != Elementwise || r.From != pl.Program.Lookup("h") {
+		t.Errorf("r: %s (propagated from the contraction h)", r)
+	}
+	// A long reduction with few outputs is split across blocks at -O3.
+	b := New("sum")
+	x := b.Input("x", 4, 8192)
+	s := b.Compute("s", Shape(4), func(ax []te.Index) te.Expr {
+		return Reduce(te.Sum, "k", 8192, func(k te.Index) te.Expr { return Ld(x, ax[0], k) })
+	})
+	pl = plan(t, b.Program(s), "a100", Options{Split: true})
+	if sc := pl.Schedules[s]; sc.Kind != SplitReduce || sc.Chunks < 2 || sc.Tiles != 4*sc.Chunks {
+		t.Errorf("s: %s", sc)
+	}
+}

@@ -1,0 +1,354 @@
+package partition
+
+import (
+	"fmt"
+
+	"tec/analysis"
+	"tec/te"
+)
+
+// Kind is the shape of the code a stage becomes; the lowering implements
+// each kind, and the partitioner reasons about which block computes which
+// element from it.
+type Kind int
+
+// The stage kinds.
+const (
+	// Elementwise computes a thread per output element over a
+	// thread-stride loop; reductions in the body run serially.
+	Elementwise Kind = iota
+	// RowReduce computes a block per output element over a grid-stride loop:
+	// the block's threads share the top-level reductions and combine them in
+	// shared memory.
+	RowReduce
+	// Contraction computes a TileM×TileN tile of outputs per block, staging
+	// TileM×TileK and TileK×TileN tiles of the two factors in shared memory.
+	Contraction
+	// SplitReduce is a two-phase reduction for few outputs over long
+	// reductions: blocks reduce chunks of each output's range into partials
+	// (atomics into global accumulators that the kernel zeroes itself, or a
+	// partials buffer under --deterministic), a grid sync, then a pass that
+	// finishes each output. It needs an all-resident grid.
+	SplitReduce
+)
+
+var kindNames = [...]string{Elementwise: "elementwise", RowReduce: "row-reduce", Contraction: "contraction", SplitReduce: "split-reduce"}
+
+// String returns the kind's name.
+func (k Kind) String() string { return kindNames[k] }
+
+// Schedule is how one compute tensor is computed on the GPU: the kind of
+// code, the block it runs in, its tiles and the resources of one block.
+type Schedule struct {
+	Kind    Kind
+	Threads int // threads per block
+	// Tiles is the number of block-sized work items (grid-stride loop trips
+	// over the whole grid): output tiles of a contraction, outputs of a row
+	// reduction, blocks' worth of elements of an element-wise stage, chunks
+	// of a split reduction.
+	Tiles int
+	// TileM, TileN and TileK are a contraction's tile; M, N, K and Batch its
+	// problem size.
+	TileM, TileN, TileK int
+	M, N, K, Batch      int
+	// Chunks is the number of partial reductions per output of a split
+	// reduction.
+	Chunks int
+	// SharedBytes and RegsPerThread estimate one block's resources.
+	SharedBytes   int
+	RegsPerThread int
+	// From is the compute-intensive tensor whose schedule a memory-intensive
+	// one took (paper Alg. 1, lines 13-18), or nil.
+	From *te.Tensor
+
+	// FLOPs and Bytes estimate the stage's arithmetic and its global
+	// traffic (each tile's loads of the factors for a contraction).
+	FLOPs int64
+	Bytes int64
+}
+
+// Resources returns what one block of the stage occupies.
+func (s *Schedule) Resources() Resources {
+	return Resources{Threads: s.Threads, SharedBytes: s.SharedBytes, RegsPerThread: s.RegsPerThread}
+}
+
+// String formats the schedule on one line.
+func (s *Schedule) String() string {
+	str := fmt.Sprintf("%s threads=%d tiles=%d smem=%dB regs=%d", s.Kind, s.Threads, s.Tiles, s.SharedBytes, s.RegsPerThread)
+	switch s.Kind {
+	case Contraction:
+		str += fmt.Sprintf(" tile=%dx%dx%d (M=%d N=%d K=%d batch=%d)", s.TileM, s.TileN, s.TileK, s.M, s.N, s.K, s.Batch)
+	case SplitReduce:
+		str += fmt.Sprintf(" chunks=%d", s.Chunks)
+	}
+	if s.From != nil {
+		str += " from " + s.From.Name
+	}
+	return str
+}
+
+// Scheduler chooses the schedule of one compute tensor. It is the place
+// where a tuner plugs in; Analytic is the default.
+type Scheduler interface {
+	Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Schedule, error)
+}
+
+// Analytic chooses schedules without search: contraction tiles whose
+// product is the block size, shaped to waste the least padding; a block
+// per output for long reductions; a thread per element otherwise.
+type Analytic struct{}
+
+// Thresholds of the analytic scheduler.
+const (
+	rowReduceMin = 64   // reductions at least this long get a block per output
+	splitMin     = 2048 // and at least this long may be split across blocks
+	tileK        = 16
+)
+
+// Schedule implements Scheduler.
+func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Schedule, error) {
+	if t.Kind != te.Compute || t.Body == nil {
+		return nil, fmt.Errorf("schedule %s: not a compute tensor", t.Name)
+	}
+	n := t.NumElements()
+	s := &Schedule{Threads: threads, RegsPerThread: 32}
+	if x != nil {
+		s.FLOPs = x.Intensity.Ops
+		s.Bytes = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
+	}
+	if d, ok := ContractionDims(t); ok {
+		s.Kind = Contraction
+		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
+		s.TileM, s.TileN = tileShape(d.M, d.N, threads)
+		s.TileK = min(tileK, nextPow2(d.K))
+		mt, nt := ceilDiv(d.M, s.TileM), ceilDiv(d.N, s.TileN)
+		s.Tiles = d.Batch * mt * nt
+		s.SharedBytes = 4 * (s.TileM*s.TileK + s.TileK*s.TileN)
+		s.RegsPerThread = 40
+		// Each tile loads its rows of X and its columns of Y over all of K.
+		s.Bytes = 4*int64(d.Batch)*(int64(d.M)*int64(d.K)*int64(nt)+int64(d.K)*int64(d.N)*int64(mt)) + t.Bytes()
+		return s, nil
+	}
+	reds := TopReduces(t.Body)
+	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin {
+		s.Kind = RowReduce
+		s.Tiles = n
+		s.SharedBytes = 4 * threads * len(reds)
+		return s, nil
+	}
+	s.Kind = Elementwise
+	s.Tiles = ceilDiv(n, threads)
+	return s, nil
+}
+
+// tileShape returns TileM×TileN = threads with TileM a power of two from 8
+// to 32 that wastes the least padding of an M×N output.
+func tileShape(m, n, threads int) (int, int) {
+	bestM, bestN, best := 0, 0, -1
+	for tm := 8; tm <= 32 && tm <= threads; tm *= 2 {
+		tn := threads / tm
+		if tn < 8 {
+			continue
+		}
+		area := ceilDiv(m, tm) * tm * ceilDiv(n, tn) * tn
+		if best < 0 || area < best || (area == best && tm == 16) {
+			bestM, bestN, best = tm, tn, area
+		}
+	}
+	if best < 0 {
+		return threads, 1
+	}
+	return bestM, bestN
+}
+
+// Dims are the sizes of a contraction out = f(sum[k](X * Y)): M counts the
+// output points that X uses and Y does not, N those that Y uses and X does
+// not, Batch the rest, K the reduction's points.
+type Dims struct {
+	M, N, K, Batch int
+	Reduce         *te.Reduce
+	// MAxes, NAxes and BatchAxes partition t's axes.
+	MAxes, NAxes, BatchAxes []*te.Var
+	X, Y                    te.Expr
+}
+
+// ContractionDims reports whether t is a contraction worth tiling (a single
+// top-level f32 sum of a product of two factors, each missing some output
+// axes, with M, N ≥ 8 and K ≥ 4) and returns its dimensions.
+func ContractionDims(t *te.Tensor) (Dims, bool) {
+	reds := TopReduces(t.Body)
+	if len(reds) != 1 {
+		return Dims{}, false
+	}
+	r := reds[0]
+	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
+		return Dims{}, false
+	}
+	others := false
+	te.Walk(t.Body, func(x te.Expr) bool {
+		if rr, ok := x.(*te.Reduce); ok && rr != r {
+			others = true
+		}
+		return x != te.Expr(r)
+	})
+	if others {
+		return Dims{}, false
+	}
+	X, Y, ok := Factors(r)
+	if !ok {
+		return Dims{}, false
+	}
+	ux, uy := usedVars(X), usedVars(Y)
+	d := Dims{Reduce: r, X: X, Y: Y, K: product(r.Axes)}
+	for _, a := range t.Axes {
+		switch {
+		case ux[a] && !uy[a]:
+			d.MAxes = append(d.MAxes, a)
+		case uy[a] && !ux[a]:
+			d.NAxes = append(d.NAxes, a)
+		default:
+			d.BatchAxes = append(d.BatchAxes, a)
+		}
+	}
+	d.M, d.N, d.Batch = product(d.MAxes), product(d.NAxes), product(d.BatchAxes)
+	if d.M < 8 || d.N < 8 || d.K < 4 {
+		return Dims{}, false
+	}
+	return d, true
+}
+
+// Factors splits the body of a contraction into its two factors: X * Y, or
+// select(c, X * Y, 0) where c guards X only (padding) and Y loads in bounds
+// everywhere, which is select(c, X, 0) * Y.
+func Factors(r *te.Reduce) (x, y te.Expr, ok bool) {
+	if m, isMul := r.Body.(*te.Binary); isMul && m.Op == te.Mul {
+		return m.X, m.Y, true
+	}
+	s, isSel := r.Body.(*te.Select)
+	if !isSel {
+		return nil, nil, false
+	}
+	m, isMul := s.Then.(*te.Binary)
+	zero, isConst := s.Else.(*te.ConstExpr)
+	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || hasLoad(s.Cond) {
+		return nil, nil, false
+	}
+	xs := usedVars(m.X)
+	for _, v := range r.Axes {
+		xs[v] = true
+	}
+	for v := range usedVars(s.Cond) {
+		if !xs[v] {
+			return nil, nil, false
+		}
+	}
+	if !loadsInBounds(m.Y) {
+		return nil, nil, false
+	}
+	return &te.Select{Cond: s.Cond, Then: m.X, Else: &te.ConstExpr{Value: 0, DType: te.F32}}, m.Y, true
+}
+
+// TopReduces returns the reductions of e that are not inside another
+// reduction or a select, in order.
+func TopReduces(e te.Expr) []*te.Reduce {
+	var rs []*te.Reduce
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			rs = append(rs, x)
+			return false
+		case *te.Select:
+			return false
+		}
+		return true
+	})
+	return rs
+}
+
+func hasReduce(e te.Expr) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if _, ok := x.(*te.Reduce); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func hasLoad(e te.Expr) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if _, ok := x.(*te.Load); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// loadsInBounds reports whether every load of e is in bounds for every value
+// of its variables (so it may be hoisted out of a select).
+func loadsInBounds(e te.Expr) bool {
+	ok := true
+	te.Walk(e, func(x te.Expr) bool {
+		if l, isLoad := x.(*te.Load); isLoad {
+			for d, ix := range l.Index {
+				lo, hi := ix.ExtentBounds()
+				if lo < 0 || hi >= l.Tensor.Shape[d] {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// usedVars returns every variable that e's indexes use.
+func usedVars(e te.Expr) map[*te.Var]bool {
+	used := map[*te.Var]bool{}
+	mark := func(x te.Index) {
+		for _, v := range x.Vars() {
+			used[v] = true
+		}
+	}
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Load:
+			for _, ix := range x.Index {
+				mark(ix)
+			}
+		case *te.IndexExpr:
+			mark(x.Index)
+		}
+		return true
+	})
+	return used
+}
+
+func product(axes []*te.Var) int {
+	n := 1
+	for _, a := range axes {
+		n *= a.Extent
+	}
+	return n
+}
+
+func maxExtent(rs []*te.Reduce) int {
+	m := 0
+	for _, r := range rs {
+		m = max(m, product(r.Axes))
+	}
+	return m
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
+}
