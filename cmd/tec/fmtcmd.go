@@ -16,8 +16,11 @@ func fmtCommand() *command {
 		summary: "format .te files",
 		usage:   "[-w | -l] FILE...",
 		help: `Fmt prints each FILE in the canonical layout: two-space indentation, one
-statement per line, spaces around binary operators, comments kept where
-they were. Formatting is idempotent. With -w it rewrites the files in
+statement per line, spaces around binary operators, trailing comments of
+consecutive lines aligned, comments kept where they were. Like gofmt it
+keeps the line breaks the author put inside an expression (after a comma,
+an opening bracket or an operator) and never wraps long lines.
+Formatting is idempotent. With -w it rewrites the files in
 place; with -l it lists the files whose layout differs and changes
 nothing. A file with a syntax error is reported and left alone.`,
 	}
