@@ -65,6 +65,16 @@ func (c *checker) defineTensor(sc *scope, s *syntax.AssignStmt) {
 	}
 	body := c.lowerElem(ec, ds, s.Value)
 	for _, w := range s.Where {
+		if r := ec.where[w.Var.Name]; r != nil && r.span == w.Var.Span {
+			for _, iv := range ec.vars {
+				if iv.where == r {
+					c.noteWhere(file, w.Var, iv)
+					break
+				}
+			}
+		}
+	}
+	for _, w := range s.Where {
 		if r := ec.where[w.Var.Name]; r != nil && !r.used && r.span == w.Var.Span {
 			c.errorAt(file, w.Var.Span, "undefined", suggest(w.Var.Name, varNames(ec)),
 				"where gives the range of %s, which is not an index variable or reduction axis of this statement", w.Var.Name)

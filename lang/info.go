@@ -17,6 +17,10 @@ type Info struct {
 	// position. An identifier inside a loop or a function called several times
 	// is recorded once, as first seen.
 	Idents map[string][]Ident
+	// Programs holds the programs of the models lowered, in order; with
+	// Config.AllModels, one per model of the main file. A program is complete
+	// only when the check found no errors.
+	Programs []*te.Program
 
 	byPos map[identKey]*Ident
 	vars  map[*Ident]*te.Var
@@ -54,6 +58,15 @@ type Symbol struct {
 	// builtins.
 	File string
 	Def  syntax.Span
+	// Type is a tensor's type as written in the language, "f32[4, 8]"; it is
+	// empty for other kinds.
+	Type string
+	// Tensor is the tensor first bound to the name (the one of the first
+	// iteration of a loop, or of the first call of a function); nil for other
+	// kinds.
+	Tensor *te.Tensor
+	// Extent is the range 0..Extent of an index variable or reduction axis.
+	Extent int
 }
 
 type identKey struct {
@@ -63,6 +76,7 @@ type identKey struct {
 
 func (in *Info) reset() {
 	in.Idents = map[string][]Ident{}
+	in.Programs = nil
 	in.byPos = map[identKey]*Ident{}
 	in.vars = map[*Ident]*te.Var{}
 }
@@ -81,6 +95,7 @@ func (in *Info) At(file string, offset int) *Ident {
 func (in *Info) finish() {
 	for id, v := range in.vars {
 		id.Symbol.Detail = fmt.Sprintf("%s in 0..%d", id.Symbol.Name, v.Extent)
+		id.Symbol.Extent = v.Extent
 	}
 	in.Idents = map[string][]Ident{}
 	for k, id := range in.byPos {
@@ -110,6 +125,7 @@ func symbolOf(name string, v Value, file string, def syntax.Span) Symbol {
 		s.Kind, s.Detail = SymConst, fmt.Sprintf("%s = %s", name, v)
 	case *tensorVal:
 		s.Kind, s.Detail = SymTensor, fmt.Sprintf("%s: %s", name, v.typeString())
+		s.Type, s.Tensor = v.typeString(), v.t
 		if v.isView() {
 			s.Detail += fmt.Sprintf(" (a view of %s)", v.t.Name)
 		}
@@ -145,6 +161,16 @@ func (c *checker) noteIndexVar(file string, id syntax.Ident, iv *indexVar) {
 		return
 	}
 	x := c.info.record(file, id, Symbol{Name: id.Name, Kind: SymIndex, Detail: id.Name, File: file, Def: id.Span})
+	c.info.vars[x] = iv.v
+}
+
+// noteWhere records the variable of a where clause as a use of the index
+// variable or reduction axis whose range it states.
+func (c *checker) noteWhere(file string, id syntax.Ident, iv *indexVar) {
+	if c.info == nil {
+		return
+	}
+	x := c.info.record(file, id, Symbol{Name: id.Name, Kind: SymIndex, Detail: id.Name, File: iv.file, Def: iv.span})
 	c.info.vars[x] = iv.v
 }
 

@@ -86,7 +86,10 @@ func Check(filename string, src []byte, cfg Config) (prog *te.Program, diags dia
 	}
 	if cfg.AllModels {
 		for _, m := range c.main.models {
-			c.lowerModel(m)
+			p := c.lowerModel(m)
+			if c.info != nil {
+				c.info.Programs = append(c.info.Programs, p)
+			}
 		}
 		return nil, nil
 	}
@@ -94,7 +97,11 @@ func Check(filename string, src []byte, cfg Config) (prog *te.Program, diags dia
 	if m == nil {
 		return nil, nil
 	}
-	return c.lowerModel(m), nil
+	p := c.lowerModel(m)
+	if c.info != nil {
+		c.info.Programs = append(c.info.Programs, p)
+	}
+	return p, nil
 }
 
 // checkConsts evaluates every constant of the main file, so that errors in

@@ -10,6 +10,7 @@
 //	fmt     format .te files
 //	te      print the lowered tensor-expression program
 //	run     evaluate a model on inputs and params
+//	lsp     run the language server for editors
 //	help    show help for a command
 //
 // Run "tec help <command>" for a command's flags. Exit status is 0 on
@@ -52,7 +53,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{checkCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand()}
+	return []*command{checkCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand()}
 }
 
 func main() {

@@ -1,0 +1,17 @@
+// Package lsp is a Language Server Protocol server for .te files: the
+// engine behind `tec lsp`, which editors start and talk to over stdio.
+//
+// The server keeps the text of every open document, checks it with
+// lang.Check (all models, every error) shortly after each change and
+// publishes the diagnostics, and answers requests from the facts that the
+// checker records in a lang.Info: hover, go to definition, references,
+// rename, completion, document symbols, semantic tokens and inlay hints.
+// Formatting is syntax.Format, the code of `tec fmt`. Hover facts about a
+// tensor's dependence and intensity come from package analysis.
+//
+// Positions on the wire are 0-based lines and UTF-16 code units, as the
+// protocol requires; mapper converts them to byte offsets. Every request
+// runs in its own goroutine with a context that $/cancelRequest cancels, and
+// recovers from panics, so that no input and no sequence of edits can take
+// the server down.
+package lsp
