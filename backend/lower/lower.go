@@ -41,6 +41,25 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 	if b := opts.BlockSize; b < 32 || b > kir.MaxBlockThreads || b&(b-1) != 0 {
 		return nil, fmt.Errorf("lower: block size %d is not a power of two in [32, %d]", b, kir.MaxBlockThreads)
 	}
+	l := newLowerer(p, opts)
+	for _, t := range p.Tensors {
+		if t.Kind != te.Compute {
+			continue
+		}
+		if t.Body == nil {
+			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
+		}
+		k := l.tensor(t)
+		l.m.Kernels = append(l.m.Kernels, k)
+	}
+	if err := kir.Verify(l.m); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	return l.m, nil
+}
+
+// newLowerer returns a lowerer of p with a global buffer for each tensor.
+func newLowerer(p *te.Program, opts Options) *lowerer {
 	l := &lowerer{opts: opts, p: p, bufs: map[*te.Tensor]*kir.Buffer{}, m: &kir.Module{Name: p.Name}}
 	outputs := map[*te.Tensor]bool{}
 	for _, t := range p.Outputs {
@@ -62,20 +81,7 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 	for _, t := range p.Outputs {
 		l.m.Outputs = append(l.m.Outputs, l.bufs[t])
 	}
-	for _, t := range p.Tensors {
-		if t.Kind != te.Compute {
-			continue
-		}
-		if t.Body == nil {
-			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
-		}
-		k := l.tensor(t)
-		l.m.Kernels = append(l.m.Kernels, k)
-	}
-	if err := kir.Verify(l.m); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
-	}
-	return l.m, nil
+	return l
 }
 
 type lowerer struct {
@@ -83,6 +89,11 @@ type lowerer struct {
 	p    *te.Program
 	bufs map[*te.Tensor]*kir.Buffer
 	m    *kir.Module
+
+	// In a fused kernel every stage runs with the kernel's block: threads
+	// is its size, and tm×tn (= threads) the tile of the contraction being
+	// lowered. Zero in unfused lowering, where each kernel picks its own.
+	threads, tm, tn int
 }
 
 func (l *lowerer) gen(out *[]kir.Stmt) *gen {
@@ -101,7 +112,13 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 		l.elementwise(t, k, &body)
 	}
 	k.Body = []kir.Stmt{&kir.Stage{Name: t.Name, Span: t.Span, Body: body}}
-	// Parameters: the buffers the kernel touches, in module order.
+	l.params(k)
+	return k
+}
+
+// params sets k's parameters: the global buffers it touches, in module
+// order.
+func (l *lowerer) params(k *kir.Kernel) {
 	used := map[*kir.Buffer]bool{}
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		switch s := s.(type) {
@@ -125,7 +142,6 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 			k.Params = append(k.Params, b)
 		}
 	}
-	return k
 }
 
 func doc(t *te.Tensor) string {
@@ -250,6 +266,9 @@ func treeReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, thre
 // reductions are shared among the block's threads.
 func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, body *[]kir.Stmt) {
 	threads := min(l.opts.BlockSize, max(32, nextPow2(maxExtent(reds))))
+	if l.threads > 0 {
+		threads = l.threads
+	}
 	n := t.NumElements()
 	k.Block = threads
 	k.Grid = kir.Grid{Blocks: max(1, n)}
@@ -371,6 +390,9 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		return false
 	}
 	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
+	if l.tm > 0 {
+		tm, tn = l.tm, l.tn
+	}
 	mt, nt := ceilDiv(M, tm), ceilDiv(N, tn)
 	threads := tm * tn
 	k.Block = threads

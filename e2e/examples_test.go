@@ -1,4 +1,4 @@
-package lower_test
+package e2e
 
 import (
 	"math/rand/v2"

@@ -1,0 +1,274 @@
+package lower
+
+import (
+	"fmt"
+	"strings"
+
+	"tec/backend/kir"
+	"tec/partition"
+	"tec/te"
+)
+
+// FusedOptions controls Fused.
+type FusedOptions struct {
+	// Deterministic makes split reductions write per-block partials that a
+	// second pass combines in a fixed order, instead of accumulating with
+	// atomics, so that results are bit-identical from run to run.
+	Deterministic bool
+}
+
+// Fused lowers p as the plan pl (made for p) says: one persistent kernel per
+// plan kernel, launched cooperatively on an all-resident grid of at most the
+// plan's grid size, every stage a grid-stride loop over its tiles with the
+// kernel's block size, stages separated by the plan's barriers (a grid sync
+// where a stage reads what another block wrote, a block barrier where a
+// stage reuses shared memory or reads its own block's rows).
+//
+// Split reductions are lowered in two phases: the kernel first zeroes their
+// global accumulators (an init stage, then a grid sync), each block reduces
+// a chunk of an output's range in shared memory and adds it atomically to
+// the accumulator, a grid sync, and a finishing pass applies the rest of
+// the body. With FusedOptions.Deterministic the blocks write partials to a
+// buffer instead, which the finishing pass sums in chunk order.
+func Fused(p *te.Program, pl *partition.Plan, opts FusedOptions) (*kir.Module, error) {
+	if pl.Program != p {
+		return nil, fmt.Errorf("lower: plan is for program %s, not this %s", pl.Program.Name, p.Name)
+	}
+	l := newLowerer(p, Options{BlockSize: pl.Threads})
+	l.threads = pl.Threads
+	for i, pk := range pl.Kernels {
+		k, err := l.fusedKernel(i, pk, pl, opts)
+		if err != nil {
+			return nil, err
+		}
+		l.m.Kernels = append(l.m.Kernels, k)
+	}
+	if err := kir.Verify(l.m); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	return l.m, nil
+}
+
+func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan, opts FusedOptions) (*kir.Kernel, error) {
+	name := pk.Stages[0].Name
+	if len(pk.Stages) > 1 {
+		name = fmt.Sprintf("k%d_%s", idx, name)
+	}
+	k := &kir.Kernel{Name: name, Block: pl.Threads}
+	var docs []string
+	tiles := 1
+	var inits, body []kir.Stmt
+	prevShared := false
+	for j, t := range pk.Stages {
+		if t.Body == nil {
+			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
+		}
+		s := pl.Schedules[t]
+		tiles = max(tiles, s.Tiles)
+		docs = append(docs, t.Name)
+		tmp := &kir.Kernel{}
+		var stage []kir.Stmt
+		l.tm, l.tn = 0, 0
+		switch s.Kind {
+		case partition.Contraction:
+			l.tm, l.tn = s.TileM, s.TileN
+			reds := topReduces(t.Body)
+			if len(reds) != 1 || !l.contraction(t, reds[0], tmp, &stage) {
+				l.blockReduceOrElementwise(t, tmp, &stage)
+			}
+		case partition.RowReduce:
+			l.blockReduceOrElementwise(t, tmp, &stage)
+		case partition.SplitReduce:
+			init := l.splitReduce(t, s, tmp, &stage, opts.Deterministic)
+			inits = append(inits, init...)
+		default:
+			l.elementwise(t, tmp, &stage)
+		}
+		shared := len(tmp.Shared) > 0
+		l.mergeShared(k, tmp, stage)
+		if j > 0 {
+			switch {
+			case pk.Sync[j] == partition.GridSync:
+				body = append(body, &kir.GridSync{})
+			case pk.Sync[j] == partition.BlockSync || shared || prevShared:
+				body = append(body, &kir.SyncThreads{})
+			}
+		}
+		prevShared = shared
+		body = append(body, &kir.Stage{Name: t.Name, Span: t.Span, Body: stage})
+	}
+	if len(inits) > 0 {
+		body = append(append(inits, &kir.GridSync{}), body...)
+	}
+	k.Body = body
+	k.Grid = kir.Grid{Resident: true, Blocks: max(1, min(pk.Grid, tiles))}
+	k.Doc = fmt.Sprintf("%d stages: %s", len(docs), strings.Join(docs, ", "))
+	if len(k.Doc) > 200 {
+		k.Doc = k.Doc[:197] + "..."
+	}
+	l.params(k)
+	return k, nil
+}
+
+// blockReduceOrElementwise lowers t as a block per output if it has a long
+// top-level reduction, and a thread per element otherwise.
+func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
+	if reds := topReduces(t.Body); len(reds) > 0 {
+		l.blockReduce(t, reds, k, body)
+		return
+	}
+	l.elementwise(t, k, body)
+}
+
+// mergeShared moves the shared arrays of a stage lowered into tmp to k,
+// sharing an array of k with the same name, type and size (stages are
+// separated by barriers), and renaming one whose size differs.
+func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt) {
+	find := func(name string) *kir.Buffer {
+		for _, c := range k.Shared {
+			if c.Name == name {
+				return c
+			}
+		}
+		return nil
+	}
+	for _, b := range tmp.Shared {
+		c := find(b.Name)
+		if c != nil && (c.DType != b.DType || c.Len() != b.Len()) {
+			b.Name = fmt.Sprintf("%s_%d", b.Name, b.Len())
+			c = find(b.Name)
+		}
+		if c != nil {
+			replaceBuf(stage, b, c)
+			continue
+		}
+		k.Shared = append(k.Shared, b)
+	}
+}
+
+// replaceBuf makes every access of body to old access new.
+func replaceBuf(body []kir.Stmt, old, new *kir.Buffer) {
+	fix := func(e kir.Expr) {
+		kir.WalkExpr(e, func(x kir.Expr) bool {
+			if ld, ok := x.(*kir.Load); ok && ld.Buf == old {
+				ld.Buf = new
+			}
+			return true
+		})
+	}
+	kir.WalkStmts(body, func(s kir.Stmt) bool {
+		switch s := s.(type) {
+		case *kir.Store:
+			if s.Buf == old {
+				s.Buf = new
+			}
+		case *kir.Atomic:
+			if s.Buf == old {
+				s.Buf = new
+			}
+		}
+		kir.Exprs(s, fix)
+		return true
+	})
+}
+
+// splitReduce lowers t = f(r), r a top-level sum, max or min, in two
+// phases (see Fused). It emits the partial and finishing phases, separated
+// by a grid sync, into body, and returns the init phase, which the kernel
+// runs before its first stage.
+func (l *lowerer) splitReduce(t *te.Tensor, s *partition.Schedule, k *kir.Kernel, body *[]kir.Stmt, deterministic bool) []kir.Stmt {
+	r := topReduces(t.Body)[0]
+	rt := te.TypeOf(r)
+	n, ext, chunks := t.NumElements(), extent(r), s.Chunks
+	chunkLen := ceilDiv(ext, chunks)
+	threads := l.threads
+	red := &kir.Buffer{Name: "red_" + rt.String(), Space: kir.Shared, DType: rt, Shape: []int{threads}}
+	k.Shared = append(k.Shared, red)
+	var acc *kir.Buffer
+	var inits []kir.Stmt
+	if deterministic {
+		acc = &kir.Buffer{Name: t.Name + ".part", Space: kir.Global, Role: kir.Temp, DType: te.F32, Shape: []int{n, chunks}}
+	} else {
+		acc = &kir.Buffer{Name: t.Name + ".acc", Space: kir.Global, Role: kir.Temp, DType: te.F32, Shape: []int{n}}
+		i := kir.NewVar("i", te.I32)
+		inits = append(inits, &kir.Stage{Name: t.Name + ".init", Span: t.Span, Body: []kir.Stmt{
+			&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: []kir.Stmt{
+				&kir.Store{Buf: acc, Index: i, Value: identity(r.Op, te.F32)},
+			}},
+		}})
+	}
+	l.m.Buffers = append(l.m.Buffers, acc)
+
+	// Partial phase: tile = output o × chunk c.
+	tid := kir.NewVar("tid", te.I32)
+	tile := kir.NewVar("tile", te.I32)
+	g := l.gen(nil)
+	inner := g.into(func() {
+		o, c := kir.NewVar("o", te.I32), kir.NewVar("c", te.I32)
+		g.emit(&kir.Let{Var: o, Value: kir.Div(tile, kir.I(chunks))}, &kir.Let{Var: c, Value: kir.Mod(tile, kir.I(chunks))})
+		bind(g, t.Axes, o)
+		a := kir.NewVar("acc", rt)
+		g.emit(&kir.Let{Var: a, Value: identity(r.Op, rt)})
+		j := kir.NewVar("r", te.I32)
+		part := g.into(func() {
+			jj := kir.NewVar("rr", te.I32)
+			g.emit(&kir.Let{Var: jj, Value: kir.Add(kir.Mul(c, kir.I(chunkLen)), j)})
+			in := g.into(func() {
+				bind(g, r.Axes, jj)
+				g.emit(&kir.Assign{Var: a, Value: combine(r.Op, a, convert(g.expr(r.Body), rt))})
+			})
+			g.emit(guard(in, nil, bound{jj, ext, ext%chunkLen != 0})...)
+		})
+		g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(chunkLen), Body: part})
+		for _, ax := range r.Axes {
+			delete(g.env, ax)
+		}
+		v := treeReduce(g, r.Op, red, tid, a, threads)
+		var put kir.Stmt
+		if deterministic {
+			put = &kir.Store{Buf: acc, Index: tile, Value: convert(v, te.F32)}
+		} else {
+			put = &kir.Atomic{Op: atomicOf(r.Op), Buf: acc, Index: o, Value: convert(v, te.F32)}
+		}
+		g.emit(&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{put}})
+	})
+	*body = append(*body,
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(n * chunks), Body: inner},
+		&kir.GridSync{})
+
+	// Finishing phase: a thread per output.
+	i := kir.NewVar("i", te.I32)
+	g2 := l.gen(nil)
+	fin := g2.into(func() {
+		bind(g2, t.Axes, i)
+		var v kir.Expr
+		if deterministic {
+			sum := kir.NewVar("acc", te.F32)
+			g2.emit(&kir.Let{Var: sum, Value: kir.Ld(acc, kir.Mul(i, kir.I(chunks)))})
+			c := kir.NewVar("c", te.I32)
+			g2.emit(&kir.For{Var: c, Kind: kir.Serial, Lo: kir.I(1), Hi: kir.I(chunks), Step: 1, Body: []kir.Stmt{
+				&kir.Assign{Var: sum, Value: combine(r.Op, sum, kir.Ld(acc, kir.Add(kir.Mul(i, kir.I(chunks)), c)))},
+			}})
+			v = sum
+		} else {
+			v = kir.Ld(acc, i)
+		}
+		g2.done[r] = convert(v, rt)
+		buf := l.bufs[t]
+		g2.emit(&kir.Store{Buf: buf, Index: i, Value: convert(g2.expr(t.Body), buf.ValueType())})
+	})
+	*body = append(*body, &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: fin})
+	return inits
+}
+
+// atomicOf returns the atomic operation that accumulates op.
+func atomicOf(op te.ReduceOp) kir.AtomicOp {
+	switch op {
+	case te.ReduceMax:
+		return kir.AtomicMax
+	case te.ReduceMin:
+		return kir.AtomicMin
+	}
+	return kir.AtomicAdd
+}

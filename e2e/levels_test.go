@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tec/backend/report"
+	"tec/backend/sim"
+	"tec/examples"
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// resident is more blocks than any kernel's grid asks for, so that the
+// simulator and the report launch each all-resident kernel with the grid
+// size its plan chose for the target GPU.
+const resident = 1 << 20
+
+// TestLevels is the suite's main loop: every example at its tiny
+// configuration, at every optimisation level, on the A100 and H100 models
+// and on the small GPU model (4 resident blocks, fewer than most stages'
+// tiles), simulated with race detection, equals the reference evaluator;
+// the static report's counts equal the simulator's.
+func TestLevels(t *testing.T) {
+	var simTime atomic.Int64
+	for _, ex := range examples.All() {
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+		if diags.HasErrors() {
+			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
+		}
+		in := feeds(p, 1)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gpu := range []string{"a100", "h100", "small"} {
+			g, _ := partition.BuiltinGPU(gpu)
+			for level := 0; level <= pipeline.MaxLevel; level++ {
+				if level < 3 && gpu != "a100" {
+					continue // below -O3 the target does not change the kernels
+				}
+				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, gpu, level), func(t *testing.T) {
+					t.Parallel()
+					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
+					if err != nil {
+						t.Fatal(err)
+					}
+					start := time.Now()
+					out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
+					if err != nil {
+						t.Fatal(err)
+					}
+					simTime.Add(int64(time.Since(start)))
+					if out.RaceCount > 0 {
+						t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
+					}
+					for _, o := range p.Outputs {
+						mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tolModel)
+						if err != nil {
+							t.Fatalf("output %s: %v", o.Name, err)
+						}
+						if mm != nil {
+							t.Errorf("output %s: %s", o.Name, mm)
+						}
+					}
+					rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
+					for i, k := range rep.Kernels {
+						if got := out.Kernels[i]; !k.Exact || k.Counts != got.Counts {
+							t.Errorf("kernel %s: report (exact %v) %v\nsimulator %v", k.Name, k.Exact, k.Counts, got.Counts)
+							break
+						}
+					}
+				})
+			}
+		}
+	}
+	t.Cleanup(func() { t.Logf("simulated in %v (sum over parallel runs)", time.Duration(simTime.Load())) })
+}

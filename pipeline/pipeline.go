@@ -1,0 +1,122 @@
+// Package pipeline runs the whole compiler after the front end: the TE
+// transforms, the partitioner and the lowering to kernel IR, at one of the
+// optimisation levels of Souffle's ablation (ASPLOS'24, Table 4):
+//
+//	-O0  one kernel per TE
+//	-O1  + horizontal transform (independent TEs concatenated)
+//	-O2  + vertical transform (one-relies-on-one chains inlined)
+//	-O3  + global sync: the program partitioned into grid-synced persistent
+//	     kernels, two-phase split reductions
+//	-O4  + subprogram-level reuse: a stage reads its own block's rows of an
+//	     earlier stage after a block barrier instead of a grid sync
+//
+// Every level computes the same result; each pass's output can be dumped.
+package pipeline
+
+import (
+	"fmt"
+
+	"tec/analysis"
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/partition"
+	"tec/te"
+	"tec/transform"
+)
+
+// MaxLevel is the highest optimisation level, the default.
+const MaxLevel = 4
+
+// Options controls Build.
+type Options struct {
+	// Level is the optimisation level, 0 to MaxLevel.
+	Level int
+	// GPU is the target; the zero GPU means partition.DefaultGPU.
+	GPU partition.GPU
+	// Strategy overrides the partitioning strategy at -O3 and up (the
+	// default is the cost model).
+	Strategy partition.Strategy
+	// Deterministic replaces atomics by per-block partials combined in a
+	// fixed order.
+	Deterministic bool
+	// Dump, if set, receives the text of each pass's result as it is made:
+	// "horizontal", "vertical" (TE programs), "plan", "kir".
+	Dump func(pass, text string)
+}
+
+// Result is what Build made.
+type Result struct {
+	// Program is the transformed program that was lowered.
+	Program *te.Program
+	// Plan is its partition: one kernel per TE below -O3.
+	Plan *partition.Plan
+	// Module is the kernel IR.
+	Module *kir.Module
+}
+
+// Passes returns the names of the passes that run at level, in order.
+func Passes(level int) []string {
+	ps := []string{}
+	if level >= 1 {
+		ps = append(ps, "horizontal")
+	}
+	if level >= 2 {
+		ps = append(ps, "vertical")
+	}
+	return append(ps, "plan", "kir")
+}
+
+// Build compiles p at opts.Level.
+func Build(p *te.Program, opts Options) (*Result, error) {
+	if opts.Level < 0 || opts.Level > MaxLevel {
+		return nil, fmt.Errorf("optimisation level -O%d: want -O0 to -O%d", opts.Level, MaxLevel)
+	}
+	if opts.GPU.Name == "" {
+		opts.GPU, _ = partition.BuiltinGPU(partition.DefaultGPU)
+	}
+	dump := func(pass string, text func() string) {
+		if opts.Dump != nil {
+			opts.Dump(pass, text())
+		}
+	}
+	var err error
+	if opts.Level >= 1 {
+		if p, err = transform.Horizontal(p); err != nil {
+			return nil, err
+		}
+		dump("horizontal", p.String)
+	}
+	if opts.Level >= 2 {
+		if p, err = transform.Vertical(p); err != nil {
+			return nil, err
+		}
+		dump("vertical", p.String)
+	}
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("analysis: %w", err)
+	}
+	popts := partition.Options{Strategy: partition.PerTE}
+	if opts.Level >= 3 {
+		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4}
+		if popts.Strategy == partition.PerTE {
+			popts.Strategy = partition.CostModel
+		}
+	}
+	pl, err := partition.Partition(a, opts.GPU, popts)
+	if err != nil {
+		return nil, err
+	}
+	dump("plan", pl.String)
+	var m *kir.Module
+	if opts.Level >= 3 {
+		m, err = lower.Fused(p, pl, lower.FusedOptions{Deterministic: opts.Deterministic})
+	} else {
+		m, err = lower.Unfused(p, lower.Options{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	dump("kir", m.String)
+	return &Result{Program: p, Plan: pl, Module: m}, nil
+}
