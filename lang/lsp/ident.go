@@ -56,8 +56,8 @@ func wordAt(src []byte, off int) (int, int) {
 	for end < len(src) && isNameByte(src[end]) {
 		end++
 	}
-	for start < end && src[start] >= '0' && src[start] <= '9' {
-		start++ // a name does not start with a digit
+	if start < end && src[start] >= '0' && src[start] <= '9' {
+		return off, off // a number, not a name
 	}
 	return start, end
 }
