@@ -1,0 +1,566 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"tec/backend/internal/ident"
+	"tec/backend/internal/sign"
+	"tec/backend/kir"
+	"tec/backend/target"
+	"tec/te"
+)
+
+// cType returns the C type that stores elements of dt.
+func cType(dt te.DType) string {
+	switch dt {
+	case te.F16:
+		return "__half"
+	case te.BF16:
+		return "__nv_bfloat16"
+	case te.I32:
+		return "int"
+	case te.Bool:
+		return "bool"
+	}
+	return "float"
+}
+
+// kernelWriter writes one __global__ function.
+type kernelWriter struct {
+	b     *strings.Builder
+	k     *kir.Kernel
+	names *names
+	vars  map[*kir.Var]string
+	scope *ident.Scope
+	facts *sign.Facts
+	// dynamic is set when the kernel's shared arrays exceed the static
+	// limit and are carved out of dynamic shared memory.
+	dynamic bool
+	// live holds the variables whose values are read; Lets and Assigns of
+	// the others are left out.
+	live map[*kir.Var]bool
+}
+
+// liveVars returns the variables of body whose values something other than
+// the definition of a dead variable reads. Expressions have no side
+// effects, so leaving out a dead definition changes nothing.
+func liveVars(body []kir.Stmt) map[*kir.Var]bool {
+	live := map[*kir.Var]bool{}
+	for changed := true; changed; {
+		changed = false
+		kir.WalkStmts(body, func(s kir.Stmt) bool {
+			switch d := s.(type) {
+			case *kir.Let:
+				if !live[d.Var] {
+					return true
+				}
+			case *kir.Assign:
+				if !live[d.Var] {
+					return true
+				}
+			}
+			kir.Exprs(s, func(e kir.Expr) {
+				kir.WalkExpr(e, func(e kir.Expr) bool {
+					if v, ok := e.(*kir.Var); ok && !live[v] {
+						live[v] = true
+						changed = true
+					}
+					return true
+				})
+			})
+			return true
+		})
+	}
+	return live
+}
+
+// writtenBy returns the global buffers that k stores to or updates.
+func writtenBy(k *kir.Kernel) map[*kir.Buffer]bool {
+	w := map[*kir.Buffer]bool{}
+	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+		switch s := s.(type) {
+		case *kir.Store:
+			w[s.Buf] = true
+		case *kir.Atomic:
+			w[s.Buf] = true
+		}
+		return true
+	})
+	return w
+}
+
+// usesDynamicShared reports whether k's shared arrays must be allocated at
+// launch.
+func usesDynamicShared(k *kir.Kernel) bool { return k.SharedBytes() > target.StaticSharedLimit }
+
+// writeKernel writes kernel k, which also serves the kernels named in also.
+func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
+	w := &kernelWriter{b: b, k: k, names: n, vars: map[*kir.Var]string{}, scope: n.module.Child(),
+		facts: sign.Analyze(k.Body), dynamic: usesDynamicShared(k), live: liveVars(k.Body)}
+	w.header(also)
+	w.line(1, "")
+	if k.HasGridSync() {
+		w.line(1, "cg::grid_group grid = cg::this_grid();")
+	}
+	if w.dynamic {
+		w.line(1, "extern __shared__ __align__(16) unsigned char tec_dynamic_smem[];")
+	}
+	var off int64
+	for _, s := range k.Shared {
+		name := w.scope.Name(safe(s.Name))
+		n.local[s] = name
+		if w.dynamic {
+			w.line(1, "%s* %s = reinterpret_cast<%s*>(tec_dynamic_smem + %d);  // %s", cType(s.DType), name, cType(s.DType), off, shapeComment(s))
+			off += (s.Bytes() + 15) &^ 15
+			continue
+		}
+		w.line(1, "__shared__ %s %s[%d];  // %s", cType(s.DType), name, s.Len(), shapeComment(s))
+	}
+	for _, l := range k.Locals {
+		name := w.scope.Name(safe(l.Name))
+		n.local[l] = name
+		w.line(1, "%s %s[%d];  // %s, per thread", cType(l.DType), name, l.Len(), shapeComment(l))
+	}
+	// Drop the blank line after the signature when nothing was declared.
+	if strings.HasSuffix(b.String(), "{\n\n") {
+		s := b.String()
+		b.Reset()
+		b.WriteString(s[:len(s)-1])
+	}
+	w.stmts(k.Body, 1)
+	b.WriteString("}\n")
+}
+
+func shapeComment(b *kir.Buffer) string {
+	dims := make([]string, len(b.Shape))
+	for i, d := range b.Shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	return b.Name + ": " + b.DType.String() + "[" + strings.Join(dims, ", ") + "]"
+}
+
+// header writes the comment and signature of the kernel.
+func (w *kernelWriter) header(also []string) {
+	k := w.k
+	for _, line := range strings.Split(k.Doc, "\n") {
+		if line != "" {
+			w.line(0, "// %s", line)
+		}
+	}
+	grid := fmt.Sprintf("%d block%s", k.Grid.Blocks, plural(k.Grid.Blocks))
+	if k.Grid.Resident {
+		grid = "all resident blocks (cooperative launch)"
+		if k.Grid.Blocks > 0 {
+			grid = fmt.Sprintf("all resident blocks, at most %d (cooperative launch)", k.Grid.Blocks)
+		}
+	}
+	w.line(0, "// Launch: %s of %d threads, %d B shared memory.", grid, k.Block, k.SharedBytes())
+	if len(also) > 0 {
+		const show = 4
+		list := strings.Join(also[:min(show, len(also))], ", ")
+		if len(also) > show {
+			list += fmt.Sprintf(" and %d more", len(also)-show)
+		}
+		w.line(0, "// The same code computes %s, on other buffers.", list)
+	}
+	written := writtenBy(k)
+	var params []string
+	for _, p := range k.Params {
+		c := ""
+		if !written[p] {
+			c = "const "
+		}
+		params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", c, cType(p.DType), w.names.buf(p)))
+	}
+	w.line(0, "static __global__ void __launch_bounds__(%d)", k.Block)
+	w.line(0, "%s(%s) {", w.names.kernel[k], strings.Join(params, ", "))
+}
+
+func (w *kernelWriter) line(depth int, format string, args ...any) {
+	if format == "" {
+		w.b.WriteByte('\n')
+		return
+	}
+	w.b.WriteString(strings.Repeat("  ", depth))
+	fmt.Fprintf(w.b, format, args...)
+	w.b.WriteByte('\n')
+}
+
+func (w *kernelWriter) varName(v *kir.Var) string {
+	if n, ok := w.vars[v]; ok {
+		return n
+	}
+	n := w.scope.Name(safe(v.Name))
+	w.vars[v] = n
+	return n
+}
+
+func (w *kernelWriter) stmts(body []kir.Stmt, depth int) {
+	for _, s := range body {
+		w.stmt(s, depth)
+	}
+}
+
+func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
+	switch s := s.(type) {
+	case *kir.Let:
+		if w.live[s.Var] {
+			w.line(depth, "%s %s = %s;", cType(s.Var.T), w.varName(s.Var), w.expr(s.Value))
+		}
+	case *kir.Assign:
+		if w.live[s.Var] {
+			w.line(depth, "%s = %s;", w.varName(s.Var), w.expr(s.Value))
+		}
+	case *kir.Store:
+		w.line(depth, "%s[%s] = %s;", w.names.buf(s.Buf), w.expr(s.Index), w.store(s.Buf.DType, s.Value))
+	case *kir.Atomic:
+		ref := fmt.Sprintf("&%s[%s]", w.names.buf(s.Buf), w.expr(s.Index))
+		switch s.Op {
+		case kir.AtomicAdd:
+			w.line(depth, "atomicAdd(%s, %s);", ref, w.expr(s.Value))
+		case kir.AtomicMax:
+			w.names.used["tec_atomic_max"] = true
+			w.line(depth, "tec_atomic_max(%s, %s);", ref, w.expr(s.Value))
+		case kir.AtomicMin:
+			w.names.used["tec_atomic_min"] = true
+			w.line(depth, "tec_atomic_min(%s, %s);", ref, w.expr(s.Value))
+		}
+	case *kir.If:
+		w.line(depth, "if (%s) {", w.expr(s.Cond))
+		w.stmts(s.Then, depth+1)
+		if len(s.Else) > 0 {
+			w.line(depth, "} else {")
+			w.stmts(s.Else, depth+1)
+		}
+		w.line(depth, "}")
+	case *kir.For:
+		w.forStmt(s, depth)
+	case *kir.SyncThreads:
+		w.line(depth, "__syncthreads();")
+	case *kir.GridSync:
+		w.line(depth, "grid.sync();")
+	case *kir.Stage:
+		// Variables are unique within a kernel, so a stage needs no scope
+		// of its own.
+		if s.Span.IsValid() {
+			w.line(depth, "// Stage %s, defined at %s.", s.Name, s.Span)
+		} else {
+			w.line(depth, "// Stage %s.", s.Name)
+		}
+		w.stmts(s.Body, depth)
+	default:
+		panic(fmt.Sprintf("cuda: unknown statement %T", s))
+	}
+}
+
+func (w *kernelWriter) forStmt(s *kir.For, depth int) {
+	v := w.varName(s.Var)
+	lo := w.expr(s.Lo)
+	var init, step string
+	plus := func(x string) string {
+		if lo == "0" {
+			return x
+		}
+		return lo + " + " + x
+	}
+	switch s.Kind {
+	case kir.Serial, kir.Unrolled:
+		init, step = lo, fmt.Sprintf("%s += %d", v, s.Step)
+		if s.Step == 1 {
+			step = "++" + v
+		}
+		if s.Kind == kir.Unrolled {
+			w.line(depth, "#pragma unroll")
+		}
+	case kir.GridStride:
+		init, step = plus("blockIdx.x"), v+" += gridDim.x"
+	case kir.BlockStride:
+		init, step = plus("threadIdx.x"), v+" += blockDim.x"
+	case kir.ThreadStride:
+		init, step = plus("blockIdx.x * blockDim.x + threadIdx.x"), v+" += gridDim.x * blockDim.x"
+	}
+	w.line(depth, "for (int %s = %s; %s < %s; %s) {", v, init, v, w.expr(s.Hi), step)
+	w.stmts(s.Body, depth+1)
+	w.line(depth, "}")
+}
+
+// store returns the C expression that converts value to storage type dt.
+func (w *kernelWriter) store(dt te.DType, value kir.Expr) string {
+	switch dt {
+	case te.F16:
+		return "__float2half_rn(" + w.expr(value) + ")"
+	case te.BF16:
+		return "__float2bfloat16_rn(" + w.expr(value) + ")"
+	}
+	return w.expr(value)
+}
+
+// C operator precedences, loosest first.
+const (
+	precCond = iota + 1
+	precOr
+	precAnd
+	precEq
+	precRel
+	precAdd
+	precMul
+	precUnary
+	precAtom
+)
+
+func (w *kernelWriter) expr(e kir.Expr) string {
+	var b strings.Builder
+	w.exprPrec(&b, e, 0)
+	return b.String()
+}
+
+// exprPrec writes e, in parentheses if its precedence is below min.
+func (w *kernelWriter) exprPrec(b *strings.Builder, e kir.Expr, min int) {
+	paren := func(prec int, f func()) {
+		if prec < min {
+			b.WriteByte('(')
+		}
+		f()
+		if prec < min {
+			b.WriteByte(')')
+		}
+	}
+	switch e := e.(type) {
+	case *kir.Const:
+		s := constant(e)
+		if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "(") {
+			paren(precUnary, func() { b.WriteString(s) })
+		} else {
+			b.WriteString(s)
+		}
+	case *kir.Var:
+		b.WriteString(w.varName(e))
+	case *kir.Special:
+		b.WriteString(e.Reg.String())
+	case *kir.Load:
+		load := func() {
+			b.WriteString(w.names.buf(e.Buf))
+			b.WriteByte('[')
+			w.exprPrec(b, e.Index, 0)
+			b.WriteByte(']')
+		}
+		switch e.Buf.DType {
+		case te.F16:
+			b.WriteString("__half2float(")
+			load()
+			b.WriteByte(')')
+		case te.BF16:
+			b.WriteString("__bfloat162float(")
+			load()
+			b.WriteByte(')')
+		default:
+			load()
+		}
+	case *kir.Unary:
+		w.unary(b, e, paren)
+	case *kir.Binary:
+		w.binary(b, e, paren)
+	case *kir.Select:
+		paren(precCond, func() {
+			w.exprPrec(b, e.Cond, precOr)
+			b.WriteString(" ? ")
+			w.exprPrec(b, e.Then, precOr)
+			b.WriteString(" : ")
+			w.exprPrec(b, e.Else, precCond)
+		})
+	case *kir.Cast:
+		if e.To == e.X.Type() {
+			w.exprPrec(b, e.X, min)
+			return
+		}
+		w.cast(b, e, paren)
+	default:
+		panic(fmt.Sprintf("cuda: unknown expression %T", e))
+	}
+}
+
+func (w *kernelWriter) call(b *strings.Builder, fn string, args ...kir.Expr) {
+	if strings.HasPrefix(fn, "tec_") {
+		w.names.used[fn] = true
+	}
+	b.WriteString(fn)
+	b.WriteByte('(')
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		w.exprPrec(b, a, 0)
+	}
+	b.WriteByte(')')
+}
+
+func (w *kernelWriter) unary(b *strings.Builder, e *kir.Unary, paren func(int, func())) {
+	switch e.Op {
+	case te.Neg, te.Not:
+		op := "-"
+		if e.Op == te.Not {
+			op = "!"
+		}
+		paren(precUnary, func() {
+			b.WriteString(op)
+			w.exprPrec(b, e.X, precUnary)
+		})
+		return
+	case te.Abs:
+		if e.X.Type() == te.I32 {
+			w.call(b, "abs", e.X)
+			return
+		}
+		w.call(b, "fabsf", e.X)
+		return
+	}
+	fn := map[te.UnaryOp]string{te.Exp: "expf", te.Log: "logf", te.Sqrt: "sqrtf", te.Rsqrt: "rsqrtf",
+		te.Tanh: "tanhf", te.Sigmoid: "tec_sigmoid", te.Erf: "erff"}[e.Op]
+	if fn == "" {
+		panic(fmt.Sprintf("cuda: unknown unary operation %v", e.Op))
+	}
+	w.call(b, fn, e.X)
+}
+
+func (w *kernelWriter) binary(b *strings.Builder, e *kir.Binary, paren func(int, func())) {
+	isInt := e.X.Type() == te.I32
+	infix := func(prec int, op string) {
+		paren(prec, func() {
+			w.exprPrec(b, e.X, prec)
+			b.WriteString(" " + op + " ")
+			w.exprPrec(b, e.Y, prec+1)
+		})
+	}
+	switch e.Op {
+	case te.Add:
+		infix(precAdd, "+")
+	case te.Sub:
+		infix(precAdd, "-")
+	case te.Mul:
+		infix(precMul, "*")
+	case te.Div:
+		switch {
+		case !isInt:
+			infix(precMul, "/")
+		case w.facts.Truncating(e.X, e.Y):
+			infix(precMul, "/")
+		default:
+			w.call(b, "tec_floordiv", e.X, e.Y)
+		}
+	case te.Mod:
+		switch {
+		case !isInt:
+			w.call(b, "tec_fmod", e.X, e.Y)
+		case w.facts.Truncating(e.X, e.Y):
+			infix(precMul, "%")
+		default:
+			w.call(b, "tec_floormod", e.X, e.Y)
+		}
+	case te.Max:
+		if isInt {
+			w.call(b, "max", e.X, e.Y)
+		} else {
+			w.call(b, "fmaxf", e.X, e.Y)
+		}
+	case te.Min:
+		if isInt {
+			w.call(b, "min", e.X, e.Y)
+		} else {
+			w.call(b, "fminf", e.X, e.Y)
+		}
+	case te.Pow:
+		w.call(b, "powf", e.X, e.Y)
+	case te.Lt, te.Le, te.Gt, te.Ge:
+		infix(precRel, e.Op.String())
+	case te.Eq, te.Ne:
+		infix(precEq, e.Op.String())
+	case te.And:
+		infix(precAnd, "&&")
+	case te.Or:
+		infix(precOr, "||")
+	default:
+		panic(fmt.Sprintf("cuda: unknown binary operation %v", e.Op))
+	}
+}
+
+func (w *kernelWriter) cast(b *strings.Builder, e *kir.Cast, paren func(int, func())) {
+	from := e.X.Type()
+	switch {
+	case e.To == te.Bool:
+		paren(precEq, func() {
+			w.exprPrec(b, e.X, precEq)
+			if from == te.F32 {
+				b.WriteString(" != 0.0f")
+			} else {
+				b.WriteString(" != 0")
+			}
+		})
+	case e.To == te.I32 && from == te.F32:
+		w.call(b, "__float2int_rz", e.X)
+	case e.To == te.I32: // from bool
+		paren(precUnary, func() {
+			b.WriteString("(int)")
+			w.exprPrec(b, e.X, precUnary)
+		})
+	case e.To == te.F32:
+		paren(precUnary, func() {
+			b.WriteString("(float)")
+			w.exprPrec(b, e.X, precUnary)
+		})
+	case e.To == te.F16:
+		w.call(b, "tec_round_f16", castToF32(e.X))
+	case e.To == te.BF16:
+		w.call(b, "tec_round_bf16", castToF32(e.X))
+	default:
+		panic(fmt.Sprintf("cuda: cast from %v to %v", from, e.To))
+	}
+}
+
+// castToF32 returns x as an f32 expression.
+func castToF32(x kir.Expr) kir.Expr {
+	if x.Type() == te.F32 {
+		return x
+	}
+	return &kir.Cast{To: te.F32, X: x}
+}
+
+// constant formats a constant as a C literal: "3", "true", "0.5f",
+// "INFINITY".
+func constant(c *kir.Const) string {
+	switch c.T {
+	case te.Bool:
+		if c.Value != 0 {
+			return "true"
+		}
+		return "false"
+	case te.I32:
+		if c.Value == math.MinInt32 {
+			return "(-2147483647 - 1)"
+		}
+		return strconv.FormatInt(int64(c.Value), 10)
+	}
+	v := c.Value
+	switch {
+	case math.IsInf(v, 1):
+		return "INFINITY"
+	case math.IsInf(v, -1):
+		return "-INFINITY"
+	case math.IsNaN(v):
+		return "NAN"
+	}
+	s := strconv.FormatFloat(float64(float32(v)), 'g', -1, 32)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s + "f"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

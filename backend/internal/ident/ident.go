@@ -1,0 +1,106 @@
+// Package ident turns the names of a kernel-IR module (tensor names such as
+// "y.1" or "layer[3].w") into identifiers that C, CUDA C++ and LLVM IR
+// accept, keeping them readable and unique within a scope.
+package ident
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Sanitize returns name with every character that may not appear in a C
+// identifier replaced by '_', runs of '_' squeezed, trailing '_' dropped and
+// a leading digit prefixed with '_'. It never returns "".
+func Sanitize(name string) string {
+	var b strings.Builder
+	last := byte(0)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !ok {
+			c = '_'
+		}
+		if c == '_' && last == '_' {
+			continue
+		}
+		b.WriteByte(c)
+		last = c
+	}
+	s := strings.TrimRight(b.String(), "_")
+	switch {
+	case s == "":
+		return "v"
+	case '0' <= s[0] && s[0] <= '9':
+		return "_" + s
+	case strings.HasPrefix(s, "__") || len(s) > 1 && s[0] == '_' && 'A' <= s[1] && s[1] <= 'Z':
+		// Reserved to the implementation in C and C++.
+		return "v" + s
+	}
+	return s
+}
+
+// Scope hands out unique identifiers. The zero Scope is not usable; call
+// NewScope.
+type Scope struct {
+	used map[string]bool
+}
+
+// NewScope returns a scope in which the reserved names are taken.
+func NewScope(reserved ...string) *Scope {
+	s := &Scope{used: make(map[string]bool, len(reserved))}
+	for _, r := range reserved {
+		s.used[r] = true
+	}
+	return s
+}
+
+// Reserve marks names as taken.
+func (s *Scope) Reserve(names ...string) {
+	for _, n := range names {
+		s.used[n] = true
+	}
+}
+
+// Taken reports whether name is taken.
+func (s *Scope) Taken(name string) bool { return s.used[name] }
+
+// Name returns Sanitize(name), or, if that is taken, the first of
+// Sanitize(name)+"_1", "_2", ... that is not, and marks it taken.
+func (s *Scope) Name(name string) string {
+	base := Sanitize(name)
+	n := base
+	for i := 1; s.used[n]; i++ {
+		n = base + "_" + strconv.Itoa(i)
+	}
+	s.used[n] = true
+	return n
+}
+
+// Child returns a new scope in which every name taken in s is taken too.
+func (s *Scope) Child() *Scope {
+	c := &Scope{used: make(map[string]bool, len(s.used))}
+	for n := range s.used {
+		c.used[n] = true
+	}
+	return c
+}
+
+// CKeywords returns the keywords of C and CUDA C++ and the names the CUDA
+// runtime and its headers define that an identifier of emitted code must not
+// shadow.
+func CKeywords() []string {
+	return []string{
+		"alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char",
+		"class", "const", "constexpr", "const_cast", "continue", "decltype", "default", "delete",
+		"do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+		"float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace",
+		"new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
+		"register", "reinterpret_cast", "restrict", "return", "short", "signed", "sizeof",
+		"static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+		"thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
+		"unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor",
+		"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "cg", "grid", "main",
+		"min", "max", "abs", "exp", "log", "sqrt", "pow", "tanh", "erf", "floor",
+		"half", "size_t", "dim3", "std", "int64_t", "NULL", "INFINITY", "NAN",
+	}
+}

@@ -1,0 +1,125 @@
+// Package kirtest builds kernel-IR modules that exercise every construct of
+// kir, for the tests of the emitters: grid syncs, shared and local arrays,
+// atomics, f16/bf16/i32/bool storage, casts, every unary and binary
+// operation, selects that must stay lazy, and loops of every kind.
+package kirtest
+
+import (
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// Features returns a module of two kernels: a persistent, all-resident one
+// in three stages separated by grid syncs (zero the accumulators; reduce
+// tiles of x·w in shared memory and accumulate them with atomics; use the
+// sums element-wise), and a fixed-grid one with every remaining construct.
+func Features() *kir.Module {
+	const n, tile = 64, 16
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F16, Shape: []int{n}}
+	w := &kir.Buffer{Name: "w", Role: kir.Param, DType: te.BF16, Shape: []int{n}}
+	acc := &kir.Buffer{Name: "acc", Role: kir.Temp, DType: te.F32, Shape: []int{3}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{n}}
+	q := &kir.Buffer{Name: "q", Role: kir.Output, DType: te.I32, Shape: []int{n}}
+	mask := &kir.Buffer{Name: "mask", Role: kir.Output, DType: te.Bool, Shape: []int{n}}
+	h := &kir.Buffer{Name: "h", Role: kir.Output, DType: te.F16, Shape: []int{n}}
+	bf := &kir.Buffer{Name: "b.f", Role: kir.Output, DType: te.BF16, Shape: []int{n}}
+
+	red := &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{tile}}
+	lo := &kir.Buffer{Name: "lo", Space: kir.Shared, DType: te.F32, Shape: []int{1}}
+	i, t, j, k := kir.NewVar("i", te.I32), kir.NewVar("t", te.I32), kir.NewVar("j", te.I32), kir.NewVar("k", te.I32)
+	s := kir.NewVar("s", te.F32)
+	tid := kir.NewVar("tid", te.I32)
+	sum := kir.Ld(acc, kir.I(0))
+	persistent := &kir.Kernel{
+		Name: "persistent", Grid: kir.Grid{Resident: true, Blocks: 8}, Block: tile,
+		Params: []*kir.Buffer{x, w, acc, y}, Shared: []*kir.Buffer{red, lo},
+		Doc: "acc = sum(x * w), max and min of tile sums; y = x / acc",
+		Body: []kir.Stmt{
+			&kir.Let{Var: tid, Value: kir.Tid()},
+			&kir.Stage{Name: "init", Span: te.Span{File: "features.te", Line: 3, Col: 3}, Body: []kir.Stmt{
+				&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(3), Body: []kir.Stmt{
+					&kir.Store{Buf: acc, Index: i, Value: &kir.Select{Cond: kir.Eq(i, kir.I(1)), Then: kir.F(-1e30), Else: kir.F(0)}},
+				}},
+			}},
+			&kir.GridSync{},
+			&kir.Stage{Name: "acc", Span: te.Span{File: "features.te", Line: 4, Col: 3}, Body: []kir.Stmt{
+				&kir.For{Var: t, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(n / tile), Body: []kir.Stmt{
+					&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{&kir.Store{Buf: lo, Index: kir.I(0), Value: kir.F(1e30)}}},
+					&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tile), Body: []kir.Stmt{
+						&kir.Store{Buf: red, Index: j, Value: kir.Mul(kir.Ld(x, kir.Add(kir.Mul(t, kir.I(tile)), j)), kir.Ld(w, kir.Add(kir.Mul(t, kir.I(tile)), j)))},
+					}},
+					&kir.SyncThreads{},
+					&kir.Atomic{Op: kir.AtomicMin, Buf: lo, Index: kir.I(0), Value: kir.Ld(red, tid)},
+					&kir.SyncThreads{},
+					&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{
+						&kir.Let{Var: s, Value: kir.F(0)},
+						&kir.For{Var: k, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(tile), Step: 1, Body: []kir.Stmt{
+							&kir.Assign{Var: s, Value: kir.Add(s, kir.Ld(red, k))},
+						}},
+						&kir.Atomic{Op: kir.AtomicAdd, Buf: acc, Index: kir.I(0), Value: s},
+						&kir.Atomic{Op: kir.AtomicMax, Buf: acc, Index: kir.I(1), Value: s},
+						&kir.Atomic{Op: kir.AtomicAdd, Buf: acc, Index: kir.I(2), Value: kir.Ld(lo, kir.I(0))},
+					}},
+					&kir.SyncThreads{},
+				}},
+			}},
+			&kir.GridSync{},
+			&kir.Stage{Name: "y", Span: te.Span{File: "features.te", Line: 5, Col: 3}, Body: []kir.Stmt{
+				&kir.For{Var: kir.NewVar("i", te.I32), Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: nil},
+			}},
+		},
+	}
+	// Fill the last stage's loop now that its variable exists.
+	last := persistent.Body[len(persistent.Body)-1].(*kir.Stage).Body[0].(*kir.For)
+	last.Body = []kir.Stmt{
+		&kir.Store{Buf: y, Index: last.Var, Value: kir.Div(kir.Ld(x, last.Var),
+			kir.Bin(te.Max, kir.Add(sum, kir.Ld(acc, kir.I(1))), kir.F(1e-6)))},
+	}
+
+	loc := &kir.Buffer{Name: "loc", Space: kir.Local, DType: te.F32, Shape: []int{4}}
+	e := kir.NewVar("e", te.I32)
+	v := kir.NewVar("v", te.F32)
+	d := kir.NewVar("d", te.I32)
+	u := kir.NewVar("u", te.I32)
+	neg := kir.Sub(e, kir.I(n/2)) // may be negative: needs floor division
+	xe := kir.Ld(x, e)
+	un := func(op te.UnaryOp, a kir.Expr) kir.Expr { return &kir.Unary{Op: op, X: a} }
+	misc := &kir.Kernel{
+		Name: "misc", Grid: kir.Grid{Blocks: 2}, Block: 32,
+		Params: []*kir.Buffer{x, y, q, mask, h, bf}, Locals: []*kir.Buffer{loc},
+		Doc: "every operation",
+		Body: []kir.Stmt{&kir.Stage{Name: "misc", Body: []kir.Stmt{
+			&kir.For{Var: e, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: []kir.Stmt{
+				&kir.For{Var: u, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(4), Step: 1, Body: []kir.Stmt{
+					&kir.Store{Buf: loc, Index: u, Value: kir.Mul(xe, &kir.Cast{To: te.F32, X: u})},
+				}},
+				&kir.Let{Var: v, Value: kir.Add(kir.Ld(loc, kir.I(3)), kir.Ld(y, e))},
+				&kir.Let{Var: d, Value: kir.Add(kir.Div(neg, kir.I(5)), kir.Mod(neg, kir.I(3)))},
+				&kir.If{Cond: kir.Lt(v, kir.F(0)), Then: []kir.Stmt{
+					&kir.Assign{Var: v, Value: un(te.Neg, un(te.Abs, un(te.Tanh, v)))},
+				}, Else: []kir.Stmt{
+					&kir.Assign{Var: v, Value: kir.Add(un(te.Sqrt, v), un(te.Rsqrt, kir.Add(v, kir.F(1))))},
+				}},
+				&kir.Assign{Var: v, Value: kir.Add(v, kir.Add(un(te.Exp, un(te.Neg, v)), un(te.Log, kir.Add(un(te.Abs, v), kir.F(1)))))},
+				&kir.Assign{Var: v, Value: kir.Add(un(te.Sigmoid, v), un(te.Erf, v))},
+				&kir.Assign{Var: v, Value: kir.Add(kir.Bin(te.Pow, v, kir.F(2)), kir.Bin(te.Min, kir.Mod(v, kir.F(0.75)), kir.Sub(v, kir.F(1))))},
+				// A select whose branch loads out of bounds where it is not chosen.
+				&kir.Assign{Var: v, Value: kir.Add(v, &kir.Select{Cond: kir.Lt(d, kir.I(0)), Then: kir.F(0),
+					Else: kir.Ld(x, kir.Mul(d, kir.I(7)))})},
+				&kir.Store{Buf: y, Index: e, Value: v},
+				&kir.Store{Buf: q, Index: e, Value: kir.Add(kir.Add(&kir.Cast{To: te.I32, X: v}, kir.Bin(te.Max, d, un(te.Neg, d))),
+					kir.Add(kir.Bin(te.Min, d, un(te.Abs, d)), &kir.Cast{To: te.I32, X: kir.Ge(d, kir.I(0))}))},
+				&kir.Store{Buf: mask, Index: e, Value: kir.Bin(te.Or, kir.And(kir.Bin(te.Ne, v, kir.F(0)), un(te.Not, kir.Eq(d, kir.I(1)))),
+					&kir.Cast{To: te.Bool, X: kir.Bin(te.Gt, v, kir.F(1))})},
+				&kir.Store{Buf: h, Index: e, Value: kir.Add(&kir.Cast{To: te.F16, X: v}, &kir.Cast{To: te.F32, X: kir.Le(v, kir.F(0.5))})},
+				&kir.Store{Buf: bf, Index: e, Value: kir.Sub(&kir.Cast{To: te.BF16, X: v}, &kir.Cast{To: te.F32, X: d})},
+			}},
+		}}},
+	}
+	return &kir.Module{
+		Name:    "features",
+		Buffers: []*kir.Buffer{x, w, acc, y, q, mask, h, bf},
+		Kernels: []*kir.Kernel{persistent, misc},
+		Outputs: []*kir.Buffer{y, q, mask, h, bf, x},
+	}
+}
