@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,12 +98,19 @@ func (in *Info) finish() {
 		id.Symbol.Detail = fmt.Sprintf("%s in 0..%d", id.Symbol.Name, v.Extent)
 		id.Symbol.Extent = v.Extent
 	}
-	in.Idents = map[string][]Ident{}
+	count := map[string]int{}
+	for k := range in.byPos {
+		count[k.file]++
+	}
+	in.Idents = make(map[string][]Ident, len(count))
+	for file, n := range count {
+		in.Idents[file] = make([]Ident, 0, n)
+	}
 	for k, id := range in.byPos {
 		in.Idents[k.file] = append(in.Idents[k.file], *id)
 	}
 	for _, ids := range in.Idents {
-		sort.Slice(ids, func(i, j int) bool { return ids[i].Span.Start.Offset < ids[j].Span.Start.Offset })
+		slices.SortFunc(ids, func(a, b Ident) int { return a.Span.Start.Offset - b.Span.Start.Offset })
 	}
 }
 

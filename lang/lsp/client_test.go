@@ -20,7 +20,7 @@ import (
 // test, speaking the base protocol (Content-Length framed JSON-RPC) over
 // pipes as an editor does over a process's stdio.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	w    io.WriteCloser
 	wmu  sync.Mutex
 	done chan error // Serve's result
@@ -59,7 +59,7 @@ func (p pipes) Close() error {
 }
 
 // startServer runs a server with opts and returns a client connected to it.
-func startServer(t *testing.T, opts Options) *client {
+func startServer(t testing.TB, opts Options) *client {
 	t.Helper()
 	clientR, serverW := io.Pipe()
 	serverR, clientW := io.Pipe()
@@ -224,7 +224,7 @@ func (c *client) shutdown() error {
 
 // posOf returns the position of the n-th (from 1) occurrence of needle in
 // text, moved delta bytes on.
-func posOf(t *testing.T, text, needle string, n, delta int) protocol.Position {
+func posOf(t testing.TB, text, needle string, n, delta int) protocol.Position {
 	t.Helper()
 	off := -1
 	for k := 0; k < n; k++ {

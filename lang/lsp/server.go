@@ -15,7 +15,7 @@ import (
 
 // DefaultDebounce is how long the server waits after a change before it
 // checks the document, so that a burst of keystrokes costs one check.
-const DefaultDebounce = 30 * time.Millisecond
+const DefaultDebounce = 10 * time.Millisecond
 
 // Options configure a server.
 type Options struct {

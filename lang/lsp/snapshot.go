@@ -147,18 +147,21 @@ func (s *server) check(doc *document, gen int, defines map[string]string) *snaps
 	start := time.Now()
 	snap := &snapshot{doc: doc, gen: gen, m: newMapper(doc.text), info: &lang.Info{},
 		files: map[string][]byte{}, deps: map[string]int32{}, mappers: map[string]*mapper{}}
-	ast, err := syntax.Parse(doc.path, doc.text)
-	if err == nil {
-		snap.ast = ast
-	}
+	// The syntax tree is for the editor's requests; parse it while the
+	// checker, which parses the text itself, runs.
+	parsed := make(chan struct{})
+	go func() {
+		defer close(parsed)
+		if ast, err := syntax.Parse(doc.path, doc.text); err == nil {
+			snap.ast = ast
+		}
+	}()
 	// A workspace define applies to the files that declare the constant.
-	if ast != nil && len(defines) > 0 {
+	if len(defines) > 0 {
 		snap.defines = map[string]string{}
-		for _, d := range ast.Decls {
-			if c, ok := d.(*syntax.ConstDecl); ok {
-				if v, ok := defines[c.Name.Name]; ok {
-					snap.defines[c.Name.Name] = v
-				}
+		for _, name := range constNames(doc.text) {
+			if v, ok := defines[name]; ok {
+				snap.defines[name] = v
 			}
 		}
 	}
@@ -178,6 +181,7 @@ func (s *server) check(doc *document, gen int, defines map[string]string) *snaps
 		return b, nil
 	}
 	_, snap.diags = lang.Check(doc.path, doc.text, lang.Config{Defines: snap.defines, AllModels: true, ReadFile: read, Info: snap.info})
+	<-parsed
 	snap.elapsed = time.Since(start)
 	return snap
 }
@@ -235,4 +239,25 @@ func (snap *snapshot) analysisOf(t *te.Tensor) *analysis.Analysis {
 		}
 	})
 	return snap.byTensor[t]
+}
+
+// constNames returns the names of the top-level constants of src: the
+// lines that start with "const NAME".
+func constNames(src []byte) []string {
+	var names []string
+	for _, line := range strings.Split(string(src), "\n") {
+		rest, ok := strings.CutPrefix(line, "const")
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+			continue
+		}
+		rest = strings.TrimLeft(rest, " \t")
+		end := 0
+		for end < len(rest) && isNameByte(rest[end]) {
+			end++
+		}
+		if end > 0 {
+			names = append(names, rest[:end])
+		}
+	}
+	return names
 }
