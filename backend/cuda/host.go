@@ -259,7 +259,7 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 		}
 		smem := int64(0)
 		if usesDynamicShared(k) {
-			smem = k.SharedBytes()
+			smem = dynamicBytes(k)
 		}
 		fmt.Fprintf(b, "    {(const void*)%s, %s, %d, %d, %t, %t, %d, %d, {%s}},\n", n.kernel[k], strconv.Quote(k.Name),
 			k.Grid.Blocks, k.Block, k.Grid.Resident, usesDynamicShared(k), smem, len(args), strings.Join(args, ", "))

@@ -92,6 +92,16 @@ func writtenBy(k *kir.Kernel) map[*kir.Buffer]bool {
 	return w
 }
 
+// dynamicBytes returns the dynamic shared memory k's arrays take when each
+// starts at a multiple of 16 bytes.
+func dynamicBytes(k *kir.Kernel) int64 {
+	var off int64
+	for _, s := range k.Shared {
+		off = (off+15)&^15 + s.Bytes()
+	}
+	return off
+}
+
 // usesDynamicShared reports whether k's shared arrays must be allocated at
 // launch.
 func usesDynamicShared(k *kir.Kernel) bool { return k.SharedBytes() > target.StaticSharedLimit }
@@ -101,7 +111,6 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 	w := &kernelWriter{b: b, k: k, names: n, vars: map[*kir.Var]string{}, scope: n.module.Child(),
 		facts: sign.Analyze(k.Body), dynamic: usesDynamicShared(k), live: liveVars(k.Body)}
 	w.header(also)
-	w.line(1, "")
 	if k.HasGridSync() {
 		w.line(1, "cg::grid_group grid = cg::this_grid();")
 	}
@@ -113,8 +122,9 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 		name := w.scope.Name(safe(s.Name))
 		n.local[s] = name
 		if w.dynamic {
+			off = (off + 15) &^ 15
 			w.line(1, "%s* %s = reinterpret_cast<%s*>(tec_dynamic_smem + %d);  // %s", cType(s.DType), name, cType(s.DType), off, shapeComment(s))
-			off += (s.Bytes() + 15) &^ 15
+			off += s.Bytes()
 			continue
 		}
 		w.line(1, "__shared__ %s %s[%d];  // %s", cType(s.DType), name, s.Len(), shapeComment(s))
@@ -123,12 +133,6 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 		name := w.scope.Name(safe(l.Name))
 		n.local[l] = name
 		w.line(1, "%s %s[%d];  // %s, per thread", cType(l.DType), name, l.Len(), shapeComment(l))
-	}
-	// Drop the blank line after the signature when nothing was declared.
-	if strings.HasSuffix(b.String(), "{\n\n") {
-		s := b.String()
-		b.Reset()
-		b.WriteString(s[:len(s)-1])
 	}
 	w.stmts(k.Body, 1)
 	b.WriteString("}\n")

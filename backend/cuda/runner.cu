@@ -233,24 +233,31 @@ static bool exists(const std::string& path) {
   return f != nullptr;
 }
 
-// upload allocates device memory for each tensor and copies its data there.
-static std::vector<void*> upload(const char* kind, const tec_tensor_desc* ts, int n, const std::string& dir,
-                                 const std::string& fill, uint64_t seed) {
-  std::vector<void*> ptrs;
+// load returns the host data of each tensor: from DIR/NAME.npy, or filled.
+static std::vector<std::vector<unsigned char>> load(const char* kind, const tec_tensor_desc* ts, int n,
+                                                    const std::string& dir, const std::string& fill, uint64_t seed) {
+  std::vector<std::vector<unsigned char>> out;
   for (int i = 0; i < n; i++) {
     const tec_tensor_desc& t = ts[i];
     std::string path = dir + "/" + t.name + ".npy";
-    std::vector<unsigned char> data;
     if (exists(path)) {
-      data = host_data(t, read_npy(path), path);
+      out.push_back(host_data(t, read_npy(path), path));
     } else if (!fill.empty()) {
-      data = fill_data(t, fill, seed + (uint64_t)i * 7919 + (kind[0] == 'p' ? 104729 : 0));
+      out.push_back(fill_data(t, fill, seed * 1000003 + (uint64_t)i));
     } else {
       die("no file %s for the %s %s %s (or pass --fill)", path.c_str(), kind, t.name, type_string(t).c_str());
     }
+  }
+  return out;
+}
+
+// upload copies host data to new device memory.
+static std::vector<void*> upload(const std::vector<std::vector<unsigned char>>& data) {
+  std::vector<void*> ptrs;
+  for (const auto& d : data) {
     void* p = nullptr;
-    CHECK(cudaMalloc(&p, std::max<size_t>(t.bytes, 1)));
-    CHECK(cudaMemcpy(p, data.data(), t.bytes, cudaMemcpyHostToDevice));
+    CHECK(cudaMalloc(&p, std::max<size_t>(d.size(), 1)));
+    CHECK(cudaMemcpy(p, d.data(), d.size(), cudaMemcpyHostToDevice));
     ptrs.push_back(p);
   }
   return ptrs;
@@ -290,14 +297,18 @@ int main(int argc, char** argv) {
   }
   if (!fill.empty() && fill != "zeros" && fill != "ones" && fill != "random") die("--fill %s: want zeros, ones or random", fill.c_str());
   if (bench < 0 || warmup < 0) die("--bench and --warmup must not be negative");
-  CHECK(cudaSetDevice(device));
 
+  // Read every file before touching the GPU, so that bad data fails fast.
   int n_in = 0, n_par = 0, n_out = 0;
   const tec_tensor_desc* ins = TEC_MODEL(inputs)(&n_in);
   const tec_tensor_desc* pars = TEC_MODEL(params)(&n_par);
   const tec_tensor_desc* outs = TEC_MODEL(outputs)(&n_out);
-  std::vector<void*> in = upload("input", ins, n_in, in_dir, fill, 1);
-  std::vector<void*> par = upload("param", pars, n_par, par_dir, fill, 2);
+  std::vector<std::vector<unsigned char>> in_data = load("input", ins, n_in, in_dir, fill, 1);
+  std::vector<std::vector<unsigned char>> par_data = load("param", pars, n_par, par_dir, fill, 2);
+
+  CHECK(cudaSetDevice(device));
+  std::vector<void*> in = upload(in_data);
+  std::vector<void*> par = upload(par_data);
   std::vector<void*> out;
   for (int i = 0; i < n_out; i++) {
     void* p = nullptr;

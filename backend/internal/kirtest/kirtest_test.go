@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tec/backend/kir"
+	"tec/backend/lower"
 	"tec/backend/sim"
 	"tec/te"
 )
@@ -31,5 +32,21 @@ func TestFeatures(t *testing.T) {
 	}
 	if len(res.Races) > 0 {
 		t.Errorf("races: %v", res.Races)
+	}
+}
+
+// TestPrograms checks that the programs evaluate and lower.
+func TestPrograms(t *testing.T) {
+	for name, p := range Programs() {
+		feeds := map[string]*te.Array{}
+		for _, ph := range p.Placeholders() {
+			feeds[ph.Name] = te.NewArray(ph.DType, ph.Shape)
+		}
+		if _, err := te.Evaluate(p, feeds, te.EvalOptions{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := lower.Unfused(p, lower.Options{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

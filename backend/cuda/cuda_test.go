@@ -1,0 +1,344 @@
+package cuda
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"tec/backend/internal/kirtest"
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/backend/target"
+	"tec/internal/tooltest"
+	"tec/te"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// modules returns the modules of the golden tests, by name.
+func modules(t *testing.T) map[string]*kir.Module {
+	t.Helper()
+	ms := map[string]*kir.Module{"features": kirtest.Features()}
+	for name, p := range kirtest.Programs() {
+		m, err := lower.Unfused(p, lower.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ms[name] = m
+	}
+	return ms
+}
+
+func sortedNames(ms map[string]*kir.Module) []string {
+	var names []string
+	for n := range ms {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func sm80(t testing.TB) target.Target {
+	tg, err := target.Lookup("sm_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// TestGolden keeps the emitted code readable and stable: the sources of
+// small programs (softmax, a matmul, a convolution, and a module with every
+// construct of kir) and one header and runner are compared with
+// testdata/*.golden. Run with -update to rewrite them.
+func TestGolden(t *testing.T) {
+	ms := modules(t)
+	for _, name := range sortedNames(ms) {
+		t.Run(name, func(t *testing.T) {
+			files, err := Emit(ms[name], sm80(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".cu.golden", files.Source.Data)
+			if name == "softmax" {
+				golden(t, "softmax.h.golden", files.Header.Data)
+				golden(t, "main.cu.golden", files.Runner.Data)
+			}
+		})
+	}
+}
+
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", file)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the emitted code; run go test -update and review the diff.\n%s", path, firstDiff(string(got), string(want)))
+	}
+}
+
+// firstDiff describes the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n  got:  %s\n  want: %s", i+1, gl, wl)
+		}
+	}
+	return ""
+}
+
+// TestShape checks properties of the emitted code that matter to users and
+// to the next stages: comments naming stages and source lines, grid syncs,
+// cooperative launches, storage conversions, and floor division only where
+// it is needed.
+func TestShape(t *testing.T) {
+	files, err := Emit(kirtest.Features(), sm80(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(files.Source.Data)
+	for _, want := range []string{
+		"// Stage acc, defined at features.te:4:3.",
+		"cg::grid_group grid = cg::this_grid();",
+		"grid.sync();",
+		"__shared__ float red[16];",
+		"atomicAdd(&acc[0], s);",
+		"tec_atomic_max(&acc[1], s);",
+		"tec_atomic_min(&lo[0], red[tid]);",
+		"__half2float(x[",
+		"__bfloat162float(w[",
+		"= __float2half_rn(",
+		"= __float2bfloat16_rn(",
+		"tec_floordiv(e - 32, 5)",
+		"cudaLaunchCooperativeKernel",
+		"cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+		"#pragma unroll",
+		"float loc[4];",
+		"d < 0 ? 0.0f : __half2float(x[d * 7])",
+		"TEC_CHECK(cudaMemcpyAsync(outputs[5], bufs[0], 128, cudaMemcpyDeviceToDevice, stream)",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the source lacks %q", want)
+		}
+	}
+	hdr := string(files.Header.Data)
+	for _, want := range []string{
+		"cudaError_t features_run(const void *const *inputs, const void *const *params, void *const *outputs,",
+		"size_t features_workspace_size(void);",
+		"FEATURES_OUTPUT_B_F = 4,",
+		"[5] x f16[64]",
+	} {
+		if !strings.Contains(hdr, want) {
+			t.Errorf("the header lacks %q", want)
+		}
+	}
+}
+
+// TestSharedKernels checks that kernels with the same code share a
+// function.
+func TestSharedKernels(t *testing.T) {
+	m := kirtest.Features()
+	misc := m.Kernels[1]
+	twin := *misc
+	twin.Name = "misc.2"
+	m.Kernels = append(m.Kernels, &twin)
+	files, err := Emit(m, sm80(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(files.Source.Data)
+	if n := strings.Count(src, "static __global__"); n != 2 {
+		t.Errorf("%d kernels emitted, want 2", n)
+	}
+	for _, want := range []string{"// The same code computes misc.2, on other buffers.", `{(const void*)k_misc, "misc.2",`} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the source lacks %q", want)
+		}
+	}
+}
+
+func TestEmitErrors(t *testing.T) {
+	tg := sm80(t)
+	big := kirtest.Features()
+	big.Kernels[0].Shared[0].Shape = []int{int(tg.MaxSharedPerBlock/4) + 1}
+	orphan := kirtest.Features()
+	orphan.Outputs = orphan.Outputs[1:]
+	bad := kirtest.Features()
+	bad.Kernels[1].Block = 0
+	for _, tc := range []struct {
+		name string
+		m    *kir.Module
+		want string
+	}{
+		{"too much shared memory", big, "needs 166920 B of shared memory per block, more than the 166912 B a block may use on sm_80"},
+		{"output not among outputs", orphan, "buffer y has role output but is not among the module's outputs"},
+		{"ill-formed", bad, "kernel misc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Emit(tc.m, tg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Emit: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDynamicShared(t *testing.T) {
+	m := kirtest.Features()
+	m.Kernels[0].Shared[0].Shape = []int{16000} // 64000 B: beyond the static limit
+	files, err := Emit(m, sm80(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(files.Source.Data)
+	for _, want := range []string{"extern __shared__ __align__(16) unsigned char tec_dynamic_smem[];",
+		"float* red = reinterpret_cast<float*>(tec_dynamic_smem + 0);",
+		`{(const void*)k_persistent, "persistent", 8, 16, true, true, 64004,`} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the source lacks %q", want)
+		}
+	}
+}
+
+// nvccArchs are the architectures every emitted file is compiled for.
+var nvccArchs = []string{"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"}
+
+// TestNVCC compiles the emitted code of every golden module with nvcc for
+// sm_80 and sm_90, links the softmax runner, and checks the runner's
+// handling of bad input, which needs no GPU.
+func TestNVCC(t *testing.T) {
+	nvcc := tooltest.NVCC(t)
+	ms := modules(t)
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ms))
+	for i, name := range sortedNames(ms) {
+		files, err := Emit(ms[name], sm80(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := filepath.Join(dir, name)
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files.All() {
+			if err := os.WriteFile(filepath.Join(sub, f.Name), f.Data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append([]string{"-c", "-Werror", "all-warnings", "-o", name + ".o", name + ".cu"}, nvccArchs...)
+			if name == "softmax" {
+				args = append([]string{"-o", "run", "-Werror", "all-warnings", "main.cu", name + ".cu"}, nvccArchs...)
+			}
+			errs[i] = runIn(sub, nvcc, args...)
+		}()
+	}
+	wg.Wait()
+	for i, name := range sortedNames(ms) {
+		if errs[i] != nil {
+			t.Errorf("%s: %v", name, errs[i])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// The runner, without a GPU: usage and data errors come first.
+	run := filepath.Join(dir, "softmax", "run")
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A float32 array of the wrong shape, as numpy.save writes it.
+	hdr := "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 7), }"
+	hdr += strings.Repeat(" ", 64-(10+len(hdr)+1)%64) + "\n"
+	npy := append([]byte("\x93NUMPY\x01\x00"), byte(len(hdr)), 0)
+	npy = append(append(npy, hdr...), make([]byte, 4*28)...)
+	if err := os.WriteFile(filepath.Join(data, "x.npy"), npy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--help"}, 0, "usage:"},
+		{[]string{"--bogus"}, 1, "run: unknown argument --bogus"},
+		{[]string{"--inputs", dir}, 1, "no file " + dir + "/x.npy for the input x f32[4, 8] (or pass --fill)"},
+		{[]string{"--inputs", data}, 1, "x.npy: shape [4, 7], want f32[4, 8] for x"},
+	} {
+		out, err := exec.Command(run, tc.args...).CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code || !strings.Contains(string(out), tc.want) {
+			t.Errorf("run %v: status %d, output %q; want status %d and %q", tc.args, code, out, tc.code, tc.want)
+		}
+	}
+}
+
+func runIn(dir, name string, args ...string) error {
+	cmd := exec.CommandContext(context.Background(), name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// TestConstants checks the C spelling of constants.
+func TestConstants(t *testing.T) {
+	for _, tc := range []struct {
+		c    *kir.Const
+		want string
+	}{
+		{kir.F(1), "1.0f"},
+		{kir.F(0.1), "0.1f"},
+		{kir.F(1e-12), "1e-12f"},
+		{kir.F(-2.5), "-2.5f"},
+		{kir.F(posInf()), "INFINITY"},
+		{kir.F(-posInf()), "-INFINITY"},
+		{kir.I(-3), "-3"},
+		{kir.I(-2147483648), "(-2147483647 - 1)"},
+		{kir.B(true), "true"},
+		{&kir.Const{Value: 0, T: te.Bool}, "false"},
+	} {
+		if got := constant(tc.c); got != tc.want {
+			t.Errorf("constant(%v) = %q, want %q", tc.c.Value, got, tc.want)
+		}
+	}
+}
+
+func posInf() float64 { return math.Inf(1) }

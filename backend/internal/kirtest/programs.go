@@ -1,0 +1,97 @@
+package kirtest
+
+import (
+	"tec/te"
+)
+
+// Programs returns small TE programs, by name, for golden tests of the
+// emitters: "softmax" (with the row maximum subtracted), "matmul" and
+// "conv" (a valid 3×3 convolution), built in Go so that the back end's
+// tests need not import the front end.
+func Programs() map[string]*te.Program {
+	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv()}
+}
+
+type builder struct{ p *te.Program }
+
+func (b *builder) add(t *te.Tensor) *te.Tensor {
+	t.ID = len(b.p.Tensors)
+	if t.Span.Line == 0 {
+		t.Span = te.Span{File: b.p.Name + ".te", Line: 2 + t.ID, Col: 3}
+	}
+	b.p.Tensors = append(b.p.Tensors, t)
+	return t
+}
+
+func (b *builder) placeholder(name string, kind te.Kind, shape ...int) *te.Tensor {
+	return b.add(&te.Tensor{Name: name, Kind: kind, DType: te.F32, Shape: shape})
+}
+
+// compute defines name[axes] = body(axes).
+func (b *builder) compute(name string, shape []int, body func(ax []te.Index) te.Expr) *te.Tensor {
+	t := &te.Tensor{Name: name, Kind: te.Compute, DType: te.F32, Shape: shape}
+	ax := make([]te.Index, len(shape))
+	for d, n := range shape {
+		v := te.NewVar(string(rune('i'+d)), n)
+		t.Axes = append(t.Axes, v)
+		ax[d] = te.VarIndex(v)
+	}
+	t.Body = body(ax)
+	return b.add(t)
+}
+
+func ld(t *te.Tensor, idx ...te.Index) te.Expr { return &te.Load{Tensor: t, Index: idx} }
+
+func reduce(op te.ReduceOp, axes []*te.Var, body te.Expr) te.Expr {
+	return &te.Reduce{Op: op, Axes: axes, Body: body}
+}
+
+func softmax() *te.Program {
+	b := &builder{p: &te.Program{Name: "softmax"}}
+	x := b.placeholder("x", te.Input, 4, 8)
+	m := b.compute("m", []int{4}, func(ax []te.Index) te.Expr {
+		j := te.NewVar("j", 8)
+		return reduce(te.ReduceMax, []*te.Var{j}, ld(x, ax[0], te.VarIndex(j)))
+	})
+	e := b.compute("e", []int{4, 8}, func(ax []te.Index) te.Expr {
+		return &te.Unary{Op: te.Exp, X: &te.Binary{Op: te.Sub, X: ld(x, ax...), Y: ld(m, ax[0])}}
+	})
+	s := b.compute("s", []int{4}, func(ax []te.Index) te.Expr {
+		j := te.NewVar("j", 8)
+		return reduce(te.Sum, []*te.Var{j}, ld(e, ax[0], te.VarIndex(j)))
+	})
+	y := b.compute("y", []int{4, 8}, func(ax []te.Index) te.Expr {
+		return &te.Binary{Op: te.Div, X: ld(e, ax...), Y: ld(s, ax[0])}
+	})
+	b.p.Outputs = []*te.Tensor{y}
+	return b.p
+}
+
+func matmul() *te.Program {
+	b := &builder{p: &te.Program{Name: "matmul"}}
+	a := b.placeholder("a", te.Input, 32, 48)
+	w := b.placeholder("w", te.Param, 48, 40)
+	y := b.compute("y", []int{32, 40}, func(ax []te.Index) te.Expr {
+		k := te.NewVar("k", 48)
+		return reduce(te.Sum, []*te.Var{k}, &te.Binary{Op: te.Mul, X: ld(a, ax[0], te.VarIndex(k)), Y: ld(w, te.VarIndex(k), ax[1])})
+	})
+	b.p.Outputs = []*te.Tensor{y}
+	return b.p
+}
+
+func conv() *te.Program {
+	b := &builder{p: &te.Program{Name: "conv"}}
+	x := b.placeholder("x", te.Input, 3, 10, 10)
+	w := b.placeholder("w", te.Param, 4, 3, 3, 3)
+	y := b.compute("y", []int{4, 8, 8}, func(ax []te.Index) te.Expr {
+		c, kh, kw := te.NewVar("c", 3), te.NewVar("kh", 3), te.NewVar("kw", 3)
+		in := ld(x, te.VarIndex(c), ax[1].Add(te.VarIndex(kh)), ax[2].Add(te.VarIndex(kw)))
+		wt := ld(w, ax[0], te.VarIndex(c), te.VarIndex(kh), te.VarIndex(kw))
+		return reduce(te.Sum, []*te.Var{c, kh, kw}, &te.Binary{Op: te.Mul, X: in, Y: wt})
+	})
+	r := b.compute("r", []int{4, 8, 8}, func(ax []te.Index) te.Expr {
+		return &te.Binary{Op: te.Max, X: ld(y, ax...), Y: &te.ConstExpr{Value: 0, DType: te.F32}}
+	})
+	b.p.Outputs = []*te.Tensor{r}
+	return b.p
+}
