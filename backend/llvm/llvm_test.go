@@ -1,0 +1,167 @@
+package llvm
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/llir/llvm/asm"
+
+	"tec/backend/internal/kirtest"
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/backend/target"
+	"tec/internal/tooltest"
+)
+
+func modules(t *testing.T) map[string]*kir.Module {
+	t.Helper()
+	ms := map[string]*kir.Module{"features": kirtest.Features()}
+	for name, p := range kirtest.Programs() {
+		m, err := lower.Unfused(p, lower.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ms[name] = m
+	}
+	return ms
+}
+
+func names(ms map[string]*kir.Module) []string {
+	var ns []string
+	for n := range ms {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+func lookup(t testing.TB, name string) target.Target {
+	tg, err := target.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// TestParsesBack checks that the IR text of every test module parses back
+// with llir's own parser, which checks types as LLVM's does.
+func TestParsesBack(t *testing.T) {
+	ms := modules(t)
+	for _, name := range names(ms) {
+		mod, err := Emit(ms[name], lookup(t, "sm_80"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := mod.String()
+		back, err := asm.ParseString(name+".ll", text)
+		if err != nil {
+			t.Fatalf("%s: the IR does not parse back: %v", name, err)
+		}
+		if got, want := len(back.Funcs), len(mod.Funcs); got != want {
+			t.Errorf("%s: %d functions parsed back, want %d", name, got, want)
+		}
+	}
+}
+
+// TestShape checks the NVPTX-specific parts of the IR.
+func TestShape(t *testing.T) {
+	mod, err := Emit(kirtest.Features(), lookup(t, "sm_80"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := mod.String()
+	for _, want := range []string{
+		`target triple = "nvptx64-nvidia-cuda"`,
+		"define ptx_kernel void @k_persistent(half addrspace(1)* %x, i16 addrspace(1)* %w, float addrspace(1)* %acc, float addrspace(1)* %y)",
+		"@k_persistent_red = internal addrspace(3) global [16 x float] undef, align 16",
+		"@tec_grid_barrier = internal addrspace(1) global [2 x i32] zeroinitializer, align 16",
+		"call void @tec_grid_sync()",
+		"call void @llvm.nvvm.barrier0()",
+		"call void @llvm.nvvm.membar.gl()",
+		"load volatile i32, i32 addrspace(1)*",
+		"atomicrmw fadd float addrspace(1)*",
+		"cmpxchg i32 addrspace(3)*",
+		"call i32 @llvm.nvvm.read.ptx.sreg.tid.x()",
+		"call i32 @tec_floordiv(",
+		"fpext half",
+		"fptrunc float",
+		"call i16 @tec_to_bf16(",
+		"alloca [4 x float]",
+		"sel_then:",
+		"stage_acc:",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the IR lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "fence") {
+		t.Error("the IR has a fence, which crashes llc's NVPTX back end")
+	}
+}
+
+// TestSharedKernels checks that kernels with the same code share a
+// function, and that KernelNames says so.
+func TestSharedKernels(t *testing.T) {
+	m := kirtest.Features()
+	twin := *m.Kernels[1]
+	twin.Name = "misc.2"
+	m.Kernels = append(m.Kernels, &twin)
+	mod, err := Emit(m, lookup(t, "sm_80"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernels := 0
+	for _, f := range mod.Funcs {
+		if f.CallingConv.String() == "ptx_kernel" {
+			kernels++
+		}
+	}
+	if kernels != 2 {
+		t.Errorf("%d kernel functions, want 2", kernels)
+	}
+	if n := KernelNames(m); n[&twin] != "k_misc" {
+		t.Errorf("KernelNames[misc.2] = %q, want k_misc", n[&twin])
+	}
+}
+
+// TestPTX turns every test module into PTX with llc and assembles it with
+// ptxas, for sm_80 (LLVM 14's llc) and sm_90 (llc-16).
+func TestPTX(t *testing.T) {
+	tooltest.PTXAS(t)
+	ms := modules(t)
+	for _, tname := range target.Names() {
+		tg := lookup(t, tname)
+		t.Run(tname, func(t *testing.T) {
+			tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for _, name := range names(ms) {
+				mod, err := Emit(ms[name], tg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ptx, err := PTX(context.Background(), []byte(mod.String()), tg)
+					if err == nil {
+						_, err = Assemble(context.Background(), ptx, tg)
+					}
+					if err == nil && !strings.Contains(string(ptx), ".entry k_") {
+						err = fmt.Errorf("the PTX has no .entry")
+					}
+					if err != nil {
+						mu.Lock()
+						t.Errorf("%s: %v", name, err)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
