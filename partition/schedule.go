@@ -141,11 +141,11 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	return s, nil
 }
 
-// tileShape returns TileM×TileN = threads with TileM a power of two from 8
-// to 32 that wastes the least padding of an M×N output.
+// tileShape returns TileM×TileN = threads with TileM a power of two up to
+// 32 that wastes the least padding of an M×N output.
 func tileShape(m, n, threads int) (int, int) {
 	bestM, bestN, best := 0, 0, -1
-	for tm := 8; tm <= 32 && tm <= threads; tm *= 2 {
+	for tm := 1; tm <= 32 && tm <= threads; tm *= 2 {
 		tn := threads / tm
 		if tn < 8 {
 			continue
@@ -173,8 +173,8 @@ type Dims struct {
 }
 
 // ContractionDims reports whether t is a contraction worth tiling (a single
-// top-level f32 sum of a product of two factors, each missing some output
-// axes, with M, N ≥ 8 and K ≥ 4) and returns its dimensions.
+// top-level f32 sum of a product of two factors, with N ≥ 8 and K ≥ 4; M
+// may be 1, a matrix-vector product) and returns its dimensions.
 func ContractionDims(t *te.Tensor) (Dims, bool) {
 	reds := TopReduces(t.Body)
 	if len(reds) != 1 {
@@ -211,7 +211,7 @@ func ContractionDims(t *te.Tensor) (Dims, bool) {
 		}
 	}
 	d.M, d.N, d.Batch = product(d.MAxes), product(d.NAxes), product(d.BatchAxes)
-	if d.M < 8 || d.N < 8 || d.K < 4 {
+	if d.M*d.N < 8 || d.N < 8 || d.K < 4 {
 		return Dims{}, false
 	}
 	return d, true

@@ -7,10 +7,4 @@
 // the input program is not modified.
 package transform
 
-import "tec/te"
 
-// Horizontal returns p with independent TEs concatenated.
-func Horizontal(p *te.Program) (*te.Program, error) { return p, nil }
-
-// Vertical returns p with one-relies-on-one chains inlined.
-func Vertical(p *te.Program) (*te.Program, error) { return p, nil }

@@ -133,6 +133,9 @@ func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt) {
 		return nil
 	}
 	for _, b := range tmp.Shared {
+		if l.m.Buffer(b.Name) != nil {
+			b.Name += "_smem" // a global buffer has its name
+		}
 		c := find(b.Name)
 		if c != nil && (c.DType != b.DType || c.Len() != b.Len()) {
 			b.Name = fmt.Sprintf("%s_%d", b.Name, b.Len())

@@ -386,7 +386,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		}
 	}
 	M, N, K, NB := product(ms), product(ns), extent(r), product(batch)
-	if M < 8 || N < 8 || K < 4 {
+	if l.tm == 0 && (M < 8 || N < 8 || K < 4) {
 		return false
 	}
 	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))

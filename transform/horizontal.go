@@ -1,0 +1,405 @@
+package transform
+
+import (
+	"fmt"
+	"slices"
+
+	"tec/analysis"
+	"tec/te"
+)
+
+// Horizontal returns p with independent TEs concatenated (paper §6.1).
+//
+// Two rewrites run, both producing contractions that partition and the
+// lowering tile as one:
+//
+//   - Output concatenation (Fig. 3): independent TEs t_1 … t_n, each a sum
+//     of a product X_i · Y_i (an epilogue, such as a bias, is peeled off
+//     into an element-wise TE first), whose shapes agree except on one
+//     axis and whose reductions have the same extents, become one TE H,
+//     concatenated on that axis, whose factors select the member's operand
+//     by predicates on the output index. The axis is one that the X_i do
+//     not use where the X_i are then equal, so that a shared input is
+//     loaded once; otherwise the first axis, as in the paper's figure.
+//     Each t_i becomes a slice of H, which the vertical transform inlines.
+//   - Reduction concatenation: a TE whose body adds several sums of
+//     products over one reduction axis each (x·W + h·U in an LSTM cell)
+//     becomes one sum over the concatenated axis, with predicates on the
+//     reduction index.
+func Horizontal(p *te.Program) (*te.Program, error) {
+	nu := map[*te.Tensor]*te.Tensor{}
+	var ts []*te.Tensor
+	// First pass: concatenate reductions inside each TE, and peel
+	// epilogues of single sums of products.
+	peeled := map[*te.Tensor]*te.Tensor{} // rewritten TE -> its pure sum
+	for _, t := range p.Tensors {
+		if t.Kind != te.Compute {
+			nu[t] = t
+			ts = append(ts, t)
+			continue
+		}
+		body := (&rewriter{load: redirect(nu)}).expr(t.Body)
+		body = concatReductions(body)
+		u := copyTensor(t, body)
+		if sum := singleTopSum(u.Body); sum != u.Body && isSumOfProducts(sum) {
+			pure := &te.Tensor{Name: t.Name + ".mm", Kind: te.Compute, DType: te.F32, Shape: t.Shape, Axes: t.Axes, Body: sum, Span: t.Span, Scope: t.Scope}
+			ld := &te.Load{Tensor: pure, Index: axisIndexes(t.Axes)}
+			u.Body = replaceExpr(u.Body, sum, ld)
+			ts = append(ts, pure)
+			peeled[u] = pure
+		}
+		nu[t] = u
+		ts = append(ts, u)
+	}
+	outs := make([]*te.Tensor, len(p.Outputs))
+	for i, t := range p.Outputs {
+		outs[i] = nu[t]
+	}
+	q := rebuild(p.Name, ts, outs)
+	g, err := analysis.NewGraph(q)
+	if err != nil {
+		return nil, fmt.Errorf("horizontal: %w", err)
+	}
+	// Second pass: group independent sums of products.
+	var cands []*te.Tensor
+	for _, t := range q.Tensors {
+		if t.Kind == te.Compute && isSumOfProducts(t.Body) {
+			cands = append(cands, t)
+		}
+	}
+	done := map[*te.Tensor]bool{}
+	repl := map[*te.Tensor]*te.Tensor{} // member -> its slice of H
+	var hs []*te.Tensor
+	for i, t := range cands {
+		if done[t] {
+			continue
+		}
+		group := []*te.Tensor{t}
+		axis := -1
+		for _, u := range cands[i+1:] {
+			if done[u] || !compatible(t, u) {
+				continue
+			}
+			if !slices.ContainsFunc(group, func(m *te.Tensor) bool { return !g.Independent(m, u) }) {
+				group = append(group, u)
+			}
+		}
+		if len(group) < 2 {
+			continue
+		}
+		h, slices_, ax := concat(group, axis)
+		_ = ax
+		for k, m := range group {
+			done[m] = true
+			repl[m] = slices_[k]
+		}
+		hs = append(hs, h)
+	}
+	if len(hs) == 0 {
+		return q, nil
+	}
+	// Rewrite loads: of a member, to its slice; of anything rewritten, to
+	// the new tensor.
+	final := map[*te.Tensor]*te.Tensor{}
+	var resolve func(t *te.Tensor) *te.Tensor
+	resolve = func(t *te.Tensor) *te.Tensor {
+		if v, ok := final[t]; ok {
+			return v
+		}
+		if t.Kind != te.Compute {
+			final[t] = t
+			return t
+		}
+		src := t
+		if s, ok := repl[t]; ok {
+			src = s
+		}
+		final[t] = src // provisional, for cycles that cannot occur
+		body := (&rewriter{load: func(l *te.Load) te.Expr {
+			if v := resolve(l.Tensor); v != l.Tensor {
+				return &te.Load{Tensor: v, Index: l.Index}
+			}
+			return nil
+		}}).expr(src.Body)
+		v := copyTensor(src, body)
+		final[t] = v
+		return v
+	}
+	var out []*te.Tensor
+	for _, t := range q.Tensors {
+		out = append(out, resolve(t))
+	}
+	for i := range outs {
+		outs[i] = resolve(outs[i])
+	}
+	return rebuild(p.Name, out, outs), nil
+}
+
+// redirect returns a load rewriter that points loads at the new tensors.
+func redirect(nu map[*te.Tensor]*te.Tensor) func(*te.Load) te.Expr {
+	return func(l *te.Load) te.Expr {
+		if v, ok := nu[l.Tensor]; ok && v != l.Tensor {
+			return &te.Load{Tensor: v, Index: l.Index}
+		}
+		return nil
+	}
+}
+
+func axisIndexes(axes []*te.Var) []te.Index {
+	ix := make([]te.Index, len(axes))
+	for d, a := range axes {
+		ix[d] = te.VarIndex(a)
+	}
+	return ix
+}
+
+// isSumOfProducts reports whether e is sum[k...](X * Y) of f32 values.
+func isSumOfProducts(e te.Expr) bool {
+	r, ok := e.(*te.Reduce)
+	if !ok || r.Op != te.Sum || te.TypeOf(r) != te.F32 {
+		return false
+	}
+	m, ok := r.Body.(*te.Binary)
+	return ok && m.Op == te.Mul && !hasReduce(m)
+}
+
+// singleTopSum returns the only reduction of e if there is exactly one and
+// it is not under a select, else nil.
+func singleTopSum(e te.Expr) te.Expr {
+	var rs []*te.Reduce
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			rs = append(rs, x)
+			return false
+		case *te.Select:
+			if hasReduce(x) {
+				rs = append(rs, nil, nil)
+			}
+			return false
+		}
+		return true
+	})
+	if len(rs) != 1 {
+		return nil
+	}
+	return rs[0]
+}
+
+// replaceExpr returns e with the node old replaced by new (by identity).
+func replaceExpr(e, old, new te.Expr) te.Expr {
+	if e == old {
+		return new
+	}
+	switch x := e.(type) {
+	case *te.Unary:
+		return &te.Unary{Op: x.Op, X: replaceExpr(x.X, old, new)}
+	case *te.Binary:
+		return &te.Binary{Op: x.Op, X: replaceExpr(x.X, old, new), Y: replaceExpr(x.Y, old, new)}
+	case *te.Select:
+		return &te.Select{Cond: replaceExpr(x.Cond, old, new), Then: replaceExpr(x.Then, old, new), Else: replaceExpr(x.Else, old, new)}
+	case *te.Cast:
+		return &te.Cast{To: x.To, X: replaceExpr(x.X, old, new)}
+	}
+	return e
+}
+
+// compatible reports whether t and u can be concatenated on some axis:
+// same rank, shapes that differ on at most one axis, equal reduction
+// extents.
+func compatible(t, u *te.Tensor) bool {
+	if len(t.Shape) != len(u.Shape) || t.DType != u.DType {
+		return false
+	}
+	diff := 0
+	for d := range t.Shape {
+		if t.Shape[d] != u.Shape[d] {
+			diff++
+		}
+	}
+	rt, ru := t.Body.(*te.Reduce), u.Body.(*te.Reduce)
+	if diff > 1 || len(rt.Axes) != len(ru.Axes) {
+		return false
+	}
+	for i := range rt.Axes {
+		if rt.Axes[i].Extent != ru.Axes[i].Extent {
+			return false
+		}
+	}
+	return true
+}
+
+// concat builds the concatenation H of group and the slices that replace
+// its members.
+func concat(group []*te.Tensor, _ int) (*te.Tensor, []*te.Tensor, int) {
+	first := group[0]
+	rank := len(first.Shape)
+	// Candidate axes: those where the shapes may differ, preferring ones
+	// that no X uses with equal X's.
+	var axes []int
+	for d := range rank {
+		ok := true
+		for _, m := range group {
+			for e := range rank {
+				if e != d && m.Shape[e] != first.Shape[e] {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			axes = append(axes, d)
+		}
+	}
+	best, bestShared := axes[0], false
+	var bestH *te.Tensor
+	var bestSlices []*te.Tensor
+	for _, d := range axes {
+		h, sl, shared := build(group, d)
+		if bestH == nil || (shared && !bestShared) {
+			best, bestShared, bestH, bestSlices = d, shared, h, sl
+		}
+	}
+	return bestH, bestSlices, best
+}
+
+// build concatenates group on axis d; shared reports whether the X
+// operands coincide (one load of a shared input).
+func build(group []*te.Tensor, d int) (*te.Tensor, []*te.Tensor, bool) {
+	first := group[0]
+	shape := append([]int(nil), first.Shape...)
+	offs := make([]int, len(group))
+	total := 0
+	for i, m := range group {
+		offs[i] = total
+		total += m.Shape[d]
+	}
+	shape[d] = total
+	name := "hcat"
+	for _, m := range group {
+		name += "_" + m.Name
+	}
+	if len(name) > 48 {
+		name = fmt.Sprintf("hcat_%s_%d", first.Name, len(group))
+	}
+	h := &te.Tensor{Name: name, Kind: te.Compute, DType: first.DType, Shape: shape, Span: first.Span, Scope: first.Scope}
+	for e, n := range shape {
+		h.Axes = append(h.Axes, te.NewVar(first.Axes[e].Name, n))
+	}
+	r0 := first.Body.(*te.Reduce)
+	ks := make([]*te.Var, len(r0.Axes))
+	for i, a := range r0.Axes {
+		ks[i] = te.NewVar(a.Name, a.Extent)
+	}
+	var xs, ys []te.Expr
+	for i, m := range group {
+		r := m.Body.(*te.Reduce)
+		sub := map[*te.Var]te.Index{}
+		for e, a := range m.Axes {
+			x := te.VarIndex(h.Axes[e])
+			if e == d {
+				x = x.AddConst(-offs[i])
+			}
+			sub[a] = x
+		}
+		for j, a := range r.Axes {
+			sub[a] = te.VarIndex(ks[j])
+		}
+		mul := r.Body.(*te.Binary)
+		xs = append(xs, (&rewriter{sub: sub}).expr(mul.X))
+		ys = append(ys, (&rewriter{sub: sub}).expr(mul.Y))
+	}
+	pick := func(es []te.Expr) (te.Expr, bool) {
+		same := true
+		for _, e := range es[1:] {
+			if te.FormatExpr(e) != te.FormatExpr(es[0]) {
+				same = false
+			}
+		}
+		if same {
+			return es[0], true
+		}
+		out := es[len(es)-1]
+		for i := len(es) - 2; i >= 0; i-- {
+			cond := &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: te.VarIndex(h.Axes[d])}, Y: &te.ConstExpr{Value: float64(offs[i+1]), DType: te.I32}}
+			out = &te.Select{Cond: cond, Then: es[i], Else: out}
+		}
+		return out, false
+	}
+	x, shared := pick(xs)
+	y, _ := pick(ys)
+	h.Body = &te.Reduce{Op: te.Sum, Axes: ks, Body: &te.Binary{Op: te.Mul, X: x, Y: y}}
+	var sl []*te.Tensor
+	for i, m := range group {
+		s := &te.Tensor{Name: m.Name, Kind: te.Compute, DType: m.DType, Shape: m.Shape, Span: m.Span, Scope: m.Scope}
+		idx := make([]te.Index, len(m.Shape))
+		for e, n := range m.Shape {
+			a := te.NewVar(m.Axes[e].Name, n)
+			s.Axes = append(s.Axes, a)
+			idx[e] = te.VarIndex(a)
+			if e == d {
+				idx[e] = idx[e].AddConst(offs[i])
+			}
+		}
+		s.Body = &te.Load{Tensor: h, Index: idx}
+		sl = append(sl, s)
+	}
+	return h, sl, shared
+}
+
+// concatReductions rewrites, bottom-up, every sum of two or more top-level
+// added sums of products with one reduction axis each into one sum over the
+// concatenated axis.
+func concatReductions(e te.Expr) te.Expr {
+	var terms []te.Expr
+	var flatten func(x te.Expr)
+	flatten = func(x te.Expr) {
+		if b, ok := x.(*te.Binary); ok && b.Op == te.Add {
+			flatten(b.X)
+			flatten(b.Y)
+			return
+		}
+		terms = append(terms, x)
+	}
+	flatten(e)
+	var sums []*te.Reduce
+	var rest []te.Expr
+	for _, x := range terms {
+		if r, ok := x.(*te.Reduce); ok && isSumOfProducts(r) && len(r.Axes) == 1 {
+			sums = append(sums, r)
+			continue
+		}
+		rest = append(rest, x)
+	}
+	if len(sums) < 2 {
+		return e
+	}
+	total := 0
+	for _, r := range sums {
+		total += r.Axes[0].Extent
+	}
+	k := te.NewVar(sums[0].Axes[0].Name, total)
+	var xs, ys []te.Expr
+	var offs []int
+	off := 0
+	for _, r := range sums {
+		sub := map[*te.Var]te.Index{r.Axes[0]: te.VarIndex(k).AddConst(-off)}
+		mul := r.Body.(*te.Binary)
+		xs = append(xs, (&rewriter{sub: sub}).expr(mul.X))
+		ys = append(ys, (&rewriter{sub: sub}).expr(mul.Y))
+		offs = append(offs, off)
+		off += r.Axes[0].Extent
+	}
+	chain := func(es []te.Expr) te.Expr {
+		out := es[len(es)-1]
+		for i := len(es) - 2; i >= 0; i-- {
+			cond := &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: te.VarIndex(k)}, Y: &te.ConstExpr{Value: float64(offs[i+1]), DType: te.I32}}
+			out = &te.Select{Cond: cond, Then: es[i], Else: out}
+		}
+		return out
+	}
+	var out te.Expr = &te.Reduce{Op: te.Sum, Axes: []*te.Var{k}, Body: &te.Binary{Op: te.Mul, X: chain(xs), Y: chain(ys)}}
+	for _, x := range rest {
+		out = &te.Binary{Op: te.Add, X: out, Y: x}
+	}
+	return out
+}

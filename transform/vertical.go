@@ -1,0 +1,153 @@
+package transform
+
+import "tec/te"
+
+// Limits of the vertical transform.
+const (
+	// inlineOps bounds the arithmetic of a one-relies-on-one producer that is
+	// inlined wherever it is read, however often (index remaps — reshape,
+	// transpose, slice, window partition, roll — cost nothing).
+	inlineOps = 8
+	// inlineOpsUnderReduce bounds it where the consumer reads it inside a
+	// reduction, which recomputes it once per reduction point.
+	inlineOpsUnderReduce = 1
+	// maxBody bounds the size of a body after inlining.
+	maxBody = 400
+)
+
+// Vertical returns p with chains of one-relies-on-one TEs inlined (paper
+// §6.2): a producer is substituted into the loads of its consumers, its
+// axes replaced by the consumers' quasi-affine indexes, so that the
+// composed map reads the producer's own inputs directly and no intermediate
+// tensor is written. Two kinds of producer are inlined:
+//
+//   - a TE without reductions (element-wise, reshape, transpose, slice,
+//     window partition, roll, padding) that is cheap (at most 8 arithmetic
+//     operations per element), into every consumer;
+//   - a TE with reductions (a contraction or a reduction) whose only
+//     consumer reads it once, outside any reduction or select, at the
+//     consumer's own index, the consumer having no reduction of its own:
+//     the consumer becomes the producer's epilogue.
+//
+// Program outputs are never inlined away, and a consumer whose body would
+// grow beyond 400 nodes keeps its loads.
+func Vertical(p *te.Program) (*te.Program, error) {
+	outputs := map[*te.Tensor]bool{}
+	for _, t := range p.Outputs {
+		outputs[t] = true
+	}
+	consumers := map[*te.Tensor]int{}
+	for _, t := range p.Tensors {
+		if t.Body != nil {
+			for _, u := range te.Inputs(t.Body) {
+				consumers[u]++
+			}
+		}
+	}
+	nu := map[*te.Tensor]*te.Tensor{}
+	var ts []*te.Tensor
+	for _, t := range p.Tensors {
+		if t.Kind != te.Compute {
+			nu[t] = t
+			ts = append(ts, t)
+			continue
+		}
+		body := inlineInto(t, nu, outputs, consumers, true)
+		if size(body) > maxBody {
+			body = inlineInto(t, nu, outputs, consumers, false)
+		}
+		u := copyTensor(t, body)
+		nu[t] = u
+		ts = append(ts, u)
+	}
+	outs := make([]*te.Tensor, len(p.Outputs))
+	for i, t := range p.Outputs {
+		outs[i] = nu[t]
+	}
+	return rebuild(p.Name, ts, outs), nil
+}
+
+// inlineInto returns t's body with its loads pointed at the transformed
+// tensors nu and, if inline is set, the inlinable producers substituted.
+func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tensor]bool, consumers map[*te.Tensor]int, inline bool) te.Expr {
+	epilogue := map[*te.Tensor]bool{}
+	if inline && !hasReduce(t.Body) {
+		for _, u := range te.Inputs(t.Body) {
+			if v := nu[u]; v != nil && v.Kind == te.Compute && hasReduce(v.Body) && !outputs[u] && consumers[u] == 1 && readOnceAtOwnIndex(t, u) {
+				epilogue[u] = true
+			}
+		}
+	}
+	r := &rewriter{}
+	depth := 0 // reductions around the load being rewritten
+	r.enter = func(d int) { depth += d }
+	r.load = func(l *te.Load) te.Expr {
+		old := l.Tensor
+		v := nu[old]
+		if v == nil {
+			return nil
+		}
+		if inline && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(depth))) {
+			sub := map[*te.Var]te.Index{}
+			for d, a := range v.Axes {
+				sub[a] = l.Index[d]
+			}
+			return (&rewriter{sub: sub}).expr(v.Body)
+		}
+		return &te.Load{Tensor: v, Index: l.Index}
+	}
+	return r.expr(t.Body)
+}
+
+func limit(depth int) int {
+	if depth > 0 {
+		return inlineOpsUnderReduce
+	}
+	return inlineOps
+}
+
+// readOnceAtOwnIndex reports whether t's body loads u exactly once, not
+// under a reduction or a select, at t's own output index (u and t having
+// the same shape).
+func readOnceAtOwnIndex(t, u *te.Tensor) bool {
+	if len(t.Shape) != len(u.Shape) {
+		return false
+	}
+	for d := range t.Shape {
+		if t.Shape[d] != u.Shape[d] {
+			return false
+		}
+	}
+	n, ok := 0, true
+	var walk func(e te.Expr, guarded bool)
+	walk = func(e te.Expr, guarded bool) {
+		te.Walk(e, func(x te.Expr) bool {
+			switch x := x.(type) {
+			case *te.Load:
+				if x.Tensor != u {
+					return true
+				}
+				n++
+				if guarded {
+					ok = false
+				}
+				for d, ix := range x.Index {
+					if v, isVar := ix.AsVar(); !isVar || v != t.Axes[d] {
+						ok = false
+					}
+				}
+			case *te.Reduce:
+				walk(x.Body, true)
+				return false
+			case *te.Select:
+				walk(x.Cond, guarded)
+				walk(x.Then, true)
+				walk(x.Else, true)
+				return false
+			}
+			return true
+		})
+	}
+	walk(t.Body, false)
+	return ok && n == 1
+}
