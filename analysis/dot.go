@@ -79,7 +79,8 @@ const (
 // one-relies-on-many, with its source location and analysis as tooltip; an
 // edge from each tensor to every TE that reads it. With a Collapse, tensors
 // that share a scope group become one node, labelled with the group and how
-// many TEs it holds, orange if any of them is compute-intensive.
+// many TEs it holds, orange if any of them is compute-intensive. A graph of
+// more than a few hundred edges asks Graphviz for a quicker, plainer layout.
 func (a *Analysis) DOT(c Collapse) ([]byte, error) {
 	dg := &dotGraph{DirectedGraph: simple.NewDirectedGraph(), name: a.Program.Name}
 	nodeOf := make([]*dotNode, a.Graph.Len())
@@ -121,6 +122,7 @@ func (a *Analysis) DOT(c Collapse) ([]byte, error) {
 			}
 		}
 	}
+	dg.large = dg.Edges().Len() > largeGraphEdges
 	b, err := dot.Marshal(dg, a.Program.Name, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("analysis: writing DOT for %q: %w", a.Program.Name, err)
@@ -221,16 +223,28 @@ func (n *dotNode) ID() int64                        { return n.id }
 func (n *dotNode) DOTID() string                    { return n.name }
 func (n *dotNode) Attributes() []encoding.Attribute { return n.attrs }
 
+// largeGraphEdges is the number of edges above which DOT asks Graphviz for a
+// quicker layout: few network-simplex and crossing-minimisation passes and
+// straight edges. Without them dot takes minutes over a collapsed LSTM,
+// whose weights feed every step.
+const largeGraphEdges = 300
+
 // dotGraph adds a name and default attributes to a simple.DirectedGraph.
 type dotGraph struct {
 	*simple.DirectedGraph
-	name string
+	name  string
+	large bool
 }
 
 func (g *dotGraph) DOTID() string { return g.name }
 
 func (g *dotGraph) DOTAttributers() (graphAttrs, nodeAttrs, edgeAttrs encoding.Attributer) {
-	return attrs{{Key: "rankdir", Value: "TB"}},
+	ga := attrs{{Key: "rankdir", Value: "TB"}}
+	if g.large {
+		ga = append(ga, attrs{{Key: "nslimit", Value: "1"}, {Key: "nslimit1", Value: "1"},
+			{Key: "mclimit", Value: "0.1"}, {Key: "remincross", Value: "false"}, {Key: "splines", Value: "line"}}...)
+	}
+	return ga,
 		attrs{{Key: "style", Value: "filled"}, {Key: "fontname", Value: "Helvetica"}, {Key: "fontsize", Value: "10"}},
 		attrs{{Key: "color", Value: `"#666666"`}}
 }
