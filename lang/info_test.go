@@ -75,7 +75,44 @@ model m {
 			t.Errorf("%s #%d: defined in %q, want the standard library", tc.word, tc.n, id.Symbol.File)
 		}
 	}
+	// The structured facts: a tensor's type and first tensor, an index
+	// variable's extent, and the programs lowered.
+	if x := at("s)", 1); x == nil || x.Symbol.Type != "f32[4]" || x.Symbol.Tensor == nil || x.Symbol.Tensor.Name != "s" {
+		t.Errorf("s: got %+v, want type f32[4] and tensor s", x)
+	}
+	if x := at("j]", 1); x == nil || x.Symbol.Extent != 8 {
+		t.Errorf("j: got %+v, want extent 8", x)
+	}
+	if len(info.Programs) != 1 || info.Programs[0].Name != "m" {
+		t.Errorf("Programs = %v, want the program of model m", info.Programs)
+	}
 	if got := info.At("m.te", len(src)-1); got != nil {
 		t.Errorf("At past the last identifier = %+v, want nil", got)
+	}
+}
+
+// TestInfoWhere checks that the variable of a where clause is recorded as a
+// use of the index variable or reduction axis whose range it states.
+func TestInfoWhere(t *testing.T) {
+	src := `model m {
+  input x: f32[8]
+  e[i] = x[2 * i] where i in 0..4
+  s = sum[k](x[k]) where k in 0..8
+  output e, s
+}
+`
+	var info Info
+	if _, ds := Check("m.te", []byte(src), Config{Info: &info}); ds.HasErrors() {
+		t.Fatalf("check failed:\n%s", render("m.te", []byte(src), ds))
+	}
+	for _, tc := range []struct {
+		where, decl string
+		extent      int
+	}{{"i in 0..4", "e[i]", 4}, {"k in 0..8", "sum[k]", 8}} {
+		id := info.At("m.te", strings.Index(src, tc.where))
+		declOff := strings.Index(src, tc.decl) + strings.Index(tc.decl, "[") + 1
+		if id == nil || id.Symbol.Kind != SymIndex || id.Symbol.Extent != tc.extent || id.Symbol.Def.Start.Offset != declOff {
+			t.Errorf("where %s: got %+v, want index variable of extent %d declared at offset %d", tc.where, id, tc.extent, declOff)
+		}
 	}
 }

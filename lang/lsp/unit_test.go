@@ -1,0 +1,141 @@
+package lsp
+
+import (
+	"encoding/json"
+	"maps"
+	"testing"
+	"time"
+
+	"go.lsp.dev/protocol"
+)
+
+// TestMapper checks the conversion between byte offsets and LSP positions,
+// which count UTF-16 code units: é is one unit in two bytes, 😀 two units in
+// four bytes.
+func TestMapper(t *testing.T) {
+	src := "ab\né😀x\n\nlast"
+	tests := []struct {
+		off  int
+		line uint32
+		char uint32
+	}{
+		{0, 0, 0},
+		{2, 0, 2},
+		{3, 1, 0},
+		{5, 1, 1},  // after é
+		{9, 1, 3},  // after 😀
+		{10, 1, 4}, // after x
+		{11, 2, 0},
+		{12, 3, 0},
+		{16, 3, 4},
+	}
+	m := newMapper([]byte(src))
+	for _, tt := range tests {
+		p := m.position(tt.off)
+		if p.Line != tt.line || p.Character != tt.char {
+			t.Errorf("position(%d) = %d:%d, want %d:%d", tt.off, p.Line, p.Character, tt.line, tt.char)
+		}
+		if off := m.offset(p); off != tt.off {
+			t.Errorf("offset(%d:%d) = %d, want %d", p.Line, p.Character, off, tt.off)
+		}
+	}
+	clamped := []struct {
+		pos  protocol.Position
+		want int
+	}{
+		{protocol.Position{Line: 0, Character: 99}, 2}, // past the end of a line
+		{protocol.Position{Line: 99, Character: 0}, len(src)},
+		{protocol.Position{Line: 1, Character: 2}, 9}, // inside 😀: after it
+	}
+	for _, tt := range clamped {
+		if got := m.offset(tt.pos); got != tt.want {
+			t.Errorf("offset(%d:%d) = %d, want %d", tt.pos.Line, tt.pos.Character, got, tt.want)
+		}
+	}
+	if p := m.position(-5); p != (protocol.Position{}) {
+		t.Errorf("position(-5) = %v, want 0:0", p)
+	}
+}
+
+// TestApplyChanges checks incremental and whole-text changes.
+func TestApplyChanges(t *testing.T) {
+	rng := func(l1, c1, l2, c2 uint32) *protocol.Range {
+		return &protocol.Range{Start: protocol.Position{Line: l1, Character: c1}, End: protocol.Position{Line: l2, Character: c2}}
+	}
+	tests := []struct {
+		name    string
+		text    string
+		changes []changeEvent
+		want    string
+	}{
+		{"insert", "abc", []changeEvent{{Range: rng(0, 1, 0, 1), Text: "X"}}, "aXbc"},
+		{"delete across lines", "ab\ncd\nef", []changeEvent{{Range: rng(0, 1, 2, 1), Text: ""}}, "af"},
+		{"after an emoji", "# 😀\nx", []changeEvent{{Range: rng(0, 4, 0, 4), Text: "!"}}, "# 😀!\nx"},
+		{"replace all", "old", []changeEvent{{Text: "new"}}, "new"},
+		{"in order", "abc", []changeEvent{{Range: rng(0, 0, 0, 1), Text: "xy"}, {Range: rng(0, 3, 0, 4), Text: ""}}, "xyb"},
+		{"reversed range", "abcd", []changeEvent{{Range: rng(0, 3, 0, 1), Text: "-"}}, "a-d"},
+		{"past the end", "ab", []changeEvent{{Range: rng(5, 0, 9, 9), Text: "!"}}, "ab!"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(applyChanges([]byte(tt.text), tt.changes)); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseSettings checks the accepted forms of tec.defines.
+func TestParseSettings(t *testing.T) {
+	tests := []struct {
+		json string
+		want map[string]string
+		err  bool
+	}{
+		{`null`, nil, false},
+		{`{}`, nil, false},
+		{`{"tec": {"defines": {"N": "16", "D": 64}}}`, map[string]string{"N": "16", "D": "64"}, false},
+		{`{"defines": ["N=16", " D = 0.5 "]}`, map[string]string{"N": "16", "D": "0.5"}, false},
+		{`{"tec.defines": {"N": 2}}`, map[string]string{"N": "2"}, false},
+		{`{"tec": {"path": "tec"}}`, nil, false},
+		{`{"defines": ["N"]}`, nil, true},
+		{`{"defines": {"N": true}}`, nil, true},
+		{`[1]`, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSettings(json.RawMessage(tt.json))
+		if (err != nil) != tt.err || !maps.Equal(got, tt.want) {
+			t.Errorf("parseSettings(%s) = %v, %v; want %v, error %v", tt.json, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// TestCancel cancels a hover that waits for the check of a large edit and
+// expects the protocol's RequestCancelled error, and then a hover that
+// answers.
+func TestCancel(t *testing.T) {
+	c := startServer(t, Options{Debounce: time.Hour}) // no diagnostics: only the hover checks
+	dir := t.TempDir()
+	c.initialize(dir, nil)
+	text := bigFile(6000)
+	u := pathURI(dir + "/big.te")
+	c.open(u, text)
+	params := map[string]any{"textDocument": map[string]any{"uri": u}, "position": posOf(t, text, "t900[i, j]", 1, 1)}
+	id, ch := c.start("textDocument/hover", params)
+	c.notify("$/cancelRequest", map[string]any{"id": id})
+	select {
+	case m := <-ch:
+		if m.Error == nil || m.Error.Code != -32800 {
+			t.Errorf("cancelled hover: got %s %+v, want error -32800", m.Result, m.Error)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no response to the cancelled hover")
+	}
+	res, err := c.call("textDocument/hover", params)
+	if err != nil || len(res) < 10 {
+		t.Errorf("hover after the cancellation: %s, %v", res, err)
+	}
+	if err := c.shutdown(); err != nil {
+		t.Error(err)
+	}
+}
