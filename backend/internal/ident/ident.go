@@ -43,11 +43,12 @@ func Sanitize(name string) string {
 // NewScope.
 type Scope struct {
 	used map[string]bool
+	next map[string]int // the suffix to try next for a base name
 }
 
 // NewScope returns a scope in which the reserved names are taken.
 func NewScope(reserved ...string) *Scope {
-	s := &Scope{used: make(map[string]bool, len(reserved))}
+	s := &Scope{used: make(map[string]bool, len(reserved)), next: map[string]int{}}
 	for _, r := range reserved {
 		s.used[r] = true
 	}
@@ -69,8 +70,12 @@ func (s *Scope) Taken(name string) bool { return s.used[name] }
 func (s *Scope) Name(name string) string {
 	base := Sanitize(name)
 	n := base
-	for i := 1; s.used[n]; i++ {
-		n = base + "_" + strconv.Itoa(i)
+	if s.used[n] {
+		i := max(s.next[base], 1)
+		for n = base + "_" + strconv.Itoa(i); s.used[n]; n = base + "_" + strconv.Itoa(i) {
+			i++
+		}
+		s.next[base] = i + 1
 	}
 	s.used[n] = true
 	return n
@@ -78,9 +83,12 @@ func (s *Scope) Name(name string) string {
 
 // Child returns a new scope in which every name taken in s is taken too.
 func (s *Scope) Child() *Scope {
-	c := &Scope{used: make(map[string]bool, len(s.used))}
+	c := &Scope{used: make(map[string]bool, len(s.used)), next: make(map[string]int, len(s.next))}
 	for n := range s.used {
 		c.used[n] = true
+	}
+	for n, i := range s.next {
+		c.next[n] = i
 	}
 	return c
 }
