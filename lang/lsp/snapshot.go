@@ -66,6 +66,12 @@ func (s *server) snapshot(ctx context.Context, doc *document) (*snapshot, error)
 		return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, "the document is neither open nor readable")
 	}
 	s.mu.Lock()
+	if doc.version < 0 {
+		// a file read from disk, not open: check it once, cache nothing
+		gen, defines := s.settings.gen, s.settings.defines
+		s.mu.Unlock()
+		return s.check(doc, gen, defines), nil
+	}
 	e := s.entries[doc.uri]
 	if e == nil {
 		e = &entry{}
