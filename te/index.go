@@ -321,9 +321,34 @@ func (a Atom) Equal(b Atom) bool {
 	return a.Divisor == b.Divisor && a.Arg.Equal(*b.Arg)
 }
 
+// Notation selects how Index.Format writes an index.
+type Notation int
+
+// The notations.
+const (
+	// Language is the .te language's syntax: "i*4 + (j / 2) + 1", with
+	// "(e % d)" for mod.
+	Language Notation = iota
+	// ISL is the integer set library's: "4*i + floor(j/2) + 1", with
+	// "(e mod d)" for mod, as in polyhedral relations.
+	ISL
+)
+
 // String formats x in the language's syntax, e.g. "i*4 + (j / 2) + 1".
-func (x Index) String() string {
+func (x Index) String() string { return x.Format(Language, nil) }
+
+// Format formats x in notation n, writing each variable v as name(v), or as
+// v.Name when name is nil.
+func (x Index) Format(n Notation, name func(*Var) string) string {
+	if name == nil {
+		name = func(v *Var) string { return v.Name }
+	}
 	var b strings.Builder
+	x.format(&b, n, name)
+	return b.String()
+}
+
+func (x Index) format(b *strings.Builder, n Notation, name func(*Var) string) {
 	for i, t := range x.Terms {
 		c := t.Coef
 		switch {
@@ -336,42 +361,69 @@ func (x Index) String() string {
 		case i > 0:
 			b.WriteString(" + ")
 		}
-		b.WriteString(t.Atom.String())
-		if c != 1 {
-			fmt.Fprintf(&b, "*%d", c)
+		if n == ISL && c != 1 {
+			fmt.Fprintf(b, "%d*", c)
+		}
+		t.Atom.format(b, n, name)
+		if n == Language && c != 1 {
+			fmt.Fprintf(b, "*%d", c)
 		}
 	}
 	switch {
 	case len(x.Terms) == 0:
-		fmt.Fprint(&b, x.Const)
+		fmt.Fprint(b, x.Const)
 	case x.Const > 0:
-		fmt.Fprintf(&b, " + %d", x.Const)
+		fmt.Fprintf(b, " + %d", x.Const)
 	case x.Const < 0:
-		fmt.Fprintf(&b, " - %d", -x.Const)
+		fmt.Fprintf(b, " - %d", -x.Const)
 	}
-	return b.String()
 }
 
 // String formats the atom: a variable name, "(e / d)" or "(e % d)", with e in
 // parentheses when it is a sum.
 func (a Atom) String() string {
-	switch a.Op {
-	case AtomVar:
-		return a.Var.Name
-	case AtomDiv:
-		return fmt.Sprintf("(%s / %d)", a.Arg.operand(), a.Divisor)
+	var b strings.Builder
+	a.format(&b, Language, func(v *Var) string { return v.Name })
+	return b.String()
+}
+
+func (a Atom) format(b *strings.Builder, n Notation, name func(*Var) string) {
+	switch {
+	case a.Op == AtomVar:
+		b.WriteString(name(a.Var))
+	case n == ISL && a.Op == AtomDiv:
+		b.WriteString("floor(")
+		a.Arg.operand(b, n, name)
+		fmt.Fprintf(b, "/%d)", a.Divisor)
+	case n == ISL:
+		b.WriteString("(")
+		a.Arg.operand(b, n, name)
+		fmt.Fprintf(b, " mod %d)", a.Divisor)
 	default:
-		return fmt.Sprintf("(%s %% %d)", a.Arg.operand(), a.Divisor)
+		op := " / "
+		if a.Op == AtomMod {
+			op = " % "
+		}
+		b.WriteString("(")
+		a.Arg.operand(b, n, name)
+		fmt.Fprintf(b, "%s%d)", op, a.Divisor)
 	}
 }
 
-// operand formats x as the left operand of / or %, in parentheses when it is
-// a sum.
-func (x Index) operand() string {
-	if len(x.Terms) > 1 || len(x.Terms) == 1 && x.Const != 0 {
-		return "(" + x.String() + ")"
+// operand formats x as the left operand of a division or mod: in
+// parentheses when it is a sum (Language) or anything but a lone atom (ISL).
+func (x Index) operand(b *strings.Builder, n Notation, name func(*Var) string) {
+	paren := len(x.Terms) > 1 || len(x.Terms) == 1 && x.Const != 0
+	if n == ISL {
+		paren = !(x.Const == 0 && len(x.Terms) == 1 && x.Terms[0].Coef == 1)
 	}
-	return x.String()
+	if paren {
+		b.WriteString("(")
+	}
+	x.format(b, n, name)
+	if paren {
+		b.WriteString(")")
+	}
 }
 
 // canonical merges terms with equal atoms, drops zero terms and sorts the rest.

@@ -3,7 +3,6 @@ package te
 import (
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -67,7 +66,7 @@ func Fprint(w io.Writer, p *Program) error {
 func FormatExpr(e Expr) string {
 	pr := newExprPrinter()
 	for _, t := range Inputs(e) {
-		pr.used[tensorName(t)] = true
+		pr.Reserve(tensorName(t))
 	}
 	Walk(e, func(x Expr) bool {
 		switch x := x.(type) {
@@ -105,7 +104,9 @@ func writeTensor(b *strings.Builder, t *Tensor, tensors map[string]bool) {
 		fmt.Fprintf(b, "%s = placeholder(%s, %q, name=%q)", name, shape, t.DType.String(), name)
 	} else {
 		pr := newExprPrinter()
-		maps.Copy(pr.used, tensors)
+		for name := range tensors {
+			pr.Reserve(name)
+		}
 		params := make([]string, len(t.Axes))
 		for i, v := range t.Axes {
 			params[i] = pr.name(v)
@@ -164,36 +165,13 @@ func formatShape(shape []int) string {
 
 // exprPrinter formats expressions, giving each distinct Var a distinct name.
 type exprPrinter struct {
-	names map[*Var]string
-	used  map[string]bool
-	// shown maps a renamed variable to a stand-in carrying the new name, for
-	// formatting indexes with Index.String.
-	shown map[*Var]*Var
+	*Namer
 }
 
-func newExprPrinter() *exprPrinter {
-	return &exprPrinter{names: map[*Var]string{}, used: map[string]bool{}, shown: map[*Var]*Var{}}
-}
+func newExprPrinter() *exprPrinter { return &exprPrinter{NewNamer()} }
 
 // name returns v's printed name, choosing one on first sight.
-func (pr *exprPrinter) name(v *Var) string {
-	if n, ok := pr.names[v]; ok {
-		return n
-	}
-	base := v.Name
-	if base == "" {
-		base = "v"
-	}
-	n := base
-	for i := 1; pr.used[n]; i++ {
-		n = fmt.Sprintf("%s_%d", base, i)
-	}
-	pr.names[v], pr.used[n] = n, true
-	if n != v.Name {
-		pr.shown[v] = &Var{Name: n, Extent: v.Extent}
-	}
-	return n
-}
+func (pr *exprPrinter) name(v *Var) string { return pr.Name(v) }
 
 // nameIndex names the variables of x in order of appearance.
 func (pr *exprPrinter) nameIndex(x Index) {
@@ -203,24 +181,7 @@ func (pr *exprPrinter) nameIndex(x Index) {
 }
 
 // index formats x as Index.String does, with the printer's variable names.
-func (pr *exprPrinter) index(x Index) string {
-	pr.nameIndex(x)
-	renamed := false
-	for _, v := range x.Vars() {
-		if _, ok := pr.shown[v]; ok {
-			renamed = true
-		}
-	}
-	if renamed {
-		x = x.Substitute(func(v *Var) (Index, bool) {
-			if s, ok := pr.shown[v]; ok {
-				return VarIndex(s), true
-			}
-			return Index{}, false
-		})
-	}
-	return x.String()
-}
+func (pr *exprPrinter) index(x Index) string { return x.Format(Language, pr.name) }
 
 // Operator precedences, loosest first.
 const (

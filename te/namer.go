@@ -1,0 +1,40 @@
+package te
+
+import "fmt"
+
+// Namer gives distinct variables distinct printed names. A variable keeps its
+// own name unless an earlier variable, or a reserved name, took it; then it
+// gets the first free suffix: i, i_1, i_2, ... Printers of TEs and of the
+// relations derived from them use one Namer per printed unit.
+type Namer struct {
+	names map[*Var]string
+	used  map[string]bool
+}
+
+// NewNamer returns a Namer with no names given out.
+func NewNamer() *Namer { return &Namer{names: map[*Var]string{}, used: map[string]bool{}} }
+
+// Reserve marks names as taken, so that no variable is printed as one of them
+// (for example the tensors' names).
+func (n *Namer) Reserve(names ...string) {
+	for _, s := range names {
+		n.used[s] = true
+	}
+}
+
+// Name returns v's printed name, choosing one on first sight.
+func (n *Namer) Name(v *Var) string {
+	if s, ok := n.names[v]; ok {
+		return s
+	}
+	base := v.Name
+	if base == "" {
+		base = "v"
+	}
+	s := base
+	for i := 1; n.used[s]; i++ {
+		s = fmt.Sprintf("%s_%d", base, i)
+	}
+	n.names[v], n.used[s] = s, true
+	return s
+}
