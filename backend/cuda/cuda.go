@@ -77,7 +77,7 @@ func Emit(m *kir.Module, tg target.Target) (*Files, error) {
 		}
 	}
 	n := newNames(m)
-	base := ident.Sanitize(m.Name)
+	base := BaseName(m)
 	files := &Files{Prefix: n.prefix}
 
 	var src strings.Builder
@@ -108,6 +108,10 @@ func Emit(m *kir.Module, tg target.Target) (*Files, error) {
 	files.Runner = File{Name: "main.cu", Data: []byte(runner(base, n.prefix))}
 	return files, nil
 }
+
+// BaseName returns the base name, without extension, of the files emitted
+// for m: m's name made a C identifier.
+func BaseName(m *kir.Module) string { return ident.Sanitize(m.Name) }
 
 // names holds the C identifiers of a module's kernels and buffers.
 type names struct {

@@ -53,7 +53,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{checkCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand()}
+	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand()}
 }
 
 func main() {

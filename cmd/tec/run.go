@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"tec/backend/sim"
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
 	"tec/lang/diag"
+	"tec/pipeline"
 	"tec/te"
 )
 
@@ -31,6 +34,8 @@ func (f inputFlag) Set(s string) error {
 
 type runFlags struct {
 	compileFlags
+	optFlags
+	race     bool
 	device   string
 	inputs   string
 	input    inputFlag
@@ -54,6 +59,9 @@ func runCommand() *command {
 
   ref   the reference evaluator (float64 arithmetic; the oracle that every
         other device and optimisation level is checked against)
+  sim   the kernels that "tec build" emits at -O (with --gpu), executed by
+        the kernel-IR simulator on the CPU with CUDA's semantics (f32
+        arithmetic, every block and thread); --race reports data races
 
 Inputs and params are bound by name from .npz archives (--inputs,
 --params) and single .npy files (--input NAME=@FILE.npy). Anything not
@@ -72,7 +80,9 @@ machine-readable summary on standard output.`,
 		fs := newFlagSet(c)
 		rf := runFlags{input: inputFlag{}}
 		rf.register(fs)
-		fs.StringVar(&rf.device, "device", "ref", "where to evaluate: ref")
+		fs.StringVar(&rf.device, "device", "ref", "where to evaluate: ref or sim")
+		rf.registerOpt(fs)
+		fs.BoolVar(&rf.race, "race", true, "with --device sim, detect data races (status 1 if any)")
 		fs.StringVar(&rf.inputs, "inputs", "", "an .npz archive of inputs, by name")
 		fs.Var(rf.input, "input", "one input from an .npy file: NAME=@FILE.npy (repeatable)")
 		fs.StringVar(&rf.params, "params", "", "an .npz archive of params (weights), by name")
@@ -84,15 +94,18 @@ machine-readable summary on standard output.`,
 		fs.Float64Var(&rf.atol, "atol", 1e-5, "absolute tolerance of --expected")
 		fs.BoolVar(&rf.json, "json", false, "print a JSON summary on standard output")
 		fs.IntVar(&rf.show, "show", 6, "how many leading values of each output to print")
-		pos, code, ok := e.parse(c, fs, args)
+		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
 		}
 		if err := rf.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}
-		if rf.device != "ref" {
-			return e.usageError(c, "unknown device %q (want ref)", rf.device)
+		if rf.device != "ref" && rf.device != "sim" {
+			return e.usageError(c, "unknown device %q (want ref or sim)", rf.device)
+		}
+		if _, err := rf.options(""); err != nil {
+			return e.usageError(c, "%v", err)
 		}
 		var fill *numeric.Fill
 		if rf.fill != "" {
@@ -170,10 +183,10 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 		}
 	}
 	start := time.Now()
-	outs, err := te.Evaluate(prog, feeds, te.EvalOptions{})
+	outs, err := evaluate(prog, feeds, rf, e.stderr)
 	elapsed := time.Since(start)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec run: evaluating model %s: %v\n", prog.Name, err)
+		fmt.Fprintf(e.stderr, "tec run: evaluating model %s on %s: %v\n", prog.Name, rf.device, err)
 		return exitUser
 	}
 	if rf.outputs != "" {
@@ -212,6 +225,40 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 	}
 	printRun(e.stdout, &sum, outs, rf.show, rf.fill, rf.seed)
 	return status
+}
+
+// errRaces reports that the simulator found data races, which evaluate has
+// printed.
+var errRaces = errors.New("data races (see above)")
+
+// evaluate runs prog on rf.device and returns its outputs by name.
+func evaluate(prog *te.Program, feeds map[string]*te.Array, rf *runFlags, warn io.Writer) (map[string]*te.Array, error) {
+	if rf.device == "ref" {
+		return te.Evaluate(prog, feeds, te.EvalOptions{})
+	}
+	opts, err := rf.options("")
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipeline.Build(prog, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := sim.Run(res.Module, feeds, sim.Options{Race: rf.race})
+	if err != nil {
+		return nil, err
+	}
+	if r.RaceCount > 0 {
+		for _, race := range r.Races {
+			fmt.Fprintf(warn, "tec run: %s\n", race)
+		}
+		return nil, fmt.Errorf("%d %w", r.RaceCount, errRaces)
+	}
+	outs := map[string]*te.Array{}
+	for i, t := range prog.Outputs {
+		outs[t.Name] = r.Outputs[res.Module.Outputs[i].Name]
+	}
+	return outs, nil
 }
 
 // bindFeeds assembles the arrays of every placeholder of prog from the files

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"tec/backend/cuda"
+	"tec/backend/kir"
+	"tec/backend/llvm"
+	"tec/backend/report"
+	"tec/backend/target"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// optFlags are the flags of the commands that run the pipeline.
+type optFlags struct {
+	level int
+	gpu   string
+}
+
+func (o *optFlags) registerOpt(fs *flag.FlagSet) {
+	fs.IntVar(&o.level, "O", pipeline.MaxLevel, fmt.Sprintf("optimisation level, -O0 to -O%d", pipeline.MaxLevel))
+	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: a100, h100 for --target sm_90)")
+}
+
+// options returns the pipeline's options, with the GPU named by --gpu or,
+// without it, the one that matches tg.
+func (o *optFlags) options(tg string) (pipeline.Options, error) {
+	if o.level < 0 || o.level > pipeline.MaxLevel {
+		return pipeline.Options{}, fmt.Errorf("-O%d: want -O0 to -O%d", o.level, pipeline.MaxLevel)
+	}
+	spec := o.gpu
+	if spec == "" {
+		spec = partition.DefaultGPU
+		if tg == "sm_90" {
+			spec = "h100"
+		}
+	}
+	g, err := partition.LoadGPU(spec)
+	if err != nil {
+		return pipeline.Options{}, fmt.Errorf("--gpu: %w", err)
+	}
+	return pipeline.Options{Level: o.level, GPU: g}, nil
+}
+
+// optLevelArg matches "-O3" and "--O3", which the flag package would read as
+// a flag named "O3".
+var optLevelArg = regexp.MustCompile(`^--?O([0-9]+)$`)
+
+// splitOptLevel rewrites "-O3" as "-O=3", so that -O takes its value
+// attached as compilers' -O does.
+func splitOptLevel(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if m := optLevelArg.FindStringSubmatch(a); m != nil {
+			a = "-O=" + m[1]
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// emitKinds returns the kinds of file tec build emits.
+func emitKinds() []string { return []string{"cu", "ll", "ptx", "host"} }
+
+type buildFlags struct {
+	compileFlags
+	optFlags
+	out       string
+	target    string
+	emit      string
+	report    string
+	dumpAfter string
+}
+
+func buildCommand() *command {
+	c := &command{
+		name:    "build",
+		summary: "compile a model to CUDA C++, LLVM IR and PTX",
+		usage:   "[flags] FILE -o DIR",
+		help: `Build compiles FILE's model through the optimisation pipeline (-O0 one
+kernel per tensor expression ... -O4 grid-synced persistent kernels with
+on-chip reuse) and writes to DIR what --emit asks for:
+
+  cu    MODEL.cu and MODEL.h: the kernels in CUDA C++ and a C interface
+        (MODEL_run, MODEL_workspace_size, descriptions of the tensors)
+  host  main.cu: a runner that reads .npy inputs and params, runs the model,
+        writes .npy outputs and, with --bench N, times it:
+          nvcc -O3 -arch=sm_80 -o run main.cu MODEL.cu
+  ll    MODEL.ll: the kernels as LLVM IR for nvptx64-nvidia-cuda
+  ptx   MODEL.ptx: that IR compiled by llc (llc-16 for sm_90)
+
+--report writes the static cost report as JSON (per kernel: grid, block,
+shared memory, global bytes read and written, FLOPs, barriers);
+--dump-after prints a pass's result on standard output.`,
+	}
+	c.run = func(e *env, args []string) int {
+		fs := newFlagSet(c)
+		var bf buildFlags
+		bf.compileFlags.register(fs)
+		bf.registerOpt(fs)
+		fs.StringVar(&bf.out, "o", "", "the directory to write to (created if missing)")
+		fs.StringVar(&bf.target, "target", target.Default, "the GPU architecture: "+strings.Join(target.Names(), " or "))
+		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
+		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
+		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the program after a pass: te, "+strings.Join(pipeline.Passes(pipeline.MaxLevel), ", ")+", cu, ll, or all")
+		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
+		if !ok {
+			return code
+		}
+		if err := bf.validate(); err != nil {
+			return e.usageError(c, "%v", err)
+		}
+		if len(pos) != 1 {
+			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
+		}
+		tg, err := target.Lookup(bf.target)
+		if err != nil {
+			return e.usageError(c, "--target: %v", err)
+		}
+		emit, err := parseEmit(bf.emit)
+		if err != nil {
+			return e.usageError(c, "--emit: %v", err)
+		}
+		if bf.out == "" && len(emit) > 0 {
+			return e.usageError(c, "-o DIR is required")
+		}
+		opts, err := bf.options(tg.Name)
+		if err != nil {
+			return e.usageError(c, "%v", err)
+		}
+		dumps, err := parseDumps(bf.dumpAfter, bf.level)
+		if err != nil {
+			return e.usageError(c, "--dump-after: %v", err)
+		}
+		prog, code := e.compile(&bf.compileFlags, pos[0])
+		if prog == nil {
+			return code
+		}
+		return e.build(prog, &bf, tg, opts, emit, dumps)
+	}
+	return c
+}
+
+// parseEmit parses --emit.
+func parseEmit(s string) (map[string]bool, error) {
+	emit := map[string]bool{}
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		found := false
+		for _, known := range emitKinds() {
+			found = found || k == known
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown kind %q (want %s)", k, strings.Join(emitKinds(), ", "))
+		}
+		emit[k] = true
+	}
+	return emit, nil
+}
+
+// parseDumps parses --dump-after into the set of passes to print.
+func parseDumps(s string, level int) (map[string]bool, error) {
+	passes := append(append([]string{"te"}, pipeline.Passes(level)...), "cu", "ll")
+	dumps := map[string]bool{}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+		case p == "all":
+			for _, q := range passes {
+				dumps[q] = true
+			}
+		default:
+			found := false
+			for _, q := range passes {
+				found = found || p == q
+			}
+			if !found {
+				return nil, fmt.Errorf("no pass %q at -O%d (want one of %s, or all)", p, level, strings.Join(passes, ", "))
+			}
+			dumps[p] = true
+		}
+	}
+	return dumps, nil
+}
+
+func (e *env) build(prog *te.Program, bf *buildFlags, tg target.Target, opts pipeline.Options, emit, dumps map[string]bool) int {
+	dump := func(pass, text string) {
+		if dumps[pass] {
+			fmt.Fprintf(e.stdout, "// ---- after %s ----\n%s", pass, text)
+			if !strings.HasSuffix(text, "\n") {
+				fmt.Fprintln(e.stdout)
+			}
+		}
+	}
+	dump("te", prog.String())
+	opts.Dump = dump
+	res, err := pipeline.Build(prog, opts)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+		return exitUser
+	}
+	files, err := buildFiles(context.Background(), res.Module, tg, emit, dumps, dump)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+		return exitUser
+	}
+	if len(files) > 0 {
+		if err := os.MkdirAll(bf.out, 0o755); err != nil {
+			fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+			return exitUser
+		}
+	}
+	var written []string
+	for _, f := range files {
+		path := filepath.Join(bf.out, f.Name)
+		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
+			fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+			return exitUser
+		}
+		written = append(written, path)
+	}
+	if bf.report != "" {
+		if err := writeReport(bf.report, res.Module, opts.GPU, tg); err != nil {
+			fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+			return exitUser
+		}
+		written = append(written, bf.report)
+	}
+	if len(dumps) == 0 {
+		fmt.Fprintf(e.stdout, "%s: model %s at -O%d for %s: %d kernels, workspace %d B\n",
+			bf.out, res.Module.Name, opts.Level, tg.Name, len(res.Module.Kernels), res.Module.WorkspaceBytes())
+		for _, w := range written {
+			fmt.Fprintf(e.stdout, "  wrote %s\n", w)
+		}
+	}
+	return exitOK
+}
+
+// buildFiles emits the files that emit asks for.
+func buildFiles(ctx context.Context, m *kir.Module, tg target.Target, emit, dumps map[string]bool, dump func(pass, text string)) ([]cuda.File, error) {
+	var files []cuda.File
+	if emit["cu"] || emit["host"] || dumps["cu"] {
+		cu, err := cuda.Emit(m, tg)
+		if err != nil {
+			return nil, err
+		}
+		dump("cu", string(cu.Source.Data))
+		if emit["cu"] {
+			files = append(files, cu.Source, cu.Header)
+		}
+		if emit["host"] {
+			files = append(files, cu.Runner)
+		}
+	}
+	if emit["ll"] || emit["ptx"] || dumps["ll"] {
+		mod, err := llvm.Emit(m, tg)
+		if err != nil {
+			return nil, err
+		}
+		ll := mod.String()
+		dump("ll", ll)
+		base := cuda.BaseName(m)
+		if emit["ll"] {
+			files = append(files, cuda.File{Name: base + ".ll", Data: []byte(ll)})
+		}
+		if emit["ptx"] {
+			ptx, err := llvm.PTX(ctx, []byte(ll), tg)
+			if err != nil {
+				return nil, fmt.Errorf("%w\n  hint: leave ptx out of --emit to build without llc", err)
+			}
+			files = append(files, cuda.File{Name: base + ".ptx", Data: ptx})
+		}
+	}
+	return files, nil
+}
+
+// reportJSON is the JSON that --report writes; its fields are documented in
+// docs/cli.md.
+type reportJSON struct {
+	Model          string         `json:"model"`
+	Target         string         `json:"target"`
+	GPU            string         `json:"gpu"`
+	ResidentBlocks int            `json:"resident_blocks"`
+	WorkspaceBytes int64          `json:"workspace_bytes"`
+	Exact          bool           `json:"exact"`
+	Total          countsJSON     `json:"total"`
+	Kernels        []kernelReport `json:"kernels"`
+}
+
+type countsJSON struct {
+	LoadBytes     int64 `json:"load_bytes"`
+	StoreBytes    int64 `json:"store_bytes"`
+	FLOPs         int64 `json:"flops"`
+	BlockBarriers int64 `json:"block_barriers"`
+	GridSyncs     int64 `json:"grid_syncs"`
+}
+
+type kernelReport struct {
+	Name        string `json:"name"`
+	Blocks      int    `json:"blocks"`
+	Resident    bool   `json:"resident"`
+	Threads     int    `json:"threads"`
+	SharedBytes int64  `json:"shared_bytes"`
+	countsJSON
+	Exact bool `json:"exact"`
+}
+
+func counts(c kir.Counts) countsJSON {
+	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs}
+}
+
+// residentBlocks estimates the blocks of an all-resident grid on g: every SM
+// holds as many blocks of the module's largest block size as its thread
+// and block limits allow.
+func residentBlocks(m *kir.Module, g partition.GPU) int {
+	threads := 1
+	for _, k := range m.Kernels {
+		threads = max(threads, k.Block)
+	}
+	perSM := max(1, min(g.MaxBlocksPerSM, g.MaxThreadsPerSM/threads))
+	return max(1, g.SMs*perSM)
+}
+
+func writeReport(path string, m *kir.Module, g partition.GPU, tg target.Target) error {
+	blocks := residentBlocks(m, g)
+	r := report.Module(m, report.Config{ResidentBlocks: blocks})
+	out := reportJSON{Model: r.Module, Target: tg.Name, GPU: g.Name, ResidentBlocks: blocks,
+		WorkspaceBytes: r.WorkspaceBytes, Exact: r.Exact, Total: counts(r.Total), Kernels: []kernelReport{}}
+	for _, k := range r.Kernels {
+		out.Kernels = append(out.Kernels, kernelReport{Name: k.Name, Blocks: k.Blocks, Resident: k.Resident, Threads: k.Threads,
+			SharedBytes: k.SharedBytes, countsJSON: counts(k.Counts), Exact: k.Exact})
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
