@@ -6,12 +6,15 @@
 //
 // The commands are:
 //
-//	check   check a .te file and report every error
-//	fmt     format .te files
-//	te      print the lowered tensor-expression program
-//	run     evaluate a model on inputs and params
-//	lsp     run the language server for editors
-//	help    show help for a command
+//	build    compile a model to CUDA C++, LLVM IR and PTX
+//	check    check a .te file and report every error
+//	explain  report the global analysis of a model
+//	fmt      format .te files
+//	graph    draw the tensor-dependency graph of a model
+//	lsp      run the language server for editors (LSP over stdio)
+//	run      evaluate a model on inputs and params
+//	te       print the lowered tensor-expression program
+//	help     show help for a command
 //
 // Run "tec help <command>" for a command's flags. Exit status is 0 on
 // success, 1 when the input has errors or outputs differ from the expected
