@@ -22,8 +22,11 @@ type coster struct {
 	// prods[j] are stage j's compute producers in the plan, with the
 	// barrier each needs if it was written since the last grid sync.
 	prods [][]edge
-	// pre[o][j] sums the times of stages [0, j) at o blocks per SM.
-	pre [][]float64
+	// pre[o][j] sums the times of stages [0, j) at o blocks per SM when
+	// every access goes to DRAM; foot[o][j] when re-reads hit in L2.
+	pre, foot [][]float64
+	// footBytes[j] sums the footprints of stages [0, j).
+	footBytes []int64
 	// own[j] is stage j's occupancy alone.
 	own []int
 }
@@ -35,9 +38,12 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	}
 	g := pl.GPU
 	c.pre = make([][]float64, g.MaxBlocksPerSM+1)
+	c.foot = make([][]float64, g.MaxBlocksPerSM+1)
 	for o := range c.pre {
 		c.pre[o] = make([]float64, len(stages)+1)
+		c.foot[o] = make([]float64, len(stages)+1)
 	}
+	c.footBytes = make([]int64, len(stages)+1)
 	for j, t := range stages {
 		s := pl.Schedules[t]
 		c.scheds = append(c.scheds, s)
@@ -50,19 +56,21 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 			}
 		}
 		for o := 1; o <= g.MaxBlocksPerSM; o++ {
-			c.pre[o][j+1] = c.pre[o][j] + c.stageTime(s, occ, g.SMs*o)
+			c.pre[o][j+1] = c.pre[o][j] + c.stageTime(s, s.Bytes, occ, g.SMs*o)
+			c.foot[o][j+1] = c.foot[o][j] + c.stageTime(s, min(s.Bytes, s.Foot), occ, g.SMs*o)
 		}
+		c.footBytes[j+1] = c.footBytes[j] + s.Foot
 	}
 	return c
 }
 
 // stageTime predicts a stage's time on a grid of grid blocks: its work at
-// full rate (the larger of FLOPs over the FP32 peak and bytes over DRAM
-// bandwidth) scaled by the share of the blocks it needs to saturate the GPU
+// full rate (the larger of FLOPs over the FP32 peak and bytes moved over
+// DRAM bandwidth) scaled by the share of the blocks it needs to saturate the GPU
 // (SMs × its own occupancy) that run concurrently.
-func (c *coster) stageTime(s *Schedule, own, grid int) float64 {
+func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 	g := c.pl.GPU
-	w := max(float64(s.FLOPs)/g.FP32Peak, float64(s.Bytes)/g.DRAMBandwidth)
+	w := max(float64(s.FLOPs)/g.FP32Peak, float64(bytes)/g.DRAMBandwidth)
 	sat := g.SMs * max(own, 1)
 	conc := min(s.Tiles, grid, sat)
 	if conc <= 0 {
@@ -212,10 +220,15 @@ func (c *coster) cost(sg *segment) Cost {
 	if !sg.fits {
 		return Cost{Stages: inf}
 	}
+	// Re-reads hit in L2 when the kernel's working set fits there.
+	pre := c.pre
+	if c.footBytes[sg.j]-c.footBytes[sg.i] <= int64(g.L2Bytes) {
+		pre = c.foot
+	}
 	return Cost{
 		Launch: g.LaunchCost,
 		Sync:   float64(sg.syncs) * g.GridSyncCost,
-		Stages: c.pre[sg.occ][sg.j] - c.pre[sg.occ][sg.i],
+		Stages: pre[sg.occ][sg.j] - pre[sg.occ][sg.i],
 	}
 }
 
@@ -237,7 +250,12 @@ func (c *coster) kernel(i, e int) *Kernel {
 	if c.opts.Strategy == PerTE {
 		// A kernel of its own is launched with as many blocks as it has
 		// tiles, not cooperatively: no occupancy loss, no grid syncs.
-		k.Cost.Stages = c.stageTime(c.scheds[i], c.own[i], c.scheds[i].Tiles)
+		s := c.scheds[i]
+		bytes := s.Bytes
+		if s.Foot <= int64(c.pl.GPU.L2Bytes) {
+			bytes = min(bytes, s.Foot)
+		}
+		k.Cost.Stages = c.stageTime(s, bytes, c.own[i], s.Tiles)
 	}
 	for _, s := range c.scheds[i:e] {
 		k.Cost.Bytes += s.Bytes
@@ -312,8 +330,8 @@ func (c *coster) explain(a, b, e int) *Boundary {
 	merged := c.cost(m).Total()
 	bd.MergedCost = merged
 	hv := c.stages[m.heaviest]
-	bd.Reason = fmt.Sprintf("cost model: merged %.2f µs (%d blocks/SM, limited by %s) > split %.2f µs (%d and %d blocks/SM)",
-		merged*1e6, m.occ, hv.Name, split*1e6, left.occ, right.occ)
+	bd.Reason = fmt.Sprintf("cost model: merged %.2f µs (%d blocks/SM, limited by %s; working set %.1f MB, L2 %.0f MB) > split %.2f µs (%d and %d blocks/SM)",
+		merged*1e6, m.occ, hv.Name, float64(c.footBytes[e]-c.footBytes[a])/1e6, float64(c.pl.GPU.L2Bytes)/1e6, split*1e6, left.occ, right.occ)
 	return bd
 }
 

@@ -62,9 +62,12 @@ type Schedule struct {
 	From *te.Tensor
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
-	// traffic (each tile's loads of the factors for a contraction).
+	// traffic (each tile's loads of the factors for a contraction); Foot is
+	// the distinct bytes it reads and writes, what it moves from DRAM when
+	// its re-reads hit in L2.
 	FLOPs int64
 	Bytes int64
+	Foot  int64
 }
 
 // Resources returns what one block of the stage occupies.
@@ -115,6 +118,7 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	if x != nil {
 		s.FLOPs = x.Intensity.Ops
 		s.Bytes = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
+		s.Foot = s.Bytes
 	}
 	if d, ok := ContractionDims(t); ok {
 		s.Kind = Contraction
@@ -141,24 +145,31 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	return s, nil
 }
 
-// tileShape returns TileM×TileN = threads with TileM a power of two up to
-// 32 that wastes the least padding of an M×N output.
+// tileShape returns TileM×TileN = threads, TileM a power of two up to 32
+// and TileN at least 8, that loads the least from global memory: each of
+// the ⌈N/TileN⌉ column tiles reads all of X (M×K), each of the ⌈M/TileM⌉
+// row tiles all of Y (K×N); ties go to the squarer tile.
 func tileShape(m, n, threads int) (int, int) {
-	bestM, bestN, best := 0, 0, -1
+	bestM, bestN := threads, 1
+	var best float64 = -1
 	for tm := 1; tm <= 32 && tm <= threads; tm *= 2 {
 		tn := threads / tm
 		if tn < 8 {
 			continue
 		}
-		area := ceilDiv(m, tm) * tm * ceilDiv(n, tn) * tn
-		if best < 0 || area < best || (area == best && tm == 16) {
-			bestM, bestN, best = tm, tn, area
+		cost := float64(m)*float64(ceilDiv(n, tn)) + float64(n)*float64(ceilDiv(m, tm))
+		if best < 0 || cost < best || (cost == best && abs(tm-tn) < abs(bestM-bestN)) {
+			bestM, bestN, best = tm, tn, cost
 		}
 	}
-	if best < 0 {
-		return threads, 1
-	}
 	return bestM, bestN
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // Dims are the sizes of a contraction out = f(sum[k](X * Y)): M counts the
@@ -294,7 +305,7 @@ func loadsInBounds(e te.Expr) bool {
 	te.Walk(e, func(x te.Expr) bool {
 		if l, isLoad := x.(*te.Load); isLoad {
 			for d, ix := range l.Index {
-				lo, hi := ix.ExtentBounds()
+				lo, hi := simplify(ix).ExtentBounds()
 				if lo < 0 || hi >= l.Tensor.Shape[d] {
 					ok = false
 				}
@@ -309,7 +320,7 @@ func loadsInBounds(e te.Expr) bool {
 func usedVars(e te.Expr) map[*te.Var]bool {
 	used := map[*te.Var]bool{}
 	mark := func(x te.Index) {
-		for _, v := range x.Vars() {
+		for _, v := range simplify(x).Vars() {
 			used[v] = true
 		}
 	}
@@ -351,4 +362,39 @@ func nextPow2(n int) int {
 		p *= 2
 	}
 	return p
+}
+
+// simplify rewrites the div and mod atoms of x whose value is fixed by the
+// ranges of their variables: floor(e/d) is a constant and e mod d is e minus
+// a constant when e stays within one multiple of d. (The lowering does the
+// same, so both see the same variables used.)
+func simplify(x te.Index) te.Index {
+	if x.IsAffine() {
+		return x
+	}
+	r := te.Const(x.Const)
+	for _, t := range x.Terms {
+		var a te.Index
+		switch t.Atom.Op {
+		case te.AtomVar:
+			a = te.VarIndex(t.Atom.Var)
+		default:
+			arg := simplify(*t.Atom.Arg)
+			d := t.Atom.Divisor
+			lo, hi := arg.ExtentBounds()
+			q := te.FloorDiv(lo, d)
+			switch {
+			case q == te.FloorDiv(hi, d) && t.Atom.Op == te.AtomDiv:
+				a = te.Const(q)
+			case q == te.FloorDiv(hi, d):
+				a = arg.AddConst(-q * d)
+			case t.Atom.Op == te.AtomDiv:
+				a = arg.Div(d)
+			default:
+				a = arg.Mod(d)
+			}
+		}
+		r = r.Add(a.Scale(t.Coef))
+	}
+	return r
 }

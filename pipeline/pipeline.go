@@ -120,3 +120,75 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	dump("kir", m.String)
 	return &Result{Program: p, Plan: pl, Module: m}, nil
 }
+
+// Footprint returns, for kernel k of the result's module and a global
+// buffer b, an upper bound of the bytes of b that the kernel touches: for a
+// tensor of the program, the bounding box of the kernel's stages' loads of
+// it (each index's range over its variables' extents) or the whole tensor
+// if the kernel writes it; for any other buffer, its size. It serves
+// report.Report.DRAMBytes.
+func (r *Result) Footprint() func(k int, b *kir.Buffer) int64 {
+	byName := map[string]*te.Tensor{}
+	for _, t := range r.Program.Tensors {
+		byName[t.Name] = t
+	}
+	cache := map[int]map[*te.Tensor]int64{}
+	return func(k int, b *kir.Buffer) int64 {
+		t := byName[b.Name]
+		if t == nil || k >= len(r.Plan.Kernels) {
+			return b.Bytes()
+		}
+		boxes, ok := cache[k]
+		if !ok {
+			boxes = kernelBoxes(r.Plan.Kernels[k].Stages)
+			cache[k] = boxes
+		}
+		if n, ok := boxes[t]; ok {
+			return n
+		}
+		return b.Bytes()
+	}
+}
+
+// kernelBoxes returns the bytes of the bounding box of the loads of each
+// tensor that stages read.
+func kernelBoxes(stages []*te.Tensor) map[*te.Tensor]int64 {
+	type box struct{ lo, hi []int }
+	boxes := map[*te.Tensor]*box{}
+	written := map[*te.Tensor]bool{}
+	for _, s := range stages {
+		written[s] = true
+		te.Walk(s.Body, func(x te.Expr) bool {
+			l, ok := x.(*te.Load)
+			if !ok {
+				return true
+			}
+			bx := boxes[l.Tensor]
+			if bx == nil {
+				bx = &box{lo: make([]int, len(l.Tensor.Shape)), hi: make([]int, len(l.Tensor.Shape))}
+				for d, n := range l.Tensor.Shape {
+					bx.lo[d], bx.hi[d] = n, -1
+				}
+				boxes[l.Tensor] = bx
+			}
+			for d, ix := range l.Index {
+				lo, hi := ix.ExtentBounds()
+				bx.lo[d] = min(bx.lo[d], max(lo, 0))
+				bx.hi[d] = max(bx.hi[d], min(hi, l.Tensor.Shape[d]-1))
+			}
+			return true
+		})
+	}
+	out := map[*te.Tensor]int64{}
+	for t, bx := range boxes {
+		if written[t] {
+			continue
+		}
+		n := int64(t.DType.Size())
+		for d := range bx.lo {
+			n *= int64(max(bx.hi[d]-bx.lo[d]+1, 0))
+		}
+		out[t] = n
+	}
+	return out
+}

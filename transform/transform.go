@@ -6,5 +6,3 @@
 // takes a program and returns a new one that computes the same outputs;
 // the input program is not modified.
 package transform
-
-

@@ -27,7 +27,8 @@ const (
 //   - a TE with reductions (a contraction or a reduction) whose only
 //     consumer reads it once, outside any reduction or select, at the
 //     consumer's own index, the consumer having no reduction of its own:
-//     the consumer becomes the producer's epilogue.
+//     the consumer becomes the producer's epilogue (of one producer only,
+//     so that the result has one reduction and keeps its tiling).
 //
 // Program outputs are never inlined away, and a consumer whose body would
 // grow beyond 400 nodes keeps its loads.
@@ -75,6 +76,7 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 		for _, u := range te.Inputs(t.Body) {
 			if v := nu[u]; v != nil && v.Kind == te.Compute && hasReduce(v.Body) && !outputs[u] && consumers[u] == 1 && readOnceAtOwnIndex(t, u) {
 				epilogue[u] = true
+				break // one producer per consumer: its reduction stays the only one
 			}
 		}
 	}

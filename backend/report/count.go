@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -40,6 +41,7 @@ type counter struct {
 	defs    map[*kir.Var]kir.Expr // Let definitions without loads
 	opaque  map[*kir.Var]bool     // reassigned or loaded variables
 	counts  kir.Counts
+	traffic map[*kir.Buffer]*Traffic
 	exact   bool
 	memo    map[string]int64
 }
@@ -53,6 +55,7 @@ func kernel(k *kir.Kernel, cfg Config) Kernel {
 			{reg: kir.ThreadIdx, lo: 0, hi: k.Block, step: 1},
 		},
 		defs: map[*kir.Var]kir.Expr{}, opaque: map[*kir.Var]bool{},
+		traffic: map[*kir.Buffer]*Traffic{},
 	}
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		if a, ok := s.(*kir.Assign); ok {
@@ -64,6 +67,7 @@ func kernel(k *kir.Kernel, cfg Config) Kernel {
 	return Kernel{
 		Name: k.Name, Blocks: grid, Threads: k.Block, Resident: k.Grid.Resident,
 		SharedBytes: k.SharedBytes(), Counts: c.counts, Exact: c.exact,
+		Traffic: c.trafficList(k),
 	}
 }
 
@@ -88,7 +92,9 @@ func (c *counter) stmt(s kir.Stmt) {
 		c.cost(s.Index)
 		c.cost(s.Value)
 		if s.Buf.Space == kir.Global {
-			c.counts.StoreBytes += c.count() * int64(s.Buf.DType.Size())
+			n := c.count() * int64(s.Buf.DType.Size())
+			c.counts.StoreBytes += n
+			c.bufTraffic(s.Buf).Store += n
 		}
 	case *kir.Atomic:
 		c.cost(s.Index)
@@ -98,6 +104,9 @@ func (c *counter) stmt(s kir.Stmt) {
 		if s.Buf.Space == kir.Global {
 			c.counts.StoreBytes += n * int64(s.Buf.DType.Size())
 			c.counts.LoadBytes += n * int64(s.Buf.DType.Size())
+			t := c.bufTraffic(s.Buf)
+			t.Store += n * int64(s.Buf.DType.Size())
+			t.Load += n * int64(s.Buf.DType.Size())
 		}
 	case *kir.If:
 		c.cost(s.Cond)
@@ -181,7 +190,9 @@ func (c *counter) cost(e kir.Expr) {
 	case *kir.Load:
 		c.cost(e.Index)
 		if e.Buf.Space == kir.Global {
-			c.counts.LoadBytes += c.count() * int64(e.Buf.DType.Size())
+			n := c.count() * int64(e.Buf.DType.Size())
+			c.counts.LoadBytes += n
+			c.bufTraffic(e.Buf).Load += n
 		}
 	case *kir.Unary:
 		c.cost(e.X)
@@ -514,3 +525,30 @@ func b2f(b bool) float64 {
 }
 
 func ptrString(e kir.Expr) string { return fmt.Sprintf("%p", e) }
+
+func (c *counter) bufTraffic(b *kir.Buffer) *Traffic {
+	t := c.traffic[b]
+	if t == nil {
+		t = &Traffic{Buffer: b}
+		c.traffic[b] = t
+	}
+	return t
+}
+
+// trafficList returns the kernel's traffic per global buffer, in the order
+// of its parameters (then any other buffer, by name).
+func (c *counter) trafficList(k *kir.Kernel) []Traffic {
+	var ts []Traffic
+	for _, b := range k.Params {
+		if t := c.traffic[b]; t != nil {
+			ts = append(ts, *t)
+			delete(c.traffic, b)
+		}
+	}
+	rest := make([]Traffic, 0, len(c.traffic))
+	for _, t := range c.traffic {
+		rest = append(rest, *t)
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].Buffer.Name < rest[j].Buffer.Name })
+	return append(ts, rest...)
+}

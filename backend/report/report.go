@@ -49,6 +49,14 @@ type Kernel struct {
 	// Exact is false when a count had to be estimated (a data-dependent
 	// condition, a loop with non-constant bounds, a sampled domain).
 	Exact bool
+	// Traffic is the kernel's global traffic per buffer.
+	Traffic []Traffic
+}
+
+// Traffic is the global traffic of one kernel to one buffer.
+type Traffic struct {
+	Buffer      *kir.Buffer
+	Load, Store int64 // bytes
 }
 
 // Report is the static report of a module.
@@ -108,4 +116,36 @@ func (r *Report) Fprint(w io.Writer) error {
 	notes = append(notes, "* marks all-resident grids", fmt.Sprintf("workspace %d B", r.WorkspaceBytes))
 	_, err := fmt.Fprintf(w, "%s\n", strings.Join(notes, "; "))
 	return err
+}
+
+// DRAMBytes estimates the bytes that the module moves between the GPU and
+// its DRAM when the GPU has an L2 cache of l2 bytes. It is a model, not a
+// count. Each kernel touches a footprint of each global buffer (what
+// footprint(k, b) returns for kernel index k, at most the buffer's size;
+// nil means the whole buffer). Within one kernel, a buffer's repeated
+// accesses hit in L2, so that it moves at most its footprint each way, when
+// the kernel's whole footprint fits in L2 or, when it does not, when the
+// buffer's footprint is no larger than an eighth of L2; other accesses all
+// go to DRAM. Nothing is assumed to stay in L2 from one kernel to the next.
+func (r *Report) DRAMBytes(l2 int64, footprint func(k int, b *kir.Buffer) int64) int64 {
+	var total int64
+	for i, k := range r.Kernels {
+		foot := make([]int64, len(k.Traffic))
+		var sum int64
+		for j, t := range k.Traffic {
+			foot[j] = t.Buffer.Bytes()
+			if footprint != nil {
+				foot[j] = min(foot[j], footprint(i, t.Buffer))
+			}
+			sum += foot[j]
+		}
+		for j, t := range k.Traffic {
+			if sum <= l2 || 8*foot[j] <= l2 {
+				total += min(t.Load, foot[j]) + min(t.Store, foot[j])
+			} else {
+				total += t.Load + t.Store
+			}
+		}
+	}
+	return total
 }
