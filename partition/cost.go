@@ -25,8 +25,12 @@ type coster struct {
 	// pre[o][j] sums the times of stages [0, j) at o blocks per SM when
 	// every access goes to DRAM; foot[o][j] when re-reads hit in L2.
 	pre, foot [][]float64
-	// footBytes[j] sums the footprints of stages [0, j).
-	footBytes []int64
+	// keys[j] are the regions of tensors stage j touches (the bounding
+	// box of its loads of each tensor, and its output), as ids into seen,
+	// with their bytes; a segment's working set counts each region once.
+	keys   [][]region
+	seen   []int // seen[id] is the serial of the last segment that counted it
+	serial int
 	// own[j] is stage j's occupancy alone.
 	own []int
 }
@@ -43,7 +47,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		c.pre[o] = make([]float64, len(stages)+1)
 		c.foot[o] = make([]float64, len(stages)+1)
 	}
-	c.footBytes = make([]int64, len(stages)+1)
+	ids := map[string]int{}
 	for j, t := range stages {
 		s := pl.Schedules[t]
 		c.scheds = append(c.scheds, s)
@@ -59,9 +63,52 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 			c.pre[o][j+1] = c.pre[o][j] + c.stageTime(s, s.Bytes, occ, g.SMs*o)
 			c.foot[o][j+1] = c.foot[o][j] + c.stageTime(s, min(s.Bytes, s.Foot), occ, g.SMs*o)
 		}
-		c.footBytes[j+1] = c.footBytes[j] + s.Foot
+		c.keys = append(c.keys, regions(t, ids))
 	}
+	c.seen = make([]int, len(ids))
 	return c
+}
+
+// region is a part of a tensor that a stage touches.
+type region struct {
+	id    int
+	bytes int64
+}
+
+// regions returns the regions t touches: the bounding box of each of its
+// loads, and all of t.
+func regions(t *te.Tensor, ids map[string]int) []region {
+	intern := func(key string) (int, bool) {
+		id, ok := ids[key]
+		if !ok {
+			id = len(ids)
+			ids[key] = id
+		}
+		return id, !ok
+	}
+	id, _ := intern(fmt.Sprintf("%p", t))
+	rs := []region{{id: id, bytes: t.Bytes()}}
+	mine := map[int]bool{id: true}
+	te.Walk(t.Body, func(x te.Expr) bool {
+		l, ok := x.(*te.Load)
+		if !ok {
+			return true
+		}
+		lo, hi := make([]int, len(l.Index)), make([]int, len(l.Index))
+		n := int64(l.Tensor.DType.Size())
+		for d, ix := range l.Index {
+			a, b := simplify(ix).ExtentBounds()
+			lo[d], hi[d] = max(a, 0), min(b, l.Tensor.Shape[d]-1)
+			n *= int64(max(hi[d]-lo[d]+1, 0))
+		}
+		id, _ := intern(fmt.Sprintf("%p%v%v", l.Tensor, lo, hi))
+		if !mine[id] {
+			mine[id] = true
+			rs = append(rs, region{id: id, bytes: n})
+		}
+		return true
+	})
+	return rs
 }
 
 // stageTime predicts a stage's time on a grid of grid blocks: its work at
@@ -179,11 +226,13 @@ type segment struct {
 	why       string
 	heaviest  int
 	splitSync int
+	serial    int
+	foot      int64 // working set: bytes of the distinct regions touched
 }
 
 func (c *coster) begin(i int) *segment {
-	sg := &segment{i: i, j: i, last: i, fits: true, heaviest: i}
-	return sg
+	c.serial++
+	return &segment{i: i, j: i, last: i, fits: true, heaviest: i, serial: c.serial}
 }
 
 // extend adds stage sg.j to the segment.
@@ -211,6 +260,12 @@ func (c *coster) extend(sg *segment) {
 		sg.last = j + 1 // its finish phase follows a grid sync
 	}
 	sg.syncBar = append(sg.syncBar, b)
+	for _, r := range c.keys[j] {
+		if c.seen[r.id] != sg.serial {
+			c.seen[r.id] = sg.serial
+			sg.foot += r.bytes
+		}
+	}
 	sg.j++
 }
 
@@ -222,7 +277,7 @@ func (c *coster) cost(sg *segment) Cost {
 	}
 	// Re-reads hit in L2 when the kernel's working set fits there.
 	pre := c.pre
-	if c.footBytes[sg.j]-c.footBytes[sg.i] <= int64(g.L2Bytes) {
+	if sg.foot <= int64(g.L2Bytes) {
 		pre = c.foot
 	}
 	return Cost{
@@ -331,7 +386,7 @@ func (c *coster) explain(a, b, e int) *Boundary {
 	bd.MergedCost = merged
 	hv := c.stages[m.heaviest]
 	bd.Reason = fmt.Sprintf("cost model: merged %.2f µs (%d blocks/SM, limited by %s; working set %.1f MB, L2 %.0f MB) > split %.2f µs (%d and %d blocks/SM)",
-		merged*1e6, m.occ, hv.Name, float64(c.footBytes[e]-c.footBytes[a])/1e6, float64(c.pl.GPU.L2Bytes)/1e6, split*1e6, left.occ, right.occ)
+		merged*1e6, m.occ, hv.Name, float64(m.foot)/1e6, float64(c.pl.GPU.L2Bytes)/1e6, split*1e6, left.occ, right.occ)
 	return bd
 }
 

@@ -117,9 +117,9 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	s := &Schedule{Threads: threads, RegsPerThread: 32}
 	if x != nil {
 		s.FLOPs = x.Intensity.Ops
-		s.Bytes = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
-		s.Foot = s.Bytes
+		s.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
 	}
+	s.Bytes = requestBytes(t)
 	if d, ok := ContractionDims(t); ok {
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
@@ -143,6 +143,29 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	s.Kind = Elementwise
 	s.Tiles = ceilDiv(n, threads)
 	return s, nil
+}
+
+// requestBytes counts the bytes t's body loads and stores when every thread
+// reads what it needs from global memory, with nothing cached: each load
+// once per point of the variables around it (output axes and enclosing
+// reduction axes; both branches of a select).
+func requestBytes(t *te.Tensor) int64 {
+	n := t.Bytes()
+	var walk func(e te.Expr, points int64)
+	walk = func(e te.Expr, points int64) {
+		te.Walk(e, func(x te.Expr) bool {
+			switch x := x.(type) {
+			case *te.Load:
+				n += points * int64(x.Tensor.DType.Size())
+			case *te.Reduce:
+				walk(x.Body, points*int64(product(x.Axes)))
+				return false
+			}
+			return true
+		})
+	}
+	walk(t.Body, int64(t.NumElements()))
+	return n
 }
 
 // tileShape returns TileM×TileN = threads, TileM a power of two up to 32

@@ -14,9 +14,9 @@ import (
 type rewriter struct {
 	sub  map[*te.Var]te.Index
 	load func(l *te.Load) te.Expr
-	// enter, if set, is called with +1 on entering a reduction's body and
-	// -1 on leaving it.
-	enter func(int)
+	// bound holds the (fresh) axes of the reductions around the expression
+	// being rewritten, innermost last.
+	bound []*te.Var
 }
 
 func (r *rewriter) index(x te.Index) te.Index {
@@ -66,13 +66,9 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 			saved[i], had[i] = r.sub[a]
 			r.sub[a] = te.VarIndex(axes[i])
 		}
-		if r.enter != nil {
-			r.enter(1)
-		}
+		r.bound = append(r.bound, axes...)
 		body := r.expr(e.Body)
-		if r.enter != nil {
-			r.enter(-1)
-		}
+		r.bound = r.bound[:len(r.bound)-len(axes)]
 		for i, a := range e.Axes {
 			if had[i] {
 				r.sub[a] = saved[i]

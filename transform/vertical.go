@@ -8,9 +8,12 @@ const (
 	// inlined wherever it is read, however often (index remaps — reshape,
 	// transpose, slice, window partition, roll — cost nothing).
 	inlineOps = 8
-	// inlineOpsUnderReduce bounds it where the consumer reads it inside a
-	// reduction, which recomputes it once per reduction point.
-	inlineOpsUnderReduce = 1
+	// inlineOpsReread bounds it where the consumer reads each of its
+	// elements more than maxReread times (a variable of the consumer's
+	// iteration space with a larger extent does not appear in the load's
+	// indexes), since inlining recomputes it at every read.
+	inlineOpsReread = 1
+	maxReread       = 64
 	// maxBody bounds the size of a body after inlining.
 	maxBody = 400
 )
@@ -81,15 +84,13 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 		}
 	}
 	r := &rewriter{}
-	depth := 0 // reductions around the load being rewritten
-	r.enter = func(d int) { depth += d }
 	r.load = func(l *te.Load) te.Expr {
 		old := l.Tensor
 		v := nu[old]
 		if v == nil {
 			return nil
 		}
-		if inline && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(depth))) {
+		if inline && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(rereads(l, t.Axes, r.bound)))) {
 			sub := map[*te.Var]te.Index{}
 			for d, a := range v.Axes {
 				sub[a] = l.Index[d]
@@ -101,11 +102,32 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 	return r.expr(t.Body)
 }
 
-func limit(depth int) int {
-	if depth > 0 {
-		return inlineOpsUnderReduce
+func limit(rereads int) int {
+	if rereads > maxReread {
+		return inlineOpsReread
 	}
 	return inlineOps
+}
+
+// rereads bounds how often the consumer reads each element that l loads:
+// the product of the extents of the iteration variables (axes and the
+// reduction axes bound around l) that l's indexes do not use.
+func rereads(l *te.Load, axes, bound []*te.Var) int {
+	used := map[*te.Var]bool{}
+	for _, x := range l.Index {
+		for _, v := range x.Vars() {
+			used[v] = true
+		}
+	}
+	n := 1
+	for _, vs := range [][]*te.Var{axes, bound} {
+		for _, v := range vs {
+			if !used[v] {
+				n *= v.Extent
+			}
+		}
+	}
+	return n
 }
 
 // readOnceAtOwnIndex reports whether t's body loads u exactly once, not
