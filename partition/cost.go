@@ -257,7 +257,7 @@ func (c *coster) extend(sg *segment) {
 	}
 	if s.Kind == SplitReduce {
 		sg.splitSync += 2
-		sg.last = j + 1 // its finish phase follows a grid sync
+		sg.last = j // its finishing phase follows a grid sync, which orders all before it
 	}
 	sg.syncBar = append(sg.syncBar, b)
 	for _, r := range c.keys[j] {

@@ -84,7 +84,8 @@ type Kernel struct {
 	Resources Resources
 	// BlocksPerSM and Grid: occupancy and the all-resident grid's size.
 	BlocksPerSM, Grid int
-	// GridSyncs counts the grid barriers.
+	// GridSyncs counts the grid barriers the cost model charges (two per
+	// split reduction; the lowering may need fewer).
 	GridSyncs int
 	// Cost is the predicted time of the kernel.
 	Cost Cost

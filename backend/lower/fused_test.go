@@ -1,0 +1,136 @@
+package lower_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"tec/analysis"
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/backend/report"
+	"tec/backend/sim"
+	"tec/internal/numeric"
+	tb "tec/internal/tebuild"
+	"tec/partition"
+	"tec/te"
+)
+
+// rowStats is a long row reduction with few outputs (a split reduction on
+// a large GPU) and its consumers: mean and max of each row, the centred
+// rows, and a matmul of them.
+func rowStats() *te.Program {
+	const m, n = 4, 4096
+	b := tb.New("rowstats")
+	x := b.Input("x", m, n)
+	w := b.Param("w", n, 16)
+	mean := b.Compute("mean", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) }), tb.F(n))
+	})
+	mx := b.Compute("mx", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.ReduceMax, "k", n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
+	})
+	c := b.Compute("c", tb.Shape(m, n), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Bin(te.Sub, tb.Ld(x, ax...), tb.Ld(mean, ax[0])), tb.Ld(mx, ax[0]))
+	})
+	y := b.Matmul("y", c, w)
+	return b.Program(y, mean)
+}
+
+func fusedModule(t *testing.T, p *te.Program, gpu string, deterministic bool) (*kir.Module, *partition.Plan) {
+	t.Helper()
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := partition.BuiltinGPU(gpu)
+	pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := lower.Fused(p, pl, lower.FusedOptions{Deterministic: deterministic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, pl
+}
+
+func randomFeeds(p *te.Program) map[string]*te.Array {
+	rng := rand.New(rand.NewPCG(3, 4))
+	out := map[string]*te.Array{}
+	for _, t := range p.Placeholders() {
+		a := te.NewArray(t.DType, t.Shape)
+		for i := range a.Data {
+			a.Data[i] = te.Round(t.DType, 2*rng.Float64()-1)
+		}
+		out[t.Name] = a
+	}
+	return out
+}
+
+func TestFusedSplitReduce(t *testing.T) {
+	p := rowStats()
+	in := randomFeeds(p)
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		gpu           string
+		deterministic bool
+		atomics       bool // whether the module should use atomics
+	}{
+		{"a100", false, true},
+		{"a100", true, false},
+		{"small", false, false}, // 4 blocks: nothing to split
+	} {
+		m, pl := fusedModule(t, p, tt.gpu, tt.deterministic)
+		if s := pl.Schedules[p.Lookup("mean")]; (s.Kind == partition.SplitReduce) != (tt.gpu == "a100") {
+			t.Errorf("%s: mean scheduled %s", tt.gpu, s)
+		}
+		atomics := 0
+		for _, k := range m.Kernels {
+			kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+				if _, ok := s.(*kir.Atomic); ok {
+					atomics++
+				}
+				return true
+			})
+		}
+		if (atomics > 0) != tt.atomics {
+			t.Errorf("%s deterministic=%v: %d atomics", tt.gpu, tt.deterministic, atomics)
+		}
+		var first map[string]*te.Array
+		for run := range 2 {
+			res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RaceCount > 0 {
+				t.Errorf("%s: %d races; first %s", tt.gpu, res.RaceCount, res.Races[0])
+			}
+			for _, o := range p.Outputs {
+				mm, err := numeric.Compare(res.Outputs[o.Name], want[o.Name], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
+				if err != nil || mm != nil {
+					t.Errorf("%s deterministic=%v output %s: %v %v", tt.gpu, tt.deterministic, o.Name, err, mm)
+				}
+			}
+			if run == 0 {
+				first = res.Outputs
+				rep := report.Module(m, report.Config{ResidentBlocks: 1 << 20})
+				for i, k := range rep.Kernels {
+					if !k.Exact || k.Counts != res.Kernels[i].Counts {
+						t.Errorf("%s: kernel %s: report %v, simulator %v", tt.gpu, k.Name, k.Counts, res.Kernels[i].Counts)
+					}
+				}
+				continue
+			}
+			for name, a := range res.Outputs {
+				for i, v := range a.Data {
+					if v != first[name].Data[i] {
+						t.Fatalf("%s: output %s[%d] differs between runs: %v, %v", tt.gpu, name, i, v, first[name].Data[i])
+					}
+				}
+			}
+		}
+	}
+}
