@@ -13,15 +13,16 @@ import (
 // Two rewrites run, both producing contractions that partition and the
 // lowering tile as one:
 //
-//   - Output concatenation (Fig. 3): independent TEs t_1 … t_n, each a sum
-//     of a product X_i · Y_i (an epilogue, such as a bias, is peeled off
-//     into an element-wise TE first), whose shapes agree except on one
-//     axis and whose reductions have the same extents, become one TE H,
+//   - Output concatenation (Fig. 3): independent TEs t_1 … t_n, each
+//     f_i(sum(X_i · Y_i)) with an element-wise epilogue f_i (a bias, an
+//     activation, or nothing), whose shapes agree except on one axis and
+//     whose reductions have the same extents, become one TE H of the sums,
 //     concatenated on that axis, whose factors select the member's operand
 //     by predicates on the output index. The axis is one that the X_i do
 //     not use where the X_i are then equal, so that a shared input is
 //     loaded once; otherwise the first axis, as in the paper's figure.
-//     Each t_i becomes a slice of H, which the vertical transform inlines.
+//     Each t_i becomes f_i of its slice of H, which the vertical transform
+//     inlines into t_i's consumers.
 //   - Reduction concatenation: a TE whose body adds several sums of
 //     products over one reduction axis each (x·W + h·U in an LSTM cell)
 //     becomes one sum over the concatenated axis, with predicates on the
@@ -29,9 +30,7 @@ import (
 func Horizontal(p *te.Program) (*te.Program, error) {
 	nu := map[*te.Tensor]*te.Tensor{}
 	var ts []*te.Tensor
-	// First pass: concatenate reductions inside each TE, and peel
-	// epilogues of single sums of products.
-	peeled := map[*te.Tensor]*te.Tensor{} // rewritten TE -> its pure sum
+	// First pass: concatenate the reductions inside each TE.
 	for _, t := range p.Tensors {
 		if t.Kind != te.Compute {
 			nu[t] = t
@@ -39,15 +38,7 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 			continue
 		}
 		body := (&rewriter{load: redirect(nu)}).expr(t.Body)
-		body = concatReductions(body)
-		u := copyTensor(t, body)
-		if sum := singleTopSum(u.Body); sum != u.Body && isSumOfProducts(sum) {
-			pure := &te.Tensor{Name: t.Name + ".mm", Kind: te.Compute, DType: te.F32, Shape: t.Shape, Axes: t.Axes, Body: sum, Span: t.Span, Scope: t.Scope}
-			ld := &te.Load{Tensor: pure, Index: axisIndexes(t.Axes)}
-			u.Body = replaceExpr(u.Body, sum, ld)
-			ts = append(ts, pure)
-			peeled[u] = pure
-		}
+		u := copyTensor(t, concatReductions(body))
 		nu[t] = u
 		ts = append(ts, u)
 	}
@@ -63,7 +54,7 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 	// Second pass: group independent sums of products.
 	var cands []*te.Tensor
 	for _, t := range q.Tensors {
-		if t.Kind == te.Compute && isSumOfProducts(t.Body) {
+		if t.Kind == te.Compute && isSumOfProducts(singleTopSum(t.Body)) {
 			cands = append(cands, t)
 		}
 	}
@@ -217,7 +208,7 @@ func compatible(t, u *te.Tensor) bool {
 			diff++
 		}
 	}
-	rt, ru := t.Body.(*te.Reduce), u.Body.(*te.Reduce)
+	rt, ru := singleTopSum(t.Body).(*te.Reduce), singleTopSum(u.Body).(*te.Reduce)
 	if diff > 1 || len(rt.Axes) != len(ru.Axes) {
 		return false
 	}
@@ -285,14 +276,14 @@ func build(group []*te.Tensor, d int) (*te.Tensor, []*te.Tensor, bool) {
 	for e, n := range shape {
 		h.Axes = append(h.Axes, te.NewVar(first.Axes[e].Name, n))
 	}
-	r0 := first.Body.(*te.Reduce)
+	r0 := singleTopSum(first.Body).(*te.Reduce)
 	ks := make([]*te.Var, len(r0.Axes))
 	for i, a := range r0.Axes {
 		ks[i] = te.NewVar(a.Name, a.Extent)
 	}
 	var xs, ys []te.Expr
 	for i, m := range group {
-		r := m.Body.(*te.Reduce)
+		r := singleTopSum(m.Body).(*te.Reduce)
 		sub := map[*te.Var]te.Index{}
 		for e, a := range m.Axes {
 			x := te.VarIndex(h.Axes[e])
@@ -330,18 +321,16 @@ func build(group []*te.Tensor, d int) (*te.Tensor, []*te.Tensor, bool) {
 	h.Body = &te.Reduce{Op: te.Sum, Axes: ks, Body: &te.Binary{Op: te.Mul, X: x, Y: y}}
 	var sl []*te.Tensor
 	for i, m := range group {
-		s := &te.Tensor{Name: m.Name, Kind: te.Compute, DType: m.DType, Shape: m.Shape, Span: m.Span, Scope: m.Scope}
+		// The member becomes its epilogue applied to its slice of H.
 		idx := make([]te.Index, len(m.Shape))
-		for e, n := range m.Shape {
-			a := te.NewVar(m.Axes[e].Name, n)
-			s.Axes = append(s.Axes, a)
+		for e, a := range m.Axes {
 			idx[e] = te.VarIndex(a)
 			if e == d {
 				idx[e] = idx[e].AddConst(offs[i])
 			}
 		}
-		s.Body = &te.Load{Tensor: h, Index: idx}
-		sl = append(sl, s)
+		body := replaceExpr(m.Body, singleTopSum(m.Body), &te.Load{Tensor: h, Index: idx})
+		sl = append(sl, copyTensor(m, body))
 	}
 	return h, sl, shared
 }
