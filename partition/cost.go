@@ -181,12 +181,13 @@ func (c *coster) sameThread(p, j int) bool {
 }
 
 // sameBlock reports whether stage j reads stage p's elements only where the
-// same block wrote them: both row reductions over the same outputs (so the
-// grid-stride loop gives output o to the same block in both), j loading p
-// at its own output index.
+// same block wrote them: both work by rows (row reductions, Rows stages)
+// over the same leading axes, so that the grid-stride loop gives row r to
+// the same block in both, and j loads p only in its own row.
 func (c *coster) sameBlock(p, j int) bool {
-	sp, sj := c.scheds[p], c.scheds[j]
-	return sp.Kind == RowReduce && sj.Kind == RowReduce && identityReads(c.stages[j], c.stages[p])
+	tp, tj := c.stages[p], c.stages[j]
+	lp, lj := rowAxes(tp, c.scheds[p]), rowAxes(tj, c.scheds[j])
+	return lp > 0 && lp == lj && readsRows(tj, tp, lp)
 }
 
 // identityReads reports whether t loads u only at t's own output index, u
@@ -425,4 +426,46 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 		}
 	}
 	return starts, bounds
+}
+
+// onChipBudget bounds the shared memory a kernel spends on keeping results
+// on chip, per block.
+const onChipBudget = 16 << 10
+
+// onChip chooses the row reductions of k to keep in shared memory: those
+// that are not program outputs and whose every consumer is a stage of k
+// that reads them in its own rows (a block barrier apart), first fit in
+// program order while the kernel's occupancy does not drop and the budget
+// lasts; the others spill to global memory.
+func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
+	in := map[*te.Tensor]bool{}
+	for _, t := range k.Stages {
+		in[t] = true
+	}
+	used := 0
+	for _, t := range k.Stages {
+		p := c.pos[t]
+		if c.scheds[p].Kind != RowReduce || a.Graph.IsOutput(t) || t.DType != te.F32 {
+			continue
+		}
+		ok := true
+		for _, u := range a.Graph.Consumers(t) {
+			if !in[u] || c.need(p, c.pos[u]) != BlockSync {
+				ok = false
+				break
+			}
+		}
+		n := int(t.Bytes())
+		if !ok || used+n > onChipBudget {
+			continue
+		}
+		res := k.Resources
+		res.SharedBytes += n
+		if occ, _ := c.pl.GPU.BlocksPerSM(res); occ < k.BlocksPerSM {
+			continue
+		}
+		k.Resources = res
+		used += n
+		k.OnChip = append(k.OnChip, t)
+	}
 }

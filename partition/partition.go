@@ -92,6 +92,10 @@ type Kernel struct {
 	// Boundary says why this kernel begins where it does; nil for the
 	// first kernel.
 	Boundary *Boundary
+	// OnChip are the stages whose results stay in shared memory, never
+	// written to global memory (-O4): row reductions read only by their
+	// own blocks in this kernel. Resources include their bytes.
+	OnChip []*te.Tensor
 }
 
 // Barrier separates a stage from the one before it in its kernel.
@@ -157,6 +161,11 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 	if len(stages) == 0 {
 		return pl, nil
 	}
+	if opts.Reuse {
+		for _, t := range stages {
+			rows(t, pl.Schedules, gpu)
+		}
+	}
 	c := newCoster(pl, stages, opts)
 	c.a = a
 	var starts []int
@@ -183,6 +192,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		if i > 0 {
 			k.Boundary = bounds[i-1]
 		}
+		if opts.Reuse {
+			c.onChip(k, a)
+		}
 		pl.Kernels = append(pl.Kernels, k)
 	}
 	propagate(a, pl)
@@ -207,6 +219,69 @@ func split(t *te.Tensor, s *Schedule, gpu GPU) {
 	s.Kind = SplitReduce
 	s.Chunks = max(2, min(full/n, ext/(4*s.Threads)))
 	s.Tiles = n * s.Chunks
+}
+
+// rows makes an element-wise stage t a Rows stage when it reads a row
+// reduction (or a Rows stage) at its own leading axes, those axes have at
+// least as many points as the GPU has SMs, and the rest at least 32.
+func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, gpu GPU) {
+	s := scheds[t]
+	if s.Kind != Elementwise {
+		return
+	}
+	for _, u := range te.Inputs(t.Body) {
+		su := scheds[u]
+		if su == nil {
+			continue
+		}
+		l := rowAxes(u, su)
+		if l <= 0 || l >= len(t.Shape) || !readsRows(t, u, l) {
+			continue
+		}
+		r := product(t.Axes[:l])
+		if r < gpu.SMs || product(t.Axes[l:]) < 32 {
+			continue
+		}
+		s.Kind, s.RowAxes, s.Tiles = Rows, l, r
+		return
+	}
+}
+
+// rowAxes returns how many leading axes of t make its rows under schedule
+// s, or 0 if s does not work by rows.
+func rowAxes(t *te.Tensor, s *Schedule) int {
+	switch s.Kind {
+	case RowReduce:
+		return len(t.Shape)
+	case Rows:
+		return s.RowAxes
+	}
+	return 0
+}
+
+// readsRows reports whether t's first l axes have u's first l extents and
+// every load of u in t indexes u's first l axes by them.
+func readsRows(t, u *te.Tensor, l int) bool {
+	if len(u.Shape) < l || len(t.Shape) < l {
+		return false
+	}
+	for d := range l {
+		if t.Shape[d] != u.Shape[d] {
+			return false
+		}
+	}
+	ok := true
+	te.Walk(t.Body, func(x te.Expr) bool {
+		if ld, isLoad := x.(*te.Load); isLoad && ld.Tensor == u {
+			for d := range l {
+				if v, isVar := ld.Index[d].AsVar(); !isVar || v != t.Axes[d] {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	return ok
 }
 
 // propagate gives each memory-intensive stage the compute-intensive stage

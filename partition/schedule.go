@@ -30,9 +30,14 @@ const (
 	// partials buffer under --deterministic), a grid sync, then a pass that
 	// finishes each output. It needs an all-resident grid.
 	SplitReduce
+	// Rows computes a block per row over a grid-stride loop, the block's
+	// threads sharing the row's elements: an element-wise stage shaped like
+	// the row reduction it reads (-O4), so that the block that reduced a
+	// row also consumes it, after a block barrier instead of a grid sync.
+	Rows
 )
 
-var kindNames = [...]string{Elementwise: "elementwise", RowReduce: "row-reduce", Contraction: "contraction", SplitReduce: "split-reduce"}
+var kindNames = [...]string{Elementwise: "elementwise", RowReduce: "row-reduce", Contraction: "contraction", SplitReduce: "split-reduce", Rows: "rows"}
 
 // String returns the kind's name.
 func (k Kind) String() string { return kindNames[k] }
@@ -54,6 +59,9 @@ type Schedule struct {
 	// Chunks is the number of partial reductions per output of a split
 	// reduction.
 	Chunks int
+	// RowAxes is the number of leading axes that make a row of a Rows
+	// stage (its other axes are the row's elements).
+	RowAxes int
 	// SharedBytes and RegsPerThread estimate one block's resources.
 	SharedBytes   int
 	RegsPerThread int
@@ -83,6 +91,8 @@ func (s *Schedule) String() string {
 		str += fmt.Sprintf(" tile=%dx%dx%d (M=%d N=%d K=%d batch=%d)", s.TileM, s.TileN, s.TileK, s.M, s.N, s.K, s.Batch)
 	case SplitReduce:
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)
+	case Rows:
+		str += fmt.Sprintf(" row-axes=%d", s.RowAxes)
 	}
 	if s.From != nil {
 		str += " from " + s.From.Name

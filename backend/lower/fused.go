@@ -59,6 +59,13 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	tiles := 1
 	var inits, body []kir.Stmt
 	prevShared := false
+	// Results kept on chip live in shared arrays for this kernel.
+	for _, t := range pk.OnChip {
+		global := l.bufs[t]
+		l.bufs[t] = &kir.Buffer{Name: t.Name + "_smem", Space: kir.Shared, DType: t.DType, Shape: append([]int(nil), t.Shape...)}
+		k.Shared = append(k.Shared, l.bufs[t])
+		defer func() { l.bufs[t] = global }()
+	}
 	for j, t := range pk.Stages {
 		if t.Body == nil {
 			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
@@ -78,6 +85,8 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			}
 		case partition.RowReduce:
 			l.blockReduceOrElementwise(t, tmp, &stage)
+		case partition.Rows:
+			l.rows(t, s.RowAxes, &stage)
 		case partition.SplitReduce:
 			init := l.splitReduce(t, s, tmp, &stage, opts.Deterministic)
 			inits = append(inits, init...)
@@ -108,6 +117,24 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	}
 	l.params(k)
 	return k, nil
+}
+
+// rows computes t a block per row (its first rowAxes axes), the block's
+// threads sharing the row's elements.
+func (l *lowerer) rows(t *te.Tensor, rowAxes int, body *[]kir.Stmt) {
+	r, c := product(t.Axes[:rowAxes]), product(t.Axes[rowAxes:])
+	buf := l.bufs[t]
+	o, e := kir.NewVar("row", te.I32), kir.NewVar("e", te.I32)
+	g := l.gen(nil)
+	inner := g.into(func() {
+		bind(g, t.Axes[:rowAxes], o)
+		bind(g, t.Axes[rowAxes:], e)
+		v := g.expr(t.Body)
+		g.emit(&kir.Store{Buf: buf, Index: kir.Add(kir.Mul(o, kir.I(c)), e), Value: convert(v, buf.ValueType())})
+	})
+	*body = append(*body, &kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(r), Body: []kir.Stmt{
+		&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c), Body: inner},
+	}})
 }
 
 // blockReduceOrElementwise lowers t as a block per output if it has a long

@@ -134,3 +134,87 @@ func TestFusedSplitReduce(t *testing.T) {
 		}
 	}
 }
+
+// layernorm is the rows of x normalised: mean and variance (row
+// reductions), then the normalised rows (element-wise, or Rows at -O4).
+func layernorm(m, n int) *te.Program {
+	b := tb.New("ln")
+	x := b.Input("x", m, n)
+	mean := b.Compute("mean", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) }), tb.F(float64(n)))
+	})
+	vr := b.Compute("var", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+			d := tb.Bin(te.Sub, tb.Ld(x, ax[0], k), tb.Ld(mean, ax[0]))
+			return tb.Bin(te.Mul, d, d)
+		}), tb.F(float64(n)))
+	})
+	y := b.Compute("y", tb.Shape(m, n), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Bin(te.Sub, tb.Ld(x, ax...), tb.Ld(mean, ax[0])), tb.Un(te.Rsqrt, tb.Bin(te.Add, tb.Ld(vr, ax[0]), tb.F(1e-5))))
+	})
+	return b.Program(y)
+}
+
+// TestFusedReuse checks -O4's same-block reuse: on the small GPU (4
+// blocks, 16 rows) the variance and the normalised rows read their rows'
+// statistics after block barriers only, and the result is right and free
+// of races; without reuse they need grid syncs.
+func TestFusedReuse(t *testing.T) {
+	p := layernorm(16, 128)
+	in := randomFeeds(p)
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := partition.BuiltinGPU("small")
+	for _, tt := range []struct {
+		reuse     bool
+		gridSyncs int64
+		kind      partition.Kind // of y
+	}{
+		{false, 2, partition.Elementwise},
+		{true, 0, partition.Rows},
+	} {
+		pl, err := partition.Partition(a, g, partition.Options{Reuse: tt.reuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := pl.Schedules[p.Lookup("y")].Kind; k != tt.kind {
+			t.Errorf("reuse=%v: y is %s, want %s", tt.reuse, k, tt.kind)
+		}
+		m, err := lower.Fused(p, pl, lower.FusedOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RaceCount > 0 {
+			t.Errorf("reuse=%v: %d races; first %s", tt.reuse, res.RaceCount, res.Races[0])
+		}
+		if got := res.Total().GridSyncs; got != tt.gridSyncs || len(m.Kernels) != 1 {
+			t.Errorf("reuse=%v: %d kernels, %d grid syncs, want 1, %d", tt.reuse, len(m.Kernels), got, tt.gridSyncs)
+		}
+		mm, err := numeric.Compare(res.Outputs["y"], want["y"], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
+		if err != nil || mm != nil {
+			t.Errorf("reuse=%v: %v %v", tt.reuse, err, mm)
+		}
+		// With reuse, the row statistics stay in shared memory: the only
+		// global traffic is x, read by mean, twice by var (d*d) and by y,
+		// and y written. Without, mean and var are written (2×64 B), mean
+		// read twice per element by var and both once per element by y.
+		x := int64(16 * 128 * 4)
+		wantBytes := 5*x + 2*64 + 4*x
+		if tt.reuse {
+			wantBytes = 5 * x
+		}
+		if got := res.Total().LoadBytes + res.Total().StoreBytes; got != wantBytes {
+			t.Errorf("reuse=%v: %d global bytes, want %d", tt.reuse, got, wantBytes)
+		}
+	}
+}
