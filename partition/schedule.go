@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"slices"
 
 	"tec/analysis"
 	"tec/te"
@@ -126,10 +127,10 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	n := t.NumElements()
 	s := &Schedule{Threads: threads, RegsPerThread: 32}
 	if x != nil {
-		s.FLOPs = x.Intensity.Ops
 		s.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
 	}
 	s.Bytes = requestBytes(t)
+	s.FLOPs = int64(n) * opsOf(t.Body, map[*te.Reduce]bool{})
 	if d, ok := ContractionDims(t); ok {
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
@@ -162,13 +163,17 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 func requestBytes(t *te.Tensor) int64 {
 	n := t.Bytes()
 	var walk func(e te.Expr, points int64)
+	seen := map[*te.Reduce]bool{}
 	walk = func(e te.Expr, points int64) {
 		te.Walk(e, func(x te.Expr) bool {
 			switch x := x.(type) {
 			case *te.Load:
 				n += points * int64(x.Tensor.DType.Size())
 			case *te.Reduce:
-				walk(x.Body, points*int64(product(x.Axes)))
+				if !seen[x] { // a shared node is computed once
+					seen[x] = true
+					walk(x.Body, points*int64(product(x.Axes)))
+				}
 				return false
 			}
 			return true
@@ -176,6 +181,30 @@ func requestBytes(t *te.Tensor) int64 {
 	}
 	walk(t.Body, int64(t.NumElements()))
 	return n
+}
+
+// opsOf counts the arithmetic operations of one element of e as the
+// analysis does (a reduction over N points counts N × (body + 1)), counting
+// a reduction node that occurs more than once (shared by the vertical
+// transform) once.
+func opsOf(e te.Expr, seen map[*te.Reduce]bool) int64 {
+	switch e := e.(type) {
+	case *te.Unary:
+		return 1 + opsOf(e.X, seen)
+	case *te.Binary:
+		return 1 + opsOf(e.X, seen) + opsOf(e.Y, seen)
+	case *te.Select:
+		return 1 + opsOf(e.Cond, seen) + max(opsOf(e.Then, seen), opsOf(e.Else, seen))
+	case *te.Cast:
+		return opsOf(e.X, seen)
+	case *te.Reduce:
+		if seen[e] {
+			return 0
+		}
+		seen[e] = true
+		return int64(product(e.Axes)) * (1 + opsOf(e.Body, seen))
+	}
+	return 0
 }
 
 // tileShape returns TileM×TileN = threads, TileM a power of two up to 32
@@ -299,7 +328,9 @@ func TopReduces(e te.Expr) []*te.Reduce {
 	te.Walk(e, func(x te.Expr) bool {
 		switch x := x.(type) {
 		case *te.Reduce:
-			rs = append(rs, x)
+			if !slices.Contains(rs, x) { // a shared node is one reduction
+				rs = append(rs, x)
+			}
 			return false
 		case *te.Select:
 			return false

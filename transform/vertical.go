@@ -28,8 +28,9 @@ const (
 //     window partition, roll, padding) that is cheap (at most 8 arithmetic
 //     operations per element), into every consumer;
 //   - a TE with reductions (a contraction or a reduction) whose only
-//     consumer reads it once, outside any reduction or select, at the
-//     consumer's own index, the consumer having no reduction of its own:
+//     consumer reads it, outside any reduction or select, at the
+//     consumer's own index only, the consumer having no reduction of its
+//     own (all its loads become one shared node, computed once):
 //     the consumer becomes the producer's epilogue (of one producer only,
 //     so that the result has one reduction and keeps its tiling).
 //
@@ -84,6 +85,7 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 		}
 	}
 	r := &rewriter{}
+	shared := map[*te.Tensor]te.Expr{} // epilogue producers' inlined bodies
 	r.load = func(l *te.Load) te.Expr {
 		old := l.Tensor
 		v := nu[old]
@@ -91,11 +93,18 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 			return nil
 		}
 		if inline && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(rereads(l, t.Axes, r.bound)))) {
+			if e, ok := shared[old]; ok {
+				return e
+			}
 			sub := map[*te.Var]te.Index{}
 			for d, a := range v.Axes {
 				sub[a] = l.Index[d]
 			}
-			return (&rewriter{sub: sub}).expr(v.Body)
+			e := (&rewriter{sub: sub}).expr(v.Body)
+			if epilogue[old] {
+				shared[old] = e
+			}
+			return e
 		}
 		return &te.Load{Tensor: v, Index: l.Index}
 	}
@@ -130,9 +139,9 @@ func rereads(l *te.Load, axes, bound []*te.Var) int {
 	return n
 }
 
-// readOnceAtOwnIndex reports whether t's body loads u exactly once, not
-// under a reduction or a select, at t's own output index (u and t having
-// the same shape).
+// readOnceAtOwnIndex reports whether t's body loads u only outside
+// reductions and selects and only at t's own output index (u and t having
+// the same shape), so that one computation of u's element serves them all.
 func readOnceAtOwnIndex(t, u *te.Tensor) bool {
 	if len(t.Shape) != len(u.Shape) {
 		return false
@@ -173,5 +182,5 @@ func readOnceAtOwnIndex(t, u *te.Tensor) bool {
 		})
 	}
 	walk(t.Body, false)
-	return ok && n == 1
+	return ok && n >= 1
 }

@@ -19,6 +19,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"tec/backend/kir"
@@ -162,7 +163,9 @@ func topReduces(e te.Expr) []*te.Reduce {
 	te.Walk(e, func(x te.Expr) bool {
 		switch x := x.(type) {
 		case *te.Reduce:
-			rs = append(rs, x)
+			if !slices.Contains(rs, x) { // a shared node is one reduction
+				rs = append(rs, x)
+			}
 			return false
 		case *te.Select:
 			return false
