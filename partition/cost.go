@@ -31,6 +31,10 @@ type coster struct {
 	keys   [][]region
 	seen   []int // seen[id] is the serial of the last segment that counted it
 	serial int
+	// bufs[j] are ids of the buffers stage j touches (each a kernel
+	// parameter), with bufSeen playing seen's part for them.
+	bufs    [][]int
+	bufSeen []int
 	// own[j] is stage j's occupancy alone.
 	own []int
 }
@@ -48,6 +52,12 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		c.foot[o] = make([]float64, len(stages)+1)
 	}
 	ids := map[string]int{}
+	bufIDs := map[*te.Tensor]int{}
+	workspace := &te.Tensor{Name: "workspace"}
+	outputs := map[*te.Tensor]bool{}
+	for _, t := range pl.Program.Outputs {
+		outputs[t] = true
+	}
 	for j, t := range stages {
 		s := pl.Schedules[t]
 		c.scheds = append(c.scheds, s)
@@ -64,8 +74,26 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 			c.foot[o][j+1] = c.foot[o][j] + c.stageTime(s, min(s.Bytes, s.Foot), occ, g.SMs*o)
 		}
 		c.keys = append(c.keys, regions(t, ids))
+		var bs []int
+		for _, u := range append(te.Inputs(t.Body), t) {
+			if opts.TempsInWorkspace && u.Kind == te.Compute && !outputs[u] {
+				u = workspace
+			}
+			id, ok := bufIDs[u]
+			if !ok {
+				id = len(bufIDs)
+				bufIDs[u] = id
+			}
+			bs = append(bs, id)
+		}
+		if s.Kind == SplitReduce && !opts.TempsInWorkspace { // its accumulators
+			bs = append(bs, len(bufIDs))
+			bufIDs[&te.Tensor{}] = len(bufIDs)
+		}
+		c.bufs = append(c.bufs, bs)
 	}
 	c.seen = make([]int, len(ids))
+	c.bufSeen = make([]int, len(bufIDs))
 	return c
 }
 
@@ -229,6 +257,7 @@ type segment struct {
 	splitSync int
 	serial    int
 	foot      int64 // working set: bytes of the distinct regions touched
+	params    int   // distinct buffers touched: the kernel's parameters
 }
 
 func (c *coster) begin(i int) *segment {
@@ -250,6 +279,15 @@ func (c *coster) extend(sg *segment) {
 		}
 	}
 	sg.occ, sg.why = c.pl.GPU.BlocksPerSM(sg.res)
+	for _, id := range c.bufs[j] {
+		if c.bufSeen[id] != sg.serial {
+			c.bufSeen[id] = sg.serial
+			sg.params++
+		}
+	}
+	if lim := c.pl.GPU.ParamLimit(); sg.params > lim && sg.occ > 0 {
+		sg.occ, sg.why = 0, fmt.Sprintf("%d buffer parameters > %d (%d bytes of kernel parameters)", sg.params, lim, 8*lim)
+	}
 	sg.fits = sg.occ > 0
 	b := c.barrier(sg.i, sg.last, j)
 	if b == GridSync {
@@ -379,8 +417,7 @@ func (c *coster) explain(a, b, e int) *Boundary {
 	bd := &Boundary{Before: c.stages[b], SplitCost: split}
 	if !m.fits {
 		bd.MergedCost = inf
-		bd.Reason = fmt.Sprintf("cooperative launch: one block of the merged kernel would need %d threads, %d B shared memory, %d registers per thread: %s",
-			m.res.Threads, m.res.SharedBytes, m.res.RegsPerThread, m.why)
+		bd.Reason = "resources: the merged kernel does not fit: " + m.why
 		return bd
 	}
 	merged := c.cost(m).Total()
@@ -399,10 +436,29 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 	var bounds []*Boundary
 	g := c.pl.GPU
 	res := c.scheds[0].Resources()
+	params := map[int]bool{}
+	for _, id := range c.bufs[0] {
+		params[id] = true
+	}
 	for j := 1; j < len(c.stages); j++ {
 		s := c.scheds[j]
 		merged := mergeRes(res, s.Resources())
 		occ, why := g.BlocksPerSM(merged)
+		n := len(params)
+		for _, id := range c.bufs[j] {
+			if !params[id] {
+				n++
+			}
+		}
+		if n > g.ParamLimit() && occ > 0 {
+			occ, why = 0, fmt.Sprintf("%d buffer parameters > %d", n, g.ParamLimit())
+		}
+		if occ == 0 {
+			clear(params)
+		}
+		for _, id := range c.bufs[j] {
+			params[id] = true
+		}
 		ci := false
 		if x := c.a; x != nil {
 			if te := x.TE(c.stages[j]); te != nil {
@@ -414,7 +470,7 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 		switch {
 		case occ == 0:
 			starts = append(starts, j)
-			bounds = append(bounds, &Boundary{Before: c.stages[j], Reason: "cooperative launch: " + why})
+			bounds = append(bounds, &Boundary{Before: c.stages[j], Reason: "resources: " + why})
 			res = s.Resources()
 		case ci && s.Tiles > g.SMs*occ:
 			starts = append(starts, j)

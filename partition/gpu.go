@@ -34,6 +34,19 @@ type GPU struct {
 
 	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
 	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
+
+	// MaxParamBytes bounds a kernel's parameters (each global buffer a
+	// kernel touches is an 8-byte pointer parameter); 0 means 4096.
+	MaxParamBytes int `json:"max_param_bytes,omitempty"`
+}
+
+// ParamLimit returns how many buffer parameters one kernel may take.
+func (g GPU) ParamLimit() int {
+	n := g.MaxParamBytes
+	if n <= 0 {
+		n = 4096
+	}
+	return n / 8
 }
 
 // Sources of the built-in figures:
@@ -51,6 +64,9 @@ type GPU struct {
 //     and 32 blocks per SM).
 //   - H200 SXM: NVIDIA H200 datasheet (2024): the H100's GH100 die and SM
 //     configuration (132 SMs, CC 9.0) with 141 GB of HBM3e at 4.8 TB/s.
+//   - Kernel parameters: 4 KB per kernel, CUDA C++ Programming Guide,
+//     "Function Parameters" (raised to 32,764 bytes by CUDA 12.1 on Volta
+//     and later; the CUDA 11.8 toolchain we compile with keeps 4 KB).
 //   - Launch cost: about 2 µs per kernel on an A100 (Souffle, §8.3); we use
 //     the same for Hopper. Grid-sync cost: an estimate of 1 µs for
 //     cooperative groups' grid.sync() with a full grid (the order measured by

@@ -61,6 +61,11 @@ type Options struct {
 	Reuse bool
 	// Split allows two-phase split reductions inside kernels (-O3 and up).
 	Split bool
+	// TempsInWorkspace says that the emitted kernels reach temporaries
+	// through one workspace pointer, so that only inputs, params and
+	// outputs (and that pointer) count against GPU.ParamLimit. Without it
+	// every buffer a kernel touches is a parameter.
+	TempsInWorkspace bool
 }
 
 // Plan is a partitioned program: the kernels in launch order, each a list

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,5 +130,43 @@ func TestSchedules(t *testing.T) {
 	pl = plan(t, b.Program(s), "a100", Options{Split: true})
 	if sc := pl.Schedules[s]; sc.Kind != SplitReduce || sc.Chunks < 2 || sc.Tiles != 4*sc.Chunks {
 		t.Errorf("s: %s", sc)
+	}
+}
+
+// TestParamLimit checks that a kernel takes no more buffers than the
+// GPU's kernel parameters hold: a chain of 12 element-wise TEs, each
+// reading its predecessor, on a GPU with room for 8 pointers.
+func TestParamLimit(t *testing.T) {
+	b := New("chain")
+	prev := b.Input("x", 64)
+	for i := range 12 {
+		p := prev
+		prev = b.Compute(fmt.Sprintf("t%d", i), Shape(64), func(ax []te.Index) te.Expr {
+			return Bin(te.Add, Un(te.Exp, Ld(p, ax...)), F(1))
+		})
+	}
+	a, err := analysis.Analyze(b.Program(prev), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := BuiltinGPU("a100")
+	g.MaxParamBytes = 8 * 8
+	for _, tt := range []struct {
+		opts    Options
+		kernels int
+	}{
+		{Options{}, 2},                       // 13 buffers: 8 + 5 (t6 read again)
+		{Options{TempsInWorkspace: true}, 1}, // x, the output and the workspace
+	} {
+		pl, err := Partition(a, g, tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pl.Kernels) != tt.kernels {
+			t.Errorf("%+v: %d kernels, want %d\n%s", tt.opts, len(pl.Kernels), tt.kernels, pl)
+		}
+		if len(pl.Kernels) > 1 && !strings.Contains(pl.Kernels[1].Boundary.Reason, "buffer parameters") {
+			t.Errorf("boundary reason: %s", pl.Kernels[1].Boundary.Reason)
+		}
 	}
 }

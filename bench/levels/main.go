@@ -103,7 +103,7 @@ func run(w io.Writer, gpus, models []string) error {
 				if gname == "a100" && i <= pipeline.MaxLevel {
 					sms = fmt.Sprint(s.ms[i])
 				}
-				fmt.Fprintf(w, "| %s | %s | %d | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %.3f | %.2f | %s | %s | %s |\n",
+				fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %.2f | %.3g | %.3f | %.2f | %s | %s | %s |\n",
 					name, rw.label, len(res.Module.Kernels), rep.Total.GridSyncs, mb(bytes), mb(dram), mb(comp), float64(dram)/float64(comp),
 					float64(rep.Total.FLOPs)/1e9, cost.Total()*1e3, took.Seconds(), sk, smb, sms)
 			}
@@ -112,4 +112,12 @@ func run(w io.Writer, gpus, models []string) error {
 	return nil
 }
 
-func mb(n int64) float64 { return float64(n) / 1e6 }
+// mb formats n bytes in MB: one decimal, or three significant digits
+// below 10 MB.
+func mb(n int64) string {
+	v := float64(n) / 1e6
+	if v >= 10 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
