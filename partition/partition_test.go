@@ -6,36 +6,36 @@ import (
 	"testing"
 
 	"tec/analysis"
-	. "tec/internal/tebuild"
+	tb "tec/internal/tebuild"
 	"tec/te"
 )
 
 // mlp is x → matmul → relu → matmul → y.
 func mlp(m, k, n int) *te.Program {
-	b := New("mlp")
+	b := tb.New("mlp")
 	x, w1, w2 := b.Input("x", m, k), b.Param("w1", k, n), b.Param("w2", n, n)
 	h := b.Matmul("h", x, w1)
-	r := b.Compute("r", Shape(m, n), func(ax []te.Index) te.Expr { return Bin(te.Max, Ld(h, ax...), F(0)) })
-	s := b.Compute("s", Shape(m, n), func(ax []te.Index) te.Expr { return Bin(te.Mul, Ld(r, ax...), F(2)) })
+	r := b.Compute("r", tb.Shape(m, n), func(ax []te.Index) te.Expr { return tb.Bin(te.Max, tb.Ld(h, ax...), tb.F(0)) })
+	s := b.Compute("s", tb.Shape(m, n), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(r, ax...), tb.F(2)) })
 	y := b.Matmul("y", s, w2)
 	return b.Program(y)
 }
 
 // layernormRows is mean and variance of rows, then the normalised rows.
 func layernormRows(m, n int) *te.Program {
-	b := New("ln")
+	b := tb.New("ln")
 	x := b.Input("x", m, n)
-	mean := b.Compute("mean", Shape(m), func(ax []te.Index) te.Expr {
-		return Bin(te.Div, Reduce(te.Sum, "k", n, func(k te.Index) te.Expr { return Ld(x, ax[0], k) }), F(float64(n)))
+	mean := b.Compute("mean", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) }), tb.F(float64(n)))
 	})
-	vr := b.Compute("var", Shape(m), func(ax []te.Index) te.Expr {
-		return Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
-			d := Bin(te.Sub, Ld(x, ax[0], k), Ld(mean, ax[0]))
-			return Bin(te.Mul, d, d)
+	vr := b.Compute("var", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+			d := tb.Bin(te.Sub, tb.Ld(x, ax[0], k), tb.Ld(mean, ax[0]))
+			return tb.Bin(te.Mul, d, d)
 		})
 	})
-	y := b.Compute("y", Shape(m, n), func(ax []te.Index) te.Expr {
-		return Bin(te.Mul, Bin(te.Sub, Ld(x, ax...), Ld(mean, ax[0])), Un(te.Rsqrt, Ld(vr, ax[0])))
+	y := b.Compute("y", tb.Shape(m, n), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Bin(te.Sub, tb.Ld(x, ax...), tb.Ld(mean, ax[0])), tb.Un(te.Rsqrt, tb.Ld(vr, ax[0])))
 	})
 	return b.Program(y)
 }
@@ -122,10 +122,10 @@ func TestSchedules(t *testing.T) {
 		t.Errorf("r: %s (propagated from the contraction h)", r)
 	}
 	// A long reduction with few outputs is split across blocks at -O3.
-	b := New("sum")
+	b := tb.New("sum")
 	x := b.Input("x", 4, 8192)
-	s := b.Compute("s", Shape(4), func(ax []te.Index) te.Expr {
-		return Reduce(te.Sum, "k", 8192, func(k te.Index) te.Expr { return Ld(x, ax[0], k) })
+	s := b.Compute("s", tb.Shape(4), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 8192, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
 	})
 	pl = plan(t, b.Program(s), "a100", Options{Split: true})
 	if sc := pl.Schedules[s]; sc.Kind != SplitReduce || sc.Chunks < 2 || sc.Tiles != 4*sc.Chunks {
@@ -137,12 +137,12 @@ func TestSchedules(t *testing.T) {
 // GPU's kernel parameters hold: a chain of 12 element-wise TEs, each
 // reading its predecessor, on a GPU with room for 8 pointers.
 func TestParamLimit(t *testing.T) {
-	b := New("chain")
+	b := tb.New("chain")
 	prev := b.Input("x", 64)
 	for i := range 12 {
 		p := prev
-		prev = b.Compute(fmt.Sprintf("t%d", i), Shape(64), func(ax []te.Index) te.Expr {
-			return Bin(te.Add, Un(te.Exp, Ld(p, ax...)), F(1))
+		prev = b.Compute(fmt.Sprintf("t%d", i), tb.Shape(64), func(ax []te.Index) te.Expr {
+			return tb.Bin(te.Add, tb.Un(te.Exp, tb.Ld(p, ax...)), tb.F(1))
 		})
 	}
 	a, err := analysis.Analyze(b.Program(prev), analysis.Options{})
