@@ -66,7 +66,6 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 			continue
 		}
 		group := []*te.Tensor{t}
-		axis := -1
 		for _, u := range cands[i+1:] {
 			if done[u] || !compatible(t, u) {
 				continue
@@ -78,11 +77,13 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 		if len(group) < 2 {
 			continue
 		}
-		h, slices_, ax := concat(group, axis)
-		_ = ax
+		h, members := concat(group)
+		if h == nil {
+			continue // the members' shapes differ on more than one axis
+		}
 		for k, m := range group {
 			done[m] = true
-			repl[m] = slices_[k]
+			repl[m] = members[k]
 		}
 		hs = append(hs, h)
 	}
@@ -220,9 +221,10 @@ func compatible(t, u *te.Tensor) bool {
 	return true
 }
 
-// concat builds the concatenation H of group and the slices that replace
-// its members.
-func concat(group []*te.Tensor, _ int) (*te.Tensor, []*te.Tensor, int) {
+// concat builds the concatenation H of group and the TEs that replace its
+// members (each its epilogue of its slice of H), or returns nil if no one
+// axis is the only one on which the members' shapes differ.
+func concat(group []*te.Tensor) (*te.Tensor, []*te.Tensor) {
 	first := group[0]
 	rank := len(first.Shape)
 	// Candidate axes: those where the shapes may differ, preferring ones
@@ -241,16 +243,16 @@ func concat(group []*te.Tensor, _ int) (*te.Tensor, []*te.Tensor, int) {
 			axes = append(axes, d)
 		}
 	}
-	best, bestShared := axes[0], false
+	bestShared := false
 	var bestH *te.Tensor
-	var bestSlices []*te.Tensor
+	var bestMembers []*te.Tensor
 	for _, d := range axes {
-		h, sl, shared := build(group, d)
+		h, ms, shared := build(group, d)
 		if bestH == nil || (shared && !bestShared) {
-			best, bestShared, bestH, bestSlices = d, shared, h, sl
+			bestShared, bestH, bestMembers = shared, h, ms
 		}
 	}
-	return bestH, bestSlices, best
+	return bestH, bestMembers
 }
 
 // build concatenates group on axis d; shared reports whether the X
