@@ -22,12 +22,14 @@ import (
 
 // optFlags are the flags of the commands that run the pipeline.
 type optFlags struct {
-	level int
-	gpu   string
+	level         int
+	gpu           string
+	deterministic bool
 }
 
 func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 	fs.IntVar(&o.level, "O", pipeline.MaxLevel, fmt.Sprintf("optimisation level, -O0 to -O%d", pipeline.MaxLevel))
+	fs.BoolVar(&o.deterministic, "deterministic", false, "combine split reductions' per-block partials in a fixed order instead of with atomics: bit-identical results from run to run")
 	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: a100, h100 for --target sm_90)")
 }
 
@@ -48,7 +50,7 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if err != nil {
 		return pipeline.Options{}, fmt.Errorf("--gpu: %w", err)
 	}
-	return pipeline.Options{Level: o.level, GPU: g}, nil
+	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic}, nil
 }
 
 // optLevelArg matches "-O3" and "--O3", which the flag package would read as
