@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"tec/analysis"
+	"tec/partition"
 	"tec/te"
 )
 
@@ -70,6 +71,12 @@ and which TEs read its result, with their spatial reuse (independent
 readers) and temporal reuse (dependent readers). A summary follows: TEs by
 class, total FLOPs and the compulsory bytes (inputs + params + outputs).
 
+With --plan it also runs the pipeline (at -O and for --gpu, as tec build
+does) and prints the partition plan: each kernel's stages, grid, occupancy,
+resources, barriers and predicted time, and before every kernel but the
+first, the boundary's reason with the predicted times of the kernels kept
+merged and split there.
+
 --json prints the same as one JSON object; docs/cli.md gives the schema.`,
 	}
 	c.run = func(e *env, args []string) int {
@@ -78,6 +85,9 @@ class, total FLOPs and the compulsory bytes (inputs + params + outputs).
 		af.register(fs)
 		asJSON := fs.Bool("json", false, "print the analysis as JSON")
 		summary := fs.Bool("summary", false, "print the summary only")
+		withPlan := fs.Bool("plan", false, "also print the partition plan (kernels, boundaries and their reasons) at -O for --gpu")
+		var of optFlags
+		of.registerOpt(fs)
 		pos, code, ok := e.parse(c, fs, args)
 		if !ok {
 			return code
@@ -88,21 +98,41 @@ class, total FLOPs and the compulsory bytes (inputs + params + outputs).
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
+		opts, err := of.options("")
+		if err != nil {
+			return e.usageError(c, "%v", err)
+		}
 		a, code := e.analyse(&af, pos[0])
 		if a == nil {
 			return code
 		}
+		var pl *partition.Plan
+		if *withPlan {
+			if pl, err = plan(a.Program, opts); err != nil {
+				fmt.Fprintf(e.stderr, "tec explain: %v\n", err)
+				return exitUser
+			}
+		}
 		r := a.Report()
-		var err error
 		if *asJSON {
 			if *summary {
 				r.Tensors, r.TEs, r.Reuse = nil, nil, nil
 			}
+			out := struct {
+				*analysis.Report
+				Plan *planReport `json:"plan,omitempty"`
+			}{Report: r}
+			if pl != nil {
+				out.Plan = newPlanReport(pl, opts.Level)
+			}
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
-			err = enc.Encode(r)
+			err = enc.Encode(out)
 		} else {
 			err = r.WriteText(e.stdout, *summary)
+			if err == nil && pl != nil {
+				_, err = fmt.Fprintf(e.stdout, "\npartition at -O%d:\n%s", opts.Level, pl.String())
+			}
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "tec explain: writing the report: %v\n", err)
