@@ -88,7 +88,7 @@ merged and split there.
 		withPlan := fs.Bool("plan", false, "also print the partition plan (kernels, boundaries and their reasons) at -O for --gpu")
 		var of optFlags
 		of.registerOpt(fs)
-		pos, code, ok := e.parse(c, fs, args)
+		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
 		}

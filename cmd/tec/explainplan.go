@@ -10,21 +10,21 @@ import (
 // pipeline cuts the program into kernels, and why it cuts where it does.
 // docs/cli.md gives the schema.
 type planReport struct {
-	GPU      string         `json:"gpu"`
-	Level    int            `json:"level"`
-	Strategy string         `json:"strategy"`
+	GPU      string       `json:"gpu"`
+	Level    int          `json:"level"`
+	Strategy string       `json:"strategy"`
 	Kernels  []planKernel `json:"kernels"`
 }
 
 type planKernel struct {
-	Stages      []string        `json:"stages"`
-	Grid        int             `json:"grid"`
-	BlocksPerSM int             `json:"blocks_per_sm"`
-	Threads     int             `json:"threads"`
-	SharedBytes int             `json:"shared_bytes"`
-	Registers   int             `json:"registers_per_thread"`
-	GridSyncs   int             `json:"grid_syncs"`
-	PredictedMS jsonFloat       `json:"predicted_ms"`
+	Stages      []string      `json:"stages"`
+	Grid        int           `json:"grid"`
+	BlocksPerSM int           `json:"blocks_per_sm"`
+	Threads     int           `json:"threads"`
+	SharedBytes int           `json:"shared_bytes"`
+	Registers   int           `json:"registers_per_thread"`
+	GridSyncs   int           `json:"grid_syncs"`
+	PredictedMS jsonFloat     `json:"predicted_ms"`
 	Boundary    *planBoundary `json:"boundary,omitempty"`
 }
 
