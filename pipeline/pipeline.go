@@ -98,7 +98,12 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	}
 	popts := partition.Options{Strategy: partition.PerTE}
 	if opts.Level >= 3 {
-		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4}
+		// The fused kernels reach their temporaries through the workspace
+		// (kir.Module.TempsInWorkspace), so that only inputs, params and
+		// outputs count against the kernel parameter limit. Unfused kernels
+		// take a parameter each, so that the kernels of an unrolled model
+		// that differ only in their buffers share code.
+		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true}
 		if popts.Strategy == partition.PerTE {
 			popts.Strategy = partition.CostModel
 		}
@@ -117,6 +122,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.TempsInWorkspace = popts.TempsInWorkspace
 	dump("kir", m.String)
 	return &Result{Program: p, Plan: pl, Module: m}, nil
 }

@@ -121,6 +121,10 @@ type names struct {
 	global map[*kir.Buffer]string
 	local  map[*kir.Buffer]string // shared and local arrays, named per kernel
 	used   map[string]bool        // the helpers the kernels call
+
+	mod     *kir.Module
+	offsets map[*kir.Buffer]int64 // the temporaries' places in the workspace
+	wsBytes int64                 // the workspace's size
 }
 
 func newNames(m *kir.Module) *names {
@@ -129,6 +133,8 @@ func newNames(m *kir.Module) *names {
 	scope.Reserve("inputs", "params", "outputs", "workspace", "stream", "ws", "args", "err")
 	n := &names{module: scope, kernel: map[*kir.Kernel]string{}, global: map[*kir.Buffer]string{}, local: map[*kir.Buffer]string{}, used: map[string]bool{}}
 	n.prefix = scope.Name(safe(m.Name))
+	n.mod = m
+	n.offsets, n.wsBytes = m.WorkspaceLayout()
 	for _, b := range m.Buffers {
 		n.global[b] = scope.Name(safe(b.Name))
 	}

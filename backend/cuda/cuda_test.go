@@ -35,6 +35,16 @@ func modules(t *testing.T) map[string]*kir.Module {
 		}
 		ms[name] = m
 	}
+	// Temporaries in the workspace rather than in parameters of their own.
+	ws := kirtest.Features()
+	ws.Name, ws.TempsInWorkspace = "features_ws", true
+	ms["features_ws"] = ws
+	softmax, err := lower.Unfused(kirtest.Programs()["softmax"], lower.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
+	ms["softmax_ws"] = softmax
 	return ms
 }
 

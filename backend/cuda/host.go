@@ -185,7 +185,7 @@ static cudaError_t tec_fail(cudaError_t err, const char* format, ...) {
 	descs("params", params)
 	descs("outputs", m.Outputs)
 
-	fmt.Fprintf(b, "extern \"C\" size_t %s_workspace_size(void) { return %d; }\n\n", p, m.WorkspaceBytes())
+	fmt.Fprintf(b, "extern \"C\" size_t %s_workspace_size(void) { return %d; }\n\n", p, n.wsBytes)
 	fmt.Fprintf(b, "extern \"C\" const char* %s_error_message(void) { return tec_message; }\n\n", p)
 
 	fmt.Fprintf(b, "extern \"C\" cudaError_t %s_run(const void* const* inputs, const void* const* params, void* const* outputs,\n", p)
@@ -202,8 +202,7 @@ static cudaError_t tec_fail(cudaError_t err, const char* format, ...) {
 	nullChecks("inputs", inputs)
 	nullChecks("params", params)
 	nullChecks("outputs", m.Outputs)
-	ws := m.WorkspaceBytes()
-	if ws > 0 {
+	if ws := n.wsBytes; ws > 0 {
 		fmt.Fprintf(b, "  if (workspace == nullptr) return tec_fail(cudaErrorInvalidValue, \"the workspace is NULL, but the model needs %d B (%s_workspace_size())\");\n", ws, p)
 	}
 
@@ -216,12 +215,18 @@ static cudaError_t tec_fail(cudaError_t err, const char* format, ...) {
 // thousands of kernels.
 func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 	index := map[*kir.Buffer]int{}
-	fmt.Fprintf(b, "\n  // The global buffers, by index.\n  void* bufs[%d];\n", max(len(m.Buffers), 1))
+	// With the temporaries in the workspace, the last entry of bufs is the
+	// workspace, which kernels take as their last argument.
+	wsIndex := len(m.Buffers)
+	nbufs := len(m.Buffers)
+	if m.TempsInWorkspace {
+		nbufs++
+	}
+	fmt.Fprintf(b, "\n  // The global buffers, by index.\n  void* bufs[%d];\n", max(nbufs, 1))
 	if len(roleBuffers(m, kir.Temp)) > 0 {
 		b.WriteString("  unsigned char* ws = static_cast<unsigned char*>(workspace);\n")
 	}
 	nIn, nPar := 0, 0
-	var off int64
 	for i, buf := range m.Buffers {
 		index[buf] = i
 		var where string
@@ -240,10 +245,12 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 				}
 			}
 		case kir.Temp:
-			where = "ws + " + offset(off)
-			off += (buf.Bytes() + 255) &^ 255
+			where = "ws + " + offset(n.offsets[buf])
 		}
 		fmt.Fprintf(b, "  bufs[%d] = %s;  // %s: %s %s\n", i, where, buf.Name, buf.Role, typeString(buf))
+	}
+	if m.TempsInWorkspace {
+		fmt.Fprintf(b, "  bufs[%d] = workspace;  // the temporaries' workspace\n", wsIndex)
 	}
 
 	// The launches.
@@ -253,9 +260,13 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 	b.WriteString("  static const struct {\n    const void* kernel;\n    const char* name;\n    int grid, block;\n")
 	b.WriteString("    bool resident, dynamic;\n    int smem, nargs, args[" + strconv.Itoa(maxParams(m)) + "];\n  } launches[] = {\n")
 	for _, k := range m.Kernels {
-		args := make([]string, len(k.Params))
-		for i, p := range k.Params {
+		bufs, ws := m.KernelArgs(k)
+		args := make([]string, len(bufs))
+		for i, p := range bufs {
 			args[i] = strconv.Itoa(index[p])
+		}
+		if ws {
+			args = append(args, strconv.Itoa(wsIndex))
 		}
 		smem := int64(0)
 		if usesDynamicShared(k) {
@@ -318,7 +329,12 @@ func hasResident(m *kir.Module) bool {
 func maxParams(m *kir.Module) int {
 	n := 1
 	for _, k := range m.Kernels {
-		n = max(n, len(k.Params))
+		bufs, ws := m.KernelArgs(k)
+		if ws {
+			n = max(n, len(bufs)+1)
+		} else {
+			n = max(n, len(bufs))
+		}
 	}
 	return n
 }

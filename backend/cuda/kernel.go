@@ -171,16 +171,35 @@ func (w *kernelWriter) header(also []string) {
 		w.line(0, "// The same code computes %s, on other buffers.", list)
 	}
 	written := writtenBy(k)
-	var params []string
-	for _, p := range k.Params {
-		c := ""
-		if !written[p] {
-			c = "const "
+	constness := func(b *kir.Buffer) string {
+		if written[b] {
+			return ""
 		}
-		params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", c, cType(p.DType), w.names.buf(p)))
+		return "const "
+	}
+	var params []string
+	args, ws := w.names.mod.KernelArgs(k)
+	for _, p := range args {
+		params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", constness(p), cType(p.DType), w.names.buf(p)))
+	}
+	if ws {
+		params = append(params, "unsigned char* __restrict__ ws")
 	}
 	w.line(0, "static __global__ void __launch_bounds__(%d)", k.Block)
 	w.line(0, "%s(%s) {", w.names.kernel[k], strings.Join(params, ", "))
+	if !ws {
+		return
+	}
+	w.line(1, "// The temporaries, at fixed offsets in the workspace.")
+	for _, p := range k.Params {
+		off, ok := w.names.offsets[p]
+		if !ok {
+			continue
+		}
+		t := cType(p.DType)
+		w.line(1, "%s%s* __restrict__ %s = reinterpret_cast<%s%s*>(ws + %s);  // %s at byte %d",
+			constness(p), t, w.names.buf(p), constness(p), t, offset(off), shapeComment(p), off)
+	}
 }
 
 func (w *kernelWriter) line(depth int, format string, args ...any) {

@@ -230,6 +230,12 @@ type Module struct {
 	// program's order. Usually of role Output; an output that is an input
 	// of the program is the input's buffer.
 	Outputs []*Buffer
+	// TempsInWorkspace says that the emitted kernels reach temporaries
+	// through one workspace pointer, at the offsets of WorkspaceLayout,
+	// rather than through a parameter each (see KernelArgs), so that a
+	// kernel touching thousands of temporaries stays within the kernel
+	// parameter limit.
+	TempsInWorkspace bool
 }
 
 // Buffer returns the global buffer named name, or nil.
@@ -242,14 +248,47 @@ func (m *Module) Buffer(name string) *Buffer {
 	return nil
 }
 
-// WorkspaceBytes returns the size of the temporaries, each aligned to 256
-// bytes as a runtime would place them.
-func (m *Module) WorkspaceBytes() int64 {
-	var n int64
+// WorkspaceAlign is the alignment, in bytes, of every temporary in the
+// workspace.
+const WorkspaceAlign = 256
+
+// WorkspaceLayout returns the byte offset of every temporary (global buffer
+// of role Temp) in the workspace, in module order, each aligned to
+// WorkspaceAlign, and the workspace's total size. Emitters and host code
+// place temporaries with it, so that they agree.
+func (m *Module) WorkspaceLayout() (offsets map[*Buffer]int64, size int64) {
+	offsets = map[*Buffer]int64{}
 	for _, b := range m.Buffers {
 		if b.Role == Temp {
-			n += (b.Bytes() + 255) &^ 255
+			offsets[b] = size
+			size += (b.Bytes() + WorkspaceAlign - 1) &^ (WorkspaceAlign - 1)
 		}
 	}
+	return offsets, size
+}
+
+// WorkspaceBytes returns the size of the temporaries, each aligned to
+// WorkspaceAlign bytes as WorkspaceLayout places them.
+func (m *Module) WorkspaceBytes() int64 {
+	_, n := m.WorkspaceLayout()
 	return n
+}
+
+// KernelArgs returns the global buffers that kernel k of m takes as
+// parameters of their own, in the order of k.Params, and whether the
+// emitted kernel takes the workspace pointer after them: with
+// m.TempsInWorkspace, temporaries are not parameters but are reached
+// through the workspace at their WorkspaceLayout offsets.
+func (m *Module) KernelArgs(k *Kernel) (bufs []*Buffer, workspace bool) {
+	if !m.TempsInWorkspace {
+		return k.Params, false
+	}
+	for _, b := range k.Params {
+		if b.Role == Temp {
+			workspace = true
+			continue
+		}
+		bufs = append(bufs, b)
+	}
+	return bufs, workspace
 }

@@ -32,15 +32,23 @@ type kgen struct {
 func (g *gen) kernel(k *kir.Kernel, name string) error {
 	var params []*ir.Param
 	pscope := ident.NewScope()
-	for _, b := range k.Params {
-		params = append(params, ir.NewParam(pscope.Name(b.Name), types.NewPointer(storageType(b.DType))))
-		params[len(params)-1].Typ.(*types.PointerType).AddrSpace = globalSpace
+	global := func(elem types.Type) *types.PointerType {
+		t := types.NewPointer(elem)
+		t.AddrSpace = globalSpace
+		return t
+	}
+	args, ws := g.m.KernelArgs(k)
+	for _, b := range args {
+		params = append(params, ir.NewParam(pscope.Name(b.Name), global(storageType(b.DType))))
+	}
+	if ws {
+		params = append(params, ir.NewParam(pscope.Name("ws"), global(types.I8)))
 	}
 	f := g.mod.NewFunc(name, types.Void, params...)
 	f.CallingConv = enum.CallingConvPTXKernel
 	kg := &kgen{g: g, k: k, f: f, blocks: ident.NewScope(), bufs: map[*kir.Buffer]value.Value{},
 		env: map[*kir.Var]value.Value{}, facts: sign.Analyze(k.Body)}
-	for i, b := range k.Params {
+	for i, b := range args {
 		kg.bufs[b] = params[i]
 	}
 	for _, s := range k.Shared {
@@ -48,6 +56,21 @@ func (g *gen) kernel(k *kir.Kernel, name string) error {
 		g.shared[s] = g.global(g.scope.Name(name+"_"+s.Name), constant.NewUndef(arr), sharedSpace)
 	}
 	kg.entry = f.NewBlock("entry")
+	if ws {
+		// The temporaries, at fixed offsets in the workspace.
+		wsp := params[len(params)-1]
+		for _, b := range k.Params {
+			off, ok := g.offsets[b]
+			if !ok {
+				continue
+			}
+			at := kg.entry.NewGetElementPtr(types.I8, wsp, i64(off))
+			at.SetName(kg.blocks.Name(b.Name + ".off"))
+			p := kg.entry.NewBitCast(at, global(storageType(b.DType)))
+			p.SetName(kg.blocks.Name(b.Name + ".ws"))
+			kg.bufs[b] = p
+		}
+	}
 	for _, l := range k.Locals {
 		a := kg.entry.NewAlloca(types.NewArray(uint64(l.Len()), storageType(l.DType)))
 		a.SetName(kg.blocks.Name(l.Name))

@@ -5,7 +5,10 @@
 //
 // Each kernel becomes a function with the ptx_kernel calling convention
 // whose parameters are pointers into global memory (addrspace(1)), in the
-// order of kir.Kernel.Params. Shared arrays are module globals in
+// order of kir.Kernel.Params, or, for a module with kir.Module.TempsInWorkspace,
+// those of kir.Module.KernelArgs and then one i8 pointer to the workspace,
+// from which the kernel computes its temporaries' addresses at the offsets
+// of kir.Module.WorkspaceLayout. Shared arrays are module globals in
 // addrspace(3), per-thread arrays are allocas, special registers are read
 // with llvm.nvvm.read.ptx.sreg.*, SyncThreads is llvm.nvvm.barrier0, and
 // atomics are atomicrmw (fadd) or compare-and-swap loops (max, min). Scalar
@@ -86,7 +89,9 @@ func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
 		decls:  map[string]*ir.Func{},
 		scope:  ident.NewScope(),
 		shared: map[*kir.Buffer]*ir.Global{},
+		m:      m,
 	}
+	g.offsets, _ = m.WorkspaceLayout()
 	g.mod.SourceFilename = m.Name
 	g.mod.TargetTriple = Triple
 	g.mod.DataLayout = DataLayout
@@ -118,6 +123,9 @@ type gen struct {
 	decls  map[string]*ir.Func // intrinsics and helpers, by name
 	scope  *ident.Scope        // module-level names
 	shared map[*kir.Buffer]*ir.Global
+
+	m       *kir.Module
+	offsets map[*kir.Buffer]int64 // the temporaries' places in the workspace
 }
 
 // storageType returns the LLVM type of an element of storage type dt.

@@ -16,12 +16,15 @@ import (
 // Groups returns, for each kernel of m, the first kernel of m with the same
 // code: the same launch shape, the same parameter types in the same order,
 // the same shared and local arrays and the same body, with parameters
-// matched by position. Names, docs and stage spans are ignored.
+// matched by position. Names, docs and stage spans are ignored. When m's
+// temporaries live in the workspace (kir.Module.TempsInWorkspace), kernels
+// share code only if they also use the same temporaries, which the code
+// addresses at fixed offsets.
 func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 	first := map[string]*kir.Kernel{}
 	out := make(map[*kir.Kernel]*kir.Kernel, len(m.Kernels))
 	for _, k := range m.Kernels {
-		key := Key(k)
+		key := Key(m, k)
 		if f, ok := first[key]; ok {
 			out[k] = f
 			continue
@@ -33,13 +36,23 @@ func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 }
 
 // Key returns a string that two kernels share exactly when they are the
-// same code in the sense of Groups.
-func Key(k *kir.Kernel) string {
+// same code in the sense of Groups; k is a kernel of m.
+func Key(m *kir.Module, k *kir.Kernel) string {
 	w := &keyWriter{bufs: map[*kir.Buffer]string{}, vars: map[*kir.Var]int{}}
 	fmt.Fprintf(&w.b, "%s %d\n", k.Grid, k.Block)
-	for i, p := range k.Params {
+	args, ws := m.KernelArgs(k)
+	for i, p := range args {
 		w.bufs[p] = "p" + strconv.Itoa(i)
 		fmt.Fprintf(&w.b, "p%d %s %d\n", i, p.DType, p.Len())
+	}
+	if ws {
+		offsets, _ := m.WorkspaceLayout()
+		for _, p := range k.Params {
+			if off, ok := offsets[p]; ok {
+				w.bufs[p] = "w" + strconv.FormatInt(off, 10)
+				fmt.Fprintf(&w.b, "w%d %s %d\n", off, p.DType, p.Len())
+			}
+		}
 	}
 	for i, s := range k.Shared {
 		w.bufs[s] = "s" + strconv.Itoa(i)
