@@ -125,7 +125,7 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 		lo, hi := make([]int, len(l.Index)), make([]int, len(l.Index))
 		n := int64(l.Tensor.DType.Size())
 		for d, ix := range l.Index {
-			a, b := simplify(ix).ExtentBounds()
+			a, b := ix.Simplify().ExtentBounds()
 			lo[d], hi[d] = max(a, 0), min(b, l.Tensor.Shape[d]-1)
 			n *= int64(max(hi[d]-lo[d]+1, 0))
 		}

@@ -315,7 +315,7 @@ func Factors(r *te.Reduce) (x, y te.Expr, ok bool) {
 			return nil, nil, false
 		}
 	}
-	if !loadsInBounds(m.Y) {
+	if !te.LoadsInBounds(m.Y) {
 		return nil, nil, false
 	}
 	return &te.Select{Cond: s.Cond, Then: m.X, Else: &te.ConstExpr{Value: 0, DType: te.F32}}, m.Y, true
@@ -362,29 +362,11 @@ func hasLoad(e te.Expr) bool {
 	return found
 }
 
-// loadsInBounds reports whether every load of e is in bounds for every value
-// of its variables (so it may be hoisted out of a select).
-func loadsInBounds(e te.Expr) bool {
-	ok := true
-	te.Walk(e, func(x te.Expr) bool {
-		if l, isLoad := x.(*te.Load); isLoad {
-			for d, ix := range l.Index {
-				lo, hi := simplify(ix).ExtentBounds()
-				if lo < 0 || hi >= l.Tensor.Shape[d] {
-					ok = false
-				}
-			}
-		}
-		return ok
-	})
-	return ok
-}
-
 // usedVars returns every variable that e's indexes use.
 func usedVars(e te.Expr) map[*te.Var]bool {
 	used := map[*te.Var]bool{}
 	mark := func(x te.Index) {
-		for _, v := range simplify(x).Vars() {
+		for _, v := range x.Simplify().Vars() {
 			used[v] = true
 		}
 	}
@@ -426,39 +408,4 @@ func nextPow2(n int) int {
 		p *= 2
 	}
 	return p
-}
-
-// simplify rewrites the div and mod atoms of x whose value is fixed by the
-// ranges of their variables: floor(e/d) is a constant and e mod d is e minus
-// a constant when e stays within one multiple of d. (The lowering does the
-// same, so both see the same variables used.)
-func simplify(x te.Index) te.Index {
-	if x.IsAffine() {
-		return x
-	}
-	r := te.Const(x.Const)
-	for _, t := range x.Terms {
-		var a te.Index
-		switch t.Atom.Op {
-		case te.AtomVar:
-			a = te.VarIndex(t.Atom.Var)
-		default:
-			arg := simplify(*t.Atom.Arg)
-			d := t.Atom.Divisor
-			lo, hi := arg.ExtentBounds()
-			q := te.FloorDiv(lo, d)
-			switch {
-			case q == te.FloorDiv(hi, d) && t.Atom.Op == te.AtomDiv:
-				a = te.Const(q)
-			case q == te.FloorDiv(hi, d):
-				a = arg.AddConst(-q * d)
-			case t.Atom.Op == te.AtomDiv:
-				a = arg.Div(d)
-			default:
-				a = arg.Mod(d)
-			}
-		}
-		r = r.Add(a.Scale(t.Coef))
-	}
-	return r
 }

@@ -253,3 +253,22 @@ func Inputs(e Expr) []*Tensor {
 	})
 	return ts
 }
+
+// LoadsInBounds reports whether every load of e is in bounds for every value
+// of the variables its indexes use (each in [0, Extent)), so that e may be
+// evaluated even where a select would not choose it.
+func LoadsInBounds(e Expr) bool {
+	ok := true
+	Walk(e, func(x Expr) bool {
+		if l, isLoad := x.(*Load); isLoad {
+			for d, ix := range l.Index {
+				lo, hi := ix.Simplify().ExtentBounds()
+				if lo < 0 || hi >= l.Tensor.Shape[d] {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	return ok
+}

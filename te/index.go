@@ -274,6 +274,47 @@ func (x Index) ExtentBounds() (lo, hi int) {
 	return x.Bounds(func(v *Var) (int, int) { return 0, v.Extent - 1 })
 }
 
+// Simplify removes the div and mod atoms that the variables' extents make
+// trivial: floor(e/d) becomes a constant and e mod d becomes e - q·d when
+// e stays within one multiple q·d..(q+1)·d-1 of the divisor for every value
+// of its variables in [0, Extent).
+func (x Index) Simplify() Index {
+	if x.IsAffine() {
+		return x
+	}
+	r := Const(x.Const)
+	for _, t := range x.Terms {
+		var a Index
+		switch t.Atom.Op {
+		case AtomVar:
+			a = VarIndex(t.Atom.Var)
+		default:
+			arg := t.Atom.Arg.Simplify()
+			d := t.Atom.Divisor
+			lo, hi := arg.ExtentBounds()
+			q := floorDiv(lo, d)
+			switch {
+			case q == floorDiv(hi, d) && t.Atom.Op == AtomDiv:
+				a = Const(q)
+			case q == floorDiv(hi, d):
+				a = arg.AddConst(-q * d)
+			case t.Atom.Op == AtomDiv:
+				a = arg.Div(d)
+			default:
+				a = arg.Mod(d)
+			}
+			// Div and Mod split off the multiples of d; what they leave
+			// may have become trivial. Without a change there is nothing
+			// more to do (and simplifying again would not end).
+			if t.Atom.Op != AtomVar && !a.Equal(Index{Terms: []Term{{Coef: 1, Atom: Atom{Op: t.Atom.Op, Arg: &arg, Divisor: d}}}}) {
+				a = a.Simplify()
+			}
+		}
+		r = r.Add(a.Scale(t.Coef))
+	}
+	return r
+}
+
 // Substitute returns x with every variable v replaced by sub(v); sub returns
 // false to keep v.
 func (x Index) Substitute(sub func(*Var) (Index, bool)) Index {

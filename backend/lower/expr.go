@@ -93,7 +93,7 @@ func (g *gen) flat(shape []int, idx []te.Index) kir.Expr {
 	var off te.Index
 	stride := 1
 	for d := len(shape) - 1; d >= 0; d-- {
-		off = off.Add(simplify(idx[d]).Scale(stride))
+		off = off.Add(idx[d].Simplify().Scale(stride))
 		stride *= shape[d]
 	}
 	return g.index(off)
@@ -105,7 +105,7 @@ func (g *gen) expr(e te.Expr) kir.Expr {
 	case *te.ConstExpr:
 		return &kir.Const{Value: te.Round(e.DType, e.Value), T: kir.ValueType(e.DType)}
 	case *te.IndexExpr:
-		return g.index(simplify(e.Index))
+		return g.index(e.Index.Simplify())
 	case *te.Load:
 		return kir.Ld(g.bufs[e.Tensor], g.flat(e.Tensor.Shape, e.Index))
 	case *te.Unary:
@@ -178,25 +178,6 @@ func hasLoad(e te.Expr) bool {
 	return found
 }
 
-// loadsInBounds reports whether every load of e is in bounds whatever the
-// values of its variables, so that e may be evaluated where a select would
-// not choose it.
-func loadsInBounds(e te.Expr) bool {
-	ok := true
-	te.Walk(e, func(x te.Expr) bool {
-		if l, isLoad := x.(*te.Load); isLoad {
-			for d, ix := range l.Index {
-				lo, hi := simplify(ix).ExtentBounds()
-				if lo < 0 || hi >= l.Tensor.Shape[d] {
-					ok = false
-				}
-			}
-		}
-		return ok
-	})
-	return ok
-}
-
 // selectExpr translates a select. Only the chosen branch is evaluated where
 // that matters: a branch that reduces runs under an If, and a select whose
 // condition depends only on indexes stays a lazy kir select. A select whose
@@ -216,7 +197,7 @@ func (g *gen) selectExpr(e *te.Select) kir.Expr {
 		return r
 	}
 	c := convert(g.expr(e.Cond), te.Bool)
-	if hasLoad(e.Cond) && loadsInBounds(e.Then) && loadsInBounds(e.Else) {
+	if hasLoad(e.Cond) && te.LoadsInBounds(e.Then) && te.LoadsInBounds(e.Else) {
 		a, b := kir.NewVar("then", t), kir.NewVar("else", t)
 		g.emit(&kir.Let{Var: a, Value: convert(g.expr(e.Then), t)}, &kir.Let{Var: b, Value: convert(g.expr(e.Else), t)})
 		return &kir.Select{Cond: c, Then: a, Else: b}
@@ -273,38 +254,4 @@ func (g *gen) reduce(e *te.Reduce) kir.Expr {
 		delete(g.env, a)
 	}
 	return acc
-}
-
-// simplify rewrites the div and mod atoms of x whose value is fixed by the
-// ranges of their variables: floor(e/d) is a constant and e mod d is e minus
-// a constant when e stays within one multiple of d.
-func simplify(x te.Index) te.Index {
-	if x.IsAffine() {
-		return x
-	}
-	r := te.Const(x.Const)
-	for _, t := range x.Terms {
-		var a te.Index
-		switch t.Atom.Op {
-		case te.AtomVar:
-			a = te.VarIndex(t.Atom.Var)
-		default:
-			arg := simplify(*t.Atom.Arg)
-			d := t.Atom.Divisor
-			lo, hi := arg.ExtentBounds()
-			q := te.FloorDiv(lo, d)
-			switch {
-			case q == te.FloorDiv(hi, d) && t.Atom.Op == te.AtomDiv:
-				a = te.Const(q)
-			case q == te.FloorDiv(hi, d):
-				a = arg.AddConst(-q * d)
-			case t.Atom.Op == te.AtomDiv:
-				a = arg.Div(d)
-			default:
-				a = arg.Mod(d)
-			}
-		}
-		r = r.Add(a.Scale(t.Coef))
-	}
-	return r
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"tec/backend/kir"
+	"tec/partition"
 	"tec/te"
 )
 
@@ -317,7 +318,7 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 func usesAxes(e te.Expr, axes []*te.Var) map[*te.Var]bool {
 	used := map[*te.Var]bool{}
 	mark := func(x te.Index) {
-		for _, v := range simplify(x).Vars() {
+		for _, v := range x.Simplify().Vars() {
 			used[v] = true
 		}
 	}
@@ -361,7 +362,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
 		return false
 	}
-	X, Y, ok := factors(r)
+	X, Y, ok := partition.Factors(r)
 	if !ok {
 		return false
 	}
@@ -487,60 +488,6 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		&kir.Let{Var: tid, Value: kir.Tid()},
 		&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mt * nt), Body: inner})
 	return true
-}
-
-// factors splits the body of a contraction into its two factors: X * Y, or
-// select(c, X * Y, 0) where c guards X only (padding) and Y loads in bounds
-// everywhere, which is select(c, X, 0) * Y.
-func factors(r *te.Reduce) (x, y te.Expr, ok bool) {
-	if m, isMul := r.Body.(*te.Binary); isMul && m.Op == te.Mul {
-		return m.X, m.Y, true
-	}
-	s, isSel := r.Body.(*te.Select)
-	if !isSel {
-		return nil, nil, false
-	}
-	m, isMul := s.Then.(*te.Binary)
-	zero, isConst := s.Else.(*te.ConstExpr)
-	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || hasLoad(s.Cond) {
-		return nil, nil, false
-	}
-	// The condition may use the reduction axes and whatever X uses.
-	xs := usesAll(m.X)
-	for _, v := range r.Axes {
-		xs[v] = true
-	}
-	for v := range usesAll(s.Cond) {
-		if !xs[v] {
-			return nil, nil, false
-		}
-	}
-	if !loadsInBounds(m.Y) {
-		return nil, nil, false
-	}
-	return &te.Select{Cond: s.Cond, Then: m.X, Else: &te.ConstExpr{Value: 0, DType: te.F32}}, m.Y, true
-}
-
-// usesAll returns every variable e's indexes use.
-func usesAll(e te.Expr) map[*te.Var]bool {
-	used := map[*te.Var]bool{}
-	mark := func(x te.Index) {
-		for _, v := range simplify(x).Vars() {
-			used[v] = true
-		}
-	}
-	te.Walk(e, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Load:
-			for _, ix := range x.Index {
-				mark(ix)
-			}
-		case *te.IndexExpr:
-			mark(x.Index)
-		}
-		return true
-	})
-	return used
 }
 
 // bound is the condition v < n of a tile's tail, needed only where the tiles
