@@ -73,46 +73,48 @@ func (g GPU) ParamLimit() int {
 //     Zhang et al., "A Study of Single and Multi-device Synchronization
 //     Methods in NVIDIA GPUs", IPDPS 2020); it is a model parameter, not a
 //     measurement of ours.
-var builtins = map[string]GPU{
-	"a100": {
-		Name: "A100-SXM4-40GB", CC: "8.0",
-		SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
-		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
-		L2Bytes:       40 << 20,
-		DRAMBandwidth: 1555e9, FP32Peak: 19.5e12, FP16Peak: 312e12,
-		LaunchCost: 2e-6, GridSyncCost: 1e-6,
-	},
-	"h100": {
-		Name: "H100-SXM5-80GB", CC: "9.0",
-		SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
-		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
-		L2Bytes:       50 << 20,
-		DRAMBandwidth: 3.35e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
-		LaunchCost: 2e-6, GridSyncCost: 1e-6,
-	},
-	"h200": {
-		Name: "H200-SXM-141GB", CC: "9.0",
-		SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
-		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
-		L2Bytes:       50 << 20,
-		DRAMBandwidth: 4.8e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
-		LaunchCost: 2e-6, GridSyncCost: 1e-6,
-	},
-	// small is a toy GPU for tests: 4 SMs that hold one block of 256
-	// threads each, so an all-resident grid has 4 blocks and every stage of
-	// a tiny model has more tiles than the grid has blocks.
-	"small": {
-		Name: "small-4sm", CC: "8.0",
-		SMs: 4, SharedPerSM: 48 << 10, SharedPerBlock: 48 << 10,
-		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: 256, MaxBlocksPerSM: 1, MaxThreadsPerBlock: 256,
-		L2Bytes:       1 << 20,
-		DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12,
-		LaunchCost: 2e-6, GridSyncCost: 1e-6,
-	},
+func builtins() map[string]GPU {
+	return map[string]GPU{
+		"a100": {
+			Name: "A100-SXM4-40GB", CC: "8.0",
+			SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
+			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+			L2Bytes:       40 << 20,
+			DRAMBandwidth: 1555e9, FP32Peak: 19.5e12, FP16Peak: 312e12,
+			LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		},
+		"h100": {
+			Name: "H100-SXM5-80GB", CC: "9.0",
+			SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
+			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+			L2Bytes:       50 << 20,
+			DRAMBandwidth: 3.35e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
+			LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		},
+		"h200": {
+			Name: "H200-SXM-141GB", CC: "9.0",
+			SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
+			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+			L2Bytes:       50 << 20,
+			DRAMBandwidth: 4.8e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
+			LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		},
+		// small is a toy GPU for tests: 4 SMs that hold one block of 256
+		// threads each, so an all-resident grid has 4 blocks and every stage of
+		// a tiny model has more tiles than the grid has blocks.
+		"small": {
+			Name: "small-4sm", CC: "8.0",
+			SMs: 4, SharedPerSM: 48 << 10, SharedPerBlock: 48 << 10,
+			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+			MaxThreadsPerSM: 256, MaxBlocksPerSM: 1, MaxThreadsPerBlock: 256,
+			L2Bytes:       1 << 20,
+			DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12,
+			LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		},
+	}
 }
 
 // DefaultGPU is the name of the GPU a build targets when none is given.
@@ -120,8 +122,8 @@ const DefaultGPU = "a100"
 
 // GPUNames returns the names of the built-in GPU models, sorted.
 func GPUNames() []string {
-	names := make([]string, 0, len(builtins))
-	for n := range builtins {
+	names := make([]string, 0, len(builtins()))
+	for n := range builtins() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -131,7 +133,7 @@ func GPUNames() []string {
 // BuiltinGPU returns the built-in GPU model named name ("a100", "h100",
 // "h200", "small"; case does not matter).
 func BuiltinGPU(name string) (GPU, bool) {
-	g, ok := builtins[strings.ToLower(name)]
+	g, ok := builtins()[strings.ToLower(name)]
 	return g, ok
 }
 

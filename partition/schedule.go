@@ -271,7 +271,7 @@ func ContractionDims(t *te.Tensor) (Dims, bool) {
 	if !ok {
 		return Dims{}, false
 	}
-	ux, uy := usedVars(X), usedVars(Y)
+	ux, uy := te.UsedVars(X), te.UsedVars(Y)
 	d := Dims{Reduce: r, X: X, Y: Y, K: product(r.Axes)}
 	for _, a := range t.Axes {
 		switch {
@@ -306,11 +306,11 @@ func Factors(r *te.Reduce) (x, y te.Expr, ok bool) {
 	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || hasLoad(s.Cond) {
 		return nil, nil, false
 	}
-	xs := usedVars(m.X)
+	xs := te.UsedVars(m.X)
 	for _, v := range r.Axes {
 		xs[v] = true
 	}
-	for v := range usedVars(s.Cond) {
+	for v := range te.UsedVars(s.Cond) {
 		if !xs[v] {
 			return nil, nil, false
 		}
@@ -360,28 +360,6 @@ func hasLoad(e te.Expr) bool {
 		return !found
 	})
 	return found
-}
-
-// usedVars returns every variable that e's indexes use.
-func usedVars(e te.Expr) map[*te.Var]bool {
-	used := map[*te.Var]bool{}
-	mark := func(x te.Index) {
-		for _, v := range x.Simplify().Vars() {
-			used[v] = true
-		}
-	}
-	te.Walk(e, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Load:
-			for _, ix := range x.Index {
-				mark(ix)
-			}
-		case *te.IndexExpr:
-			mark(x.Index)
-		}
-		return true
-	})
-	return used
 }
 
 func product(axes []*te.Var) int {

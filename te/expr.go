@@ -272,3 +272,26 @@ func LoadsInBounds(e Expr) bool {
 	})
 	return ok
 }
+
+// UsedVars returns every variable that e uses in an index, of a load or as a
+// value, after Simplify has removed trivial div and mod atoms.
+func UsedVars(e Expr) map[*Var]bool {
+	used := map[*Var]bool{}
+	mark := func(x Index) {
+		for _, v := range x.Simplify().Vars() {
+			used[v] = true
+		}
+	}
+	Walk(e, func(x Expr) bool {
+		switch x := x.(type) {
+		case *Load:
+			for _, ix := range x.Index {
+				mark(ix)
+			}
+		case *IndexExpr:
+			mark(x.Index)
+		}
+		return true
+	})
+	return used
+}

@@ -65,3 +65,15 @@ func TestLoadsInBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestUsedVars(t *testing.T) {
+	i, j, k := NewVar("i", 4), NewVar("j", 4), NewVar("k", 8)
+	x := &Tensor{Name: "x", Shape: []int{8}}
+	e := &Binary{Op: Add,
+		X: &Load{Tensor: x, Index: []Index{VarIndex(i).Add(VarIndex(j).Div(4))}}, // j/4 is 0: j is not used
+		Y: &IndexExpr{Index: VarIndex(k)}}
+	got := UsedVars(e)
+	if len(got) != 2 || !got[i] || !got[k] || got[j] {
+		t.Errorf("UsedVars = %v, want {i, k}", got)
+	}
+}

@@ -316,23 +316,7 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 
 // usesAxes returns which of axes e depends on.
 func usesAxes(e te.Expr, axes []*te.Var) map[*te.Var]bool {
-	used := map[*te.Var]bool{}
-	mark := func(x te.Index) {
-		for _, v := range x.Simplify().Vars() {
-			used[v] = true
-		}
-	}
-	te.Walk(e, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Load:
-			for _, ix := range x.Index {
-				mark(ix)
-			}
-		case *te.IndexExpr:
-			mark(x.Index)
-		}
-		return true
-	})
+	used := te.UsedVars(e)
 	out := map[*te.Var]bool{}
 	for _, a := range axes {
 		if used[a] {
