@@ -171,16 +171,25 @@ func (w *kernelWriter) header(also []string) {
 		w.line(0, "// The same code computes %s, on other buffers.", list)
 	}
 	written := writtenBy(k)
+	// Temporaries that share workspace bytes with another of the kernel's
+	// (in other grid epochs) may alias: neither restrict nor const.
+	aliased := kir.Overlapping(k, w.names.offsets)
 	constness := func(b *kir.Buffer) string {
-		if written[b] {
+		if written[b] || aliased[b] {
 			return ""
 		}
 		return "const "
 	}
+	restrict := func(b *kir.Buffer) string {
+		if aliased[b] {
+			return ""
+		}
+		return " __restrict__"
+	}
 	var params []string
 	args, ws := w.names.mod.KernelArgs(k)
 	for _, p := range args {
-		params = append(params, fmt.Sprintf("%s%s* __restrict__ %s", constness(p), cType(p.DType), w.names.buf(p)))
+		params = append(params, fmt.Sprintf("%s%s*%s %s", constness(p), cType(p.DType), restrict(p), w.names.buf(p)))
 	}
 	if ws {
 		params = append(params, "unsigned char* __restrict__ ws")
@@ -197,8 +206,8 @@ func (w *kernelWriter) header(also []string) {
 			continue
 		}
 		t := cType(p.DType)
-		w.line(1, "%s%s* __restrict__ %s = reinterpret_cast<%s%s*>(ws + %s);  // %s at byte %d",
-			constness(p), t, w.names.buf(p), constness(p), t, offset(off), shapeComment(p), off)
+		w.line(1, "%s%s*%s %s = reinterpret_cast<%s%s*>(ws + %s);  // %s at byte %d",
+			constness(p), t, restrict(p), w.names.buf(p), constness(p), t, offset(off), shapeComment(p), off)
 	}
 }
 

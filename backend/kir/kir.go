@@ -248,32 +248,6 @@ func (m *Module) Buffer(name string) *Buffer {
 	return nil
 }
 
-// WorkspaceAlign is the alignment, in bytes, of every temporary in the
-// workspace.
-const WorkspaceAlign = 256
-
-// WorkspaceLayout returns the byte offset of every temporary (global buffer
-// of role Temp) in the workspace, in module order, each aligned to
-// WorkspaceAlign, and the workspace's total size. Emitters and host code
-// place temporaries with it, so that they agree.
-func (m *Module) WorkspaceLayout() (offsets map[*Buffer]int64, size int64) {
-	offsets = map[*Buffer]int64{}
-	for _, b := range m.Buffers {
-		if b.Role == Temp {
-			offsets[b] = size
-			size += (b.Bytes() + WorkspaceAlign - 1) &^ (WorkspaceAlign - 1)
-		}
-	}
-	return offsets, size
-}
-
-// WorkspaceBytes returns the size of the temporaries, each aligned to
-// WorkspaceAlign bytes as WorkspaceLayout places them.
-func (m *Module) WorkspaceBytes() int64 {
-	_, n := m.WorkspaceLayout()
-	return n
-}
-
 // KernelArgs returns the global buffers that kernel k of m takes as
 // parameters of their own, in the order of k.Params, and whether the
 // emitted kernel takes the workspace pointer after them: with

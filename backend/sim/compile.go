@@ -416,6 +416,7 @@ func (p *program) store(buf *kir.Buffer, index, value kir.Expr, op kir.AtomicOp)
 		data, sh := mem.data, mem.shadow
 		size := int64(dt.Size())
 		return func(b *block, act []int32) {
+			mem.touch(b.m.gepoch)
 			ix, v := idx(b, act), val(b, act)
 			for _, l := range act {
 				i := int(ix[l])
@@ -551,6 +552,7 @@ func (p *program) load(e *kir.Load) vfn {
 		data, sh := mem.data, mem.shadow
 		size := int64(buf.DType.Size())
 		return func(b *block, act []int32) []float64 {
+			mem.touch(b.m.gepoch)
 			ix, o := idx(b, act), b.scratch[out]
 			for _, l := range act {
 				i := int(ix[l])

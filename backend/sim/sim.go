@@ -32,10 +32,12 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -188,12 +190,50 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 		}
 		res.Kernels = append(res.Kernels, st)
 	}
+	offsets, _ := m.WorkspaceLayout()
+	if err := s.checkWorkspace(offsets); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
 	for _, b := range m.Outputs {
 		a := te.NewArray(b.DType, b.Shape)
 		copy(a.Data, s.mem[b].data)
 		res.Outputs[b.Name] = a
 	}
 	return res, nil
+}
+
+// checkWorkspace reports two temporaries that a workspace layout (their
+// byte offsets) places in the same bytes although the run accessed both in
+// one grid epoch: the simulator gives every buffer memory of its own, so
+// this is how it finds a layout under which the GPU would compute
+// something else.
+func (s *machine) checkWorkspace(offsets map[*kir.Buffer]int64) error {
+	type extent struct {
+		b      *kir.Buffer
+		lo, hi int64
+		mem    *memory
+	}
+	var xs []extent
+	for b, off := range offsets {
+		if mem := s.mem[b]; mem.first != 0 && b.Bytes() > 0 {
+			xs = append(xs, extent{b, off, off + b.Bytes(), mem})
+		}
+	}
+	slices.SortFunc(xs, func(x, y extent) int {
+		return cmp.Or(cmp.Compare(x.lo, y.lo), cmp.Compare(x.b.Name, y.b.Name))
+	})
+	for i, x := range xs {
+		for _, y := range xs[i+1:] {
+			if y.lo >= x.hi {
+				break
+			}
+			if x.mem.first <= y.mem.last && y.mem.first <= x.mem.last {
+				return fmt.Errorf("workspace: temporaries %s (bytes %d-%d) and %s (bytes %d-%d) overlap but are both accessed in grid epoch %d",
+					x.b.Name, x.lo, x.hi, y.b.Name, y.lo, y.hi, max(x.mem.first, y.mem.first))
+			}
+		}
+	}
+	return nil
 }
 
 func typeString(b *kir.Buffer) string {
@@ -213,6 +253,17 @@ type memory struct {
 	buf    *kir.Buffer
 	data   []float64
 	shadow *shadow // nil without race detection
+	// first and last are the grid epochs of the first and last accesses
+	// (0: none), checked against the workspace layout after the run.
+	first, last int32
+}
+
+// touch records an access in grid epoch e.
+func (mem *memory) touch(e int32) {
+	if mem.first == 0 {
+		mem.first = e
+	}
+	mem.last = e
 }
 
 // fault is a run-time error inside a kernel; compiled code panics with it.

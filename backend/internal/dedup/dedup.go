@@ -23,8 +23,9 @@ import (
 func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 	first := map[string]*kir.Kernel{}
 	out := make(map[*kir.Kernel]*kir.Kernel, len(m.Kernels))
+	offsets, _ := m.WorkspaceLayout()
 	for _, k := range m.Kernels {
-		key := Key(m, k)
+		key := key(m, k, offsets)
 		if f, ok := first[key]; ok {
 			out[k] = f
 			continue
@@ -38,15 +39,21 @@ func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 // Key returns a string that two kernels share exactly when they are the
 // same code in the sense of Groups; k is a kernel of m.
 func Key(m *kir.Module, k *kir.Kernel) string {
+	offsets, _ := m.WorkspaceLayout()
+	return key(m, k, offsets)
+}
+
+// key is Key with m's workspace layout given.
+func key(m *kir.Module, k *kir.Kernel, offsets map[*kir.Buffer]int64) string {
 	w := &keyWriter{bufs: map[*kir.Buffer]string{}, vars: map[*kir.Var]int{}}
 	fmt.Fprintf(&w.b, "%s %d\n", k.Grid, k.Block)
 	args, ws := m.KernelArgs(k)
+	aliased := kir.Overlapping(k, offsets) // emitted without restrict
 	for i, p := range args {
 		w.bufs[p] = "p" + strconv.Itoa(i)
-		fmt.Fprintf(&w.b, "p%d %s %d\n", i, p.DType, p.Len())
+		fmt.Fprintf(&w.b, "p%d %s %d %t\n", i, p.DType, p.Len(), aliased[p])
 	}
 	if ws {
-		offsets, _ := m.WorkspaceLayout()
 		for _, p := range k.Params {
 			if off, ok := offsets[p]; ok {
 				w.bufs[p] = "w" + strconv.FormatInt(off, 10)
