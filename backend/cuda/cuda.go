@@ -93,6 +93,10 @@ func Emit(m *kir.Module, tg target.Target) (*Files, error) {
 		}
 	}
 	var kernels strings.Builder
+	n.stages = outline(m, groups, n)
+	for _, f := range n.stages.funcs {
+		writeStageFunc(&kernels, f, n)
+	}
 	for _, k := range m.Kernels {
 		if groups[k] == k {
 			kernels.WriteByte('\n')
@@ -123,6 +127,7 @@ type names struct {
 	used   map[string]bool        // the helpers the kernels call
 
 	mod     *kir.Module
+	stages  *outlined             // stages written as device functions
 	offsets map[*kir.Buffer]int64 // the temporaries' places in the workspace
 	wsBytes int64                 // the workspace's size
 }

@@ -282,6 +282,17 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 		} else {
 			w.line(depth, "// Stage %s.", s.Name)
 		}
+		if f := w.names.stages.call(s); f != nil {
+			args := make([]string, len(f.params))
+			for i, b := range w.names.stages.args[s] {
+				args[i] = w.names.buf(b)
+				if off := w.names.stages.bases[s][i]; off != 0 {
+					args[i] += " + " + strconv.Itoa(off)
+				}
+			}
+			w.line(depth, "%s(%s);", f.name, strings.Join(args, ", "))
+			return
+		}
 		w.stmts(s.Body, depth)
 	default:
 		panic(fmt.Sprintf("cuda: unknown statement %T", s))

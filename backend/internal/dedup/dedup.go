@@ -25,7 +25,7 @@ func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 	out := make(map[*kir.Kernel]*kir.Kernel, len(m.Kernels))
 	offsets, _ := m.WorkspaceLayout()
 	for _, k := range m.Kernels {
-		key := key(m, k, offsets)
+		key := key(m, k, offsets, true)
 		if f, ok := first[key]; ok {
 			out[k] = f
 			continue
@@ -40,18 +40,30 @@ func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 // same code in the sense of Groups; k is a kernel of m.
 func Key(m *kir.Module, k *kir.Kernel) string {
 	offsets, _ := m.WorkspaceLayout()
-	return key(m, k, offsets)
+	return key(m, k, offsets, true)
+}
+
+// CodeKey returns a string that two kernels share exactly when they are the
+// same code taking every global buffer as a pointer parameter, in the order
+// of k.Params, whatever the buffers' lengths: a key for code that is
+// handed its buffers, such as a device function.
+func CodeKey(k *kir.Kernel) string {
+	return key(&kir.Module{}, k, nil, false)
 }
 
 // key is Key with m's workspace layout given.
-func key(m *kir.Module, k *kir.Kernel, offsets map[*kir.Buffer]int64) string {
+func key(m *kir.Module, k *kir.Kernel, offsets map[*kir.Buffer]int64, lengths bool) string {
 	w := &keyWriter{bufs: map[*kir.Buffer]string{}, vars: map[*kir.Var]int{}}
 	fmt.Fprintf(&w.b, "%s %d\n", k.Grid, k.Block)
 	args, ws := m.KernelArgs(k)
 	aliased := kir.Overlapping(k, offsets) // emitted without restrict
 	for i, p := range args {
 		w.bufs[p] = "p" + strconv.Itoa(i)
-		fmt.Fprintf(&w.b, "p%d %s %d %t\n", i, p.DType, p.Len(), aliased[p])
+		n := p.Len()
+		if !lengths {
+			n = 0
+		}
+		fmt.Fprintf(&w.b, "p%d %s %d %t\n", i, p.DType, n, aliased[p])
 	}
 	if ws {
 		for _, p := range k.Params {
