@@ -23,8 +23,8 @@ type coster struct {
 	// barrier each needs if it was written since the last grid sync.
 	prods [][]edge
 	// pre[o][j] sums the times of stages [0, j) at o blocks per SM when
-	// every access goes to DRAM; foot[o][j] when re-reads hit in L2.
-	pre, foot [][]float64
+	// every access goes to DRAM.
+	pre [][]float64
 	// keys[j] are the regions of tensors stage j touches (the bounding
 	// box of its loads of each tensor, and its output), as ids into seen,
 	// with their bytes; a segment's working set counts each region once.
@@ -46,10 +46,8 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	}
 	g := pl.GPU
 	c.pre = make([][]float64, g.MaxBlocksPerSM+1)
-	c.foot = make([][]float64, g.MaxBlocksPerSM+1)
 	for o := range c.pre {
 		c.pre[o] = make([]float64, len(stages)+1)
-		c.foot[o] = make([]float64, len(stages)+1)
 	}
 	ids := map[string]int{}
 	bufIDs := map[*te.Tensor]int{}
@@ -71,7 +69,6 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		}
 		for o := 1; o <= g.MaxBlocksPerSM; o++ {
 			c.pre[o][j+1] = c.pre[o][j] + c.stageTime(s, s.Bytes, occ, g.SMs*o)
-			c.foot[o][j+1] = c.foot[o][j] + c.stageTime(s, min(s.Bytes, s.Foot), occ, g.SMs*o)
 		}
 		c.keys = append(c.keys, regions(t, ids))
 		var bs []int
@@ -129,7 +126,11 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 			lo[d], hi[d] = max(a, 0), min(b, l.Tensor.Shape[d]-1)
 			n *= int64(max(hi[d]-lo[d]+1, 0))
 		}
-		id, _ := intern(fmt.Sprintf("%p%v%v", l.Tensor, lo, hi))
+		key := fmt.Sprintf("%p%v%v", l.Tensor, lo, hi)
+		if n == l.Tensor.Bytes() {
+			key = fmt.Sprintf("%p", l.Tensor) // all of it: the same region as its producer's
+		}
+		id, _ := intern(key)
 		if !mine[id] {
 			mine[id] = true
 			rs = append(rs, region{id: id, bytes: n})
@@ -258,11 +259,15 @@ type segment struct {
 	serial    int
 	foot      int64 // working set: bytes of the distinct regions touched
 	params    int   // distinct buffers touched: the kernel's parameters
+	// fit[o] sums the stages' times at o blocks per SM when the working
+	// set fits in L2, each stage moving only the bytes of the regions no
+	// earlier stage of the segment touched (the rest hit in L2).
+	fit []float64
 }
 
 func (c *coster) begin(i int) *segment {
 	c.serial++
-	return &segment{i: i, j: i, last: i, fits: true, heaviest: i, serial: c.serial}
+	return &segment{i: i, j: i, last: i, fits: true, heaviest: i, serial: c.serial, fit: make([]float64, c.pl.GPU.MaxBlocksPerSM+1)}
 }
 
 // extend adds stage sg.j to the segment.
@@ -299,11 +304,19 @@ func (c *coster) extend(sg *segment) {
 		sg.last = j // its finishing phase follows a grid sync, which orders all before it
 	}
 	sg.syncBar = append(sg.syncBar, b)
+	var fresh int64
 	for _, r := range c.keys[j] {
 		if c.seen[r.id] != sg.serial {
 			c.seen[r.id] = sg.serial
 			sg.foot += r.bytes
+			fresh += r.bytes
 		}
+	}
+	// Occupancy only falls as the segment grows: the times at higher
+	// occupancies are never needed again.
+	bytes := min(s.Bytes, s.Foot, fresh)
+	for o := 1; o <= sg.occ; o++ {
+		sg.fit[o] += c.stageTime(s, bytes, c.own[j], c.pl.GPU.SMs*o)
 	}
 	sg.j++
 }
@@ -314,15 +327,16 @@ func (c *coster) cost(sg *segment) Cost {
 	if !sg.fits {
 		return Cost{Stages: inf}
 	}
-	// Re-reads hit in L2 when the kernel's working set fits there.
-	pre := c.pre
+	// Re-reads, and reads of what an earlier stage wrote, hit in L2 when
+	// the kernel's working set fits there.
+	stages := c.pre[sg.occ][sg.j] - c.pre[sg.occ][sg.i]
 	if sg.foot <= int64(g.L2Bytes) {
-		pre = c.foot
+		stages = sg.fit[sg.occ]
 	}
 	return Cost{
 		Launch: g.LaunchCost,
 		Sync:   float64(sg.syncs) * g.GridSyncCost,
-		Stages: pre[sg.occ][sg.j] - pre[sg.occ][sg.i],
+		Stages: stages,
 	}
 }
 

@@ -122,11 +122,13 @@ func (r *Report) Fprint(w io.Writer) error {
 // its DRAM when the GPU has an L2 cache of l2 bytes. It is a model, not a
 // count. Each kernel touches a footprint of each global buffer (what
 // footprint(k, b) returns for kernel index k, at most the buffer's size;
-// nil means the whole buffer). Within one kernel, a buffer's repeated
-// accesses hit in L2, so that it moves at most its footprint each way, when
-// the kernel's whole footprint fits in L2 or, when it does not, when the
-// buffer's footprint is no larger than an eighth of L2; other accesses all
-// go to DRAM. Nothing is assumed to stay in L2 from one kernel to the next.
+// nil means the whole buffer). A buffer's accesses within one kernel hit in
+// L2 when the kernel's whole footprint fits in L2 or, when it does not,
+// when the buffer's footprint is no larger than an eighth of L2: then the
+// buffer moves at most its footprint each way, and a buffer the kernel
+// stores is not read back from DRAM at all (L2 is write-back: the kernel's
+// loads of what it wrote find the lines it wrote). Other accesses all go
+// to DRAM. Nothing is assumed to stay in L2 from one kernel to the next.
 func (r *Report) DRAMBytes(l2 int64, footprint func(k int, b *kir.Buffer) int64) int64 {
 	var total int64
 	for i, k := range r.Kernels {
@@ -140,10 +142,13 @@ func (r *Report) DRAMBytes(l2 int64, footprint func(k int, b *kir.Buffer) int64)
 			sum += foot[j]
 		}
 		for j, t := range k.Traffic {
-			if sum <= l2 || 8*foot[j] <= l2 {
-				total += min(t.Load, foot[j]) + min(t.Store, foot[j])
-			} else {
+			switch {
+			case sum > l2 && 8*foot[j] > l2:
 				total += t.Load + t.Store
+			case t.Store > 0:
+				total += min(t.Store, foot[j])
+			default:
+				total += min(t.Load, foot[j])
 			}
 		}
 	}

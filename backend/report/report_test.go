@@ -63,3 +63,30 @@ func TestSampled(t *testing.T) {
 		t.Errorf("sampled FLOPs %v, want about %v", got, want)
 	}
 }
+
+func TestDRAMBytes(t *testing.T) {
+	buf := func(name string, role kir.Role, n int) *kir.Buffer {
+		return &kir.Buffer{Name: name, Role: role, DType: te.F32, Shape: []int{n}}
+	}
+	w := buf("w", kir.Param, 1000) // 4000 B
+	a := buf("a", kir.Temp, 500)   // 2000 B
+	for _, tc := range []struct {
+		name    string
+		l2      int64
+		traffic []Traffic
+		want    int64
+	}{
+		{"re-reads hit when the kernel fits", 1 << 20, []Traffic{{Buffer: w, Load: 40000}}, 4000},
+		{"a temporary written then read moves once", 1 << 20, []Traffic{{Buffer: a, Load: 6000, Store: 2000}}, 2000},
+		{"a temporary only read comes from DRAM", 1 << 20, []Traffic{{Buffer: a, Load: 6000}}, 2000},
+		{"too big for L2: every access", 5000, []Traffic{{Buffer: w, Load: 40000}, {Buffer: a, Load: 6000, Store: 2000}}, 48000},
+		{"too big, but a small buffer still hits", 30000, []Traffic{{Buffer: w, Load: 40000}, {Buffer: a, Load: 6000, Store: 2000}, {Buffer: buf("big", kir.Param, 7000), Load: 28000}}, 40000 + 2000 + 28000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Kernels: []Kernel{{Traffic: tc.traffic}}}
+			if got := r.DRAMBytes(tc.l2, nil); got != tc.want {
+				t.Errorf("DRAMBytes = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
