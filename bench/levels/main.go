@@ -59,8 +59,8 @@ func run(w io.Writer, gpus, models []string) error {
 			return err
 		}
 		fmt.Fprintf(w, "\n### %s (%d SMs, %.0f GB/s, %.1f TFLOP/s FP32)\n\n", g.Name, g.SMs, g.DRAMBandwidth/1e9, g.FP32Peak/1e12)
-		fmt.Fprintln(w, "| model | level | kernels | grid syncs | global MB | DRAM MB (L2 model) | compulsory MB | DRAM / compulsory | GFLOP | predicted ms | compile s | Souffle kernels | Souffle MB | Souffle ms (A100, measured) |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| model | level | kernels | grid syncs | global MB | DRAM MB (L2 model) | compulsory MB | DRAM / compulsory | workspace MB | GFLOP | predicted ms | compile s | Souffle kernels | Souffle MB | Souffle ms (A100, measured) |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, name := range models {
 			ex, ok := examples.Lookup(name)
 			if !ok {
@@ -103,8 +103,8 @@ func run(w io.Writer, gpus, models []string) error {
 				if gname == "a100" && i <= pipeline.MaxLevel {
 					sms = fmt.Sprint(s.ms[i])
 				}
-				fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %.2f | %.3g | %.3f | %.2f | %s | %s | %s |\n",
-					name, rw.label, len(res.Module.Kernels), rep.Total.GridSyncs, mb(bytes), mb(dram), mb(comp), float64(dram)/float64(comp),
+				fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %.2f | %s | %.3g | %.3f | %.2f | %s | %s | %s |\n",
+					name, rw.label, len(res.Module.Kernels), rep.Total.GridSyncs, mb(bytes), mb(dram), mb(comp), float64(dram)/float64(comp), mb(rep.WorkspaceBytes),
 					float64(rep.Total.FLOPs)/1e9, cost.Total()*1e3, took.Seconds(), sk, smb, sms)
 			}
 		}
