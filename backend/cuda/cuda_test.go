@@ -45,51 +45,8 @@ func modules(t *testing.T) map[string]*kir.Module {
 	}
 	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
 	ms["softmax_ws"] = softmax
-	ms["stages"] = repeatedStages()
+	ms["stages"] = kirtest.RepeatedStages()
 	return ms
-}
-
-// repeatedStages is a grid-synced kernel whose three stages are the same
-// code on different buffers, reading rows of one param at different
-// offsets and staging them in a shared array: the emitter writes that code
-// once, as a device function, and calls it with rebased pointers.
-func repeatedStages() *kir.Module {
-	w := &kir.Buffer{Name: "w", Role: kir.Param, DType: te.F32, Shape: []int{4, 32}}
-	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F32, Shape: []int{32}}
-	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{32}}
-	sh := &kir.Buffer{Name: "row", Space: kir.Shared, DType: te.F32, Shape: []int{32}}
-	m := &kir.Module{Name: "stages", TempsInWorkspace: true, Outputs: []*kir.Buffer{y}}
-	k := &kir.Kernel{Name: "k", Grid: kir.Grid{Resident: true}, Block: 32, Shared: []*kir.Buffer{sh}}
-	prev := x
-	var bufs []*kir.Buffer
-	for s := range 3 {
-		out := y
-		if s < 2 {
-			out = &kir.Buffer{Name: fmt.Sprintf("t%d", s), Role: kir.Temp, DType: te.F32, Shape: []int{32}}
-			bufs = append(bufs, out)
-		}
-		i, v := kir.NewVar("i", te.I32), kir.NewVar("v", te.F32)
-		body := []kir.Stmt{
-			&kir.For{Var: i, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(32), Body: []kir.Stmt{
-				&kir.Store{Buf: sh, Index: i, Value: kir.Ld(w, kir.Add(i, kir.I(32*(s+1))))},
-			}},
-			&kir.SyncThreads{},
-		}
-		j := kir.NewVar("j", te.I32)
-		body = append(body, &kir.For{Var: j, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(32), Body: []kir.Stmt{
-			&kir.Let{Var: v, Value: kir.Add(kir.Ld(sh, kir.Sub(kir.I(31), j)), kir.Ld(prev, j))},
-			&kir.Store{Buf: out, Index: j, Value: kir.Mul(v, kir.F(2))},
-		}})
-		if s > 0 {
-			k.Body = append(k.Body, &kir.GridSync{})
-		}
-		k.Body = append(k.Body, &kir.Stage{Name: out.Name, Body: body})
-		prev = out
-	}
-	m.Buffers = append([]*kir.Buffer{x, w}, append(bufs, y)...)
-	k.Params = m.Buffers
-	m.Kernels = []*kir.Kernel{k}
-	return m
 }
 
 func sortedNames(ms map[string]*kir.Module) []string {

@@ -283,10 +283,10 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 			w.line(depth, "// Stage %s.", s.Name)
 		}
 		if f := w.names.stages.call(s); f != nil {
-			args := make([]string, len(f.params))
-			for i, b := range w.names.stages.args[s] {
+			args := make([]string, len(f.Params))
+			for i, b := range w.names.stages.Args[s] {
 				args[i] = w.names.buf(b)
-				if off := w.names.stages.bases[s][i]; off != 0 {
+				if off := w.names.stages.Bases[s][i]; off != 0 {
 					args[i] += " + " + strconv.Itoa(off)
 				}
 			}

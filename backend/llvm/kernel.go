@@ -10,6 +10,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"tec/backend/internal/dedup"
 	"tec/backend/internal/ident"
 	"tec/backend/internal/sign"
 	"tec/backend/kir"
@@ -118,6 +119,10 @@ func (kg *kgen) stmt(s kir.Stmt) {
 		b := kg.newBlock("stage_" + s.Name)
 		kg.cur.NewBr(b)
 		kg.cur = b
+		if f := kg.g.calls.Call(s); f != nil {
+			kg.callStage(s, f)
+			return
+		}
 		kg.stmts(s.Body)
 	default:
 		panic(fmt.Sprintf("llvm: unknown statement %T", s))
@@ -127,6 +132,9 @@ func (kg *kgen) stmt(s kir.Stmt) {
 // addr returns the address of element index of buf.
 func (kg *kgen) addr(buf *kir.Buffer, index kir.Expr) value.Value {
 	idx := kg.cur.NewSExt(kg.expr(index), types.I64)
+	if p, ok := kg.bufs[buf]; ok && buf.Space == kir.Shared { // a stage function's parameter
+		return kg.cur.NewGetElementPtr(storageType(buf.DType), p, idx)
+	}
 	if gl, ok := kg.g.shared[buf]; ok {
 		return kg.cur.NewGetElementPtr(gl.ContentType, gl, i64(0), idx)
 	}
@@ -541,4 +549,52 @@ func (kg *kgen) cast(e *kir.Cast) value.Value {
 		return kg.cur.NewCall(g.fromBF16(), kg.cur.NewCall(g.toBF16(), x))
 	}
 	panic(fmt.Sprintf("llvm: cast from %v to %v", from, e.To))
+}
+
+// stageFunc emits the internal, never inlined function that computes the
+// stages of f: its parameters are pointers to f's buffers, global or shared.
+func (g *gen) stageFunc(f *dedup.StageFunc) {
+	pscope := ident.NewScope()
+	params := make([]*ir.Param, len(f.Params))
+	for i, b := range f.Params {
+		t := types.NewPointer(storageType(b.DType))
+		t.AddrSpace = globalSpace
+		if b.Space == kir.Shared {
+			t.AddrSpace = sharedSpace
+		}
+		params[i] = ir.NewParam(pscope.Name(b.Name), t)
+	}
+	fn := g.mod.NewFunc(g.scope.Name("s_"+f.Stages[0].Name), types.Void, params...)
+	fn.Linkage = enum.LinkageInternal
+	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoInline)
+	g.stageFuncs[f] = fn
+	kg := &kgen{g: g, k: &kir.Kernel{Body: f.Body}, f: fn, blocks: ident.NewScope(), bufs: map[*kir.Buffer]value.Value{},
+		env: map[*kir.Var]value.Value{}, facts: sign.Analyze(f.Body)}
+	for i, b := range f.Params {
+		kg.bufs[b] = params[i]
+	}
+	kg.entry = fn.NewBlock("entry")
+	kg.cur = kg.newBlock("body")
+	kg.stmts(f.Body)
+	kg.cur.NewRet(nil)
+	kg.entry.NewBr(fn.Blocks[1])
+}
+
+// callStage calls the function of f for stage s, with s's buffers rebased.
+func (kg *kgen) callStage(s *kir.Stage, f *dedup.StageFunc) {
+	args := make([]value.Value, len(f.Params))
+	for i, b := range kg.g.calls.Args[s] {
+		var p value.Value
+		if b.Space == kir.Shared {
+			gl := kg.g.shared[b]
+			p = kg.cur.NewGetElementPtr(gl.ContentType, gl, i64(0), i64(0))
+		} else {
+			p = kg.bufs[b]
+		}
+		if off := kg.g.calls.Bases[s][i]; off != 0 {
+			p = kg.cur.NewGetElementPtr(storageType(b.DType), p, i64(int64(off)))
+		}
+		args[i] = p
+	}
+	kg.cur.NewCall(kg.g.stageFuncs[f], args...)
 }

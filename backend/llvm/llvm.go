@@ -100,6 +100,11 @@ func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
 		g.scope.Reserve(names[k])
 	}
 	groups := dedup.Groups(m)
+	g.calls = dedup.Stages(m, groups)
+	g.stageFuncs = map[*dedup.StageFunc]*ir.Func{}
+	for _, f := range g.calls.Funcs {
+		g.stageFunc(f)
+	}
 	for _, k := range m.Kernels {
 		if groups[k] != k {
 			continue
@@ -126,6 +131,10 @@ type gen struct {
 
 	m       *kir.Module
 	offsets map[*kir.Buffer]int64 // the temporaries' places in the workspace
+	// calls are the stages written once as functions (dedup.Stages), and
+	// stageFuncs those functions.
+	calls      *dedup.StageCalls
+	stageFuncs map[*dedup.StageFunc]*ir.Func
 }
 
 // storageType returns the LLVM type of an element of storage type dt.

@@ -37,7 +37,29 @@ func modules(t *testing.T) map[string]*kir.Module {
 	}
 	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
 	ms["softmax_ws"] = softmax
+	ms["stages"] = kirtest.RepeatedStages()
 	return ms
+}
+
+// TestStageFunctions checks that stages with the same code are one
+// function, called with rebased pointers to global and shared memory.
+func TestStageFunctions(t *testing.T) {
+	mod, err := Emit(kirtest.RepeatedStages(), lookup(t, "sm_80"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir := mod.String()
+	for _, want := range []string{
+		"define internal void @s_t0(float addrspace(1)* %w, float addrspace(1)* %x, float addrspace(1)* %t0, float addrspace(3)* %row) noinline",
+		"getelementptr float, float addrspace(1)* %w, i64 96",
+	} {
+		if !strings.Contains(ir, want) {
+			t.Errorf("the IR lacks %q", want)
+		}
+	}
+	if n := strings.Count(ir, "call void @s_t0("); n != 3 {
+		t.Errorf("%d calls of @s_t0, want 3:\n%s", n, ir)
+	}
 }
 
 func names(ms map[string]*kir.Module) []string {

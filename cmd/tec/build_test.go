@@ -123,8 +123,7 @@ func TestRunSim(t *testing.T) {
 // TestBuildToolchain is the back end's check against real toolchains: every
 // example at its tiny configuration and at full size, at -O0 and -O4, is
 // built, its CUDA C++ compiled with nvcc for sm_80 and sm_90, and its
-// LLVM IR compiled with llc and assembled with ptxas for both targets (for
-// the first only at full size and -O4). It
+// LLVM IR compiled with llc and assembled with ptxas for both targets. It
 // takes minutes, so it runs only in CI (CI=true) or with
 // TEC_TOOLCHAIN=all; .ci/run runs it on its own and reports the time,
 // passing TEC_TOOLCHAIN=later to its main "go test ./...".
@@ -184,13 +183,7 @@ func TestBuildToolchain(t *testing.T) {
 					return runTool(dir, nvcc, "-c", "-o", strings.TrimSuffix(cu, ".cu")+".o", cu,
 						"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90")
 				}})
-				for ti, tg := range targets {
-					if size == "full" && level > 0 && ti > 0 {
-						// llc takes minutes on the full-size one-kernel
-						// LSTM; the other targets' emitter is the same
-						// code, checked at every other size and level.
-						continue
-					}
+				for _, tg := range targets {
 					mod, err := llvm.Emit(res.Module, tg)
 					if err != nil {
 						t.Fatalf("%s: %v", name, err)
