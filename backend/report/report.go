@@ -17,8 +17,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -66,6 +68,10 @@ type Report struct {
 	Total          kir.Counts
 	WorkspaceBytes int64
 	Exact          bool
+	// Workspace holds the temporaries' byte offsets in the workspace
+	// (kir.Module.WorkspaceLayout): temporaries that share bytes share
+	// lines of L2.
+	Workspace map[*kir.Buffer]int64
 }
 
 // Module computes the report of m, which should be verified.
@@ -76,7 +82,8 @@ func Module(m *kir.Module, cfg Config) *Report {
 	if cfg.EnumLimit <= 0 {
 		cfg.EnumLimit = DefaultEnumLimit
 	}
-	r := &Report{Module: m.Name, WorkspaceBytes: m.WorkspaceBytes(), Exact: true}
+	offsets, size := m.WorkspaceLayout()
+	r := &Report{Module: m.Name, WorkspaceBytes: size, Workspace: offsets, Exact: true}
 	for _, k := range m.Kernels {
 		kr := kernel(k, cfg)
 		r.Kernels = append(r.Kernels, kr)
@@ -128,7 +135,12 @@ func (r *Report) Fprint(w io.Writer) error {
 // buffer moves at most its footprint each way, and a buffer the kernel
 // stores is not read back from DRAM at all (L2 is write-back: the kernel's
 // loads of what it wrote find the lines it wrote). Other accesses all go
-// to DRAM. Nothing is assumed to stay in L2 from one kernel to the next.
+// to DRAM. In a kernel whose footprint fits in L2, temporaries that share
+// workspace bytes (r.Workspace) share lines: the lines a later temporary
+// overwrites were never written back, so the kernel's stores to the
+// workspace move at most the bytes of the union of the ranges it stores
+// to. Nothing is assumed to stay in L2 from one kernel to the next, and
+// everything a kernel stored is written back when it ends.
 func (r *Report) DRAMBytes(l2 int64, footprint func(k int, b *kir.Buffer) int64) int64 {
 	var total int64
 	for i, k := range r.Kernels {
@@ -141,16 +153,38 @@ func (r *Report) DRAMBytes(l2 int64, footprint func(k int, b *kir.Buffer) int64)
 			}
 			sum += foot[j]
 		}
+		fits := sum <= l2
+		var ranges [][2]int64 // workspace bytes stored, in a kernel that fits
+		var each int64        // the same stores counted buffer by buffer
 		for j, t := range k.Traffic {
+			off, inWorkspace := r.Workspace[t.Buffer]
 			switch {
-			case sum > l2 && 8*foot[j] > l2:
+			case !fits && 8*foot[j] > l2:
 				total += t.Load + t.Store
+			case t.Store > 0 && fits && inWorkspace:
+				ranges = append(ranges, [2]int64{off, off + t.Buffer.Bytes()})
+				each += min(t.Store, foot[j])
 			case t.Store > 0:
 				total += min(t.Store, foot[j])
 			default:
 				total += min(t.Load, foot[j])
 			}
 		}
+		total += min(union(ranges), each)
 	}
 	return total
+}
+
+// union returns the number of bytes that the half-open ranges cover.
+func union(ranges [][2]int64) int64 {
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var n, end int64
+	for _, r := range ranges {
+		lo := max(r[0], end)
+		if r[1] > lo {
+			n += r[1] - lo
+			end = r[1]
+		}
+	}
+	return n
 }

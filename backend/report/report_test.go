@@ -70,20 +70,32 @@ func TestDRAMBytes(t *testing.T) {
 	}
 	w := buf("w", kir.Param, 1000) // 4000 B
 	a := buf("a", kir.Temp, 500)   // 2000 B
+	b := buf("b", kir.Temp, 500)
+	c := buf("c", kir.Temp, 500)
 	for _, tc := range []struct {
-		name    string
-		l2      int64
-		traffic []Traffic
-		want    int64
+		name      string
+		l2        int64
+		traffic   []Traffic
+		workspace map[*kir.Buffer]int64
+		want      int64
 	}{
-		{"re-reads hit when the kernel fits", 1 << 20, []Traffic{{Buffer: w, Load: 40000}}, 4000},
-		{"a temporary written then read moves once", 1 << 20, []Traffic{{Buffer: a, Load: 6000, Store: 2000}}, 2000},
-		{"a temporary only read comes from DRAM", 1 << 20, []Traffic{{Buffer: a, Load: 6000}}, 2000},
-		{"too big for L2: every access", 5000, []Traffic{{Buffer: w, Load: 40000}, {Buffer: a, Load: 6000, Store: 2000}}, 48000},
-		{"too big, but a small buffer still hits", 30000, []Traffic{{Buffer: w, Load: 40000}, {Buffer: a, Load: 6000, Store: 2000}, {Buffer: buf("big", kir.Param, 7000), Load: 28000}}, 40000 + 2000 + 28000},
+		{"re-reads hit when the kernel fits", 1 << 20, []Traffic{{Buffer: w, Load: 40000}}, nil, 4000},
+		{"a temporary written then read moves once", 1 << 20, []Traffic{{Buffer: a, Load: 6000, Store: 2000}}, nil, 2000},
+		{"a temporary only read comes from DRAM", 1 << 20, []Traffic{{Buffer: a, Load: 6000}}, nil, 2000},
+		{"too big for L2: every access", 5000, []Traffic{{Buffer: w, Load: 40000}, {Buffer: a, Load: 6000, Store: 2000}}, nil, 48000},
+		{"too big, but a small buffer still hits", 30000, []Traffic{{Buffer: w, Load: 40000}, {Buffer: a, Load: 6000, Store: 2000}, {Buffer: buf("big", kir.Param, 7000), Load: 28000}}, nil, 40000 + 2000 + 28000},
+		{"temporaries sharing workspace bytes are written back once", 1 << 20,
+			[]Traffic{{Buffer: a, Load: 2000, Store: 2000}, {Buffer: b, Load: 2000, Store: 2000}, {Buffer: c, Store: 2000}},
+			map[*kir.Buffer]int64{a: 0, b: 0, c: 1024}, 3024},
+		{"apart, they are written back each", 1 << 20,
+			[]Traffic{{Buffer: a, Store: 2000}, {Buffer: b, Store: 2000}},
+			map[*kir.Buffer]int64{a: 0, b: 2048}, 4000},
+		{"too big for L2: sharing bytes saves nothing", 3000,
+			[]Traffic{{Buffer: a, Store: 2000}, {Buffer: b, Store: 2000}},
+			map[*kir.Buffer]int64{a: 0, b: 0}, 4000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Report{Kernels: []Kernel{{Traffic: tc.traffic}}}
+			r := &Report{Kernels: []Kernel{{Traffic: tc.traffic}}, Workspace: tc.workspace}
 			if got := r.DRAMBytes(tc.l2, nil); got != tc.want {
 				t.Errorf("DRAMBytes = %d, want %d", got, tc.want)
 			}
