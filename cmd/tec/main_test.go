@@ -271,6 +271,24 @@ func TestRun(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "[1, 1, 1]") || !strings.Contains(stdout, "filled with ones (seed 0): scale") {
 		t.Errorf("--input with --fill ones: status %d\n%s%s", code, stdout, stderr)
 	}
+
+	// --save-feeds writes what was bound, filled or not, one .npy each: run
+	// again from those files, the outputs are the same.
+	feeds := filepath.Join(dir, "feeds")
+	code, _, stderr = runTec(t, "run", "testdata/scale.te", "--input", "x=@"+xnpy, "--fill", "random", "--seed", "7",
+		"--save-feeds", feeds, "--outputs", out)
+	if code != exitOK {
+		t.Fatalf("--save-feeds: status %d\n%s", code, stderr)
+	}
+	x, err := tensorio.ReadNPYFile(filepath.Join(feeds, "x.npy"))
+	if err != nil || x.Data[0] != 1 {
+		t.Errorf("saved x: %v, %v", x, err)
+	}
+	code, stdout, stderr = runTec(t, "run", "testdata/scale.te", "--input", "x=@"+filepath.Join(feeds, "x.npy"),
+		"--input", "scale=@"+filepath.Join(feeds, "scale.npy"), "--expected", out, "--rtol", "0", "--atol", "0")
+	if code != exitOK || !strings.Contains(stdout, "match the expected values") {
+		t.Errorf("run from the saved feeds: status %d\n%s%s", code, stdout, stderr)
+	}
 }
 
 func TestRunErrors(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +45,7 @@ type runFlags struct {
 	fill     string
 	seed     uint64
 	outputs  string
+	saveTo   string
 	expected string
 	rtol     float64
 	atol     float64
@@ -89,6 +92,7 @@ machine-readable summary on standard output.`,
 		fs.StringVar(&rf.fill, "fill", "", "fill tensors not supplied: zeros, ones or random")
 		fs.Uint64Var(&rf.seed, "seed", 0, "the seed of --fill random")
 		fs.StringVar(&rf.outputs, "outputs", "", "write the outputs to this .npz archive")
+		fs.StringVar(&rf.saveTo, "save-feeds", "", "write every input and param, as bound, to `DIR`/NAME.npy (what the generated runner's --inputs and --params read)")
 		fs.StringVar(&rf.expected, "expected", "", "compare the outputs with this .npz archive")
 		fs.Float64Var(&rf.rtol, "rtol", 1e-4, "relative tolerance of --expected")
 		fs.Float64Var(&rf.atol, "atol", 1e-5, "absolute tolerance of --expected")
@@ -174,6 +178,12 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 	if err != nil {
 		fmt.Fprintf(e.stderr, "tec run: %v\n", err)
 		return exitUser
+	}
+	if rf.saveTo != "" {
+		if err := saveFeeds(rf.saveTo, feeds); err != nil {
+			fmt.Fprintf(e.stderr, "tec run: --save-feeds: %v\n", err)
+			return exitUser
+		}
 	}
 	var expected map[string]*te.Array
 	if rf.expected != "" {
@@ -438,4 +448,22 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// saveFeeds writes each feed to dir/NAME.npy, creating dir.
+func saveFeeds(dir string, feeds map[string]*te.Array) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(feeds))
+	for name := range feeds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := tensorio.WriteNPYFile(filepath.Join(dir, name+".npy"), feeds[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
