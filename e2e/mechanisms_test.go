@@ -26,16 +26,17 @@ func TestMechanisms(t *testing.T) {
 		gpu           string
 		level         int
 		deterministic bool
+		onChip        int // bytes; 0 for the default
 		want          func(*partition.Plan) bool
 		what          string
 	}{
-		{"layernorm", map[string]string{"S": "16", "D": "128"}, "small", 4, false, hasRows, "Rows stages"},
-		{"layernorm", map[string]string{"S": "16", "D": "128"}, "small", 4, false, hasOnChip, "results on chip"},
-		{"softmax", map[string]string{"N": "16", "D": "128"}, "small", 4, false, hasBlockSync, "block-barrier reuse"},
-		{"bert", map[string]string{"L": "1", "S": "16", "D": "128", "NH": "2", "FF": "256"}, "small", 4, false, hasRows, "Rows stages"},
-		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 3, false, hasSplit, "split reductions"},
-		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 4, true, hasSplit, "split reductions"},
-		{"layernorm", map[string]string{"S": "2", "D": "4096"}, "h100", 4, true, hasSplit, "split reductions"},
+		{"layernorm", map[string]string{"S": "16", "D": "128"}, "small", 4, false, 0, hasRows, "Rows stages"},
+		{"layernorm", map[string]string{"S": "16", "D": "128"}, "small", 4, false, 0, hasOnChip, "results on chip"},
+		{"softmax", map[string]string{"N": "16", "D": "128"}, "small", 4, false, 0, hasBlockSync, "block-barrier reuse"},
+		{"bert", map[string]string{"L": "1", "S": "16", "D": "128", "NH": "2", "FF": "256"}, "small", 4, false, 0, hasRows, "Rows stages"},
+		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 3, false, 0, hasSplit, "split reductions"},
+		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 4, true, 0, hasSplit, "split reductions"},
+		{"layernorm", map[string]string{"S": "2", "D": "4096"}, "h100", 4, true, 0, hasSplit, "split reductions"},
 	} {
 		name := fmt.Sprintf("%s/%v/%s/O%d/det=%v/%s", tt.example, tt.defines, tt.gpu, tt.level, tt.deterministic, tt.what)
 		t.Run(name, func(t *testing.T) {
@@ -45,46 +46,100 @@ func TestMechanisms(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}
-			in := feeds(p, 2)
-			want, err := te.Evaluate(p, in, te.EvalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
 			g, _ := partition.BuiltinGPU(tt.gpu)
-			res, err := pipeline.Build(p, pipeline.Options{Level: tt.level, GPU: g, Deterministic: tt.deterministic})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tt.want(res.Plan) {
-				t.Errorf("no %s in the plan:\n%s", tt.what, res.Plan)
-			}
-			var first map[string]*te.Array
-			for run := range 2 {
-				out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if out.RaceCount > 0 {
-					t.Fatalf("%d races; first: %s", out.RaceCount, out.Races[0])
-				}
-				for _, o := range p.Outputs {
-					mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tolModel)
-					if err != nil || mm != nil {
-						t.Fatalf("output %s: %v %v", o.Name, err, mm)
-					}
-				}
-				if run == 1 && tt.deterministic {
-					for n, a := range out.Outputs {
-						for i := range a.Data {
-							if a.Data[i] != first[n].Data[i] {
-								t.Fatalf("output %s[%d] differs between runs", n, i)
-							}
-						}
-					}
-				}
-				first = out.Outputs
-			}
+			checkMechanism(t, p, pipeline.Options{Level: tt.level, GPU: g, Deterministic: tt.deterministic, OnChipBytes: tt.onChip}, tt.want, tt.what)
 		})
+	}
+}
+
+// norms is three layer normalisations in a row, each of the last two
+// normalising the tanh of the one before: row statistics whose lives in
+// one kernel follow one another.
+const norms = `
+const S = 16
+const D = 128
+model norms {
+  input x: f32[S, D]
+  mu1[s] = sum[d](x[s, d]) / D
+  var1[s] = sum[d]((x[s, d] - mu1[s]) * (x[s, d] - mu1[s])) / D
+  y1[s, d] = tanh((x[s, d] - mu1[s]) * rsqrt(var1[s] + 1e-5))
+  mu2[s] = sum[d](y1[s, d]) / D
+  var2[s] = sum[d]((y1[s, d] - mu2[s]) * (y1[s, d] - mu2[s])) / D
+  y2[s, d] = tanh((y1[s, d] - mu2[s]) * rsqrt(var2[s] + 1e-5))
+  mu3[s] = sum[d](y2[s, d]) / D
+  var3[s] = sum[d]((y2[s, d] - mu3[s]) * (y2[s, d] - mu3[s])) / D
+  y3[s, d] = (y2[s, d] - mu3[s]) * rsqrt(var3[s] + 1e-5)
+  output y3
+}
+`
+
+// TestOnChipSlots checks the shared arrays of results kept on chip (-O4):
+// statistics whose lives do not overlap share one, and when the budget is
+// too small for all that are live, the least recently used is spilled to
+// global memory; either way the result is right and race-free.
+func TestOnChipSlots(t *testing.T) {
+	p, diags := lang.Check("norms.te", []byte(norms), lang.Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, _ := partition.BuiltinGPU("small")
+	for _, tt := range []struct {
+		budget int
+		want   func(*partition.Plan) bool
+		what   string
+	}{
+		{0, hasSharedSlot, "on-chip slots shared"},
+		{64, hasSpill, "LRU spills"},
+	} {
+		t.Run(tt.what, func(t *testing.T) {
+			checkMechanism(t, p, pipeline.Options{Level: 4, GPU: g, OnChipBytes: tt.budget}, tt.want, tt.what)
+		})
+	}
+}
+
+// checkMechanism builds p with opts, checks that the plan has what want
+// looks for, and runs it twice in the simulator with race detection
+// against the reference evaluator (and, with opts.Deterministic, checks
+// the two runs agree bit for bit).
+func checkMechanism(t *testing.T, p *te.Program, opts pipeline.Options, want func(*partition.Plan) bool, what string) {
+	t.Helper()
+	in := feeds(p, 2)
+	ref, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pipeline.Build(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !want(res.Plan) {
+		t.Errorf("no %s in the plan:\n%s", what, res.Plan)
+	}
+	var first map[string]*te.Array
+	for run := range 2 {
+		out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.RaceCount > 0 {
+			t.Fatalf("%d races; first: %s", out.RaceCount, out.Races[0])
+		}
+		for _, o := range p.Outputs {
+			mm, err := numeric.Compare(out.Outputs[o.Name], ref[o.Name], tolModel)
+			if err != nil || mm != nil {
+				t.Fatalf("output %s: %v %v", o.Name, err, mm)
+			}
+		}
+		if run == 1 && opts.Deterministic {
+			for n, a := range out.Outputs {
+				for i := range a.Data {
+					if a.Data[i] != first[n].Data[i] {
+						t.Fatalf("output %s[%d] differs between runs", n, i)
+					}
+				}
+			}
+		}
+		first = out.Outputs
 	}
 }
 
@@ -114,6 +169,30 @@ func hasBlockSync(pl *partition.Plan) bool {
 func hasOnChip(pl *partition.Plan) bool {
 	for _, k := range pl.Kernels {
 		if len(k.OnChip) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSharedSlot reports whether two results on chip share a shared array.
+func hasSharedSlot(pl *partition.Plan) bool {
+	for _, k := range pl.Kernels {
+		seen := map[int]bool{}
+		for _, t := range k.OnChip {
+			if seen[k.Slot[t]] {
+				return true
+			}
+			seen[k.Slot[t]] = true
+		}
+	}
+	return false
+}
+
+// hasSpill reports whether a result on chip was spilled to global memory.
+func hasSpill(pl *partition.Plan) bool {
+	for _, k := range pl.Kernels {
+		if len(k.Spilled) > 0 {
 			return true
 		}
 	}

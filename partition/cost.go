@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"slices"
 
 	"tec/analysis"
 	"tec/te"
@@ -498,44 +499,133 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 	return starts, bounds
 }
 
-// onChipBudget bounds the shared memory a kernel spends on keeping results
-// on chip, per block.
-const onChipBudget = 16 << 10
+// DefaultOnChipBytes bounds the shared memory per block that a kernel
+// spends on keeping results on chip, when Options.OnChipBytes is 0.
+const DefaultOnChipBytes = 16 << 10
 
 // onChip chooses the row reductions of k to keep in shared memory: those
 // that are not program outputs and whose every consumer is a stage of k
-// that reads them in its own rows (a block barrier apart), first fit in
-// program order while the kernel's occupancy does not drop and the budget
-// lasts; the others spill to global memory.
+// that reads them in its own rows (a block barrier apart). It walks them in
+// program order and gives each a slot, a shared array: a slot whose
+// occupant's last reader has run is reused (grown if need be), and results
+// whose lives in the kernel do not overlap share one. When the slots would
+// exceed the budget (Options.OnChipBytes), the least recently used result
+// on chip is spilled to global memory, and its slot taken, until the new
+// one fits; a result that still does not fit, or that would lower the
+// kernel's occupancy, stays in global memory.
 func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
+	budget := c.opts.OnChipBytes
+	if budget <= 0 {
+		budget = DefaultOnChipBytes
+	}
 	in := map[*te.Tensor]bool{}
 	for _, t := range k.Stages {
 		in[t] = true
 	}
-	used := 0
-	for _, t := range k.Stages {
+	type slot struct {
+		bytes    int
+		occupant *te.Tensor // nil when free
+		last     int        // position of the occupant's last reader
+		used     int        // position of its most recent access so far
+	}
+	var slots []*slot
+	total := func() int {
+		n := 0
+		for _, s := range slots {
+			n += s.bytes
+		}
+		return n
+	}
+	base := k.Resources.SharedBytes
+	fits := func(extra int) bool {
+		if total()+extra > budget {
+			return false
+		}
+		res := k.Resources
+		res.SharedBytes = base + total() + extra
+		occ, _ := c.pl.GPU.BlocksPerSM(res)
+		return occ >= k.BlocksPerSM
+	}
+	for pos, t := range k.Stages {
+		for _, s := range slots {
+			if s.occupant == nil {
+				continue
+			}
+			if s.last < pos {
+				s.occupant = nil // its readers have all run
+			} else if readsTensor(t, s.occupant) {
+				s.used = pos
+			}
+		}
 		p := c.pos[t]
 		if c.scheds[p].Kind != RowReduce || a.Graph.IsOutput(t) || t.DType != te.F32 {
 			continue
 		}
-		ok := true
+		last, ok := pos, true
 		for _, u := range a.Graph.Consumers(t) {
 			if !in[u] || c.need(p, c.pos[u]) != BlockSync {
 				ok = false
 				break
 			}
+			last = max(last, slices.Index(k.Stages, u))
+		}
+		if !ok {
+			continue
 		}
 		n := int(t.Bytes())
-		if !ok || used+n > onChipBudget {
+		var chosen *slot
+		for {
+			// The free slot that needs the least growth.
+			grow := -1
+			for _, s := range slots {
+				if s.occupant != nil {
+					continue
+				}
+				if g := max(n-s.bytes, 0); (grow < 0 || g < grow) && fits(g) {
+					chosen, grow = s, g
+				}
+			}
+			if chosen == nil && fits(n) {
+				chosen = &slot{}
+				slots = append(slots, chosen)
+			}
+			if chosen != nil {
+				break
+			}
+			// Spill the least recently used result on chip.
+			var lru *slot
+			for _, s := range slots {
+				if s.occupant != nil && (lru == nil || s.used < lru.used) {
+					lru = s
+				}
+			}
+			if lru == nil {
+				break
+			}
+			k.Spilled = append(k.Spilled, lru.occupant)
+			k.OnChip = slices.DeleteFunc(k.OnChip, func(x *te.Tensor) bool { return x == lru.occupant })
+			delete(k.Slot, lru.occupant)
+			lru.occupant = nil
+		}
+		if chosen == nil {
 			continue
 		}
-		res := k.Resources
-		res.SharedBytes += n
-		if occ, _ := c.pl.GPU.BlocksPerSM(res); occ < k.BlocksPerSM {
-			continue
+		chosen.bytes = max(chosen.bytes, n)
+		chosen.occupant, chosen.last, chosen.used = t, last, pos
+		if k.Slot == nil {
+			k.Slot = map[*te.Tensor]int{}
 		}
-		k.Resources = res
-		used += n
+		k.Slot[t] = slices.Index(slots, chosen)
 		k.OnChip = append(k.OnChip, t)
 	}
+	k.SlotBytes = nil
+	for _, s := range slots {
+		k.SlotBytes = append(k.SlotBytes, s.bytes)
+	}
+	k.Resources.SharedBytes = base + total()
+}
+
+// readsTensor reports whether t's body loads u.
+func readsTensor(t, u *te.Tensor) bool {
+	return slices.Contains(te.Inputs(t.Body), u)
 }

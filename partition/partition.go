@@ -61,6 +61,9 @@ type Options struct {
 	Reuse bool
 	// Split allows two-phase split reductions inside kernels (-O3 and up).
 	Split bool
+	// OnChipBytes bounds the shared memory per block that a kernel spends
+	// on keeping results on chip (Reuse); 0 means DefaultOnChipBytes.
+	OnChipBytes int
 	// TempsInWorkspace says that the emitted kernels reach temporaries
 	// through one workspace pointer, so that only inputs, params and
 	// outputs (and that pointer) count against GPU.ParamLimit. Without it
@@ -101,6 +104,14 @@ type Kernel struct {
 	// written to global memory (-O4): row reductions read only by their
 	// own blocks in this kernel. Resources include their bytes.
 	OnChip []*te.Tensor
+	// Slot[t] is the shared array of on-chip result t; results whose lives
+	// in the kernel do not overlap share one. SlotBytes are the arrays'
+	// sizes, each its largest occupant's.
+	Slot      map[*te.Tensor]int
+	SlotBytes []int
+	// Spilled are the results that were on chip until the budget ran out
+	// and the least recently used was spilled to global memory.
+	Spilled []*te.Tensor
 }
 
 // Barrier separates a stage from the one before it in its kernel.
@@ -343,6 +354,20 @@ func (pl *Plan) String() string {
 		}
 		fmt.Fprintf(&b, "kernel %d: %d stages, grid %d (%d/SM), %d threads, smem %d B, regs %d, %d grid syncs, predicted %.1f µs\n",
 			i, len(k.Stages), k.Grid, k.BlocksPerSM, k.Resources.Threads, k.Resources.SharedBytes, k.Resources.RegsPerThread, k.GridSyncs, k.Cost.Total()*1e6)
+		if len(k.OnChip) > 0 || len(k.Spilled) > 0 {
+			var on, spilled []string
+			for _, t := range k.OnChip {
+				on = append(on, fmt.Sprintf("%s (slot %d)", t.Name, k.Slot[t]))
+			}
+			for _, t := range k.Spilled {
+				spilled = append(spilled, t.Name)
+			}
+			fmt.Fprintf(&b, "    on chip: %s; slots %v B", strings.Join(on, ", "), k.SlotBytes)
+			if len(spilled) > 0 {
+				fmt.Fprintf(&b, "; spilled (least recently used) to global memory: %s", strings.Join(spilled, ", "))
+			}
+			b.WriteByte('\n')
+		}
 		for j, t := range k.Stages {
 			bar := ""
 			switch k.Sync[j] {

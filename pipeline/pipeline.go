@@ -8,7 +8,10 @@
 //	-O3  + global sync: the program partitioned into grid-synced persistent
 //	     kernels, two-phase split reductions
 //	-O4  + subprogram-level reuse: a stage reads its own block's rows of an
-//	     earlier stage after a block barrier instead of a grid sync
+//	     earlier stage after a block barrier instead of a grid sync, and row
+//	     statistics read only so stay in shared memory (slots shared by
+//	     results whose lives do not overlap; the least recently used spilled
+//	     to global memory when Options.OnChipBytes runs out)
 //
 // Every level computes the same result; each pass's output can be dumped.
 package pipeline
@@ -39,6 +42,9 @@ type Options struct {
 	// Deterministic replaces atomics by per-block partials combined in a
 	// fixed order.
 	Deterministic bool
+	// OnChipBytes bounds the shared memory per block that -O4 spends on
+	// keeping results on chip; 0 means partition.DefaultOnChipBytes.
+	OnChipBytes int
 	// Dump, if set, receives the text of each pass's result as it is made:
 	// "horizontal", "vertical" (TE programs), "plan", "kir".
 	Dump func(pass, text string)
@@ -103,7 +109,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		// outputs count against the kernel parameter limit. Unfused kernels
 		// take a parameter each, so that the kernels of an unrolled model
 		// that differ only in their buffers share code.
-		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true}
+		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes}
 		if popts.Strategy == partition.PerTE {
 			popts.Strategy = partition.CostModel
 		}

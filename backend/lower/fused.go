@@ -59,11 +59,19 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	tiles := 1
 	var inits, body []kir.Stmt
 	prevShared := false
-	// Results kept on chip live in shared arrays for this kernel.
+	// Results kept on chip live in shared arrays for this kernel, one per
+	// slot of the plan: results whose lives do not overlap share one, and
+	// the block barrier before every row reduction orders a slot's last
+	// reads before its next occupant's writes.
+	slots := make([]*kir.Buffer, len(pk.SlotBytes))
 	for _, t := range pk.OnChip {
+		i := pk.Slot[t]
+		if slots[i] == nil {
+			slots[i] = &kir.Buffer{Name: t.Name + "_smem", Space: kir.Shared, DType: te.F32, Shape: []int{pk.SlotBytes[i] / 4}}
+			k.Shared = append(k.Shared, slots[i])
+		}
 		global := l.bufs[t]
-		l.bufs[t] = &kir.Buffer{Name: t.Name + "_smem", Space: kir.Shared, DType: t.DType, Shape: append([]int(nil), t.Shape...)}
-		k.Shared = append(k.Shared, l.bufs[t])
+		l.bufs[t] = slots[i]
 		defer func() { l.bufs[t] = global }()
 	}
 	for j, t := range pk.Stages {
