@@ -77,10 +77,10 @@ func liveVars(body []kir.Stmt) map[*kir.Var]bool {
 	return live
 }
 
-// writtenBy returns the global buffers that k stores to or updates.
-func writtenBy(k *kir.Kernel) map[*kir.Buffer]bool {
+// writtenBy returns the buffers that body stores to or updates.
+func writtenBy(body []kir.Stmt) map[*kir.Buffer]bool {
 	w := map[*kir.Buffer]bool{}
-	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+	kir.WalkStmts(body, func(s kir.Stmt) bool {
 		switch s := s.(type) {
 		case *kir.Store:
 			w[s.Buf] = true
@@ -170,7 +170,7 @@ func (w *kernelWriter) header(also []string) {
 		}
 		w.line(0, "// The same code computes %s, on other buffers.", list)
 	}
-	written := writtenBy(k)
+	written := writtenBy(k.Body)
 	// Temporaries that share workspace bytes with another of the kernel's
 	// (in other grid epochs) may alias: neither restrict nor const.
 	aliased := kir.Overlapping(k, w.names.offsets)

@@ -47,9 +47,9 @@ func outline(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel, n *names) *outli
 				aliased[k] = al
 			}
 			if _, ok := written[k]; !ok {
-				written[k] = writtenBy(k)
+				written[k] = writtenBy(k.Body)
 			}
-			here := writtenBy(&kir.Kernel{Body: s.Body})
+			here := writtenBy(s.Body)
 			for i, b := range o.Args[s] {
 				if al[b] || written[k][b] && !here[b] {
 					f.restrict[i] = false
@@ -78,16 +78,7 @@ func writeStageFunc(b *strings.Builder, f *stageFunc, n *names) {
 	fn := *n
 	fn.local = local
 	fn.stages = nil
-	written := map[*kir.Buffer]bool{}
-	kir.WalkStmts(f.Body, func(s kir.Stmt) bool {
-		switch s := s.(type) {
-		case *kir.Store:
-			written[s.Buf] = true
-		case *kir.Atomic:
-			written[s.Buf] = true
-		}
-		return true
-	})
+	written := writtenBy(f.Body)
 	var params []string
 	for i, p := range f.Params {
 		name := scope.Name(safe(p.Name))
