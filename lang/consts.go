@@ -328,8 +328,11 @@ func (c *checker) applyDefines(f *fileScope, defines map[string]string) {
 		d, ok := f.names[n].(*constDecl)
 		if !ok {
 			hint := suggest(n, consts)
-			if len(consts) == 0 {
+			switch {
+			case len(consts) == 0:
 				hint = "the file declares no constants"
+			case hint == "":
+				hint = "its constants are " + strings.Join(consts, ", ")
 			}
 			c.errorAt(f.path, syntax.Span{}, "define", hint, "-D %s: %s declares no constant %s", n, f.path, n)
 			continue
