@@ -353,3 +353,43 @@ func TestConstants(t *testing.T) {
 }
 
 func posInf() float64 { return math.Inf(1) }
+
+// TestAliasedTemporaries checks that temporaries that share workspace bytes
+// within one kernel (live in different grid epochs) are declared without
+// __restrict__ and const, and the others keep them.
+func TestAliasedTemporaries(t *testing.T) {
+	tmp := func(name string) *kir.Buffer {
+		return &kir.Buffer{Name: name, Role: kir.Temp, DType: te.F32, Shape: []int{64}}
+	}
+	a, b, c := tmp("a"), tmp("b"), tmp("c")
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{64}}
+	copyTo := func(dst, src *kir.Buffer) kir.Stmt {
+		i := kir.NewVar("i", te.I32)
+		var v kir.Expr = kir.F(1)
+		if src != nil {
+			v = kir.Add(kir.Ld(src, i), kir.F(1))
+		}
+		return &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(64), Body: []kir.Stmt{&kir.Store{Buf: dst, Index: i, Value: v}}}
+	}
+	m := &kir.Module{Name: "alias", TempsInWorkspace: true, Buffers: []*kir.Buffer{a, b, c, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Resident: true}, Block: 32, Params: []*kir.Buffer{a, b, c, y},
+			Body: []kir.Stmt{copyTo(a, nil), &kir.GridSync{}, copyTo(b, a), &kir.GridSync{}, copyTo(c, b), &kir.GridSync{}, copyTo(y, c)}}}}
+	offsets, _ := m.WorkspaceLayout()
+	if offsets[a] != offsets[c] {
+		t.Fatalf("a at %d and c at %d do not share bytes", offsets[a], offsets[c])
+	}
+	files, err := Emit(m, sm80(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(files.Source.Data)
+	for _, want := range []string{
+		"  float* a = reinterpret_cast<float*>(ws + ",
+		"  float* c = reinterpret_cast<float*>(ws + ",
+		"  float* __restrict__ b = reinterpret_cast<float*>(ws + ",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the kernel lacks %q:\n%s", want, src)
+		}
+	}
+}
