@@ -16,9 +16,10 @@ import (
 // TestMechanisms runs examples at configurations, larger than tiny, where
 // the pipeline's mechanisms that tiny shapes do not reach come into play,
 // and checks that they did and that the result is still right: row
-// reductions consumed by Rows stages and kept in shared memory (-O4), and
+// reductions consumed by Rows stages and kept in shared memory (-O4),
 // split reductions with atomics or, deterministically, partials (-O3 on
-// the A100, whose grid outnumbers the outputs).
+// the A100, whose grid outnumbers the outputs), and contractions whose
+// threads compute several outputs each.
 func TestMechanisms(t *testing.T) {
 	for _, tt := range []struct {
 		example       string
@@ -34,6 +35,7 @@ func TestMechanisms(t *testing.T) {
 		{"layernorm", map[string]string{"S": "16", "D": "128"}, "small", 4, false, 0, hasOnChip, "results on chip"},
 		{"softmax", map[string]string{"N": "16", "D": "128"}, "small", 4, false, 0, hasBlockSync, "block-barrier reuse"},
 		{"bert", map[string]string{"L": "1", "S": "16", "D": "128", "NH": "2", "FF": "256"}, "small", 4, false, 0, hasRows, "Rows stages"},
+		{"bert", map[string]string{"L": "1", "S": "64", "D": "128", "NH": "2", "FF": "256"}, "small", 3, false, 0, hasRegTile, "register tiles"},
 		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 3, false, 0, hasSplit, "split reductions"},
 		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 4, true, 0, hasSplit, "split reductions"},
 		{"layernorm", map[string]string{"S": "2", "D": "4096"}, "h100", 4, true, 0, hasSplit, "split reductions"},
@@ -197,4 +199,12 @@ func hasSpill(pl *partition.Plan) bool {
 		}
 	}
 	return false
+}
+
+// hasRegTile reports whether a contraction computes several outputs per
+// thread in both dimensions.
+func hasRegTile(pl *partition.Plan) bool {
+	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool {
+		return s.Kind == partition.Contraction && s.RegM > 1 && s.RegN > 1
+	})
 }

@@ -82,8 +82,8 @@ func TestPartition(t *testing.T) {
 		// contraction): grid sync; s reads r at its own index: none.
 		{"mlp/cost", mlp(64, 64, 64), "a100", Options{}, []string{"h r|G s y|G"}},
 		// On the small GPU (4 resident blocks) the second matmul's 16 tiles
-		// exceed the grid: Alg. 1 splits before it.
-		{"mlp/greedy", mlp(64, 64, 64), "small", Options{Strategy: Greedy}, []string{"h r|G s", "y"}},
+		// of 64×64 exceed the grid: Alg. 1 splits before it.
+		{"mlp/greedy", mlp(256, 64, 256), "small", Options{Strategy: Greedy}, []string{"h r|G s", "y"}},
 		{"ln/cost", layernormRows(64, 256), "a100", Options{}, []string{"mean var|G y|G"}},
 		// With reuse, var reads mean's row from the block that computed it.
 		{"ln/reuse", layernormRows(64, 256), "a100", Options{Reuse: true}, []string{"mean var|B y|G"}},
@@ -115,7 +115,9 @@ func TestPartition(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	pl := plan(t, mlp(64, 96, 48), "a100", Options{})
 	h := pl.Schedules[pl.Program.Lookup("h")]
-	if h.Kind != Contraction || h.TileM*h.TileN != 256 || h.M != 64 || h.N != 48 || h.K != 96 {
+	// 256 threads in a 16×16 grid, each computing 4×2 outputs: 64 rows (all
+	// of M) and 32 columns (the most the 48 of N fills evenly).
+	if h.Kind != Contraction || h.TileM != 64 || h.TileN != 32 || h.RegM != 4 || h.RegN != 2 || h.M != 64 || h.N != 48 || h.K != 96 {
 		t.Errorf("h: %s", h)
 	}
 	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != Elementwise || r.From != pl.Program.Lookup("h") {

@@ -22,8 +22,9 @@ const (
 	// the block's threads share the top-level reductions and combine them in
 	// shared memory.
 	RowReduce
-	// Contraction computes a TileM×TileN tile of outputs per block, staging
-	// TileM×TileK and TileK×TileN tiles of the two factors in shared memory.
+	// Contraction computes a TileM×TileN tile of outputs per block, RegM×RegN
+	// of them per thread (in registers), staging TileM×TileK and
+	// TileK×TileN tiles of the two factors in shared memory.
 	Contraction
 	// SplitReduce is a two-phase reduction for few outputs over long
 	// reductions: blocks reduce chunks of each output's range into partials
@@ -53,9 +54,11 @@ type Schedule struct {
 	// reduction, blocks' worth of elements of an element-wise stage, chunks
 	// of a split reduction.
 	Tiles int
-	// TileM, TileN and TileK are a contraction's tile; M, N, K and Batch its
-	// problem size.
+	// TileM, TileN and TileK are a contraction's tile; RegM×RegN are the
+	// outputs of each thread (the block's threads form a TileM/RegM ×
+	// TileN/RegN grid); M, N, K and Batch its problem size.
 	TileM, TileN, TileK int
+	RegM, RegN          int
 	M, N, K, Batch      int
 	// Chunks is the number of partial reductions per output of a split
 	// reduction.
@@ -90,6 +93,9 @@ func (s *Schedule) String() string {
 	switch s.Kind {
 	case Contraction:
 		str += fmt.Sprintf(" tile=%dx%dx%d (M=%d N=%d K=%d batch=%d)", s.TileM, s.TileN, s.TileK, s.M, s.N, s.K, s.Batch)
+		if s.RegM*s.RegN > 1 {
+			str += fmt.Sprintf(" %dx%d per thread", s.RegM, s.RegN)
+		}
 	case SplitReduce:
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)
 	case Rows:
@@ -134,12 +140,16 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	if d, ok := ContractionDims(t); ok {
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
-		s.TileM, s.TileN = tileShape(d.M, d.N, threads)
+		tm, tn := tileShape(d.M, d.N, threads)
 		s.TileK = min(tileK, nextPow2(d.K))
+		s.RegM, s.RegN = regTile(d.M, tm, tn), regTile(d.N, tn, tm)
+		s.TileM, s.TileN = tm*s.RegM, tn*s.RegN
 		mt, nt := ceilDiv(d.M, s.TileM), ceilDiv(d.N, s.TileN)
 		s.Tiles = d.Batch * mt * nt
 		s.SharedBytes = 4 * (s.TileM*s.TileK + s.TileK*s.TileN)
-		s.RegsPerThread = 40
+		// The accumulators, one factor element per row and column of the
+		// thread's outputs, and the indexes.
+		s.RegsPerThread = 32 + s.RegM*s.RegN + s.RegM + s.RegN
 		// Each tile loads its rows of X and its columns of Y over all of K.
 		s.Bytes = 4*int64(d.Batch)*(int64(d.M)*int64(d.K)*int64(nt)+int64(d.K)*int64(d.N)*int64(mt)) + t.Bytes()
 		return s, nil
@@ -225,6 +235,30 @@ func tileShape(m, n, threads int) (int, int) {
 		}
 	}
 	return bestM, bestN
+}
+
+// Limits of register tiles: the outputs of a contraction's thread along
+// each dimension, and the block tile's extent along one dimension (the
+// staged factor tile is that × TileK × 4 bytes of shared memory: 8 KB).
+const (
+	maxReg  = 4
+	maxTile = 128
+)
+
+// regTile returns how many outputs along a dimension of extent n each of a
+// block's t threads along it computes, when the block's threads along the
+// other dimension are u: the largest power of
+// two up to maxReg whose tile neither exceeds n nor maxTile, so that each
+// staged element of one factor serves more outputs of the other (a weight
+// tile in shared memory serves 4× the rows). Where the other dimension has
+// a single thread (a matrix-vector product) it stays 1: the other factor
+// is not re-read, and the larger tile would only cost shared memory.
+func regTile(n, t, u int) int {
+	r := 1
+	for u > 1 && r < maxReg && 2*r*t <= min(n, maxTile) {
+		r *= 2
+	}
+	return r
 }
 
 func abs(x int) int {

@@ -83,10 +83,11 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		docs = append(docs, t.Name)
 		tmp := &kir.Kernel{}
 		var stage []kir.Stmt
-		l.tm, l.tn = 0, 0
+		l.tm, l.tn, l.rm, l.rn = 0, 0, 1, 1
 		switch s.Kind {
 		case partition.Contraction:
-			l.tm, l.tn = s.TileM, s.TileN
+			l.rm, l.rn = max(s.RegM, 1), max(s.RegN, 1)
+			l.tm, l.tn = s.TileM/l.rm, s.TileN/l.rn
 			reds := topReduces(t.Body)
 			if len(reds) != 1 || !l.contraction(t, reds[0], tmp, &stage) {
 				l.blockReduceOrElementwise(t, tmp, &stage)
@@ -156,8 +157,10 @@ func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]
 }
 
 // mergeShared moves the shared arrays of a stage lowered into tmp to k,
-// sharing an array of k with the same name, type and size (stages are
-// separated by barriers), and renaming one whose size differs.
+// sharing an array of k with the same name and type (stages that use
+// shared memory are separated by block barriers), grown to the larger of
+// the two sizes: a kernel's shared memory is the most any stage needs, as
+// the partitioner assumes, not the sum.
 func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt) {
 	find := func(name string) *kir.Buffer {
 		for _, c := range k.Shared {
@@ -172,11 +175,14 @@ func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt) {
 			b.Name += "_smem" // a global buffer has its name
 		}
 		c := find(b.Name)
-		if c != nil && (c.DType != b.DType || c.Len() != b.Len()) {
-			b.Name = fmt.Sprintf("%s_%d", b.Name, b.Len())
+		if c != nil && c.DType != b.DType {
+			b.Name = fmt.Sprintf("%s_%s", b.Name, b.DType)
 			c = find(b.Name)
 		}
 		if c != nil {
+			if b.Len() > c.Len() {
+				c.Shape = []int{b.Len()} // addressing is flat
+			}
 			replaceBuf(stage, b, c)
 			continue
 		}

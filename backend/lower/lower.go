@@ -93,9 +93,12 @@ type lowerer struct {
 	m    *kir.Module
 
 	// In a fused kernel every stage runs with the kernel's block: threads
-	// is its size, and tm×tn (= threads) the tile of the contraction being
-	// lowered. Zero in unfused lowering, where each kernel picks its own.
+	// is its size, tm×tn (= threads) the grid of the block's threads over
+	// the tile of the contraction being lowered, and rm×rn the outputs of
+	// each thread. Zero (rm, rn: 1) in unfused lowering, where each kernel
+	// picks its own tile.
 	threads, tm, tn int
+	rm, rn          int
 }
 
 func (l *lowerer) gen(out *[]kir.Stmt) *gen {
@@ -378,15 +381,20 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		return false
 	}
 	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
+	rm, rn := 1, 1
 	if l.tm > 0 {
-		tm, tn = l.tm, l.tn
+		tm, tn, rm, rn = l.tm, l.tn, max(l.rm, 1), max(l.rn, 1)
 	}
-	mt, nt := ceilDiv(M, tm), ceilDiv(N, tn)
+	// The block's tile is TM×TN outputs; thread (ti, tj) of its tm×tn grid
+	// computes rows ti + i·tm and columns tj + j·tn of it (i < rm, j < rn),
+	// so that neighbouring threads read neighbouring shared elements.
+	TM, TN := tm*rm, tn*rn
+	mt, nt := ceilDiv(M, TM), ceilDiv(N, TN)
 	threads := tm * tn
 	k.Block = threads
 	k.Grid = kir.Grid{Blocks: NB * mt * nt}
-	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{tm, tk}}
-	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: te.F32, Shape: []int{tk, tn}}
+	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{TM, tk}}
+	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: te.F32, Shape: []int{tk, TN}}
 	k.Shared = []*kir.Buffer{xs, ys}
 	buf := l.bufs[t]
 
@@ -402,20 +410,26 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		)
 		bind(g, batch, bt)
 		ti, tj := kir.NewVar("ti", te.I32), kir.NewVar("tj", te.I32)
-		acc := kir.NewVar("acc", te.F32)
 		g.emit(
 			&kir.Let{Var: ti, Value: kir.Div(tid, kir.I(tn))},
 			&kir.Let{Var: tj, Value: kir.Mod(tid, kir.I(tn))},
-			&kir.Let{Var: acc, Value: kir.F(0)},
 		)
+		acc := make([][]*kir.Var, rm)
+		for i := range acc {
+			acc[i] = make([]*kir.Var, rn)
+			for j := range acc[i] {
+				acc[i][j] = kir.NewVar("acc", te.F32)
+				g.emit(&kir.Let{Var: acc[i][j], Value: kir.F(0)})
+			}
+		}
 		k0 := kir.NewVar("k0", te.I32)
 		kloop := g.into(func() {
 			// Stage X[m, k] for the tile's rows.
 			e := kir.NewVar("e", te.I32)
-			g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tm * tk), Body: g.into(func() {
+			g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(TM * tk), Body: g.into(func() {
 				m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
 				g.emit(
-					&kir.Let{Var: m, Value: kir.Add(kir.Mul(mi, kir.I(tm)), kir.Div(e, kir.I(tk)))},
+					&kir.Let{Var: m, Value: kir.Add(kir.Mul(mi, kir.I(TM)), kir.Div(e, kir.I(tk)))},
 					&kir.Let{Var: kk, Value: kir.Add(k0, kir.Mod(e, kir.I(tk)))},
 				)
 				guarded := g.into(func() {
@@ -424,15 +438,15 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 					g.emit(&kir.Store{Buf: xs, Index: e, Value: convert(g.expr(X), te.F32)})
 				})
 				g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: xs, Index: e, Value: kir.F(0)}},
-					bound{m, M, M%tm != 0}, bound{kk, K, K%tk != 0})...)
+					bound{m, M, M%TM != 0}, bound{kk, K, K%tk != 0})...)
 			})})
 			// Stage Y[k, n] for the tile's columns.
 			e2 := kir.NewVar("e", te.I32)
-			g.emit(&kir.For{Var: e2, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tk * tn), Body: g.into(func() {
+			g.emit(&kir.For{Var: e2, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tk * TN), Body: g.into(func() {
 				n, kk := kir.NewVar("n", te.I32), kir.NewVar("kk", te.I32)
 				g.emit(
-					&kir.Let{Var: kk, Value: kir.Add(k0, kir.Div(e2, kir.I(tn)))},
-					&kir.Let{Var: n, Value: kir.Add(kir.Mul(ni, kir.I(tn)), kir.Mod(e2, kir.I(tn)))},
+					&kir.Let{Var: kk, Value: kir.Add(k0, kir.Div(e2, kir.I(TN)))},
+					&kir.Let{Var: n, Value: kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mod(e2, kir.I(TN)))},
 				)
 				guarded := g.into(func() {
 					bind(g, ns, n)
@@ -440,33 +454,69 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 					g.emit(&kir.Store{Buf: ys, Index: e2, Value: convert(g.expr(Y), te.F32)})
 				})
 				g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: ys, Index: e2, Value: kir.F(0)}},
-					bound{kk, K, K%tk != 0}, bound{n, N, N%tn != 0})...)
+					bound{kk, K, K%tk != 0}, bound{n, N, N%TN != 0})...)
 			})})
 			g.emit(&kir.SyncThreads{})
 			kk := kir.NewVar("kk", te.I32)
-			g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(tk), Step: 1, Body: []kir.Stmt{
-				&kir.Assign{Var: acc, Value: kir.Add(acc, kir.Mul(
-					kir.Ld(xs, kir.Add(kir.Mul(ti, kir.I(tk)), kk)),
-					kir.Ld(ys, kir.Add(kir.Mul(kk, kir.I(tn)), tj))))},
-			}})
+			var step []kir.Stmt
+			a := make([]kir.Expr, rm)
+			for i := range rm {
+				row := kir.Expr(ti)
+				if i > 0 {
+					row = kir.Add(ti, kir.I(i*tm))
+				}
+				a[i] = kir.Ld(xs, kir.Add(kir.Mul(row, kir.I(tk)), kk))
+				if rn > 1 { // read once, used rn times
+					v := kir.NewVar("a", te.F32)
+					step = append(step, &kir.Let{Var: v, Value: a[i]})
+					a[i] = v
+				}
+			}
+			for j := range rn {
+				col := kir.Expr(tj)
+				if j > 0 {
+					col = kir.Add(tj, kir.I(j*tn))
+				}
+				var bv kir.Expr = kir.Ld(ys, kir.Add(kir.Mul(kk, kir.I(TN)), col))
+				if rm > 1 {
+					v := kir.NewVar("b", te.F32)
+					step = append(step, &kir.Let{Var: v, Value: bv})
+					bv = v
+				}
+				for i := range rm {
+					step = append(step, &kir.Assign{Var: acc[i][j], Value: kir.Add(acc[i][j], kir.Mul(a[i], bv))})
+				}
+			}
+			g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(tk), Step: 1, Body: step})
 			g.emit(&kir.SyncThreads{})
 		})
 		g.emit(&kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
 		for _, a := range r.Axes {
 			delete(g.env, a)
 		}
-		g.done[r] = acc
-		m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
-		g.emit(
-			&kir.Let{Var: m, Value: kir.Add(kir.Mul(mi, kir.I(tm)), ti)},
-			&kir.Let{Var: n, Value: kir.Add(kir.Mul(ni, kir.I(tn)), tj)},
-		)
-		epi := g.into(func() {
-			bind(g, ms, m)
-			bind(g, ns, n)
-			g.emit(&kir.Store{Buf: buf, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), buf.ValueType())})
-		})
-		g.emit(guard(epi, nil, bound{m, M, M%tm != 0}, bound{n, N, N%tn != 0})...)
+		for i := range rm {
+			for j := range rn {
+				g.done[r] = acc[i][j]
+				m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
+				row, col := kir.Expr(ti), kir.Expr(tj)
+				if i > 0 {
+					row = kir.Add(ti, kir.I(i*tm))
+				}
+				if j > 0 {
+					col = kir.Add(tj, kir.I(j*tn))
+				}
+				g.emit(
+					&kir.Let{Var: m, Value: kir.Add(kir.Mul(mi, kir.I(TM)), row)},
+					&kir.Let{Var: n, Value: kir.Add(kir.Mul(ni, kir.I(TN)), col)},
+				)
+				epi := g.into(func() {
+					bind(g, ms, m)
+					bind(g, ns, n)
+					g.emit(&kir.Store{Buf: buf, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), buf.ValueType())})
+				})
+				g.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
+			}
+		}
 	})
 	*body = append(*body,
 		&kir.Let{Var: tid, Value: kir.Tid()},
