@@ -147,7 +147,7 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 // (SMs × its own occupancy) that run concurrently.
 func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 	g := c.pl.GPU
-	w := max(float64(s.FLOPs)/g.FP32Peak, float64(bytes)/g.DRAMBandwidth)
+	w := max(float64(s.FLOPs)/(g.FP32Peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
 	sat := g.SMs * max(own, 1)
 	conc := min(s.Tiles, grid, sat)
 	if conc <= 0 {

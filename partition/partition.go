@@ -171,6 +171,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		if opts.Split {
 			split(t, s, gpu)
 		}
+		if opts.Strategy == PerTE {
+			s.Unfused(t.Bytes())
+		}
 		pl.Schedules[t] = s
 		stages = append(stages, t)
 	}

@@ -115,9 +115,9 @@ func TestPartition(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	pl := plan(t, mlp(64, 96, 48), "a100", Options{})
 	h := pl.Schedules[pl.Program.Lookup("h")]
-	// 256 threads in a 16×16 grid, each computing 4×2 outputs: 64 rows (all
-	// of M) and 32 columns (the most the 48 of N fills evenly).
-	if h.Kind != Contraction || h.TileM != 64 || h.TileN != 32 || h.RegM != 4 || h.RegN != 2 || h.M != 64 || h.N != 48 || h.K != 96 {
+	// 256 threads in a 16×16 grid, each computing 4×1 outputs: 64 rows (all
+	// of M) and 16 columns (32 or 64 would pad the 48 of N to 64).
+	if h.Kind != Contraction || h.TileM != 64 || h.TileN != 16 || h.RegM != 4 || h.RegN != 1 || h.M != 64 || h.N != 48 || h.K != 96 {
 		t.Errorf("h: %s", h)
 	}
 	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != Elementwise || r.From != pl.Program.Lookup("h") {
@@ -170,5 +170,30 @@ func TestParamLimit(t *testing.T) {
 		if len(pl.Kernels) > 1 && !strings.Contains(pl.Kernels[1].Boundary.Reason, "buffer parameters") {
 			t.Errorf("boundary reason: %s", pl.Kernels[1].Boundary.Reason)
 		}
+	}
+}
+
+func TestEfficiency(t *testing.T) {
+	for _, tt := range []struct {
+		kind   Kind
+		rm, rn int
+		want   float64
+	}{
+		{Contraction, 1, 1, 0.25},
+		{Contraction, 2, 2, 0.5},
+		{Contraction, 4, 1, 0.4},
+		{Contraction, 4, 4, 1},
+		{Elementwise, 0, 0, 1},
+	} {
+		s := &Schedule{Kind: tt.kind, RegM: tt.rm, RegN: tt.rn}
+		if got := s.Efficiency(); got != tt.want {
+			t.Errorf("%s %dx%d: efficiency %v, want %v", tt.kind, tt.rm, tt.rn, got, tt.want)
+		}
+	}
+	// A kernel of its own (-O0 to -O2) computes one output per thread.
+	pl := plan(t, mlp(256, 64, 256), "a100", Options{Strategy: PerTE})
+	h := pl.Schedules[pl.Program.Lookup("h")]
+	if h.RegM != 1 || h.RegN != 1 || h.TileM != 16 || h.TileN != 16 || h.Tiles != 256 || h.Efficiency() != 0.25 {
+		t.Errorf("per-TE h: %s", h)
 	}
 }
