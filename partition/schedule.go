@@ -215,7 +215,8 @@ func requestBytes(t *te.Tensor) int64 {
 }
 
 // opsOf counts the arithmetic operations of one element of e as the
-// analysis does (a reduction over N points counts N × (body + 1)), counting
+// analysis does (a reduction over N points counts N × (body + 1)), but not
+// a select whose condition reads no tensor (see below), counting
 // a reduction node that occurs more than once (shared by the vertical
 // transform) once.
 func opsOf(e te.Expr, seen map[*te.Reduce]bool) int64 {
@@ -225,6 +226,11 @@ func opsOf(e te.Expr, seen map[*te.Reduce]bool) int64 {
 	case *te.Binary:
 		return 1 + opsOf(e.X, seen) + opsOf(e.Y, seen)
 	case *te.Select:
+		if !hasLoad(e.Cond) {
+			// A condition on indexes only (padding, a packed operand's part)
+			// picks the code to run, not a value: no arithmetic.
+			return max(opsOf(e.Then, seen), opsOf(e.Else, seen))
+		}
 		return 1 + opsOf(e.Cond, seen) + max(opsOf(e.Then, seen), opsOf(e.Else, seen))
 	case *te.Cast:
 		return opsOf(e.X, seen)
