@@ -142,9 +142,10 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 }
 
 // stageTime predicts a stage's time on a grid of grid blocks: its work at
-// full rate (the larger of FLOPs over the FP32 peak and bytes moved over
-// DRAM bandwidth) scaled by the share of the blocks it needs to saturate the GPU
-// (SMs × its own occupancy) that run concurrently.
+// full rate (the larger of FLOPs over the attainable FP32 rate and bytes
+// moved over DRAM bandwidth) scaled by the share of the blocks it needs to
+// saturate the GPU (SMs × its own occupancy) that run concurrently, and
+// when fewer blocks than SMs run, by the share of the SMs they keep busy.
 func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 	g := c.pl.GPU
 	w := max(float64(s.FLOPs)/(g.FP32Peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
@@ -154,6 +155,9 @@ func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 		return inf
 	}
 	t := w * float64(min(s.Tiles, sat)) / float64(conc)
+	if conc < g.SMs {
+		t *= float64(g.SMs) / float64(conc)
+	}
 	if s.Kind == SplitReduce {
 		t += 2 * g.GridSyncCost
 	}
