@@ -115,10 +115,15 @@ func TestPartition(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	pl := plan(t, mlp(64, 96, 48), "a100", Options{})
 	h := pl.Schedules[pl.Program.Lookup("h")]
-	// 256 threads in a 16×16 grid, each computing 4×1 outputs: 64 rows (all
-	// of M) and 16 columns (32 or 64 would pad the 48 of N to 64).
-	if h.Kind != Contraction || h.TileM != 64 || h.TileN != 16 || h.RegM != 4 || h.RegN != 1 || h.M != 64 || h.N != 48 || h.K != 96 {
+	// 256 threads in a 16×16 grid, one output each: a larger register tile
+	// would leave 12 tiles fewer still, far from filling 108 SMs.
+	if h.Kind != Contraction || h.TileM != 16 || h.TileN != 16 || h.RegM != 1 || h.RegN != 1 || h.M != 64 || h.N != 48 || h.K != 96 {
 		t.Errorf("h: %s", h)
+	}
+	// A large product has tiles to spare: 4×4 outputs per thread, 256 tiles.
+	big := plan(t, mlp(1024, 256, 1024), "a100", Options{})
+	if h := big.Schedules[big.Program.Lookup("h")]; h.RegM != 4 || h.RegN != 4 || h.TileM != 64 || h.TileN != 64 || h.Tiles != 256 {
+		t.Errorf("large h: %s", h)
 	}
 	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != Elementwise || r.From != pl.Program.Lookup("h") {
 		t.Errorf("r: %s (propagated from the contraction h)", r)

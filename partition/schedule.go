@@ -172,7 +172,7 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
 		tm, tn := tileShape(d.M, d.N, threads)
-		s.tile(tm, tn, regTile(d.M, tm, tn), regTile(d.N, tn, tm), t.Bytes())
+		s.regTile(tm, tn, g, t.Bytes())
 		return s, nil
 	}
 	reds := TopReduces(t.Body)
@@ -272,25 +272,38 @@ const (
 	maxTile = 128
 )
 
-// regTile returns how many outputs along a dimension of extent n each of a
-// block's t threads along it computes, when the block's threads along the
-// other dimension are u: the largest power of
-// two up to maxReg whose tile neither exceeds n nor maxTile, so that each
-// staged element of one factor serves more outputs of the other (a weight
-// tile in shared memory serves 4× the rows). Where the other dimension has
-// a single thread (a matrix-vector product) it stays 1: the other factor
-// is not re-read, and the larger tile would only cost shared memory.
-func regTile(n, t, u int) int {
-	best := 1
-	pad := func(r int) int { return ceilDiv(n, r*t) * r * t }
-	for r := 2; u > 1 && r <= maxReg && r*t <= min(n, maxTile); r *= 2 {
-		// Keep the padding within an eighth of what one output per
-		// thread already pads to.
-		if 8*pad(r) <= 9*pad(1) {
-			best = r
+// regTile gives the contraction s, on a tm×tn grid of threads, the
+// register tile (up to maxReg×maxReg outputs per thread, powers of two)
+// that lets it run fastest on g: a larger tile reaches more of the FP32
+// peak (Efficiency) but makes fewer, larger tiles, and a stage with fewer
+// tiles than SMs leaves SMs idle (as the cost model charges it). A tile is not considered if it
+// pads a dimension by more than an eighth beyond one output per thread
+// along it, exceeds maxTile along it, or, where the other dimension has a
+// single thread (a matrix-vector product), grows along it at all: the
+// other factor is not re-read, and the larger tile would only cost shared
+// memory. out is the size of the output in bytes.
+func (s *Schedule) regTile(tm, tn int, g GPU, out int64) {
+	options := func(n, t, u int) []int {
+		rs := []int{1}
+		pad := func(r int) int { return ceilDiv(n, r*t) * r * t }
+		for r := 2; u > 1 && r <= maxReg && r*t <= min(n, maxTile); r *= 2 {
+			if 8*pad(r) <= 9*pad(1) {
+				rs = append(rs, r)
+			}
+		}
+		return rs
+	}
+	bestM, bestN, best := 1, 1, -1.0
+	for _, rm := range options(s.M, tm, tn) {
+		for _, rn := range options(s.N, tn, tm) {
+			s.tile(tm, tn, rm, rn, out)
+			score := s.Efficiency() * min(1, float64(s.Tiles)/float64(g.SMs))
+			if score > best || score == best && rm*rn > bestM*bestN {
+				bestM, bestN, best = rm, rn, score
+			}
 		}
 	}
-	return best
+	s.tile(tm, tn, bestM, bestN, out)
 }
 
 // Efficiency returns the fraction of the FP32 peak that a contraction's
