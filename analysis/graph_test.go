@@ -222,8 +222,9 @@ func TestMalformedPrograms(t *testing.T) {
 		{"repeated tensor", func() *te.Program {
 			b := newBuilder("rep")
 			x := b.input("x", 1)
-			b.p.Tensors = append(b.p.Tensors, x)
-			return b.p
+			p := b.outputs()
+			p.Tensors = append(p.Tensors, x)
+			return p
 		}},
 		{"foreign load", func() *te.Program {
 			b := newBuilder("foreign")
@@ -234,7 +235,7 @@ func TestMalformedPrograms(t *testing.T) {
 			b := newBuilder("order")
 			later := &te.Tensor{Name: "later", Kind: te.Input, Shape: []int{1}}
 			y := b.compute("y", shp(1), func(ax []te.Index) te.Expr { return ld(later, ax...) })
-			b.add(later)
+			b.Add(later)
 			return b.outputs(y)
 		}},
 		{"foreign output", func() *te.Program {
@@ -244,8 +245,8 @@ func TestMalformedPrograms(t *testing.T) {
 		}},
 		{"no body", func() *te.Program {
 			b := newBuilder("body")
-			b.add(&te.Tensor{Name: "y", Kind: te.Compute, Shape: []int{1}})
-			return b.p
+			b.Add(&te.Tensor{Name: "y", Kind: te.Compute, Shape: []int{1}})
+			return b.outputs()
 		}},
 	}
 	for _, tt := range tests {
