@@ -12,32 +12,16 @@ import (
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
-	"tec/backend/lower"
 	"tec/backend/target"
 	"tec/internal/tooltest"
 )
 
 func modules(t *testing.T) map[string]*kir.Module {
 	t.Helper()
-	ms := map[string]*kir.Module{"features": kirtest.Features()}
-	for name, p := range kirtest.Programs() {
-		m, err := lower.Unfused(p, lower.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		ms[name] = m
-	}
-	// Temporaries in the workspace rather than in parameters of their own.
-	ws := kirtest.Features()
-	ws.Name, ws.TempsInWorkspace = "features_ws", true
-	ms["features_ws"] = ws
-	softmax, err := lower.Unfused(kirtest.Programs()["softmax"], lower.Options{})
+	ms, err := kirtest.Modules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
-	ms["softmax_ws"] = softmax
-	ms["stages"] = kirtest.RepeatedStages()
 	return ms
 }
 

@@ -6,9 +6,38 @@ package kirtest
 
 import (
 	"fmt"
+
 	"tec/backend/kir"
+	"tec/backend/lower"
 	"tec/te"
 )
+
+// Modules returns the modules of the emitters' golden tests, by name:
+// Features, each of Programs lowered a kernel per tensor, Features and the
+// softmax with their temporaries in the workspace ("features_ws",
+// "softmax_ws"), and RepeatedStages ("stages").
+func Modules() (map[string]*kir.Module, error) {
+	ms := map[string]*kir.Module{"features": Features()}
+	for name, p := range Programs() {
+		m, err := lower.Unfused(p, lower.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		ms[name] = m
+	}
+	// Temporaries in the workspace rather than in parameters of their own.
+	ws := Features()
+	ws.Name, ws.TempsInWorkspace = "features_ws", true
+	ms["features_ws"] = ws
+	softmax, err := lower.Unfused(Programs()["softmax"], lower.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("softmax: %w", err)
+	}
+	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
+	ms["softmax_ws"] = softmax
+	ms["stages"] = RepeatedStages()
+	return ms, nil
+}
 
 // Features returns a module of two kernels: a persistent, all-resident one
 // in three stages separated by grid syncs (zero the accumulators; reduce
