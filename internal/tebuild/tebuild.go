@@ -54,12 +54,8 @@ func (b *Builder) Compute(name string, shape []int, body func(ax []te.Index) te.
 // body(axes); the axes are named i, j, l, m, n, o, p, q in order.
 func (b *Builder) ComputeOf(name string, dt te.DType, shape []int, body func(ax []te.Index) te.Expr) *te.Tensor {
 	t := &te.Tensor{Name: name, Kind: te.Compute, DType: dt, Shape: shape}
-	ax := make([]te.Index, len(shape))
-	for d, n := range shape {
-		v := te.NewVar(axisNames[d], n)
-		t.Axes = append(t.Axes, v)
-		ax[d] = te.VarIndex(v)
-	}
+	var ax []te.Index
+	t.Axes, ax = vars(axisNames, shape)
 	t.Body = body(ax)
 	return b.Add(t)
 }
@@ -113,14 +109,22 @@ func Reduce(op te.ReduceOp, name string, n int, body func(k te.Index) te.Expr) t
 // body gets the axes.
 func ReduceN(op te.ReduceOp, names []string, exts []int, body func(ks []te.Index) te.Expr) te.Expr {
 	r := &te.Reduce{Op: op}
-	ks := make([]te.Index, len(exts))
-	for i, n := range exts {
-		v := te.NewVar(names[i], n)
-		r.Axes = append(r.Axes, v)
-		ks[i] = te.VarIndex(v)
-	}
+	var ks []te.Index
+	r.Axes, ks = vars(names, exts)
 	r.Body = body(ks)
 	return r
+}
+
+// vars returns fresh variables with the given names and extents, and
+// their indexes.
+func vars(names []string, exts []int) ([]*te.Var, []te.Index) {
+	vs := make([]*te.Var, len(exts))
+	ix := make([]te.Index, len(exts))
+	for i, n := range exts {
+		vs[i] = te.NewVar(names[i], n)
+		ix[i] = te.VarIndex(vs[i])
+	}
+	return vs, ix
 }
 
 // Matmul adds out[i, j] = sum[k](x[i, k] * w[k, j]).
