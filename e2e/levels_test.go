@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tec/backend/kir"
 	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/examples"
@@ -70,8 +71,12 @@ func TestLevels(t *testing.T) {
 					}
 					rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
 					for i, k := range rep.Kernels {
-						if got := out.Kernels[i]; !k.Exact || k.Counts != got.Counts {
-							t.Errorf("kernel %s: report (exact %v) %v\nsimulator %v", k.Name, k.Exact, k.Counts, got.Counts)
+						got := out.Kernels[i].Counts
+						if cached := res.Plan.Kernels[i].Cache != nil; cached && !k.Exact && bounds(k.Counts, got) {
+							continue // it assumes a weight slice loaded at every use
+						}
+						if !k.Exact || k.Counts != got {
+							t.Errorf("kernel %s: report (exact %v) %v\nsimulator %v", k.Name, k.Exact, k.Counts, got)
 							break
 						}
 					}
@@ -80,4 +85,12 @@ func TestLevels(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { t.Logf("simulated in %v (sum over parallel runs)", time.Duration(simTime.Load())) })
+}
+
+// bounds reports whether the static counts r bound the simulator's counts
+// got of a kernel whose loads of weight slices depend on its cache's
+// state: the same stores and barriers, at least as many loads and FLOPs.
+func bounds(r, got kir.Counts) bool {
+	return r.StoreBytes == got.StoreBytes && r.BlockBarriers == got.BlockBarriers && r.GridSyncs == got.GridSyncs &&
+		r.LoadBytes >= got.LoadBytes && r.FLOPs >= got.FLOPs
 }

@@ -208,3 +208,63 @@ func hasRegTile(pl *partition.Plan) bool {
 		return s.Kind == partition.Contraction && s.RegM > 1 && s.RegN > 1
 	})
 }
+
+// TestWeightCache checks the -O4 weight cache on an LSTM whose steps read
+// each layer's weights again: the plan keeps every slice on chip, the
+// result is right and race-free whether the grid has as many blocks as the
+// plan's virtual blocks or fewer (slices then share slots and are
+// reloaded), and a cache of one slot per block, whose slices evict one
+// another, reads more global memory than one that holds them all.
+func TestWeightCache(t *testing.T) {
+	ex, _ := examples.Lookup("lstm")
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: map[string]string{"T": "4", "L": "3", "H": "16"}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, _ := partition.BuiltinGPU("small")
+	in := feeds(p, 2)
+	ref, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slice = 32 * 16 * 4 // K (x and h) × 16 columns of f32
+	loads := map[string]int64{}
+	for _, tt := range []struct {
+		name          string
+		budget, grid  int
+		slots, reload int
+	}{
+		{"all resident", 0, resident, 3, 0},
+		{"fewer blocks", 0, 3, 3, 0},
+		{"one slot", slice + 4, resident, 1, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: g, ResidentBytes: tt.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Plan.Kernels) != 1 || res.Plan.Kernels[0].Cache == nil {
+				t.Fatalf("no weight cache in the plan:\n%s", res.Plan)
+			}
+			wc := res.Plan.Kernels[0].Cache
+			if wc.Keys != 12 || wc.Slots != tt.slots || wc.Keys-wc.Resident() != tt.reload || wc.SliceFloats*4 != slice {
+				t.Errorf("cache %s; want 12 slices of %d B, %d slots, %d reloaded", wc, slice, tt.slots, tt.reload)
+			}
+			out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: tt.grid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.RaceCount > 0 {
+				t.Fatalf("%d races; first: %s", out.RaceCount, out.Races[0])
+			}
+			mm, err := numeric.Compare(out.Outputs["y"], ref["y"], tolModel)
+			if err != nil || mm != nil {
+				t.Fatalf("output y: %v %v", err, mm)
+			}
+			loads[tt.name] = out.Total().LoadBytes
+		})
+	}
+	if all, one := loads["all resident"], loads["one slot"]; all == 0 || one <= all {
+		t.Errorf("global loads: %d B with every slice resident, %d B with one slot; want fewer with every slice resident", all, one)
+	}
+}

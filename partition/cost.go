@@ -142,13 +142,17 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 }
 
 // stageTime predicts a stage's time on a grid of grid blocks: its work at
-// full rate (the larger of FLOPs over the attainable FP32 rate and bytes
-// moved over DRAM bandwidth) scaled by the share of the blocks it needs to
+// full rate (the largest of FLOPs over the attainable FP32 rate, bytes
+// moved over DRAM bandwidth, and the bytes its tiles load, all through L2,
+// over L2 bandwidth) scaled by the share of the blocks it needs to
 // saturate the GPU (SMs × its own occupancy) that run concurrently, and
 // when fewer blocks than SMs run, by the share of the SMs they keep busy.
 func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 	g := c.pl.GPU
 	w := max(float64(s.FLOPs)/(g.FP32Peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
+	if g.L2Bandwidth > 0 {
+		w = max(w, float64(s.Bytes)/g.L2Bandwidth)
+	}
 	sat := g.SMs * max(own, 1)
 	conc := min(s.Tiles, grid, sat)
 	if conc <= 0 {
@@ -518,10 +522,7 @@ const DefaultOnChipBytes = 16 << 10
 // one fits; a result that still does not fit, or that would lower the
 // kernel's occupancy, stays in global memory.
 func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
-	budget := c.opts.OnChipBytes
-	if budget <= 0 {
-		budget = DefaultOnChipBytes
-	}
+	budget := c.opts.onChipBudget()
 	in := map[*te.Tensor]bool{}
 	for _, t := range k.Stages {
 		in[t] = true
@@ -627,6 +628,15 @@ func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
 		k.SlotBytes = append(k.SlotBytes, s.bytes)
 	}
 	k.Resources.SharedBytes = base + total()
+}
+
+// onChipBudget returns the shared memory per block that a kernel may spend
+// on results kept on chip.
+func (o Options) onChipBudget() int {
+	if o.OnChipBytes <= 0 {
+		return DefaultOnChipBytes
+	}
+	return o.OnChipBytes
 }
 
 // readsTensor reports whether t's body loads u.

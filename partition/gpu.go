@@ -29,8 +29,11 @@ type GPU struct {
 	L2Bytes            int `json:"l2_bytes"`
 
 	DRAMBandwidth float64 `json:"dram_bandwidth"` // bytes per second
-	FP32Peak      float64 `json:"fp32_peak"`      // FLOP per second, CUDA cores
-	FP16Peak      float64 `json:"fp16_peak"`      // FLOP per second, dense tensor cores
+	// L2Bandwidth is the rate at which the SMs together read from L2, in
+	// bytes per second; 0 leaves L2 traffic out of the cost model.
+	L2Bandwidth float64 `json:"l2_bandwidth,omitempty"`
+	FP32Peak    float64 `json:"fp32_peak"` // FLOP per second, CUDA cores
+	FP16Peak    float64 `json:"fp16_peak"` // FLOP per second, dense tensor cores
 
 	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
 	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
@@ -64,6 +67,11 @@ func (g GPU) ParamLimit() int {
 //     and 32 blocks per SM).
 //   - H200 SXM: NVIDIA H200 datasheet (2024): the H100's GH100 die and SM
 //     configuration (132 SMs, CC 9.0) with 141 GB of HBM3e at 4.8 TB/s.
+//   - L2 bandwidth: the A100 whitepaper gives 5120 bytes per clock of L2
+//     read bandwidth (2.3× V100's); at its 1410 MHz boost clock that is
+//     7.2 TB/s. NVIDIA publishes no per-clock figure for Hopper; we assume
+//     the same 5120 bytes per clock at H100 SXM's 1755 MHz boost clock
+//     (9.0 TB/s), an estimate to be checked against a measurement.
 //   - Kernel parameters: 4 KB per kernel, CUDA C++ Programming Guide,
 //     "Function Parameters" (raised to 32,764 bytes by CUDA 12.1 on Volta
 //     and later; the CUDA 11.8 toolchain we compile with keeps 4 KB).
@@ -81,7 +89,7 @@ func builtins() map[string]GPU {
 			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 			L2Bytes:       40 << 20,
-			DRAMBandwidth: 1555e9, FP32Peak: 19.5e12, FP16Peak: 312e12,
+			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
 		"h100": {
@@ -90,7 +98,7 @@ func builtins() map[string]GPU {
 			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 			L2Bytes:       50 << 20,
-			DRAMBandwidth: 3.35e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
+			DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
 		"h200": {
@@ -99,7 +107,7 @@ func builtins() map[string]GPU {
 			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 			L2Bytes:       50 << 20,
-			DRAMBandwidth: 4.8e12, FP32Peak: 67e12, FP16Peak: 989.5e12,
+			DRAMBandwidth: 4.8e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
 		// small is a toy GPU for tests: 4 SMs that hold one block of 256
@@ -190,8 +198,8 @@ func (g GPU) Validate() error {
 	pos("max_threads_per_block", float64(g.MaxThreadsPerBlock))
 	pos("dram_bandwidth", g.DRAMBandwidth)
 	pos("fp32_peak", g.FP32Peak)
-	if g.FP16Peak < 0 || g.LaunchCost < 0 || g.GridSyncCost < 0 {
-		errs = append(errs, fmt.Errorf("GPU %q: fp16_peak, launch_cost and grid_sync_cost must not be negative", g.Name))
+	if g.FP16Peak < 0 || g.L2Bandwidth < 0 || g.LaunchCost < 0 || g.GridSyncCost < 0 {
+		errs = append(errs, fmt.Errorf("GPU %q: fp16_peak, l2_bandwidth, launch_cost and grid_sync_cost must not be negative", g.Name))
 	}
 	if g.SharedPerBlock > g.SharedPerSM {
 		errs = append(errs, fmt.Errorf("GPU %q: shared_per_block %d exceeds shared_per_sm %d", g.Name, g.SharedPerBlock, g.SharedPerSM))

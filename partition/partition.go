@@ -64,6 +64,10 @@ type Options struct {
 	// OnChipBytes bounds the shared memory per block that a kernel spends
 	// on keeping results on chip (Reuse); 0 means DefaultOnChipBytes.
 	OnChipBytes int
+	// ResidentBytes bounds the shared memory per block that a kernel
+	// spends on keeping weights reused across its stages on chip
+	// (Resident; -O4 with Reuse); 0 means what the GPU has left.
+	ResidentBytes int
 	// TempsInWorkspace says that the emitted kernels reach temporaries
 	// through one workspace pointer, so that only inputs, params and
 	// outputs (and that pointer) count against GPU.ParamLimit. Without it
@@ -112,6 +116,9 @@ type Kernel struct {
 	// Spilled are the results that were on chip until the budget ran out
 	// and the least recently used was spilled to global memory.
 	Spilled []*te.Tensor
+	// Cache, when set, is the kernel's shared-memory cache of the weights
+	// that its Resident stages read (-O4).
+	Cache *WeightCache
 }
 
 // Barrier separates a stage from the one before it in its kernel.
@@ -212,6 +219,7 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			k.Boundary = bounds[i-1]
 		}
 		if opts.Reuse {
+			k = c.resident(k)
 			c.onChip(k, a)
 		}
 		pl.Kernels = append(pl.Kernels, k)
@@ -357,6 +365,9 @@ func (pl *Plan) String() string {
 		}
 		fmt.Fprintf(&b, "kernel %d: %d stages, grid %d (%d/SM), %d threads, smem %d B, regs %d, %d grid syncs, predicted %.1f µs\n",
 			i, len(k.Stages), k.Grid, k.BlocksPerSM, k.Resources.Threads, k.Resources.SharedBytes, k.Resources.RegsPerThread, k.GridSyncs, k.Cost.Total()*1e6)
+		if k.Cache != nil {
+			fmt.Fprintf(&b, "    %s\n", k.Cache)
+		}
 		if len(k.OnChip) > 0 || len(k.Spilled) > 0 {
 			var on, spilled []string
 			for _, t := range k.OnChip {

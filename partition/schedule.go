@@ -72,6 +72,9 @@ type Schedule struct {
 	// From is the compute-intensive tensor whose schedule a memory-intensive
 	// one took (paper Alg. 1, lines 13-18), or nil.
 	From *te.Tensor
+	// Resident, when set, keeps the contraction's stationary factor in the
+	// kernel's weight cache (-O4); see Resident.
+	Resident *Resident
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is
@@ -131,6 +134,9 @@ func (s *Schedule) String() string {
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)
 	case Rows:
 		str += fmt.Sprintf(" row-axes=%d", s.RowAxes)
+	}
+	if r := s.Resident; r != nil {
+		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
 	}
 	if s.From != nil {
 		str += " from " + s.From.Name

@@ -11,7 +11,10 @@
 //	     earlier stage after a block barrier instead of a grid sync, and row
 //	     statistics read only so stay in shared memory (slots shared by
 //	     results whose lives do not overlap; the least recently used spilled
-//	     to global memory when Options.OnChipBytes runs out)
+//	     to global memory when Options.OnChipBytes runs out), and weights
+//	     that several stages of a kernel read (an LSTM's steps) kept in a
+//	     shared-memory cache, each slice always read by the same block
+//	     (Options.ResidentBytes bounds it)
 //
 // Every level computes the same result; each pass's output can be dumped.
 package pipeline
@@ -45,6 +48,10 @@ type Options struct {
 	// OnChipBytes bounds the shared memory per block that -O4 spends on
 	// keeping results on chip; 0 means partition.DefaultOnChipBytes.
 	OnChipBytes int
+	// ResidentBytes bounds the shared memory per block that -O4 spends on
+	// keeping weights reused across a kernel's stages on chip; 0 means
+	// what the GPU has left.
+	ResidentBytes int
 	// Dump, if set, receives the text of each pass's result as it is made:
 	// "horizontal", "vertical" (TE programs), "plan", "kir".
 	Dump func(pass, text string)
@@ -109,7 +116,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		// outputs count against the kernel parameter limit. Unfused kernels
 		// take a parameter each, so that the kernels of an unrolled model
 		// that differ only in their buffers share code.
-		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes}
+		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes}
 		if popts.Strategy == partition.PerTE {
 			popts.Strategy = partition.CostModel
 		}

@@ -14,6 +14,7 @@ import (
 	"tec/backend/internal/ident"
 	"tec/backend/internal/sign"
 	"tec/backend/kir"
+	"tec/backend/target"
 	"tec/te"
 )
 
@@ -52,9 +53,24 @@ func (g *gen) kernel(k *kir.Kernel, name string) error {
 	for i, b := range args {
 		kg.bufs[b] = params[i]
 	}
+	// Shared arrays are globals of their own, or, past the static limit,
+	// 16-byte aligned slices of the dynamic shared memory (the launch asks
+	// for k.SharedBytes of it).
+	dynamic := k.SharedBytes() > target.StaticSharedLimit
+	var off int64
 	for _, s := range k.Shared {
 		arr := types.NewArray(uint64(s.Len()), storageType(s.DType))
-		g.shared[s] = g.global(g.scope.Name(name+"_"+s.Name), constant.NewUndef(arr), sharedSpace)
+		if !dynamic {
+			g.shared[s] = sharedArray{g.global(g.scope.Name(name+"_"+s.Name), constant.NewUndef(arr), sharedSpace), arr}
+			continue
+		}
+		off = (off + 15) &^ 15
+		base := g.dynamicShared()
+		at := constant.NewGetElementPtr(base.ContentType, base, i64(0), i64(off))
+		ptr := types.NewPointer(arr)
+		ptr.AddrSpace = sharedSpace
+		g.shared[s] = sharedArray{constant.NewBitCast(at, ptr), arr}
+		off += s.Bytes()
 	}
 	kg.entry = f.NewBlock("entry")
 	if ws {
@@ -135,8 +151,8 @@ func (kg *kgen) addr(buf *kir.Buffer, index kir.Expr) value.Value {
 	if p, ok := kg.bufs[buf]; ok && buf.Space == kir.Shared { // a stage function's parameter
 		return kg.cur.NewGetElementPtr(storageType(buf.DType), p, idx)
 	}
-	if gl, ok := kg.g.shared[buf]; ok {
-		return kg.cur.NewGetElementPtr(gl.ContentType, gl, i64(0), idx)
+	if sh, ok := kg.g.shared[buf]; ok {
+		return kg.cur.NewGetElementPtr(sh.typ, sh.ptr, i64(0), idx)
 	}
 	base := kg.bufs[buf]
 	if buf.Space == kir.Local {
@@ -586,8 +602,8 @@ func (kg *kgen) callStage(s *kir.Stage, f *dedup.StageFunc) {
 	for i, b := range kg.g.calls.Args[s] {
 		var p value.Value
 		if b.Space == kir.Shared {
-			gl := kg.g.shared[b]
-			p = kg.cur.NewGetElementPtr(gl.ContentType, gl, i64(0), i64(0))
+			sh := kg.g.shared[b]
+			p = kg.cur.NewGetElementPtr(sh.typ, sh.ptr, i64(0), i64(0))
 		} else {
 			p = kg.bufs[b]
 		}

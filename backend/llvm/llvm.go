@@ -88,7 +88,7 @@ func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
 		tg:     tg,
 		decls:  map[string]*ir.Func{},
 		scope:  ident.NewScope(),
-		shared: map[*kir.Buffer]*ir.Global{},
+		shared: map[*kir.Buffer]sharedArray{},
 		m:      m,
 	}
 	g.offsets, _ = m.WorkspaceLayout()
@@ -109,11 +109,6 @@ func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
 		if groups[k] != k {
 			continue
 		}
-		if n := k.SharedBytes(); n > target.StaticSharedLimit {
-			// TODO(backend): dynamic shared memory for the LLVM path.
-			return nil, fmt.Errorf("llvm: kernel %s needs %d B of shared memory; the LLVM path supports at most %d B of static shared memory per block",
-				k.Name, n, target.StaticSharedLimit)
-		}
 		if err := g.kernel(k, names[k]); err != nil {
 			return nil, fmt.Errorf("llvm: kernel %s: %w", k.Name, err)
 		}
@@ -127,7 +122,10 @@ type gen struct {
 	tg     target.Target
 	decls  map[string]*ir.Func // intrinsics and helpers, by name
 	scope  *ident.Scope        // module-level names
-	shared map[*kir.Buffer]*ir.Global
+	shared map[*kir.Buffer]sharedArray
+	// dynamic is the extern shared array that kernels needing more than
+	// the static limit carve their shared arrays from; nil until needed.
+	dynamic *ir.Global
 
 	m       *kir.Module
 	offsets map[*kir.Buffer]int64 // the temporaries' places in the workspace
@@ -199,6 +197,27 @@ func (g *gen) global(name string, init constant.Constant, sp types.AddrSpace) *i
 	gl.Type()
 	gl.Align = 16
 	return gl
+}
+
+// sharedArray is a shared buffer's array: a pointer to it, and its type.
+type sharedArray struct {
+	ptr constant.Constant
+	typ types.Type
+}
+
+// dynamicShared returns the module's extern shared array, the base of
+// the dynamic shared memory a kernel is launched with.
+func (g *gen) dynamicShared() *ir.Global {
+	if g.dynamic == nil {
+		gl := g.mod.NewGlobal(g.scope.Name("tec_dynamic_smem"), types.NewArray(0, types.I8))
+		gl.Linkage = enum.LinkageExternal
+		gl.AddrSpace = sharedSpace
+		gl.Typ = nil
+		gl.Type()
+		gl.Align = 16
+		g.dynamic = gl
+	}
+	return g.dynamic
 }
 
 func f32(v float64) constant.Constant { return constant.NewFloat(types.Float, v) }

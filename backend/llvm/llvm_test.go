@@ -14,6 +14,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/target"
 	"tec/internal/tooltest"
+	"tec/te"
 )
 
 func modules(t *testing.T) map[string]*kir.Module {
@@ -179,5 +180,50 @@ func TestPTX(t *testing.T) {
 			}
 			wg.Wait()
 		})
+	}
+}
+
+// TestDynamicShared checks that a kernel needing more shared memory than
+// the static limit carves its arrays from the extern dynamic shared array
+// at 16-byte aligned offsets, and that the PTX assembles.
+func TestDynamicShared(t *testing.T) {
+	m := kirtest.Features()
+	var k *kir.Kernel
+	for _, x := range m.Kernels {
+		if len(x.Shared) > 0 {
+			k = x
+			break
+		}
+	}
+	if k == nil {
+		t.Fatal("no kernel with shared memory in kirtest.Features")
+	}
+	big := &kir.Buffer{Name: "big", Space: kir.Shared, DType: te.F32, Shape: []int{4, 4096}}
+	k.Shared = append(k.Shared, big)
+	tg := lookup(t, "sm_80")
+	mod, err := Emit(m, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := mod.String()
+	for _, want := range []string{
+		"@tec_dynamic_smem = external addrspace(3) global [0 x i8], align 16",
+		"getelementptr ([0 x i8], [0 x i8] addrspace(3)* @tec_dynamic_smem, i64 0, i64 0)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the IR lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "addrspace(3) global [16 x float]") {
+		t.Error("a shared array of the kernel is still a static global")
+	}
+	tooltest.PTXAS(t)
+	tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
+	ptx, err := PTX(context.Background(), []byte(text), tg)
+	if err == nil {
+		_, err = Assemble(context.Background(), ptx, tg)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -74,6 +74,11 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		l.bufs[t] = slots[i]
 		defer func() { l.bufs[t] = global }()
 	}
+	var cache *weightCache
+	var clear []kir.Stmt
+	if pk.Cache != nil {
+		cache, clear = newWeightCache(pk.Cache, k)
+	}
 	for j, t := range pk.Stages {
 		if t.Body == nil {
 			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
@@ -86,6 +91,12 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		l.tm, l.tn, l.rm, l.rn = 0, 0, 1, 1
 		switch s.Kind {
 		case partition.Contraction:
+			if s.Resident != nil {
+				if !l.resident(t, s, cache, tmp, &stage) {
+					return nil, fmt.Errorf("lower: stage %s: the plan keeps its weights on chip, but it is not a resident contraction", t.Name)
+				}
+				break
+			}
 			l.rm, l.rn = max(s.RegM, 1), max(s.RegN, 1)
 			l.tm, l.tn = s.TileM/l.rm, s.TileN/l.rn
 			reds := topReduces(t.Body)
@@ -118,11 +129,15 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	if len(inits) > 0 {
 		body = append(append(inits, &kir.GridSync{}), body...)
 	}
-	k.Body = body
+	k.Body = append(clear, body...)
 	k.Grid = kir.Grid{Resident: true, Blocks: max(1, min(pk.Grid, tiles))}
 	k.Doc = fmt.Sprintf("%d stages: %s", len(docs), strings.Join(docs, ", "))
 	if len(k.Doc) > 200 {
 		k.Doc = k.Doc[:197] + "..."
+	}
+	if n := k.SharedBytes(); n > int64(pl.GPU.SharedPerBlock) {
+		return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s; build with a lower -O or a smaller block",
+			k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name)
 	}
 	l.params(k)
 	return k, nil

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"tec/backend/internal/sign"
 	"tec/backend/kir"
 	"tec/te"
 )
@@ -44,6 +45,7 @@ type counter struct {
 	traffic map[*kir.Buffer]*Traffic
 	exact   bool
 	memo    map[string]int64
+	facts   *sign.Facts
 }
 
 func kernel(k *kir.Kernel, cfg Config) Kernel {
@@ -55,7 +57,7 @@ func kernel(k *kir.Kernel, cfg Config) Kernel {
 			{reg: kir.ThreadIdx, lo: 0, hi: k.Block, step: 1},
 		},
 		defs: map[*kir.Var]kir.Expr{}, opaque: map[*kir.Var]bool{},
-		traffic: map[*kir.Buffer]*Traffic{},
+		traffic: map[*kir.Buffer]*Traffic{}, facts: sign.Analyze(k.Body),
 	}
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		if a, ok := s.(*kir.Assign); ok {
@@ -130,6 +132,15 @@ func (c *counter) stmt(s kir.Stmt) {
 func (c *counter) loop(s *kir.For) {
 	lo, lok := constInt(s.Lo)
 	hi, hok := constInt(s.Hi)
+	step := s.Step
+	var from kir.Expr
+	if !lok && hok && (s.Kind == kir.Serial || s.Kind == kir.Unrolled) && c.facts.NonNeg(s.Lo) {
+		// A loop from a variable start, never negative: its values are
+		// those of [0, hi) at or after the start and a whole number of
+		// steps from it.
+		lo, lok, step = 0, true, 1
+		from = kir.And(kir.Ge(s.Var, s.Lo), kir.Eq(kir.Mod(kir.Sub(s.Var, s.Lo), kir.I(s.Step)), kir.I(0)))
+	}
 	if !lok || !hok {
 		// Not supported exactly: count one iteration per entry.
 		c.exact = false
@@ -148,7 +159,7 @@ func (c *counter) loop(s *kir.For) {
 	}
 	switch s.Kind {
 	case kir.Serial, kir.Unrolled:
-		d.step = s.Step
+		d.step = step
 	case kir.GridStride:
 		drop(kir.BlockIdx)
 	case kir.BlockStride:
@@ -159,7 +170,13 @@ func (c *counter) loop(s *kir.For) {
 	}
 	c.dims = append(c.dims, d)
 	c.memo = nil
+	if from != nil {
+		c.conds = append(c.conds, cond{e: from})
+	}
 	c.stmts(s.Body)
+	if from != nil {
+		c.conds = c.conds[:len(c.conds)-1]
+	}
 	c.dims = saved
 	c.memo = nil
 }

@@ -1,0 +1,209 @@
+package lower
+
+import (
+	"tec/backend/kir"
+	"tec/partition"
+	"tec/te"
+)
+
+// weightCache is a fused kernel's shared-memory cache of stationary slices
+// (partition.WeightCache): Slots slices and a tag per slot holding the key
+// of the slice it has, -1 for none.
+type weightCache struct {
+	plan      *partition.WeightCache
+	data, tag *kir.Buffer
+}
+
+// newWeightCache declares the cache's arrays in k and returns it with the
+// statements that clear its tags, which must run before any stage.
+func newWeightCache(wc *partition.WeightCache, k *kir.Kernel) (*weightCache, []kir.Stmt) {
+	c := &weightCache{
+		plan: wc,
+		data: &kir.Buffer{Name: "wcache", Space: kir.Shared, DType: te.F32, Shape: []int{wc.Slots, wc.SliceFloats}},
+		tag:  &kir.Buffer{Name: "wtag", Space: kir.Shared, DType: te.I32, Shape: []int{wc.Slots}},
+	}
+	k.Shared = append(k.Shared, c.data, c.tag)
+	e := kir.NewVar("e", te.I32)
+	return c, []kir.Stmt{
+		&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(wc.Slots), Body: []kir.Stmt{
+			&kir.Store{Buf: c.tag, Index: e, Value: kir.I(-1)}}},
+		&kir.SyncThreads{},
+	}
+}
+
+// resident lowers contraction t whose schedule is Resident: every tile
+// computes all M rows of the other factor for TileF columns of the
+// stationary one, whose K × TileF slice it reads from the cache, loading
+// it first if its slot holds another key. Tile (b, nf) has key
+// Keys[b]·NT + nf and is computed by the block running virtual block
+// key mod V, so a slice is always read by the same block. It reports
+// false, lowering nothing, when t is not such a contraction.
+func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache, tmp *kir.Kernel, body *[]kir.Stmt) bool {
+	d, ok := partition.ContractionDims(t)
+	rs := s.Resident
+	if !ok || rs == nil || wc == nil {
+		return false
+	}
+	r := d.Reduce
+	fAxes, aAxes, F, A := d.NAxes, d.MAxes, d.Y, d.X
+	if rs.Stationary == 0 {
+		fAxes, aAxes, F, A = d.MAxes, d.NAxes, d.X, d.Y
+	}
+	threads, tf, split := l.threads, rs.TileF, rs.Split
+	rows, K := product(aAxes), product(r.Axes)
+	slice, slots, virtual := wc.plan.SliceFloats, wc.plan.Slots, wc.plan.Virtual
+	if tf*split != threads || K*tf != slice || len(rs.Keys) != d.Batch {
+		return false
+	}
+	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
+	red := &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows, threads}}
+	tmp.Shared = []*kir.Buffer{xs, red}
+	buf := l.bufs[t]
+
+	g := l.gen(body)
+	tid, col, kz := kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
+	g.emit(
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(tf))},
+		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(tf))},
+	)
+	v, b, nf := kir.NewVar("v", te.I32), kir.NewVar("b", te.I32), kir.NewVar("nf", te.I32)
+	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
+	var tile []kir.Stmt
+	perBatch := g.into(func() {
+		bind(g, d.BatchAxes, b)
+		// The first of this batch entry's tiles that virtual block v owns:
+		// key ≡ v (mod V).
+		g.emit(
+			&kir.Let{Var: family, Value: piecewise(rs.Keys, b)},
+			&kir.Let{Var: first, Value: kir.Mod(kir.Sub(v, kir.Mul(family, kir.I(rs.NT))), kir.I(virtual))},
+		)
+		tile = g.into(func() {
+			key, slot, hit := kir.NewVar("key", te.I32), kir.NewVar("slot", te.I32), kir.NewVar("hit", te.Bool)
+			g.emit(
+				&kir.Let{Var: key, Value: kir.Add(kir.Mul(family, kir.I(rs.NT)), nf)},
+				&kir.Let{Var: slot, Value: digit(key, virtual, slots)},
+				&kir.Let{Var: hit, Value: kir.Eq(kir.Ld(wc.tag, slot), key)},
+				// Every thread has read the tag, and the last tile's reads of
+				// the slot and of xs and red are done.
+				&kir.SyncThreads{},
+			)
+			base := kir.Mul(slot, kir.I(slice))
+			load := g.into(func() {
+				e := kir.NewVar("e", te.I32)
+				g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(slice), Body: g.into(func() {
+					kk, f := kir.NewVar("kk", te.I32), kir.NewVar("f", te.I32)
+					g.emit(
+						&kir.Let{Var: kk, Value: kir.Div(e, kir.I(tf))},
+						&kir.Let{Var: f, Value: kir.Add(kir.Mul(nf, kir.I(tf)), kir.Mod(e, kir.I(tf)))},
+					)
+					bind(g, fAxes, f)
+					bind(g, r.Axes, kk)
+					g.emit(&kir.Store{Buf: wc.data, Index: kir.Add(base, e), Value: convert(g.expr(F), te.F32)})
+				})})
+				g.emit(&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{&kir.Store{Buf: wc.tag, Index: slot, Value: key}}})
+			})
+			g.emit(&kir.If{Cond: &kir.Unary{Op: te.Not, X: hit}, Then: load})
+			// Stage the other factor's rows whole.
+			e := kir.NewVar("e", te.I32)
+			g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(rows * K), Body: g.into(func() {
+				m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
+				g.emit(
+					&kir.Let{Var: m, Value: kir.Div(e, kir.I(K))},
+					&kir.Let{Var: kk, Value: kir.Mod(e, kir.I(K))},
+				)
+				bind(g, aAxes, m)
+				bind(g, r.Axes, kk)
+				g.emit(&kir.Store{Buf: xs, Index: e, Value: convert(g.expr(A), te.F32)})
+			})}, &kir.SyncThreads{})
+			for _, a := range append(append([]*te.Var{}, fAxes...), append(aAxes, r.Axes...)...) {
+				delete(g.env, a)
+			}
+			// Thread (kz, col) sums every split-th k of its column, for
+			// every row; neighbouring threads read neighbouring elements.
+			acc := make([]*kir.Var, rows)
+			for m := range acc {
+				acc[m] = kir.NewVar("acc", te.F32)
+				g.emit(&kir.Let{Var: acc[m], Value: kir.F(0)})
+			}
+			kk := kir.NewVar("kk", te.I32)
+			w := kir.NewVar("w", te.F32)
+			step := []kir.Stmt{&kir.Let{Var: w, Value: kir.Ld(wc.data, kir.Add(base, kir.Add(kir.Mul(kk, kir.I(tf)), col)))}}
+			for m := range acc {
+				step = append(step, &kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(xs, kir.Add(kir.I(m*K), kk)), w))})
+			}
+			g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: kz, Hi: kir.I(K), Step: split, Body: step})
+			for m := range acc {
+				g.emit(&kir.Store{Buf: red, Index: kir.Add(kir.I(m*threads), tid), Value: acc[m]})
+			}
+			// Combine the split sums of each column: halve the live
+			// threads of the column each step.
+			for h := split / 2; h >= 1; h /= 2 {
+				var add []kir.Stmt
+				for m := range acc {
+					at := kir.Add(kir.I(m*threads), tid)
+					add = append(add, &kir.Store{Buf: red, Index: at,
+						Value: kir.Add(kir.Ld(red, at), kir.Ld(red, kir.Add(at, kir.I(h*tf))))})
+				}
+				g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(kz, kir.I(h)), Then: add})
+			}
+			g.emit(&kir.SyncThreads{})
+			epilogue := g.into(func() {
+				f := kir.NewVar("f", te.I32)
+				g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(nf, kir.I(tf)), col)})
+				bind(g, fAxes, f)
+				for m := range acc {
+					sum := kir.NewVar("sum", te.F32)
+					g.emit(&kir.Let{Var: sum, Value: kir.Ld(red, kir.Add(kir.I(m*threads), col))})
+					g.done[r] = sum
+					mv := kir.NewVar("m", te.I32)
+					g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+					bind(g, aAxes, mv)
+					g.emit(&kir.Store{Buf: buf, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), buf.ValueType())})
+				}
+			})
+			g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(tf)), Then: epilogue})
+		})
+		g.emit(&kir.For{Var: nf, Kind: kir.Serial, Lo: first, Hi: kir.I(rs.NT), Step: virtual, Body: tile})
+	})
+	g.emit(&kir.For{Var: v, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(virtual), Body: []kir.Stmt{
+		&kir.For{Var: b, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(d.Batch), Step: 1, Body: perBatch}}})
+	return true
+}
+
+// piecewise returns the expression of x that takes value vals[x] for x in
+// [0, len(vals)): a chain of selects over the runs in which vals is affine
+// in x (one run for an affine table).
+func piecewise(vals []int, x kir.Expr) kir.Expr {
+	type run struct{ lo, hi, v0, slope int }
+	var runs []run
+	for i := 0; i < len(vals); {
+		r := run{lo: i, hi: i + 1, v0: vals[i]}
+		if i+1 < len(vals) {
+			r.slope = vals[i+1] - vals[i]
+		}
+		for r.hi < len(vals) && vals[r.hi] == r.v0+r.slope*(r.hi-r.lo) {
+			r.hi++
+		}
+		runs = append(runs, r)
+		i = r.hi
+	}
+	var e kir.Expr
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		var v kir.Expr = kir.I(r.v0)
+		if r.slope != 0 {
+			off := x
+			if r.lo != 0 {
+				off = kir.Sub(x, kir.I(r.lo))
+			}
+			v = kir.Add(kir.I(r.v0), kir.Mul(off, kir.I(r.slope)))
+		}
+		if e == nil {
+			e = v
+			continue
+		}
+		e = &kir.Select{Cond: kir.Lt(x, kir.I(r.hi)), Then: v, Else: e}
+	}
+	return e
+}

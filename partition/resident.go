@@ -1,0 +1,448 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tec/te"
+)
+
+// Resident says how a contraction stage keeps the slices of its stationary
+// factor (a factor that loads only params: the weights of a matrix-vector
+// product) in shared memory across the stages of its kernel (-O4), so that
+// a weight reused by later stages (the steps of an LSTM) is read from
+// global memory once per kernel, not once per step.
+//
+// The stationary factor F(b, f, k) is cut into slices of TileF columns:
+// tile (b, nf) of the stage reads the slice F(b, nf·TileF + [0, TileF), all
+// k). Slices that are equal whatever stage reads them share a key: the key
+// of tile (b, nf) is Keys[b]·NT + nf, where Keys[b] numbers the distinct
+// F(b, ·, ·) of the kernel. Key κ belongs to virtual block κ mod V and to
+// its cache slot ⌊κ/V⌋ mod S (WeightCache), and is computed by whichever
+// block runs that virtual block, so in every stage the same block reads
+// the same slice: from shared memory after the first time, if its slot has
+// kept it.
+//
+// A tile computes every output row of the other factor (M of them, few) for
+// its TileF columns: the block's threads form Split × TileF, each summing
+// every Split-th k of its column, and combine their sums in shared memory.
+type Resident struct {
+	// Stationary is 0 when the stationary factor is the contraction's X
+	// (Dims.X), 1 when it is Y.
+	Stationary int
+	// Keys[b] numbers the distinct slice families of batch entry b.
+	Keys []int
+	// TileF is the stationary factor's columns per tile, NT its tiles
+	// along them, Split the threads that share one column's k range.
+	TileF, NT, Split int
+}
+
+// WeightCache is a kernel's shared-memory cache of stationary factors'
+// slices (Resident): Slots slices of SliceFloats elements per block and a
+// tag per slot, keyed as Resident describes over Virtual virtual blocks.
+type WeightCache struct {
+	Keys, Virtual, Slots, SliceFloats int
+	// Stages are the contraction stages that read through it.
+	Stages []*te.Tensor
+}
+
+// Bytes returns the cache's shared memory per block: the slices and their
+// tags.
+func (w *WeightCache) Bytes() int { return w.Slots * (4*w.SliceFloats + 4) }
+
+// Resident returns how many of the cache's keys stay in shared memory once
+// loaded (every block's first Slots keys; the rest evict one another).
+func (w *WeightCache) Resident() int { return min(w.Keys, w.Slots*w.Virtual) }
+
+// String describes the cache on one line.
+func (w *WeightCache) String() string {
+	return fmt.Sprintf("weights on chip: %d slices of %d B for %d stages, %d slots × %d virtual blocks (%d resident, %d reloaded per use)",
+		w.Keys, 4*w.SliceFloats, len(w.Stages), w.Slots, w.Virtual, w.Resident(), w.Keys-w.Resident())
+}
+
+// Bounds of resident-weight stages.
+const (
+	residentMaxRows = 8  // rows of the other factor a tile computes
+	residentTileF   = 16 // largest stationary columns per tile
+)
+
+// stationary describes a candidate stage for Resident: its dimensions,
+// which factor is stationary, and the canonical form of that factor's
+// slices for each batch entry.
+type stationary struct {
+	t      *te.Tensor
+	d      Dims
+	which  int
+	rows   int // points of the other factor's own axes
+	cols   int // points of the stationary factor's own axes
+	family []string
+}
+
+// stationaryStage reports whether t is a contraction one of whose factors
+// loads only params and whose other factor has at most residentMaxRows
+// rows, and returns the canonical form of its stationary slices.
+func stationaryStage(t *te.Tensor) (*stationary, bool) {
+	d, ok := ContractionDims(t)
+	if !ok || t.DType != te.F32 {
+		return nil, false
+	}
+	st := &stationary{t: t, d: d}
+	fAxes := d.NAxes
+	switch {
+	case onlyParams(d.Y) && !onlyParams(d.X):
+		st.which, st.rows, st.cols = 1, d.M, d.N
+	case onlyParams(d.X) && !onlyParams(d.Y):
+		st.which, st.rows, st.cols = 0, d.N, d.M
+		fAxes = d.MAxes
+	default:
+		return nil, false
+	}
+	if st.rows > residentMaxRows || st.cols%tileFOf(st.cols) != 0 || tileFOf(st.cols) < 4 {
+		return nil, false
+	}
+	f := d.Y
+	if st.which == 0 {
+		f = d.X
+	}
+	// Free variables are named by their role, so that equal slices of
+	// different stages print alike.
+	names := map[*te.Var]string{}
+	var ext []string
+	for i, v := range fAxes {
+		names[v] = "f" + strconv.Itoa(i)
+		ext = append(ext, strconv.Itoa(v.Extent))
+	}
+	for i, v := range d.Reduce.Axes {
+		names[v] = "k" + strconv.Itoa(i)
+		ext = append(ext, strconv.Itoa(v.Extent))
+	}
+	prefix := strings.Join(ext, ",") + ":"
+	env := map[*te.Var]int{}
+	for b := range d.Batch {
+		rest := b
+		for i := len(d.BatchAxes) - 1; i >= 0; i-- {
+			v := d.BatchAxes[i]
+			env[v] = rest % v.Extent
+			rest /= v.Extent
+		}
+		var sb strings.Builder
+		sb.WriteString(prefix)
+		if !canon(&sb, f, env, names) {
+			return nil, false
+		}
+		st.family = append(st.family, sb.String())
+	}
+	return st, true
+}
+
+// tileFOf returns the stationary columns per tile for a factor with cols
+// columns: the largest power of two up to residentTileF that divides it.
+func tileFOf(cols int) int {
+	f := residentTileF
+	for f > 1 && cols%f != 0 {
+		f /= 2
+	}
+	return f
+}
+
+// onlyParams reports whether e loads something and every load is of a
+// param.
+func onlyParams(e te.Expr) bool {
+	loads, ok := 0, true
+	te.Walk(e, func(x te.Expr) bool {
+		if l, isLoad := x.(*te.Load); isLoad {
+			loads++
+			ok = ok && l.Tensor.Kind == te.Param
+		}
+		return ok
+	})
+	return ok && loads > 0
+}
+
+// canon writes the canonical form of e with the variables of env replaced
+// by their values and selects whose conditions become constant resolved,
+// naming the other variables by names. It reports false for what it cannot
+// print canonically (a reduction, a variable it has no name for).
+func canon(b *strings.Builder, e te.Expr, env map[*te.Var]int, names map[*te.Var]string) bool {
+	index := func(x te.Index) (string, bool) {
+		y := x.Substitute(func(v *te.Var) (te.Index, bool) {
+			c, ok := env[v]
+			return te.Const(c), ok
+		}).Simplify()
+		ok := true
+		s := y.Format(te.Language, func(v *te.Var) string {
+			n, named := names[v]
+			ok = ok && named
+			return n
+		})
+		return s, ok
+	}
+	switch e := e.(type) {
+	case *te.ConstExpr:
+		fmt.Fprintf(b, "%v:%s", e.Value, e.DType)
+	case *te.IndexExpr:
+		s, ok := index(e.Index)
+		if !ok {
+			return false
+		}
+		b.WriteString("(" + s + ")")
+	case *te.Load:
+		b.WriteString(e.Tensor.Name + "[")
+		for i, x := range e.Index {
+			s, ok := index(x)
+			if !ok {
+				return false
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(s)
+		}
+		b.WriteByte(']')
+	case *te.Unary:
+		b.WriteString(e.Op.String() + "(")
+		if !canon(b, e.X, env, names) {
+			return false
+		}
+		b.WriteByte(')')
+	case *te.Binary:
+		b.WriteString(e.Op.String() + "(")
+		if !canon(b, e.X, env, names) {
+			return false
+		}
+		b.WriteByte(',')
+		if !canon(b, e.Y, env, names) {
+			return false
+		}
+		b.WriteByte(')')
+	case *te.Cast:
+		b.WriteString("cast<" + e.To.String() + ">(")
+		if !canon(b, e.X, env, names) {
+			return false
+		}
+		b.WriteByte(')')
+	case *te.Select:
+		if c, ok := constValue(e.Cond, env); ok {
+			if c != 0 {
+				return canon(b, e.Then, env, names)
+			}
+			return canon(b, e.Else, env, names)
+		}
+		b.WriteString("select(")
+		for i, x := range []te.Expr{e.Cond, e.Then, e.Else} {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !canon(b, x, env, names) {
+				return false
+			}
+		}
+		b.WriteByte(')')
+	default:
+		return false
+	}
+	return true
+}
+
+// constValue evaluates an integer or boolean expression whose variables
+// are all in env (booleans as 0 and 1).
+func constValue(e te.Expr, env map[*te.Var]int) (int, bool) {
+	switch e := e.(type) {
+	case *te.ConstExpr:
+		if e.DType.IsFloat() || e.Value != math.Trunc(e.Value) {
+			return 0, false
+		}
+		return int(e.Value), true
+	case *te.IndexExpr:
+		for _, v := range e.Index.Vars() {
+			if _, ok := env[v]; !ok {
+				return 0, false
+			}
+		}
+		return e.Index.Eval(func(v *te.Var) int { return env[v] }), true
+	case *te.Unary:
+		x, ok := constValue(e.X, env)
+		if !ok || e.Op != te.Not {
+			return 0, false
+		}
+		return b2i(x == 0), true
+	case *te.Binary:
+		x, okx := constValue(e.X, env)
+		y, oky := constValue(e.Y, env)
+		if !okx || !oky {
+			return 0, false
+		}
+		switch e.Op {
+		case te.Lt:
+			return b2i(x < y), true
+		case te.Le:
+			return b2i(x <= y), true
+		case te.Gt:
+			return b2i(x > y), true
+		case te.Ge:
+			return b2i(x >= y), true
+		case te.Eq:
+			return b2i(x == y), true
+		case te.Ne:
+			return b2i(x != y), true
+		case te.And:
+			return b2i(x != 0 && y != 0), true
+		case te.Or:
+			return b2i(x != 0 || y != 0), true
+		case te.Add:
+			return x + y, true
+		case te.Sub:
+			return x - y, true
+		case te.Mul:
+			return x * y, true
+		}
+	}
+	return 0, false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// resident gives the contraction stages of k whose stationary slices some
+// other stage of k reads too a shared-memory cache of those slices
+// (Resident, WeightCache) unless the cost model predicts the kernel slower
+// with it, and returns the kernel to keep.
+func (c *coster) resident(k *Kernel) *Kernel {
+	var cands []*stationary
+	users := map[string]map[*te.Tensor]bool{}
+	for _, t := range k.Stages {
+		if c.pl.Schedules[t].Kind != Contraction {
+			continue
+		}
+		st, ok := stationaryStage(t)
+		if !ok {
+			continue
+		}
+		cands = append(cands, st)
+		for _, f := range st.family {
+			if users[f] == nil {
+				users[f] = map[*te.Tensor]bool{}
+			}
+			users[f][t] = true
+		}
+	}
+	// Keep the stages that share a slice family with another stage, and
+	// whose slices all have one size (the cache's slots do).
+	var keep []*stationary
+	type size struct{ k, cols int }
+	var first size
+	for _, st := range cands {
+		shared := slices.ContainsFunc(st.family, func(f string) bool { return len(users[f]) > 1 })
+		sz := size{st.d.K, st.cols}
+		if !shared || (len(keep) > 0 && sz != first) {
+			continue
+		}
+		first = sz
+		keep = append(keep, st)
+	}
+	if len(keep) == 0 {
+		return k
+	}
+	g := c.pl.GPU
+	threads := c.pl.Threads
+	tf := tileFOf(first.cols)
+	slice := first.k * tf
+	ids := map[string]int{}
+	other := 0 // per-block shared memory of a resident stage besides the cache
+	for _, st := range keep {
+		for _, f := range st.family {
+			if _, ok := ids[f]; !ok {
+				ids[f] = len(ids)
+			}
+		}
+		other = max(other, 4*(st.rows*st.d.K+threads*st.rows))
+	}
+	keys := len(ids) * (first.cols / tf)
+	budget := g.SharedPerBlock - k.Resources.SharedBytes - other
+	if slices.ContainsFunc(k.Stages, func(t *te.Tensor) bool { return c.pl.Schedules[t].Kind == RowReduce }) {
+		budget -= c.opts.onChipBudget() // room for the row results kept on chip
+	}
+	if c.opts.ResidentBytes > 0 {
+		budget = min(budget, c.opts.ResidentBytes)
+	}
+	sliceBytes := 4*slice + 4
+	maxSlots := budget / sliceBytes
+	if maxSlots < 1 {
+		return k
+	}
+	// The grid, and so the virtual blocks, follow from the occupancy with
+	// the cache, which follows from the slots: take the fewest slots that
+	// hold every key at the occupancy they allow.
+	res := k.Resources
+	var slots, occ int
+	for slots = 1; slots <= maxSlots; slots++ {
+		r := res
+		r.SharedBytes = res.SharedBytes + other + slots*sliceBytes
+		occ, _ = g.BlocksPerSM(r)
+		if occ == 0 {
+			slots--
+			break
+		}
+		if slots*g.SMs*occ >= keys {
+			break
+		}
+	}
+	slots = min(slots, maxSlots)
+	if slots < 1 {
+		return k
+	}
+	r := res
+	r.SharedBytes = res.SharedBytes + other + slots*sliceBytes
+	occ, _ = g.BlocksPerSM(r)
+	virtual := g.SMs * occ
+	cache := &WeightCache{Keys: keys, Virtual: virtual, Slots: slots, SliceFloats: slice}
+	missed := float64(keys-cache.Resident()) / float64(keys)
+
+	// Price the kernel with the resident schedules.
+	saved := map[*te.Tensor]Schedule{}
+	for _, st := range keep {
+		s := c.pl.Schedules[st.t]
+		saved[st.t] = *s
+		rs := &Resident{Stationary: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf}
+		for _, f := range st.family {
+			rs.Keys = append(rs.Keys, ids[f])
+		}
+		s.Resident = rs
+		s.Threads = threads
+		s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = st.rows, tf, st.d.K, 1, 1
+		if st.which == 0 {
+			s.TileM, s.TileN = tf, st.rows
+		}
+		s.Tiles = st.d.Batch * rs.NT
+		s.SharedBytes = r.SharedBytes
+		s.RegsPerThread = 32 + 2*st.rows
+		weights := 4 * int64(st.d.Batch) * int64(st.d.K) * int64(st.cols)
+		acts := 4 * int64(st.d.Batch) * int64(st.rows) * int64(st.d.K) * int64(rs.NT)
+		s.Bytes = acts + int64(missed*float64(weights)) + st.t.Bytes()
+		cache.Stages = append(cache.Stages, st.t)
+	}
+	nc := newCoster(c.pl, k.Stages, c.opts)
+	nc.a = c.a
+	nk := nc.kernel(0, len(k.Stages))
+	if nk.Cost.Total() > k.Cost.Total() || nk.BlocksPerSM == 0 {
+		for t, s := range saved {
+			*c.pl.Schedules[t] = s
+		}
+		return k
+	}
+	nk.Boundary = k.Boundary
+	nk.Cache = cache
+	// The coster of the whole plan prices these stages from now on as
+	// this one does.
+	for j, t := range k.Stages {
+		c.own[c.pos[t]] = nc.own[j]
+	}
+	return nk
+}

@@ -1,0 +1,71 @@
+package partition
+
+import (
+	"slices"
+	"testing"
+
+	tb "tec/internal/tebuild"
+	"tec/te"
+)
+
+// twoSteps is two matrix-vector stages over a stack of two weight
+// matrices W[l]: the first computes a batch of two products, entry q with
+// W[1 - q]; the second reads W[1] again, and W2, which no other stage reads.
+func twoSteps() *te.Program {
+	const k, n = 32, 16
+	b := tb.New("steps")
+	x := b.Input("x", 2, 1, k)
+	w := b.Param("W", 2, k, n)
+	w2 := b.Param("W2", k, n)
+	s1 := b.Compute("s1", tb.Shape(2, 1, n), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", k, func(r te.Index) te.Expr {
+			q := ax[0]
+			wq := tb.Sel(tb.Bin(te.Lt, tb.Idx(q), tb.I(1)), tb.Ld(w, te.Const(1), r, ax[2]), tb.Ld(w, q.AddConst(-1), r, ax[2]))
+			return tb.Bin(te.Mul, tb.Ld(x, q, ax[1], r), wq)
+		})
+	})
+	s2 := b.Compute("s2", tb.Shape(1, n), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", k, func(r te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(s1, te.Const(0), ax[0], r), tb.Ld(w, te.Const(1), r, ax[1]))
+		})
+	})
+	s3 := b.Compute("s3", tb.Shape(1, n), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", k, func(r te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(s2, ax[0], r), tb.Ld(w2, r, ax[1]))
+		})
+	})
+	return b.Program(s3)
+}
+
+// TestResident checks which stages read their weights through the weight
+// cache and the keys of their slices: W[1] is one family whichever stage
+// and batch entry reads it, W[0] another, and W2, read once, is not cached.
+func TestResident(t *testing.T) {
+	p := twoSteps()
+	pl := plan(t, p, "small", Options{Reuse: true, Split: true})
+	if len(pl.Kernels) != 1 || pl.Kernels[0].Cache == nil {
+		t.Fatalf("want one kernel with a weight cache:\n%s", pl)
+	}
+	wc := pl.Kernels[0].Cache
+	if wc.Keys != 2 || wc.SliceFloats != 32*16 || len(wc.Stages) != 2 {
+		t.Errorf("cache %s; want 2 slices of 32×16 for 2 stages", wc)
+	}
+	want := map[string][]int{"s1": {0, 1}, "s2": {0}, "s3": nil}
+	for _, tn := range p.Tensors {
+		w, ok := want[tn.Name]
+		if !ok {
+			continue
+		}
+		r := pl.Schedules[tn].Resident
+		switch {
+		case w == nil && r != nil:
+			t.Errorf("%s: resident %+v; want none", tn.Name, r)
+		case w != nil && (r == nil || !slices.Equal(r.Keys, w) || r.TileF != 16 || r.Stationary != 1):
+			t.Errorf("%s: resident %+v; want keys %v, 16 columns per tile, Y stationary", tn.Name, r, w)
+		}
+	}
+	// Without reuse (-O3) nothing is cached.
+	if pl := plan(t, p, "small", Options{Split: true}); pl.Kernels[0].Cache != nil {
+		t.Errorf("weight cache without Reuse:\n%s", pl)
+	}
+}
