@@ -268,15 +268,40 @@ type segment struct {
 	serial    int
 	foot      int64 // working set: bytes of the distinct regions touched
 	params    int   // distinct buffers touched: the kernel's parameters
-	// fit[o] sums the stages' times at o blocks per SM when the working
-	// set fits in L2, each stage moving only the bytes of the regions no
-	// earlier stage of the segment touched (the rest hit in L2).
-	fit []float64
+	// done[o] sums the times of the grid epochs before the current one
+	// at o blocks per SM when the working set fits in L2, each stage
+	// moving only the bytes of the regions no earlier stage of the
+	// segment touched (the rest hit in L2); cur[o] is the current epoch's
+	// time so far: the longest chain of its stages that read one another
+	// (finish[k][o] is when its stage epoch+k ends), or its stages' work
+	// spread over the whole GPU (work[o]) if that takes longer, since the
+	// lowering starts independent stages of an epoch on different blocks.
+	done, cur, work []float64
+	epoch           int // position of the current epoch's first stage
+	finish          [][]float64
+	pool            []float64
 }
+
+// newEpoch closes the current grid epoch: stage j begins the next.
+func (sg *segment) newEpoch(j int) {
+	for o := range sg.cur {
+		sg.done[o] += sg.cur[o]
+		sg.cur[o], sg.work[o] = 0, 0
+	}
+	sg.epoch = j
+	sg.finish = sg.finish[:0]
+	sg.pool = sg.pool[:0]
+}
+
+// fit returns the segment's stage time at o blocks per SM when its working
+// set fits in L2.
+func (sg *segment) fit(o int) float64 { return sg.done[o] + sg.cur[o] }
 
 func (c *coster) begin(i int) *segment {
 	c.serial++
-	return &segment{i: i, j: i, last: i, fits: true, heaviest: i, serial: c.serial, fit: make([]float64, c.pl.GPU.MaxBlocksPerSM+1)}
+	n := c.pl.GPU.MaxBlocksPerSM + 1
+	return &segment{i: i, j: i, last: i, fits: true, heaviest: i, serial: c.serial, epoch: i,
+		done: make([]float64, n), cur: make([]float64, n), work: make([]float64, n)}
 }
 
 // extend adds stage sg.j to the segment.
@@ -308,6 +333,9 @@ func (c *coster) extend(sg *segment) {
 		sg.syncs++
 		sg.last = j
 	}
+	if b == GridSync || s.Kind == SplitReduce || (j > sg.epoch && c.scheds[j-1].Kind == SplitReduce) {
+		sg.newEpoch(j)
+	}
 	if s.Kind == SplitReduce {
 		sg.splitSync += 2
 		sg.last = j // its finishing phase follows a grid sync, which orders all before it
@@ -324,9 +352,27 @@ func (c *coster) extend(sg *segment) {
 	// Occupancy only falls as the segment grows: the times at higher
 	// occupancies are never needed again.
 	bytes := min(s.Bytes, s.Foot, fresh)
-	for o := 1; o <= sg.occ; o++ {
-		sg.fit[o] += c.stageTime(s, bytes, c.own[j], c.pl.GPU.SMs*o)
+	n := len(sg.cur)
+	if cap(sg.pool)-len(sg.pool) < n {
+		sg.pool = make([]float64, 0, max(4*n, 2*cap(sg.pool)))
+		// Earlier finish times stay valid in the old pool.
 	}
+	fin := sg.pool[len(sg.pool) : len(sg.pool)+n]
+	sg.pool = sg.pool[:len(sg.pool)+n]
+	for o := 1; o <= sg.occ; o++ {
+		grid := c.pl.GPU.SMs * o
+		t := c.stageTime(s, bytes, c.own[j], grid)
+		start := 0.0
+		for _, e := range c.prods[j] {
+			if e.p >= sg.epoch && e.p >= sg.i {
+				start = max(start, sg.finish[e.p-sg.epoch][o])
+			}
+		}
+		fin[o] = start + t
+		sg.work[o] += t * min(1, float64(s.Tiles)/float64(grid))
+		sg.cur[o] = max(sg.cur[o], fin[o], sg.work[o])
+	}
+	sg.finish = append(sg.finish, fin)
 	sg.j++
 }
 
@@ -340,7 +386,7 @@ func (c *coster) cost(sg *segment) Cost {
 	// the kernel's working set fits there.
 	stages := c.pre[sg.occ][sg.j] - c.pre[sg.occ][sg.i]
 	if sg.foot <= int64(g.L2Bytes) {
-		stages = sg.fit[sg.occ]
+		stages = sg.fit(sg.occ)
 	}
 	return Cost{
 		Launch: g.LaunchCost,

@@ -74,6 +74,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		l.bufs[t] = slots[i]
 		defer func() { l.bufs[t] = global }()
 	}
+	starts, span := rotations(pk, pl)
 	var cache *weightCache
 	var clear []kir.Stmt
 	if pk.Cache != nil {
@@ -124,13 +125,14 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			}
 		}
 		prevShared = shared
+		stage = rotate(stage, starts[j], pl.Threads)
 		body = append(body, &kir.Stage{Name: t.Name, Span: t.Span, Body: stage})
 	}
 	if len(inits) > 0 {
 		body = append(append(inits, &kir.GridSync{}), body...)
 	}
 	k.Body = append(clear, body...)
-	k.Grid = kir.Grid{Resident: true, Blocks: max(1, min(pk.Grid, tiles))}
+	k.Grid = kir.Grid{Resident: true, Blocks: max(1, min(pk.Grid, max(tiles, span)))}
 	k.Doc = fmt.Sprintf("%d stages: %s", len(docs), strings.Join(docs, ", "))
 	if len(k.Doc) > 200 {
 		k.Doc = k.Doc[:197] + "..."

@@ -218,3 +218,57 @@ func TestFusedReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestRotation checks that the independent stages of a grid epoch start on
+// different blocks while a stage that reads another of the epoch keeps its
+// mapping: a and b are independent one-block stages, c reads a where the
+// same thread wrote it; b's loop starts one block on, and the result is
+// right and race-free on grids larger and smaller than the stages need.
+func TestRotation(t *testing.T) {
+	const n = 256
+	bld := tb.New("rot")
+	x, y := bld.Input("x", n), bld.Input("y", n)
+	a := bld.Compute("a", tb.Shape(n), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax...), tb.F(2)) })
+	b := bld.Compute("b", tb.Shape(n), func(ax []te.Index) te.Expr { return tb.Bin(te.Add, tb.Ld(y, ax...), tb.F(1)) })
+	c := bld.Compute("c", tb.Shape(n), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(a, ax...), tb.F(3)) })
+	p := bld.Program(c, b)
+	m, pl := fusedModule(t, p, "a100", false)
+	if len(pl.Kernels) != 1 || len(m.Kernels) != 1 {
+		t.Fatalf("want one kernel:\n%s", pl)
+	}
+	first := map[string]int{} // stage → Hi of its top loop
+	for _, s := range m.Kernels[0].Body {
+		if st, ok := s.(*kir.Stage); ok {
+			for _, x := range st.Body {
+				if f, ok := x.(*kir.For); ok {
+					first[st.Name] = int(f.Hi.(*kir.Const).Value)
+				}
+			}
+		}
+	}
+	if first["a"] != n || first["c"] != n || first["b"] != 2*n {
+		t.Errorf("loop bounds %v; want a and c over %d elements, b over %d (one block on)", first, n, 2*n)
+	}
+	if g := m.Kernels[0].Grid.Blocks; g < 2 {
+		t.Errorf("grid of %d blocks; want at least 2, one per independent stage", g)
+	}
+	in := randomFeeds(p)
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, blocks := range []int{1, 2, 8} {
+		res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: blocks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RaceCount > 0 {
+			t.Fatalf("%d blocks: %d races; first: %s", blocks, res.RaceCount, res.Races[0])
+		}
+		for _, o := range []string{"b", "c"} {
+			if mm, err := numeric.Compare(res.Outputs[o], want[o], numeric.Tolerance{Rtol: 1e-5, Atol: 1e-6}); err != nil || mm != nil {
+				t.Errorf("%d blocks: output %s: %v %v", blocks, o, err, mm)
+			}
+		}
+	}
+}
