@@ -26,6 +26,23 @@ type planKernel struct {
 	GridSyncs   int           `json:"grid_syncs"`
 	PredictedMS jsonFloat     `json:"predicted_ms"`
 	Boundary    *planBoundary `json:"boundary,omitempty"`
+	// OnChip are the results kept in shared memory, Spilled those spilled
+	// to global memory when the budget ran out (-O4).
+	OnChip  []string `json:"on_chip,omitempty"`
+	Spilled []string `json:"spilled,omitempty"`
+	// WeightCache is the kernel's cache of reused weights (-O4).
+	WeightCache *planCache `json:"weight_cache,omitempty"`
+}
+
+// planCache describes a partition.WeightCache.
+type planCache struct {
+	Stages      []string `json:"stages"`
+	Slices      int      `json:"slices"`
+	SliceBytes  int      `json:"slice_bytes"`
+	Slots       int      `json:"slots"`
+	Virtual     int      `json:"virtual_blocks"`
+	Resident    int      `json:"resident"`
+	SharedBytes int      `json:"shared_bytes"`
 }
 
 type planBoundary struct {
@@ -56,8 +73,11 @@ func newPlanReport(pl *partition.Plan, level int) *planReport {
 			GridSyncs:   k.GridSyncs,
 			PredictedMS: jsonFloat(k.Cost.Total() * 1e3),
 		}
-		for _, s := range k.Stages {
-			kr.Stages = append(kr.Stages, s.Name)
+		kr.Stages = names(k.Stages)
+		kr.OnChip, kr.Spilled = names(k.OnChip), names(k.Spilled)
+		if c := k.Cache; c != nil {
+			kr.WeightCache = &planCache{Stages: names(c.Stages), Slices: c.Keys, SliceBytes: 4 * c.SliceFloats,
+				Slots: c.Slots, Virtual: c.Virtual, Resident: c.Resident(), SharedBytes: c.Bytes()}
 		}
 		if b := k.Boundary; b != nil {
 			kr.Boundary = &planBoundary{Before: b.Before.Name, Reason: b.Reason,
@@ -66,4 +86,13 @@ func newPlanReport(pl *partition.Plan, level int) *planReport {
 		r.Kernels = append(r.Kernels, kr)
 	}
 	return r
+}
+
+// names returns the names of ts.
+func names(ts []*te.Tensor) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out
 }

@@ -38,6 +38,17 @@ func TestExplainPlan(t *testing.T) {
 		}
 	}
 
+	// The LSTM's steps read their weights through the weight cache.
+	code, stdout, stderr = runTec(t, "explain", "../../examples/lstm.te", "-D", "T=4", "-D", "L=3", "-D", "H=16", "--gpu", "small", "--plan", "--summary", "--json")
+	r.Plan = nil
+	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
+		t.Fatalf("LSTM: status %d, %v\n%s", code, err, stderr)
+	}
+	if k := r.Plan.Kernels; len(k) != 1 || k[0].WeightCache == nil || k[0].WeightCache.Slices != 12 ||
+		k[0].WeightCache.Resident != 12 || len(k[0].WeightCache.Stages) == 0 {
+		t.Errorf("LSTM plan: %+v; want one kernel whose weight cache holds all 12 slices", k)
+	}
+
 	code, stdout, _ = runTec(t, "explain", "../../examples/bert.te", "--plan", "--summary", "-O0")
 	if code != exitOK || !strings.Contains(stdout, "partition at -O0:") {
 		t.Fatalf("text plan at -O0: status %d\n%s", code, stdout)
