@@ -197,7 +197,13 @@ func piecewise(vals []int, x kir.Expr) kir.Expr {
 			if r.lo != 0 {
 				off = kir.Sub(x, kir.I(r.lo))
 			}
-			v = kir.Add(kir.I(r.v0), kir.Mul(off, kir.I(r.slope)))
+			if r.slope != 1 {
+				off = kir.Mul(off, kir.I(r.slope))
+			}
+			v = off
+			if r.v0 != 0 {
+				v = kir.Add(kir.I(r.v0), off)
+			}
 		}
 		if e == nil {
 			e = v
