@@ -210,10 +210,11 @@ func hasRegTile(pl *partition.Plan) bool {
 }
 
 // TestWeightCache checks the -O4 weight cache on an LSTM whose steps read
-// each layer's weights again: the plan keeps every slice on chip, the
+// each layer's weights again: the plan keeps the slices on chip, a tile
+// computes a cell's four gates and the cell update in its epilogue, the
 // result is right and race-free whether the grid has as many blocks as the
 // plan's virtual blocks or fewer (slices then share slots and are
-// reloaded), and a cache of one slot per block, whose slices evict one
+// reloaded), and a cache too small for every slice, whose slices evict one
 // another, reads more global memory than one that holds them all.
 func TestWeightCache(t *testing.T) {
 	ex, _ := examples.Lookup("lstm")
@@ -227,16 +228,17 @@ func TestWeightCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const slice = 32 * 16 * 4 // K (x and h) × 16 columns of f32
+	// A slice is K (x and h: 32) × columns × 4 gates of f32: 3 layers' worth
+	// of 16-column slices, or, when only 4 KB fit, 6 of 8 columns.
 	loads := map[string]int64{}
 	for _, tt := range []struct {
-		name          string
-		budget, grid  int
-		slots, reload int
+		name                         string
+		budget, grid                 int
+		slices, slice, slots, reload int
 	}{
-		{"all resident", 0, resident, 3, 0},
-		{"fewer blocks", 0, 3, 3, 0},
-		{"one slot", slice + 4, resident, 1, 8},
+		{"all resident", 0, resident, 3, 32 * 16 * 4 * 4, 1, 0},
+		{"fewer blocks", 0, 3, 3, 32 * 16 * 4 * 4, 1, 0},
+		{"too small", 32*8*4*4 + 4, resident, 6, 32 * 8 * 4 * 4, 1, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: g, ResidentBytes: tt.budget})
@@ -247,8 +249,11 @@ func TestWeightCache(t *testing.T) {
 				t.Fatalf("no weight cache in the plan:\n%s", res.Plan)
 			}
 			wc := res.Plan.Kernels[0].Cache
-			if wc.Keys != 12 || wc.Slots != tt.slots || wc.Keys-wc.Resident() != tt.reload || wc.SliceFloats*4 != slice {
-				t.Errorf("cache %s; want 12 slices of %d B, %d slots, %d reloaded", wc, slice, tt.slots, tt.reload)
+			if wc.Keys != tt.slices || wc.Slots != tt.slots || wc.Keys-wc.Resident() != tt.reload || wc.SliceFloats*4 != tt.slice {
+				t.Errorf("cache %s; want %d slices of %d B, %d slots, %d reloaded", wc, tt.slices, tt.slice, tt.slots, tt.reload)
+			}
+			if !stageKinds(res.Plan, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool { return s.EpilogueOf != nil }) {
+				t.Errorf("no cell update in a tile's epilogue:\n%s", res.Plan)
 			}
 			out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: tt.grid})
 			if err != nil {
@@ -264,7 +269,7 @@ func TestWeightCache(t *testing.T) {
 			loads[tt.name] = out.Total().LoadBytes
 		})
 	}
-	if all, one := loads["all resident"], loads["one slot"]; all == 0 || one <= all {
-		t.Errorf("global loads: %d B with every slice resident, %d B with one slot; want fewer with every slice resident", all, one)
+	if all, some := loads["all resident"], loads["too small"]; all == 0 || some <= all {
+		t.Errorf("global loads: %d B with every slice resident, %d B with a cache too small; want fewer with every slice resident", all, some)
 	}
 }

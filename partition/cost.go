@@ -148,6 +148,9 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 // saturate the GPU (SMs × its own occupancy) that run concurrently, and
 // when fewer blocks than SMs run, by the share of the SMs they keep busy.
 func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
+	if s.EpilogueOf != nil {
+		return 0 // part of its producer's tiles
+	}
 	g := c.pl.GPU
 	w := max(float64(s.FLOPs)/(g.FP32Peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
 	if g.L2Bandwidth > 0 {
@@ -177,7 +180,13 @@ type edge struct {
 // need returns the barrier that stage j needs between itself and its
 // producer p when p ran after the last grid sync.
 func (c *coster) need(p, j int) Barrier {
+	if e := c.scheds[j].EpilogueOf; e != nil && (e == c.stages[p] || e == c.scheds[p].EpilogueOf) {
+		return NoBarrier // computed by the threads that wrote what it reads
+	}
 	switch {
+	case c.scheds[p].EpilogueOf != nil:
+		return GridSync // written by whichever block had its tile
+
 	case c.sameThread(p, j):
 		return NoBarrier
 	case c.opts.Reuse && c.sameBlock(p, j):

@@ -38,6 +38,19 @@ type Resident struct {
 	// TileF is the stationary factor's columns per tile, NT its tiles
 	// along them, Split the threads that share one column's k range.
 	TileF, NT, Split int
+	// Group is the number of consecutive batch entries a tile computes
+	// (Keys then numbers the families of groups: Keys[i] for entries
+	// [i·Group, (i+1)·Group)), so that the element-wise stages in
+	// Epilogue, each reading the stage only within one group and at its
+	// own output's columns and rows, are computed in the tile's epilogue
+	// by the threads that wrote what they read, instead of after a grid
+	// sync. EpilogueGroup[e] is the group Epilogue[e] reads, and
+	// EpilogueAxes[e] maps each of its axes to the stage's axis it reads
+	// at.
+	Group         int
+	Epilogue      []*te.Tensor
+	EpilogueGroup []int
+	EpilogueAxes  []map[*te.Var]*te.Var
 }
 
 // WeightCache is a kernel's shared-memory cache of stationary factors'
@@ -65,8 +78,9 @@ func (w *WeightCache) String() string {
 
 // Bounds of resident-weight stages.
 const (
-	residentMaxRows = 8  // rows of the other factor a tile computes
-	residentTileF   = 16 // largest stationary columns per tile
+	residentMaxRows  = 8  // rows of the other factor a tile computes
+	residentTileF    = 16 // largest stationary columns per tile
+	residentMaxGroup = 8  // batch entries a tile computes for its epilogue
 )
 
 // stationary describes a candidate stage for Resident: its dimensions,
@@ -353,18 +367,36 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	g := c.pl.GPU
 	threads := c.pl.Threads
 	tf := tileFOf(first.cols)
-	slice := first.k * tf
+	// Element-wise consumers computed in the tiles' epilogues need the
+	// batch entries they read in one tile; every stage must group its
+	// entries alike, since the slots hold a group's slices.
+	group := 0
+	epis := make([]*epilogue, len(keep))
+	for i, st := range keep {
+		epis[i] = c.epilogue(k, st)
+		if group == 0 || group == epis[i].group {
+			group = epis[i].group
+		} else {
+			group = -1
+		}
+	}
+	if group < 1 {
+		group = 1
+		for i := range epis {
+			epis[i] = &epilogue{group: 1}
+		}
+	}
 	ids := map[string]int{}
 	other := 0 // per-block shared memory of a resident stage besides the cache
 	for _, st := range keep {
-		for _, f := range st.family {
+		for i := 0; i < len(st.family); i += group {
+			f := strings.Join(st.family[i:i+group], "|")
 			if _, ok := ids[f]; !ok {
 				ids[f] = len(ids)
 			}
 		}
 		other = max(other, 4*(st.rows*st.d.K+threads*st.rows))
 	}
-	keys := len(ids) * (first.cols / tf)
 	budget := g.SharedPerBlock - k.Resources.SharedBytes - other
 	if slices.ContainsFunc(k.Stages, func(t *te.Tensor) bool { return c.pl.Schedules[t].Kind == RowReduce }) {
 		budget -= c.opts.onChipBudget() // room for the row results kept on chip
@@ -372,47 +404,38 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	if c.opts.ResidentBytes > 0 {
 		budget = min(budget, c.opts.ResidentBytes)
 	}
-	sliceBytes := 4*slice + 4
-	maxSlots := budget / sliceBytes
-	if maxSlots < 1 {
-		return k
-	}
-	// The grid, and so the virtual blocks, follow from the occupancy with
-	// the cache, which follows from the slots: take the fewest slots that
-	// hold every key at the occupancy they allow.
-	res := k.Resources
-	var slots, occ int
-	for slots = 1; slots <= maxSlots; slots++ {
-		r := res
-		r.SharedBytes = res.SharedBytes + other + slots*sliceBytes
-		occ, _ = g.BlocksPerSM(r)
-		if occ == 0 {
-			slots--
-			break
-		}
-		if slots*g.SMs*occ >= keys {
-			break
+	// The columns per tile that keep the largest share of the slices on
+	// chip (the widest of those that tie): narrower slices pack the
+	// shared memory more tightly.
+	var cache *WeightCache
+	var r Resources
+	for f := tf; f >= 4 && first.cols%f == 0; f /= 2 {
+		wc, res, ok := c.weightCache(k.Resources, other, budget, len(ids)*(first.cols/f), group*first.k*f)
+		if ok && (cache == nil || float64(wc.Resident())/float64(wc.Keys) > float64(cache.Resident())/float64(cache.Keys)) {
+			cache, r, tf = wc, res, f
 		}
 	}
-	slots = min(slots, maxSlots)
-	if slots < 1 {
+	if cache == nil {
 		return k
 	}
-	r := res
-	r.SharedBytes = res.SharedBytes + other + slots*sliceBytes
-	occ, _ = g.BlocksPerSM(r)
-	virtual := g.SMs * occ
-	cache := &WeightCache{Keys: keys, Virtual: virtual, Slots: slots, SliceFloats: slice}
+	keys := cache.Keys
 	missed := float64(keys-cache.Resident()) / float64(keys)
 
 	// Price the kernel with the resident schedules.
 	saved := map[*te.Tensor]Schedule{}
-	for _, st := range keep {
+	for i, st := range keep {
 		s := c.pl.Schedules[st.t]
 		saved[st.t] = *s
-		rs := &Resident{Stationary: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf}
-		for _, f := range st.family {
-			rs.Keys = append(rs.Keys, ids[f])
+		rs := &Resident{Stationary: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf, Group: group}
+		for i := 0; i < len(st.family); i += group {
+			rs.Keys = append(rs.Keys, ids[strings.Join(st.family[i:i+group], "|")])
+		}
+		e := epis[i]
+		rs.Epilogue, rs.EpilogueGroup, rs.EpilogueAxes = e.stages, e.groups, e.axes
+		for _, u := range e.stages {
+			su := c.pl.Schedules[u]
+			saved[u] = *su
+			su.EpilogueOf = st.t
 		}
 		s.Resident = rs
 		s.Threads = threads
@@ -420,7 +443,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 		if st.which == 0 {
 			s.TileM, s.TileN = tf, st.rows
 		}
-		s.Tiles = st.d.Batch * rs.NT
+		s.Tiles = st.d.Batch / group * rs.NT
 		s.SharedBytes = r.SharedBytes
 		s.RegsPerThread = 32 + 2*st.rows
 		weights := 4 * int64(st.d.Batch) * int64(st.d.K) * int64(st.cols)
@@ -445,4 +468,151 @@ func (c *coster) resident(k *Kernel) *Kernel {
 		c.own[c.pos[t]] = nc.own[j]
 	}
 	return nk
+}
+
+// epilogue lists the element-wise stages that a resident stage can compute
+// in its tiles' epilogue, and the grouping of batch entries that puts what
+// each reads in one tile.
+type epilogue struct {
+	group  int
+	stages []*te.Tensor
+	groups []int
+	axes   []map[*te.Var]*te.Var
+}
+
+// epilogue finds the element-wise stages of k after st's stage that read
+// it only at constant batch entries and, elsewhere, at their own axes,
+// read other such stages only at their own element, and read nothing else
+// that k computes in st's grid epoch or later: stages that the threads
+// writing st's columns can compute right after it. It groups batch entries
+// in the fewest consecutive runs (a divisor of the batch, at most
+// residentMaxGroup) that keep each stage's reads, and those of the stages
+// it reads, in one run, and gives up stages until such a grouping exists.
+func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
+	t := st.t
+	pt := slices.Index(k.Stages, t)
+	epoch := 0
+	for p := pt; p > 0; p-- {
+		if k.Sync[p] == GridSync || c.pl.Schedules[k.Stages[p]].Kind == SplitReduce {
+			epoch = p
+			break
+		}
+	}
+	pos := map[*te.Tensor]int{}
+	for p, u := range k.Stages {
+		pos[u] = p
+	}
+	batch := map[*te.Var]int{}
+	for i, v := range st.d.BatchAxes {
+		batch[v] = i
+	}
+	type cand struct {
+		u      *te.Tensor
+		lo, hi int
+		axes   map[*te.Var]*te.Var
+	}
+	var cands []cand
+	in := map[*te.Tensor]int{} // stage → index in cands
+	for j := pt + 1; j < len(k.Stages); j++ {
+		u := k.Stages[j]
+		if c.pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
+			continue
+		}
+		cd := cand{u: u, lo: st.d.Batch, hi: -1, axes: map[*te.Var]*te.Var{}}
+		ok, reads := true, false
+		te.Walk(u.Body, func(x te.Expr) bool {
+			l, isLoad := x.(*te.Load)
+			if !isLoad || !ok {
+				return ok
+			}
+			switch i, inEpi := in[l.Tensor]; {
+			case l.Tensor == t:
+				reads = true
+				b := 0
+				for d, ix := range l.Index {
+					a := t.Axes[d]
+					if _, isBatch := batch[a]; isBatch {
+						v, isConst := ix.IsConst()
+						if !isConst {
+							ok = false
+							return false
+						}
+						b = b*a.Extent + v
+						continue
+					}
+					v, isVar := ix.AsVar()
+					if !isVar || (cd.axes[v] != nil && cd.axes[v] != a) || v.Extent != a.Extent {
+						ok = false
+						return false
+					}
+					cd.axes[v] = a
+				}
+				cd.lo, cd.hi = min(cd.lo, b), max(cd.hi, b)
+			case inEpi:
+				if !identityReads(u, l.Tensor) {
+					ok = false
+				}
+				cd.lo, cd.hi = min(cd.lo, cands[i].lo), max(cd.hi, cands[i].hi)
+			default:
+				if p, isStage := pos[l.Tensor]; isStage && p >= epoch {
+					ok = false
+				}
+			}
+			return ok
+		})
+		if !ok || !reads || len(cd.axes) != len(u.Axes) {
+			continue
+		}
+		in[u] = len(cands)
+		cands = append(cands, cd)
+	}
+	for g := 1; g <= min(st.d.Batch, residentMaxGroup); g++ {
+		if st.d.Batch%g != 0 {
+			continue
+		}
+		e := &epilogue{group: g}
+		for _, cd := range cands {
+			if cd.lo/g == cd.hi/g {
+				e.stages = append(e.stages, cd.u)
+				e.groups = append(e.groups, cd.lo/g)
+				e.axes = append(e.axes, cd.axes)
+			}
+		}
+		if len(e.stages) == len(cands) {
+			return e
+		}
+	}
+	return &epilogue{group: 1}
+}
+
+// weightCache returns the cache of keys slices of slice floats that fits
+// in budget bytes of shared memory per block beside a kernel's res and
+// other bytes: the fewest slots that hold every key at the occupancy they
+// allow (the grid, and so the virtual blocks, follow from the occupancy),
+// and the kernel's resources with it. It reports false if not one slot
+// fits.
+func (c *coster) weightCache(res Resources, other, budget, keys, slice int) (*WeightCache, Resources, bool) {
+	g := c.pl.GPU
+	sliceBytes := 4*slice + 4
+	maxSlots := budget / sliceBytes
+	slots := 0
+	for n := 1; n <= maxSlots; n++ {
+		r := res
+		r.SharedBytes += other + n*sliceBytes
+		occ, _ := g.BlocksPerSM(r)
+		if occ == 0 {
+			break
+		}
+		slots = n
+		if n*g.SMs*occ >= keys {
+			break
+		}
+	}
+	if slots < 1 {
+		return nil, res, false
+	}
+	r := res
+	r.SharedBytes += other + slots*sliceBytes
+	occ, _ := g.BlocksPerSM(r)
+	return &WeightCache{Keys: keys, Virtual: g.SMs * occ, Slots: slots, SliceFloats: slice}, r, true
 }

@@ -75,6 +75,9 @@ type Schedule struct {
 	// Resident, when set, keeps the contraction's stationary factor in the
 	// kernel's weight cache (-O4); see Resident.
 	Resident *Resident
+	// EpilogueOf, when set, is the resident contraction in whose tiles'
+	// epilogue this element-wise stage is computed (see Resident.Group).
+	EpilogueOf *te.Tensor
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is
@@ -137,6 +140,12 @@ func (s *Schedule) String() string {
 	}
 	if r := s.Resident; r != nil {
 		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
+	}
+	if r := s.Resident; r != nil && r.Group > 1 {
+		str += fmt.Sprintf(", %d batch entries per tile", r.Group)
+	}
+	if s.EpilogueOf != nil {
+		str += " in the epilogue of " + s.EpilogueOf.Name
 	}
 	if s.From != nil {
 		str += " from " + s.From.Name

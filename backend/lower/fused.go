@@ -85,6 +85,9 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
 		}
 		s := pl.Schedules[t]
+		if s.EpilogueOf != nil {
+			continue // computed in its producer's tiles
+		}
 		tiles = max(tiles, s.Tiles)
 		docs = append(docs, t.Name)
 		tmp := &kir.Kernel{}

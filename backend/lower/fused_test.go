@@ -272,3 +272,59 @@ func TestRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestResidentEpilogue checks a resident stage that computes its
+// element-wise consumers in its tiles' epilogue: two batched matrix-vector
+// stages over the same weights W[q], each followed by a stage combining
+// its two batch entries column by column. Each tile computes both entries
+// (a group of 2) and the consumer, so no grid sync separates them, and
+// the result is right and race-free on grids of 1 to 8 blocks.
+func TestResidentEpilogue(t *testing.T) {
+	const k, n = 16, 16
+	bld := tb.New("epi")
+	x := bld.Input("x", 2, 1, k)
+	w := bld.Param("W", 2, k, n)
+	step := func(name string, in func(q, m, r te.Index) te.Expr) (*te.Tensor, *te.Tensor) {
+		s := bld.Compute(name, tb.Shape(2, 1, n), func(ax []te.Index) te.Expr {
+			return tb.Reduce(te.Sum, "k", k, func(r te.Index) te.Expr {
+				return tb.Bin(te.Mul, in(ax[0], ax[1], r), tb.Ld(w, ax[0], r, ax[2]))
+			})
+		})
+		e := bld.Compute(name+"e", tb.Shape(1, n), func(ax []te.Index) te.Expr {
+			return tb.Un(te.Tanh, tb.Bin(te.Add, tb.Ld(s, te.Const(0), ax[0], ax[1]), tb.Ld(s, te.Const(1), ax[0], ax[1])))
+		})
+		return s, e
+	}
+	s1, e1 := step("s1", func(q, m, r te.Index) te.Expr { return tb.Ld(x, q, m, r) })
+	s2, e2 := step("s2", func(q, m, r te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Ld(e1, m, r), tb.Ld(x, q, m, r))
+	})
+	p := bld.Program(e2)
+	m, pl := fusedModule(t, p, "small", false)
+	for _, c := range []struct{ s, e *te.Tensor }{{s1, e1}, {s2, e2}} {
+		r := pl.Schedules[c.s].Resident
+		if r == nil || r.Group != 2 || len(r.Epilogue) != 1 || r.Epilogue[0] != c.e || pl.Schedules[c.e].EpilogueOf != c.s {
+			t.Errorf("%s: resident %+v; want a group of 2 with %s in the epilogue:\n%s", c.s.Name, r, c.e.Name, pl)
+		}
+	}
+	if len(pl.Kernels) != 1 || pl.Kernels[0].GridSyncs != 1 {
+		t.Errorf("want one kernel with one grid sync (before s2):\n%s", pl)
+	}
+	in := randomFeeds(p)
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, blocks := range []int{1, 4, 8} {
+		res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: blocks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RaceCount > 0 {
+			t.Fatalf("%d blocks: %d races; first: %s", blocks, res.RaceCount, res.Races[0])
+		}
+		if mm, err := numeric.Compare(res.Outputs["s2e"], want["s2e"], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5}); err != nil || mm != nil {
+			t.Errorf("%d blocks: %v %v", blocks, err, mm)
+		}
+	}
+}

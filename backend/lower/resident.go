@@ -32,12 +32,14 @@ func newWeightCache(wc *partition.WeightCache, k *kir.Kernel) (*weightCache, []k
 }
 
 // resident lowers contraction t whose schedule is Resident: every tile
-// computes all M rows of the other factor for TileF columns of the
-// stationary one, whose K × TileF slice it reads from the cache, loading
-// it first if its slot holds another key. Tile (b, nf) has key
-// Keys[b]·NT + nf and is computed by the block running virtual block
-// key mod V, so a slice is always read by the same block. It reports
-// false, lowering nothing, when t is not such a contraction.
+// computes, for Group consecutive batch entries, all M rows of the other
+// factor for TileF columns of the stationary one, whose K × TileF slices
+// (one per entry) it reads from the cache, loading them first if its slot
+// holds another key. Tile (i, nf) of group i has key Keys[i]·NT + nf and
+// is computed by the block running virtual block key mod V, so a slice is
+// always read by the same block. The threads that write the tile's columns
+// then compute the stages of Resident.Epilogue that read this group. It
+// reports false, lowering nothing, when t is not such a contraction.
 func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache, tmp *kir.Kernel, body *[]kir.Stmt) bool {
 	d, ok := partition.ContractionDims(t)
 	rs := s.Resident
@@ -49,10 +51,11 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	if rs.Stationary == 0 {
 		fAxes, aAxes, F, A = d.MAxes, d.NAxes, d.X, d.Y
 	}
-	threads, tf, split := l.threads, rs.TileF, rs.Split
+	threads, tf, split, group := l.threads, rs.TileF, rs.Split, max(rs.Group, 1)
 	rows, K := product(aAxes), product(r.Axes)
+	member := K * tf // one batch entry's slice
 	slice, slots, virtual := wc.plan.SliceFloats, wc.plan.Slots, wc.plan.Virtual
-	if tf*split != threads || K*tf != slice || len(rs.Keys) != d.Batch {
+	if tf*split != threads || group*member != slice || d.Batch%group != 0 || len(rs.Keys)*group != d.Batch {
 		return false
 	}
 	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
@@ -67,18 +70,16 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(tf))},
 		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(tf))},
 	)
-	v, b, nf := kir.NewVar("v", te.I32), kir.NewVar("b", te.I32), kir.NewVar("nf", te.I32)
+	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
-	var tile []kir.Stmt
-	perBatch := g.into(func() {
-		bind(g, d.BatchAxes, b)
-		// The first of this batch entry's tiles that virtual block v owns:
+	perGroup := g.into(func() {
+		// The first of this group's tiles that virtual block v owns:
 		// key ≡ v (mod V).
 		g.emit(
-			&kir.Let{Var: family, Value: piecewise(rs.Keys, b)},
+			&kir.Let{Var: family, Value: piecewise(rs.Keys, gi)},
 			&kir.Let{Var: first, Value: kir.Mod(kir.Sub(v, kir.Mul(family, kir.I(rs.NT))), kir.I(virtual))},
 		)
-		tile = g.into(func() {
+		tile := g.into(func() {
 			key, slot, hit := kir.NewVar("key", te.I32), kir.NewVar("slot", te.I32), kir.NewVar("hit", te.Bool)
 			g.emit(
 				&kir.Let{Var: key, Value: kir.Add(kir.Mul(family, kir.I(rs.NT)), nf)},
@@ -92,11 +93,17 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 			load := g.into(func() {
 				e := kir.NewVar("e", te.I32)
 				g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(slice), Body: g.into(func() {
-					kk, f := kir.NewVar("kk", te.I32), kir.NewVar("f", te.I32)
+					b, kk, f := kir.NewVar("b", te.I32), kir.NewVar("kk", te.I32), kir.NewVar("f", te.I32)
+					at := kir.Expr(e)
+					if group > 1 {
+						at = kir.Mod(e, kir.I(member))
+					}
 					g.emit(
-						&kir.Let{Var: kk, Value: kir.Div(e, kir.I(tf))},
+						&kir.Let{Var: b, Value: kir.Add(kir.Mul(gi, kir.I(group)), kir.Div(e, kir.I(member)))},
+						&kir.Let{Var: kk, Value: kir.Div(at, kir.I(tf))},
 						&kir.Let{Var: f, Value: kir.Add(kir.Mul(nf, kir.I(tf)), kir.Mod(e, kir.I(tf)))},
 					)
+					bind(g, d.BatchAxes, b)
 					bind(g, fAxes, f)
 					bind(g, r.Axes, kk)
 					g.emit(&kir.Store{Buf: wc.data, Index: kir.Add(base, e), Value: convert(g.expr(F), te.F32)})
@@ -104,71 +111,124 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 				g.emit(&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{&kir.Store{Buf: wc.tag, Index: slot, Value: key}}})
 			})
 			g.emit(&kir.If{Cond: &kir.Unary{Op: te.Not, X: hit}, Then: load})
-			// Stage the other factor's rows whole.
-			e := kir.NewVar("e", te.I32)
-			g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(rows * K), Body: g.into(func() {
-				m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
-				g.emit(
-					&kir.Let{Var: m, Value: kir.Div(e, kir.I(K))},
-					&kir.Let{Var: kk, Value: kir.Mod(e, kir.I(K))},
-				)
-				bind(g, aAxes, m)
-				bind(g, r.Axes, kk)
-				g.emit(&kir.Store{Buf: xs, Index: e, Value: convert(g.expr(A), te.F32)})
-			})}, &kir.SyncThreads{})
-			for _, a := range append(append([]*te.Var{}, fAxes...), append(aAxes, r.Axes...)...) {
-				delete(g.env, a)
-			}
-			// Thread (kz, col) sums every split-th k of its column, for
-			// every row; neighbouring threads read neighbouring elements.
-			acc := make([]*kir.Var, rows)
-			for m := range acc {
-				acc[m] = kir.NewVar("acc", te.F32)
-				g.emit(&kir.Let{Var: acc[m], Value: kir.F(0)})
-			}
-			kk := kir.NewVar("kk", te.I32)
-			w := kir.NewVar("w", te.F32)
-			step := []kir.Stmt{&kir.Let{Var: w, Value: kir.Ld(wc.data, kir.Add(base, kir.Add(kir.Mul(kk, kir.I(tf)), col)))}}
-			for m := range acc {
-				step = append(step, &kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(xs, kir.Add(kir.I(m*K), kk)), w))})
-			}
-			g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: kz, Hi: kir.I(K), Step: split, Body: step})
-			for m := range acc {
-				g.emit(&kir.Store{Buf: red, Index: kir.Add(kir.I(m*threads), tid), Value: acc[m]})
-			}
-			// Combine the split sums of each column: halve the live
-			// threads of the column each step.
-			for h := split / 2; h >= 1; h /= 2 {
-				var add []kir.Stmt
-				for m := range acc {
-					at := kir.Add(kir.I(m*threads), tid)
-					add = append(add, &kir.Store{Buf: red, Index: at,
-						Value: kir.Add(kir.Ld(red, at), kir.Ld(red, kir.Add(at, kir.I(h*tf))))})
+			for j := range group {
+				if j > 0 {
+					g.emit(&kir.SyncThreads{}) // the last entry's reads of xs and red are done
 				}
-				g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(kz, kir.I(h)), Then: add})
+				l.residentEntry(g, t, d, rs, entryCtx{
+					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
+					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
+					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K,
+				})
 			}
-			g.emit(&kir.SyncThreads{})
-			epilogue := g.into(func() {
-				f := kir.NewVar("f", te.I32)
-				g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(nf, kir.I(tf)), col)})
-				bind(g, fAxes, f)
-				for m := range acc {
-					sum := kir.NewVar("sum", te.F32)
-					g.emit(&kir.Let{Var: sum, Value: kir.Ld(red, kir.Add(kir.I(m*threads), col))})
-					g.done[r] = sum
-					mv := kir.NewVar("m", te.I32)
-					g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
-					bind(g, aAxes, mv)
-					g.emit(&kir.Store{Buf: buf, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), buf.ValueType())})
-				}
-			})
-			g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(tf)), Then: epilogue})
+			// The stages in the epilogue: thread col wrote every entry of
+			// the group at its columns, and computes them there.
+			for e, u := range rs.Epilogue {
+				epi := g.into(func() {
+					f := kir.NewVar("f", te.I32)
+					g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(nf, kir.I(tf)), col)})
+					bind(g, fAxes, f)
+					for m := range rows {
+						mv := kir.NewVar("m", te.I32)
+						g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+						bind(g, aAxes, mv)
+						for ua, ta := range rs.EpilogueAxes[e] {
+							g.env[ua] = g.env[ta]
+						}
+						ub := l.bufs[u]
+						g.emit(&kir.Store{Buf: ub, Index: g.flat(u.Shape, axisIndexes(u)), Value: convert(g.expr(u.Body), ub.ValueType())})
+					}
+				})
+				// Two conditions, not one conjunction: each is a condition on
+				// fewer loop variables for the static report to enumerate.
+				g.emit(&kir.If{Cond: kir.Eq(gi, kir.I(rs.EpilogueGroup[e])), Then: []kir.Stmt{
+					&kir.If{Cond: kir.Lt(tid, kir.I(tf)), Then: epi}}})
+			}
 		})
 		g.emit(&kir.For{Var: nf, Kind: kir.Serial, Lo: first, Hi: kir.I(rs.NT), Step: virtual, Body: tile})
 	})
 	g.emit(&kir.For{Var: v, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(virtual), Body: []kir.Stmt{
-		&kir.For{Var: b, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(d.Batch), Step: 1, Body: perBatch}}})
+		&kir.For{Var: gi, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(d.Batch / group), Step: 1, Body: perGroup}}})
 	return true
+}
+
+// entryCtx is what residentEntry needs of the tile it computes an entry of.
+type entryCtx struct {
+	b, base            kir.Expr // the batch entry, and its slice's offset in the cache
+	tid, col, kz, nf   *kir.Var
+	xs, red, data, out *kir.Buffer
+	fAxes, aAxes       []*te.Var
+	A                  te.Expr
+	rows, K            int
+}
+
+// residentEntry emits one batch entry of a resident tile: stage the other
+// factor's rows, let thread (kz, col) sum every split-th k of its column
+// against the cached slice, combine the sums in shared memory, and let
+// the threads of the first split write the outputs.
+func (l *lowerer) residentEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.Resident, c entryCtx) {
+	r := d.Reduce
+	threads, tf, split := l.threads, rs.TileF, rs.Split
+	b := kir.NewVar("b", te.I32)
+	g.emit(&kir.Let{Var: b, Value: c.b})
+	bind(g, d.BatchAxes, b)
+	e := kir.NewVar("e", te.I32)
+	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * c.K), Body: g.into(func() {
+		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
+		g.emit(
+			&kir.Let{Var: m, Value: kir.Div(e, kir.I(c.K))},
+			&kir.Let{Var: kk, Value: kir.Mod(e, kir.I(c.K))},
+		)
+		bind(g, c.aAxes, m)
+		bind(g, r.Axes, kk)
+		g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
+	})}, &kir.SyncThreads{})
+	for _, a := range append(append([]*te.Var{}, c.fAxes...), append(c.aAxes, r.Axes...)...) {
+		delete(g.env, a)
+	}
+	acc := make([]*kir.Var, c.rows)
+	for m := range acc {
+		acc[m] = kir.NewVar("acc", te.F32)
+		g.emit(&kir.Let{Var: acc[m], Value: kir.F(0)})
+	}
+	kk := kir.NewVar("kk", te.I32)
+	w := kir.NewVar("w", te.F32)
+	step := []kir.Stmt{&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))}}
+	for m := range acc {
+		step = append(step, &kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(c.xs, kir.Add(kir.I(m*c.K), kk)), w))})
+	}
+	g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: c.kz, Hi: kir.I(c.K), Step: split, Body: step})
+	for m := range acc {
+		g.emit(&kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.tid), Value: acc[m]})
+	}
+	// Combine the split sums of each column: halve the live threads of
+	// the column each step.
+	for h := split / 2; h >= 1; h /= 2 {
+		var add []kir.Stmt
+		for m := range acc {
+			at := kir.Add(kir.I(m*threads), c.tid)
+			add = append(add, &kir.Store{Buf: c.red, Index: at,
+				Value: kir.Add(kir.Ld(c.red, at), kir.Ld(c.red, kir.Add(at, kir.I(h*tf))))})
+		}
+		g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(c.kz, kir.I(h)), Then: add})
+	}
+	g.emit(&kir.SyncThreads{})
+	epilogue := g.into(func() {
+		f := kir.NewVar("f", te.I32)
+		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(tf)), c.col)})
+		bind(g, c.fAxes, f)
+		for m := range acc {
+			sum := kir.NewVar("sum", te.F32)
+			g.emit(&kir.Let{Var: sum, Value: kir.Ld(c.red, kir.Add(kir.I(m*threads), c.col))})
+			g.done[r] = sum
+			mv := kir.NewVar("m", te.I32)
+			g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+			bind(g, c.aAxes, mv)
+			g.emit(&kir.Store{Buf: c.out, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), c.out.ValueType())})
+		}
+		delete(g.done, r)
+	})
+	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
 }
 
 // piecewise returns the expression of x that takes value vals[x] for x in

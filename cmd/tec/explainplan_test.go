@@ -44,9 +44,9 @@ func TestExplainPlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
 		t.Fatalf("LSTM: status %d, %v\n%s", code, err, stderr)
 	}
-	if k := r.Plan.Kernels; len(k) != 1 || k[0].WeightCache == nil || k[0].WeightCache.Slices != 12 ||
-		k[0].WeightCache.Resident != 12 || len(k[0].WeightCache.Stages) == 0 {
-		t.Errorf("LSTM plan: %+v; want one kernel whose weight cache holds all 12 slices", k)
+	if k := r.Plan.Kernels; len(k) != 1 || k[0].WeightCache == nil || k[0].WeightCache.Slices != 3 ||
+		k[0].WeightCache.Resident != 3 || len(k[0].WeightCache.Stages) == 0 {
+		t.Errorf("LSTM plan: %+v; want one kernel whose weight cache holds all 3 slices", k)
 	}
 
 	code, stdout, _ = runTec(t, "explain", "../../examples/bert.te", "--plan", "--summary", "-O0")
