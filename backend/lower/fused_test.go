@@ -252,25 +252,7 @@ func TestRotation(t *testing.T) {
 	if g := m.Kernels[0].Grid.Blocks; g < 2 {
 		t.Errorf("grid of %d blocks; want at least 2, one per independent stage", g)
 	}
-	in := randomFeeds(p)
-	want, err := te.Evaluate(p, in, te.EvalOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, blocks := range []int{1, 2, 8} {
-		res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: blocks})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.RaceCount > 0 {
-			t.Fatalf("%d blocks: %d races; first: %s", blocks, res.RaceCount, res.Races[0])
-		}
-		for _, o := range []string{"b", "c"} {
-			if mm, err := numeric.Compare(res.Outputs[o], want[o], numeric.Tolerance{Rtol: 1e-5, Atol: 1e-6}); err != nil || mm != nil {
-				t.Errorf("%d blocks: output %s: %v %v", blocks, o, err, mm)
-			}
-		}
-	}
+	onGrids(t, m, p, 1, 2, 8)
 }
 
 // TestResidentEpilogue checks a resident stage that computes its
@@ -310,12 +292,20 @@ func TestResidentEpilogue(t *testing.T) {
 	if len(pl.Kernels) != 1 || pl.Kernels[0].GridSyncs != 1 {
 		t.Errorf("want one kernel with one grid sync (before s2):\n%s", pl)
 	}
+	onGrids(t, m, p, 1, 4, 8)
+}
+
+// onGrids runs m, lowered from p, in the simulator on grids of each number
+// of blocks, and checks that it is race-free and that every output equals
+// the reference evaluator's.
+func onGrids(t *testing.T, m *kir.Module, p *te.Program, grids ...int) {
+	t.Helper()
 	in := randomFeeds(p)
 	want, err := te.Evaluate(p, in, te.EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, blocks := range []int{1, 4, 8} {
+	for _, blocks := range grids {
 		res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: blocks})
 		if err != nil {
 			t.Fatal(err)
@@ -323,8 +313,10 @@ func TestResidentEpilogue(t *testing.T) {
 		if res.RaceCount > 0 {
 			t.Fatalf("%d blocks: %d races; first: %s", blocks, res.RaceCount, res.Races[0])
 		}
-		if mm, err := numeric.Compare(res.Outputs["s2e"], want["s2e"], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5}); err != nil || mm != nil {
-			t.Errorf("%d blocks: %v %v", blocks, err, mm)
+		for _, o := range p.Outputs {
+			if mm, err := numeric.Compare(res.Outputs[o.Name], want[o.Name], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5}); err != nil || mm != nil {
+				t.Errorf("%d blocks: output %s: %v %v", blocks, o.Name, err, mm)
+			}
 		}
 	}
 }
