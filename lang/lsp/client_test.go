@@ -165,6 +165,22 @@ func (c *client) notify(method string, params any) {
 // diagnostics waits for the diagnostics of uri at version (or later).
 func (c *client) diagnostics(uri protocol.DocumentURI, version int32) protocol.PublishDiagnosticsParams {
 	c.t.Helper()
+	return c.awaitDiagnostics(uri, func(p protocol.PublishDiagnosticsParams) bool { return int32(p.Version) >= version })
+}
+
+// closedDiagnostics waits for the publication that clears uri's
+// diagnostics when it is closed: one without a version. Publications for
+// versions of the open file that arrive late (a re-check after a
+// configuration change) are skipped.
+func (c *client) closedDiagnostics(uri protocol.DocumentURI) protocol.PublishDiagnosticsParams {
+	c.t.Helper()
+	return c.awaitDiagnostics(uri, func(p protocol.PublishDiagnosticsParams) bool { return p.Version == 0 })
+}
+
+// awaitDiagnostics returns the first publication of uri's diagnostics that
+// want accepts.
+func (c *client) awaitDiagnostics(uri protocol.DocumentURI, want func(protocol.PublishDiagnosticsParams) bool) protocol.PublishDiagnosticsParams {
+	c.t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
@@ -179,11 +195,11 @@ func (c *client) diagnostics(uri protocol.DocumentURI, version int32) protocol.P
 			if err := json.Unmarshal(m.Params, &p); err != nil {
 				c.t.Fatal(err)
 			}
-			if p.URI == uri && int32(p.Version) >= version {
+			if p.URI == uri && want(p) {
 				return p
 			}
 		case <-timeout:
-			c.t.Fatalf("no diagnostics for %s version %d in 20s", uri, version)
+			c.t.Fatalf("no diagnostics for %s in 20s", uri)
 		}
 	}
 }

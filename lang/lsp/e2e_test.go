@@ -129,7 +129,7 @@ func TestEndToEnd(t *testing.T) {
 	request("hover on an index variable after tec.defines", "textDocument/hover", at("j](a", 1, 0))
 
 	c.notify("textDocument/didClose", map[string]any{"textDocument": doc})
-	record("diagnostics after close", c.diagnostics(model, 0))
+	record("diagnostics after close", c.closedDiagnostics(model))
 	request("hover on a file that is not open", "textDocument/hover", at("h[i, j]", 1, 0))
 
 	if err := c.shutdown(); err != nil {
