@@ -202,3 +202,35 @@ func TestEfficiency(t *testing.T) {
 		t.Errorf("per-TE h: %s", h)
 	}
 }
+
+// TestMatVecSchedule checks when a contraction is tiled as matrix-vector
+// products and how wide its tiles are on the A100 model (108 SMs).
+func TestMatVecSchedule(t *testing.T) {
+	for _, tt := range []struct {
+		m, k, n int
+		tileF   int // 0: not a MatVec
+	}{
+		{1, 512, 4096, 16}, // 256 tiles of 16 fill the SMs
+		{1, 512, 1024, 8},  // 64 tiles of 16 would not: 128 of 8
+		{2, 1152, 48, 2},   // narrowed to 2 columns (24 tiles), each thread still 9 k
+		{1, 1280, 1000, 8}, // 1000 columns: tiles of 8 divide them
+		{16, 512, 1024, 0}, // 16 rows: an ordinary tile
+		{1, 8, 64, 0},      // 16 threads per column, 8 k: an ordinary tile
+	} {
+		p := mlp(tt.m, tt.k, tt.n)
+		pl := plan(t, p, "a100", Options{Split: true, Reuse: true})
+		var h *te.Tensor
+		for _, x := range p.Tensors {
+			if x.Name == "h" {
+				h = x
+			}
+		}
+		mv := pl.Schedules[h].MatVec
+		switch {
+		case tt.tileF == 0 && mv != nil:
+			t.Errorf("%dx%dx%d: matvec %+v; want none", tt.m, tt.k, tt.n, mv)
+		case tt.tileF != 0 && (mv == nil || mv.TileF != tt.tileF || mv.Wide != 1 || mv.Split*mv.TileF != 256):
+			t.Errorf("%dx%dx%d: matvec %+v; want %d columns per tile", tt.m, tt.k, tt.n, mv, tt.tileF)
+		}
+	}
+}

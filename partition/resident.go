@@ -29,14 +29,10 @@ import (
 // its TileF columns: the block's threads form Split × TileF, each summing
 // every Split-th k of its column, and combine their sums in shared memory.
 type Resident struct {
-	// Stationary is 0 when the stationary factor is the contraction's X
-	// (Dims.X), 1 when it is Y.
-	Stationary int
+	// MatVec is the tiling, its wide factor the stationary one.
+	MatVec
 	// Keys[b] numbers the distinct slice families of batch entry b.
 	Keys []int
-	// TileF is the stationary factor's columns per tile, NT its tiles
-	// along them, Split the threads that share one column's k range.
-	TileF, NT, Split int
 	// Group is the number of consecutive batch entries a tile computes
 	// (Keys then numbers the families of groups: Keys[i] for entries
 	// [i·Group, (i+1)·Group)), so that the element-wise stages in
@@ -277,7 +273,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	for i, st := range keep {
 		s := c.pl.Schedules[st.t]
 		saved[st.t] = *s
-		rs := &Resident{Stationary: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf, Group: group}
+		rs := &Resident{MatVec: MatVec{Wide: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf}, Group: group}
 		for i := 0; i < len(st.family); i += group {
 			rs.Keys = append(rs.Keys, ids[strings.Join(st.family[i:i+group], "|")])
 		}
@@ -288,7 +284,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 			saved[u] = *su
 			su.EpilogueOf = st.t
 		}
-		s.Resident = rs
+		s.Resident, s.MatVec = rs, nil
 		s.Threads = threads
 		s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = st.rows, tf, st.d.K, 1, 1
 		if st.which == 0 {

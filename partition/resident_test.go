@@ -60,7 +60,7 @@ func TestResident(t *testing.T) {
 		switch {
 		case w == nil && r != nil:
 			t.Errorf("%s: resident %+v; want none", tn.Name, r)
-		case w != nil && (r == nil || !slices.Equal(r.Keys, w) || r.TileF != 16 || r.Stationary != 1):
+		case w != nil && (r == nil || !slices.Equal(r.Keys, w) || r.TileF != 16 || r.Wide != 1):
 			t.Errorf("%s: resident %+v; want keys %v, 16 columns per tile, Y stationary", tn.Name, r, w)
 		}
 	}

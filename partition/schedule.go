@@ -72,8 +72,10 @@ type Schedule struct {
 	// From is the compute-intensive tensor whose schedule a memory-intensive
 	// one took (paper Alg. 1, lines 13-18), or nil.
 	From *te.Tensor
-	// Resident, when set, keeps the contraction's stationary factor in the
-	// kernel's weight cache (-O4); see Resident.
+	// MatVec, when set, tiles the contraction as matrix-vector products;
+	// Resident, when set instead, does so with the wide factor kept in the
+	// kernel's weight cache (-O4).
+	MatVec   *MatVec
 	Resident *Resident
 	// EpilogueOf, when set, is the resident contraction in whose tiles'
 	// epilogue this element-wise stage is computed (see Resident.Group).
@@ -111,6 +113,7 @@ func (s *Schedule) Unfused(out int64) {
 	if s.Kind != Contraction {
 		return
 	}
+	s.MatVec = nil
 	tm, tn := min(unfusedTile, nextPow2(s.M)), min(unfusedTile, nextPow2(s.N))
 	s.tile(tm, tn, 1, 1, out)
 	s.Threads = tm * tn
@@ -137,6 +140,9 @@ func (s *Schedule) String() string {
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)
 	case Rows:
 		str += fmt.Sprintf(" row-axes=%d", s.RowAxes)
+	}
+	if m := s.MatVec; m != nil {
+		str += fmt.Sprintf(" matvec: %d columns per tile, %d threads per column", m.TileF, m.Split)
 	}
 	if r := s.Resident; r != nil {
 		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
@@ -186,6 +192,9 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	if d, ok := ContractionDims(t); ok {
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
+		if s.matVec(d, g, t.Bytes()) {
+			return s, nil
+		}
 		tm, tn := tileShape(d.M, d.N, threads)
 		s.regTile(tm, tn, g, t.Bytes())
 		return s, nil
@@ -319,6 +328,70 @@ func (s *Schedule) regTile(tm, tn int, g GPU, out int64) {
 		}
 	}
 	s.tile(tm, tn, bestM, bestN, out)
+}
+
+// MatVec tiles a contraction one of whose factors has few rows (at most
+// matVecMaxRows points of its own axes: a matrix-vector product, or a few
+// vectors) by the columns of the other, wide factor: a tile computes every
+// row for TileF columns, the block's threads forming Split × TileF, each
+// summing every Split-th k of its column, and the Split partial sums of a
+// column are combined in shared memory. All the tile's rows are staged in
+// shared memory for the whole of K. Unlike a TileM × TileN tile, whose
+// threads along M would have no rows to compute, every thread works, and
+// the wide factor is read once.
+type MatVec struct {
+	// Wide is 0 when the wide factor is the contraction's X (Dims.X; its
+	// own axes, M, are the columns), 1 when it is Y (N).
+	Wide int
+	// TileF is the wide factor's columns per tile, NT its tiles along
+	// them, Split the threads that share one column's k range.
+	TileF, NT, Split int
+}
+
+// Bounds of matrix-vector tiles.
+const (
+	matVecMaxRows  = 8        // rows of the narrow factor
+	matVecMaxStage = 16 << 10 // bytes of them staged in shared memory
+	matVecMaxTileF = 16       // widest tile, in columns
+	matVecMinK     = 8        // k each thread sums, at least, when tiles are narrowed
+)
+
+// matVec gives the contraction d a MatVec schedule and reports whether it
+// is one: one factor with at most matVecMaxRows rows whose rows fit in
+// shared memory. It takes the widest tile (a power of two that divides the
+// columns, up to matVecMaxTileF) that still gives every SM a tile, or one
+// column per tile. out is the size of the output in bytes.
+func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
+	mv := &MatVec{Wide: 1}
+	rows, cols := d.M, d.N
+	if d.N < d.M {
+		mv.Wide, rows, cols = 0, d.N, d.M
+	}
+	if rows > matVecMaxRows || 4*rows*d.K > matVecMaxStage || s.Threads%matVecMaxTileF != 0 {
+		return false
+	}
+	// Narrower tiles make more of them, for more SMs, but split K among
+	// more threads: keep at least matVecMinK of it to each.
+	narrowest := min(matVecMaxTileF, nextPow2(ceilDiv(s.Threads*matVecMinK, d.K)))
+	mv.TileF = matVecMaxTileF
+	for mv.TileF > 1 && (cols%mv.TileF != 0 || (mv.TileF > narrowest && d.Batch*cols/mv.TileF < g.SMs)) {
+		mv.TileF /= 2
+	}
+	mv.NT, mv.Split = cols/mv.TileF, s.Threads/mv.TileF
+	if mv.Split > d.K {
+		return false // threads with no k to sum: a tile of one output per thread does better
+	}
+	s.MatVec = mv
+	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.TileF, d.K, 1, 1
+	if mv.Wide == 0 {
+		s.TileM, s.TileN = mv.TileF, rows
+	}
+	s.Tiles = d.Batch * mv.NT
+	s.SharedBytes = 4 * (rows*d.K + s.Threads*rows)
+	s.RegsPerThread = 32 + 2*rows
+	// The wide factor once, the rows once per tile.
+	s.Bytes = 4*int64(d.Batch)*(int64(d.K)*int64(cols)+int64(rows)*int64(d.K)*int64(mv.NT)) + out
+	return true
 }
 
 // Efficiency returns the fraction of the FP32 peak that a contraction's

@@ -101,6 +101,12 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 				}
 				break
 			}
+			if s.MatVec != nil {
+				if !l.matVec(t, s, tmp, &stage) {
+					return nil, fmt.Errorf("lower: stage %s: the plan tiles it as matrix-vector products, but it is not one", t.Name)
+				}
+				break
+			}
 			l.rm, l.rn = max(s.RegM, 1), max(s.RegN, 1)
 			l.tm, l.tn = s.TileM/l.rm, s.TileN/l.rn
 			reds := topReduces(t.Body)

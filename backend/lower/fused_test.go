@@ -320,3 +320,29 @@ func onGrids(t *testing.T, m *kir.Module, p *te.Program, grids ...int) {
 		}
 	}
 }
+
+// TestMatVec checks contractions tiled as matrix-vector products: a vector
+// times a matrix whose columns (1000) take tiles of 8, and a matrix times
+// a few vectors (the wide factor on the left), each right and race-free on
+// several grids.
+func TestMatVec(t *testing.T) {
+	bld := tb.New("mv")
+	x := bld.Input("x", 1, 96)
+	w := bld.Param("w", 96, 1000)
+	a := bld.Param("a", 200, 64)
+	v := bld.Input("v", 64, 8)
+	y := bld.Matmul("y", x, w)
+	z := bld.Matmul("z", a, v)
+	p := bld.Program(y, z)
+	m, pl := fusedModule(t, p, "a100", false)
+	for _, c := range []struct {
+		t           *te.Tensor
+		wide, tileF int
+	}{{y, 1, 8}, {z, 0, 8}} {
+		mv := pl.Schedules[c.t].MatVec
+		if mv == nil || mv.Wide != c.wide || mv.TileF != c.tileF {
+			t.Errorf("%s: matvec %+v; want the wide factor %d, %d columns per tile", c.t.Name, mv, c.wide, c.tileF)
+		}
+	}
+	onGrids(t, m, p, 1, 3, 64)
+}

@@ -48,7 +48,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	}
 	r := d.Reduce
 	fAxes, aAxes, F, A := d.NAxes, d.MAxes, d.Y, d.X
-	if rs.Stationary == 0 {
+	if rs.Wide == 0 {
 		fAxes, aAxes, F, A = d.MAxes, d.NAxes, d.X, d.Y
 	}
 	threads, tf, split, group := l.threads, rs.TileF, rs.Split, max(rs.Group, 1)
@@ -115,7 +115,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 				if j > 0 {
 					g.emit(&kir.SyncThreads{}) // the last entry's reads of xs and red are done
 				}
-				l.residentEntry(g, t, d, rs, entryCtx{
+				l.residentEntry(g, t, d, &rs.MatVec, entryCtx{
 					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
 					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
 					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K,
@@ -152,6 +152,50 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	return true
 }
 
+// matVec lowers contraction t under its MatVec schedule: a grid-stride
+// loop over tiles (batch entry, nf), each computing every row of the
+// narrow factor for TileF columns of the wide one, read from global
+// memory, and reports whether it did.
+func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, body *[]kir.Stmt) bool {
+	d, ok := partition.ContractionDims(t)
+	mv := s.MatVec
+	if !ok || mv == nil || mv.TileF*mv.Split != l.threads {
+		return false
+	}
+	fAxes, aAxes, F, A := d.NAxes, d.MAxes, d.Y, d.X
+	if mv.Wide == 0 {
+		fAxes, aAxes, F, A = d.MAxes, d.NAxes, d.X, d.Y
+	}
+	rows, K := product(aAxes), product(d.Reduce.Axes)
+	if product(fAxes) != mv.TileF*mv.NT {
+		return false
+	}
+	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
+	red := &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows, l.threads}}
+	tmp.Shared = []*kir.Buffer{xs, red}
+	g := l.gen(body)
+	tid, col, kz := kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
+	g.emit(
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(mv.TileF))},
+		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(mv.TileF))},
+	)
+	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
+	inner := g.into(func() {
+		g.emit(
+			&kir.Let{Var: nf, Value: digit(tile, 1, mv.NT)},
+			// The last tile's reads of xs and red are done.
+			&kir.SyncThreads{},
+		)
+		l.residentEntry(g, t, d, mv, entryCtx{
+			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
+			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F,
+		})
+	})
+	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
+	return true
+}
+
 // entryCtx is what residentEntry needs of the tile it computes an entry of.
 type entryCtx struct {
 	b, base            kir.Expr // the batch entry, and its slice's offset in the cache
@@ -160,13 +204,16 @@ type entryCtx struct {
 	fAxes, aAxes       []*te.Var
 	A                  te.Expr
 	rows, K            int
+	// F, when set, is the wide factor, read from global memory at each k
+	// instead of from the cache slice at base in data.
+	F te.Expr
 }
 
 // residentEntry emits one batch entry of a resident tile: stage the other
 // factor's rows, let thread (kz, col) sum every split-th k of its column
 // against the cached slice, combine the sums in shared memory, and let
 // the threads of the first split write the outputs.
-func (l *lowerer) residentEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.Resident, c entryCtx) {
+func (l *lowerer) residentEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.MatVec, c entryCtx) {
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	b := kir.NewVar("b", te.I32)
@@ -193,11 +240,34 @@ func (l *lowerer) residentEntry(g *gen, t *te.Tensor, d partition.Dims, rs *part
 	}
 	kk := kir.NewVar("kk", te.I32)
 	w := kir.NewVar("w", te.F32)
-	step := []kir.Stmt{&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))}}
-	for m := range acc {
-		step = append(step, &kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(c.xs, kir.Add(kir.I(m*c.K), kk)), w))})
+	if c.F != nil {
+		f := kir.NewVar("f", te.I32)
+		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(tf)), c.col)})
+		bind(g, c.fAxes, f)
 	}
-	g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: c.kz, Hi: kir.I(c.K), Step: split, Body: step})
+	// Thread (kz, col) takes k = kz + i·split: a loop over i, so that the
+	// static report counts it exactly.
+	i := kir.NewVar("i", te.I32)
+	step := g.into(func() {
+		g.emit(&kir.Let{Var: kk, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))})
+		if c.F != nil {
+			bind(g, r.Axes, kk)
+			g.emit(&kir.Let{Var: w, Value: convert(g.expr(c.F), te.F32)})
+		} else {
+			g.emit(&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))})
+		}
+		for m := range acc {
+			g.emit(&kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(c.xs, kir.Add(kir.I(m*c.K), kk)), w))})
+		}
+	})
+	for _, a := range append(append([]*te.Var{}, c.fAxes...), r.Axes...) {
+		delete(g.env, a)
+	}
+	if c.K%split != 0 {
+		step = []kir.Stmt{&kir.If{Cond: kir.Lt(kk, kir.I(c.K)), Then: step[1:]}}
+		step = append([]kir.Stmt{&kir.Let{Var: kk, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))}}, step...)
+	}
+	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(ceilDiv(c.K, split)), Step: 1, Body: step})
 	for m := range acc {
 		g.emit(&kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.tid), Value: acc[m]})
 	}
