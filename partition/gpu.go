@@ -82,6 +82,18 @@ func (g GPU) ParamLimit() int {
 //     Methods in NVIDIA GPUs", IPDPS 2020); it is a model parameter, not a
 //     measurement of ours.
 func builtins() map[string]GPU {
+	h100 := GPU{
+		Name: "H100-SXM5-80GB", CC: "9.0",
+		SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+		L2Bytes:       50 << 20,
+		DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	}
+	// The H200 is the H100's die and SMs with faster, larger HBM3e.
+	h200 := h100
+	h200.Name, h200.DRAMBandwidth = "H200-SXM-141GB", 4.8e12
 	return map[string]GPU{
 		"a100": {
 			Name: "A100-SXM4-40GB", CC: "8.0",
@@ -92,24 +104,8 @@ func builtins() map[string]GPU {
 			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
-		"h100": {
-			Name: "H100-SXM5-80GB", CC: "9.0",
-			SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
-			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
-			L2Bytes:       50 << 20,
-			DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12,
-			LaunchCost: 2e-6, GridSyncCost: 1e-6,
-		},
-		"h200": {
-			Name: "H200-SXM-141GB", CC: "9.0",
-			SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
-			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
-			L2Bytes:       50 << 20,
-			DRAMBandwidth: 4.8e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12,
-			LaunchCost: 2e-6, GridSyncCost: 1e-6,
-		},
+		"h100": h100,
+		"h200": h200,
 		// small is a toy GPU for tests: 4 SMs that hold one block of 256
 		// threads each, so an all-resident grid has 4 blocks and every stage of
 		// a tiny model has more tiles than the grid has blocks.

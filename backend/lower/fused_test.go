@@ -2,6 +2,7 @@ package lower_test
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"tec/analysis"
@@ -345,4 +346,40 @@ func TestMatVec(t *testing.T) {
 		}
 	}
 	onGrids(t, m, p, 1, 3, 64)
+}
+
+// TestFusedErrors checks that a plan the lowering cannot honour is an
+// error that says why, never a wrong kernel: a kernel whose shared memory
+// exceeds the GPU's per-block limit, and a matrix-vector schedule that
+// does not fit its contraction.
+func TestFusedErrors(t *testing.T) {
+	bld := tb.New("mv")
+	x := bld.Input("x", 1, 96)
+	w := bld.Param("w", 96, 1000)
+	y := bld.Matmul("y", x, w)
+	p := bld.Program(y)
+	for _, tt := range []struct {
+		name  string
+		spoil func(*partition.Plan)
+		want  []string
+	}{
+		{"shared memory", func(pl *partition.Plan) { pl.GPU.SharedPerBlock = 1024 },
+			[]string{"kernel y needs", "B of shared memory per block, more than the 1024 B of A100"}},
+		{"matvec", func(pl *partition.Plan) { pl.Schedules[y].MatVec.TileF = 3 },
+			[]string{"stage y", "tiles it as matrix-vector products, but it is not one"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, pl := fusedModule(t, p, "a100", false)
+			tt.spoil(pl)
+			_, err := lower.Fused(p, pl, lower.FusedOptions{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
 }

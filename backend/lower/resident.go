@@ -58,18 +58,9 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	if tf*split != threads || group*member != slice || d.Batch%group != 0 || len(rs.Keys)*group != d.Batch {
 		return false
 	}
-	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
-	red := &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows, threads}}
-	tmp.Shared = []*kir.Buffer{xs, red}
 	buf := l.bufs[t]
-
 	g := l.gen(body)
-	tid, col, kz := kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
-	g.emit(
-		&kir.Let{Var: tid, Value: kir.Tid()},
-		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(tf))},
-		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(tf))},
-	)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
 	perGroup := g.into(func() {
@@ -115,7 +106,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 				if j > 0 {
 					g.emit(&kir.SyncThreads{}) // the last entry's reads of xs and red are done
 				}
-				l.residentEntry(g, t, d, &rs.MatVec, entryCtx{
+				l.matVecEntry(g, t, d, &rs.MatVec, entryCtx{
 					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
 					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
 					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K,
@@ -170,16 +161,8 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 	if product(fAxes) != mv.TileF*mv.NT {
 		return false
 	}
-	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
-	red := &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows, l.threads}}
-	tmp.Shared = []*kir.Buffer{xs, red}
 	g := l.gen(body)
-	tid, col, kz := kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
-	g.emit(
-		&kir.Let{Var: tid, Value: kir.Tid()},
-		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(mv.TileF))},
-		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(mv.TileF))},
-	)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, mv.TileF)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	inner := g.into(func() {
 		g.emit(
@@ -187,7 +170,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 			// The last tile's reads of xs and red are done.
 			&kir.SyncThreads{},
 		)
-		l.residentEntry(g, t, d, mv, entryCtx{
+		l.matVecEntry(g, t, d, mv, entryCtx{
 			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
 			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F,
 		})
@@ -196,7 +179,23 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 	return true
 }
 
-// entryCtx is what residentEntry needs of the tile it computes an entry of.
+// matVecSetup declares the shared arrays of a matrix-vector stage in tmp
+// (the rows of the narrow factor, and the threads' partial sums) and emits
+// each thread's place: its column col of the tile and its share kz of K.
+func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, rows, K, tileF int) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
+	xs = &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
+	red = &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows, l.threads}}
+	tmp.Shared = []*kir.Buffer{xs, red}
+	tid, col, kz = kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
+	g.emit(
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(tileF))},
+		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(tileF))},
+	)
+	return xs, red, tid, col, kz
+}
+
+// entryCtx is what matVecEntry needs of the tile it computes an entry of.
 type entryCtx struct {
 	b, base            kir.Expr // the batch entry, and its slice's offset in the cache
 	tid, col, kz, nf   *kir.Var
@@ -209,11 +208,12 @@ type entryCtx struct {
 	F te.Expr
 }
 
-// residentEntry emits one batch entry of a resident tile: stage the other
+// matVecEntry emits one batch entry of a matrix-vector tile (resident or
+// not): stage the other
 // factor's rows, let thread (kz, col) sum every split-th k of its column
 // against the cached slice, combine the sums in shared memory, and let
 // the threads of the first split write the outputs.
-func (l *lowerer) residentEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.MatVec, c entryCtx) {
+func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.MatVec, c entryCtx) {
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	b := kir.NewVar("b", te.I32)
