@@ -257,6 +257,9 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	var cache *WeightCache
 	var r Resources
 	for f := tf; f >= 4 && first.cols%f == 0; f /= 2 {
+		if threads%f != 0 {
+			continue // the block must be Split × TileF threads exactly
+		}
 		wc, res, ok := c.weightCache(k.Resources, other, budget, len(ids)*(first.cols/f), group*first.k*f)
 		if ok && (cache == nil || float64(wc.Resident())/float64(wc.Keys) > float64(cache.Resident())/float64(cache.Keys)) {
 			cache, r, tf = wc, res, f

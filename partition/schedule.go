@@ -269,15 +269,18 @@ func opsOf(e te.Expr, seen map[*te.Reduce]bool) int64 {
 }
 
 // tileShape returns TileM×TileN = threads, TileM a power of two up to 32
-// and TileN at least 8, that loads the least from global memory: each of
-// the ⌈N/TileN⌉ column tiles reads all of X (M×K), each of the ⌈M/TileM⌉
-// row tiles all of Y (K×N); ties go to the squarer tile.
+// that divides threads and TileN at least 8, that loads the least from
+// global memory: each of the ⌈N/TileN⌉ column tiles reads all of X (M×K),
+// each of the ⌈M/TileM⌉ row tiles all of Y (K×N); ties go to the squarer
+// tile. Any block size has one (TileM = 1 divides it), so a block that is
+// not a power of two (a GPU allowing 96 or 33 threads) still has every
+// thread on the tile.
 func tileShape(m, n, threads int) (int, int) {
-	bestM, bestN := threads, 1
+	bestM, bestN := 1, threads
 	var best float64 = -1
 	for tm := 1; tm <= 32 && tm <= threads; tm *= 2 {
 		tn := threads / tm
-		if tn < 8 {
+		if tn < 8 || tm*tn != threads {
 			continue
 		}
 		cost := float64(m)*float64(ceilDiv(n, tn)) + float64(n)*float64(ceilDiv(m, tm))

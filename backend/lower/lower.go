@@ -15,6 +15,12 @@
 //     thread per output element, reductions as serial loops in registers.
 //
 // Selects stay lazy wherever a branch may load out of bounds (padding).
+//
+// Every kernel is right for any block size the GPU allows, not only powers
+// of two (a GPU description may allow 96 or 33 threads per block): a tree
+// combine of n partials in shared memory folds the upper ⌊n/2⌋ onto the
+// lower ⌈n/2⌉ at each step (96: 48, 24, 12, 6, 3, 2, 1 live partials), so
+// that an odd count never drops its middle partial.
 package lower
 
 import (
@@ -259,14 +265,33 @@ func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 // register of every thread.
 func treeReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, threads int) *kir.Var {
 	g.emit(&kir.Store{Buf: red, Index: tid, Value: acc}, &kir.SyncThreads{})
-	for s := threads / 2; s > 0; s /= 2 {
-		g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(s)), Then: []kir.Stmt{
-			&kir.Store{Buf: red, Index: tid, Value: combine(op, kir.Ld(red, tid), kir.Ld(red, kir.Add(tid, kir.I(s))))},
+	for _, h := range halvings(threads) {
+		g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(h.live)), Then: []kir.Stmt{
+			&kir.Store{Buf: red, Index: tid, Value: combine(op, kir.Ld(red, tid), kir.Ld(red, kir.Add(tid, kir.I(h.stride))))},
 		}}, &kir.SyncThreads{})
 	}
 	r := kir.NewVar("red", acc.Type())
 	g.emit(&kir.Let{Var: r, Value: kir.Ld(red, kir.I(0))}, &kir.SyncThreads{})
 	return r
+}
+
+// halving is one step of a tree combine of partials 0..n-1: partial i
+// takes in partial i + stride, for i < live.
+type halving struct{ stride, live int }
+
+// halvings returns the steps of a tree combine of n partials into partial
+// 0, for any n ≥ 1: each step folds the upper ⌊n/2⌋ partials onto the
+// lower ⌈n/2⌉ (stride ⌈n/2⌉), so that an odd count keeps its middle
+// partial for the next step instead of dropping it. For a power of two
+// these are the classic halvings n/2, n/4, …, 1.
+func halvings(n int) []halving {
+	var hs []halving
+	for n > 1 {
+		h := (n + 1) / 2
+		hs = append(hs, halving{stride: h, live: n - h})
+		n = h
+	}
+	return hs
 }
 
 // blockReduce computes a block per output element; the top-level

@@ -271,16 +271,16 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 	for m := range acc {
 		g.emit(&kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.tid), Value: acc[m]})
 	}
-	// Combine the split sums of each column: halve the live threads of
-	// the column each step.
-	for h := split / 2; h >= 1; h /= 2 {
+	// Combine the split sums of each column by a tree over kz (halvings:
+	// any split, not only a power of two).
+	for _, h := range halvings(split) {
 		var add []kir.Stmt
 		for m := range acc {
 			at := kir.Add(kir.I(m*threads), c.tid)
 			add = append(add, &kir.Store{Buf: c.red, Index: at,
-				Value: kir.Add(kir.Ld(c.red, at), kir.Ld(c.red, kir.Add(at, kir.I(h*tf))))})
+				Value: kir.Add(kir.Ld(c.red, at), kir.Ld(c.red, kir.Add(at, kir.I(h.stride*tf))))})
 		}
-		g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(c.kz, kir.I(h)), Then: add})
+		g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(c.kz, kir.I(h.live)), Then: add})
 	}
 	g.emit(&kir.SyncThreads{})
 	epilogue := g.into(func() {

@@ -1,0 +1,81 @@
+package lower_test
+
+import (
+	"fmt"
+	"testing"
+
+	"tec/backend/sim"
+	"tec/internal/numeric"
+	tb "tec/internal/tebuild"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// rowSums is issue 17's F3: s[i] = sum[k](a[i, k]) over rows of 300, a
+// block per row, whose partials a tree combines in shared memory.
+func rowSums() *te.Program {
+	b := tb.New("rowsums")
+	a := b.Input("a", 2, 300)
+	s := b.Compute("s", tb.Shape(2), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 300, func(k te.Index) te.Expr { return tb.Ld(a, ax[0], k) })
+	})
+	return b.Program(s)
+}
+
+// matVecRows is a matrix-vector product of two rows, whose threads split
+// K and combine their sums by a tree over the split.
+func matVecRows() *te.Program {
+	b := tb.New("matvec")
+	x := b.Input("x", 2, 64)
+	w := b.Param("w", 64, 48)
+	return b.Program(b.Matmul("y", x, w))
+}
+
+// oddGPU returns the small GPU model allowing at most threads threads per
+// block.
+func oddGPU(threads int) partition.GPU {
+	g, _ := partition.BuiltinGPU("small")
+	g.Name = fmt.Sprintf("odd%d", threads)
+	g.MaxThreadsPerBlock, g.MaxThreadsPerSM, g.MaxBlocksPerSM = threads, 2048, 32
+	return g
+}
+
+// TestOddBlockSizes checks that every level computes the reference's
+// result on GPUs whose block limit is not a power of two, so that block
+// tree reductions, split matrix-vector sums and contraction tiles run on
+// blocks of 96, 160, 192, 48 or 33 threads (issue 17, F3: the halving
+// 48, 24, 12, 6, 3, 1 dropped partial 2).
+func TestOddBlockSizes(t *testing.T) {
+	programs := []*te.Program{rowSums(), rowStats(), matVecRows()}
+	for _, p := range programs {
+		in := randomFeeds(p)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{96, 160, 192, 48, 33, 16} {
+			for level := 0; level <= pipeline.MaxLevel; level++ {
+				t.Run(fmt.Sprintf("%s/%d/O%d", p.Name, threads, level), func(t *testing.T) {
+					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: oddGPU(threads)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := sim.Run(res.Module, in, sim.Options{Race: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if out.RaceCount > 0 {
+						t.Errorf("%d races; first %s", out.RaceCount, out.Races[0])
+					}
+					for _, o := range p.Outputs {
+						mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
+						if err != nil || mm != nil {
+							t.Errorf("output %s: %v %v", o.Name, err, mm)
+						}
+					}
+				})
+			}
+		}
+	}
+}
