@@ -108,13 +108,22 @@ func (s *Schedule) tile(tm, tn, rm, rn int, out int64) {
 
 // Unfused makes a contraction's schedule the one that a kernel of its own
 // runs (-O0 to -O2, backend/lower.Unfused): a tile of up to 16×16 outputs,
-// one per thread. Other kinds are left alone.
+// one per thread, halved along its longer side until it has at most the
+// schedule's threads (the plan's block, within the GPU's limit). Other
+// kinds are left alone.
 func (s *Schedule) Unfused(out int64) {
 	if s.Kind != Contraction {
 		return
 	}
 	s.MatVec = nil
 	tm, tn := min(unfusedTile, nextPow2(s.M)), min(unfusedTile, nextPow2(s.N))
+	for tm*tn > max(s.Threads, 1) {
+		if tm >= tn {
+			tm /= 2
+		} else {
+			tn /= 2
+		}
+	}
 	s.tile(tm, tn, 1, 1, out)
 	s.Threads = tm * tn
 }

@@ -130,7 +130,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if opts.Level >= 3 {
 		m, err = lower.Fused(p, pl, lower.FusedOptions{Deterministic: opts.Deterministic})
 	} else {
-		m, err = lower.Unfused(p, lower.Options{})
+		m, err = lower.Unfused(p, lower.Options{Plan: pl})
 	}
 	if err != nil {
 		return nil, err

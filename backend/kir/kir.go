@@ -61,6 +61,7 @@ package kir
 import (
 	"fmt"
 
+	"tec/partition"
 	"tec/te"
 )
 
@@ -236,6 +237,11 @@ type Module struct {
 	// kernel touching thousands of temporaries stays within the kernel
 	// parameter limit.
 	TempsInWorkspace bool
+	// GPU, when set, is the GPU the module was lowered for: every launch
+	// must fit its block limits (threads and shared memory per block, and
+	// for a kernel that grid-syncs, its blocks resident at once), which the
+	// simulator checks. Nil for modules built for no particular GPU.
+	GPU *partition.GPU
 }
 
 // Buffer returns the global buffer named name, or nil.

@@ -43,6 +43,7 @@ func Fused(p *te.Program, pl *partition.Plan, opts FusedOptions) (*kir.Module, e
 		}
 		l.m.Kernels = append(l.m.Kernels, k)
 	}
+	l.m.GPU = &pl.GPU
 	if err := kir.Verify(l.m); err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}

@@ -37,17 +37,33 @@ import (
 type Options struct {
 	// BlockSize is the number of threads of element-wise kernels and the
 	// largest block of reduction kernels; 0 means 256. It must be a power
-	// of two between 32 and 1024.
+	// of two between 32 and 1024. It is ignored when Plan is set.
 	BlockSize int
+	// Plan, when set, is a per-TE plan of the program (partition.PerTE)
+	// for its GPU, which the kernels follow: no kernel has more threads
+	// than the plan's block (Plan.Threads, within the GPU's limit), a
+	// contraction takes the plan's tile, and a kernel whose shared memory
+	// exceeds the GPU's is an error. The module records the GPU.
+	Plan *partition.Plan
 }
 
 // Unfused lowers p to one kernel per compute tensor.
 func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
-	if opts.BlockSize == 0 {
-		opts.BlockSize = 256
-	}
-	if b := opts.BlockSize; b < 32 || b > kir.MaxBlockThreads || b&(b-1) != 0 {
-		return nil, fmt.Errorf("lower: block size %d is not a power of two in [32, %d]", b, kir.MaxBlockThreads)
+	if pl := opts.Plan; pl != nil {
+		if pl.Program != p {
+			return nil, fmt.Errorf("lower: plan is for program %s, not this %s", pl.Program.Name, p.Name)
+		}
+		if b := pl.Threads; b < 1 || b > kir.MaxBlockThreads {
+			return nil, fmt.Errorf("lower: the plan's block of %d threads is not in [1, %d]", b, kir.MaxBlockThreads)
+		}
+		opts.BlockSize = pl.Threads
+	} else {
+		if opts.BlockSize == 0 {
+			opts.BlockSize = 256
+		}
+		if b := opts.BlockSize; b < 32 || b > kir.MaxBlockThreads || b&(b-1) != 0 {
+			return nil, fmt.Errorf("lower: block size %d is not a power of two in [32, %d]", b, kir.MaxBlockThreads)
+		}
 	}
 	l := newLowerer(p, opts)
 	for _, t := range p.Tensors {
@@ -58,7 +74,16 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
 		}
 		k := l.tensor(t)
+		if pl := opts.Plan; pl != nil {
+			if n := k.SharedBytes(); n > int64(pl.GPU.SharedPerBlock) {
+				return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s",
+					k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name)
+			}
+		}
 		l.m.Kernels = append(l.m.Kernels, k)
+	}
+	if pl := opts.Plan; pl != nil {
+		l.m.GPU = &pl.GPU
 	}
 	if err := kir.Verify(l.m); err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
@@ -125,6 +150,14 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 	k.Body = []kir.Stmt{&kir.Stage{Name: t.Name, Span: t.Span, Body: body}}
 	l.params(k)
 	return k
+}
+
+// schedule returns t's schedule in the per-TE plan, or nil without one.
+func (l *lowerer) schedule(t *te.Tensor) *partition.Schedule {
+	if l.opts.Plan == nil {
+		return nil
+	}
+	return l.opts.Plan.Schedules[t]
 }
 
 // params sets k's parameters: the global buffers it touches, in module
@@ -407,8 +440,11 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 	}
 	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
 	rm, rn := 1, 1
-	if l.tm > 0 {
+	switch s := l.schedule(t); {
+	case l.tm > 0:
 		tm, tn, rm, rn = l.tm, l.tn, max(l.rm, 1), max(l.rn, 1)
+	case s != nil && s.Kind == partition.Contraction && s.TileM > 0 && s.TileN > 0:
+		tm, tn, tk = s.TileM, s.TileN, s.TileK // partition.Schedule.Unfused's tile
 	}
 	// The block's tile is TM×TN outputs; thread (ti, tj) of its tm×tn grid
 	// computes rows ti + i·tm and columns tj + j·tn of it (i < rm, j < rn),

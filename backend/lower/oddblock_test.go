@@ -32,6 +32,14 @@ func matVecRows() *te.Program {
 	return b.Program(b.Matmul("y", x, w))
 }
 
+// matmulTiles is a matmul with tiles along both sides and tails.
+func matmulTiles() *te.Program {
+	b := tb.New("matmul")
+	x := b.Input("x", 20, 24)
+	w := b.Param("w", 24, 40)
+	return b.Program(b.Matmul("y", x, w))
+}
+
 // oddGPU returns the small GPU model allowing at most threads threads per
 // block.
 func oddGPU(threads int) partition.GPU {
@@ -45,9 +53,11 @@ func oddGPU(threads int) partition.GPU {
 // result on GPUs whose block limit is not a power of two, so that block
 // tree reductions, split matrix-vector sums and contraction tiles run on
 // blocks of 96, 160, 192, 48 or 33 threads (issue 17, F3: the halving
-// 48, 24, 12, 6, 3, 1 dropped partial 2).
+// 48, 24, 12, 6, 3, 1 dropped partial 2), and that the kernels of -O0 to
+// -O2 keep to the GPU's block limit too (F8: 16 threads allowed, 256
+// used).
 func TestOddBlockSizes(t *testing.T) {
-	programs := []*te.Program{rowSums(), rowStats(), matVecRows()}
+	programs := []*te.Program{rowSums(), rowStats(), matVecRows(), matmulTiles()}
 	for _, p := range programs {
 		in := randomFeeds(p)
 		want, err := te.Evaluate(p, in, te.EvalOptions{})
@@ -57,9 +67,17 @@ func TestOddBlockSizes(t *testing.T) {
 		for _, threads := range []int{96, 160, 192, 48, 33, 16} {
 			for level := 0; level <= pipeline.MaxLevel; level++ {
 				t.Run(fmt.Sprintf("%s/%d/O%d", p.Name, threads, level), func(t *testing.T) {
-					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: oddGPU(threads)})
+					g := oddGPU(threads)
+					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
 					if err != nil {
 						t.Fatal(err)
+					}
+					// F8: the kernels of every level keep to the GPU's limits.
+					for _, k := range res.Module.Kernels {
+						if k.Block > threads || k.SharedBytes() > int64(g.SharedPerBlock) {
+							t.Errorf("kernel %s: %d threads and %d B shared memory per block, over %s's %d and %d B",
+								k.Name, k.Block, k.SharedBytes(), g.Name, threads, g.SharedPerBlock)
+						}
 					}
 					out, err := sim.Run(res.Module, in, sim.Options{Race: true})
 					if err != nil {
