@@ -560,7 +560,7 @@ func (p *program) load(e *kir.Load) vfn {
 					b.faultf(l, "load of %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
 				}
 				if sh != nil {
-					b.checkRead(sh, buf, i, l)
+					b.checkRead(sh, buf, i, l, mem.initcheck)
 				}
 				o[l] = data[i]
 			}
@@ -578,7 +578,7 @@ func (p *program) load(e *kir.Load) vfn {
 					b.faultf(l, "load of shared %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
 				}
 				if sh != nil {
-					b.checkRead(sh, buf, i, l)
+					b.checkRead(sh, buf, i, l, true)
 				}
 				o[l] = data[i]
 			}

@@ -41,10 +41,15 @@ func (b *block) current(lane int32, atomic bool) rec {
 }
 
 // checkRead records a read of element i and reports a race with an earlier
-// unordered write.
-func (b *block) checkRead(sh *shadow, buf *kir.Buffer, i int, lane int32) {
+// unordered write, or, with initcheck, a read of an element never written.
+func (b *block) checkRead(sh *shadow, buf *kir.Buffer, i int, lane int32, initcheck bool) {
 	c := b.current(lane, false)
-	if w := sh.w[i]; w.thread != 0 && !ordered(w, c, b.threads) {
+	switch w := sh.w[i]; {
+	case w.thread == 0:
+		if initcheck {
+			b.m.race(Race{Kernel: b.prog.k.Name, Buffer: buf.Name, Space: buf.Space, Index: i, Uninit: true, Second: b.access(c, false)})
+		}
+	case !ordered(w, c, b.threads):
 		b.report(buf, i, w, true, c, false)
 	}
 	if r := sh.r1[i]; r.thread != c.thread {

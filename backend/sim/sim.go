@@ -29,6 +29,21 @@
 // orders (a block barrier between threads of one block, a grid sync or a
 // kernel boundary between any threads) and that are not both atomic, are a
 // data race, reported with kernel, stage, buffer, element and both threads.
+// The same shadow memory serves an initialisation check, as
+// compute-sanitizer's initcheck does on a GPU: a read of a shared-memory
+// element that no thread of the block has written, or of a workspace
+// temporary's element that no thread of the run has written, is reported
+// among the races (Race.Uninit). Inputs and params, which the caller
+// supplies, and outputs count as initialised.
+//
+// When the module records its GPU (kir.Module.GPU), every launch is checked
+// against it before it runs, as the CUDA runtime would refuse it: threads
+// per block and shared memory per block within the GPU's limits, and for a
+// kernel that grid-syncs, its blocks all resident at once (SMs × blocks per
+// SM for its threads and shared memory; registers are not modelled). An
+// all-resident grid is launched with at most that many blocks when
+// Options.ResidentBlocks is left to its default; an explicit
+// ResidentBlocks beyond it is an over-sized cooperative launch, an error.
 package sim
 
 import (
@@ -40,6 +55,7 @@ import (
 	"slices"
 
 	"tec/backend/kir"
+	"tec/partition"
 	"tec/te"
 )
 
@@ -53,7 +69,7 @@ type Options struct {
 	// ResidentBlocks is the number of blocks launched for an all-resident
 	// grid (capped by the grid's Blocks); 0 means DefaultResidentBlocks.
 	ResidentBlocks int
-	// Race enables the data-race detector.
+	// Race enables the data-race detector and the initialisation check.
 	Race bool
 	// MaxRaces bounds the races reported in detail (all are counted);
 	// 0 means 10.
@@ -75,12 +91,16 @@ type Access struct {
 	Stage         string // the stage executing, or ""
 }
 
-// Race is a data race: two unordered conflicting accesses to one element.
+// Race is a data race: two unordered conflicting accesses to one element;
+// or, with Uninit, a read of an element that nothing has written.
 type Race struct {
 	Kernel string
 	Buffer string
 	Space  kir.Space
 	Index  int
+	// Uninit marks an uninitialised read: Second is the read, First is
+	// zero.
+	Uninit bool
 	First  Access // the earlier access
 	Second Access // the later access, which found the race
 }
@@ -89,6 +109,9 @@ type Race struct {
 // write by block 0 thread 3, then read by block 0 thread 1 with no barrier
 // between".
 func (r Race) String() string {
+	if r.Uninit {
+		return r.uninitString()
+	}
 	stage := r.Second.Stage
 	if stage == "" {
 		stage = r.First.Stage
@@ -101,6 +124,22 @@ func (r Race) String() string {
 		where, r.Space, r.Buffer, r.Index,
 		r.First.Kind, r.First.Block, r.First.Thread, stageNote(r.First.Stage, stage),
 		r.Second.Kind, r.Second.Block, r.Second.Thread, stageNote(r.Second.Stage, stage))
+}
+
+// uninitString describes an uninitialised read, e.g. "kernel k, stage y:
+// uninitialised read of shared red[2] by block 0 thread 1: no thread of
+// the block has written it".
+func (r Race) uninitString() string {
+	where := "kernel " + r.Kernel
+	if r.Second.Stage != "" {
+		where += ", stage " + r.Second.Stage
+	}
+	space, who := "workspace", "the run"
+	if r.Space == kir.Shared {
+		space, who = "shared", "the block"
+	}
+	return fmt.Sprintf("%s: uninitialised read of %s %s[%d] by block %d thread %d: no thread of %s has written it",
+		where, space, r.Buffer, r.Index, r.Second.Block, r.Second.Thread, who)
 }
 
 func stageNote(s, shown string) string {
@@ -142,13 +181,14 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 	if err := kir.Verify(m); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
+	capResident := opts.ResidentBlocks <= 0
 	if opts.ResidentBlocks <= 0 {
 		opts.ResidentBlocks = DefaultResidentBlocks
 	}
 	if opts.MaxRaces <= 0 {
 		opts.MaxRaces = 10
 	}
-	s := &machine{opts: opts, mem: map[*kir.Buffer]*memory{}, gepoch: 1}
+	s := &machine{opts: opts, gpu: m.GPU, capResident: capResident, mem: map[*kir.Buffer]*memory{}, gepoch: 1}
 	used := 0
 	for _, b := range m.Buffers {
 		mem := &memory{buf: b, data: make([]float64, b.Len())}
@@ -171,6 +211,7 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 		}
 		if opts.Race {
 			mem.shadow = newShadow(len(mem.data))
+			mem.initcheck = b.Role == kir.Temp
 		}
 		s.mem[b] = mem
 	}
@@ -242,10 +283,15 @@ func typeString(b *kir.Buffer) string {
 
 // machine is the state of one Run.
 type machine struct {
-	opts   Options
-	mem    map[*kir.Buffer]*memory
-	res    *Result
-	gepoch int32 // grid epoch: advanced by every kernel launch and grid sync
+	opts Options
+	// gpu, when set, is the GPU whose limits every launch must fit;
+	// capResident says that all-resident grids get at most the blocks
+	// that fit on it (ResidentBlocks was left to its default).
+	gpu         *partition.GPU
+	capResident bool
+	mem         map[*kir.Buffer]*memory
+	res         *Result
+	gepoch      int32 // grid epoch: advanced by every kernel launch and grid sync
 }
 
 // memory is one buffer's contents and shadow.
@@ -253,6 +299,9 @@ type memory struct {
 	buf    *kir.Buffer
 	data   []float64
 	shadow *shadow // nil without race detection
+	// initcheck says that reads of elements never written are reported
+	// (workspace temporaries).
+	initcheck bool
 	// first and last are the grid epochs of the first and last accesses
 	// (0: none), checked against the workspace layout after the run.
 	first, last int32
@@ -278,7 +327,10 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 	if err != nil {
 		return st, err
 	}
-	grid := k.Grid.Size(s.opts.ResidentBlocks)
+	grid, err := s.gridSize(k)
+	if err != nil {
+		return st, err
+	}
 	st = KernelStats{Kernel: k.Name, Blocks: grid, Threads: k.Block}
 	var cur *block
 	defer func() {
@@ -352,6 +404,34 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 		}
 	}
 	return st, nil
+}
+
+// gridSize returns the number of blocks k is launched with, after checking
+// the launch against the GPU's limits (see the package comment).
+func (s *machine) gridSize(k *kir.Kernel) (int, error) {
+	grid := k.Grid.Size(s.opts.ResidentBlocks)
+	g := s.gpu
+	if g == nil {
+		return grid, nil
+	}
+	if k.Block > g.MaxThreadsPerBlock {
+		return 0, fmt.Errorf("kernel %s: launch of %d threads per block, more than the %d of GPU %s", k.Name, k.Block, g.MaxThreadsPerBlock, g.Name)
+	}
+	if n := k.SharedBytes(); n > int64(g.SharedPerBlock) {
+		return 0, fmt.Errorf("kernel %s: launch with %d B of shared memory per block, more than the %d B of GPU %s", k.Name, n, g.SharedPerBlock, g.Name)
+	}
+	if !k.HasGridSync() {
+		return grid, nil
+	}
+	fit := g.ResidentBlocks(partition.Resources{Threads: k.Block, SharedBytes: int(k.SharedBytes())})
+	if grid > fit && s.capResident {
+		grid = max(fit, 1)
+	}
+	if grid > fit {
+		return 0, fmt.Errorf("kernel %s: cooperative launch of %d blocks of %d threads and %d B shared memory, but only %d fit on GPU %s at once (%d SMs)",
+			k.Name, grid, k.Block, k.SharedBytes(), fit, g.Name, g.SMs)
+	}
+	return grid, nil
 }
 
 // round rounds v to storage type dt.

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"tec/backend/kir"
+	"tec/partition"
 	"tec/te"
 )
 
@@ -110,6 +112,39 @@ func total(n int, atomic bool) *kir.Module {
 	}
 }
 
+// partialShared is a kernel of 4 threads in which threads 0 to 2 fill
+// red[tid] and every thread then reads red[tid]: thread 3 reads an element
+// nobody wrote.
+func partialShared() *kir.Module {
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F32, Shape: []int{4}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{4}}
+	red := &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{4}}
+	tid := kir.NewVar("tid", te.I32)
+	return &kir.Module{
+		Name: "partial", Buffers: []*kir.Buffer{x, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{
+			Name: "y", Grid: kir.Grid{Blocks: 1}, Block: 4, Params: []*kir.Buffer{x, y}, Shared: []*kir.Buffer{red},
+			Body: []kir.Stmt{
+				&kir.Let{Var: tid, Value: kir.Tid()},
+				&kir.Stage{Name: "y", Body: []kir.Stmt{
+					&kir.If{Cond: kir.Lt(tid, kir.I(3)), Then: []kir.Stmt{&kir.Store{Buf: red, Index: tid, Value: kir.Ld(x, tid)}}},
+					&kir.SyncThreads{},
+					&kir.Store{Buf: y, Index: tid, Value: kir.Ld(red, tid)},
+				}},
+			},
+		}},
+	}
+}
+
+// halfWritten is twoStage with a grid sync whose stage a writes only the
+// first half of its temporary: stage b reads the other half unwritten.
+func halfWritten(n int) *kir.Module {
+	m := twoStage(n, true)
+	st := m.Kernels[0].Body[0].(*kir.Stage)
+	st.Body[0].(*kir.For).Hi = kir.I(n / 2)
+	return m
+}
+
 func iota(dt te.DType, shape ...int) *te.Array {
 	a := te.NewArray(dt, shape)
 	for i := range a.Data {
@@ -135,20 +170,25 @@ func TestRaces(t *testing.T) {
 		{"atomic sum", total(100, true), map[string]*te.Array{"x": iota(te.F32, 100)}, "", []float64{sumIota(100)}},
 		{"non-atomic sum", total(100, false), map[string]*te.Array{"x": iota(te.F32, 100)},
 			"kernel sum, stage y: race on global y[0]: read by block 0 thread 7, then write by block 0 thread 0", nil},
+		{"uninitialised shared read", partialShared(), map[string]*te.Array{"x": iota(te.F32, 4)},
+			"kernel y, stage y: uninitialised read of shared red[3] by block 0 thread 3: no thread of the block has written it", nil},
+		{"uninitialised workspace read", halfWritten(64), map[string]*te.Array{"x": iota(te.F32, 64)},
+			"kernel fused, stage b: uninitialised read of workspace a[32] by block 0 thread 0: no thread of the run has written it", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Run(tt.m, tt.feeds, Options{Race: true})
+			res, err := Run(tt.m, tt.feeds, Options{Race: true, MaxRaces: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
+			found := slices.ContainsFunc(res.Races, func(r Race) bool { return strings.Contains(r.String(), tt.want) })
 			switch {
 			case tt.want == "" && res.RaceCount > 0:
 				t.Errorf("%d races, first: %s", res.RaceCount, res.Races[0])
 			case tt.want != "" && res.RaceCount == 0:
 				t.Errorf("no race found, want %q", tt.want)
-			case tt.want != "" && !strings.Contains(res.Races[0].String(), tt.want):
-				t.Errorf("race %q\nwant one containing %q", res.Races[0], tt.want)
+			case tt.want != "" && !found:
+				t.Errorf("races %q\nwant one containing %q", res.Races, tt.want)
 			}
 			if tt.out != nil {
 				got := res.Outputs[tt.m.Outputs[0].Name].Data
@@ -178,4 +218,51 @@ func sumIota(n int) float64 {
 		s += v
 	}
 	return s
+}
+
+// TestLaunchLimits checks launches against the module's GPU: a block or
+// shared memory over its limits, or more cooperative blocks than fit at
+// once, is an error; an all-resident grid with the default ResidentBlocks
+// gets the blocks that fit.
+func TestLaunchLimits(t *testing.T) {
+	gpu := func(threads, shared, sms int) *partition.GPU {
+		g, _ := partition.BuiltinGPU("small")
+		g.Name, g.MaxThreadsPerBlock, g.SharedPerBlock, g.SMs = "tiny", threads, shared, sms
+		return &g
+	}
+	rows := map[string]*te.Array{"x": iota(te.F32, 3, 10)}
+	xs := map[string]*te.Array{"x": iota(te.F32, 64)}
+	tests := []struct {
+		name     string
+		m        *kir.Module
+		g        *partition.GPU
+		feeds    map[string]*te.Array
+		resident int
+		want     string // "" for no error
+	}{
+		{"fits", rowSum(3, 10, 8, true), gpu(8, 32, 4), rows, 0, ""},
+		{"threads", rowSum(3, 10, 8, true), gpu(4, 1024, 4), rows, 0,
+			"sim: kernel y: launch of 8 threads per block, more than the 4 of GPU tiny"},
+		{"shared memory", rowSum(3, 10, 8, true), gpu(8, 16, 4), rows, 0,
+			"sim: kernel y: launch with 32 B of shared memory per block, more than the 16 B of GPU tiny"},
+		{"cooperative", twoStage(64, true), gpu(256, 1024, 2), xs, 4,
+			"sim: kernel fused: cooperative launch of 4 blocks of 4 threads and 0 B shared memory, but only 2 fit on GPU tiny at once (2 SMs)"},
+		{"cooperative, default grid", twoStage(64, true), gpu(256, 1024, 2), xs, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.m.GPU = tt.g
+			res, err := Run(tt.m, tt.feeds, Options{Race: true, ResidentBlocks: tt.resident})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatal(err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want):
+				t.Fatalf("err = %v\nwant %s", err, tt.want)
+			case tt.want == "" && res.RaceCount > 0:
+				t.Errorf("%d races, first: %s", res.RaceCount, res.Races[0])
+			case tt.want == "" && tt.m.Kernels[0].Grid.Resident && res.Kernels[0].Blocks != 2:
+				t.Errorf("all-resident grid of %d blocks, want the 2 that fit", res.Kernels[0].Blocks)
+			}
+		})
+	}
 }

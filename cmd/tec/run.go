@@ -64,7 +64,9 @@ func runCommand() *command {
         other device and optimisation level is checked against)
   sim   the kernels that "tec build" emits at -O (with --gpu), executed by
         the kernel-IR simulator on the CPU with CUDA's semantics (f32
-        arithmetic, every block and thread); --race reports data races
+        arithmetic, every block and thread, each launch checked against
+        the GPU's limits); --race reports data races and reads of
+        memory nothing wrote
 
 Inputs and params are bound by name from .npz archives (--inputs,
 --params) and single .npy files (--input NAME=@FILE.npy). Anything not
@@ -85,7 +87,7 @@ machine-readable summary on standard output.`,
 		rf.register(fs)
 		fs.StringVar(&rf.device, "device", "ref", "where to evaluate: ref or sim")
 		rf.registerOpt(fs)
-		fs.BoolVar(&rf.race, "race", true, "with --device sim, detect data races (status 1 if any)")
+		fs.BoolVar(&rf.race, "race", true, "with --device sim, detect data races and reads of memory nothing wrote (status 1 if any)")
 		fs.StringVar(&rf.inputs, "inputs", "", "an .npz archive of inputs, by name")
 		fs.Var(rf.input, "input", "one input from an .npy file: NAME=@FILE.npy (repeatable)")
 		fs.StringVar(&rf.params, "params", "", "an .npz archive of params (weights), by name")
@@ -237,9 +239,9 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 	return status
 }
 
-// errRaces reports that the simulator found data races, which evaluate has
-// printed.
-var errRaces = errors.New("data races (see above)")
+// errRaces reports that the simulator found data races or uninitialised
+// reads, which evaluate has printed.
+var errRaces = errors.New("data races or uninitialised reads (see above)")
 
 // evaluate runs prog on rf.device and returns its outputs by name.
 func evaluate(prog *te.Program, feeds map[string]*te.Array, rf *runFlags, warn io.Writer) (map[string]*te.Array, error) {
