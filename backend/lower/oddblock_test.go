@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"tec/backend/lower"
 	"tec/backend/sim"
 	"tec/internal/numeric"
 	tb "tec/internal/tebuild"
@@ -95,5 +96,31 @@ func TestOddBlockSizes(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestLaunchCheckCatchesF8 shows that the simulator's launch check finds
+// issue 17's F8 by itself: per-TE kernels lowered without the plan use
+// 256-thread blocks, which a GPU allowing 16 refuses; lowered with the
+// plan, they run.
+func TestLaunchCheckCatchesF8(t *testing.T) {
+	p := rowSums()
+	in := randomFeeds(p)
+	g := oddGPU(16)
+	m, err := lower.Unfused(p, lower.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.GPU = &g
+	const want = "sim: kernel s: launch of 256 threads per block, more than the 16 of GPU odd16"
+	if _, err := sim.Run(m, in, sim.Options{}); err == nil || err.Error() != want {
+		t.Errorf("without the plan: err = %v, want %s", err, want)
+	}
+	res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(res.Module, in, sim.Options{}); err != nil {
+		t.Errorf("with the plan: %v", err)
 	}
 }
