@@ -181,7 +181,10 @@ func linearStep(off []int) (step int, ok bool) {
 // matrices returns the operand as one rows×cols matrix per batch, where row r
 // and column c of batch b are at offset base + bOff[b] + rOff[r] + cOff[c]. It
 // uses the operand's storage directly when it is laid out as a (possibly
-// transposed) strided matrix, and gathers a contiguous copy otherwise.
+// transposed) strided matrix with positive strides, and gathers a contiguous
+// copy otherwise. Only the sums are offsets of elements: a reversed axis
+// (a[4 - k]) has negative steps, so a partial sum may point before the data
+// and is never used as a slice start on its own.
 func (op operand) matrices(bOff, rOff, cOff []int) (blas.Transpose, []blas64.General) {
 	rows, cols := len(rOff), len(cOff)
 	rs, rOK := linearStep(rOff)
@@ -214,9 +217,9 @@ func (op operand) matrices(bOff, rOff, cOff []int) (blas.Transpose, []blas64.Gen
 		mat := buf[b*rows*cols : (b+1)*rows*cols]
 		for r, ro := range rOff {
 			row := mat[r*cols : (r+1)*cols]
-			src := op.data[op.base+o+ro:]
+			first := op.base + o + ro // the offset of column 0, which may lie after later columns
 			for c, co := range cOff {
-				row[c] = src[co]
+				row[c] = op.data[first+co]
 			}
 		}
 		out[b] = blas64.General{Rows: rows, Cols: cols, Stride: cols, Data: mat}
