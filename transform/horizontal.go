@@ -27,6 +27,14 @@ import (
 //     products over one reduction axis each (x·W + h·U in an LSTM cell)
 //     becomes one sum over the concatenated axis, with predicates on the
 //     reduction index.
+//
+// Members of a group are pairwise independent, but that alone does not keep
+// the program acyclic once every group is one TE: fusing y with d and b with
+// c in a → y → b, c → d, where y and c are independent, makes y's group wait
+// for c's and c's for y's. A group is taken only if, with the groups taken
+// before it each seen as one node, no path leads from a member back to a
+// member; a candidate that would close such a cycle is left out. New TEs get
+// names that no tensor of the program has.
 func Horizontal(p *te.Program) (*te.Program, error) {
 	nu := map[*te.Tensor]*te.Tensor{}
 	var ts []*te.Tensor
@@ -61,6 +69,8 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 	done := map[*te.Tensor]bool{}
 	repl := map[*te.Tensor]*te.Tensor{} // member -> its slice of H
 	var hs []*te.Tensor
+	fused := newFusion(g)
+	names := newTensorNamer(q)
 	for i, t := range cands {
 		if done[t] {
 			continue
@@ -74,10 +84,10 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 				group = append(group, u)
 			}
 		}
-		if len(group) < 2 {
+		if group = fused.acyclic(group); len(group) < 2 {
 			continue
 		}
-		h, members := concat(group)
+		h, members := concat(group, names)
 		if h == nil {
 			continue // the members' shapes differ on more than one axis
 		}
@@ -85,6 +95,7 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 			done[m] = true
 			repl[m] = members[k]
 		}
+		fused.add(group)
 		hs = append(hs, h)
 	}
 	if len(hs) == 0 {
@@ -93,6 +104,8 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 	// Rewrite loads: of a member, to its slice; of anything rewritten, to
 	// the new tensor.
 	final := map[*te.Tensor]*te.Tensor{}
+	visiting := map[*te.Tensor]bool{}
+	var cycle *te.Tensor
 	var resolve func(t *te.Tensor) *te.Tensor
 	resolve = func(t *te.Tensor) *te.Tensor {
 		if v, ok := final[t]; ok {
@@ -102,11 +115,15 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 			final[t] = t
 			return t
 		}
+		if visiting[t] {
+			cycle = t
+			return t
+		}
+		visiting[t] = true
 		src := t
 		if s, ok := repl[t]; ok {
 			src = s
 		}
-		final[t] = src // provisional, for cycles that cannot occur
 		body := (&rewriter{load: func(l *te.Load) te.Expr {
 			if v := resolve(l.Tensor); v != l.Tensor {
 				return &te.Load{Tensor: v, Index: l.Index}
@@ -124,7 +141,106 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 	for i := range outs {
 		outs[i] = resolve(outs[i])
 	}
+	if cycle != nil {
+		return nil, fmt.Errorf("horizontal: internal error: fusion made %s depend on itself", cycle.Name)
+	}
 	return rebuild(p.Name, out, outs), nil
+}
+
+// fusion is the groups of TEs that the horizontal transform has fused so
+// far, each to become one TE.
+type fusion struct {
+	g       *analysis.Graph
+	groupOf map[*te.Tensor][]*te.Tensor
+}
+
+func newFusion(g *analysis.Graph) *fusion {
+	return &fusion{g: g, groupOf: map[*te.Tensor][]*te.Tensor{}}
+}
+
+// add records group as fused.
+func (f *fusion) add(group []*te.Tensor) {
+	for _, m := range group {
+		f.groupOf[m] = group
+	}
+}
+
+// acyclic returns group if fusing it keeps the program acyclic, else the
+// members, first first, that can be fused without closing a cycle.
+func (f *fusion) acyclic(group []*te.Tensor) []*te.Tensor {
+	if !f.closesCycle(group) {
+		return group
+	}
+	kept := group[:1:1]
+	for _, u := range group[1:] {
+		if !f.closesCycle(append(kept, u)) {
+			kept = append(kept, u)
+		}
+	}
+	return kept
+}
+
+// closesCycle reports whether fusing members, pairwise independent TEs, into
+// one TE would make it depend on itself: whether a path leads from a member
+// to a member, where reaching a TE of a fused group goes on from every TE of
+// that group.
+func (f *fusion) closesCycle(members []*te.Tensor) bool {
+	in := map[*te.Tensor]bool{}
+	for _, m := range members {
+		in[m] = true
+	}
+	seen := map[*te.Tensor]bool{}
+	var stack []*te.Tensor
+	push := func(t *te.Tensor) {
+		node := f.groupOf[t]
+		if node == nil {
+			node = []*te.Tensor{t}
+		}
+		for _, u := range node {
+			if !seen[u] {
+				seen[u] = true
+				stack = append(stack, u)
+			}
+		}
+	}
+	for _, m := range members {
+		for _, c := range f.g.Consumers(m) {
+			push(c)
+		}
+	}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if in[t] {
+			return true
+		}
+		for _, c := range f.g.Consumers(t) {
+			push(c)
+		}
+	}
+	return false
+}
+
+// tensorNamer gives out tensor names that no tensor of a program, and no
+// name given out before, has.
+type tensorNamer struct{ used map[string]bool }
+
+func newTensorNamer(p *te.Program) *tensorNamer {
+	n := &tensorNamer{used: map[string]bool{}}
+	for _, t := range p.Tensors {
+		n.used[t.Name] = true
+	}
+	return n
+}
+
+// fresh returns base if it is free, else the first free base.1, base.2, ….
+func (n *tensorNamer) fresh(base string) string {
+	s := base
+	for i := 1; n.used[s]; i++ {
+		s = fmt.Sprintf("%s.%d", base, i)
+	}
+	n.used[s] = true
+	return s
 }
 
 // redirect returns a load rewriter that points loads at the new tensors.
@@ -224,7 +340,7 @@ func compatible(t, u *te.Tensor) bool {
 // concat builds the concatenation H of group and the TEs that replace its
 // members (each its epilogue of its slice of H), or returns nil if no one
 // axis is the only one on which the members' shapes differ.
-func concat(group []*te.Tensor) (*te.Tensor, []*te.Tensor) {
+func concat(group []*te.Tensor, names *tensorNamer) (*te.Tensor, []*te.Tensor) {
 	first := group[0]
 	rank := len(first.Shape)
 	// Candidate axes: those where the shapes may differ, preferring ones
@@ -251,6 +367,9 @@ func concat(group []*te.Tensor) (*te.Tensor, []*te.Tensor) {
 		if bestH == nil || (shared && !bestShared) {
 			bestShared, bestH, bestMembers = shared, h, ms
 		}
+	}
+	if bestH != nil {
+		bestH.Name = names.fresh(bestH.Name)
 	}
 	return bestH, bestMembers
 }

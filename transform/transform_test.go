@@ -97,6 +97,46 @@ func lstmCell() *te.Program {
 	return b.Program(g)
 }
 
+// crossedChains is two independent matmul chains a → y → b and
+// t → c → d (issue 17, F9): y and d, and b and c, are each independent, but
+// fusing both pairs would make each fused TE wait for the other.
+func crossedChains() *te.Program {
+	b := tb.New("crossed")
+	x := b.Input("x", 16, 16)
+	w8, w10 := b.Param("w8", 16, 24), b.Param("w10", 24, 16)
+	w21, w23 := b.Param("w21", 24, 16), b.Param("w23", 16, 24)
+	y := b.Matmul("y", x, w8)
+	bb := b.Matmul("b", y, w10)
+	t := b.Compute("t", tb.Shape(16, 24), func(ax []te.Index) te.Expr { return tb.Ld(w10, ax[1], ax[0]) })
+	c := b.Matmul("c", t, w21)
+	d := b.Matmul("d", c, w23)
+	return b.Program(bb, d)
+}
+
+// fig3NameTaken is fig3 with a tensor already named as the concatenation
+// would be.
+func fig3NameTaken() *te.Program {
+	b := tb.New("fig3_taken")
+	a1, b1 := b.Input("A1", 4, 8), b.Param("B1", 8, 16)
+	a2, b2 := b.Input("A2", 2, 8), b.Param("B2", 8, 16)
+	taken := b.Compute("hcat_C1_C2", tb.Shape(4, 8), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(a1, ax...), tb.F(2)) })
+	c1 := b.Matmul("C1", a1, b1)
+	c2 := b.Matmul("C2", a2, b2)
+	return b.Program(c1, c2, taken)
+}
+
+// distinctNames fails t if two tensors of q share a name.
+func distinctNames(t *testing.T, q *te.Program) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, u := range q.Tensors {
+		if seen[u.Name] {
+			t.Errorf("two tensors are named %s:\n%s", u.Name, q)
+		}
+		seen[u.Name] = true
+	}
+}
+
 func feeds(p *te.Program) map[string]*te.Array {
 	rng := rand.New(rand.NewPCG(1, 2))
 	out := map[string]*te.Array{}
@@ -136,6 +176,24 @@ func TestTransforms(t *testing.T) {
 			g := q.Lookup("g")
 			if r, ok := g.Body.(*te.Reduce); !ok || r.Axes[0].Extent != 32 {
 				t.Errorf("want one sum over 32 points: %s", te.FormatExpr(g.Body))
+			}
+		}},
+		{"crossed_chains_horizontal", crossedChains(), Horizontal, func(t *testing.T, q *te.Program) {
+			distinctNames(t, q)
+			n := 0
+			for _, u := range q.Tensors {
+				if strings.HasPrefix(u.Name, "hcat_") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d concatenations, want 1 (the second pair would close a cycle):\n%s", n, q)
+			}
+		}},
+		{"name_taken_horizontal", fig3NameTaken(), Horizontal, func(t *testing.T, q *te.Program) {
+			distinctNames(t, q)
+			if h := q.Lookup("hcat_C1_C2.1"); h == nil || h.Shape[0] != 6 {
+				t.Errorf("no 6×16 concatenation named hcat_C1_C2.1:\n%s", q)
 			}
 		}},
 		{"fig4_vertical", fig4(), Vertical, func(t *testing.T, q *te.Program) {
