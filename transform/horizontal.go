@@ -393,7 +393,9 @@ func build(group []*te.Tensor, d int) (*te.Tensor, []*te.Tensor, bool) {
 	if len(name) > 48 {
 		name = fmt.Sprintf("hcat_%s_%d", first.Name, len(group))
 	}
-	h := &te.Tensor{Name: name, Kind: te.Compute, DType: first.DType, Shape: shape, Span: first.Span, Scope: first.Scope}
+	// H holds the sums unrounded (f32, as isSumOfProducts requires): each
+	// member rounds once, to its own dtype, after its epilogue.
+	h := &te.Tensor{Name: name, Kind: te.Compute, DType: te.F32, Shape: shape, Span: first.Span, Scope: first.Scope}
 	for e, n := range shape {
 		h.Axes = append(h.Axes, te.NewVar(first.Axes[e].Name, n))
 	}

@@ -125,6 +125,35 @@ func fig3NameTaken() *te.Program {
 	return b.Program(c1, c2, taken)
 }
 
+// f16Producers has producers stored in f16 whose values differ from their
+// bodies' (issue 17, F7): a constant (full(f16[n], 0.3)) and an f32
+// expression, both inlined into an f32 consumer.
+func f16Producers() *te.Program {
+	b := tb.New("f16")
+	x := b.Input("x", 13)
+	c := b.ComputeOf("c", te.F16, tb.Shape(13), func([]te.Index) te.Expr { return tb.F(0.3) })
+	h := b.ComputeOf("h", te.BF16, tb.Shape(13), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax...), tb.F(0.7)) })
+	w := b.Compute("w", tb.Shape(13), func(ax []te.Index) te.Expr { return tb.Bin(te.Add, tb.Ld(c, ax...), tb.Ld(h, ax...)) })
+	return b.Program(w)
+}
+
+// f16Matmuls is two independent f16 matmuls with a bias epilogue each:
+// their concatenation keeps the sums unrounded, so that each member rounds
+// once, after its bias, as it did before.
+func f16Matmuls() *te.Program {
+	b := tb.New("f16mm")
+	x := b.Input("x", 8, 16)
+	w1, w2, bias := b.Param("w1", 16, 12), b.Param("w2", 16, 12), b.Param("bias", 12)
+	mm := func(name string, w *te.Tensor) *te.Tensor {
+		return b.ComputeOf(name, te.F16, tb.Shape(8, 12), func(ax []te.Index) te.Expr {
+			return tb.Bin(te.Add, tb.Reduce(te.Sum, "k", 16, func(k te.Index) te.Expr {
+				return tb.Bin(te.Mul, tb.Ld(x, ax[0], k), tb.Ld(w, k, ax[1]))
+			}), tb.Ld(bias, ax[1]))
+		})
+	}
+	return b.Program(mm("y1", w1), mm("y2", w2))
+}
+
 // distinctNames fails t if two tensors of q share a name.
 func distinctNames(t *testing.T, q *te.Program) {
 	t.Helper()
@@ -196,6 +225,16 @@ func TestTransforms(t *testing.T) {
 				t.Errorf("no 6×16 concatenation named hcat_C1_C2.1:\n%s", q)
 			}
 		}},
+		{"f16_producers_vertical", f16Producers(), Vertical, func(t *testing.T, q *te.Program) {
+			if len(q.Tensors) != 2 {
+				t.Errorf("want c and h inlined:\n%s", q)
+			}
+		}},
+		{"f16_matmuls_horizontal", f16Matmuls(), Horizontal, func(t *testing.T, q *te.Program) {
+			if h := q.Lookup("hcat_y1_y2"); h == nil || h.DType != te.F32 {
+				t.Errorf("want the f32 concatenation hcat_y1_y2:\n%s", q)
+			}
+		}},
 		{"fig4_vertical", fig4(), Vertical, func(t *testing.T, q *te.Program) {
 			if len(q.Tensors) != 2 {
 				t.Fatalf("want A and D only:\n%s", q)
@@ -242,7 +281,10 @@ func TestTransforms(t *testing.T) {
 				t.Fatalf("%v\n%s", err, q)
 			}
 			for _, o := range tt.p.Outputs {
-				mm, err := numeric.Compare(got[o.Name], want[o.Name], numeric.Tolerance{Rtol: 1e-5, Atol: 1e-6})
+				// Rounding points are unchanged: only the order of float64
+				// operations may differ. An f16 rounding lost or added is
+				// 2^-11 relative.
+				mm, err := numeric.Compare(got[o.Name], want[o.Name], numeric.Tolerance{Rtol: 1e-9, Atol: 1e-12})
 				if err != nil || mm != nil {
 					t.Errorf("output %s: %v %v", o.Name, err, mm)
 				}

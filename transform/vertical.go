@@ -36,6 +36,11 @@ const (
 //
 // Program outputs are never inlined away, and a consumer whose body would
 // grow beyond 400 nodes keeps its loads.
+//
+// An inlined producer yields what it would have stored: where its dtype
+// rounds (f16, bf16) or differs from its body's type (full(f16[n], 0.3) has
+// an f32 body), the substituted body is cast to the producer's dtype, so
+// that the consumer reads 0.300048828, not 0.3.
 func Vertical(p *te.Program) (*te.Program, error) {
 	outputs := map[*te.Tensor]bool{}
 	for _, t := range p.Outputs {
@@ -100,7 +105,7 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 			for d, a := range v.Axes {
 				sub[a] = l.Index[d]
 			}
-			e := (&rewriter{sub: sub}).expr(v.Body)
+			e := asStored(v, (&rewriter{sub: sub}).expr(v.Body))
 			if epilogue[old] {
 				shared[old] = e
 			}
@@ -109,6 +114,15 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 		return &te.Load{Tensor: v, Index: l.Index}
 	}
 	return r.expr(t.Body)
+}
+
+// asStored returns e, producer v's body, rounded as storing it in v would
+// round it.
+func asStored(v *te.Tensor, e te.Expr) te.Expr {
+	if v.DType == te.F16 || v.DType == te.BF16 || te.TypeOf(e) != v.DType {
+		return &te.Cast{To: v.DType, X: e}
+	}
+	return e
 }
 
 func limit(rereads int) int {
