@@ -194,7 +194,10 @@ func compareFloats(op string, a, b float64) bool {
 	return a >= b
 }
 
-// foldCall applies a compile-time function to numbers.
+// foldCall applies a compile-time function to numbers. A cast of a number
+// applies the cast's rounding, as it would at run time: f16(0.3) is
+// 0.300048828125 and bf16(0.3) 0.30078125. (f32 and float leave numbers
+// exact, as arithmetic is carried out in f32 or wider.)
 func foldCall(name string, args []number) (number, error) {
 	if len(args) == 2 {
 		x, y := args[0], args[1]
@@ -272,8 +275,12 @@ func foldCall(name string, args []number) (number, error) {
 			return number{}, errors.New("the value " + x.String() + " does not fit in an int")
 		}
 		return intNum(int(v)), nil
-	case "float", "f32", "f16", "bf16":
+	case "float", "f32":
 		return floatNum(v), nil
+	case "f16":
+		return floatNum(te.Round(te.F16, v)), nil
+	case "bf16":
+		return floatNum(te.Round(te.BF16, v)), nil
 	case "bool":
 		return boolNum(v != 0), nil
 	}

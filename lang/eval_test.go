@@ -27,6 +27,21 @@ func TestEvaluate(t *testing.T) {
 }`,
 		want: map[string][]float64{"y": {8, 10, 12}, "v": {1, 2, 3}},
 	}, {
+		// Folding a cast of a number applies its rounding (issue 17, F7):
+		// f16(0.3) = 0.300048828125, bf16(0.3) = 0.30078125.
+		name: "cast of a number rounds",
+		src: `const C = f16(0.3)
+model m {
+  input x: f32[2]
+  y[i] = x[i] * 0.0 + (f16(0.3) + bf16(0.3))
+  z = x * 0.0 + C + bf16(70000.5) - f16(1.0 / 3.0)
+  output y, z
+}`,
+		want: map[string][]float64{
+			"y": {0.300048828125 + 0.30078125, 0.300048828125 + 0.30078125},
+			"z": {0.300048828125 + 70144 - 0.333251953125, 0.300048828125 + 70144 - 0.333251953125},
+		},
+	}, {
 		name: "view in body",
 		src: `model m {
   param W: f32[2, 2, 2]
