@@ -12,7 +12,10 @@
 //
 // Constant folding computes what run time would: a cast of a compile-time
 // number applies the cast's rounding (f16(0.3) is 0.300048828125), so a
-// folded expression equals the unfolded one.
+// folded expression equals the unfolded one. A select whose condition the
+// ranges decide (select(i - 2 >= 0, x[i - 2], 0.0) where i in 0..1) is folded
+// to the branch it takes: the other branch, which may load out of bounds,
+// never reaches the program.
 package lang
 
 import (

@@ -36,6 +36,11 @@ func newBuilder(c *checker) *builder {
 func (b *builder) add(t *te.Tensor, hint, file string, span syntax.Span) *te.Tensor {
 	b.c.work(file, span, tensorCost)
 	t.ID = len(b.tensors)
+	if t.Body != nil {
+		// A branch that no index reaches may be out of bounds (its
+		// loads need no proof): it goes before any later stage sees it.
+		t.Body = te.FoldSelects(t.Body)
+	}
 	t.Name = hint
 	t.Span = teSpan(file, span)
 	t.Scope = b.c.currentScope()

@@ -41,6 +41,10 @@ const (
 // rounds (f16, bf16) or differs from its body's type (full(f16[n], 0.3) has
 // an f32 body), the substituted body is cast to the producer's dtype, so
 // that the consumer reads 0.300048828, not 0.3.
+//
+// Substitution can decide a select: select(i < 3, a[i], b[i - 3]) read at
+// i = 1 becomes a[1], and its other branch, out of bounds there, is dropped
+// (te.FoldSelects).
 func Vertical(p *te.Program) (*te.Program, error) {
 	outputs := map[*te.Tensor]bool{}
 	for _, t := range p.Outputs {
@@ -66,6 +70,7 @@ func Vertical(p *te.Program) (*te.Program, error) {
 		if size(body) > maxBody {
 			body = inlineInto(t, nu, outputs, consumers, false)
 		}
+		body = te.FoldSelects(body)
 		u := copyTensor(t, body)
 		nu[t] = u
 		ts = append(ts, u)

@@ -24,7 +24,9 @@ const maxErrors = 20
 //     least one block in a fixed grid;
 //   - every buffer a kernel accesses is declared in it (as a parameter, a
 //     shared or a local array), no kernel writes an input or a param, and
-//     constant indexes are in bounds;
+//     constant indexes are in bounds, under a Select too: a lowering drops
+//     a branch that cannot run (its condition decided by the ranges) rather
+//     than emit a load that would be out of bounds if it did;
 //   - every variable is defined before use, in scope, and only once; only
 //     Let-defined variables are assigned;
 //   - every expression is well typed, and stores and atomics store values of

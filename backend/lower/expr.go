@@ -184,8 +184,19 @@ func hasLoad(e te.Expr) bool {
 // condition reads data and whose branches load only in bounds is evaluated
 // eagerly (both branches, then a choice), which is what a GPU does with cheap
 // branches and keeps the static report exact.
+//
+// A select whose condition the variables' ranges decide is its chosen
+// branch alone: the other branch never runs and may load out of bounds
+// (select(i - 2 >= 0, x[i - 2], 0.0) where i in 0..1), which the kir
+// verifier rightly rejects in code that could run.
 func (g *gen) selectExpr(e *te.Select) kir.Expr {
 	t := te.TypeOf(e)
+	if v, ok := te.ConstCondition(e.Cond); ok {
+		if v {
+			return convert(g.expr(e.Then), t)
+		}
+		return convert(g.expr(e.Else), t)
+	}
 	if hasReduce(e.Then) || hasReduce(e.Else) {
 		c := convert(g.expr(e.Cond), te.Bool)
 		r := kir.NewVar("sel", t)
