@@ -2,6 +2,8 @@ package lang
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"tec/lang/syntax"
 	"tec/te"
@@ -143,7 +145,32 @@ func (c *checker) evalDims(sc *scope, dims []syntax.Expr) ([]int, bool) {
 		out[i] = n
 		ok = ok && good
 	}
+	if ok && len(dims) > 0 {
+		span := syntax.Span{Start: dims[0].NodeSpan().Start, End: dims[len(dims)-1].NodeSpan().End}
+		ok = c.checkSize(sc.path, span, out)
+	}
 	return out, ok
+}
+
+// formatDims formats a shape as in the language: [2, 3].
+func formatDims(shape []int) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = strconv.Itoa(d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// checkSize reports a shape with more elements than te.MaxElements, the
+// most a tensor may have (the kernels index with 32-bit ints; see
+// te.MaxElements), at span. The count is computed without overflow.
+func (c *checker) checkSize(file string, span syntax.Span, shape []int) bool {
+	if _, err := te.CheckShape(shape); err != nil {
+		c.errorAt(file, span, "shape", "use smaller dimensions (or smaller -D values); kernels index tensors with 32-bit ints",
+			"the shape %s is too large: a tensor may have at most 2^30 (%d) elements", formatDims(shape), te.MaxElements)
+		return false
+	}
+	return true
 }
 
 // evalIndex evaluates x[...] at compile time: a list element, a view of a

@@ -35,6 +35,7 @@ func newBuilder(c *checker) *builder {
 // add appends a tensor, named provisionally by hint, with the current scope.
 func (b *builder) add(t *te.Tensor, hint, file string, span syntax.Span) *te.Tensor {
 	b.c.work(file, span, tensorCost)
+	b.c.checkSize(file, span, t.Shape)
 	t.ID = len(b.tensors)
 	if t.Body != nil {
 		// A branch that no index reaches may be out of bounds (its

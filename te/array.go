@@ -14,7 +14,39 @@ type Array struct {
 	Data  []float64
 }
 
-// NewArray returns a zero-filled array of the given type and shape.
+// MaxElements is the most elements a tensor may have: 2^30. The emitted
+// kernels index tensors with 32-bit signed ints, and a grid-stride loop
+// steps an index i < n by at most n rounded up to a block; with n <= 2^30
+// the step cannot overflow an int, and every element stays addressable.
+// The front end rejects larger shapes where they are declared or
+// inferred, and every allocation in te and the simulator checks again
+// (CheckShape), so that no caller is trusted with the arithmetic.
+const MaxElements = 1 << 30
+
+// CheckShape returns the number of elements of shape, or an error if a
+// dimension is negative or the count exceeds MaxElements. The product is
+// computed without overflow whatever the dimensions.
+func CheckShape(shape []int) (int, error) {
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
+		}
+		if d == 0 {
+			return 0, nil
+		}
+	}
+	n := 1
+	for _, d := range shape {
+		if d > MaxElements/n {
+			return 0, fmt.Errorf("shape %v has more than %d elements (2^30), the most a tensor may have", shape, MaxElements)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// NewArray returns a zero-filled array of the given type and shape. The
+// shape must pass CheckShape; NewArray panics otherwise, as make does.
 func NewArray(dt DType, shape []int) *Array {
 	n := 1
 	for _, d := range shape {

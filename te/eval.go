@@ -122,6 +122,9 @@ func newEvaluator(p *Program, feeds map[string]*Array, opts EvalOptions) (*evalu
 			return nil, fmt.Errorf("te: program %q: two tensors are named %q", p.Name, t.Name)
 		}
 		names[t.Name] = true
+		if _, err := CheckShape(t.Shape); err != nil {
+			return nil, fmt.Errorf("te: program %q: tensor %q: %w", p.Name, t.Name, err)
+		}
 		ev.pos[t] = i
 	}
 	for _, t := range p.Outputs {

@@ -9,7 +9,10 @@
 //	y[i, j] = sum[k](x[i, k] * w[k, j]) + b[j]
 //
 // Index expressions are quasi-affine (see Index), so dependences can be analysed
-// exactly. Package te imports nothing else of this module.
+// exactly. No tensor has more than MaxElements (2^30) elements: the front
+// end rejects larger shapes where they are written or inferred, and the
+// evaluator checks every shape again before it allocates (CheckShape).
+// Package te imports nothing else of this module.
 package te
 
 import (

@@ -181,6 +181,9 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 	if err := kir.Verify(m); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
+	if err := checkSizes(m); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
 	capResident := opts.ResidentBlocks <= 0
 	if opts.ResidentBlocks <= 0 {
 		opts.ResidentBlocks = DefaultResidentBlocks
