@@ -15,6 +15,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/report"
 	"tec/backend/target"
+	"tec/internal/safefile"
 	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
@@ -228,8 +229,8 @@ func (e *env) build(prog *te.Program, bf *buildFlags, tg target.Target, opts pip
 	var written []string
 	for _, f := range files {
 		path := filepath.Join(bf.out, f.Name)
-		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-			fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+		if err := safefile.WriteFile(path, f.Data, 0o644); err != nil {
+			fmt.Fprintf(e.stderr, "tec build: writing %s: %v\n", path, err)
 			return exitUser
 		}
 		written = append(written, path)
@@ -354,5 +355,8 @@ func writeReport(path string, m *kir.Module, g partition.GPU, tg target.Target) 
 			return err
 		}
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	if err := safefile.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"tec/internal/safefile"
 	"tec/lang"
 	"tec/lang/diag"
 	"tec/te"
@@ -34,6 +35,9 @@ func (d defineFlag) Set(s string) error {
 	name, value, ok := strings.Cut(s, "=")
 	if !ok || name == "" || value == "" {
 		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	if prev, dup := d[name]; dup {
+		return fmt.Errorf("%s is defined twice (%s and %s)", name, prev, value)
 	}
 	d[name] = value
 	return nil
@@ -143,16 +147,27 @@ func (e *env) parseAndCompile(c *command, fs *flag.FlagSet, cf *compileFlags, ar
 	return prog, pos[0], code
 }
 
+// maxSourceBytes bounds a source file (and each file it imports): 16 MiB,
+// some fifteen times the largest program we generate (20,000 statements),
+// so that "tec check /dev/zero" is an error instead of a read until memory
+// runs out. docs/cli.md documents it.
+const maxSourceBytes = 16 << 20
+
+// readSource reads a source file of at most maxSourceBytes.
+func readSource(file string) ([]byte, error) {
+	return safefile.ReadFile(file, maxSourceBytes)
+}
+
 // compile reads and checks file, prints its diagnostics, and returns the
 // lowered program, or nil and the exit status.
 func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
-	src, err := os.ReadFile(file)
+	src, err := readSource(file)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "tec: %v\n", err)
 		return nil, exitUser
 	}
-	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model})
-	if code := e.report(cf, diags, lang.SourceFunc(file, src, os.ReadFile)); code != exitOK {
+	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model, ReadFile: readSource})
+	if code := e.report(cf, diags, lang.SourceFunc(file, src, readSource)); code != exitOK {
 		return nil, code
 	}
 	return prog, exitOK

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 
+	"tec/internal/safefile"
 	"tec/lang"
 	"tec/lang/diag"
 	"tec/lang/syntax"
@@ -45,7 +45,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 		}
 		status := exitOK
 		for _, file := range pos {
-			src, err := os.ReadFile(file)
+			src, err := readSource(file)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "tec fmt: %v\n", err)
 				status = exitUser
@@ -53,7 +53,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 			}
 			f, err := syntax.Parse(file, src)
 			if err != nil {
-				e.report(&cf, diag.List{diag.FromSyntax(err)}, lang.SourceFunc(file, src, os.ReadFile))
+				e.report(&cf, diag.List{diag.FromSyntax(err)}, lang.SourceFunc(file, src, readSource))
 				status = exitUser
 				continue
 			}
@@ -85,11 +85,11 @@ nothing. A file with a syntax error is reported and left alone.`,
 	return c
 }
 
-// writeFilePreservingMode replaces file's contents, keeping its permissions.
+// writeFilePreservingMode replaces file's contents, keeping its permissions;
+// on error the file is as it was (see package safefile).
 func writeFilePreservingMode(file string, data []byte) error {
-	st, err := os.Stat(file)
-	if err != nil {
-		return err
+	if err := safefile.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
 	}
-	return os.WriteFile(file, data, st.Mode().Perm())
+	return nil
 }

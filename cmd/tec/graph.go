@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"tec/analysis"
+	"tec/internal/safefile"
 )
 
 func graphCommand() *command {
@@ -98,7 +99,10 @@ func (e *env) writeGraph(dot []byte, out, format string) error {
 			_, err := e.stdout.Write(dot)
 			return err
 		}
-		return os.WriteFile(out, dot, 0o644)
+		if err := safefile.WriteFile(out, dot, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", out, err)
+		}
+		return nil
 	}
 	bin, ok := e.lookPath("dot")
 	if !ok {

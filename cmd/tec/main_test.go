@@ -280,7 +280,7 @@ func TestRun(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("--save-feeds: status %d\n%s", code, stderr)
 	}
-	x, err := tensorio.ReadNPYFile(filepath.Join(feeds, "x.npy"))
+	x, err := tensorio.ReadNPYFile(filepath.Join(feeds, "x.npy"), nil)
 	if err != nil || x.Data[0] != 1 {
 		t.Errorf("saved x: %v, %v", x, err)
 	}
@@ -308,8 +308,8 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"missing data", []string{"run", "testdata/scale.te"}, exitUser, "no data for tensors x, scale of model scale"},
 		{"missing data hint", []string{"run", "testdata/scale.te"}, exitUser, "--fill zeros|ones|random"},
-		{"wrong shape", []string{"run", "testdata/scale.te", "--inputs", wrongShape, "--fill", "zeros"}, exitUser, `input "x": shape [4], want [3]`},
-		{"wrong dtype", []string{"run", "testdata/scale.te", "--inputs", intX, "--fill", "zeros"}, exitUser, "dtype i32, want f32"},
+		{"wrong shape", []string{"run", "testdata/scale.te", "--inputs", wrongShape, "--fill", "zeros"}, exitUser, "x.npy: the header declares <f4(4,), want f32[3]"},
+		{"wrong dtype", []string{"run", "testdata/scale.te", "--inputs", intX, "--fill", "zeros"}, exitUser, "x.npy: the header declares <i4(3,), want f32[3]"},
 		{"extra array warns", []string{"run", "testdata/scale.te", "--inputs", extra, "--fill", "zeros"}, exitOK, `holds "scael", which is no input or param of model scale (did you mean "scale"?)`},
 		{"missing archive", []string{"run", "testdata/scale.te", "--params", filepath.Join(dir, "none.npz")}, exitUser, "none.npz"},
 		{"expected lacks output", []string{"run", "testdata/scale.te", "--fill", "zeros", "--expected", extra}, exitUser, `no array "y" for output "y"`},

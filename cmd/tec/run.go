@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +31,9 @@ func (f inputFlag) Set(s string) error {
 	name, path, ok := strings.Cut(s, "=@")
 	if !ok || name == "" || path == "" {
 		return fmt.Errorf("want NAME=@FILE.npy, got %q", s)
+	}
+	if prev, dup := f[name]; dup {
+		return fmt.Errorf("%s is given twice (@%s and @%s)", name, prev, path)
 	}
 	f[name] = path
 	return nil
@@ -189,7 +194,11 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 	}
 	var expected map[string]*te.Array
 	if rf.expected != "" {
-		if expected, err = tensorio.ReadNPZ(rf.expected); err != nil {
+		specs := make(map[string]tensorio.Spec, len(prog.Outputs))
+		for _, t := range prog.Outputs {
+			specs[t.Name] = tensorio.Spec{DType: t.DType, Shape: t.Shape}
+		}
+		if expected, _, err = tensorio.ReadNPZAs(rf.expected, specs); err != nil {
 			fmt.Fprintf(e.stderr, "tec run: %v\n", err)
 			return exitUser
 		}
@@ -276,23 +285,38 @@ func evaluate(prog *te.Program, feeds map[string]*te.Array, rf *runFlags, warn i
 // bindFeeds assembles the arrays of every placeholder of prog from the files
 // named by the flags, filling the rest. It returns the names it filled.
 func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Writer) (map[string]*te.Array, []string, error) {
+	placeholders := prog.Placeholders()
+	specs := make(map[string]tensorio.Spec, len(placeholders))
+	for _, t := range placeholders {
+		specs[t.Name] = tensorio.Spec{DType: t.DType, Shape: t.Shape}
+	}
 	given := map[string]*te.Array{}
 	origin := map[string]string{}
-	add := func(file string, arrays map[string]*te.Array) {
-		for name, a := range arrays {
-			given[name] = a
-			origin[name] = file
+	give := func(name string, a *te.Array, file string) error {
+		if prev, dup := origin[name]; dup {
+			return fmt.Errorf("%s %q is given twice, by %s and by %s", specKind(prog, name), name, prev, file)
 		}
+		given[name], origin[name] = a, file
+		return nil
 	}
+	var extra []string
 	for _, file := range []string{rf.inputs, rf.params} {
 		if file == "" {
 			continue
 		}
-		arrays, err := tensorio.ReadNPZ(file)
+		arrays, others, err := tensorio.ReadNPZAs(file, specs)
 		if err != nil {
 			return nil, nil, err
 		}
-		add(file, arrays)
+		for _, name := range slices.Sorted(maps.Keys(arrays)) {
+			if err := give(name, arrays[name], file); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, name := range others {
+			extra = append(extra, name)
+			origin[name] = file
+		}
 	}
 	names := make([]string, 0, len(rf.input))
 	for name := range rf.input {
@@ -300,23 +324,25 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		a, err := tensorio.ReadNPYFile(rf.input[name])
+		file := rf.input[name]
+		spec, ok := specs[name]
+		if !ok {
+			extra = append(extra, name)
+			origin[name] = file
+			continue
+		}
+		a, err := tensorio.ReadNPYFile(file, &spec)
 		if err != nil {
 			return nil, nil, err
 		}
-		add(rf.input[name], map[string]*te.Array{name: a})
+		if err := give(name, a, file); err != nil {
+			return nil, nil, err
+		}
 	}
 
-	placeholders := prog.Placeholders()
 	known := make([]string, len(placeholders))
 	for i, t := range placeholders {
 		known[i] = t.Name
-	}
-	extra := make([]string, 0)
-	for name := range given {
-		if prog.Lookup(name) == nil || prog.Lookup(name).Kind == te.Compute {
-			extra = append(extra, name)
-		}
 	}
 	sort.Strings(extra)
 	for _, name := range extra {
@@ -351,6 +377,14 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), prog.Name)
 	}
 	return feeds, filled, nil
+}
+
+// specKind returns "input" or "param" for the placeholder name of prog.
+func specKind(prog *te.Program, name string) string {
+	if t := prog.Lookup(name); t != nil {
+		return t.Kind.String()
+	}
+	return "tensor"
 }
 
 // conform checks that a fits placeholder t, converting between float dtypes

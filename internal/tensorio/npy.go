@@ -17,9 +17,17 @@
 // numpy.save produces, byte for byte: version 1.0 (2.0 for headers too long
 // for it) with the data aligned to 64 bytes.
 //
-// Arrays may have any rank, including 0-d scalars, and zero-size dimensions.
-// A reader never allocates much more memory than the data it has actually
-// read, whatever shape a corrupt header declares.
+// Arrays may have any rank, including 0-d scalars, and zero-size dimensions,
+// and at most te.MaxElements elements. A reader never allocates much more
+// memory than the data it has actually read, whatever shape a corrupt header
+// declares. Callers that know what they expect say so with a Spec
+// (ReadNPYAs, ReadNPYFile, ReadNPZAs): the header is checked against it
+// before any data is read or decompressed, and no more than the declared
+// data is read.
+//
+// Writers never remove a path they were given: files are written to a
+// temporary file beside the target and renamed into place, devices are
+// written through (see package safefile).
 package tensorio
 
 import (
@@ -30,7 +38,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 
+	"tec/internal/safefile"
 	"tec/te"
 )
 
@@ -110,31 +121,84 @@ func wrap(name string, err error) error {
 	return fmt.Errorf("tensorio: %s: %w", name, err)
 }
 
+// Spec is what a caller expects of an array: the dtype and shape of the
+// tensor it binds the array to. A reader given a Spec compares the array's
+// header with it before it reads any data, and then reads no more than the
+// Spec's size, so that a file declaring a huge array, or a compressed entry
+// that inflates to one, costs no more than its header. Float data of any
+// float dtype (<f4, <f2, <f8) meets a float Spec, and is read as the file's
+// type for the caller to convert; integer data (<i4, <i8) meets an i32
+// Spec, bool data a bool Spec.
+type Spec struct {
+	DType te.DType
+	Shape []int
+}
+
+// String formats s as in the language, e.g. "f32[4, 8]".
+func (s Spec) String() string {
+	return (&te.Tensor{DType: s.DType, Shape: s.Shape}).TypeString()
+}
+
+// check reports a header that does not meet s.
+func (s Spec) check(h *header, f format) error {
+	compatible := f.dtype == s.DType || f.dtype.IsFloat() && s.DType.IsFloat()
+	if !compatible || !te.SameShape(h.shape, s.Shape) {
+		return fmt.Errorf("the header declares %s%s, want %s (nothing was read)", h.descr, shapeString(h.shape), s)
+	}
+	return nil
+}
+
+// shapeString formats a shape as NumPy does: (2, 3), (4,), ().
+func shapeString(shape []int) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, d := range shape {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(d))
+	}
+	if len(shape) == 1 {
+		b.WriteByte(',')
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
 // ReadNPY reads one array in .npy format from r. It reads exactly the
-// header and the data, so several arrays can follow one another in r.
+// header and the data, so several arrays can follow one another in r. The
+// array may have at most te.MaxElements elements; use ReadNPYAs where the
+// caller knows what to expect.
 func ReadNPY(r io.Reader) (*te.Array, error) {
-	a, err := readNPY(r)
+	return ReadNPYAs(r, nil)
+}
+
+// ReadNPYAs is ReadNPY checking the header against want, if not nil,
+// before reading any data (see Spec).
+func ReadNPYAs(r io.Reader, want *Spec) (*te.Array, error) {
+	a, err := readNPY(r, want)
 	if err != nil {
 		return nil, wrap("", err)
 	}
 	return a, nil
 }
 
-// ReadNPYFile reads the .npy file at path.
-func ReadNPYFile(path string) (*te.Array, error) {
+// ReadNPYFile reads the .npy file at path; want, if not nil, is what the
+// caller expects of it (see Spec).
+func ReadNPYFile(path string, want *Spec) (*te.Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, wrap("", err)
 	}
 	defer f.Close()
-	a, err := readNPY(bufio.NewReaderSize(f, chunk))
+	a, err := readNPY(bufio.NewReaderSize(f, chunk), want)
 	if err != nil {
 		return nil, wrap(path, err)
 	}
 	return a, nil
 }
 
-func readNPY(r io.Reader) (*te.Array, error) {
+func readNPY(r io.Reader, want *Spec) (*te.Array, error) {
 	h, err := readHeader(r)
 	if err != nil {
 		return nil, err
@@ -148,6 +212,11 @@ func readNPY(r io.Reader) (*te.Array, error) {
 		}
 		return nil, fmt.Errorf("unsupported dtype '%s' (want f4, f2, i4, b1, f8 or i8)", h.descr)
 	}
+	if want != nil {
+		if err := want.check(h, f); err != nil {
+			return nil, err
+		}
+	}
 	if h.fortran && !sameOrder(h.shape) {
 		return nil, fmt.Errorf("data in Fortran order is not supported (header %q)", h.text)
 	}
@@ -155,12 +224,11 @@ func readNPY(r io.Reader) (*te.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n > math.MaxInt/f.size {
-		return nil, fmt.Errorf("shape %v is too large", h.shape)
-	}
 
-	// Read the data a chunk at a time, so that a shape that a truncated or
-	// corrupt file does not back costs no more than the data present.
+	// Read exactly the data the header declares, a chunk at a time, so that
+	// a shape that a truncated or corrupt file does not back costs no more
+	// than the data present.
+	r = io.LimitReader(r, int64(n)*int64(f.size))
 	data := make([]float64, 0, min(n, chunk))
 	buf := make([]byte, min(n*f.size, chunk/f.size*f.size))
 	for len(data) < n {
@@ -197,24 +265,9 @@ func sameOrder(shape []int) bool {
 }
 
 // numElems returns the number of elements of shape, or an error if a
-// dimension is negative or the count overflows.
+// dimension is negative or the count exceeds te.MaxElements.
 func numElems(shape []int) (int, error) {
-	n := 1
-	for _, d := range shape {
-		if d < 0 {
-			return 0, fmt.Errorf("negative dimension in shape %v", shape)
-		}
-		if d == 0 {
-			return 0, nil
-		}
-	}
-	for _, d := range shape {
-		if n > math.MaxInt/d {
-			return 0, fmt.Errorf("shape %v is too large", shape)
-		}
-		n *= d
-	}
-	return n, nil
+	return te.CheckShape(shape)
 }
 
 // WriteNPY writes a to w in .npy format, as numpy.save would. A bf16 array is
@@ -228,22 +281,10 @@ func WriteNPY(w io.Writer, a *te.Array) error {
 }
 
 // WriteNPYFile writes a to the file at path in .npy format, creating or
-// truncating it; on error, it removes the file.
+// replacing it as package safefile does: on error, whatever was at path is
+// left as it was, and path is never removed.
 func WriteNPYFile(path string, a *te.Array) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return wrap("", err)
-	}
-	bw := bufio.NewWriterSize(f, chunk)
-	err = writeNPY(bw, a)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	if err := safefile.Write(path, 0o666, func(w io.Writer) error { return writeNPY(w, a) }); err != nil {
 		return wrap(path, err)
 	}
 	return nil

@@ -5,89 +5,111 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"tec/internal/safefile"
 	"tec/te"
 )
 
 // ReadNPZ reads the .npz archive at path, as written by numpy.savez or
 // numpy.savez_compressed, and returns its arrays by name. Names are the
-// archive's entry names without their ".npy" suffix.
+// archive's entry names without their ".npy" suffix. Each array may have at
+// most te.MaxElements elements; use ReadNPZAs where the caller knows what to
+// expect.
 func ReadNPZ(path string) (map[string]*te.Array, error) {
+	arrays, _, err := readNPZ(path, nil)
+	return arrays, err
+}
+
+// ReadNPZAs reads the entries of the .npz archive at path that want names,
+// checking each one's header against its Spec before decompressing any of
+// its data. It returns the arrays by name, and the names of the other
+// entries, which it does not read, sorted. A name of want that the archive
+// lacks is no error: the caller decides what is missing.
+func ReadNPZAs(path string, want map[string]Spec) (arrays map[string]*te.Array, others []string, err error) {
+	if want == nil {
+		want = map[string]Spec{}
+	}
+	return readNPZ(path, want)
+}
+
+// readNPZ reads the archive's entries; with a nil want it reads them all,
+// otherwise only those want names.
+func readNPZ(path string, want map[string]Spec) (map[string]*te.Array, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, wrap("", err)
+		return nil, nil, wrap("", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, wrap("", err)
+		return nil, nil, wrap("", err)
 	}
 	zr, err := zip.NewReader(f, st.Size())
 	if err != nil {
-		return nil, wrap(path, err)
+		return nil, nil, wrap(path, err)
 	}
-	arrays := make(map[string]*te.Array, len(zr.File))
+	arrays := map[string]*te.Array{}
+	seen := map[string]bool{}
+	var others []string
 	for _, zf := range zr.File {
 		if strings.HasSuffix(zf.Name, "/") {
 			continue // a directory
 		}
 		name := strings.TrimSuffix(zf.Name, ".npy")
-		if _, dup := arrays[name]; dup {
-			return nil, wrap(path, fmt.Errorf("duplicate array %q", name))
+		if seen[name] {
+			return nil, nil, wrap(path, fmt.Errorf("duplicate array %q", name))
 		}
-		a, err := readEntry(zf)
+		seen[name] = true
+		var spec *Spec
+		if want != nil {
+			s, ok := want[name]
+			if !ok {
+				others = append(others, name)
+				continue
+			}
+			spec = &s
+		}
+		a, err := readEntry(zf, spec)
 		if err != nil {
-			return nil, wrap(path+": "+zf.Name, err)
+			return nil, nil, wrap(path+": "+zf.Name, err)
 		}
 		arrays[name] = a
 	}
-	return arrays, nil
+	slices.Sort(others)
+	return arrays, others, nil
 }
 
-func readEntry(zf *zip.File) (*te.Array, error) {
+func readEntry(zf *zip.File, want *Spec) (*te.Array, error) {
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	return readNPY(bufio.NewReaderSize(rc, chunk))
+	return readNPY(bufio.NewReaderSize(rc, chunk), want)
 }
 
-// WriteNPZ writes arrays to the file at path as an uncompressed .npz archive,
-// creating or truncating it; on error, it removes the file. Entries are named
-// name+".npy" and come in sorted order, so the output is deterministic.
+// WriteNPZ writes arrays to the file at path as an uncompressed .npz
+// archive, creating or replacing it as package safefile does: on error,
+// whatever was at path is left as it was, and path is never removed.
+// Entries are named name+".npy" and come in sorted order, so the output is
+// deterministic.
 func WriteNPZ(path string, arrays map[string]*te.Array) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return wrap("", err)
-	}
-	bw := bufio.NewWriterSize(f, chunk)
-	err = writeNPZ(bw, path, arrays)
-	if err == nil {
-		err = bw.Flush()
-		if err != nil {
-			err = wrap(path, err)
-		}
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = wrap(path, cerr)
-	}
-	if err != nil {
-		os.Remove(path)
-		return err
+	if err := safefile.Write(path, 0o666, func(w io.Writer) error { return writeNPZ(w, arrays) }); err != nil {
+		return wrap(path, err)
 	}
 	return nil
 }
 
-func writeNPZ(bw *bufio.Writer, path string, arrays map[string]*te.Array) error {
+func writeNPZ(bw io.Writer, arrays map[string]*te.Array) error {
 	names := make([]string, 0, len(arrays))
 	for name := range arrays {
 		if name == "" {
-			return wrap(path, errors.New("empty array name"))
+			return errors.New("empty array name")
 		}
 		names = append(names, name)
 	}
@@ -103,14 +125,11 @@ func writeNPZ(bw *bufio.Writer, path string, arrays map[string]*te.Array) error 
 			Modified: epoch,
 		})
 		if err != nil {
-			return wrap(path+": "+name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if err := writeNPY(w, arrays[name]); err != nil {
-			return wrap(path+": "+name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	if err := zw.Close(); err != nil {
-		return wrap(path, err)
-	}
-	return nil
+	return zw.Close()
 }

@@ -220,7 +220,7 @@ func TestWeReadNumPyFiles(t *testing.T) {
 	}
 	for name, p := range want {
 		t.Run(name, func(t *testing.T) {
-			a, err := ReadNPYFile(filepath.Join(dir, name+".npy"))
+			a, err := ReadNPYFile(filepath.Join(dir, name+".npy"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestWeReadNumPyFiles(t *testing.T) {
 		{"overflow", "element 1: int64 value 1099511627776 does not fit in i32"},
 	} {
 		path := filepath.Join(dir, tt.name+".npy")
-		_, err := ReadNPYFile(path)
+		_, err := ReadNPYFile(path, nil)
 		if want := "tensorio: " + path + ": " + tt.want; err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: got error %v, want %q", tt.name, err, want)
 		}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tec/te"
+)
+
+// npyBytes returns a .npy file with the given header dictionary and data.
+func npyBytes(dict string, data []byte) []byte {
+	hlen := len(dict) + 1
+	pad := 64 - (10+hlen)%64
+	b := append([]byte("\x93NUMPY\x01\x00"), 0, 0)
+	binary.LittleEndian.PutUint16(b[8:], uint16(hlen+pad))
+	b = append(b, dict...)
+	b = append(b, bytes.Repeat([]byte{' '}, pad)...)
+	b = append(b, '\n')
+	return append(b, data...)
+}
+
+// writeBomb writes an .npz whose entries (one per name) declare (16384,
+// 16384) f32 and hold 8 MB of zeros, deflated: R3 of issue 17.
+func writeBomb(t *testing.T, path string, names ...string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	entry := npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (16384, 16384), }", make([]byte, 8<<20))
+	for _, name := range names {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name + ".npy", Method: zip.Deflate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(entry); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileInputs runs the hostile inputs of issue 17 (R1-R3, R9): each
+// is a clear error with the right status, never a panic or an
+// out-of-memory death.
+func TestHostileInputs(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	huge := write("huge.te", "model m {\n  input x: f32[100000, 100000, 100000]\n  y = x * 2.0\n  output y\n}\n")
+	wraps := write("wraps.te", "model m {\n  input x: f32[4611686018427387904, 4611686018427387904]\n  y = x * 2.0\n  output y\n}\n")
+	bomb := filepath.Join(dir, "bomb.npz")
+	writeBomb(t, bomb, "x", "scale", "y")
+	xs := filepath.Join(dir, "x.npz")
+	writeNPZ(t, xs, map[string]*te.Array{"x": f32([]int{3}, 1, 2, 3)})
+	x1 := filepath.Join(dir, "x1.npy")
+	x2 := filepath.Join(dir, "x2.npy")
+	for _, p := range []string{x1, x2} {
+		if err := os.WriteFile(p, npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", make([]byte, 12)), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tooLarge = "is too large: a tensor may have at most 2^30 (1073741824) elements"
+	const bombed = "the header declares <f4(16384, 16384), want f32[3] (nothing was read)"
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"R1 check", []string{"check", huge}, exitUser, huge + ":2:16: error[shape]: the shape [100000, 100000, 100000] " + tooLarge},
+		{"R1 run ref", []string{"run", huge, "--fill", "zeros"}, exitUser, tooLarge},
+		{"R1 run sim", []string{"run", huge, "--fill", "zeros", "--device", "sim"}, exitUser, tooLarge},
+		{"R2 check", []string{"check", wraps}, exitUser, "[4611686018427387904, 4611686018427387904] " + tooLarge},
+		{"R2 run", []string{"run", wraps, "--fill", "zeros"}, exitUser, tooLarge},
+		{"R2 build", []string{"build", wraps, "-o", filepath.Join(dir, "out")}, exitUser, tooLarge},
+		{"R3 inputs", []string{"run", "testdata/scale.te", "--inputs", bomb, "--fill", "zeros"}, exitUser, "x.npy: " + bombed},
+		{"R3 params", []string{"run", "testdata/scale.te", "--params", bomb, "--fill", "zeros"}, exitUser, "x.npy: " + bombed},
+		{"R3 expected", []string{"run", "testdata/scale.te", "--fill", "zeros", "--expected", bomb}, exitUser, "y.npy: " + bombed},
+		{"R4 check", []string{"check", "/dev/zero"}, exitUser, "tec: /dev/zero: the file is larger than 16 MiB, the most it may be"},
+		{"R4 fmt", []string{"fmt", "/dev/zero"}, exitUser, "tec fmt: /dev/zero: the file is larger than 16 MiB"},
+		{"R4 run", []string{"run", "/dev/zero"}, exitUser, "the file is larger than 16 MiB"},
+		{"R9 input twice", []string{"run", "testdata/scale.te", "--input", "x=@" + x1, "--input", "x=@" + x2}, exitUsage,
+			"x is given twice (@" + x1 + " and @" + x2 + ")"},
+		{"R9 input and archive", []string{"run", "testdata/scale.te", "--inputs", xs, "--input", "x=@" + x1, "--fill", "zeros"}, exitUser,
+			`input "x" is given twice, by ` + xs + " and by " + x1},
+		{"R9 define twice", []string{"check", "testdata/scale.te", "-D", "N=3", "-D", "N=4"}, exitUsage, "N is defined twice (3 and 4)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runTec(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.want) {
+				t.Errorf("status %d (want %d), stderr:\n%s\nwant it to contain %q", code, tt.code, stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestOutputsToAFullDevice is R5: an output path that is a symbolic link
+// to /dev/full fails with the device's error, and the link stays.
+func TestOutputsToAFullDevice(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	tests := []struct {
+		name string
+		link string // relative to the test's directory
+		args func(dir string) []string
+	}{
+		{"run --outputs", "out.npz", func(dir string) []string {
+			return []string{"run", "testdata/scale.te", "--fill", "ones", "--outputs", filepath.Join(dir, "out.npz")}
+		}},
+		{"run --save-feeds", "x.npy", func(dir string) []string {
+			return []string{"run", "testdata/scale.te", "--fill", "ones", "--save-feeds", dir}
+		}},
+		{"build", "scale.cu", func(dir string) []string {
+			return []string{"build", "testdata/scale.te", "-o", dir}
+		}},
+		{"build --report", "report.json", func(dir string) []string {
+			return []string{"build", "testdata/scale.te", "-o", dir, "--report", filepath.Join(dir, "report.json")}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			link := filepath.Join(dir, tt.link)
+			if err := os.Symlink("/dev/full", link); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runTec(t, tt.args(dir)...)
+			if code != exitUser || !strings.Contains(stderr, "no space left on device") {
+				t.Errorf("status %d, stderr:\n%s\nwant status 1 and the device's error", code, stderr)
+			}
+			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the link %s is gone: %v, %v", link, fi, err)
+			}
+		})
+	}
+}
