@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"reflect"
 	"sort"
 	"strings"
+	"unicode"
+
+	"tec/internal/safefile"
 )
 
 // GPU describes a target GPU: the resources that bound how many blocks of a
@@ -141,8 +145,12 @@ func BuiltinGPU(name string) (GPU, bool) {
 	return g, ok
 }
 
+// maxGPUFileBytes bounds a GPU description file; real ones are under 1 KiB.
+const maxGPUFileBytes = 1 << 20
+
 // LoadGPU returns the GPU that spec names: a built-in model's name, or the
-// path of a JSON file holding a GPU (the field names of GPU's JSON tags).
+// path of a JSON file holding a GPU (the field names of GPU's JSON tags), of
+// at most 1 MiB.
 func LoadGPU(spec string) (GPU, error) {
 	if g, ok := BuiltinGPU(spec); ok {
 		return g, nil
@@ -150,7 +158,7 @@ func LoadGPU(spec string) (GPU, error) {
 	if !strings.HasSuffix(spec, ".json") {
 		return GPU{}, fmt.Errorf("unknown GPU %q: want one of %s or a .json file", spec, strings.Join(GPUNames(), ", "))
 	}
-	data, err := os.ReadFile(spec)
+	data, err := safefile.ReadFile(spec, maxGPUFileBytes)
 	if err != nil {
 		return GPU{}, fmt.Errorf("reading GPU model: %w", err)
 	}
@@ -161,14 +169,20 @@ func LoadGPU(spec string) (GPU, error) {
 	return g, nil
 }
 
-// ParseGPU decodes a GPU from JSON and validates it. Unknown fields are an
-// error, so that a misspelt field does not silently leave a zero.
+// ParseGPU decodes a GPU from one JSON object and validates it. Unknown
+// fields are an error, so that a misspelt field does not silently leave a
+// zero; errors name the field (or the line and column of a syntax error) in
+// the words of the file, not of Go.
 func ParseGPU(data []byte) (GPU, error) {
 	var g GPU
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&g); err != nil {
-		return GPU{}, fmt.Errorf("decoding GPU model: %w", err)
+		return GPU{}, jsonError(data, err)
+	}
+	if dec.More() {
+		line, col := position(data, int(dec.InputOffset()))
+		return GPU{}, fmt.Errorf("%d:%d: data after the GPU's object", line, col)
 	}
 	if err := g.Validate(); err != nil {
 		return GPU{}, err
@@ -176,31 +190,155 @@ func ParseGPU(data []byte) (GPU, error) {
 	return g, nil
 }
 
-// Validate reports the first field of g that is missing or out of range.
+// jsonError translates an error of encoding/json into the file's terms.
+func jsonError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := position(data, int(syn.Offset)-1) // the offending character
+		return fmt.Errorf("%d:%d: %s", line, col, strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ):
+		line, col := position(data, int(typ.Offset)-1) // the value's last character
+		if typ.Field == "" {
+			return fmt.Errorf("%d:%d: want a JSON object describing a GPU, got %s", line, col, typ.Value)
+		}
+		want := "a number"
+		switch typ.Type.Kind() {
+		case reflect.String:
+			want = "a string"
+		case reflect.Int:
+			want = "an integer"
+		}
+		got := typ.Value
+		if strings.HasPrefix(got, "number ") {
+			got = "the number " + strings.TrimPrefix(got, "number ") // a fraction or an out-of-range integer
+		}
+		return fmt.Errorf("%d:%d: field %s: want %s, got %s", line, col, typ.Field, want, got)
+	case errors.Is(err, io.EOF):
+		return errors.New("empty file: want a JSON object describing a GPU")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("unexpected end of file")
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s (the fields are %s)", field, strings.Join(gpuFields(), ", "))
+	}
+	return err
+}
+
+// position returns the 1-based line and column of byte offset off of data.
+func position(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	line = 1 + bytes.Count(data[:off], []byte("\n"))
+	return line, off - bytes.LastIndexByte(data[:off], '\n')
+}
+
+// gpuFields returns the JSON names of GPU's fields.
+func gpuFields() []string {
+	t := reflect.TypeFor[GPU]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return names
+}
+
+// The ranges Validate accepts. They hold every GPU NVIDIA has made with
+// room to spare, and keep the products the partitioner forms (SMs × blocks
+// per SM × threads, shared bytes × blocks) far from overflowing an int.
+const (
+	maxSMs          = 4096
+	maxSharedPerSM  = 16 << 20
+	maxRegsPerSM    = 1 << 20
+	maxRegsPerThr   = 255 // the ISA's limit
+	maxThreadsPerSM = 1 << 16
+	maxBlocksPerSM  = 1024
+	maxThreadsBlock = 1024 // CUDA's limit, which kernel IR verifies
+	maxL2Bytes      = 1 << 40
+	maxParamBytes   = 1 << 20
+	maxRate         = 1e18 // bytes or FLOP per second
+	maxCost         = 1.0  // seconds
+)
+
+// Validate reports every field of g that is missing or out of range, each
+// with the field's JSON name, its value and the range it must lie in:
+//
+//	name                   1 to 100 printable characters
+//	cc                     empty, or MAJOR.MINOR such as "8.0"
+//	sms                    1 to 4096
+//	shared_per_sm          1 to 16 MiB
+//	shared_per_block       1 to shared_per_sm
+//	regs_per_sm            1 to 2^20
+//	max_regs_per_thread    1 to 255
+//	max_threads_per_sm     1 to 65536
+//	max_blocks_per_sm      1 to 1024
+//	max_threads_per_block  1 to 1024, and at most max_threads_per_sm
+//	l2_bytes               0 to 2^40
+//	max_param_bytes        0 (4096), or 64 to 1 MiB
+//	dram_bandwidth, fp32_peak              above 0, at most 1e18
+//	l2_bandwidth, fp16_peak                0 to 1e18
+//	launch_cost, grid_sync_cost (seconds)  0 to 1
 func (g GPU) Validate() error {
 	var errs []error
-	pos := func(name string, v float64) {
-		if !(v > 0) {
-			errs = append(errs, fmt.Errorf("GPU %q: %s must be positive, is %v", g.Name, name, v))
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("GPU %q: field %s: %s", g.Name, field, fmt.Sprintf(format, args...)))
+	}
+	if g.Name == "" || len(g.Name) > 100 || strings.IndexFunc(g.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		bad("name", "want 1 to 100 printable characters, got %q", g.Name)
+	}
+	if g.CC != "" && !validCC(g.CC) {
+		bad("cc", `want a compute capability MAJOR.MINOR such as "8.0", got %q`, g.CC)
+	}
+	for _, f := range []struct {
+		field     string
+		v, lo, hi int
+	}{
+		{"sms", g.SMs, 1, maxSMs},
+		{"shared_per_sm", g.SharedPerSM, 1, maxSharedPerSM},
+		{"shared_per_block", g.SharedPerBlock, 1, max(1, min(g.SharedPerSM, maxSharedPerSM))},
+		{"regs_per_sm", g.RegsPerSM, 1, maxRegsPerSM},
+		{"max_regs_per_thread", g.MaxRegsPerThread, 1, maxRegsPerThr},
+		{"max_threads_per_sm", g.MaxThreadsPerSM, 1, maxThreadsPerSM},
+		{"max_blocks_per_sm", g.MaxBlocksPerSM, 1, maxBlocksPerSM},
+		{"max_threads_per_block", g.MaxThreadsPerBlock, 1, max(1, min(g.MaxThreadsPerSM, maxThreadsBlock))},
+		{"l2_bytes", g.L2Bytes, 0, maxL2Bytes},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			bad(f.field, "want an integer from %d to %d, got %d", f.lo, f.hi, f.v)
 		}
 	}
-	pos("sms", float64(g.SMs))
-	pos("shared_per_sm", float64(g.SharedPerSM))
-	pos("shared_per_block", float64(g.SharedPerBlock))
-	pos("regs_per_sm", float64(g.RegsPerSM))
-	pos("max_regs_per_thread", float64(g.MaxRegsPerThread))
-	pos("max_threads_per_sm", float64(g.MaxThreadsPerSM))
-	pos("max_blocks_per_sm", float64(g.MaxBlocksPerSM))
-	pos("max_threads_per_block", float64(g.MaxThreadsPerBlock))
-	pos("dram_bandwidth", g.DRAMBandwidth)
-	pos("fp32_peak", g.FP32Peak)
-	if g.FP16Peak < 0 || g.L2Bandwidth < 0 || g.LaunchCost < 0 || g.GridSyncCost < 0 {
-		errs = append(errs, fmt.Errorf("GPU %q: fp16_peak, l2_bandwidth, launch_cost and grid_sync_cost must not be negative", g.Name))
+	if g.MaxParamBytes != 0 && (g.MaxParamBytes < 64 || g.MaxParamBytes > maxParamBytes) {
+		bad("max_param_bytes", "want 0 (4096) or an integer from 64 to %d, got %d", maxParamBytes, g.MaxParamBytes)
 	}
-	if g.SharedPerBlock > g.SharedPerSM {
-		errs = append(errs, fmt.Errorf("GPU %q: shared_per_block %d exceeds shared_per_sm %d", g.Name, g.SharedPerBlock, g.SharedPerSM))
+	for _, f := range []struct {
+		field     string
+		v, lo, hi float64
+		positive  bool
+	}{
+		{"dram_bandwidth", g.DRAMBandwidth, 0, maxRate, true},
+		{"fp32_peak", g.FP32Peak, 0, maxRate, true},
+		{"l2_bandwidth", g.L2Bandwidth, 0, maxRate, false},
+		{"fp16_peak", g.FP16Peak, 0, maxRate, false},
+		{"launch_cost", g.LaunchCost, 0, maxCost, false},
+		{"grid_sync_cost", g.GridSyncCost, 0, maxCost, false},
+	} {
+		switch {
+		case f.positive && !(f.v > f.lo && f.v <= f.hi):
+			bad(f.field, "want a number above %g and at most %g, got %g", f.lo, f.hi, f.v)
+		case !f.positive && !(f.v >= f.lo && f.v <= f.hi):
+			bad(f.field, "want a number from %g to %g, got %g", f.lo, f.hi, f.v)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// validCC reports whether cc is a compute capability such as "8.0" or "10.3".
+func validCC(cc string) bool {
+	major, minor, ok := strings.Cut(cc, ".")
+	digits := func(s string, n int) bool {
+		return len(s) >= 1 && len(s) <= n && strings.Trim(s, "0123456789") == "" && (len(s) == 1 || s[0] != '0')
+	}
+	return ok && digits(major, 2) && major != "0" && digits(minor, 1)
 }
 
 // Resources are what one block of a kernel occupies on an SM.

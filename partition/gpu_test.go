@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,11 +84,82 @@ func TestLoadGPU(t *testing.T) {
 	for _, tt := range []struct{ spec, want string }{
 		{"v100", "unknown GPU"},
 		{write("typo.json", strings.Replace(good, `"sms"`, `"sm"`, 1)), "unknown field"},
-		{write("zero.json", strings.Replace(good, `"sms": 2`, `"sms": 0`, 1)), "sms must be positive"},
+		{write("zero.json", strings.Replace(good, `"sms": 2`, `"sms": 0`, 1)), "field sms: want an integer from 1 to 4096, got 0"},
 		{filepath.Join(dir, "missing.json"), "reading GPU model"},
 	} {
 		if _, err := LoadGPU(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("LoadGPU(%s) = %v, want error containing %q", filepath.Base(tt.spec), err, tt.want)
 		}
+	}
+}
+
+// TestParseGPUErrors is R9 of issue 17: every field is checked against its
+// range, and JSON errors are reported in the file's terms (field, line and
+// column), never in Go's ("into Go value of type partition.GPU").
+func TestParseGPUErrors(t *testing.T) {
+	good := `{"name": "mine", "cc": "8.0", "sms": 2, "shared_per_sm": 65536, "shared_per_block": 49152,
+		"regs_per_sm": 65536, "max_regs_per_thread": 255, "max_threads_per_sm": 1024,
+		"max_blocks_per_sm": 8, "max_threads_per_block": 1024, "l2_bytes": 1048576, "dram_bandwidth": 1e11,
+		"fp32_peak": 1e12, "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
+	if _, err := ParseGPU([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"name": "huge", "cc": "8.0"`
+	for _, f := range gpuFields()[2:] {
+		huge += `, "` + f + `": 4611686018427387904`
+	}
+	huge += "}"
+	tests := []struct {
+		name, from, to string // the change to good
+		want           []string
+	}{
+		{"cc not a number", `"cc": "8.0"`, `"cc": "abc"`, []string{`field cc: want a compute capability MAJOR.MINOR such as "8.0", got "abc"`}},
+		{"cc leading zero", `"cc": "8.0"`, `"cc": "08.0"`, []string{"field cc"}},
+		{"negative l2", `"l2_bytes": 1048576`, `"l2_bytes": -1`, []string{"field l2_bytes: want an integer from 0 to 1099511627776, got -1"}},
+		{"string for a number", `"sms": 2`, `"sms": "2"`, []string{"1:40: field sms: want an integer, got string"}},
+		{"fraction for an integer", `"sms": 2`, `"sms": 2.5`, []string{"field sms: want an integer, got the number 2.5"}},
+		{"number for a string", `"cc": "8.0"`, `"cc": 8.0`, []string{"field cc: want a string, got number"}},
+		{"beyond int64", `"sms": 2`, `"sms": 1e30`, []string{"field sms: want an integer, got the number 1e30"}},
+		{"unknown field", `"sms": 2`, `"sms": 2, "tensor_cores": 4`, []string{`unknown field "tensor_cores" (the fields are name, cc, sms,`}},
+		{"syntax", `"sms": 2,`, `"sms": 2,,`, []string{"1:40: invalid character ',' looking for beginning of object key string"}},
+		{"data after", good, good + " {}", []string{"data after the GPU's object"}},
+		{"array", good, "[1]", []string{"1:1: want a JSON object describing a GPU, got array"}},
+		{"empty", good, "", []string{"empty file"}},
+		{"truncated", good, `{"name": "x"`, []string{"unexpected end of file"}},
+		{"block over SM", `"max_threads_per_sm": 1024`, `"max_threads_per_sm": 512`, []string{"field max_threads_per_block: want an integer from 1 to 512, got 1024"}},
+		{"zero bandwidth", `"dram_bandwidth": 1e11`, `"dram_bandwidth": 0`, []string{"field dram_bandwidth: want a number above 0 and at most 1e+18, got 0"}},
+		{"negative cost", `"launch_cost": 3e-6`, `"launch_cost": -1`, []string{"field launch_cost: want a number from 0 to 1, got -1"}},
+		{"control character in name", `"name": "mine"`, `"name": "a\u0007b"`, []string{`field name: want 1 to 100 printable characters, got "a\ab"`}},
+		{"every field 2^62", good, huge, []string{"field sms: want an integer from 1 to 4096, got 4611686018427387904",
+			"field shared_per_block", "field max_threads_per_block", "field l2_bytes", "field max_param_bytes", "field dram_bandwidth", "field grid_sync_cost"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Replace(good, tt.from, tt.to, 1)
+			if text == good {
+				t.Fatalf("%q is not in the good description", tt.from)
+			}
+			_, err := ParseGPU([]byte(text))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error:\n%v\nwant it to contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "partition.GPU") {
+				t.Errorf("error in Go's terms: %v", err)
+			}
+		})
+	}
+}
+
+// TestValidateNaN: a GPU built in Go, not decoded, may hold NaN.
+func TestValidateNaN(t *testing.T) {
+	g, _ := BuiltinGPU("a100")
+	g.FP32Peak = math.NaN()
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "field fp32_peak") {
+		t.Errorf("Validate() = %v, want an error naming fp32_peak", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 
 	"tec/analysis"
 	"tec/partition"
@@ -26,8 +27,8 @@ func (f *analysisFlags) validate() error {
 	if err := f.compileFlags.validate(); err != nil {
 		return err
 	}
-	if f.threshold <= 0 {
-		return fmt.Errorf("-threshold must be positive, not %g", f.threshold)
+	if !(f.threshold > 0) || math.IsInf(f.threshold, 1) {
+		return fmt.Errorf("-threshold must be a positive finite number, not %g", f.threshold)
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func TestAnalysisUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"explain without file", []string{"explain"}, "want one FILE, got 0 arguments"},
-		{"bad threshold", []string{"explain", "--threshold", "0", "testdata/softmax.te"}, "-threshold must be positive"},
+		{"bad threshold", []string{"explain", "--threshold", "0", "testdata/softmax.te"}, "-threshold must be a positive finite number"},
 		{"bad collapse", []string{"graph", "--collapse", "sideways", "testdata/softmax.te"}, "-collapse must be none, call, loop or a depth"},
 		{"bad extension", []string{"graph", "-o", "g.txt", "testdata/softmax.te"}, "cannot write .txt files"},
 		{"no extension", []string{"graph", "-o", "g", "testdata/softmax.te"}, "want a .dot"},

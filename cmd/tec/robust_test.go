@@ -73,6 +73,9 @@ func TestHostileInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	gpu := func(name, from, to string) string {
+		return write(name, strings.Replace(g96, from, to, 1))
+	}
 	const tooLarge = "is too large: a tensor may have at most 2^30 (1073741824) elements"
 	const bombed = "the header declares <f4(16384, 16384), want f32[3] (nothing was read)"
 
@@ -94,6 +97,14 @@ func TestHostileInputs(t *testing.T) {
 		{"R4 check", []string{"check", "/dev/zero"}, exitUser, "tec: /dev/zero: the file is larger than 16 MiB, the most it may be"},
 		{"R4 fmt", []string{"fmt", "/dev/zero"}, exitUser, "tec fmt: /dev/zero: the file is larger than 16 MiB"},
 		{"R4 run", []string{"run", "/dev/zero"}, exitUser, "the file is larger than 16 MiB"},
+		{"R9 threshold NaN", []string{"explain", "testdata/scale.te", "--threshold", "NaN"}, exitUsage, "-threshold must be a positive finite number, not NaN"},
+		{"R9 threshold Inf", []string{"explain", "testdata/scale.te", "--threshold", "Inf"}, exitUsage, "-threshold must be a positive finite number, not +Inf"},
+		{"R9 threshold negative", []string{"explain", "testdata/scale.te", "--threshold", "-1"}, exitUsage, "-threshold must be a positive finite number, not -1"},
+		{"R9 atol Inf", []string{"run", "testdata/scale.te", "--fill", "ones", "--atol", "Inf"}, exitUsage, "--rtol and --atol must be non-negative finite numbers"},
+		{"R9 rtol NaN", []string{"run", "testdata/scale.te", "--fill", "ones", "--rtol", "NaN"}, exitUsage, "--rtol and --atol must be non-negative finite numbers"},
+		{"R9 GPU cc", []string{"build", "testdata/scale.te", "--gpu", gpu("cc.json", `"cc": "8.0"`, `"cc": "abc"`), "-o", filepath.Join(dir, "b")}, exitUsage, `field cc: want a compute capability MAJOR.MINOR such as "8.0", got "abc"`},
+		{"R9 GPU l2", []string{"build", "testdata/scale.te", "--gpu", gpu("l2.json", `"l2_bytes": 1048576`, `"l2_bytes": -1`), "-o", filepath.Join(dir, "b")}, exitUsage, "field l2_bytes: want an integer from 0 to 1099511627776, got -1"},
+		{"R9 GPU type", []string{"build", "testdata/scale.te", "--gpu", gpu("type.json", `"sms": 4`, `"sms": "4"`), "-o", filepath.Join(dir, "b")}, exitUsage, "field sms: want an integer, got string"},
 		{"R9 input twice", []string{"run", "testdata/scale.te", "--input", "x=@" + x1, "--input", "x=@" + x2}, exitUsage,
 			"x is given twice (@" + x1 + " and @" + x2 + ")"},
 		{"R9 input and archive", []string{"run", "testdata/scale.te", "--inputs", xs, "--input", "x=@" + x1, "--fill", "zeros"}, exitUser,
@@ -109,6 +120,9 @@ func TestHostileInputs(t *testing.T) {
 		})
 	}
 }
+
+// g96 is a valid GPU description with 96 threads per block.
+const g96 = `{"name": "odd96", "cc": "8.0", "sms": 4, "shared_per_sm": 49152, "shared_per_block": 49152, "regs_per_sm": 65536, "max_regs_per_thread": 255, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32, "max_threads_per_block": 96, "l2_bytes": 1048576, "dram_bandwidth": 100000000000.0, "fp32_peak": 1000000000000.0, "fp16_peak": 4000000000000.0, "launch_cost": 2e-06, "grid_sync_cost": 1e-06}`
 
 // TestOutputsToAFullDevice is R5: an output path that is a symbolic link
 // to /dev/full fails with the device's error, and the link stays.

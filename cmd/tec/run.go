@@ -126,8 +126,8 @@ machine-readable summary on standard output.`,
 			}
 			fill = &f
 		}
-		if rf.rtol < 0 || rf.atol < 0 || math.IsNaN(rf.rtol) || math.IsNaN(rf.atol) {
-			return e.usageError(c, "--rtol and --atol must be non-negative")
+		if !(rf.rtol >= 0) || !(rf.atol >= 0) || math.IsInf(rf.rtol, 1) || math.IsInf(rf.atol, 1) {
+			return e.usageError(c, "--rtol and --atol must be non-negative finite numbers")
 		}
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
