@@ -13,5 +13,8 @@
 // protocol requires; mapper converts them to byte offsets. Every request
 // runs in its own goroutine with a context that $/cancelRequest cancels, and
 // recovers from panics, so that no input and no sequence of edits can take
-// the server down.
+// the server down. A well-framed message that is not valid JSON-RPC 2.0 is
+// answered with -32700 (parse error) or -32600 (invalid request) and the
+// server carries on (see guardedStream); only a broken frame ends the
+// connection.
 package lsp

@@ -83,7 +83,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.conn = jsonrpc2.NewConn(jsonrpc2.NewStream(rwc))
+	s.conn = jsonrpc2.NewConn(newGuardedStream(rwc, s.logf))
 	s.conn.Go(ctx, s.handle)
 	defer s.stopTimers()
 	select {
