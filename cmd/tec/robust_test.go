@@ -62,6 +62,7 @@ func TestHostileInputs(t *testing.T) {
 	}
 	huge := write("huge.te", "model m {\n  input x: f32[100000, 100000, 100000]\n  y = x * 2.0\n  output y\n}\n")
 	wraps := write("wraps.te", "model m {\n  input x: f32[4611686018427387904, 4611686018427387904]\n  y = x * 2.0\n  output y\n}\n")
+	sum12 := write("sum12.te", "model m {\n  input x: f32[1000000]\n  s = sum[a, b](x[a] + x[b])\n  output s\n}\n")
 	bomb := filepath.Join(dir, "bomb.npz")
 	writeBomb(t, bomb, "x", "scale", "y")
 	xs := filepath.Join(dir, "x.npz")
@@ -97,6 +98,10 @@ func TestHostileInputs(t *testing.T) {
 		{"R4 check", []string{"check", "/dev/zero"}, exitUser, "tec: /dev/zero: the file is larger than 16 MiB, the most it may be"},
 		{"R4 fmt", []string{"fmt", "/dev/zero"}, exitUser, "tec fmt: /dev/zero: the file is larger than 16 MiB"},
 		{"R4 run", []string{"run", "/dev/zero"}, exitUser, "the file is larger than 16 MiB"},
+		{"R8 ref", []string{"run", sum12, "--fill", "ones"}, exitUser, "model m takes about 4e+12 operations, some 28 hours on ref; refusing a run estimated over 1m0s"},
+		{"R8 sim", []string{"run", sum12, "--fill", "ones", "--device", "sim"}, exitUser, "some 15 days on sim; refusing a run estimated over 1m0s"},
+		{"R8 hint", []string{"run", sum12, "--fill", "ones", "--max-time", "1h"}, exitUser, "hint: use smaller sizes (-D NAME=VALUE), or --max-time 0 to run it anyway"},
+		{"R8 negative limit", []string{"run", sum12, "--max-time", "-1s"}, exitUsage, "--max-time must not be negative"},
 		{"R9 threshold NaN", []string{"explain", "testdata/scale.te", "--threshold", "NaN"}, exitUsage, "-threshold must be a positive finite number, not NaN"},
 		{"R9 threshold Inf", []string{"explain", "testdata/scale.te", "--threshold", "Inf"}, exitUsage, "-threshold must be a positive finite number, not +Inf"},
 		{"R9 threshold negative", []string{"explain", "testdata/scale.te", "--threshold", "-1"}, exitUsage, "-threshold must be a positive finite number, not -1"},

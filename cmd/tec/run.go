@@ -56,6 +56,7 @@ type runFlags struct {
 	atol     float64
 	json     bool
 	show     int
+	maxTime  time.Duration
 }
 
 func runCommand() *command {
@@ -105,6 +106,7 @@ machine-readable summary on standard output.`,
 		fs.Float64Var(&rf.atol, "atol", 1e-5, "absolute tolerance of --expected")
 		fs.BoolVar(&rf.json, "json", false, "print a JSON summary on standard output")
 		fs.IntVar(&rf.show, "show", 6, "how many leading values of each output to print")
+		fs.DurationVar(&rf.maxTime, "max-time", time.Minute, "refuse a run estimated to take longer than this (0: no limit)")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
@@ -129,12 +131,19 @@ machine-readable summary on standard output.`,
 		if !(rf.rtol >= 0) || !(rf.atol >= 0) || math.IsInf(rf.rtol, 1) || math.IsInf(rf.atol, 1) {
 			return e.usageError(c, "--rtol and --atol must be non-negative finite numbers")
 		}
+		if rf.maxTime < 0 {
+			return e.usageError(c, "--max-time must not be negative")
+		}
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
 		prog, code := e.compile(&rf.compileFlags, pos[0])
 		if prog == nil {
 			return code
+		}
+		if err := checkWork(prog, &rf); err != nil {
+			fmt.Fprintf(e.stderr, "tec run: %v\n", err)
+			return exitUser
 		}
 		return e.runProgram(prog, &rf, fill)
 	}
@@ -246,6 +255,54 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 	}
 	printRun(e.stdout, &sum, outs, rf.show, rf.fill, rf.seed)
 	return status
+}
+
+// The rates at which the devices get through te.Program.Work, measured on
+// the 2-core machine the project is developed on (issue 17): a reduction
+// with element-wise work around it, and a 1024³ matmul for BLAS.
+const (
+	refScalarRate      = 4e7   // operations per second, the reference's closures
+	refContractionRate = 4e9   // operations per second, contractions handed to BLAS
+	simRaceRate        = 3e6   // operations per second, the simulator with --race
+	simRate            = 1.2e7 // operations per second, the simulator without
+)
+
+// estimateRun returns the estimated seconds that running prog on rf's
+// device takes.
+func estimateRun(w te.Work, rf *runFlags) float64 {
+	switch {
+	case rf.device == "ref":
+		return w.Scalar/refScalarRate + w.Contraction/refContractionRate
+	case rf.race:
+		return w.Total() / simRaceRate
+	}
+	return w.Total() / simRate
+}
+
+// checkWork refuses a run estimated to take longer than --max-time.
+func checkWork(prog *te.Program, rf *runFlags) error {
+	w := prog.Work()
+	secs := estimateRun(w, rf)
+	if rf.maxTime == 0 || secs <= rf.maxTime.Seconds() {
+		return nil
+	}
+	return fmt.Errorf("model %s takes about %.2g operations, some %s on %s; refusing a run estimated over %v\n"+
+		"  hint: use smaller sizes (-D NAME=VALUE), or --max-time 0 to run it anyway", prog.Name, w.Total(), formatSeconds(secs), rf.device, rf.maxTime)
+}
+
+// formatSeconds formats an estimate of seconds in the unit that suits it.
+func formatSeconds(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.0f seconds", s)
+	case s < 2*3600:
+		return fmt.Sprintf("%.0f minutes", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%.0f hours", s/3600)
+	case s < 2*365*86400:
+		return fmt.Sprintf("%.0f days", s/86400)
+	}
+	return fmt.Sprintf("%.2g years", s/(365*86400))
 }
 
 // errRaces reports that the simulator found data races or uninitialised
