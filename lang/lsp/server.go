@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
+
+	"tec/internal/safefile"
 )
 
 // DefaultDebounce is how long the server waits after a change before it
@@ -27,12 +28,17 @@ type Options struct {
 	// directory under os.UserCacheDir.
 	StdlibDir string
 	// ReadFile reads files that are not open in the editor; nil means
-	// os.ReadFile.
+	// reading them as os.ReadFile does, up to maxFileBytes.
 	ReadFile func(path string) ([]byte, error)
 	// Logf, when not nil, receives one line per internal failure worth
 	// knowing about (a panic recovered in a handler, say).
 	Logf func(format string, args ...any)
 }
+
+// maxFileBytes bounds a file the server reads from disk (an import not open
+// in the editor): 16 MiB, the limit of tec's other commands, so that an
+// import of /dev/zero is an error, not a read until memory runs out.
+const maxFileBytes = 16 << 20
 
 // ErrExitWithoutShutdown is returned by Serve when the client sent exit
 // without shutdown first; the protocol asks the server to exit with status 1.
@@ -70,7 +76,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 		opts.Debounce = DefaultDebounce
 	}
 	if opts.ReadFile == nil {
-		opts.ReadFile = os.ReadFile
+		opts.ReadFile = func(path string) ([]byte, error) { return safefile.ReadFile(path, maxFileBytes) }
 	}
 	s := &server{
 		opts:      opts,
