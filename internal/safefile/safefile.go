@@ -12,9 +12,10 @@
 // any error the temporary file is removed and the path is as it was. A
 // symbolic link is followed, so the file it points to is replaced and the
 // link stays a link. Where the path names something else (a device such as
-// /dev/stdout or /dev/null, a named pipe), the data is written to it
-// directly: there is nothing to rename over, and nothing is removed when
-// the write fails.
+// /dev/null, a named pipe), or anything under /dev or /proc (/dev/stdout
+// redirected to a file by a shell), the data is appended to it directly
+// (after what the shell or the process wrote there before): there is
+// nothing to rename over, and nothing is removed when the write fails.
 package safefile
 
 import (
@@ -27,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // TooLargeError reports a file longer than ReadFile's limit.
@@ -75,20 +77,26 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // its permission. See the package documentation for what happens on error;
 // the error is write's, or the file system's, for the caller to wrap.
 func Write(path string, perm fs.FileMode, write func(w io.Writer) error) error {
-	target, err := resolve(path)
-	if err != nil {
-		return err
-	}
-	st, err := os.Stat(target)
+	st, err := os.Stat(path)
 	switch {
-	case err == nil && !st.Mode().IsRegular():
-		return writeDirect(target, perm, write)
+	case err == nil && (!st.Mode().IsRegular() || underDevOrProc(path)):
+		// A device, possibly behind links that only the kernel can follow
+		// (/dev/stdout is /proc/self/fd/1, a link to "pipe:[...]").
+		return writeDirect(path, perm, write)
 	case err == nil:
-		perm = st.Mode().Perm()
-	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return err
+		}
+		return writeReplace(target, st.Mode().Perm(), write)
+	case errors.Is(err, fs.ErrNotExist):
+		target, err := resolve(path)
+		if err != nil {
+			return err
+		}
+		return writeReplace(target, perm, write)
 	}
-	return writeReplace(target, perm, write)
+	return err
 }
 
 // WriteFile is Write of the bytes data.
@@ -99,8 +107,17 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	})
 }
 
-// resolve follows symbolic links in path; a link to nothing resolves to the
-// path it names, so that the file is created where the link points.
+// underDevOrProc reports whether path names a file under /dev or /proc,
+// such as /dev/stdout: those stand for a file descriptor that another
+// process opened (a shell's redirection), which must be written through
+// even when it is a regular file.
+func underDevOrProc(path string) bool {
+	abs, err := filepath.Abs(path)
+	return err == nil && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
+}
+
+// resolve follows the symbolic links of a path that names nothing yet, so
+// that the file is created where a dangling link points.
 func resolve(path string) (string, error) {
 	for range 40 { // as many links as Linux follows
 		fi, err := os.Lstat(path)
@@ -124,7 +141,7 @@ func resolve(path string) (string, error) {
 
 // writeDirect writes to a path that is not a regular file, such as a device.
 func writeDirect(path string, perm fs.FileMode, write func(w io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, perm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, perm) // after what a shell or this process wrote to it
 	if err != nil {
 		return err
 	}

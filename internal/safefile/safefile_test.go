@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -164,5 +165,31 @@ func TestReadFile(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("ReadFile(%s, %d) = %q, want %q", tt.path, tt.limit, got, tt.want)
 		}
+	}
+}
+
+// TestWriteFileDescriptor: /proc/self/fd/N (what /dev/stdout is) naming a
+// regular file that a shell opened to append is written through, not
+// replaced: the file keeps its inode and what it held.
+func TestWriteFileDescriptor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	must(t, os.WriteFile(path, []byte("old "), 0o644))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	defer f.Close()
+	fd := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if _, err := os.Stat(fd); err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	before, err := os.Stat(path)
+	must(t, err)
+	must(t, WriteFile(fd, []byte("new"), 0o644))
+	after, err := os.Stat(path)
+	must(t, err)
+	if !os.SameFile(before, after) {
+		t.Error("the file was replaced")
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old new" {
+		t.Errorf("the file holds %q, want %q", got, "old new")
 	}
 }
