@@ -76,6 +76,9 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		defer func() { l.bufs[t] = global }()
 	}
 	starts, span := rotations(pk, pl)
+	if err := checkOnChip(pk, pl, starts); err != nil {
+		return nil, fmt.Errorf("lower: kernel %s: %w", name, err)
+	}
 	var cache *weightCache
 	var clear []kir.Stmt
 	if pk.Cache != nil {

@@ -1,6 +1,9 @@
 package lower
 
 import (
+	"fmt"
+	"slices"
+
 	"tec/backend/kir"
 	"tec/partition"
 	"tec/te"
@@ -12,6 +15,16 @@ import (
 // the rest of the grid idles: the LSTM's twenty one-tile cell updates of a
 // wavefront step all ran on block 0, one after another. The fused lowering
 // therefore starts each group of such stages at its own block.
+//
+// A result kept on chip (partition.Kernel.OnChip) lives in the shared
+// memory of the block that wrote it, so it must be read only by that
+// block: row r of the producer and row r of every stage that reads it must
+// run on the same block, whatever grid syncs lie between them. Rotation
+// keeps this by construction: the stages that write or read a result on
+// chip, and the groups they belong to, are never rotated (row r runs on
+// block r mod the grid in all of them), and the other groups of their epoch
+// start after their tiles. checkOnChip verifies it before a kernel is
+// emitted, so that a plan breaking it is an error, not a silent miscompile.
 
 // rotations returns, for each stage of pk, the block at which its tiles
 // start: within a grid epoch (the stages between two grid syncs), stages
@@ -19,9 +32,11 @@ import (
 // group that keeps one mapping of tiles to blocks (a stage may read what
 // its own block or thread computed), and each group starts where the
 // tiles of the groups before it end, modulo the grid. Split reductions
-// (grid syncs of their own) and stages with resident weights (whose tiles
-// belong to fixed blocks) keep block 0. It also returns the most blocks
-// that an epoch's groups span together, at most the grid.
+// (grid syncs of their own), stages with resident weights (whose tiles
+// belong to fixed blocks), and the groups of stages that write or read a
+// result on chip keep block 0; the latter come first in their epoch. It
+// also returns the most blocks that an epoch's groups span together, at
+// most the grid.
 func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 	n := len(pk.Stages)
 	off = make([]int, n)
@@ -30,6 +45,7 @@ func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 		s := pl.Schedules[pk.Stages[j]]
 		return s.Kind == partition.SplitReduce || s.Resident != nil
 	}
+	pinned := onChipStages(pk)
 	for start := 0; start < n; {
 		end := start + 1
 		for end < n && pk.Sync[end] != partition.GridSync && !fixed(end) && !fixed(end-1) {
@@ -59,12 +75,20 @@ func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 			at[t] = j
 		}
 		width := map[int]int{}
+		held := map[int]bool{} // groups that keep block 0
 		for j := start; j < end; j++ {
 			r := find(j - start)
 			width[r] = max(width[r], pl.Schedules[pk.Stages[j]].Tiles)
+			if pinned[pk.Stages[j]] {
+				held[r] = true
+			}
 		}
 		first := map[int]int{}
 		next := 0
+		for r := range held {
+			next = max(next, width[r])
+			first[r] = 0
+		}
 		for j := start; j < end; j++ {
 			r := find(j - start)
 			o, ok := first[r]
@@ -81,6 +105,71 @@ func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 		start = end
 	}
 	return off, span
+}
+
+// onChipStages returns the stages of pk that write or read a result it
+// keeps on chip.
+func onChipStages(pk *partition.Kernel) map[*te.Tensor]bool {
+	on := map[*te.Tensor]bool{}
+	for _, t := range pk.OnChip {
+		on[t] = true
+	}
+	out := map[*te.Tensor]bool{}
+	for _, t := range pk.Stages {
+		if on[t] || slices.ContainsFunc(te.Inputs(t.Body), func(u *te.Tensor) bool { return on[u] }) {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// checkOnChip verifies that every result pk keeps on chip is read only by
+// the blocks that wrote it: each stage that reads it works by rows over the
+// same leading axes (partition.Rows or a row reduction), so that its
+// grid-stride loop gives row r to the block that computed row r, and
+// starts its tiles at the same block (off, from rotations).
+func checkOnChip(pk *partition.Kernel, pl *partition.Plan, off []int) error {
+	pos := map[*te.Tensor]int{}
+	for j, t := range pk.Stages {
+		pos[t] = j
+	}
+	for _, t := range pk.OnChip {
+		p, ok := pos[t]
+		if !ok {
+			return fmt.Errorf("result %s is kept on chip but is not a stage of the kernel", t.Name)
+		}
+		rows := rowAxesOf(pl.Schedules[t], t)
+		if rows == 0 {
+			return fmt.Errorf("result %s is kept on chip but is not computed by rows", t.Name)
+		}
+		for j, u := range pk.Stages {
+			if !slices.Contains(te.Inputs(u.Body), t) {
+				continue
+			}
+			if j < p {
+				return fmt.Errorf("stage %s reads %s, kept on chip, before it is computed", u.Name, t.Name)
+			}
+			if r := rowAxesOf(pl.Schedules[u], u); r != rows || product(u.Axes[:r]) != product(t.Axes[:rows]) {
+				return fmt.Errorf("stage %s reads %s, kept on chip, but does not work by its rows", u.Name, t.Name)
+			}
+			if off[j] != off[p] {
+				return fmt.Errorf("stage %s reads %s, kept on chip, from blocks rotated by %d, but it was written by blocks rotated by %d", u.Name, t.Name, off[j], off[p])
+			}
+		}
+	}
+	return nil
+}
+
+// rowAxesOf returns how many leading axes of t make its rows under s, or 0
+// if s does not give each row to one block.
+func rowAxesOf(s *partition.Schedule, t *te.Tensor) int {
+	switch s.Kind {
+	case partition.RowReduce:
+		return len(t.Shape)
+	case partition.Rows:
+		return s.RowAxes
+	}
+	return 0
 }
 
 // rotate makes the grid-stride and thread-stride loops at the top of stage
