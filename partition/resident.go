@@ -330,14 +330,23 @@ type epilogue struct {
 	axes   []map[*te.Var]*te.Var
 }
 
-// epilogue finds the element-wise stages of k after st's stage that read
-// it only at constant batch entries and, elsewhere, at their own axes,
-// read other such stages only at their own element, and read nothing else
-// that k computes in st's grid epoch or later: stages that the threads
-// writing st's columns can compute right after it. It groups batch entries
-// in the fewest consecutive runs (a divisor of the batch, at most
+// epilogue finds the element-wise stages of k after st's stage, the
+// stages that the threads writing st's columns can compute right after it
+// (the epilogue rule): each must read st's stage only at constant batch
+// entries and, on every other axis, at one of its own axes, the same for
+// all its loads, so that its axes and st's non-batch axes correspond one
+// to one (with equal extents); read the stages admitted before it only at
+// its own element, through the same correspondence; and read nothing else
+// that k computes in st's grid epoch or later. Then each of its elements
+// depends only on the one element of each batch entry of st (and of the
+// earlier epilogue stages) that the thread computing it wrote; a stage
+// that reads st at another column (over a reduction axis, or at an axis of
+// st that is not one of its own) reads what other threads or blocks wrote,
+// and is left to run after a grid sync. It groups batch entries in the
+// fewest consecutive runs (a divisor of the batch, at most
 // residentMaxGroup) that keep each stage's reads, and those of the stages
-// it reads, in one run, and gives up stages until such a grouping exists.
+// it reads, in one run, and gives up the epilogue unless such a grouping
+// exists.
 func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 	t := st.t
 	pt := slices.Index(k.Stages, t)
@@ -352,68 +361,29 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 	for p, u := range k.Stages {
 		pos[u] = p
 	}
-	batch := map[*te.Var]int{}
-	for i, v := range st.d.BatchAxes {
-		batch[v] = i
+	batch := map[*te.Var]bool{}
+	for _, v := range st.d.BatchAxes {
+		batch[v] = true
 	}
-	type cand struct {
-		u      *te.Tensor
-		lo, hi int
-		axes   map[*te.Var]*te.Var
-	}
-	var cands []cand
-	in := map[*te.Tensor]int{} // stage → index in cands
+	var cands []*epiCand
+	in := map[*te.Tensor]*epiCand{}
 	for j := pt + 1; j < len(k.Stages); j++ {
 		u := k.Stages[j]
 		if c.pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
 			continue
 		}
-		cd := cand{u: u, lo: st.d.Batch, hi: -1, axes: map[*te.Var]*te.Var{}}
-		ok, reads := true, false
-		te.Walk(u.Body, func(x te.Expr) bool {
-			l, isLoad := x.(*te.Load)
-			if !isLoad || !ok {
-				return ok
-			}
-			switch i, inEpi := in[l.Tensor]; {
-			case l.Tensor == t:
-				reads = true
-				b := 0
-				for d, ix := range l.Index {
-					a := t.Axes[d]
-					if _, isBatch := batch[a]; isBatch {
-						v, isConst := ix.IsConst()
-						if !isConst {
-							ok = false
-							return false
-						}
-						b = b*a.Extent + v
-						continue
-					}
-					v, isVar := ix.AsVar()
-					if !isVar || (cd.axes[v] != nil && cd.axes[v] != a) || v.Extent != a.Extent {
-						ok = false
-						return false
-					}
-					cd.axes[v] = a
-				}
-				cd.lo, cd.hi = min(cd.lo, b), max(cd.hi, b)
-			case inEpi:
-				if !identityReads(u, l.Tensor) {
-					ok = false
-				}
-				cd.lo, cd.hi = min(cd.lo, cands[i].lo), max(cd.hi, cands[i].hi)
-			default:
-				if p, isStage := pos[l.Tensor]; isStage && p >= epoch {
-					ok = false
-				}
-			}
-			return ok
-		})
-		if !ok || !reads || len(cd.axes) != len(u.Axes) {
+		reads := func(x *te.Tensor) bool {
+			p, isStage := pos[x]
+			return isStage && p >= epoch && x != t && in[x] == nil
+		}
+		if slices.ContainsFunc(te.Inputs(u.Body), reads) {
+			continue // it reads what other blocks write in this epoch
+		}
+		cd, ok := epilogueCandidate(u, t, st.d.Batch, batch, in)
+		if !ok || len(cd.axes) != len(u.Axes) || len(u.Axes) != len(t.Axes)-len(batch) {
 			continue
 		}
-		in[u] = len(cands)
+		in[u] = cd
 		cands = append(cands, cd)
 	}
 	for g := 1; g <= min(st.d.Batch, residentMaxGroup); g++ {
@@ -433,6 +403,82 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 		}
 	}
 	return &epilogue{group: 1}
+}
+
+// epiCand is a stage that the epilogue rule admits: the batch entries
+// [lo, hi] of the resident stage that it reads (directly or through other
+// epilogue stages), and the axis of the resident stage that each of its
+// axes corresponds to.
+type epiCand struct {
+	u      *te.Tensor
+	lo, hi int
+	axes   map[*te.Var]*te.Var
+}
+
+// epilogueCandidate checks u's loads of t (batch axes batch, batch entries
+// n) and of the stages admitted before it (in) against the epilogue rule
+// (see epilogue), and returns what it reads if they keep it. It does not
+// check u's other loads.
+func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*te.Tensor]*epiCand) (*epiCand, bool) {
+	cd := &epiCand{u: u, lo: n, hi: -1, axes: map[*te.Var]*te.Var{}}
+	own := map[*te.Var]bool{}
+	for _, v := range u.Axes {
+		own[v] = true
+	}
+	// match makes u's axis v correspond to t's axis a, and reports whether
+	// that keeps the correspondence one to one.
+	match := func(v, a *te.Var) bool {
+		if !own[v] || v.Extent != a.Extent {
+			return false
+		}
+		if w, ok := cd.axes[v]; ok {
+			return w == a
+		}
+		for _, w := range cd.axes {
+			if w == a {
+				return false
+			}
+		}
+		cd.axes[v] = a
+		return true
+	}
+	ok, reads := true, false
+	te.Walk(u.Body, func(x te.Expr) bool {
+		l, isLoad := x.(*te.Load)
+		if !isLoad || !ok {
+			return ok
+		}
+		if l.Tensor == t {
+			reads = true
+			b := 0
+			for d, ix := range l.Index {
+				a := t.Axes[d]
+				if batch[a] {
+					e, isConst := ix.IsConst()
+					ok = ok && isConst
+					b = b*a.Extent + e
+					continue
+				}
+				v, isVar := ix.AsVar()
+				ok = ok && isVar && match(v, a)
+			}
+			cd.lo, cd.hi = min(cd.lo, b), max(cd.hi, b)
+			return ok
+		}
+		if p := in[l.Tensor]; p != nil {
+			reads = true
+			if !identityReads(u, l.Tensor) {
+				ok = false
+				return false
+			}
+			for d, v := range u.Axes {
+				ok = ok && match(v, p.axes[l.Tensor.Axes[d]])
+			}
+			cd.lo, cd.hi = min(cd.lo, p.lo), max(cd.hi, p.hi)
+		}
+		return ok
+	})
+	return cd, ok && reads
 }
 
 // weightCache returns the cache of keys slices of slice floats that fits

@@ -69,3 +69,98 @@ func TestResident(t *testing.T) {
 		t.Errorf("weight cache without Reuse:\n%s", pl)
 	}
 }
+
+// gemvChain is x·u·u, two weight-resident matrix-vector stages h and g
+// over one weight u (n × n, batch of one), then the stages that consumers
+// adds, all outputs.
+func gemvChain(n int, consumers func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor) *te.Program {
+	b := tb.New("chain")
+	x := b.Input("x", 1, n)
+	u := b.Param("u", n, n)
+	mv := func(name string, in *te.Tensor) *te.Tensor {
+		return b.Compute(name, tb.Shape(1, n), func(ax []te.Index) te.Expr {
+			return tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+				return tb.Bin(te.Mul, tb.Ld(in, ax[0], k), tb.Ld(u, k, ax[1]))
+			})
+		})
+	}
+	g := mv("g", mv("h", x))
+	return b.Program(consumers(b, g, u)...)
+}
+
+// TestEpilogueRule checks which consumers of a resident stage the plan
+// computes in its epilogue: element-wise ones that read it at their own
+// columns, one to one, transposed or not; never one that reads it at other
+// columns (a reduction over them, issue 17's F5 and F6, a reversed axis)
+// or maps two of its axes onto one.
+func TestEpilogueRule(t *testing.T) {
+	const n = 8
+	tanh := func(b *tb.Builder, name string, g *te.Tensor) *te.Tensor {
+		return b.Compute(name, tb.Shape(1, n), func(ax []te.Index) te.Expr { return tb.Un(te.Tanh, tb.Ld(g, ax...)) })
+	}
+	for _, tt := range []struct {
+		name      string
+		consumers func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor
+		want      []string
+	}{
+		{"element-wise", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			return []*te.Tensor{tanh(b, "a", g)}
+		}, []string{"a"}},
+		{"transposed", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			return []*te.Tensor{b.Compute("at", tb.Shape(n, 1), func(ax []te.Index) te.Expr { return tb.Un(te.Tanh, tb.Ld(g, ax[1], ax[0])) })}
+		}, []string{"at"}},
+		{"F6: a reduction over the stage's columns, transposed", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			return []*te.Tensor{b.Compute("y", tb.Shape(n, 1), func(ax []te.Index) te.Expr {
+				return tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+					return tb.Bin(te.Mul, tb.Ld(u, k, ax[0]), tb.Un(te.Tanh, tb.Ld(g, ax[1], k)))
+				})
+			})}
+		}, nil},
+		{"a reduction over an epilogue stage's columns", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			a := tanh(b, "a", g)
+			y := b.Compute("y", tb.Shape(n, 1), func(ax []te.Index) te.Expr {
+				return tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+					return tb.Bin(te.Mul, tb.Ld(u, k, ax[0]), tb.Ld(a, ax[1], k))
+				})
+			})
+			return []*te.Tensor{a, y}
+		}, []string{"a"}},
+		{"F5: a reduction over the stage's columns", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			return []*te.Tensor{b.Compute("y", tb.Shape(n, 1), func(ax []te.Index) te.Expr {
+				return tb.Reduce(te.Sum, "k", n, func(k te.Index) te.Expr {
+					return tb.Bin(te.Mul, tb.Ld(u, ax[0], k), tb.Ld(g, ax[1], k))
+				})
+			})}
+		}, nil},
+		{"two axes onto one", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			return []*te.Tensor{b.Compute("d", tb.Shape(1, n, n), func(ax []te.Index) te.Expr {
+				return tb.Bin(te.Mul, tb.Ld(g, ax[0], ax[1]), tb.Ld(g, ax[0], ax[2]))
+			})}
+		}, nil},
+		{"reversed", func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+			return []*te.Tensor{b.Compute("r", tb.Shape(1, n), func(ax []te.Index) te.Expr {
+				return tb.Ld(g, ax[0], ax[1].Scale(-1).AddConst(n-1))
+			})}
+		}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := plan(t, gemvChain(n, tt.consumers), "a100", Options{Reuse: true, Split: true})
+			var got []string
+			for _, tn := range pl.Program.Tensors {
+				s := pl.Schedules[tn]
+				if s != nil && s.EpilogueOf != nil {
+					if s.EpilogueOf.Name != "g" {
+						t.Errorf("%s in the epilogue of %s; want g", tn.Name, s.EpilogueOf.Name)
+					}
+					got = append(got, tn.Name)
+				}
+			}
+			if pl.Kernels[0].Cache == nil {
+				t.Fatalf("no weight cache:\n%s", pl)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("in g's epilogue: %v; want %v\n%s", got, tt.want, pl)
+			}
+		})
+	}
+}

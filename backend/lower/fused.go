@@ -100,6 +100,9 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		switch s.Kind {
 		case partition.Contraction:
 			if s.Resident != nil {
+				if err := checkEpilogue(t, s.Resident); err != nil {
+					return nil, fmt.Errorf("lower: stage %s: %w", t.Name, err)
+				}
 				if !l.resident(t, s, cache, tmp, &stage) {
 					return nil, fmt.Errorf("lower: stage %s: the plan keeps its weights on chip, but it is not a resident contraction", t.Name)
 				}

@@ -1,6 +1,9 @@
 package lower
 
 import (
+	"fmt"
+	"slices"
+
 	"tec/backend/kir"
 	"tec/partition"
 	"tec/te"
@@ -342,4 +345,97 @@ func piecewise(vals []int, x kir.Expr) kir.Expr {
 		e = &kir.Select{Cond: kir.Lt(x, kir.I(r.hi)), Then: v, Else: e}
 	}
 	return e
+}
+
+// checkEpilogue verifies that the stages in the epilogue of resident stage
+// t (rs) can be computed there, by the thread that wrote each column of t
+// (partition's epilogue rule): the axes of each correspond one to one to
+// t's non-batch axes, with equal extents (rs.EpilogueAxes), so that every
+// element of it is computed once; it loads t only at constant batch
+// entries of its group and, on every other axis, at the axis of its own
+// that corresponds; and it loads the earlier stages of the epilogue only
+// at its own element, through the same correspondence and in the same
+// group. Each element then depends only on what the thread computing it
+// wrote. A stage that reads t at other columns (over a reduction, say)
+// must run after a grid sync instead, and a plan that puts it in the
+// epilogue is an error here, not a race in the kernel.
+func checkEpilogue(t *te.Tensor, rs *partition.Resident) error {
+	if len(rs.Epilogue) == 0 {
+		return nil
+	}
+	d, ok := partition.ContractionDims(t)
+	if !ok || len(rs.EpilogueAxes) != len(rs.Epilogue) || len(rs.EpilogueGroup) != len(rs.Epilogue) {
+		return fmt.Errorf("the plan computes stages in its epilogue, but it is not a resident contraction")
+	}
+	cols := append(append([]*te.Var{}, d.MAxes...), d.NAxes...)
+	batch := map[*te.Var]bool{}
+	for _, a := range d.BatchAxes {
+		batch[a] = true
+	}
+	group := max(rs.Group, 1)
+	done := map[*te.Tensor]int{} // epilogue stage → its index in rs.Epilogue
+	for e, u := range rs.Epilogue {
+		axes := rs.EpilogueAxes[e]
+		if !oneToOne(u.Axes, cols, axes) {
+			return fmt.Errorf("epilogue stage %s: its axes do not correspond one to one to the columns of %s", u.Name, t.Name)
+		}
+		var err error
+		te.Walk(u.Body, func(x te.Expr) bool {
+			l, isLoad := x.(*te.Load)
+			if !isLoad || err != nil {
+				return err == nil
+			}
+			if l.Tensor == t {
+				entry, own := 0, true
+				for i, ix := range l.Index {
+					a := t.Axes[i]
+					if batch[a] {
+						c, isConst := ix.IsConst()
+						own = own && isConst
+						entry = entry*a.Extent + c
+						continue
+					}
+					v, isVar := ix.AsVar()
+					own = own && isVar && axes[v] == a
+				}
+				if !own || entry/group != rs.EpilogueGroup[e] {
+					err = fmt.Errorf("epilogue stage %s reads %s as %s, not at its own column of its group's batch entries", u.Name, t.Name, te.FormatExpr(l))
+				}
+				return err == nil
+			}
+			if p, isEpi := done[l.Tensor]; isEpi {
+				own := rs.EpilogueGroup[p] == rs.EpilogueGroup[e]
+				for i, ix := range l.Index {
+					v, isVar := ix.AsVar()
+					own = own && isVar && v == u.Axes[i] && axes[v] == rs.EpilogueAxes[p][l.Tensor.Axes[i]]
+				}
+				if !own {
+					err = fmt.Errorf("epilogue stage %s reads epilogue stage %s as %s, which another thread computes", u.Name, l.Tensor.Name, te.FormatExpr(l))
+				}
+			}
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+		done[u] = e
+	}
+	return nil
+}
+
+// oneToOne reports whether m maps the axes of one tensor one to one onto
+// cols, each to an axis of the same extent.
+func oneToOne(axes, cols []*te.Var, m map[*te.Var]*te.Var) bool {
+	if len(axes) != len(cols) || len(m) != len(axes) {
+		return false
+	}
+	hit := map[*te.Var]bool{}
+	for _, v := range axes {
+		a, ok := m[v]
+		if !ok || hit[a] || !slices.Contains(cols, a) || a.Extent != v.Extent {
+			return false
+		}
+		hit[a] = true
+	}
+	return true
 }
