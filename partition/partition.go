@@ -15,6 +15,22 @@
 // element-wise consumer of an element-wise producer of the same size) needs
 // none; a stage that reads row results of a row reduction with the same
 // tiling needs only a block barrier (Reuse).
+//
+// At -O4 the plan asks two things of the lowering that hold only if every
+// thread reads what the right thread wrote, and the lowering checks both
+// before it emits a kernel, failing rather than miscompiling:
+//
+//   - a result kept on chip (Kernel.OnChip) is read only by the block that
+//     wrote it: its readers work by the same rows, and the lowering gives
+//     row r of the producer and of every reader to the same block (it does
+//     not rotate them onto other blocks, whatever grid syncs lie between);
+//   - a stage in a resident stage's epilogue (Resident.Epilogue) is
+//     element-wise, its axes correspond one to one to the resident stage's
+//     non-batch axes, and it reads the resident stage only at those axes
+//     (and at constant batch entries of its group) and earlier epilogue
+//     stages only at its own element: each of its elements depends only on
+//     what the thread computing it wrote. A stage that reads other columns
+//     (a reduction over them, say) runs after a grid sync instead.
 package partition
 
 import (

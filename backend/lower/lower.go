@@ -21,6 +21,12 @@
 // combine of n partials in shared memory folds the upper ⌊n/2⌋ onto the
 // lower ⌈n/2⌉ at each step (96: 48, 24, 12, 6, 3, 2, 1 live partials), so
 // that an odd count never drops its middle partial.
+//
+// Fused lowers a partition plan to persistent kernels. It checks the
+// plan's promises that make -O4's reuse correct (see package partition): a
+// result kept on chip is read by the blocks that wrote it (checkOnChip),
+// and an epilogue stage reads only what its own thread wrote
+// (checkEpilogue); a plan that breaks one is an error, not a kernel.
 package lower
 
 import (
