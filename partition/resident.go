@@ -372,11 +372,11 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 		if c.pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
 			continue
 		}
-		reads := func(x *te.Tensor) bool {
+		unordered := func(x *te.Tensor) bool {
 			p, isStage := pos[x]
 			return isStage && p >= epoch && x != t && in[x] == nil
 		}
-		if slices.ContainsFunc(te.Inputs(u.Body), reads) {
+		if slices.ContainsFunc(te.Inputs(u.Body), unordered) {
 			continue // it reads what other blocks write in this epoch
 		}
 		cd, ok := epilogueCandidate(u, t, st.d.Batch, batch, in)
