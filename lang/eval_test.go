@@ -123,6 +123,23 @@ model m {
 		want:   map[string][]float64{"n": {-1, 1, 3}, "h": {0.333251953125, 0.66650390625, 1}, "b": {0, 1, 1}, "c": {0, 1, 1}},
 		dtypes: map[string]te.DType{"n": te.I32, "h": te.F16, "b": te.Bool, "c": te.I32},
 	}, {
+		// A body that is a half-precision cast of a number stores that
+		// dtype like any cast body; f16(0.3) + bf16(0.3) is arithmetic, f32.
+		name: "cast of a number as a body",
+		src: `model m {
+  input x: f32[2]
+  h[i] = f16(0.3) where i in 0..2
+  b[i] = bf16(0.3) where i in 0..2
+  s[i] = f16(0.3) + bf16(0.3) where i in 0..2
+  output h, b, s
+}`,
+		want: map[string][]float64{
+			"h": {0.300048828125, 0.300048828125},
+			"b": {0.30078125, 0.30078125},
+			"s": {0.300048828125 + 0.30078125, 0.300048828125 + 0.30078125},
+		},
+		dtypes: map[string]te.DType{"h": te.F16, "b": te.BF16, "s": te.F32},
+	}, {
 		name: "int arithmetic",
 		src: `const A = -7 / 2
 const B = -7 % 2

@@ -25,7 +25,10 @@ type scalar struct {
 	num  number
 	idx  te.Index
 	expr te.Expr
-	typ  te.DType // the type of expr
+	// typ is the type of expr; of a number, F16 or BF16 when the number is
+	// a half-precision cast of a number (f16(0.3)), so that a body made of
+	// it stores that dtype as every cast body does, and F32 otherwise.
+	typ te.DType
 	// why says, for an i32 expression that is not quasi-affine, which part is
 	// not, e.g. "i * j is a product of two index variables".
 	why string
@@ -54,7 +57,7 @@ func (s scalar) dtype() te.DType {
 		if s.num.isInt {
 			return te.I32
 		}
-		return te.F32
+		return s.typ
 	case sIndex:
 		return te.I32
 	}
@@ -82,7 +85,11 @@ func (s scalar) toExpr(asFloat bool) te.Expr {
 		if s.num.isInt && !asFloat {
 			return &te.ConstExpr{Value: float64(s.num.i), DType: te.I32}
 		}
-		return &te.ConstExpr{Value: s.num.float(), DType: te.F32}
+		c := &te.ConstExpr{Value: s.num.float(), DType: te.F32}
+		if s.typ != te.F32 {
+			return &te.Cast{To: s.typ, X: c}
+		}
+		return c
 	case sIndex:
 		if c, ok := s.idx.IsConst(); ok {
 			if asFloat {
@@ -344,7 +351,11 @@ func (c *checker) callElem(file string, span syntax.Span, name string, args []sc
 		x := args[0]
 		if x.k == sNum {
 			n, _ := foldCall(name, []number{x.num})
-			return numScalar(n)
+			r := numScalar(n)
+			if dt == te.F16 || dt == te.BF16 {
+				r.typ = dt
+			}
+			return r
 		}
 		if dt == te.I32 && x.k == sIndex {
 			return x
