@@ -285,7 +285,7 @@ func (c *checker) lowerReduce(ec *elemCtx, sc *scope, e *syntax.Reduce) scalar {
 		c.errorAt(sc.path, e.Body.NodeSpan(), "type", "convert it with f32(...)", "%s needs a number, but its body is a bool", e.Op.Name)
 		return badScalar
 	}
-	r := exprScalar(&te.Reduce{Op: reduceOps[e.Op.Name], Axes: axes, Body: body.toExpr(false)})
+	r := exprScalar(&te.Reduce{Op: reduceOps[e.Op.Name], Axes: axes, Body: body.toExpr(false)}, body)
 	if r.typ == te.I32 {
 		r.why = fmt.Sprintf("%s is a reduction", c.text(sc.path, e.Span))
 	}
@@ -475,7 +475,7 @@ func (c *checker) selectScalar(file string, e *syntax.Call, cond, a, b scalar) s
 		return badScalar
 	}
 	float := a.dtype() == te.F32 || b.dtype() == te.F32
-	r := exprScalar(&te.Select{Cond: cond.expr, Then: a.toExpr(float), Else: b.toExpr(float)})
+	r := exprScalar(&te.Select{Cond: cond.expr, Then: a.toExpr(float), Else: b.toExpr(float)}, cond, a, b)
 	if r.typ == te.I32 {
 		r.why = fmt.Sprintf("%s is a select", c.text(file, e.Span))
 	}

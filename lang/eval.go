@@ -43,19 +43,7 @@ func (c *checker) eval(sc *scope, e syntax.Expr) Value {
 		return c.elementwise(sc, e.Span, "operator "+e.Op, []Value{x}, []syntax.Span{e.X.NodeSpan()},
 			func(ec *elemCtx, xs []scalar) scalar { return c.unary(file, e.Span, e.Op, xs[0]) })
 	case *syntax.Binary:
-		x := c.eval(sc, e.X)
-		y := c.eval(sc, e.Y)
-		if xl, ok := x.(*listVal); ok && e.Op == "+" {
-			if yl, ok := y.(*listVal); ok {
-				c.work(file, e.Span, len(xl.elems)+len(yl.elems))
-				elems := make([]Value, 0, len(xl.elems)+len(yl.elems))
-				return &listVal{elems: append(append(elems, xl.elems...), yl.elems...)}
-			}
-		}
-		return c.elementwise(sc, e.Span, "operator "+e.Op, []Value{x, y}, []syntax.Span{e.X.NodeSpan(), e.Y.NodeSpan()},
-			func(ec *elemCtx, xs []scalar) scalar {
-				return c.binary(file, e.Span, e.Op, xs[0], xs[1], e.X.NodeSpan(), e.Y.NodeSpan())
-			})
+		return c.evalBinary(sc, e)
 	case *syntax.Call:
 		return c.evalCall(sc, e)
 	case *syntax.IndexExpr:
@@ -347,4 +335,39 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 	return c.elementwise(sc, e.Span, name, args, spans, func(ec *elemCtx, xs []scalar) scalar {
 		return c.callElem(file, e.Span, name, xs, spans)
 	})
+}
+
+// evalBinary evaluates a binary expression. The left operands of a chain
+// (a + b + c + ... parses as ((a + b) + c) + ...) are walked in a loop, not
+// by recursion, so that a long sum costs linear time and no deep stack.
+func (c *checker) evalBinary(sc *scope, e *syntax.Binary) Value {
+	spine := []*syntax.Binary{e}
+	for {
+		x, ok := spine[len(spine)-1].X.(*syntax.Binary)
+		if !ok {
+			break
+		}
+		spine = append(spine, x)
+	}
+	x := c.eval(sc, spine[len(spine)-1].X)
+	for k := len(spine) - 1; k >= 0; k-- {
+		x = c.applyBinary(sc, spine[k], x, c.eval(sc, spine[k].Y))
+	}
+	return x
+}
+
+// applyBinary applies e's operator to x and y, the values of its operands.
+func (c *checker) applyBinary(sc *scope, e *syntax.Binary, x, y Value) Value {
+	file := sc.path
+	if xl, ok := x.(*listVal); ok && e.Op == "+" {
+		if yl, ok := y.(*listVal); ok {
+			c.work(file, e.Span, len(xl.elems)+len(yl.elems))
+			elems := make([]Value, 0, len(xl.elems)+len(yl.elems))
+			return &listVal{elems: append(append(elems, xl.elems...), yl.elems...)}
+		}
+	}
+	return c.elementwise(sc, e.Span, "operator "+e.Op, []Value{x, y}, []syntax.Span{e.X.NodeSpan(), e.Y.NodeSpan()},
+		func(ec *elemCtx, xs []scalar) scalar {
+			return c.binary(file, e.Span, e.Op, xs[0], xs[1], e.X.NodeSpan(), e.Y.NodeSpan())
+		})
 }

@@ -48,7 +48,23 @@ var badScalar = scalar{k: sBad}
 
 func numScalar(n number) scalar     { return scalar{k: sNum, num: n} }
 func indexScalar(x te.Index) scalar { return scalar{k: sIndex, idx: x} }
-func exprScalar(e te.Expr) scalar   { return scalar{k: sExpr, expr: e, typ: te.TypeOf(e)} }
+
+// exprScalar returns the scalar of e, a node just built from operands, the
+// scalars its operand expressions came from. The node is typed from their
+// types (te.NodeType), never by descending into e: typing each node of a
+// long expression by walking it would make lowering it quadratic. Operand
+// expressions not among operands are leaves that toExpr made.
+func exprScalar(e te.Expr, operands ...scalar) scalar {
+	typ := te.NodeType(e, func(x te.Expr) te.DType {
+		for _, o := range operands {
+			if o.k == sExpr && o.expr == x {
+				return o.typ
+			}
+		}
+		return te.TypeOf(x)
+	})
+	return scalar{k: sExpr, expr: e, typ: typ}
+}
 
 // dtype returns the type of the scalar's value.
 func (s scalar) dtype() te.DType {
@@ -191,7 +207,7 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 		}
 	}
 	float := tx != te.I32 || ty != te.I32
-	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)})
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)}, x, y)
 	if r.typ == te.I32 {
 		r.why = firstWhy(x, y)
 	}
@@ -200,7 +216,7 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 
 // nonAffine builds the i32 expression x op y, which is not quasi-affine.
 func (c *checker) nonAffine(op string, x, y scalar, why string) scalar {
-	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(false), Y: y.toExpr(false)})
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(false), Y: y.toExpr(false)}, x, y)
 	r.why = why
 	return r
 }
@@ -227,7 +243,7 @@ func (c *checker) compare(file string, span syntax.Span, op string, x, y scalar,
 		return badScalar
 	}
 	float := tx == te.F32 || ty == te.F32
-	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)})
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)}, x, y)
 	xi, xok := x.asIndex()
 	yi, yok := y.asIndex()
 	if xok && yok {
@@ -260,7 +276,7 @@ func (c *checker) logic(file string, span syntax.Span, op string, x, y scalar, x
 		}
 		return exprScalar(&te.ConstExpr{Value: boolValue(op == "||"), DType: te.Bool})
 	}
-	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.expr, Y: y.expr})
+	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.expr, Y: y.expr}, x, y)
 	if op == "&&" {
 		r.facts = append(append([]fact(nil), x.facts...), y.facts...)
 	}
@@ -304,7 +320,7 @@ func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scal
 			c.errorAt(file, span, "type", "", "operator ! needs a bool, but %s is %s", c.text(file, span), typeName(x.dtype()))
 			return badScalar
 		}
-		r := exprScalar(&te.Unary{Op: te.Not, X: x.expr})
+		r := exprScalar(&te.Unary{Op: te.Not, X: x.expr}, x)
 		if x.single {
 			f := x.facts[0]
 			r.facts = []fact{{ix: f.ix, op: negate(f.op)}}
@@ -327,7 +343,7 @@ func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scal
 		c.errorAt(file, span, "type", "use ! to negate a bool", "operator - needs a number, but %s is a bool", c.text(file, span))
 		return badScalar
 	}
-	r := exprScalar(&te.Unary{Op: te.Neg, X: x.expr})
+	r := exprScalar(&te.Unary{Op: te.Neg, X: x.expr}, x)
 	r.why = x.why
 	return r
 }
@@ -360,7 +376,7 @@ func (c *checker) callElem(file string, span syntax.Span, name string, args []sc
 		if dt == te.I32 && x.k == sIndex {
 			return x
 		}
-		r := exprScalar(&te.Cast{To: dt, X: x.toExpr(false)})
+		r := exprScalar(&te.Cast{To: dt, X: x.toExpr(false)}, x)
 		if dt == te.I32 {
 			r.why = fmt.Sprintf("%s is computed from tensor data", c.text(file, span))
 			if x.dtype() == te.I32 {
@@ -392,7 +408,7 @@ func (c *checker) callElem(file string, span syntax.Span, name string, args []sc
 		return numScalar(n)
 	}
 	if op, ok := unaryFuncs[name]; ok {
-		r := exprScalar(&te.Unary{Op: op, X: args[0].toExpr(false)})
+		r := exprScalar(&te.Unary{Op: op, X: args[0].toExpr(false)}, args[0])
 		if r.typ == te.I32 {
 			r.why = fmt.Sprintf("%s is not an affine operation", c.text(file, span))
 		}
@@ -400,7 +416,7 @@ func (c *checker) callElem(file string, span syntax.Span, name string, args []sc
 	}
 	op := binaryFuncs[name]
 	float := args[0].dtype() != te.I32 || args[1].dtype() != te.I32
-	r := exprScalar(&te.Binary{Op: op, X: args[0].toExpr(float), Y: args[1].toExpr(float)})
+	r := exprScalar(&te.Binary{Op: op, X: args[0].toExpr(float), Y: args[1].toExpr(float)}, args[0], args[1])
 	if r.typ == te.I32 {
 		r.why = fmt.Sprintf("%s is not an affine operation", c.text(file, span))
 	}

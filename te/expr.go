@@ -166,7 +166,13 @@ func (*Reduce) exprNode()    {}
 // and Not; I32 for index values and for arithmetic on I32 operands only; the
 // target of a Cast; otherwise F32 (the computation type of every float storage
 // type).
-func TypeOf(e Expr) DType {
+func TypeOf(e Expr) DType { return NodeType(e, TypeOf) }
+
+// NodeType returns the type of e as TypeOf does, taking its operands' types
+// from operand instead of descending into them. A builder that knows the
+// types of the operands it combines types each node in constant time, and a
+// whole expression in linear time.
+func NodeType(e Expr, operand func(Expr) DType) DType {
 	switch e := e.(type) {
 	case *ConstExpr:
 		if e.DType.IsFloat() {
@@ -185,20 +191,20 @@ func TypeOf(e Expr) DType {
 		case Not:
 			return Bool
 		case Neg, Abs:
-			return TypeOf(e.X)
+			return operand(e.X)
 		}
 		return F32
 	case *Binary:
 		if e.Op.IsComparison() || e.Op.IsLogical() {
 			return Bool
 		}
-		x, y := TypeOf(e.X), TypeOf(e.Y)
+		x, y := operand(e.X), operand(e.Y)
 		if x == I32 && y == I32 && e.Op != Pow {
 			return I32
 		}
 		return F32
 	case *Select:
-		t, f := TypeOf(e.Then), TypeOf(e.Else)
+		t, f := operand(e.Then), operand(e.Else)
 		if t == f {
 			return t
 		}
@@ -209,7 +215,7 @@ func TypeOf(e Expr) DType {
 		}
 		return e.To
 	case *Reduce:
-		if t := TypeOf(e.Body); t == I32 {
+		if t := operand(e.Body); t == I32 {
 			return I32
 		}
 		return F32

@@ -9,10 +9,23 @@ import "fmt"
 type Namer struct {
 	names map[*Var]string
 	used  map[string]bool
+	// taken is a set of names no variable gets, shared with other Namers
+	// and never written: a program's printer reserves its tensors' names in
+	// every tensor's Namer without copying them, which would make printing
+	// quadratic in the number of tensors.
+	taken map[string]bool
 }
 
 // NewNamer returns a Namer with no names given out.
 func NewNamer() *Namer { return &Namer{names: map[*Var]string{}, used: map[string]bool{}} }
+
+// newNamerAvoiding returns a Namer that gives no variable a name in taken.
+// The Namer only reads taken.
+func newNamerAvoiding(taken map[string]bool) *Namer {
+	n := NewNamer()
+	n.taken = taken
+	return n
+}
 
 // Reserve marks names as taken, so that no variable is printed as one of them
 // (for example the tensors' names).
@@ -32,7 +45,7 @@ func (n *Namer) Name(v *Var) string {
 		base = "v"
 	}
 	s := base
-	for i := 1; n.used[s]; i++ {
+	for i := 1; n.used[s] || n.taken[s]; i++ {
 		s = fmt.Sprintf("%s_%d", base, i)
 	}
 	n.names[v], n.used[s] = s, true

@@ -103,10 +103,7 @@ func writeTensor(b *strings.Builder, t *Tensor, tensors map[string]bool) {
 	if t.Kind != Compute {
 		fmt.Fprintf(b, "%s = placeholder(%s, %q, name=%q)", name, shape, t.DType.String(), name)
 	} else {
-		pr := newExprPrinter()
-		for name := range tensors {
-			pr.Reserve(name)
-		}
+		pr := &exprPrinter{newNamerAvoiding(tensors)}
 		params := make([]string, len(t.Axes))
 		for i, v := range t.Axes {
 			params[i] = pr.name(v)
