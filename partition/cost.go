@@ -437,7 +437,11 @@ func (c *coster) kernel(i, e int) *Kernel {
 }
 
 // dp returns the kernel starts that minimise predicted time, and the
-// boundaries' explanations.
+// boundaries' explanations. Starts are tried in order, each kernel grown
+// stage by stage from its start; a kernel that has fallen behind the best
+// plan found to the same stage by more than slack is grown no further.
+// Without that cut every start would be grown to the end of the program,
+// and partitioning would take time quadratic in its length.
 func (c *coster) dp() ([]int, []*Boundary) {
 	n := len(c.stages)
 	best := make([]float64, n+1)
@@ -455,8 +459,11 @@ func (c *coster) dp() ([]int, []*Boundary) {
 			if !sg.fits {
 				break
 			}
-			if t := best[i] + c.cost(sg).Total(); t < best[sg.j] {
+			t := best[i] + c.cost(sg).Total()
+			if t < best[sg.j] {
 				best[sg.j], from[sg.j] = t, i
+			} else if t > best[sg.j]+c.slack() {
+				break // fallen behind: see slack
 			}
 		}
 	}
@@ -474,6 +481,17 @@ func (c *coster) dp() ([]int, []*Boundary) {
 	}
 	return starts, bounds
 }
+
+// slack is how far behind the best plan to a stage a kernel may fall and
+// still be grown: just under one launch. The best plan to stage j, followed
+// by a new kernel of the stages after j, differs from growing the kernel
+// past j by that launch, a grid sync, and what growing wins through L2
+// reuse and overlap with the stages before j; a kernel a whole launch
+// behind would need those wins to exceed a launch to catch up, a case the
+// cut gives up for a search linear in practice. (A kernel that is exactly a
+// launch behind, as every later start of a chain of element-wise stages
+// is, is cut at once.)
+func (c *coster) slack() float64 { return 0.99 * c.pl.GPU.LaunchCost }
 
 // explain says why kernels [a, b) and [b, e) are not one.
 func (c *coster) explain(a, b, e int) *Boundary {
