@@ -2,7 +2,6 @@ package transform
 
 import (
 	"fmt"
-	"slices"
 
 	"tec/analysis"
 	"tec/te"
@@ -75,15 +74,7 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 		if done[t] {
 			continue
 		}
-		group := []*te.Tensor{t}
-		for _, u := range cands[i+1:] {
-			if done[u] || !compatible(t, u) {
-				continue
-			}
-			if !slices.ContainsFunc(group, func(m *te.Tensor) bool { return !g.Independent(m, u) }) {
-				group = append(group, u)
-			}
-		}
+		group := independentGroup(g, t, cands[i+1:], done)
 		if group = fused.acyclic(group); len(group) < 2 {
 			continue
 		}
