@@ -14,6 +14,9 @@ type Namer struct {
 	// every tensor's Namer without copying them, which would make printing
 	// quadratic in the number of tensors.
 	taken map[string]bool
+	// next is, for a base name, the least suffix not known to be used, so
+	// that many variables of one name do not each probe from 1.
+	next map[string]int
 }
 
 // NewNamer returns a Namer with no names given out.
@@ -45,8 +48,15 @@ func (n *Namer) Name(v *Var) string {
 		base = "v"
 	}
 	s := base
-	for i := 1; n.used[s] || n.taken[s]; i++ {
-		s = fmt.Sprintf("%s_%d", base, i)
+	if n.used[s] || n.taken[s] {
+		if n.next == nil {
+			n.next = map[string]int{}
+		}
+		i := max(n.next[base], 1)
+		for s = fmt.Sprintf("%s_%d", base, i); n.used[s] || n.taken[s]; s = fmt.Sprintf("%s_%d", base, i) {
+			i++
+		}
+		n.next[base] = i + 1
 	}
 	n.names[v], n.used[s] = s, true
 	return s

@@ -112,6 +112,10 @@ type printer struct {
 	b     *strings.Builder
 	names map[*Var]string
 	used  map[string]bool
+	// next is, for a base name, the least suffix not known to be used:
+	// probing from 1 for each of many variables of one name (every stage's
+	// "i") would make printing quadratic.
+	next map[string]int
 }
 
 // name returns v's printed name, choosing a unique one on first sight.
@@ -124,8 +128,15 @@ func (p *printer) name(v *Var) string {
 		base = "v"
 	}
 	n := base
-	for i := 1; p.used[n]; i++ {
-		n = fmt.Sprintf("%s_%d", base, i)
+	if p.used[n] {
+		if p.next == nil {
+			p.next = map[string]int{}
+		}
+		i := max(p.next[base], 1)
+		for n = fmt.Sprintf("%s_%d", base, i); p.used[n]; n = fmt.Sprintf("%s_%d", base, i) {
+			i++
+		}
+		p.next[base] = i + 1
 	}
 	p.names[v], p.used[n] = n, true
 	return n

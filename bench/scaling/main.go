@@ -7,7 +7,11 @@
 //
 // Usage:
 //
-//	go run ./bench/scaling [-runs 3] [-sizes 5000,10000,20000]
+//	go run ./bench/scaling [-runs 3] [-sizes 5000,10000,20000] [-steps 25,50,100,200]
+//	go run ./bench/scaling -print chain:20000 > chain20000.te
+//
+// -print writes one generated program (chain, mixed or sum, and its size)
+// instead, for timing the tec command itself.
 package main
 
 import (
@@ -29,8 +33,15 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per measurement; the median is shown")
 	sizes := flag.String("sizes", "5000,10000,20000", "comma-separated statement counts of the generated programs")
 	steps := flag.String("steps", "25,50,100,200", "comma-separated step counts of the LSTM")
+	spec := flag.String("print", "", "write the generated program KIND:SIZE (chain, mixed, sum) and exit")
 	flag.Parse()
 	log.SetFlags(0)
+	if *spec != "" {
+		if err := printProgram(os.Stdout, *spec); err != nil {
+			log.Fatalf("-print: %v", err)
+		}
+		return
+	}
 	ns, err := ints(*sizes)
 	if err != nil {
 		log.Fatalf("-sizes: %v", err)
@@ -42,6 +53,24 @@ func main() {
 	if err := run(os.Stdout, *runs, ns, ts); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// printProgram writes the program that spec, KIND:SIZE, names.
+func printProgram(w io.Writer, spec string) error {
+	kind, size, ok := strings.Cut(spec, ":")
+	if !ok {
+		return fmt.Errorf("%q: want KIND:SIZE, e.g. chain:5000", spec)
+	}
+	n, err := strconv.Atoi(size)
+	if err != nil {
+		return fmt.Errorf("%q: the size is not a number", spec)
+	}
+	src, err := longprog.Generate(longprog.Kind(kind), n)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, src)
+	return err
 }
 
 func ints(s string) ([]int, error) {

@@ -79,3 +79,18 @@ func BenchmarkCheckSum(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildMixed measures "tec build -O4 --emit cu,ll" on programs
+// mixing reductions and matrix products into element-wise chains.
+func BenchmarkBuildMixed(b *testing.B) {
+	for _, n := range []int{5000, 10000, 20000} {
+		src := generate(b, longprog.Mixed, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if err := build(src, nil, 4); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

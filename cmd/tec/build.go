@@ -208,8 +208,16 @@ func (e *env) build(prog *te.Program, bf *buildFlags, tg target.Target, opts pip
 			}
 		}
 	}
-	dump("te", prog.String())
-	opts.Dump = dump
+	if dumps["te"] {
+		dump("te", prog.String())
+	}
+	// The pipeline prints a pass's result for Dump whether or not it is
+	// wanted: give it Dump only when one of its passes is.
+	for _, pass := range pipeline.Passes(opts.Level) {
+		if dumps[pass] {
+			opts.Dump = dump
+		}
+	}
 	res, err := pipeline.Build(prog, opts)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "tec build: %v\n", err)
