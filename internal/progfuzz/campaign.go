@@ -1,0 +1,216 @@
+package progfuzz
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// CampaignOptions configure a campaign.
+type CampaignOptions struct {
+	N    int    // programs
+	Seed uint64 // the first program's seed; program i has seed Seed+i
+	Jobs int    // programs checked at once
+	// Out, if set, receives one directory per new failure class: the
+	// original and the reduced program and the failing configuration.
+	Out string
+	// Reduce shrinks the first program of each failure class not known;
+	// ReduceKnown also those of the known defects.
+	Reduce, ReduceKnown bool
+	// MaxReduceTries bounds the candidates the reducer tries per failure.
+	MaxReduceTries int
+	// NoEmit and NoFmt skip the emitters and the formatter's checks.
+	NoEmit, NoFmt bool
+	// Progress, if set, receives a line every ProgressEvery.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// ClassStats count one failure class over a campaign.
+type ClassStats struct {
+	Class     string
+	Known     string
+	Programs  int // programs with at least one failure of the class
+	FirstSeed uint64
+	Example   Failure
+	Reduced   []byte
+}
+
+// Summary is a campaign's result.
+type Summary struct {
+	Programs int
+	Runs     int // configurations checked
+	Failing  int // programs with a failure not known
+	Classes  []*ClassStats
+	Elapsed  time.Duration
+}
+
+// Campaign generates and checks o.N programs, counts their failures by
+// class, and reduces and saves the first failure of each root class (a
+// class without its configuration).
+func Campaign(o CampaignOptions) (*Summary, error) {
+	if o.Jobs < 1 {
+		o.Jobs = 1
+	}
+	if o.Out != "" {
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return nil, fmt.Errorf("campaign: %w", err)
+		}
+	}
+	start := time.Now()
+	type result struct {
+		seed  uint64
+		src   []byte
+		fails []Failure
+		runs  int
+	}
+	seeds := make(chan uint64)
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for range o.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range seeds {
+				p := Generate(s)
+				cs := Configs(s)
+				fs := Run(p.Src, Options{Configs: cs, Emit: !o.NoEmit, Fmt: !o.NoFmt})
+				results <- result{s, p.Src, fs, len(cs)}
+			}
+		}()
+	}
+	go func() {
+		for i := range o.N {
+			seeds <- o.Seed + uint64(i)
+		}
+		close(seeds)
+		wg.Wait()
+		close(results)
+	}()
+	sum := &Summary{}
+	byClass := map[string]*ClassStats{}
+	roots := map[string]bool{} // the roots reduced and saved
+	last := time.Now()
+	for r := range results {
+		sum.Programs++
+		sum.Runs += r.runs
+		seen := map[string]bool{}
+		unknown := false
+		for _, f := range r.fails {
+			c := f.Class()
+			if f.Known == "" {
+				unknown = true
+			}
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			st := byClass[c]
+			if st == nil {
+				st = &ClassStats{Class: c, Known: f.Known, FirstSeed: r.seed, Example: f}
+				byClass[c] = st
+				if !roots[f.Root()] {
+					// the first failure of its root: reduce and save it
+					roots[f.Root()] = true
+					if o.Reduce && (f.Known == "" || o.ReduceKnown) {
+						st.Reduced = Reduce(r.src, f, Configs(r.seed), o.MaxReduceTries)
+					}
+					if err := save(o.Out, len(roots), r.seed, r.src, st); err != nil {
+						return nil, err
+					}
+				}
+			}
+			st.Programs++
+		}
+		if unknown {
+			sum.Failing++
+		}
+		if o.Progress != nil && time.Since(last) >= o.ProgressEvery {
+			last = time.Now()
+			fmt.Fprintf(o.Progress, "%d/%d programs, %d runs, %d failing (new), %d classes, %v\n",
+				sum.Programs, o.N, sum.Runs, sum.Failing, len(byClass), time.Since(start).Round(time.Second))
+		}
+	}
+	for _, st := range byClass {
+		sum.Classes = append(sum.Classes, st)
+	}
+	sort.Slice(sum.Classes, func(i, j int) bool {
+		a, b := sum.Classes[i], sum.Classes[j]
+		if a.Known != b.Known {
+			return a.Known < b.Known
+		}
+		return a.Class < b.Class
+	})
+	sum.Elapsed = time.Since(start)
+	return sum, nil
+}
+
+// save writes a failure class's first program into dir/NNN-KIND.
+func save(dir string, n int, seed uint64, src []byte, st *ClassStats) error {
+	if dir == "" {
+		return nil
+	}
+	d := filepath.Join(dir, fmt.Sprintf("%03d-%s", n, st.Example.Kind))
+	if st.Known != "" {
+		d += "-" + st.Known
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("campaign: %w", err)
+	}
+	f := st.Example
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed: %d\nclass: %s\nknown: %s\nfailure: %s\n", seed, st.Class, st.Known, f)
+	if f.Config != nil {
+		det := ""
+		if f.Config.Deterministic {
+			det = " --deterministic"
+		}
+		fmt.Fprintf(&b, "reproduce: tec run reduced.te --fill random --device sim -O%d --gpu gpu.json%s\n", f.Config.Level, det)
+		fmt.Fprintf(&b, "           go run ./cmd/tecfuzz -repro %s\n", filepath.Join(d, "reduced.te"))
+	}
+	if f.Stack != "" {
+		fmt.Fprintf(&b, "\nstack:\n%s\n", f.Stack)
+	}
+	files := map[string][]byte{"orig.te": src, "failure.txt": []byte(b.String())}
+	if st.Reduced != nil {
+		files["reduced.te"] = st.Reduced
+	}
+	if f.Config != nil {
+		g, err := json.MarshalIndent(f.Config.GPU, "", "  ")
+		if err != nil {
+			return fmt.Errorf("campaign: %w", err)
+		}
+		files["gpu.json"] = g
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(d, name), data, 0o644); err != nil {
+			return fmt.Errorf("campaign: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteTable prints the summary: one line per failure class with the
+// known defect it is, the programs it failed and the first seed.
+func (s *Summary) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "%d programs, %d configurations run, %d with failures not known, in %v\n",
+		s.Programs, s.Runs, s.Failing, s.Elapsed.Round(time.Second))
+	if len(s.Classes) == 0 {
+		fmt.Fprintln(w, "no failures")
+		return
+	}
+	fmt.Fprintf(w, "%-5s %8s %10s  %s\n", "known", "programs", "first seed", "class (kind|level gpu|message)")
+	for _, c := range s.Classes {
+		k := c.Known
+		if k == "" {
+			k = "NEW"
+		}
+		fmt.Fprintf(w, "%-5s %8d %10d  %s\n", k, c.Programs, c.FirstSeed, c.Class)
+	}
+}

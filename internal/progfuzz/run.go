@@ -1,0 +1,467 @@
+package progfuzz
+
+import (
+	"bytes"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"tec/backend/cuda"
+	"tec/backend/kir"
+	"tec/backend/llvm"
+	"tec/backend/sim"
+	"tec/backend/target"
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/lang/syntax"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// Config is one way of compiling and running a program.
+type Config struct {
+	Level         int
+	GPUName       string // a built-in name, or "rand-..." for a generated one
+	GPU           partition.GPU
+	Deterministic bool
+}
+
+func (c Config) String() string {
+	s := fmt.Sprintf("-O%d %s", c.Level, c.GPUName)
+	if c.Deterministic {
+		s += " det"
+	}
+	return s
+}
+
+// Failure kinds.
+const (
+	KindCheck    = "check"     // the generated program does not check: a generator bug
+	KindFmt      = "fmt"       // tec fmt is not idempotent, or changes the program
+	KindRefPanic = "ref-panic" // the reference evaluator panicked
+	KindRef      = "ref-error" // the reference evaluator failed
+	KindBuild    = "build"     // pipeline.Build failed (or panicked)
+	KindLaunch   = "launch"    // a kernel exceeds the GPU's block limits
+	KindEmit     = "emit"      // the CUDA or LLVM emitter failed (or panicked)
+	KindSim      = "sim"       // the simulator failed (or panicked)
+	KindRace     = "race"      // the simulator found a race
+	KindMismatch = "mismatch"  // an output differs from the reference beyond its tolerance
+)
+
+// Failure is one failed check of a program at one configuration.
+type Failure struct {
+	Kind   string
+	Config *Config // nil for failures before the pipeline (check, fmt, ref)
+	Msg    string
+	// Known names the known defect (F1...F9 of issue 17) the failure is
+	// an instance of, or is empty.
+	Known string
+	// Stack is the stack of a panic.
+	Stack string
+	// OnChipCause and ResidentCause say that the failure (at -O4) goes
+	// away when no result, or no weight, is kept on chip.
+	OnChipCause, ResidentCause bool
+}
+
+func (f Failure) String() string {
+	cfg := ""
+	if f.Config != nil {
+		cfg = " at " + f.Config.String()
+	}
+	return fmt.Sprintf("%s%s: %s", f.Kind, cfg, f.Msg)
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// names matches the names a failure message quotes: those after "kernel",
+// "stage", "named", "output", "buffer" and "parameter", and any name with
+// a digit.
+var names = regexp.MustCompile(`\b(kernel|stage|named|output|buffer|parameter) [A-Za-z_][A-Za-z0-9_.-]*|\b[a-z][a-z0-9_.]*[0-9]\b|\b[a-z]\b`)
+
+// Class is the failure's class, for counting and for the reducer: its
+// kind, level and GPU, and the message's first words with numbers and
+// tensor names (which the reducer changes) blanked out.
+func (f Failure) Class() string {
+	cfg := "-"
+	if c := f.Config; c != nil {
+		cfg = fmt.Sprintf("-O%d %s", c.Level, gpuClass(c))
+		if c.Deterministic {
+			cfg += " det"
+		}
+	}
+	return fmt.Sprintf("%s|%s|%s", f.Kind, cfg, f.message())
+}
+
+// Root is the failure's class without the configuration: the failures of
+// one defect at several levels and GPUs usually share it.
+func (f Failure) Root() string {
+	return f.Kind + "|" + f.message()
+}
+
+// message returns the failure message's first words with numbers and
+// tensor names blanked out.
+func (f Failure) message() string {
+	msg := f.Msg
+	if i := strings.IndexAny(msg, "[=("); i >= 0 {
+		msg = msg[:i]
+	}
+	if f.Kind == KindMismatch {
+		msg = ""
+	}
+	msg = names.ReplaceAllStringFunc(msg, func(s string) string {
+		if w, _, ok := strings.Cut(s, " "); ok {
+			return w + " _"
+		}
+		return "_"
+	})
+	msg = digits.ReplaceAllString(msg, "#")
+	if len(msg) > 90 {
+		msg = msg[:90]
+	}
+	return strings.TrimSpace(msg)
+}
+
+// Options say what Run checks.
+type Options struct {
+	Configs []Config
+	// Emit runs both emitters on every built module.
+	Emit bool
+	// Fmt checks tec fmt's idempotence and that it keeps the program.
+	Fmt bool
+	// FirstOnly stops at the first failure (the reducer's mode).
+	FirstOnly bool
+	// Only, if set, restricts the run to configurations equal to it.
+	Only *Config
+}
+
+// resident lets every all-resident kernel launch the grid its plan chose.
+const resident = 1 << 20
+
+// Run checks the program src against the reference at every configuration
+// and returns its failures, each marked with the known defect it is.
+func Run(src []byte, opts Options) []Failure {
+	fs := run(src, opts)
+	for i := range fs {
+		fs[i].Known = knownDefect(src, fs[i])
+	}
+	return fs
+}
+
+func run(src []byte, opts Options) []Failure {
+	var fails []Failure
+	fail := func(f Failure) bool {
+		fails = append(fails, f)
+		return opts.FirstOnly
+	}
+	p, ds := lang.Check("prog.te", src, lang.Config{})
+	if ds.HasErrors() {
+		return []Failure{{Kind: KindCheck, Msg: firstLine(ds.Error())}}
+	}
+	in := Feeds(p)
+	want, stack, err := evaluate(p, in)
+	if err != nil {
+		kind := KindRef
+		if stack != "" {
+			kind = KindRefPanic
+		}
+		return []Failure{{Kind: kind, Msg: err.Error(), Stack: stack}}
+	}
+	if opts.Fmt {
+		if f := checkFmt(src, want); f != nil && fail(*f) {
+			return fails
+		}
+	}
+	tols := Tolerances(src)
+	for i := range opts.Configs {
+		c := &opts.Configs[i]
+		if opts.Only != nil && *opts.Only != *c {
+			continue
+		}
+		for _, f := range runConfig(p, in, want, tols, c, opts.Emit) {
+			if f.Config.Level == pipeline.MaxLevel && (f.Kind == KindMismatch || f.Kind == KindRace) {
+				f.OnChipCause = !failsWith(p, in, want, tols, c, pipeline.Options{OnChipBytes: 1})
+				f.ResidentCause = !failsWith(p, in, want, tols, c, pipeline.Options{ResidentBytes: 1})
+			}
+			if fail(f) {
+				return fails
+			}
+		}
+	}
+	return fails
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// Feeds fills the program's inputs and params as "tec run --fill random
+// --seed 0" does (uniform in
+// [-1, 1), params of rank 2 or more scaled by 1/√fan-in, rounded to their
+// dtype; see numeric.NewFilled).
+func Feeds(p *te.Program) map[string]*te.Array {
+	in := map[string]*te.Array{}
+	for _, t := range p.Placeholders() {
+		in[t.Name] = numeric.NewFilled(t, numeric.Random, 0)
+	}
+	return in
+}
+
+func evaluate(p *te.Program, in map[string]*te.Array) (out map[string]*te.Array, stack string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, stack, err = nil, string(debug.Stack()), fmt.Errorf("panic: %v", r)
+		}
+	}()
+	out, err = te.Evaluate(p, in, te.EvalOptions{Workers: 1})
+	return out, "", err
+}
+
+// checkFmt checks that formatting is idempotent and that the formatted
+// program checks and evaluates to the same values, bit for bit.
+func checkFmt(src []byte, want map[string]*te.Array) *Failure {
+	once, err := format(src)
+	if err != nil {
+		return &Failure{Kind: KindFmt, Msg: "format: " + err.Error()}
+	}
+	twice, err := format(once)
+	if err != nil {
+		return &Failure{Kind: KindFmt, Msg: "format of the formatted program: " + err.Error()}
+	}
+	if !bytes.Equal(once, twice) {
+		return &Failure{Kind: KindFmt, Msg: "format is not idempotent"}
+	}
+	p, ds := lang.Check("prog.te", once, lang.Config{})
+	if ds.HasErrors() {
+		return &Failure{Kind: KindFmt, Msg: "the formatted program does not check: " + firstLine(ds.Error())}
+	}
+	got, _, err := evaluate(p, Feeds(p))
+	if err != nil {
+		return &Failure{Kind: KindFmt, Msg: "the formatted program does not evaluate: " + err.Error()}
+	}
+	for name, w := range want {
+		mm, err := numeric.Compare(got[name], w, numeric.Tolerance{})
+		if err != nil || mm != nil {
+			return &Failure{Kind: KindFmt, Msg: fmt.Sprintf("the formatted program's output %s differs: %v %v", name, mm, err)}
+		}
+	}
+	return nil
+}
+
+func format(src []byte) ([]byte, error) {
+	f, err := syntax.Parse("prog.te", src)
+	if err != nil {
+		return nil, err
+	}
+	return syntax.Format(f, src)
+}
+
+var tolLine = regexp.MustCompile(`(?m)^# tol (\S+) (\S+)$`)
+
+// Tolerances reads the "# tol NAME ATOL" lines the generator writes.
+func Tolerances(src []byte) map[string]float64 {
+	tols := map[string]float64{}
+	for _, m := range tolLine.FindAllSubmatch(src, -1) {
+		if v, err := strconv.ParseFloat(string(m[2]), 64); err == nil {
+			tols[string(m[1])] = v
+		}
+	}
+	return tols
+}
+
+// tolerance returns the comparison of an output: the generator's absolute
+// tolerance and a relative one of 4 units of f32 roundoff (the final
+// rounding and the reorderings of a tree reduction's last steps); outputs
+// without one (a program written by hand) get the tolerance of the
+// end-to-end tests.
+func tolerance(tols map[string]float64, name string) numeric.Tolerance {
+	if a, ok := tols[name]; ok {
+		return numeric.Tolerance{Atol: a, Rtol: 4 * u}
+	}
+	return numeric.Tolerance{Rtol: 1e-3, Atol: 1e-4}
+}
+
+func failsWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, extra pipeline.Options) bool {
+	fs := runWith(p, in, want, tols, c, false, extra)
+	return len(fs) > 0
+}
+
+func runConfig(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, emit bool) []Failure {
+	return runWith(p, in, want, tols, c, emit, pipeline.Options{})
+}
+
+// runWith builds p at c (with extra's on-chip limits), checks the launches
+// against the GPU, emits, simulates with race detection and compares.
+func runWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, emit bool, extra pipeline.Options) []Failure {
+	f := func(kind, msg, stack string) Failure {
+		return Failure{Kind: kind, Config: c, Msg: msg, Stack: stack}
+	}
+	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic,
+		OnChipBytes: extra.OnChipBytes, ResidentBytes: extra.ResidentBytes}
+	res, stack, err := build(p, opts)
+	if err != nil {
+		return []Failure{f(KindBuild, err.Error(), stack)}
+	}
+	var fails []Failure
+	if msg := checkLaunch(res.Module, c.GPU); msg != "" {
+		fails = append(fails, f(KindLaunch, msg, ""))
+	}
+	if emit {
+		if msg, stack := emitBoth(res.Module, c.GPU); msg != "" {
+			fails = append(fails, f(KindEmit, msg, stack))
+		}
+	}
+	out, stack, err := simulate(res.Module, in)
+	if err != nil {
+		return append(fails, f(KindSim, err.Error(), stack))
+	}
+	if out.RaceCount > 0 {
+		fails = append(fails, f(KindRace, out.Races[0].String(), ""))
+	}
+	for _, o := range p.Outputs {
+		got := out.Outputs[o.Name]
+		if got == nil {
+			fails = append(fails, f(KindSim, "no output "+o.Name, ""))
+			continue
+		}
+		mm, err := numeric.Compare(got, want[o.Name], tolerance(tols, o.Name))
+		if err != nil {
+			fails = append(fails, f(KindMismatch, fmt.Sprintf("output %s: %v", o.Name, err), ""))
+		} else if mm != nil {
+			fails = append(fails, f(KindMismatch, fmt.Sprintf("output %s: %s", o.Name, mm), ""))
+		}
+	}
+	return fails
+}
+
+func build(p *te.Program, opts pipeline.Options) (res *pipeline.Result, stack string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, stack, err = nil, string(debug.Stack()), fmt.Errorf("panic: %v", r)
+		}
+	}()
+	res, err = pipeline.Build(p, opts)
+	return res, "", err
+}
+
+func simulate(m *kir.Module, in map[string]*te.Array) (res *sim.Result, stack string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, stack, err = nil, string(debug.Stack()), fmt.Errorf("panic: %v", r)
+		}
+	}()
+	res, err = sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: resident})
+	return res, "", err
+}
+
+// checkLaunch reports the first kernel whose block exceeds the GPU's
+// threads or shared memory per block.
+func checkLaunch(m *kir.Module, g partition.GPU) string {
+	for _, k := range m.Kernels {
+		if k.Block > g.MaxThreadsPerBlock {
+			return fmt.Sprintf("kernel %s: %d threads per block > %d", k.Name, k.Block, g.MaxThreadsPerBlock)
+		}
+		if sh := k.SharedBytes(); sh > int64(g.SharedPerBlock) {
+			return fmt.Sprintf("kernel %s: %d B shared memory per block > %d", k.Name, sh, g.SharedPerBlock)
+		}
+	}
+	return ""
+}
+
+// emitBoth runs the CUDA and the LLVM emitter for the GPU's architecture.
+func emitBoth(m *kir.Module, g partition.GPU) (msg, stack string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, stack = fmt.Sprintf("panic: %v", r), string(debug.Stack())
+		}
+	}()
+	name := "sm_80"
+	if strings.HasPrefix(g.CC, "9") {
+		name = "sm_90"
+	}
+	tg, err := target.Lookup(name)
+	if err != nil {
+		return err.Error(), ""
+	}
+	if _, err := cuda.Emit(m, tg); err != nil {
+		return "cuda: " + err.Error(), ""
+	}
+	mod, err := llvm.Emit(m, tg)
+	if err != nil {
+		return "llvm: " + err.Error(), ""
+	}
+	_ = mod.String()
+	return "", ""
+}
+
+// RandomGPU returns a valid GPU description (partition.GPU.Validate) with
+// small, odd limits: a thread limit that may not be a power of two or a
+// multiple of the warp, little shared memory, few SMs, few blocks per SM.
+func RandomGPU(r *rand.Rand) (string, partition.GPU) {
+	threads := []int{32, 33, 64, 96, 128, 160, 192, 256, 512, 1024}[r.IntN(10)]
+	shared := []int{2 << 10, 4 << 10, 8 << 10, 16 << 10, 48 << 10}[r.IntN(5)]
+	g := partition.GPU{
+		CC: "8.0", SMs: 1 + r.IntN(8),
+		SharedPerBlock: shared, SharedPerSM: shared * (1 + r.IntN(2)),
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerBlock: threads, MaxThreadsPerSM: threads * (1 + r.IntN(4)), MaxBlocksPerSM: 1 + r.IntN(4),
+		L2Bytes: 1 << 20, DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	}
+	g.Name = fmt.Sprintf("rand-%dt-%dsm-%dk-%db", threads, g.SMs, shared>>10, g.MaxBlocksPerSM)
+	return g.Name, g
+}
+
+// Configs returns the configurations a program of seed is checked at:
+// -O0 to -O2 (which do not depend on the target apart from the block
+// limits) on the A100 and on a random GPU; -O3 and -O4 on the A100, the
+// H100, the small GPU and the random GPU, each with and without
+// Deterministic.
+func Configs(seed uint64) []Config {
+	rname, rgpu := RandomGPU(rand.New(rand.NewPCG(seed, 0x69b)))
+	type named struct {
+		name string
+		gpu  partition.GPU
+	}
+	gpus := []named{{rname, rgpu}}
+	for _, n := range []string{"a100", "h100", "small"} {
+		g, _ := partition.BuiltinGPU(n)
+		gpus = append(gpus, named{n, g})
+	}
+	var cs []Config
+	for level := 0; level <= pipeline.MaxLevel; level++ {
+		for _, g := range gpus {
+			if level < 3 && (g.name == "h100" || g.name == "small") {
+				continue
+			}
+			for _, det := range []bool{false, true} {
+				if det && level < 3 {
+					continue
+				}
+				cs = append(cs, Config{Level: level, GPUName: g.name, GPU: g.gpu, Deterministic: det})
+			}
+		}
+	}
+	return cs
+}
+
+// gpuClass names a configuration's GPU for counting: a built-in's name, or
+// "rand" for a generated one, with "odd" added when its thread limit is not
+// a power of two.
+func gpuClass(c *Config) string {
+	if !strings.HasPrefix(c.GPUName, "rand") {
+		return c.GPUName
+	}
+	if !isPow2(c.GPU.MaxThreadsPerBlock) {
+		return "rand-odd"
+	}
+	return "rand"
+}
+
+// isPow2 reports whether n is a power of two.
+func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
