@@ -14,9 +14,9 @@ import (
 // defects F1-F9 of issue 17 (see knownDefects), which are counted and
 // logged. With -short it checks fewer programs.
 func TestSmoke(t *testing.T) {
-	n := 150
+	n := 400
 	if testing.Short() {
-		n = 30
+		n = 40
 	}
 	sum, err := Campaign(CampaignOptions{N: n, Seed: 1, Jobs: 1, Reduce: true, MaxReduceTries: 500})
 	if err != nil {
@@ -57,10 +57,10 @@ func TestGenerateChecks(t *testing.T) {
 	}
 }
 
-// TestKnownDefects runs the issue's repro programs at the configurations
-// where they failed: each is either right (its fix is merged: delete its
-// entry in knownDefects) or a failure of its own class, so that the
-// signatures stay exact.
+// TestKnownDefects runs the repro program of each known defect at the
+// configuration where it failed: each is either right (its fix is merged:
+// delete its entry in knownDefects or foundDefects) or fails only with
+// failures of its own class, so that the signatures stay exact.
 func TestKnownDefects(t *testing.T) {
 	g96 := withThreads(96)
 	tests := []struct {
@@ -70,12 +70,28 @@ func TestKnownDefects(t *testing.T) {
 		{"F1", "model m {\n  input x: f32[2]\n  y[i] = select(i - 2 >= 0, x[i - 2], 0.0) where i in 0..1\n  output y\n}\n", builtin(0, "a100")},
 		{"F2", "model m {\n  input a: f32[5]\n  input b: f32[5]\n  y = sum[k](a[4 - k] * b[k])\n  output y\n}\n", builtin(0, "a100")},
 		{"F3", "model m {\n  input a: f32[2, 300]\n  s[i] = sum[k](a[i, k])\n  output s\n}\n", Config{Level: 3, GPUName: "rand-96", GPU: g96}},
-		{"F5", "model m {\n  input x: f32[1, 12]\n  param w: f32[12, 12]\n  param u: f32[12, 12]\n  h[n, j] = sum[k](x[n, k] * u[k, j])\n  g[n, j] = sum[k](h[n, k] * u[k, j])\n  y[i, j] = sum[k](w[i, k] * g[j, k])\n  output y\n}\n", builtin(4, "a100")},
+		{"F4", "const R = 500\nmodel m {\n  input x: f32[R, 100]\n  param w: f32[100, 127]\n  t = max[a, b](x[a, b])\n  z = w - t\n" +
+			"  mu[p] = sum[q](x[p, q]) / 100\n  mx[p] = max[q](x[p, q] - mu[p])\n  y[p, q] = x[p, q] - mx[p] + mu[R - 1 - p]\n  output z, y\n}\n", builtin(4, "a100")},
+		{"F5", "model m {\n  input x: f32[1, 12]\n  param w: f32[12, 12]\n  param u: f32[12, 12]\n  h[n, j] = sum[k](x[n, k] * u[k, j])\n" +
+			"  g[n, j] = sum[k](h[n, k] * u[k, j])\n  y[i, j] = sum[k](w[i, k] * g[j, k])\n  output y\n}\n", builtin(4, "a100")},
+		{"F6", "model m {\n  input x: f32[1, 8]\n  param u: f32[8, 8]\n  h[n, j] = sum[k](x[n, k] * u[k, j])\n  g[n, j] = sum[k](h[n, k] * u[k, j])\n" +
+			"  a[n, j] = tanh(g[n, j])\n  y[j, n] = sum[k](u[k, j] * a[n, k])\n  output y\n}\n", builtin(4, "a100")},
+		{"F7", "# tol w 1e-7\n# tol t6 1e-6\nmodel m {\n  input x: f32[13]\n  c = full(f16[13], 0.3)\n  t4[i] = x[i] * 0.5 + c[i]\n" +
+			"  t6[i] = sum[k](t4[i + k]) where i in 0..6, k in 0..7\n  w[i] = c[i] * 1.0\n  output t6, w\n}\n", builtin(2, "a100")},
 		{"F8", "model m {\n  input a: f32[2, 300]\n  s[i] = sum[k](a[i, k])\n  output s\n}\n", Config{Level: 0, GPUName: "rand-96", GPU: g96}},
+		{"F9", "model m {\n  input x: f32[16, 16]\n  param w8: f32[16, 24]\n  param w10: f32[24, 16]\n  param w21: f32[24, 16]\n  param w23: f32[16, 24]\n" +
+			"  a = matmul(x, w8)\n  b = matmul(a, w10)\n  t[i, j] = w10[j, i]\n  c = matmul(t, w21)\n  d = matmul(c, w23)\n  output b, d\n}\n", builtin(1, "a100")},
+		{"N1", "model m {\n  input a: f32[4, 8]\n  input b: f32[8, 8]\n  y[i, j] = sum[k](a[i, k] * b[k, j])\n  output y\n}\n", Config{Level: 3, GPUName: "rand-33", GPU: withThreads(33)}},
+		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-2k", GPU: withShared(2 << 10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			for _, f := range Run([]byte(tt.src), Options{Configs: []Config{tt.cfg}}) {
+			if tt.id == "F4" && testing.Short() {
+				t.Skip("50,000 elements: seconds in the simulator")
+			}
+			fs := Run([]byte(tt.src), Options{Configs: []Config{tt.cfg}})
+			t.Logf("%d failures", len(fs))
+			for _, f := range fs {
 				if f.Known != tt.id {
 					t.Errorf("failure %s is known as %q, want %s", f, f.Known, tt.id)
 				}
@@ -112,5 +128,13 @@ func builtin(level int, name string) Config {
 func withThreads(n int) partition.GPU {
 	g, _ := partition.BuiltinGPU("small")
 	g.MaxThreadsPerBlock, g.MaxThreadsPerSM = n, n
+	return g
+}
+
+// withShared returns the small GPU with n bytes of shared memory per block
+// and per SM.
+func withShared(n int) partition.GPU {
+	g, _ := partition.BuiltinGPU("small")
+	g.SharedPerBlock, g.SharedPerSM = n, n
 	return g
 }

@@ -66,6 +66,9 @@ type Failure struct {
 	// OnChipCause and ResidentCause say that the failure (at -O4) goes
 	// away when no result, or no weight, is kept on chip.
 	OnChipCause, ResidentCause bool
+	// HalfFullCause says that the failure (a mismatch from -O2) goes away
+	// when the program's f16 and bf16 full() constants are f32 ones.
+	HalfFullCause bool
 }
 
 func (f Failure) String() string {
@@ -187,12 +190,33 @@ func run(src []byte, opts Options) []Failure {
 				f.OnChipCause = !failsWith(p, in, want, tols, c, pipeline.Options{OnChipBytes: 1})
 				f.ResidentCause = !failsWith(p, in, want, tols, c, pipeline.Options{ResidentBytes: 1})
 			}
+			if f.Kind == KindMismatch && f.Config.Level >= 2 && halfFull.Match(src) {
+				f.HalfFullCause = !failsAsF32(src, c)
+			}
 			if fail(f) {
 				return fails
 			}
 		}
 	}
 	return fails
+}
+
+var halfFull = regexp.MustCompile(`full\((f16|bf16)\[`)
+
+// failsAsF32 reports whether src, with its f16 and bf16 full() constants
+// made f32, still fails at c.
+func failsAsF32(src []byte, c *Config) bool {
+	src = halfFull.ReplaceAll(src, []byte("full(f32["))
+	p, ds := lang.Check("prog.te", src, lang.Config{})
+	if ds.HasErrors() {
+		return true
+	}
+	in := Feeds(p)
+	want, _, err := evaluate(p, in)
+	if err != nil {
+		return true
+	}
+	return len(runConfig(p, in, want, Tolerances(src), c, false)) > 0
 }
 
 func firstLine(s string) string {

@@ -1,0 +1,54 @@
+// Package progfuzz is tec's differential program fuzzer.
+//
+// Generate writes, from a seed, a random .te program: deterministic, well
+// typed, every access in bounds. It draws on the whole language: constants
+// for dimensions (sizes mostly not powers of two), inputs and params of f32,
+// f16, bf16 and i32, element-wise trees over every builtin function,
+// quasi-affine accesses (strides, offsets, reversal, / and % by constants),
+// select guards for padding, branches removed by a compile-time condition,
+// where ranges, reductions (sum, max, min, prod) over one or several axes,
+// contractions with reversed operand axes, casts, full/zeros/ones, scalar
+// and tensor functions with shape symbols, compile-time loops, lists and
+// stack, the standard library (softmax, layernorm, linear, matmul,
+// transpose, slices and concatenation, convolutions and pooling, gelu...)
+// and the motifs of the examples (attention, RNN cell steps, MLP,
+// layernorm-softmax chains, convolution and pooling).
+//
+// Run is the oracle. It checks the program (a generated program that does
+// not check is a generator bug), evaluates the float64 reference, checks
+// that tec fmt is idempotent and keeps the program's values bit for bit,
+// and for each Config (level, GPU, Deterministic) builds the program,
+// checks every kernel's launch against the GPU's block limits, runs both
+// emitters, simulates with race detection and compares every output with
+// the reference. Configs are -O0 to -O4 on the built-in GPUs and on a valid
+// random GPU (RandomGPU: thread limits such as 33, 96 and 160, little shared
+// memory, one to eight SMs, few blocks per SM).
+//
+// # Tolerances
+//
+// The generator keeps every value well conditioned instead of loosening
+// tolerances: inputs are in [-1, 1), exp and products take arguments
+// bounded by 4 (larger values go through tanh or are scaled), log, sqrt,
+// rsqrt and pow take abs(v)+0.5 or more, divisions divide by abs(v)+1,
+// prod runs over at most 12 factors of magnitude at most 1, conditions on
+// data compare only exact values (inputs), layernorm's epsilon is 0.25 or
+// 0.5. Along the way it tracks, for every value, a bound m on its magnitude
+// and a bound e on its absolute error in units of u = 2^-24 (f32's unit
+// roundoff) by first-order propagation: a rounding of a result of magnitude
+// m adds m; a sum of L terms of magnitude m adds L·(L-1)·m (sequential
+// summation, the worst order); a function with derivative at most d
+// multiplies the error by d; a store to f16 or bf16 adds one ulp of that
+// format (2^14 or 2^17 u relative), since the reference rounds at the same
+// storage points but may round a value that differs by a few u to the
+// neighbouring f16 value. An output's absolute tolerance is 2·(e + m)·u
+// (written in the program as "# tol NAME ATOL"), and the relative
+// tolerance is 4u. Wrong results (a lost partial, a wrong block, NaN) are
+// orders of magnitude beyond these bounds.
+//
+// Reduce shrinks a failing program while the failure's class (kind,
+// configuration, message shape) persists. Campaign runs many programs and
+// counts failures by class; cmd/tecfuzz is its command, TestSmoke its
+// fixed-seed run in CI. Failures of the known defects of issue 17 (F1-F9,
+// being fixed on other branches) and of the defects this fuzzer found
+// (N1...) are named by knownDefects; delete an entry when its fix merges.
+package progfuzz
