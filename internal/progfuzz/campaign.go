@@ -115,9 +115,9 @@ func Campaign(o CampaignOptions) (*Summary, error) {
 			if st == nil {
 				st = &ClassStats{Class: c, Known: f.Known, FirstSeed: r.seed, Example: f}
 				byClass[c] = st
-				if !roots[f.Root()] {
+				if root := f.Known + "|" + f.Root(); !roots[root] {
 					// the first failure of its root: reduce and save it
-					roots[f.Root()] = true
+					roots[root] = true
 					if o.Reduce && (f.Known == "" || o.ReduceKnown) {
 						st.Reduced = Reduce(r.src, f, Configs(r.seed), o.MaxReduceTries)
 					}

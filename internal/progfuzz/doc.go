@@ -46,7 +46,7 @@
 // orders of magnitude beyond these bounds.
 //
 // Reduce shrinks a failing program while the failure's class (kind,
-// configuration, message shape) persists. Campaign runs many programs and
+// configuration, message shape, known defect) persists. Campaign runs many programs and
 // counts failures by class; cmd/tecfuzz is its command, TestSmoke its
 // fixed-seed run in CI. Failures of the known defects of issue 17 (F1-F9,
 // being fixed on other branches) and of the defects this fuzzer found

@@ -245,6 +245,8 @@ func (g *gen) statement() {
 		{0.5, g.listStack},
 		{0.5, g.tensorFn},
 		{0.3, g.constBranch},
+		{0.4, g.mask},
+		{0.6, g.layout},
 	}
 	total := 0.0
 	for _, k := range kinds {
@@ -428,7 +430,8 @@ func (g *gen) cond(out []dim, vs []string) string {
 	a := g.intn(len(vs))
 	c := g.intn(out[a].n + 1)
 	conds := []string{fmt.Sprintf("%s < %d", vs[a], c), fmt.Sprintf("%s %% 2 == 0", vs[a]),
-		fmt.Sprintf("%s >= %d && %s != %d", vs[a], c/2, vs[a], c)}
+		fmt.Sprintf("%s >= %d && %s != %d", vs[a], c/2, vs[a], c),
+		fmt.Sprintf("!(%s <= %d) || %s %% 3 == 1", vs[a], c/2, vs[len(vs)-1])}
 	return pick(g, conds)
 }
 
@@ -565,6 +568,62 @@ func (g *gen) constBranch() {
 	g.define(y, fmt.Sprintf("%s[i] = select(%s > %d, %s[i + %d], %s[i])", y.name, d.s, d.n+5, src.name, d.n+5, src.name))
 }
 
+// mask stores a comparison of exact data as a bool tensor and selects with
+// it.
+func (g *gen) mask() {
+	exact := g.floats(func(t *tensor) bool { return t.err == 0 && len(t.dims) > 0 })
+	if len(exact) == 0 {
+		return
+	}
+	src := pick(g, exact)
+	vs := vars(len(src.dims))
+	idx := strings.Join(vs, ", ")
+	m := &tensor{name: g.fresh("mk"), dims: src.dims, dt: "bool"}
+	g.define(m, fmt.Sprintf("%s[%s] = %s[%s] > 0.0", m.name, idx, src.name, idx))
+	y := &tensor{name: g.fresh("t"), dims: src.dims, dt: "f32", mag: 2 * src.mag, err: 2 * src.mag}
+	g.define(y, fmt.Sprintf("%s[%s] = select(%s[%s], %s[%s] * 2.0, 0.0 - %s[%s])", y.name, idx, m.name, idx, src.name, idx, src.name, idx))
+}
+
+// layout applies the standard library's layout functions: ravel and
+// reshape, permute3, batch_matmul, pad2d and flatten.
+func (g *gen) layout() {
+	src := g.any()
+	if src.dt != "f32" {
+		return
+	}
+	switch len(src.dims) {
+	case 2:
+		a, b := src.dims[0], src.dims[1]
+		y := &tensor{name: g.fresh("t"), dims: []dim{b, a}, dt: "f32", mag: src.mag, err: src.err}
+		g.define(y, fmt.Sprintf("%s = reshape2(ravel2(%s), %s, %s)", y.name, src.name, b.s, a.s))
+	case 3:
+		d := src.dims
+		if g.chance(0.5) && d[2].n <= 32 {
+			w := g.placeholder([]dim{d[0], d[2], d[1]}, "f32", true)
+			w.mag = 1 / math.Sqrt(float64(d[2].n*d[1].n)/float64(max(d[0].n, d[1].n, d[2].n)))
+			L := float64(d[2].n)
+			y := &tensor{name: g.fresh("t"), dims: []dim{d[0], d[1], d[1]}, dt: "f32"}
+			y.mag = L * src.mag * w.mag
+			y.err = L*src.err*w.mag + L*L*src.mag*w.mag + y.mag
+			g.define(y, fmt.Sprintf("%s = batch_matmul(%s, %s)", y.name, src.name, w.name))
+			return
+		}
+		perm := pick(g, [][3]int{{0, 2, 1}, {1, 0, 2}, {2, 1, 0}, {1, 2, 0}})
+		dims := []dim{d[perm[0]], d[perm[1]], d[perm[2]]}
+		y := &tensor{name: g.fresh("t"), dims: dims, dt: "f32", mag: src.mag, err: src.err}
+		g.define(y, fmt.Sprintf("%s = permute3(%s, %d, %d, %d)", y.name, src.name, perm[0], perm[1], perm[2]))
+	case 4:
+		d := src.dims
+		if (d[2].n+2)*(d[3].n+2)*d[0].n*d[1].n > maxElems {
+			return
+		}
+		p := &tensor{name: g.fresh("t"), dims: []dim{d[0], d[1], {d[2].n + 2, d[2].s + " + 2"}, {d[3].n + 2, d[3].s + " + 2"}}, dt: "f32", mag: src.mag, err: src.err}
+		g.define(p, fmt.Sprintf("%s = pad2d(%s, 1)", p.name, src.name))
+		y := &tensor{name: g.fresh("t"), dims: []dim{d[0], {p.size() / d[0].n, fmt.Sprint(p.size() / d[0].n)}}, dt: "f32", mag: src.mag, err: src.err}
+		g.define(y, fmt.Sprintf("%s = flatten(%s)", y.name, p.name))
+	}
+}
+
 // reduction reduces a tensor over one or several axes with sum, max, min
 // or prod (prod over short axes of values at most 1, which cannot
 // overflow).
@@ -584,7 +643,7 @@ func (g *gen) reduction() {
 	}
 	body := g.access(src, vs)
 	if op == "prod" {
-		if L > 12 {
+		if L > 12 || src.size() > 12*len(src.dims) {
 			op = "sum"
 		} else {
 			body = val{s: "tanh(" + body.s + ")", mag: 1, err: body.err*1.2 + 2}
@@ -595,6 +654,14 @@ func (g *gen) reduction() {
 		other = g.tame(other)
 		body = val{s: paren(body.s) + " * " + paren(other.s), mag: body.mag * other.mag, err: body.err*other.mag + other.err*body.mag + body.mag*other.mag}
 	}
+	red, out := vs[k:], vs[:k]
+	dims := src.dims[:k]
+	if k == r-1 && r >= 2 && g.chance(0.3) {
+		// reduce the leading axis instead
+		red, out = vs[:1], vs[1:]
+		dims = src.dims[1:]
+		L = src.dims[0].n
+	}
 	var mag, err float64
 	switch op {
 	case "sum": // sequential summation: (L-1)·u·Σ|terms| plus the terms' errors
@@ -604,13 +671,12 @@ func (g *gen) reduction() {
 	default:
 		mag, err = body.mag, body.err
 	}
-	out := vs[:k]
-	s := fmt.Sprintf("%s[%s](%s)", op, strings.Join(vs[k:], ", "), body.s)
+	s := fmt.Sprintf("%s[%s](%s)", op, strings.Join(red, ", "), body.s)
 	if op == "sum" && g.chance(0.5) {
 		s = fmt.Sprintf("%s / %d", s, L)
 		mag, err = mag/float64(L), err/float64(L)+2*mag/float64(L)
 	}
-	y := &tensor{name: g.fresh("t"), dims: src.dims[:k], dt: "f32", mag: mag, err: err + mag}
+	y := &tensor{name: g.fresh("t"), dims: dims, dt: "f32", mag: mag, err: err + mag}
 	where := g.wherePartial(body.s, vs, src.dims, 0.3)
 	if len(out) == 0 {
 		g.define(y, fmt.Sprintf("%s = %s%s", y.name, s, where))

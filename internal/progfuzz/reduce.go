@@ -26,7 +26,7 @@ func Reduce(src []byte, target Failure, configs []Config, maxTries int) []byte {
 			return false
 		}
 		for _, f := range Run(cand, opts) {
-			if f.Class() == class {
+			if f.Class() == class && f.Known == target.Known {
 				return true
 			}
 		}

@@ -187,8 +187,8 @@ func run(src []byte, opts Options) []Failure {
 		}
 		for _, f := range runConfig(p, in, want, tols, c, opts.Emit) {
 			if f.Config.Level == pipeline.MaxLevel && (f.Kind == KindMismatch || f.Kind == KindRace) {
-				f.OnChipCause = !failsWith(p, in, want, tols, c, pipeline.Options{OnChipBytes: 1})
-				f.ResidentCause = !failsWith(p, in, want, tols, c, pipeline.Options{ResidentBytes: 1})
+				f.OnChipCause = !failsWith(p, in, want, tols, c, f.Kind, pipeline.Options{OnChipBytes: 1})
+				f.ResidentCause = !failsWith(p, in, want, tols, c, f.Kind, pipeline.Options{ResidentBytes: 1})
 			}
 			if f.Kind == KindMismatch && f.Config.Level >= 2 && halfFull.Match(src) {
 				f.HalfFullCause = !failsAsF32(src, c)
@@ -204,7 +204,7 @@ func run(src []byte, opts Options) []Failure {
 var halfFull = regexp.MustCompile(`full\((f16|bf16)\[`)
 
 // failsAsF32 reports whether src, with its f16 and bf16 full() constants
-// made f32, still fails at c.
+// made f32, still has a mismatch at c.
 func failsAsF32(src []byte, c *Config) bool {
 	src = halfFull.ReplaceAll(src, []byte("full(f32["))
 	p, ds := lang.Check("prog.te", src, lang.Config{})
@@ -216,7 +216,7 @@ func failsAsF32(src []byte, c *Config) bool {
 	if err != nil {
 		return true
 	}
-	return len(runConfig(p, in, want, Tolerances(src), c, false)) > 0
+	return hasKind(runConfig(p, in, want, Tolerances(src), c, false), KindMismatch)
 }
 
 func firstLine(s string) string {
@@ -310,9 +310,19 @@ func tolerance(tols map[string]float64, name string) numeric.Tolerance {
 	return numeric.Tolerance{Rtol: 1e-3, Atol: 1e-4}
 }
 
-func failsWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, extra pipeline.Options) bool {
-	fs := runWith(p, in, want, tols, c, false, extra)
-	return len(fs) > 0
+// failsWith reports whether p fails with a failure of kind at c with
+// extra's on-chip limits.
+func failsWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, kind string, extra pipeline.Options) bool {
+	return hasKind(runWith(p, in, want, tols, c, false, extra), kind)
+}
+
+func hasKind(fs []Failure, kind string) bool {
+	for _, f := range fs {
+		if f.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 func runConfig(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, emit bool) []Failure {
