@@ -100,7 +100,7 @@ func reproduce(path string, seed uint64, level int, gpu string, det, reduce bool
 		fmt.Printf("%s %s\n", k, f)
 	}
 	if reduce {
-		fmt.Printf("\nreduced (%s):\n%s", fails[0].Class(), progfuzz.Reduce(src, fails[0], configs, tries))
+		fmt.Printf("\nreduced (%s):\n%s", fails[0].Class(), progfuzz.Reduce(src, fails[0], tries))
 	}
 	return 1
 }

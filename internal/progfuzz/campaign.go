@@ -119,7 +119,7 @@ func Campaign(o CampaignOptions) (*Summary, error) {
 					// the first failure of its root: reduce and save it
 					roots[root] = true
 					if o.Reduce && (f.Known == "" || o.ReduceKnown) {
-						st.Reduced = Reduce(r.src, f, Configs(r.seed), o.MaxReduceTries)
+						st.Reduced = Reduce(r.src, f, o.MaxReduceTries)
 					}
 					if err := save(o.Out, len(roots), r.seed, r.src, st); err != nil {
 						return nil, err

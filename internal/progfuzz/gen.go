@@ -76,8 +76,8 @@ func (d dim) paren() string {
 	return d.s
 }
 
-// val is a generated element expression: text, magnitude bound, error
-// bound (units of u) and whether it equals the reference exactly.
+// val is a generated element expression: its text and bounds on its
+// magnitude and on its error in units of u.
 type val struct {
 	s   string
 	mag float64

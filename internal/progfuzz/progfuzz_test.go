@@ -108,7 +108,7 @@ func TestReduce(t *testing.T) {
 	if len(fs) == 0 {
 		t.Skip("F2 is fixed: the program no longer fails")
 	}
-	got := string(Reduce(src, fs[0], nil, 0))
+	got := string(Reduce(src, fs[0], 0))
 	want := "model m {\n  input a: f32[2]\n  input b: f32[2]\n  y = sum[k](a[1 - k] * b[k])\n  output y\n}\n"
 	if got != want {
 		t.Errorf("reduced to\n%s\nwant\n%s", got, want)

@@ -10,7 +10,8 @@ import (
 )
 
 // Reduce shrinks a failing program while it still fails in the class of
-// target (same kind, same configuration, same message shape) and returns
+// target (same kind, configuration, message shape and known defect) and
+// returns
 // the smallest program found. It tries, over and over until none applies:
 // deleting a declaration, a statement, an output or a where clause;
 // replacing an expression by one of its operands or by 1.0; and making an
@@ -18,9 +19,12 @@ import (
 // is formatted, must pass lang.Check, and is kept only if Run still
 // reports a failure of target's class at target's configuration.
 // maxTries bounds the candidates tried (0: no bound).
-func Reduce(src []byte, target Failure, configs []Config, maxTries int) []byte {
+func Reduce(src []byte, target Failure, maxTries int) []byte {
 	class := target.Class()
-	opts := Options{Configs: configs, FirstOnly: false, Only: target.Config, Fmt: target.Kind == KindFmt}
+	opts := Options{Fmt: target.Kind == KindFmt}
+	if target.Config != nil {
+		opts.Configs = []Config{*target.Config}
+	}
 	fails := func(cand []byte) bool {
 		if _, ds := lang.Check("prog.te", cand, lang.Config{}); ds.HasErrors() && target.Kind != KindCheck {
 			return false

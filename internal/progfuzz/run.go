@@ -136,10 +136,6 @@ type Options struct {
 	Emit bool
 	// Fmt checks tec fmt's idempotence and that it keeps the program.
 	Fmt bool
-	// FirstOnly stops at the first failure (the reducer's mode).
-	FirstOnly bool
-	// Only, if set, restricts the run to configurations equal to it.
-	Only *Config
 }
 
 // resident lets every all-resident kernel launch the grid its plan chose.
@@ -157,10 +153,6 @@ func Run(src []byte, opts Options) []Failure {
 
 func run(src []byte, opts Options) []Failure {
 	var fails []Failure
-	fail := func(f Failure) bool {
-		fails = append(fails, f)
-		return opts.FirstOnly
-	}
 	p, ds := lang.Check("prog.te", src, lang.Config{})
 	if ds.HasErrors() {
 		return []Failure{{Kind: KindCheck, Msg: firstLine(ds.Error())}}
@@ -175,16 +167,13 @@ func run(src []byte, opts Options) []Failure {
 		return []Failure{{Kind: kind, Msg: err.Error(), Stack: stack}}
 	}
 	if opts.Fmt {
-		if f := checkFmt(src, want); f != nil && fail(*f) {
-			return fails
+		if f := checkFmt(src, want); f != nil {
+			fails = append(fails, *f)
 		}
 	}
 	tols := Tolerances(src)
 	for i := range opts.Configs {
 		c := &opts.Configs[i]
-		if opts.Only != nil && *opts.Only != *c {
-			continue
-		}
 		for _, f := range runConfig(p, in, want, tols, c, opts.Emit) {
 			if f.Config.Level == pipeline.MaxLevel && (f.Kind == KindMismatch || f.Kind == KindRace) {
 				f.OnChipCause = !failsWith(p, in, want, tols, c, f.Kind, pipeline.Options{OnChipBytes: 1})
@@ -193,9 +182,7 @@ func run(src []byte, opts Options) []Failure {
 			if f.Kind == KindMismatch && f.Config.Level >= 2 && halfFull.Match(src) {
 				f.HalfFullCause = !failsAsF32(src, c)
 			}
-			if fail(f) {
-				return fails
-			}
+			fails = append(fails, f)
 		}
 	}
 	return fails
