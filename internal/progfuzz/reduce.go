@@ -11,8 +11,7 @@ import (
 
 // Reduce shrinks a failing program while it still fails in the class of
 // target (same kind, configuration, message shape and known defect) and
-// returns
-// the smallest program found. It tries, over and over until none applies:
+// returns the smallest program found. It tries, over and over until none applies:
 // deleting a declaration, a statement, an output or a where clause;
 // replacing an expression by one of its operands or by 1.0; and making an
 // int literal (a constant, a dimension, an offset) smaller. Each candidate
