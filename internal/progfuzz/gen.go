@@ -240,6 +240,7 @@ func (g *gen) statement() {
 		{2.5, g.stdlibCall},
 		{0.8, g.wholeExpr},
 		{0.6, g.rnnLoop},
+		{0.4, g.lstmStack},
 		{0.5, g.attention},
 		{0.5, g.conv},
 		{0.5, g.listStack},
@@ -880,6 +881,43 @@ func (g *gen) rnnLoop() {
 		y.err *= 2
 	}
 	g.define(y, fmt.Sprintf("%s = zeros(f32[%s, %s])\n  for t in 0..%s {\n    %s\n  }\n  %s = %s * 1.0", h, B.s, H.s, T.s, step, y.name, h))
+}
+
+// lstmStack is the LSTM example's motif: a function with two results,
+// lists of states replaced element by element, nested loops over steps and
+// layers, views of a stacked weight.
+func (g *gen) lstmStack() {
+	T := g.newDim(1 + g.intn(3))
+	L := g.newDim(1 + g.intn(2))
+	B := g.newDim(1 + g.intn(2))
+	H := g.newDim(pick(g, []int{3, 4, 6, 8}))
+	xs := g.placeholder([]dim{T, B, H}, "f32", false)
+	W := g.placeholder([]dim{L, {4, "4"}, H, H}, "f32", true)
+	cell := g.fresh("cell")
+	g.fns = append(g.fns, fmt.Sprintf(`fn %s(x: f32[Bs, Hs], h: f32[Bs, Hs], c: f32[Bs, Hs], W: f32[4, Hs, Hs]) -> (f32[Bs, Hs], f32[Bs, Hs]) {
+  g[q, n, j] = sum[k](x[n, k] * W[q, k, j]) + sum[k](h[n, k] * W[q, k, j])
+  c2[n, j] = c[n, j] * sigmoid(g[2, n, j]) + sigmoid(g[0, n, j]) * tanh(g[1, n, j])
+  h2[n, j] = tanh(c2[n, j]) * sigmoid(g[3, n, j])
+  return h2, c2
+}`, cell))
+	hs, cs, inp := g.fresh("hs"), g.fresh("cs"), g.fresh("inp")
+	y := &tensor{name: g.fresh("t"), dims: []dim{B, H}, dt: "f32", mag: 1}
+	// h is at most 1 and c at most T in magnitude; the gates' arguments
+	// are contractions of length H, whose rounding errors tanh and sigmoid
+	// pass on at most unchanged, and c carries them over the steps
+	Tf, Hf, Lf := float64(T.n), float64(H.n), float64(L.n)
+	y.err = 8 * Tf * Lf * (Tf + 1) * (4*Hf*Hf + 16)
+	g.define(y, fmt.Sprintf(`%s = [zeros(f32[%s, %s]) for ly in 0..%s]
+  %s = [zeros(f32[%s, %s]) for ly in 0..%s]
+  for st in 0..%s {
+    %s = %s[st]
+    for ly in 0..%s {
+      %s[ly], %s[ly] = %s(%s, %s[ly], %s[ly], %s[ly])
+      %s = %s[ly]
+    }
+  }
+  %s = %s[len(%s) - 1] * 1.0`, hs, B.s, H.s, L.s, cs, B.s, H.s, L.s, T.s, inp, xs.name, L.s,
+		hs, cs, cell, inp, hs, cs, W.name, inp, hs, y.name, hs, hs))
 }
 
 // attention is scaled dot-product attention over one head.

@@ -82,6 +82,8 @@ func TestKnownDefects(t *testing.T) {
 		{"F9", "model m {\n  input x: f32[16, 16]\n  param w8: f32[16, 24]\n  param w10: f32[24, 16]\n  param w21: f32[24, 16]\n  param w23: f32[16, 24]\n" +
 			"  a = matmul(x, w8)\n  b = matmul(a, w10)\n  t[i, j] = w10[j, i]\n  c = matmul(t, w21)\n  d = matmul(c, w23)\n  output b, d\n}\n", builtin(1, "a100")},
 		{"N1", "model m {\n  input a: f32[4, 8]\n  input b: f32[8, 8]\n  y[i, j] = sum[k](a[i, k] * b[k, j])\n  output y\n}\n", Config{Level: 3, GPUName: "rand-33", GPU: withThreads(33)}},
+		{"N3", "model m {\n  input h: f32[1, 4]\n  param w: f32[4, 4, 4]\n  g[q, n, j] = sum[k](h[n, k] * w[q, k, j])\n  h2[n, j] = g[1, n, j]\n" +
+			"  g2[q, n, j] = sum[k](h2[n, k] * w[q, k, j])\n  y[n, j] = g2[1, n, j]\n  output y\n}\n", Config{Level: 4, GPUName: "rand-33", GPU: withThreads(33)}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-2k", GPU: withShared(2 << 10)}},
 	}
 	for _, tt := range tests {
