@@ -163,6 +163,20 @@ func (g *gen) placeholder(dims []dim, dt string, param bool) *tensor {
 	return t
 }
 
+// paramMag bounds the values numeric.NewFilled gives a param: those of
+// rank 2 or more are scaled by 1/√(size/largest dimension).
+func paramMag(dims []dim) float64 {
+	if len(dims) < 2 {
+		return 1
+	}
+	size, largest := 1, 1
+	for _, d := range dims {
+		size *= d.n
+		largest = max(largest, d.n)
+	}
+	return 1 / math.Sqrt(float64(size/largest))
+}
+
 func (g *gen) define(t *tensor, stmt string) *tensor {
 	g.body = append(g.body, stmt)
 	g.ts = append(g.ts, t)
@@ -246,6 +260,7 @@ func (g *gen) statement() {
 		{0.5, g.listStack},
 		{0.5, g.tensorFn},
 		{0.3, g.constBranch},
+		{0.4, g.rangeBranch},
 		{0.4, g.mask},
 		{0.6, g.layout},
 	}
@@ -625,6 +640,38 @@ func (g *gen) layout() {
 	}
 }
 
+// rangeBranch writes guards whose condition the variables' ranges decide:
+// a branch that can never be taken reads out of bounds (the checker proves
+// nothing about it), and a piecewise definition (a concatenation by
+// select) is read at a constant index, so that inlining it leaves a
+// constant condition and an out-of-bounds constant index in the other
+// branch.
+func (g *gen) rangeBranch() {
+	src := g.any()
+	if len(src.dims) != 1 {
+		return
+	}
+	d := src.dims[0]
+	if g.chance(0.5) {
+		// i ranges over 0..n with n <= k: i - k >= 0 never holds
+		n := 1 + g.intn(min(d.n, 4))
+		k := n + g.intn(2)
+		y := &tensor{name: g.fresh("t"), dims: []dim{{n, fmt.Sprint(n)}}, dt: "f32", mag: src.mag, err: src.err}
+		g.define(y, fmt.Sprintf("%s[i] = select(i - %d >= 0, %s[i - %d], %s[i]) where i in 0..%d", y.name, k, src.name, k, src.name, n))
+		return
+	}
+	other := g.any()
+	if len(other.dims) != 1 {
+		return
+	}
+	e := other.dims[0]
+	c := &tensor{name: g.fresh("t"), dims: []dim{{d.n + e.n, fmt.Sprintf("%s + %s", d.s, e.s)}}, dt: "f32", mag: max(src.mag, other.mag), err: max(src.err, other.err)}
+	g.define(c, fmt.Sprintf("%s[i] = select(i < %s, %s[i], %s[i - %s]) where i in 0..%s", c.name, d.s, src.name, other.name, d.paren(), c.dims[0].s))
+	at := g.intn(c.dims[0].n)
+	y := &tensor{name: g.fresh("t"), dims: []dim{d}, dt: "f32", mag: c.mag + src.mag, err: c.err + src.err + c.mag + src.mag}
+	g.define(y, fmt.Sprintf("%s[i] = %s[%d] + %s[i]", y.name, c.name, at, src.name))
+}
+
 // reduction reduces a tensor over one or several axes with sum, max, min
 // or prod (prod over short axes of values at most 1, which cannot
 // overflow).
@@ -695,7 +742,16 @@ func (g *gen) contraction() {
 	if a.dims[0].n*N.n > maxElems || K.n > 64 {
 		N = g.newDim(3)
 	}
-	w := g.placeholder([]dim{K, N}, "f32", true)
+	var w *tensor
+	for _, t := range g.ts {
+		if t.param && len(t.dims) == 2 && t.dims[0].n == K.n && t.dt == "f32" && a.dims[0].n*t.dims[1].n <= maxElems && g.chance(0.6) {
+			w, N = t, t.dims[1] // reuse a weight, as matrix-vector chains and RNN steps do
+			break
+		}
+	}
+	if w == nil {
+		w = g.placeholder([]dim{K, N}, "f32", true)
+	}
 	ai, bi := "k", "k"
 	if g.chance(0.25) {
 		ai = fmt.Sprintf("%s - 1 - k", K.paren())
@@ -703,7 +759,7 @@ func (g *gen) contraction() {
 	if g.chance(0.15) {
 		bi = fmt.Sprintf("%s - 1 - k", K.paren())
 	}
-	wm := 1 / math.Sqrt(float64(K.n)) // params of rank 2 are scaled by 1/√fan-in
+	wm := paramMag(w.dims)
 	w.mag = wm
 	L := float64(K.n)
 	mag := L * a.mag * wm
@@ -806,7 +862,7 @@ func (g *gen) stdlibCall() {
 			return
 		}
 		w := g.placeholder([]dim{N, O}, "f32", true)
-		w.mag = 1 / math.Sqrt(Lf)
+		w.mag = paramMag(w.dims)
 		m := Lf*xm*w.mag + 1
 		y := &tensor{name: g.fresh("t"), dims: []dim{M, O}, dt: "f32", mag: m, err: Lf*xe*w.mag + Lf*Lf*xm*w.mag + 2*m}
 		if g.chance(0.5) {
