@@ -95,7 +95,8 @@ type gen struct {
 	used    map[string]bool
 	nextID  int
 	dimName map[int]string
-	fnNames []string // scalar functions declared
+	fnNames []string  // scalar functions declared
+	mustOut []*tensor // tensors that must be outputs
 }
 
 // sizes are the dimension sizes the generator picks from: mostly not powers
@@ -255,6 +256,7 @@ func (g *gen) statement() {
 		{0.8, g.wholeExpr},
 		{0.6, g.rnnLoop},
 		{0.4, g.lstmStack},
+		{0.3, g.twoChains},
 		{0.5, g.attention},
 		{0.5, g.conv},
 		{0.5, g.listStack},
@@ -769,6 +771,19 @@ func (g *gen) contraction() {
 	if ai != "k" && bi != "k" {
 		where = " where k in 0.." + K.s
 	}
+	switch g.intn(4) {
+	case 0: // the transposed product, the weight's columns indexing rows: y[j, i]
+		y.dims = []dim{N, a.dims[0]}
+		g.define(y, fmt.Sprintf("%s[j, i] = sum[k](%s[%s, j] * %s[i, %s])%s", y.name, w.name, bi, a.name, ai, where))
+		return
+	case 1: // the weight on the left, the activation transposed: y[i, j] = w·aᵀ
+		if N.n != K.n {
+			break // the weight must be square
+		}
+		y.dims = []dim{K, a.dims[0]}
+		g.define(y, fmt.Sprintf("%s[i, j] = sum[k](%s[i, %s] * %s[j, %s])%s", y.name, w.name, bi, a.name, ai, where))
+		return
+	}
 	g.define(y, fmt.Sprintf("%s[i, j] = sum[k](%s[i, %s] * %s[%s, j])%s", y.name, a.name, ai, w.name, bi, where))
 }
 
@@ -976,6 +991,35 @@ func (g *gen) lstmStack() {
 		hs, cs, cell, inp, hs, cs, W.name, inp, hs, y.name, hs, hs))
 }
 
+// twoChains is two independent chains of two matrix products, the second
+// on a transposed weight of the first, both output: the shape horizontal
+// fusion batches.
+func (g *gen) twoChains() {
+	M := g.newDim(pick(g, []int{1, 2, 5, 8, 16}))
+	K := g.newDim(pick(g, []int{4, 8, 12, 16}))
+	N := g.newDim(pick(g, []int{3, 8, 16, 24}))
+	x := g.placeholder([]dim{M, K}, "f32", false)
+	w1 := g.placeholder([]dim{K, N}, "f32", true)
+	w2 := g.placeholder([]dim{N, K}, "f32", true)
+	w3 := g.placeholder([]dim{N, K}, "f32", true)
+	w4 := g.placeholder([]dim{K, N}, "f32", true)
+	a, tr, c := g.fresh("t"), g.fresh("t"), g.fresh("t")
+	b := &tensor{name: g.fresh("t"), dims: []dim{M, K}, dt: "f32"}
+	d := &tensor{name: g.fresh("t"), dims: []dim{K, N}, dt: "f32"}
+	// each product of length L with factors at most m and 1/√L-scaled
+	// weights: magnitude √L·m, error L·(err·w + L·m·w)
+	Kf, Nf := float64(K.n), float64(N.n)
+	am := math.Sqrt(Kf)
+	b.mag = math.Sqrt(Nf) * am
+	b.err = 4 * (Nf*Kf*Kf*paramMag(w1.dims) + Nf*Nf*am + b.mag)
+	cm := Nf * paramMag(w2.dims) * paramMag(w3.dims) * Nf
+	d.mag = Kf * cm * paramMag(w4.dims)
+	d.err = 4 * (Kf*Nf*Nf + Kf*Kf*cm + d.mag)
+	g.define(b, fmt.Sprintf("%s = matmul(%s, %s)\n  %s = matmul(%s, %s)", a, x.name, w1.name, b.name, a, w2.name))
+	g.define(d, fmt.Sprintf("%s[i, j] = %s[j, i]\n  %s = matmul(%s, %s)\n  %s = matmul(%s, %s)", tr, w2.name, c, tr, w3.name, d.name, c, w4.name))
+	g.mustOut = append(g.mustOut, b, d)
+}
+
 // attention is scaled dot-product attention over one head.
 func (g *gen) attention() {
 	S := g.newDim(pick(g, []int{3, 5, 7, 8, 12}))
@@ -1075,6 +1119,11 @@ func (g *gen) finish(seed uint64) *Program {
 	}
 	nout := 1 + g.intn(min(3, len(cands)))
 	outs := []*tensor{cands[len(cands)-1]}
+	for _, t := range g.mustOut {
+		if !slices.Contains(outs, t) {
+			outs = append(outs, t)
+		}
+	}
 	for len(outs) < nout {
 		t := pick(g, cands)
 		if !slices.Contains(outs, t) {

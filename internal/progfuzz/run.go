@@ -109,7 +109,7 @@ func (f Failure) Root() string {
 // message returns the failure message's first words with numbers and
 // tensor names blanked out.
 func (f Failure) message() string {
-	msg := f.Msg
+	msg, _, _ := strings.Cut(f.Msg, "\n")
 	if i := strings.IndexAny(msg, "[=("); i >= 0 {
 		msg = msg[:i]
 	}
