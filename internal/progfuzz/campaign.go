@@ -167,12 +167,17 @@ func save(dir string, n int, seed uint64, src []byte, st *ClassStats) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed: %d\nclass: %s\nknown: %s\nfailure: %s\n", seed, st.Class, st.Known, f)
 	if f.Config != nil {
+		prog := "orig.te"
+		if st.Reduced != nil {
+			prog = "reduced.te"
+		}
 		det := ""
 		if f.Config.Deterministic {
 			det = " --deterministic"
 		}
-		fmt.Fprintf(&b, "reproduce: tec run reduced.te --fill random --device sim -O%d --gpu gpu.json%s\n", f.Config.Level, det)
-		fmt.Fprintf(&b, "           go run ./cmd/tecfuzz -repro %s\n", filepath.Join(d, "reduced.te"))
+		fmt.Fprintf(&b, "reproduce: tec run %s --fill random --device sim -O%d --gpu gpu.json%s\n", prog, f.Config.Level, det)
+		fmt.Fprintf(&b, "           go run ./cmd/tecfuzz -repro %s -O %d -gpu %s%s\n",
+			filepath.Join(d, prog), f.Config.Level, filepath.Join(d, "gpu.json"), strings.Replace(det, "--", "-", 1))
 	}
 	if f.Stack != "" {
 		fmt.Fprintf(&b, "\nstack:\n%s\n", f.Stack)
