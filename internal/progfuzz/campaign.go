@@ -93,51 +93,82 @@ func Campaign(o CampaignOptions) (*Summary, error) {
 		wg.Wait()
 		close(results)
 	}()
-	sum := &Summary{}
-	byClass := map[string]*ClassStats{}
-	roots := map[string]bool{} // the roots reduced and saved
+	t := newTally()
+	saved := 0
 	last := time.Now()
 	for r := range results {
-		sum.Programs++
-		sum.Runs += r.runs
-		seen := map[string]bool{}
-		unknown := false
-		for _, f := range r.fails {
-			c := f.Class()
-			if f.Known == "" {
-				unknown = true
+		for _, st := range t.add(r.seed, r.runs, r.fails) {
+			// the first failure of its root: reduce and save it
+			if o.Reduce && (st.Known == "" || o.ReduceKnown) {
+				st.Reduced = Reduce(r.src, st.Example, o.MaxReduceTries)
 			}
-			if seen[c] {
-				continue
+			saved++
+			if err := save(o.Out, saved, r.seed, r.src, st); err != nil {
+				return nil, err
 			}
-			seen[c] = true
-			st := byClass[c]
-			if st == nil {
-				st = &ClassStats{Class: c, Known: f.Known, FirstSeed: r.seed, Example: f}
-				byClass[c] = st
-				if root := f.Known + "|" + f.Root(); !roots[root] {
-					// the first failure of its root: reduce and save it
-					roots[root] = true
-					if o.Reduce && (f.Known == "" || o.ReduceKnown) {
-						st.Reduced = Reduce(r.src, f, o.MaxReduceTries)
-					}
-					if err := save(o.Out, len(roots), r.seed, r.src, st); err != nil {
-						return nil, err
-					}
-				}
-			}
-			st.Programs++
-		}
-		if unknown {
-			sum.Failing++
 		}
 		if o.Progress != nil && time.Since(last) >= o.ProgressEvery {
 			last = time.Now()
 			fmt.Fprintf(o.Progress, "%d/%d programs, %d runs, %d failing (new), %d classes, %v\n",
-				sum.Programs, o.N, sum.Runs, sum.Failing, len(byClass), time.Since(start).Round(time.Second))
+				t.sum.Programs, o.N, t.sum.Runs, t.sum.Failing, len(t.byClass), time.Since(start).Round(time.Second))
 		}
 	}
-	for _, st := range byClass {
+	sum := t.summary()
+	sum.Elapsed = time.Since(start)
+	return sum, nil
+}
+
+// tally counts a campaign's failures.
+type tally struct {
+	sum     Summary
+	byClass map[string]*ClassStats // by known defect and class
+	roots   map[string]bool        // the known defects and roots seen
+}
+
+func newTally() *tally {
+	return &tally{byClass: map[string]*ClassStats{}, roots: map[string]bool{}}
+}
+
+// add counts the failures of one program and returns the classes whose
+// root (known defect, kind and message) it is the first to hit. A class
+// counts apart for each known defect its failures are instances of.
+func (t *tally) add(seed uint64, runs int, fails []Failure) []*ClassStats {
+	t.sum.Programs++
+	t.sum.Runs += runs
+	var first []*ClassStats
+	seen := map[string]bool{}
+	unknown := false
+	for _, f := range fails {
+		if f.Known == "" {
+			unknown = true
+		}
+		key := f.Known + "|" + f.Class()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		st := t.byClass[key]
+		if st == nil {
+			st = &ClassStats{Class: f.Class(), Known: f.Known, FirstSeed: seed, Example: f}
+			t.byClass[key] = st
+			if root := f.Known + "|" + f.Root(); !t.roots[root] {
+				t.roots[root] = true
+				first = append(first, st)
+			}
+		}
+		st.Programs++
+	}
+	if unknown {
+		t.sum.Failing++
+	}
+	return first
+}
+
+// summary returns the counts, the classes sorted by known defect and
+// class.
+func (t *tally) summary() *Summary {
+	sum := t.sum
+	for _, st := range t.byClass {
 		sum.Classes = append(sum.Classes, st)
 	}
 	sort.Slice(sum.Classes, func(i, j int) bool {
@@ -147,8 +178,7 @@ func Campaign(o CampaignOptions) (*Summary, error) {
 		}
 		return a.Class < b.Class
 	})
-	sum.Elapsed = time.Since(start)
-	return sum, nil
+	return &sum
 }
 
 // save writes a failure class's first program into dir/NNN-KIND.

@@ -140,3 +140,30 @@ func withShared(n int) partition.GPU {
 	g.SharedPerBlock, g.SharedPerSM = n, n
 	return g
 }
+
+// TestTally checks that one class counts apart for each known defect its
+// failures are instances of, and once per program.
+func TestTally(t *testing.T) {
+	cfg := builtin(3, "a100")
+	f3 := Failure{Kind: KindMismatch, Config: &cfg, Msg: "output y: [0]: got 1, want 2", Known: "F3"}
+	f7 := f3
+	f7.Known = "F7"
+	unknown := f3
+	unknown.Known = ""
+	tl := newTally()
+	tl.add(1, 22, []Failure{f3, f3})
+	tl.add(2, 22, []Failure{f7})
+	tl.add(3, 22, []Failure{f3, unknown})
+	s := tl.summary()
+	got := map[string]int{}
+	for _, c := range s.Classes {
+		got[c.Known] = c.Programs
+	}
+	want := map[string]int{"F3": 2, "F7": 1, "": 1}
+	if len(got) != len(want) || got["F3"] != 2 || got["F7"] != 1 || got[""] != 1 {
+		t.Errorf("programs per known defect: %v, want %v", got, want)
+	}
+	if s.Programs != 3 || s.Runs != 66 || s.Failing != 1 {
+		t.Errorf("programs %d, runs %d, failing %d; want 3, 66, 1", s.Programs, s.Runs, s.Failing)
+	}
+}
