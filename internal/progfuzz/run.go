@@ -31,6 +31,8 @@ type Config struct {
 	Deterministic bool
 }
 
+// String describes the configuration as the command line says it, e.g.
+// "-O3 a100 det".
 func (c Config) String() string {
 	s := fmt.Sprintf("-O%d %s", c.Level, c.GPUName)
 	if c.Deterministic {
@@ -71,6 +73,7 @@ type Failure struct {
 	HalfFullCause bool
 }
 
+// String describes the failure: kind, configuration and message.
 func (f Failure) String() string {
 	cfg := ""
 	if f.Config != nil {
