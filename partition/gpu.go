@@ -249,6 +249,12 @@ func gpuFields() []string {
 const (
 	maxSMs          = 4096
 	maxSharedPerSM  = 16 << 20
+	// minShared is the least shared memory per SM and per block: every
+	// CUDA GPU has had at least 16 KiB (compute capability 1.x), and the
+	// kernels' smallest tiles with their reduction scratch need a few KiB
+	// at the largest blocks, so a smaller description is not a GPU the
+	// schedules are made for.
+	minShared = 16 << 10
 	maxRegsPerSM    = 1 << 20
 	maxRegsPerThr   = 255 // the ISA's limit
 	maxThreadsPerSM = 1 << 16
@@ -266,8 +272,8 @@ const (
 //	name                   1 to 100 printable characters
 //	cc                     empty, or MAJOR.MINOR such as "8.0"
 //	sms                    1 to 4096
-//	shared_per_sm          1 to 16 MiB
-//	shared_per_block       1 to shared_per_sm
+//	shared_per_sm          16 KiB to 16 MiB
+//	shared_per_block       16 KiB to shared_per_sm
 //	regs_per_sm            1 to 2^20
 //	max_regs_per_thread    1 to 255
 //	max_threads_per_sm     1 to 65536
@@ -294,8 +300,8 @@ func (g GPU) Validate() error {
 		v, lo, hi int
 	}{
 		{"sms", g.SMs, 1, maxSMs},
-		{"shared_per_sm", g.SharedPerSM, 1, maxSharedPerSM},
-		{"shared_per_block", g.SharedPerBlock, 1, max(1, min(g.SharedPerSM, maxSharedPerSM))},
+		{"shared_per_sm", g.SharedPerSM, minShared, maxSharedPerSM},
+		{"shared_per_block", g.SharedPerBlock, minShared, max(minShared, min(g.SharedPerSM, maxSharedPerSM))},
 		{"regs_per_sm", g.RegsPerSM, 1, maxRegsPerSM},
 		{"max_regs_per_thread", g.MaxRegsPerThread, 1, maxRegsPerThr},
 		{"max_threads_per_sm", g.MaxThreadsPerSM, 1, maxThreadsPerSM},

@@ -115,6 +115,7 @@ func TestParseGPUErrors(t *testing.T) {
 	}{
 		{"cc not a number", `"cc": "8.0"`, `"cc": "abc"`, []string{`field cc: want a compute capability MAJOR.MINOR such as "8.0", got "abc"`}},
 		{"cc leading zero", `"cc": "8.0"`, `"cc": "08.0"`, []string{"field cc"}},
+		{"too little shared memory", `"shared_per_block": 49152`, `"shared_per_block": 2048`, []string{"field shared_per_block: want an integer from 16384 to 65536, got 2048"}},
 		{"negative l2", `"l2_bytes": 1048576`, `"l2_bytes": -1`, []string{"field l2_bytes: want an integer from 0 to 1099511627776, got -1"}},
 		{"string for a number", `"sms": 2`, `"sms": "2"`, []string{"1:40: field sms: want an integer, got string"}},
 		{"fraction for an integer", `"sms": 2`, `"sms": 2.5`, []string{"field sms: want an integer, got the number 2.5"}},

@@ -30,7 +30,7 @@ func main() {
 	jobs := flag.Int("j", 1, "programs checked at once")
 	out := flag.String("out", "", "write each failure class's programs and configuration into this directory")
 	noReduce := flag.Bool("no-reduce", false, "do not reduce failing programs")
-	reduceKnown := flag.Bool("reduce-known", false, "also reduce failures of the known defects F1-F9")
+	reduceKnown := flag.Bool("reduce-known", false, "also reduce failures of the known defects (package progfuzz, knownDefects)")
 	tries := flag.Int("max-tries", 3000, "the most candidates the reducer tries per failure")
 	noEmit := flag.Bool("no-emit", false, "skip the CUDA and LLVM emitters")
 	noFmt := flag.Bool("no-fmt", false, "skip the formatter's checks")

@@ -48,7 +48,8 @@
 // Reduce shrinks a failing program while the failure's class (kind,
 // configuration, message shape, known defect) persists. Campaign runs many programs and
 // counts failures by class; cmd/tecfuzz is its command, TestSmoke its
-// fixed-seed run in CI. Failures of the known defects of issue 17 (F1-F9,
-// being fixed on other branches) and of the defects this fuzzer found
-// (N1...) are named by knownDefects; delete an entry when its fix merges.
+// fixed-seed run in CI. Failure classes that are
+// reported but not yet fixed can be named in knownDefects, so that a
+// campaign counts them apart; the list is empty while every class found is
+// fixed.
 package progfuzz

@@ -10,9 +10,8 @@ import (
 )
 
 // TestSmoke is the fuzzer's fixed-seed run in CI: every generated program
-// checks, and no configuration of any program fails, apart from the known
-// defects F1-F9 of issue 17 (see knownDefects), which are counted and
-// logged. With -short it checks fewer programs.
+// checks, and no configuration of any program fails. With -short it checks
+// fewer programs.
 func TestSmoke(t *testing.T) {
 	n := 400
 	if testing.Short() {
@@ -26,9 +25,6 @@ func TestSmoke(t *testing.T) {
 	sum.WriteTable(&b)
 	t.Log(b.String())
 	for _, c := range sum.Classes {
-		if c.Known != "" {
-			continue
-		}
 		t.Errorf("failure class %s (first seed %d): %s\nreduced program:\n%s", c.Class, c.FirstSeed, c.Example, c.Reduced)
 	}
 }
@@ -57,11 +53,12 @@ func TestGenerateChecks(t *testing.T) {
 	}
 }
 
-// TestKnownDefects runs the repro program of each known defect at the
-// configuration where it failed: each is either right (its fix is merged:
-// delete its entry in knownDefects or foundDefects) or fails only with
-// failures of its own class, so that the signatures stay exact.
-func TestKnownDefects(t *testing.T) {
+// TestRegressions runs the program of each defect of issue 17 (F1-F9) and
+// of each this fuzzer found (N1-N3) at the configuration where it failed:
+// each must now be right. N2 failed on a GPU with 2 KiB of shared memory
+// per block, which partition.GPU.Validate now rejects; it runs at the
+// least that Validate allows.
+func TestRegressions(t *testing.T) {
 	g96 := withThreads(96)
 	tests := []struct {
 		id, src string
@@ -84,19 +81,18 @@ func TestKnownDefects(t *testing.T) {
 		{"N1", "model m {\n  input a: f32[4, 8]\n  input b: f32[8, 8]\n  y[i, j] = sum[k](a[i, k] * b[k, j])\n  output y\n}\n", Config{Level: 3, GPUName: "rand-33", GPU: withThreads(33)}},
 		{"N3", "model m {\n  input h: f32[1, 4]\n  param w: f32[4, 4, 4]\n  g[q, n, j] = sum[k](h[n, k] * w[q, k, j])\n  h2[n, j] = g[1, n, j]\n" +
 			"  g2[q, n, j] = sum[k](h2[n, k] * w[q, k, j])\n  y[n, j] = g2[1, n, j]\n  output y\n}\n", Config{Level: 4, GPUName: "rand-33", GPU: withThreads(33)}},
-		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-2k", GPU: withShared(2 << 10)}},
+		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
 			if tt.id == "F4" && testing.Short() {
 				t.Skip("50,000 elements: seconds in the simulator")
 			}
-			fs := Run([]byte(tt.src), Options{Configs: []Config{tt.cfg}})
-			t.Logf("%d failures", len(fs))
-			for _, f := range fs {
-				if f.Known != tt.id {
-					t.Errorf("failure %s is known as %q, want %s", f, f.Known, tt.id)
-				}
+			if err := tt.cfg.GPU.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range Run([]byte(tt.src), Options{Configs: []Config{tt.cfg}}) {
+				t.Errorf("%s", f)
 			}
 		})
 	}

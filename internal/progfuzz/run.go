@@ -425,10 +425,11 @@ func emitBoth(m *kir.Module, g partition.GPU) (msg, stack string) {
 
 // RandomGPU returns a valid GPU description (partition.GPU.Validate) with
 // small, odd limits: a thread limit that may not be a power of two or a
-// multiple of the warp, little shared memory, few SMs, few blocks per SM.
+// multiple of the warp, little shared memory (down to the 16 KiB that
+// Validate allows), few SMs, few blocks per SM.
 func RandomGPU(r *rand.Rand) (string, partition.GPU) {
 	threads := []int{32, 33, 64, 96, 128, 160, 192, 256, 512, 1024}[r.IntN(10)]
-	shared := []int{2 << 10, 4 << 10, 8 << 10, 16 << 10, 48 << 10}[r.IntN(5)]
+	shared := []int{16 << 10, 20 << 10, 24 << 10, 32 << 10, 48 << 10}[r.IntN(5)]
 	g := partition.GPU{
 		CC: "8.0", SMs: 1 + r.IntN(8),
 		SharedPerBlock: shared, SharedPerSM: shared * (1 + r.IntN(2)),
