@@ -247,14 +247,14 @@ func gpuFields() []string {
 // room to spare, and keep the products the partitioner forms (SMs × blocks
 // per SM × threads, shared bytes × blocks) far from overflowing an int.
 const (
-	maxSMs          = 4096
-	maxSharedPerSM  = 16 << 20
+	maxSMs         = 4096
+	maxSharedPerSM = 16 << 20
 	// minShared is the least shared memory per SM and per block: every
 	// CUDA GPU has had at least 16 KiB (compute capability 1.x), and the
 	// kernels' smallest tiles with their reduction scratch need a few KiB
 	// at the largest blocks, so a smaller description is not a GPU the
 	// schedules are made for.
-	minShared = 16 << 10
+	minShared       = 16 << 10
 	maxRegsPerSM    = 1 << 20
 	maxRegsPerThr   = 255 // the ISA's limit
 	maxThreadsPerSM = 1 << 16
