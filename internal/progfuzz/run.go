@@ -443,10 +443,10 @@ func RandomGPU(r *rand.Rand) (string, partition.GPU) {
 }
 
 // Configs returns the configurations a program of seed is checked at:
-// -O0 to -O2 (which do not depend on the target apart from the block
-// limits) on the A100 and on a random GPU; -O3 and -O4 on the A100, the
-// H100, the small GPU and the random GPU, each with and without
-// Deterministic.
+// -O0 to -O2 (which depend on the target only through its block limits)
+// on the A100, the small GPU (256 threads per block) and a random GPU; -O3
+// and -O4 on those and the H100, each with and without Deterministic:
+// every level on at least three GPU descriptions.
 func Configs(seed uint64) []Config {
 	rname, rgpu := RandomGPU(rand.New(rand.NewPCG(seed, 0x69b)))
 	type named struct {
@@ -461,7 +461,7 @@ func Configs(seed uint64) []Config {
 	var cs []Config
 	for level := 0; level <= pipeline.MaxLevel; level++ {
 		for _, g := range gpus {
-			if level < 3 && (g.name == "h100" || g.name == "small") {
+			if level < 3 && g.name == "h100" {
 				continue
 			}
 			for _, det := range []bool{false, true} {
