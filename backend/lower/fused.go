@@ -153,10 +153,22 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	if len(k.Doc) > 200 {
 		k.Doc = k.Doc[:197] + "..."
 	}
-	if n := k.SharedBytes(); n > int64(pl.GPU.SharedPerBlock) {
+	n := k.SharedBytes()
+	if n > int64(pl.GPU.SharedPerBlock) {
 		return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s; build with a lower -O or a smaller block",
 			k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name)
 	}
+	// The plan sized the grid from its estimate of the block's resources;
+	// the kernel's own shared memory decides how many blocks are resident
+	// at once, and a cooperative launch of more would fail.
+	res := pk.Resources
+	res.Threads, res.SharedBytes = max(res.Threads, k.Block), max(res.SharedBytes, int(n))
+	fit := pl.GPU.ResidentBlocks(res)
+	if fit == 0 {
+		return nil, fmt.Errorf("lower: kernel %s: a block of %d threads, %d registers per thread and %d B of shared memory does not fit on an SM of %s; build with a lower -O or a smaller block",
+			k.Name, res.Threads, res.RegsPerThread, res.SharedBytes, pl.GPU.Name)
+	}
+	k.Grid.Blocks = min(k.Grid.Blocks, fit)
 	l.params(k)
 	return k, nil
 }

@@ -81,6 +81,11 @@ func TestRegressions(t *testing.T) {
 		{"N1", "model m {\n  input a: f32[4, 8]\n  input b: f32[8, 8]\n  y[i, j] = sum[k](a[i, k] * b[k, j])\n  output y\n}\n", Config{Level: 3, GPUName: "rand-33", GPU: withThreads(33)}},
 		{"N3", "model m {\n  input h: f32[1, 4]\n  param w: f32[4, 4, 4]\n  g[q, n, j] = sum[k](h[n, k] * w[q, k, j])\n  h2[n, j] = g[1, n, j]\n" +
 			"  g2[q, n, j] = sum[k](h2[n, k] * w[q, k, j])\n  y[n, j] = g2[1, n, j]\n  output y\n}\n", Config{Level: 4, GPUName: "rand-33", GPU: withThreads(33)}},
+		// N4 (the first 20,000-program campaign after the fixes): the
+		// plan sized a grid of 2 blocks from its estimate of shared memory,
+		// but the kernel's 9,728 B let only one be resident on the one SM.
+		{"N4", "model m {\n  input x4: f32[3, 17]\n  param w5: f32[17, 16]\n  param w6: f32[16]\n  param w7: f32[16, 17]\n" +
+			"  t8 = linear(x4, w5, w6)\n  t9 = matmul(t8, w7)\n  output t12 = w5, t14 = t9\n}\n", Config{Level: 3, GPUName: "rand-1sm-16k", GPU: oneSM16K()}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 	}
 	for _, tt := range tests {
@@ -131,6 +136,14 @@ func withThreads(n int) partition.GPU {
 
 // withShared returns the small GPU with n bytes of shared memory per block
 // and per SM.
+// oneSM16K returns a GPU of one SM with 16 KiB of shared memory, 1,024
+// threads per block and 4 blocks per SM.
+func oneSM16K() partition.GPU {
+	g := withShared(16 << 10)
+	g.SMs, g.MaxThreadsPerBlock, g.MaxThreadsPerSM, g.MaxBlocksPerSM = 1, 1024, 4096, 4
+	return g
+}
+
 func withShared(n int) partition.GPU {
 	g, _ := partition.BuiltinGPU("small")
 	g.SharedPerBlock, g.SharedPerSM = n, n
