@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"tec/backend/sim"
-	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
@@ -169,26 +167,7 @@ func TestO4Regress(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/det=%v", tt.name, gpu, det), func(t *testing.T) {
 					t.Parallel()
 					g, _ := partition.BuiltinGPU(gpu)
-					res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: g, Deterministic: det})
-					if err != nil {
-						t.Fatal(err)
-					}
-					out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if out.RaceCount > 0 {
-						t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-					}
-					for _, o := range p.Outputs {
-						mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tolModel)
-						if err != nil {
-							t.Fatalf("output %s: %v", o.Name, err)
-						}
-						if mm != nil {
-							t.Errorf("output %s: %s", o.Name, mm)
-						}
-					}
+					buildAndCompare(t, p, pipeline.Options{Level: 4, GPU: g, Deterministic: det}, in, want, tolModel)
 				})
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"tec/backend/sim"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -111,26 +110,7 @@ func TestRegressNumerics(t *testing.T) {
 		}
 		for level := 0; level <= pipeline.MaxLevel; level++ {
 			t.Run(fmt.Sprintf("%s/O%d", rc.name, level), func(t *testing.T) {
-				res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if out.RaceCount > 0 {
-					t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-				}
-				for _, o := range p.Outputs {
-					mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], rc.tol)
-					if err != nil {
-						t.Fatalf("output %s: %v", o.Name, err)
-					}
-					if mm != nil {
-						t.Errorf("output %s: %s", o.Name, mm)
-					}
-				}
+				buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, rc.tol)
 			})
 		}
 	}

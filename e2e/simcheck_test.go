@@ -1,0 +1,37 @@
+package e2e
+
+import (
+	"testing"
+
+	"tec/backend/sim"
+	"tec/internal/numeric"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// buildAndCompare builds p with opts, simulates it with race and
+// initialisation checks on the inputs in, and compares every output with
+// the reference outputs want within tol.
+func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, want map[string]*te.Array, tol numeric.Tolerance) {
+	t.Helper()
+	res, err := pipeline.Build(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.RaceCount > 0 {
+		t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
+	}
+	for _, o := range p.Outputs {
+		mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tol)
+		if err != nil {
+			t.Fatalf("output %s: %v", o.Name, err)
+		}
+		if mm != nil {
+			t.Errorf("output %s: %s", o.Name, mm)
+		}
+	}
+}
