@@ -38,6 +38,13 @@ type coster struct {
 	bufSeen []int
 	// own[j] is stage j's occupancy alone.
 	own []int
+	// sufFoot[j] and sufBufs[j] are the bytes of the distinct regions and
+	// the number of distinct buffers that stages [j, n) touch, and
+	// sufRes[j] their merged resources: bounds on what any extension of a
+	// kernel past stage j can add (see dominated).
+	sufFoot []int64
+	sufBufs []int
+	sufRes  []Resources
 }
 
 func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
@@ -92,7 +99,35 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	}
 	c.seen = make([]int, len(ids))
 	c.bufSeen = make([]int, len(bufIDs))
+	c.suffixes()
 	return c
+}
+
+// suffixes fills sufFoot, sufBufs and sufRes, walking the stages from the
+// last: a region or buffer counts at the last stage that touches it.
+func (c *coster) suffixes() {
+	n := len(c.stages)
+	c.sufFoot = make([]int64, n+1)
+	c.sufBufs = make([]int, n+1)
+	c.sufRes = make([]Resources, n+1)
+	regionSeen := make([]bool, len(c.seen))
+	bufSeen := make([]bool, len(c.bufSeen))
+	for j := n - 1; j >= 0; j-- {
+		c.sufFoot[j], c.sufBufs[j] = c.sufFoot[j+1], c.sufBufs[j+1]
+		c.sufRes[j] = mergeRes(c.sufRes[j+1], c.scheds[j].Resources())
+		for _, r := range c.keys[j] {
+			if !regionSeen[r.id] {
+				regionSeen[r.id] = true
+				c.sufFoot[j] += r.bytes
+			}
+		}
+		for _, id := range c.bufs[j] {
+			if !bufSeen[id] {
+				bufSeen[id] = true
+				c.sufBufs[j]++
+			}
+		}
+	}
 }
 
 // region is a part of a tensor that a stage touches.
@@ -438,10 +473,11 @@ func (c *coster) kernel(i, e int) *Kernel {
 
 // dp returns the kernel starts that minimise predicted time, and the
 // boundaries' explanations. Starts are tried in order, each kernel grown
-// stage by stage from its start; a kernel that has fallen behind the best
-// plan found to the same stage by more than slack is grown no further.
-// Without that cut every start would be grown to the end of the program,
-// and partitioning would take time quadratic in its length.
+// stage by stage from its start. A kernel is grown no further when it has
+// fallen behind the best plan found to the same stage by more than slack,
+// or when the kernel that made that best plan dominates it (see
+// dominated). Without these cuts every start would be grown to the end of
+// the program, and partitioning would take time quadratic in its length.
 func (c *coster) dp() ([]int, []*Boundary) {
 	n := len(c.stages)
 	best := make([]float64, n+1)
@@ -449,6 +485,10 @@ func (c *coster) dp() ([]int, []*Boundary) {
 	for j := 1; j <= n; j++ {
 		best[j] = inf
 	}
+	// marks[j] is the state, at stage j, of the kernel that made best[j].
+	marks := make([]mark, n+1)
+	tol := c.tolerance()
+	probe := c.opts.search
 	for i := 0; i < n; i++ {
 		if best[i] == inf {
 			continue
@@ -456,14 +496,20 @@ func (c *coster) dp() ([]int, []*Boundary) {
 		sg := c.begin(i)
 		for sg.j < n {
 			c.extend(sg)
+			if probe != nil {
+				probe.grown++
+			}
 			if !sg.fits {
 				break
 			}
 			t := best[i] + c.cost(sg).Total()
 			if t < best[sg.j] {
 				best[sg.j], from[sg.j] = t, i
+				marks[sg.j].record(sg, best[i])
 			} else if t > best[sg.j]+c.slack() {
 				break // fallen behind: see slack
+			} else if (probe == nil || !probe.noDominance) && c.dominated(sg, best[i], &marks[sg.j], tol) {
+				break
 			}
 		}
 	}
@@ -492,6 +538,100 @@ func (c *coster) dp() ([]int, []*Boundary) {
 // launch behind, as every later start of a chain of element-wise stages
 // is, is cut at once.)
 func (c *coster) slack() float64 { return 0.99 * c.pl.GPU.LaunchCost }
+
+// mark is what dominated needs of a candidate kernel at a stage: the
+// kernel that made the best plan to that stage.
+type mark struct {
+	synced bool // its last stage began a grid epoch after a grid sync
+	start  int
+	base   float64 // the best plan's time to its start
+	res    Resources
+	params int
+	foot   int64
+	syncs  int
+	done   []float64
+}
+
+// record keeps sg's state, reusing m's storage.
+func (m *mark) record(sg *segment, base float64) {
+	m.synced = sg.synced()
+	m.start, m.base, m.res, m.params, m.foot, m.syncs = sg.i, base, sg.res, sg.params, sg.foot, sg.syncs
+	m.done = append(m.done[:0], sg.done...)
+}
+
+// synced reports whether the segment's last stage follows a grid sync
+// (or finishes a split reduction) and begins a grid epoch: then no stage
+// after it waits on, or runs in one epoch with, any stage before it.
+func (sg *segment) synced() bool { return sg.last == sg.j-1 && sg.epoch == sg.j-1 }
+
+// dominated reports whether the kernel a, begun at a.i after a plan of
+// time base and grown to stage p = a.j, can never give a better plan to
+// any later stage than the kernel b recorded by m, which made the best plan
+// to p from an earlier start: then growing a further is wasted.
+//
+// The argument. Let both have just passed a grid sync before stage p-1, so
+// that their barriers and epochs from p-1 on are the same (each depends
+// only on producers since the last sync), and let them have the same
+// resources, so that grown by the same stages they have the same
+// occupancy o at every length. b's stages include a's, so b has touched
+// every region a has: each later stage moves no more bytes in b than in a,
+// and stage time only grows with bytes, with the chains and sums of an
+// epoch only growing with stage times. When both kernels' working sets fit
+// in L2 at every length (b's present one plus all the program's regions
+// from p on fits), a's time to any later stage k, less b's, is therefore
+// at least base - m.base + GridSyncCost × (a.syncs - m.syncs) +
+// (a.done[o] - m.done[o]): the closed epochs differ by what they are now,
+// and the open and later ones only in a's disfavour. When a's working set
+// already exceeds L2, neither fits again and both are priced from DRAM
+// (pre): the difference is base - m.base + GridSyncCost × (a.syncs -
+// m.syncs) - (pre[o][a.i] - pre[o][m.start]). Either bound is taken at
+// its least over the occupancies the kernels can still have (down to that
+// with the resources of every later stage merged in); b fits wherever a
+// does, having the same resources and either a's buffers or room for all
+// the program's later ones under the parameter limit. If the bound exceeds
+// tol, a's every later offer loses to b's, made earlier; b itself is only
+// cut where a would be (by slack, at a time no better, or by a kernel that
+// dominates it in turn), so the cut changes no plan. tol covers rounding:
+// the difference is exact in real arithmetic, and the floating-point sums
+// that price a plan err by far less than tol (see tolerance).
+func (c *coster) dominated(a *segment, base float64, m *mark, tol float64) bool {
+	p := a.j
+	if !m.synced || m.start >= a.i || !a.synced() || a.res != m.res {
+		return false
+	}
+	g := c.pl.GPU
+	if a.params != m.params && m.params+c.sufBufs[p] > g.ParamLimit() {
+		return false
+	}
+	var diff func(o int) float64
+	switch {
+	case m.foot+c.sufFoot[p] <= int64(g.L2Bytes):
+		diff = func(o int) float64 { return a.done[o] - m.done[o] }
+	case a.foot > int64(g.L2Bytes):
+		diff = func(o int) float64 { return c.pre[o][m.start] - c.pre[o][a.i] }
+	default:
+		return false
+	}
+	lo, _ := g.BlocksPerSM(mergeRes(a.res, c.sufRes[p]))
+	bound := inf
+	for o := max(lo, 1); o <= a.occ; o++ {
+		bound = min(bound, diff(o))
+	}
+	bound += base - m.base + g.GridSyncCost*float64(a.syncs-m.syncs)
+	return bound > tol
+}
+
+// tolerance returns a margin above the rounding error of any plan's
+// predicted time: 1e-9 of a bound on every plan's time (a launch and a
+// grid sync per stage, and every stage at one block per SM from DRAM).
+// Each time is a sum of at most a few terms per stage, so its relative
+// rounding error stays below 1e-9 for programs of fewer than millions of
+// stages.
+func (c *coster) tolerance() float64 {
+	n := len(c.stages)
+	g := c.pl.GPU
+	return 1e-9 * (float64(n)*(g.LaunchCost+g.GridSyncCost) + c.pre[1][n])
+}
 
 // explain says why kernels [a, b) and [b, e) are not one.
 func (c *coster) explain(a, b, e int) *Boundary {

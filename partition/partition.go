@@ -89,6 +89,17 @@ type Options struct {
 	// outputs (and that pointer) count against GPU.ParamLimit. Without it
 	// every buffer a kernel touches is a parameter.
 	TempsInWorkspace bool
+
+	// search, for tests, turns the cost-model search's dominance cut off
+	// and counts the stages it grows kernels by.
+	search *searchProbe
+}
+
+// searchProbe lets tests compare the cost-model search with and without its
+// dominance cut (see coster.dominated), and count its work.
+type searchProbe struct {
+	noDominance bool
+	grown       int // kernel extensions tried
 }
 
 // Plan is a partitioned program: the kernels in launch order, each a list

@@ -136,23 +136,14 @@ func (m *Module) WorkspaceLayout() (offsets map[*Buffer]int64, size int64) {
 		}
 		return cmp.Compare(spans[a].First, spans[b].First)
 	})
-	type placed struct {
-		lo, hi int64
-		live   Epochs
-	}
-	var done []placed
+	placed := newPlacedTemps(order, spans)
 	offsets = make(map[*Buffer]int64, len(temps))
-	var clash []placed
+	var clash []placedTemp
 	for _, b := range order {
 		n := align(b.Bytes())
 		live := spans[b]
-		clash = clash[:0]
-		for _, p := range done {
-			if p.live.Meets(live) {
-				clash = append(clash, p)
-			}
-		}
-		slices.SortFunc(clash, func(x, y placed) int { return cmp.Compare(x.lo, y.lo) })
+		clash = placed.meeting(live, clash[:0])
+		slices.SortFunc(clash, func(x, y placedTemp) int { return cmp.Compare(x.lo, y.lo) })
 		var off int64
 		for _, p := range clash {
 			if off+n <= p.lo {
@@ -161,10 +152,66 @@ func (m *Module) WorkspaceLayout() (offsets map[*Buffer]int64, size int64) {
 			off = max(off, p.hi)
 		}
 		offsets[b] = off
-		done = append(done, placed{off, off + n, live})
+		placed.add(b, placedTemp{off, off + n, live})
 		size = max(size, off+n)
 	}
 	return offsets, size
+}
+
+// placedTemp is a temporary placed in the workspace: bytes [lo, hi), live
+// in the epochs live.
+type placedTemp struct {
+	lo, hi int64
+	live   Epochs
+}
+
+// placedTemps are the temporaries placed so far, indexed by the order of
+// their first epochs, so that those whose spans meet a given one are found
+// without looking at all of them: a span that meets [first, last] begins
+// at or before last and no earlier than first less the longest placed
+// span's length. (Placing against every earlier temporary took time
+// quadratic in their number.) The gap search in WorkspaceLayout depends
+// only on the set of temporaries found, not on their order, so the layout
+// is the same.
+type placedTemps struct {
+	firsts  []int        // the first epochs of all temporaries, in order
+	slots   []placedTemp // slots[k]: the temporary of firsts[k], once placed
+	placed  []bool
+	rank    map[*Buffer]int // the index into firsts of each temporary
+	longest int             // the largest Last - First placed
+}
+
+func newPlacedTemps(temps []*Buffer, spans map[*Buffer]Epochs) *placedTemps {
+	byFirst := slices.Clone(temps)
+	slices.SortStableFunc(byFirst, func(x, y *Buffer) int { return cmp.Compare(spans[x].First, spans[y].First) })
+	ps := &placedTemps{
+		firsts: make([]int, len(byFirst)),
+		slots:  make([]placedTemp, len(byFirst)),
+		placed: make([]bool, len(byFirst)),
+		rank:   make(map[*Buffer]int, len(byFirst)),
+	}
+	for k, b := range byFirst {
+		ps.firsts[k] = spans[b].First
+		ps.rank[b] = k
+	}
+	return ps
+}
+
+func (ps *placedTemps) add(b *Buffer, p placedTemp) {
+	k := ps.rank[b]
+	ps.slots[k], ps.placed[k] = p, true
+	ps.longest = max(ps.longest, p.live.Last-p.live.First)
+}
+
+// meeting appends to dst the placed temporaries whose spans meet e.
+func (ps *placedTemps) meeting(e Epochs, dst []placedTemp) []placedTemp {
+	i, _ := slices.BinarySearch(ps.firsts, e.First-ps.longest)
+	for k := i; k < len(ps.firsts) && ps.firsts[k] <= e.Last; k++ {
+		if ps.placed[k] && ps.slots[k].live.Meets(e) {
+			dst = append(dst, ps.slots[k])
+		}
+	}
+	return dst
 }
 
 func align(n int64) int64 { return (n + WorkspaceAlign - 1) &^ (WorkspaceAlign - 1) }
@@ -189,15 +236,21 @@ func Overlapping(k *Kernel, offsets map[*Buffer]int64) map[*Buffer]bool {
 		}
 	}
 	slices.SortFunc(temps, func(x, y *Buffer) int { return cmp.Compare(offsets[x], offsets[y]) })
+	// In order of offset, a temporary overlaps an earlier one exactly when
+	// it begins before the furthest end so far, and a later one exactly
+	// when the next begins before its own end: one sweep, not a test of
+	// every pair.
 	out := map[*Buffer]bool{}
+	var furthest int64
 	for i, x := range temps {
 		end := offsets[x] + x.Bytes()
-		for _, y := range temps[i+1:] {
-			if offsets[y] >= end {
-				break
-			}
-			out[x], out[y] = true, true
+		if i > 0 && offsets[x] < furthest {
+			out[x] = true
 		}
+		if i+1 < len(temps) && offsets[temps[i+1]] < end {
+			out[x] = true
+		}
+		furthest = max(furthest, end)
 	}
 	return out
 }

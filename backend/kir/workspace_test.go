@@ -1,6 +1,10 @@
 package kir
 
 import (
+	"cmp"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"tec/te"
@@ -144,5 +148,68 @@ func TestOverlapping(t *testing.T) {
 	}
 	if got := Overlapping(m.Kernels[1], offsets); len(got) != 0 {
 		t.Errorf("Overlapping(k1) = %v, want none", got)
+	}
+}
+
+// TestPlacedTempsMeeting checks the indexed search for placed temporaries
+// whose spans meet a span against a test of every one, on random spans.
+func TestPlacedTempsMeeting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 1))
+	for trial := range 50 {
+		spans := map[*Buffer]Epochs{}
+		var temps []*Buffer
+		for range 60 {
+			b := &Buffer{Role: Temp, DType: te.F32, Shape: []int{1}}
+			first := rng.IntN(40) - 5
+			spans[b] = Epochs{first, first + rng.IntN(1+rng.IntN(20))}
+			temps = append(temps, b)
+		}
+		ps := newPlacedTemps(temps, spans)
+		var placed []placedTemp
+		for k, b := range temps {
+			e := spans[b]
+			got := ps.meeting(e, nil)
+			var want []placedTemp
+			for _, p := range placed {
+				if p.live.Meets(e) {
+					want = append(want, p)
+				}
+			}
+			byLo := func(x, y placedTemp) int { return cmp.Compare(x.lo, y.lo) }
+			slices.SortFunc(got, byLo)
+			slices.SortFunc(want, byLo)
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d, temporary %d, span %v: meeting %v, want %v", trial, k, e, got, want)
+			}
+			p := placedTemp{lo: int64(k), hi: int64(k + 1), live: e}
+			ps.add(b, p)
+			placed = append(placed, p)
+		}
+	}
+}
+
+// TestOverlappingSweep checks Overlapping's sweep against a test of every
+// pair, on random offsets.
+func TestOverlappingSweep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 2))
+	for trial := range 200 {
+		k := &Kernel{}
+		offsets := map[*Buffer]int64{}
+		for range 1 + rng.IntN(12) {
+			b := &Buffer{Role: Temp, DType: te.F32, Shape: []int{rng.IntN(5)}}
+			offsets[b] = 4 * int64(rng.IntN(12))
+			k.Params = append(k.Params, b)
+		}
+		want := map[*Buffer]bool{}
+		for i, x := range k.Params {
+			for _, y := range k.Params[i+1:] {
+				if x.Bytes() > 0 && y.Bytes() > 0 && offsets[x] < offsets[y]+y.Bytes() && offsets[y] < offsets[x]+x.Bytes() {
+					want[x], want[y] = true, true
+				}
+			}
+		}
+		if got := Overlapping(k, offsets); !maps.Equal(got, want) {
+			t.Fatalf("trial %d: Overlapping gives %d temporaries, want %d", trial, len(got), len(want))
+		}
 	}
 }
