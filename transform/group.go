@@ -5,53 +5,120 @@ import (
 	"tec/te"
 )
 
+// grouper forms the greedy groups of independent candidates of the
+// horizontal transform over one graph, in time linear in the graph per
+// group and constant per group on a spine (below).
+//
+// Candidates come after the leader in topological order, so a candidate is
+// independent of the earlier members exactly when no member reaches it. One
+// sweep over the graph from the leader marks what the members reach, taking
+// each compatible candidate the sweep meets unmarked, instead of a
+// reachability query per member and candidate (each a search of the graph).
+//
+// The sweep stops at the first node that the members reach, or that is a
+// member, and that is on the spine: a compute TE that feeds the next compute
+// TE of the order, which is on the spine too, or the last compute TE. Every
+// TE after a spine node is reached from it, so no later candidate could join
+// and the group is the one a sweep to the last candidate would form. A
+// program whose statements each feed the next (the mixed family of
+// bench/scaling, where every product reads the same weight and so each
+// candidate is compatible with all the others) thus costs a few steps per
+// group instead of a sweep to the end of the program.
+type grouper struct {
+	g     *analysis.Graph
+	order []*te.Tensor
+	cand  []bool // cand[p]: order[p] is a candidate
+	last  int    // the position of the last candidate
+	spine []bool
+	mark  []int // mark[p] == stamp: a member of the current group reaches p
+	stamp int
+	swept int // positions visited by the sweeps so far
+}
+
+// newGrouper returns a grouper of the candidates cands of g.
+func newGrouper(g *analysis.Graph, cands []*te.Tensor) *grouper {
+	order := g.Order()
+	gr := &grouper{
+		g:     g,
+		order: order,
+		cand:  make([]bool, len(order)),
+		spine: spineOf(g),
+		mark:  make([]int, len(order)),
+	}
+	for _, t := range cands {
+		p := mustPos(g, t)
+		gr.cand[p] = true
+		gr.last = max(gr.last, p)
+	}
+	return gr
+}
+
+// spineOf returns, for each position of g, whether its TE is on the spine:
+// a compute TE that is the last one of the order, or that feeds the next
+// compute TE, which is on the spine. Every TE after a spine node is reached
+// from it: only compute TEs have producers, so a path from it stays among
+// compute TEs.
+func spineOf(g *analysis.Graph) []bool {
+	order := g.Order()
+	spine := make([]bool, len(order))
+	next := -1 // the position of the next compute TE
+	for p := len(order) - 1; p >= 0; p-- {
+		t := order[p]
+		if t.Kind != te.Compute {
+			continue
+		}
+		if next < 0 {
+			spine[p] = true
+		} else if spine[next] {
+			for _, c := range g.Consumers(t) {
+				if c == order[next] {
+					spine[p] = true
+					break
+				}
+			}
+		}
+		next = p
+	}
+	return spine
+}
+
 // independentGroup returns t and the candidates after it, in order, that
 // are not done, are compatible with t and are independent of every member
 // taken before them: the greedy group that t leads.
-//
-// Candidates come after t in topological order, so a candidate is
-// independent of the earlier members exactly when no member reaches it.
-// One sweep over the graph from t to the last candidate marks what the
-// members reach, taking each candidate the sweep meets unmarked, instead of
-// a reachability query per member and candidate (each a search of the
-// graph), which made the transform quadratic, or worse, in program length.
-func independentGroup(g *analysis.Graph, t *te.Tensor, cands []*te.Tensor, done map[*te.Tensor]bool) []*te.Tensor {
+func (gr *grouper) independentGroup(t *te.Tensor, done map[*te.Tensor]bool) []*te.Tensor {
 	group := []*te.Tensor{t}
-	open := map[*te.Tensor]bool{} // the candidates that may join
-	for _, u := range cands {
-		if !done[u] && compatible(t, u) {
-			open[u] = true
-		}
+	first := mustPos(gr.g, t)
+	gr.stamp++
+	stop := func(p int) bool {
+		gr.spread(gr.order[p])
+		return gr.spine[p]
 	}
-	if len(open) == 0 {
+	gr.swept++
+	if stop(first) {
 		return group
 	}
-	first, _ := g.Pos(t)
-	last := first
-	for u := range open {
-		last = max(last, mustPos(g, u))
-	}
-	order := g.Order()
-	reached := make([]bool, last+1-first) // reached[p-first]: a member reaches position p
-	spread := func(x *te.Tensor) {
-		for _, c := range g.Consumers(x) {
-			if p := mustPos(g, c); p <= last {
-				reached[p-first] = true
-			}
-		}
-	}
-	spread(t)
-	for p := first + 1; p <= last; p++ {
-		x := order[p]
+	for p := first + 1; p <= gr.last; p++ {
+		gr.swept++
+		x := gr.order[p]
 		switch {
-		case reached[p-first]:
-			spread(x)
-		case open[x]:
+		case gr.mark[p] == gr.stamp:
+		case gr.cand[p] && !done[x] && compatible(t, x):
 			group = append(group, x)
-			spread(x)
+		default:
+			continue
+		}
+		if stop(p) {
+			break
 		}
 	}
 	return group
+}
+
+// spread marks the consumers of x as reached by the current group.
+func (gr *grouper) spread(x *te.Tensor) {
+	for _, c := range gr.g.Consumers(x) {
+		gr.mark[mustPos(gr.g, c)] = gr.stamp
+	}
 }
 
 // mustPos returns t's position in g, where t is known to be.

@@ -34,6 +34,11 @@ import (
 // before it each seen as one node, no path leads from a member back to a
 // member; a candidate that would close such a cycle is left out. New TEs get
 // names that no tensor of the program has.
+//
+// A group is found by one sweep of the graph from its leader that stops at
+// the first reached TE on the program's spine (see grouper), and a group of
+// one is never searched for cycles, so a long chain of statements whose
+// products could all be concatenated costs time linear in its length.
 func Horizontal(p *te.Program) (*te.Program, error) {
 	nu := map[*te.Tensor]*te.Tensor{}
 	var ts []*te.Tensor
@@ -70,11 +75,12 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 	var hs []*te.Tensor
 	fused := newFusion(g)
 	names := newTensorNamer(q)
-	for i, t := range cands {
+	groups := newGrouper(g, cands)
+	for _, t := range cands {
 		if done[t] {
 			continue
 		}
-		group := independentGroup(g, t, cands[i+1:], done)
+		group := groups.independentGroup(t, done)
 		if group = fused.acyclic(group); len(group) < 2 {
 			continue
 		}
@@ -159,7 +165,8 @@ func (f *fusion) add(group []*te.Tensor) {
 // acyclic returns group if fusing it keeps the program acyclic, else the
 // members, first first, that can be fused without closing a cycle.
 func (f *fusion) acyclic(group []*te.Tensor) []*te.Tensor {
-	if !f.closesCycle(group) {
+	if len(group) < 2 || !f.closesCycle(group) {
+		// One TE alone is no cycle: its group would keep only itself.
 		return group
 	}
 	kept := group[:1:1]
