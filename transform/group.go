@@ -6,8 +6,7 @@ import (
 )
 
 // grouper forms the greedy groups of independent candidates of the
-// horizontal transform over one graph, in time linear in the graph per
-// group and constant per group on a spine (below).
+// horizontal transform over one graph.
 //
 // Candidates come after the leader in topological order, so a candidate is
 // independent of the earlier members exactly when no member reaches it. One
@@ -15,21 +14,33 @@ import (
 // each compatible candidate the sweep meets unmarked, instead of a
 // reachability query per member and candidate (each a search of the graph).
 //
-// The sweep stops at the first node that the members reach, or that is a
-// member, and that is on the spine: a compute TE that feeds the next compute
-// TE of the order, which is on the spine too, or the last compute TE. Every
-// TE after a spine node is reached from it, so no later candidate could join
-// and the group is the one a sweep to the last candidate would form. A
-// program whose statements each feed the next (the mixed family of
-// bench/scaling, where every product reads the same weight and so each
-// candidate is compatible with all the others) thus costs a few steps per
-// group instead of a sweep to the end of the program.
+// The sweep stops as soon as every candidate after it is known to be
+// reached, so that no later one could join: the group is the one a sweep to
+// the last candidate would form. Only the relevant TEs matter, the compute
+// TEs that are or reach a candidate; every producer of a relevant TE is
+// relevant. A relevant TE after position p is reached if one of its
+// producers is: by induction along the order, all of them are reached when
+// none is a root (a relevant TE without compute producers) and every entry
+// at p (a relevant TE after p whose producers all lie at or before p) is
+// marked. The sweep keeps the number of unmarked entries as it goes, adding
+// the TEs whose last producer it passes and removing the TE it passes, so
+// the test costs no more than the sweep. On a program whose statements each
+// feed the next, or several such chains once the first group has taken a
+// product of each (the mixed family of bench/scaling, where every product
+// reads the same weight and so every candidate is compatible with every
+// other), a group thus costs a few steps instead of a sweep to the end of
+// the program.
 type grouper struct {
 	g     *analysis.Graph
 	order []*te.Tensor
 	cand  []bool // cand[p]: order[p] is a candidate
 	last  int    // the position of the last candidate
-	spine []bool
+
+	entry    []bool  // entry[p]: order[p] is relevant and has compute producers
+	arrive   [][]int // arrive[p]: the entries whose last compute producer is at p
+	entries  []int   // entries[p]: the entries after p whose producers are all at or before p
+	lastRoot int     // the position of the last relevant root, -1 if none
+
 	mark  []int // mark[p] == stamp: a member of the current group reaches p
 	stamp int
 	swept int // positions visited by the sweeps so far
@@ -38,48 +49,54 @@ type grouper struct {
 // newGrouper returns a grouper of the candidates cands of g.
 func newGrouper(g *analysis.Graph, cands []*te.Tensor) *grouper {
 	order := g.Order()
+	n := len(order)
 	gr := &grouper{
-		g:     g,
-		order: order,
-		cand:  make([]bool, len(order)),
-		spine: spineOf(g),
-		mark:  make([]int, len(order)),
+		g:        g,
+		order:    order,
+		cand:     make([]bool, n),
+		entry:    make([]bool, n),
+		arrive:   make([][]int, n),
+		entries:  make([]int, n),
+		lastRoot: -1,
+		mark:     make([]int, n),
 	}
 	for _, t := range cands {
 		p := mustPos(g, t)
 		gr.cand[p] = true
 		gr.last = max(gr.last, p)
 	}
-	return gr
-}
-
-// spineOf returns, for each position of g, whether its TE is on the spine:
-// a compute TE that is the last one of the order, or that feeds the next
-// compute TE, which is on the spine. Every TE after a spine node is reached
-// from it: only compute TEs have producers, so a path from it stays among
-// compute TEs.
-func spineOf(g *analysis.Graph) []bool {
-	order := g.Order()
-	spine := make([]bool, len(order))
-	next := -1 // the position of the next compute TE
-	for p := len(order) - 1; p >= 0; p-- {
-		t := order[p]
-		if t.Kind != te.Compute {
+	relevant := make([]bool, n)
+	for p := n - 1; p >= 0; p-- {
+		relevant[p] = gr.cand[p]
+		for _, c := range g.Consumers(order[p]) {
+			relevant[p] = relevant[p] || relevant[mustPos(g, c)]
+		}
+	}
+	delta := make([]int, n+1)
+	for p, t := range order {
+		if !relevant[p] {
 			continue
 		}
-		if next < 0 {
-			spine[p] = true
-		} else if spine[next] {
-			for _, c := range g.Consumers(t) {
-				if c == order[next] {
-					spine[p] = true
-					break
-				}
+		lastProducer := -1
+		for _, u := range g.Producers(t) {
+			if u.Kind == te.Compute {
+				lastProducer = max(lastProducer, mustPos(g, u))
 			}
 		}
-		next = p
+		if lastProducer < 0 {
+			gr.lastRoot = p
+			continue
+		}
+		gr.entry[p] = true
+		gr.arrive[lastProducer] = append(gr.arrive[lastProducer], p)
+		delta[lastProducer]++
+		delta[p]--
 	}
-	return spine
+	for p, k := 0, 0; p < n; p++ {
+		k += delta[p]
+		gr.entries[p] = k
+	}
+	return gr
 }
 
 // independentGroup returns t and the candidates after it, in order, that
@@ -89,29 +106,39 @@ func (gr *grouper) independentGroup(t *te.Tensor, done map[*te.Tensor]bool) []*t
 	group := []*te.Tensor{t}
 	first := mustPos(gr.g, t)
 	gr.stamp++
-	stop := func(p int) bool {
-		gr.spread(gr.order[p])
-		return gr.spine[p]
-	}
 	gr.swept++
-	if stop(first) {
-		return group
-	}
-	for p := first + 1; p <= gr.last; p++ {
+	gr.spread(t)
+	// Before the sweep only t has marked anything, and only TEs that
+	// arrive at first.
+	unmarked := gr.entries[first] - gr.marked(gr.arrive[first])
+	for p := first + 1; p <= gr.last && (unmarked > 0 || p <= gr.lastRoot); p++ {
 		gr.swept++
 		x := gr.order[p]
+		reached := gr.mark[p] == gr.stamp
+		if gr.entry[p] && !reached {
+			unmarked-- // x leaves the entries
+		}
 		switch {
-		case gr.mark[p] == gr.stamp:
+		case reached:
+			gr.spread(x)
 		case gr.cand[p] && !done[x] && compatible(t, x):
 			group = append(group, x)
-		default:
-			continue
+			gr.spread(x)
 		}
-		if stop(p) {
-			break
-		}
+		unmarked += len(gr.arrive[p]) - gr.marked(gr.arrive[p])
 	}
 	return group
+}
+
+// marked returns how many of the positions ps the current group reaches.
+func (gr *grouper) marked(ps []int) int {
+	k := 0
+	for _, p := range ps {
+		if gr.mark[p] == gr.stamp {
+			k++
+		}
+	}
+	return k
 }
 
 // spread marks the consumers of x as reached by the current group.

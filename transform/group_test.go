@@ -14,23 +14,28 @@ import (
 // sharedWeightDAG is a random program of n statements, each a product of
 // an earlier statement (or the input) with the one weight w, so that every
 // product is a candidate compatible with every other, or the sum of two
-// earlier statements. With chain set, every statement reads the one before
-// it, as in the mixed family of bench/scaling.
-func sharedWeightDAG(rng *rand.Rand, n int, chain bool) *te.Program {
+// earlier statements. With stride k above 0, every statement reads the one k
+// before it: k interleaved chains (one as in the mixed family of
+// bench/scaling), each a product and a sum in turn.
+func sharedWeightDAG(rng *rand.Rand, n, stride int) *te.Program {
 	const d = 4
 	b := tb.New("dag")
 	x := b.Input("x", d, d)
 	w := b.Param("w", d, d)
 	ts := []*te.Tensor{x}
 	pick := func() *te.Tensor {
-		if chain {
-			return ts[len(ts)-1]
+		if stride > 0 {
+			return ts[max(0, len(ts)-stride)]
 		}
 		return ts[rng.IntN(len(ts))]
 	}
 	for i := range n {
 		name := fmt.Sprintf("t%d", i)
-		if rng.IntN(2) == 0 {
+		product := rng.IntN(2) == 0
+		if stride > 0 {
+			product = i/stride%2 == 0 // the chains keep in step
+		}
+		if product {
 			ts = append(ts, b.Matmul(name, pick(), w))
 			continue
 		}
@@ -111,8 +116,8 @@ func TestIndependentGroupMatchesSearch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 7))
 	fused := 0
 	for trial := range 200 {
-		chain := trial%4 == 0
-		p := sharedWeightDAG(rng, 2+rng.IntN(30), chain)
+		stride := max(0, trial%6-2) // random DAGs, one, two or three chains
+		p := sharedWeightDAG(rng, 2+rng.IntN(30), stride)
 		g, err := analysis.NewGraph(p)
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +139,7 @@ func TestIndependentGroupMatchesSearch(t *testing.T) {
 			}
 		}
 		if fmt.Sprint(names(got)) != fmt.Sprint(names(want)) {
-			t.Fatalf("trial %d (chain %v):\n%s\ngot  %v\nwant %v", trial, chain, p, names(got), names(want))
+			t.Fatalf("trial %d (stride %d):\n%s\ngot  %v\nwant %v", trial, stride, p, names(got), names(want))
 		}
 	}
 	if fused < 100 {
@@ -154,26 +159,30 @@ func names(groups [][]*te.Tensor) [][]string {
 	return out
 }
 
-// TestIndependentGroupStopsAtSpine checks that on a chain, where every
-// product is compatible with every later one, forming all the groups visits
-// a number of positions linear in the program's length: the sweep of each
-// group stops at the first spine node instead of running to the last
-// candidate (issue 17: quadratic time on the mixed family).
-func TestIndependentGroupStopsAtSpine(t *testing.T) {
+// TestIndependentGroupStopsWhenAllReached checks that on chains, one or
+// several interleaved, where every product is compatible with every later
+// one, forming all the groups visits a number of positions linear in the
+// program's length: each sweep stops once every later candidate is reached
+// instead of running to the last candidate (issue 17: quadratic time on the
+// mixed family).
+func TestIndependentGroupStopsWhenAllReached(t *testing.T) {
 	const n = 2000
-	p := sharedWeightDAG(rand.New(rand.NewPCG(1, 2)), n, true)
-	g, err := analysis.NewGraph(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cands := candidates(p)
-	gr := newGrouper(g, cands)
-	for _, c := range cands {
-		if group := gr.independentGroup(c, nil); len(group) != 1 {
-			t.Fatalf("group of %s: %d members, want 1 (each product reads the one before)", c.Name, len(group))
+	for _, stride := range []int{1, 2, 3} {
+		p := sharedWeightDAG(rand.New(rand.NewPCG(1, 2)), n, stride)
+		g, err := analysis.NewGraph(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if gr.swept > 2*len(cands) {
-		t.Errorf("swept %d positions for %d candidates in %d statements, want at most %d", gr.swept, len(cands), n, 2*len(cands))
+		cands := candidates(p)
+		gr := newGrouper(g, cands)
+		done := map[*te.Tensor]bool{}
+		for _, c := range cands {
+			if !done[c] {
+				markDone(done, gr.independentGroup(c, done))
+			}
+		}
+		if limit := 2 * len(cands); gr.swept > limit {
+			t.Errorf("%d chains: swept %d positions for %d candidates in %d statements, want at most %d", stride, gr.swept, len(cands), n, limit)
+		}
 	}
 }

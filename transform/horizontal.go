@@ -35,10 +35,10 @@ import (
 // member; a candidate that would close such a cycle is left out. New TEs get
 // names that no tensor of the program has.
 //
-// A group is found by one sweep of the graph from its leader that stops at
-// the first reached TE on the program's spine (see grouper), and a group of
-// one is never searched for cycles, so a long chain of statements whose
-// products could all be concatenated costs time linear in its length.
+// A group is found by one sweep of the graph from its leader that stops once
+// every later candidate is reached (see grouper), and a group of one is
+// never searched for cycles, so chains of statements whose products could
+// all be concatenated cost time linear in their length.
 func Horizontal(p *te.Program) (*te.Program, error) {
 	nu := map[*te.Tensor]*te.Tensor{}
 	var ts []*te.Tensor
