@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
 
@@ -71,7 +72,13 @@ func editSession(t *testing.T, file, text string, rng *rand.Rand, n int) {
 	for v := 2; v < n+2; v++ {
 		var change map[string]any
 		if rng.Intn(10) == 0 {
-			text = text[:rng.Intn(len(text)+1)] + fragments[rng.Intn(len(fragments))]
+			// An editor's text is Unicode: cut at a character boundary
+			// (a cut inside a UTF-8 sequence cannot be sent as JSON).
+			cut := rng.Intn(len(text) + 1)
+			for cut < len(text) && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
+			text = text[:cut] + fragments[rng.Intn(len(fragments))]
 			change = map[string]any{"text": text}
 		} else {
 			m := newMapper([]byte(text))
