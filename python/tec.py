@@ -1,0 +1,407 @@
+"""Drive the tec command from Python: NumPy arrays in, NumPy arrays out.
+
+Each function runs one ``tec`` command, passes arrays through ``.npz`` files in a
+temporary directory, reads the command's JSON, and raises :class:`TecError` when
+tec fails::
+
+    import numpy as np, tec
+    x = np.random.rand(4, 8).astype(np.float32)
+    y = tec.run("examples/softmax.te", inputs={"x": x}, defines={"N": 4, "D": 8})["y"]
+    y_sim = tec.run("examples/softmax.te", inputs={"x": x}, defines={"N": 4, "D": 8},
+                    device="sim", level=4)["y"]
+
+The command used is, in this order: the file named by the environment variable
+``TEC``; ``tec`` on ``PATH``; or, when this file lies in a clone of the tec
+repository and Go is installed, ``./cmd/tec`` of that clone, built once per
+Python process (``go build``) into a temporary directory removed at exit.
+
+Only the standard library and NumPy are needed.
+"""
+
+import atexit
+import dataclasses
+import functools
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+__all__ = [
+    "Build",
+    "Diagnostic",
+    "Outputs",
+    "SVG",
+    "TecError",
+    "binary",
+    "build",
+    "check",
+    "explain",
+    "graph",
+    "run",
+]
+
+_REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Diagnostic:
+    """One error or warning of tec, as ``--diagnostics json`` prints it.
+
+    ``line`` and ``col`` are 1-based (as tec's text diagnostics print them;
+    columns count UTF-16 code units); they are 0 when tec gave no position.
+    ``raw`` is the JSON object as tec printed it.
+    """
+
+    message: str
+    file: str = ""
+    line: int = 0
+    col: int = 0
+    end_line: int = 0
+    end_col: int = 0
+    severity: str = "error"
+    code: str = ""
+    hint: str = ""
+    raw: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, obj):
+        """Makes a Diagnostic from one JSON diagnostic object of tec."""
+        rng = obj.get("range") or {}
+        start = rng.get("start") or {}
+        end = rng.get("end") or start
+        has_pos = bool(rng)
+        return cls(
+            message=str(obj.get("message", "")),
+            file=str(obj.get("file", "")),
+            line=start.get("line", 0) + 1 if has_pos else 0,
+            col=start.get("character", 0) + 1 if has_pos else 0,
+            end_line=end.get("line", 0) + 1 if has_pos else 0,
+            end_col=end.get("character", 0) + 1 if has_pos else 0,
+            severity=str(obj.get("severity", "error")),
+            code=str(obj.get("code", "")),
+            hint=str(obj.get("hint", "") or ""),
+            raw=obj,
+        )
+
+    def location(self):
+        """Returns ``file:line:col`` (or as much of it as is known)."""
+        if self.line:
+            return f"{self.file}:{self.line}:{self.col}"
+        return self.file
+
+    def __str__(self):
+        code = f"[{self.code}]" if self.code else ""
+        loc = self.location()
+        text = f"{loc + ': ' if loc else ''}{self.severity}{code}: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class TecError(Exception):
+    """A tec command failed.
+
+    ``diagnostics`` holds the structured errors tec printed (``--diagnostics
+    json``; empty when tec printed only text); ``stderr`` the text it printed on
+    standard error; ``returncode`` its exit status (1: the model or its data
+    has errors, 2: the command line was misused); ``command`` the command line;
+    ``summary`` the JSON summary, when the command printed one.
+    """
+
+    def __init__(self, command, returncode, diagnostics, stderr, summary=None):
+        self.command = list(command)
+        self.returncode = returncode
+        self.diagnostics = list(diagnostics)
+        self.stderr = stderr
+        self.summary = summary
+        super().__init__(self._message())
+
+    def _message(self):
+        parts = [str(d) for d in self.diagnostics]
+        if self.stderr.strip():
+            parts.append(self.stderr.strip())
+        if not parts:
+            parts.append(f"exit status {self.returncode}")
+        return "\n".join(parts)
+
+    def errors(self):
+        """Returns the diagnostics whose severity is error."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+class Outputs(dict):
+    """The outputs of :func:`run`, by name, with what tec said of them.
+
+    ``summary`` is tec's ``--json`` summary (model, device, time_ms, filled,
+    per-output statistics); ``warnings`` the warnings tec printed.
+    """
+
+    def __init__(self, arrays, summary, warnings):
+        super().__init__(arrays)
+        self.summary = summary
+        self.warnings = warnings
+
+
+class SVG(str):
+    """SVG text that Jupyter displays as a picture."""
+
+    def _repr_svg_(self):
+        return str(self)
+
+
+@dataclasses.dataclass
+class Build:
+    """What :func:`build` wrote.
+
+    ``files`` maps each file name (``softmax.cu``, ``softmax.h``, ``main.cu``,
+    ``softmax.ll``, ``softmax.ptx``) to its text; ``report`` is the static cost
+    report (``--report``); ``dir`` is where the files are, or None when they
+    were written to a temporary directory that is gone; ``log`` is what tec
+    printed.
+    """
+
+    model: str
+    files: dict
+    report: dict
+    dir: pathlib.Path = None
+    log: str = ""
+
+    @property
+    def source(self):
+        """The kernels in CUDA C++ (``MODEL.cu``), or None if not emitted."""
+        return self.files.get(f"{self.model}.cu")
+
+
+@functools.lru_cache(maxsize=None)
+def binary():
+    """Returns the path of the tec command this module runs (see the module doc)."""
+    env = os.environ.get("TEC")
+    if env:
+        return env
+    found = shutil.which("tec")
+    if found:
+        return found
+    go = shutil.which("go")
+    if go and (_REPO / "cmd" / "tec").is_dir():
+        tmp = tempfile.mkdtemp(prefix="tec-bin-")
+        atexit.register(shutil.rmtree, tmp, True)
+        exe = os.path.join(tmp, "tec")
+        r = subprocess.run([go, "build", "-o", exe, "./cmd/tec"], cwd=_REPO,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"go build ./cmd/tec in {_REPO} failed:\n{r.stderr}")
+        return exe
+    raise FileNotFoundError(
+        "no tec command: set TEC to its path, put tec on PATH, "
+        "or install Go to build it from this repository")
+
+
+def _parse_json_stream(text):
+    """Splits text into the JSON values it holds and the text that is not JSON."""
+    decoder = json.JSONDecoder()
+    values, rest, i = [], [], 0
+    while i < len(text):
+        start = i
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            rest.append(text[start:])
+            break
+        if text[i] in "{[":
+            try:
+                value, i = decoder.raw_decode(text, i)
+                values.append(value)
+                continue
+            except json.JSONDecodeError:
+                pass
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end + 1
+        rest.append(text[start:end])
+        i = end
+    return values, "".join(rest)
+
+
+def _is_diagnostic(value):
+    return isinstance(value, dict) and "message" in value and (
+        "severity" in value or "range" in value)
+
+
+def _common_args(defines, model):
+    args = ["--diagnostics", "json"]
+    for name, value in (defines or {}).items():
+        args += ["-D", f"{name}={value}"]
+    if model:
+        args += ["--model", model]
+    return args
+
+
+def _invoke(command, args, json_summary):
+    """Runs ``tec command args``; returns (summary, diagnostics, stdout text, stderr).
+
+    Raises TecError when tec exits with a non-zero status.
+    """
+    cmd = [binary(), command] + [str(a) for a in args]
+    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    values, text = _parse_json_stream(r.stdout)
+    diagnostics = [Diagnostic.from_json(v) for v in values if _is_diagnostic(v)]
+    others = [v for v in values if not _is_diagnostic(v)]
+    summary = others[0] if json_summary and others else None
+    if r.returncode != 0:
+        raise TecError(cmd, r.returncode, diagnostics, r.stderr + text, summary)
+    return summary, diagnostics, text, r.stderr
+
+
+def _save_npz(path, arrays):
+    # tec reads C-order arrays only; np.savez keeps a transposed view in
+    # Fortran order, so each array is made contiguous first.
+    np.savez(path, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
+
+
+def _duration(value):
+    if isinstance(value, (int, float)):
+        return f"{value}s"
+    return str(value)
+
+
+def check(path, defines=None, model=None):
+    """Checks a .te file (``tec check``); returns its warnings.
+
+    Raises TecError with every error tec found.
+    """
+    _, diagnostics, _, _ = _invoke("check", ["-q", path] + _common_args(defines, model),
+                                   json_summary=False)
+    return diagnostics
+
+
+def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
+        deterministic=None, race=None, fill=None, seed=None, max_time=None,
+        defines=None, model=None):
+    """Evaluates a model (``tec run``) and returns its outputs.
+
+    ``inputs`` and ``params`` map names to arrays (anything np.asarray takes).
+    ``device`` is ``"ref"`` (the float64 reference evaluator) or ``"sim"`` (the
+    emitted kernels in the simulator); ``level`` (0 to 4), ``gpu``,
+    ``deterministic`` and ``race`` are passed as -O, --gpu, --deterministic and
+    --race when given. ``fill`` (``"zeros"``, ``"ones"``, ``"random"``) and
+    ``seed`` fill what is not supplied; ``max_time`` (seconds, or a Go duration
+    such as ``"5m"``) bounds the estimated run time. Returns an
+    :class:`Outputs`: a dict of NumPy arrays by output name.
+    """
+    with tempfile.TemporaryDirectory(prefix="tec-run-") as tmp:
+        args = [path, "--device", device, "--json",
+                "--outputs", os.path.join(tmp, "outputs.npz")]
+        for flag, arrays in (("--inputs", inputs), ("--params", params)):
+            if arrays:
+                file = os.path.join(tmp, flag.strip("-") + ".npz")
+                _save_npz(file, {n: np.asarray(a) for n, a in arrays.items()})
+                args += [flag, file]
+        if level is not None:
+            args += [f"-O{int(level)}"]
+        if gpu is not None:
+            args += ["--gpu", gpu]
+        if deterministic is not None:
+            args += [f"--deterministic={str(bool(deterministic)).lower()}"]
+        if race is not None:
+            args += [f"--race={str(bool(race)).lower()}"]
+        if fill is not None:
+            args += ["--fill", fill]
+        if seed is not None:
+            args += ["--seed", int(seed)]
+        if max_time is not None:
+            args += ["--max-time", _duration(max_time)]
+        args += _common_args(defines, model)
+        summary, _, _, stderr = _invoke("run", args, json_summary=True)
+        with np.load(os.path.join(tmp, "outputs.npz")) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    return Outputs(arrays, summary, stderr)
+
+
+def explain(path, plan=False, level=None, gpu=None, deterministic=None,
+            summary=False, threshold=None, defines=None, model=None):
+    """Returns the global analysis of a model (``tec explain --json``) as a dict.
+
+    With ``plan`` the dict has a ``plan`` too (``--plan``: the kernels of -O
+    ``level`` for ``gpu``, with the cost model's predicted times).
+    """
+    args = [path, "--json"]
+    if plan:
+        args += ["--plan"]
+    if level is not None:
+        args += [f"-O{int(level)}"]
+    if gpu is not None:
+        args += ["--gpu", gpu]
+    if deterministic is not None:
+        args += [f"--deterministic={str(bool(deterministic)).lower()}"]
+    if summary:
+        args += ["--summary"]
+    if threshold is not None:
+        args += ["--threshold", threshold]
+    result, _, _, _ = _invoke("explain", args + _common_args(defines, model),
+                              json_summary=True)
+    return result
+
+
+def graph(path, collapse=None, format="svg", defines=None, model=None):
+    """Draws the tensor-dependency graph (``tec graph``).
+
+    ``format="svg"`` (needs Graphviz's dot) returns an :class:`SVG`, which a
+    notebook shows inline; ``format="dot"`` returns the DOT text.
+    """
+    args = [path]
+    if collapse is not None:
+        args += ["--collapse", collapse]
+    args += _common_args(defines, model)
+    if format == "dot":
+        _, _, text, _ = _invoke("graph", args, json_summary=False)
+        return text
+    with tempfile.TemporaryDirectory(prefix="tec-graph-") as tmp:
+        file = os.path.join(tmp, f"graph.{format}")
+        _invoke("graph", args + ["-o", file], json_summary=False)
+        return SVG(pathlib.Path(file).read_text())
+
+
+def build(path, out_dir=None, level=None, target=None, gpu=None,
+          deterministic=None, emit="cu", defines=None, model=None):
+    """Compiles a model (``tec build``) and returns a :class:`Build`.
+
+    ``emit`` is what to write (``"cu"``, ``"cu,host"``, ``"cu,ll,ptx,host"``:
+    see ``tec build -h``). Without ``out_dir`` the files are written to a
+    temporary directory, read, and removed; with it they stay there.
+    """
+    with tempfile.TemporaryDirectory(prefix="tec-build-") as tmp:
+        out = pathlib.Path(out_dir) if out_dir is not None else pathlib.Path(tmp, "out")
+        report_file = os.path.join(tmp, "report.json")
+        args = [path, "-o", out, "--emit", emit, "--report", report_file]
+        if level is not None:
+            args += [f"-O{int(level)}"]
+        if target is not None:
+            args += ["--target", target]
+        if gpu is not None:
+            args += ["--gpu", gpu]
+        if deterministic is not None:
+            args += [f"--deterministic={str(bool(deterministic)).lower()}"]
+        _, _, log, _ = _invoke("build", args + _common_args(defines, model),
+                               json_summary=False)
+        with open(report_file) as f:
+            report = json.load(f)
+        name = report["model"]
+        files = {}
+        for kind in emit.split(","):
+            for file in _emitted(name, kind.strip()):
+                files[file] = (out / file).read_text()
+    return Build(model=name, files=files, report=report,
+                 dir=out if out_dir is not None else None, log=log)
+
+
+def _emitted(model, kind):
+    """The files ``tec build --emit KIND`` writes (docs/cli.md, tec build)."""
+    return {
+        "cu": [f"{model}.cu", f"{model}.h"],
+        "host": ["main.cu"],
+        "ll": [f"{model}.ll"],
+        "ptx": [f"{model}.ptx"],
+    }.get(kind, [])

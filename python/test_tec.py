@@ -1,0 +1,264 @@
+"""Tests of tec.py, the Python helper; run from python/ with ``python3 -m unittest``.
+
+They run the real tec command (found as tec.binary() says: set TEC to a built
+tec to skip the build).
+"""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+import numpy as np
+
+import tec
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SOFTMAX = str(REPO / "examples" / "softmax.te")
+NOTEBOOKS = REPO / "examples" / "notebooks"
+
+SCALE = """\
+const N = 3
+const M = 5
+
+model scale {
+  input x: f32[N, M]
+  param w: f32[M]
+  y[i, j] = x[i, j] * w[j] + 1.0
+  z[i] = sum[j](x[i, j])
+  output y
+  output z
+}
+"""
+
+BAD = """\
+model m {
+  input x: f32[4]
+  y[i] = exq(x[i])
+  output y
+}
+"""
+
+
+class TempDirTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="test-tec-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+
+class RunTest(TempDirTest):
+    def test_inputs_and_params_round_trip(self):
+        path = self.write("scale.te", SCALE)
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        w = rng.standard_normal(5).astype(np.float32)
+        out = tec.run(path, inputs={"x": x}, params={"w": w})
+        self.assertEqual(sorted(out), ["y", "z"])
+        self.assertEqual(out["y"].dtype, np.float32)
+        self.assertEqual(out["y"].shape, (3, 5))
+        np.testing.assert_allclose(out["y"], x * w + 1, rtol=1e-6)
+        np.testing.assert_allclose(out["z"], x.sum(axis=1), rtol=1e-5, atol=1e-6)
+        self.assertEqual(out.summary["model"], "scale")
+        self.assertEqual(out.summary["device"], "ref")
+
+    def test_fortran_order_and_float64_inputs(self):
+        # A transposed view is Fortran-ordered, which tec refuses; the helper
+        # must hand it over in C order. float64 is converted by tec.
+        path = self.write("scale.te", SCALE)
+        x = np.arange(15, dtype=np.float64).reshape(5, 3).T
+        self.assertFalse(x.flags.c_contiguous)
+        out = tec.run(path, inputs={"x": x}, params={"w": np.ones(5)})
+        np.testing.assert_allclose(out["y"], x + 1)
+
+    def test_defines_and_fill(self):
+        out = tec.run(SOFTMAX, fill="random", seed=3, defines={"N": 2, "D": 6})
+        self.assertEqual(out["y"].shape, (2, 6))
+        np.testing.assert_allclose(out["y"].sum(axis=1), 1, rtol=1e-6)
+
+    def test_sim_equals_ref_on_softmax(self):
+        rng = np.random.default_rng(7)
+        x = (4 * rng.standard_normal((4, 8))).astype(np.float32)
+        defines = {"N": 4, "D": 8}
+        want = np.exp(x - x.max(axis=1, keepdims=True))
+        want /= want.sum(axis=1, keepdims=True)
+        ref = tec.run(SOFTMAX, inputs={"x": x}, defines=defines)
+        np.testing.assert_allclose(ref["y"], want, rtol=1e-6, atol=1e-7)
+        for level in (0, 4):
+            with self.subTest(level=level):
+                sim = tec.run(SOFTMAX, inputs={"x": x}, defines=defines,
+                              device="sim", level=level)
+                self.assertEqual(sim.summary["device"], "sim")
+                np.testing.assert_allclose(sim["y"], ref["y"], rtol=1e-5, atol=1e-7)
+
+    def test_bad_program_raises_with_position(self):
+        path = self.write("bad.te", BAD)
+        with self.assertRaises(tec.TecError) as caught:
+            tec.run(path, fill="zeros")
+        err = caught.exception
+        self.assertEqual(err.returncode, 1)
+        self.assertEqual(len(err.errors()), 1)
+        d = err.errors()[0]
+        self.assertEqual((d.file, d.line, d.col), (path, 3, 10))
+        self.assertEqual(d.code, "undefined")
+        self.assertIn("exp", d.hint)
+        self.assertIn(f"{path}:3:10: error[undefined]: undefined name 'exq'", str(err))
+
+    def test_wrong_shape_raises_with_the_reason(self):
+        # The reason may come as a JSON diagnostic or as text on stderr: the
+        # exception carries it either way.
+        x = np.zeros((3, 8), np.float32)
+        with self.assertRaises(tec.TecError) as caught:
+            tec.run(SOFTMAX, inputs={"x": x}, defines={"N": 4, "D": 8})
+        self.assertEqual(caught.exception.returncode, 1)
+        self.assertRegex(str(caught.exception), r"\(3, 8\)|\[3, 8\]|3, 8")
+
+    def test_missing_input_raises(self):
+        with self.assertRaises(tec.TecError) as caught:
+            tec.run(SOFTMAX, defines={"N": 4, "D": 8})
+        self.assertIn("x", str(caught.exception))
+
+
+class CommandsTest(TempDirTest):
+    def test_check(self):
+        self.assertEqual(tec.check(SOFTMAX), [])
+        with self.assertRaises(tec.TecError) as caught:
+            tec.check(self.write("bad.te", BAD))
+        self.assertEqual(caught.exception.errors()[0].line, 3)
+
+    def test_unknown_define_is_a_diagnostic(self):
+        with self.assertRaises(tec.TecError) as caught:
+            tec.check(SOFTMAX, defines={"Q": 1})
+        self.assertIn("Q", str(caught.exception))
+
+    def test_explain(self):
+        analysis = tec.explain(SOFTMAX, defines={"N": 4, "D": 8})
+        self.assertEqual(analysis["program"], "softmax")
+        self.assertEqual(analysis["summary"]["tes"], 4)
+        self.assertEqual([t["name"] for t in analysis["tes"]], ["m", "e", "s", "y"])
+        self.assertNotIn("plan", analysis)
+
+    def test_explain_plan_levels(self):
+        kernels = {level: tec.explain(SOFTMAX, plan=True, level=level)["plan"]["kernels"]
+                   for level in (0, 4)}
+        self.assertGreater(len(kernels[0]), len(kernels[4]))
+        self.assertTrue(all(k["predicted_ms"] > 0 for k in kernels[4]))
+
+    def test_graph_dot(self):
+        dot = tec.graph(SOFTMAX, format="dot")
+        self.assertIn("digraph", dot)
+        self.assertRegex(dot, r"\n\s+\S")  # indentation kept
+
+    @unittest.skipUnless(shutil.which("dot"), "needs Graphviz's dot")
+    def test_graph_svg(self):
+        svg = tec.graph(SOFTMAX)
+        self.assertIsInstance(svg, tec.SVG)
+        self.assertIn("<svg", svg)
+        self.assertEqual(svg._repr_svg_(), str(svg))
+
+    def test_build(self):
+        b = tec.build(SOFTMAX, level=0, defines={"N": 4, "D": 8})
+        self.assertEqual(b.model, "softmax")
+        self.assertIn("__global__", b.source)
+        self.assertIn("softmax.h", b.files)
+        self.assertEqual(len(b.report["kernels"]), 4)
+        self.assertIsNone(b.dir)
+
+    def test_build_into_dir(self):
+        out = os.path.join(self.tmp, "out")
+        b = tec.build(SOFTMAX, out_dir=out, emit="cu,host")
+        self.assertEqual(b.dir, pathlib.Path(out))
+        self.assertEqual(sorted(os.listdir(out)), ["main.cu", "softmax.cu", "softmax.h"])
+        self.assertEqual(b.files["main.cu"], pathlib.Path(out, "main.cu").read_text())
+
+    def test_usage_error_carries_text(self):
+        with self.assertRaises(tec.TecError) as caught:
+            tec.build(SOFTMAX, gpu="no-such-gpu")
+        self.assertEqual(caught.exception.returncode, 2)
+        self.assertIn("no-such-gpu", str(caught.exception))
+
+
+class FakeTecTest(TempDirTest):
+    """The helper against a stand-in tec, for output tec does not print today."""
+
+    def fake(self, script):
+        path = self.write("tec", "#!/bin/sh\n" + script)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        tec.binary.cache_clear()
+        self.addCleanup(tec.binary.cache_clear)
+        patcher = mock.patch.dict(os.environ, {"TEC": path})
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def test_tec_env_var_is_used(self):
+        self.fake("exit 0\n")
+        self.assertEqual(tec.binary(), os.environ["TEC"])
+
+    def test_diagnostic_without_position(self):
+        diag = {"severity": "error", "code": "data", "message": "no data for tensor x"}
+        self.fake(f"echo '{json.dumps(diag)}'\necho 'tec run: more' >&2\nexit 1\n")
+        with self.assertRaises(tec.TecError) as caught:
+            tec.check("model.te")
+        d = caught.exception.diagnostics[0]
+        self.assertEqual((d.line, d.col, d.code), (0, 0, "data"))
+        self.assertEqual(str(d), "error[data]: no data for tensor x")
+        self.assertIn("tec run: more", caught.exception.stderr)
+
+    def test_summary_of_a_failed_run(self):
+        summary = {"model": "m", "compare": {"ok": False}}
+        self.fake(f"echo '{json.dumps(summary, indent=2)}'\nexit 1\n")
+        with self.assertRaises(tec.TecError) as caught:
+            tec.run("model.te")
+        self.assertEqual(caught.exception.summary, summary)
+        self.assertEqual(caught.exception.diagnostics, [])
+
+
+class ParseTest(unittest.TestCase):
+    def test_json_and_text_mixed(self):
+        text = '{"a": 1}\nplain line\n  {"b": [\n 2]}\n{not json\n'
+        values, rest = tec._parse_json_stream(text)
+        self.assertEqual(values, [{"a": 1}, {"b": [2]}])
+        self.assertEqual(rest, "\nplain line\n\n{not json\n")
+
+
+class DocsTest(unittest.TestCase):
+    def test_cli_md_python_snippets_run_as_written(self):
+        # docs/cli.md's Python, followed literally from the repository root.
+        text = (REPO / "docs" / "cli.md").read_text()
+        snippets = re.findall(r"```python\n(.*?)```", text, re.S)
+        self.assertTrue(snippets, "no Python snippet in docs/cli.md")
+        for snippet in snippets:
+            with self.subTest(snippet=snippet.splitlines()[0]):
+                r = subprocess.run([sys.executable, "-c", snippet], cwd=REPO,
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class NotebookTest(unittest.TestCase):
+    def test_committed_notebooks_have_no_outputs(self):
+        notebooks = sorted(NOTEBOOKS.glob("*.ipynb"))
+        self.assertTrue(notebooks, f"no notebook in {NOTEBOOKS}")
+        for path in notebooks:
+            nb = json.loads(path.read_text())
+            for i, cell in enumerate(nb["cells"]):
+                if cell["cell_type"] != "code":
+                    continue
+                with self.subTest(notebook=path.name, cell=i):
+                    self.assertEqual(cell["outputs"], [])
+                    self.assertIsNone(cell["execution_count"])
+
+
+if __name__ == "__main__":
+    unittest.main()
