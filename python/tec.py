@@ -137,13 +137,15 @@ class Outputs(dict):
     """The outputs of :func:`run`, by name, with what tec said of them.
 
     ``summary`` is tec's ``--json`` summary (model, device, time_ms, filled,
-    per-output statistics); ``warnings`` the warnings tec printed.
+    per-output statistics); ``diagnostics`` the warnings tec printed as JSON,
+    ``stderr`` those it printed as text.
     """
 
-    def __init__(self, arrays, summary, warnings):
+    def __init__(self, arrays, summary, diagnostics, stderr):
         super().__init__(arrays)
         self.summary = summary
-        self.warnings = warnings
+        self.diagnostics = diagnostics
+        self.stderr = stderr
 
 
 class SVG(str):
@@ -314,10 +316,10 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
         if max_time is not None:
             args += ["--max-time", _duration(max_time)]
         args += _common_args(defines, model)
-        summary, _, _, stderr = _invoke("run", args, json_summary=True)
+        summary, diagnostics, _, stderr = _invoke("run", args, json_summary=True)
         with np.load(os.path.join(tmp, "outputs.npz")) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    return Outputs(arrays, summary, stderr)
+    return Outputs(arrays, summary, diagnostics, stderr)
 
 
 def explain(path, plan=False, level=None, gpu=None, deterministic=None,

@@ -83,6 +83,13 @@ class RunTest(TempDirTest):
         out = tec.run(path, inputs={"x": x}, params={"w": np.ones(5)})
         np.testing.assert_allclose(out["y"], x + 1)
 
+    def test_warnings_are_kept(self):
+        # An array that names no input is warned about, as JSON or as text.
+        x = np.ones((4, 8), np.float32)
+        out = tec.run(SOFTMAX, inputs={"x": x, "xx": x}, defines={"N": 4, "D": 8})
+        said = out.stderr + "".join(d.message for d in out.diagnostics)
+        self.assertIn("xx", said)
+
     def test_defines_and_fill(self):
         out = tec.run(SOFTMAX, fill="random", seed=3, defines={"N": 2, "D": 6})
         self.assertEqual(out["y"].shape, (2, 6))
