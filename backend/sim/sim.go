@@ -74,6 +74,12 @@ type Options struct {
 	// MaxRaces bounds the races reported in detail (all are counted);
 	// 0 means 10.
 	MaxRaces int
+	// Progress, when not nil, is called with the counts of the work done
+	// so far in the run (every kernel launched before, and the current
+	// one's finished blocks or, in an all-resident grid, every block's
+	// work up to the last grid sync): after each block of a fixed grid and
+	// after each grid sync. It must be cheap; it may throttle itself.
+	Progress func(done kir.Counts)
 }
 
 // KernelStats is what one kernel launch did.
@@ -233,6 +239,7 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		res.Kernels = append(res.Kernels, st)
+		s.done.Add(st.Counts)
 	}
 	offsets, _ := m.WorkspaceLayout()
 	if err := s.checkWorkspace(offsets); err != nil {
@@ -294,7 +301,19 @@ type machine struct {
 	capResident bool
 	mem         map[*kir.Buffer]*memory
 	res         *Result
-	gepoch      int32 // grid epoch: advanced by every kernel launch and grid sync
+	gepoch      int32      // grid epoch: advanced by every kernel launch and grid sync
+	done        kir.Counts // the work of the kernels finished, for Options.Progress
+}
+
+// progress reports the work done: the finished kernels' and current, that of
+// the kernel running.
+func (s *machine) progress(current kir.Counts) {
+	if s.opts.Progress == nil {
+		return
+	}
+	c := s.done
+	c.Add(current)
+	s.opts.Progress(c)
 }
 
 // memory is one buffer's contents and shadow.
@@ -355,6 +374,7 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 			b.reset(id)
 			prog.body(b, b.all)
 			st.Counts.Add(b.counts)
+			s.progress(st.Counts)
 		}
 		return st, nil
 	}
@@ -404,6 +424,15 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 		if arrived > 0 {
 			s.gepoch++
 			st.GridSyncs++
+		}
+		if s.opts.Progress != nil {
+			c := st.Counts
+			for id, next := range nexts {
+				if next != nil {
+					c.Add(blocks[id].counts)
+				}
+			}
+			s.progress(c)
 		}
 	}
 	return st, nil

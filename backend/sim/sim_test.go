@@ -266,3 +266,42 @@ func TestLaunchLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestProgress checks that Options.Progress reports work that only grows,
+// once per block of a fixed grid and once per grid sync, and ends at the
+// run's total.
+func TestProgress(t *testing.T) {
+	tests := []struct {
+		name  string
+		m     *kir.Module
+		feeds map[string]*te.Array
+		calls int // at least
+	}{
+		{"fixed grid", rowSum(6, 40, 8, true), map[string]*te.Array{"x": iota(te.F32, 6, 40)}, 2},
+		{"resident grid", twoStage(64, true), map[string]*te.Array{"x": iota(te.F32, 64)}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen []kir.Counts
+			r, err := Run(tt.m, tt.feeds, Options{Progress: func(c kir.Counts) { seen = append(seen, c) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) < tt.calls {
+				t.Fatalf("Progress called %d times, want at least %d", len(seen), tt.calls)
+			}
+			for i := 1; i < len(seen); i++ {
+				p, c := seen[i-1], seen[i]
+				if c.FLOPs < p.FLOPs || c.LoadBytes < p.LoadBytes || c.StoreBytes < p.StoreBytes {
+					t.Errorf("call %d: %v after %v: the work done shrank", i, c, p)
+				}
+			}
+			if last, total := seen[len(seen)-1], r.Total(); last.FLOPs != total.FLOPs || last.LoadBytes != total.LoadBytes || last.StoreBytes != total.StoreBytes {
+				t.Errorf("last report %v, want the run's total %v", last, total)
+			}
+			if seen[0] == seen[len(seen)-1] {
+				t.Errorf("every report is %v: no progress reported before the end", seen[0])
+			}
+		})
+	}
+}
