@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,7 +32,14 @@ type optFlags struct {
 func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 	fs.IntVar(&o.level, "O", pipeline.MaxLevel, fmt.Sprintf("optimisation level, -O0 to -O%d", pipeline.MaxLevel))
 	fs.BoolVar(&o.deterministic, "deterministic", false, "combine split reductions' per-block partials in a fixed order instead of with atomics: bit-identical results from run to run")
-	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: a100, h100 for --target sm_90)")
+	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: "+partition.DefaultGPU+")")
+}
+
+// registerTargetOpt registers the flags of registerOpt for a command that
+// also has --target, whose default GPU follows the target.
+func (o *optFlags) registerTargetOpt(fs *flag.FlagSet) {
+	o.registerOpt(fs)
+	fs.Lookup("gpu").Usage = "the GPU model: " + strings.Join(partition.GPUNames(), ", ") + " or a .json file (default: " + partition.DefaultGPU + ", h100 for --target sm_90)"
 }
 
 // options returns the pipeline's options, with the GPU named by --gpu or,
@@ -49,9 +57,19 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	}
 	g, err := partition.LoadGPU(spec)
 	if err != nil {
-		return pipeline.Options{}, fmt.Errorf("--gpu: %w", err)
+		return pipeline.Options{}, gpuFailure(err)
 	}
 	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic}, nil
+}
+
+// optionsError reports an error of optFlags.options: a usage error, or a
+// GPU description that is not valid.
+func (e *env) optionsError(c *command, err error) int {
+	var f *failure
+	if errors.As(err, &f) {
+		return e.failf(c, exitUsage, err)
+	}
+	return e.usageError(c, "%v", err)
 }
 
 // optLevelArg matches "-O3" and "--O3", which the flag package would read as
@@ -109,7 +127,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		fs := newFlagSet(c)
 		var bf buildFlags
 		bf.compileFlags.register(fs)
-		bf.registerOpt(fs)
+		bf.registerTargetOpt(fs)
 		fs.StringVar(&bf.out, "o", "", "the directory to write to (created if missing)")
 		fs.StringVar(&bf.target, "target", target.Default, "the GPU architecture: "+strings.Join(target.Names(), " or "))
 		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
@@ -119,6 +137,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if !ok {
 			return code
 		}
+		e.setJSON(bf.diagnostics, isSet(fs, "diagnostics"), false)
 		if err := bf.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}
@@ -138,7 +157,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		}
 		opts, err := bf.options(tg.Name)
 		if err != nil {
-			return e.usageError(c, "%v", err)
+			return e.optionsError(c, err)
 		}
 		dumps, err := parseDumps(bf.dumpAfter, bf.level)
 		if err != nil {
@@ -148,7 +167,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if prog == nil {
 			return code
 		}
-		return e.build(prog, &bf, tg, opts, emit, dumps)
+		return e.build(c, prog, &bf, tg, opts, emit, dumps)
 	}
 	return c
 }
@@ -199,7 +218,7 @@ func parseDumps(s string, level int) (map[string]bool, error) {
 	return dumps, nil
 }
 
-func (e *env) build(prog *te.Program, bf *buildFlags, tg target.Target, opts pipeline.Options, emit, dumps map[string]bool) int {
+func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Target, opts pipeline.Options, emit, dumps map[string]bool) int {
 	dump := func(pass, text string) {
 		if dumps[pass] {
 			fmt.Fprintf(e.stdout, "// ---- after %s ----\n%s", pass, text)
@@ -220,33 +239,28 @@ func (e *env) build(prog *te.Program, bf *buildFlags, tg target.Target, opts pip
 	}
 	res, err := pipeline.Build(prog, opts)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec build: %v\n", err)
-		return exitUser
+		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
 	files, err := buildFiles(context.Background(), res.Module, tg, emit, dumps, dump)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec build: %v\n", err)
-		return exitUser
+		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
 	if len(files) > 0 {
 		if err := os.MkdirAll(bf.out, 0o755); err != nil {
-			fmt.Fprintf(e.stderr, "tec build: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, &failure{code: codeIO, file: bf.out, err: err})
 		}
 	}
 	var written []string
 	for _, f := range files {
 		path := filepath.Join(bf.out, f.Name)
 		if err := safefile.WriteFile(path, f.Data, 0o644); err != nil {
-			fmt.Fprintf(e.stderr, "tec build: writing %s: %v\n", path, err)
-			return exitUser
+			return e.failf(c, exitUser, &failure{code: codeIO, file: path, err: fmt.Errorf("writing %s: %w", path, err)})
 		}
 		written = append(written, path)
 	}
 	if bf.report != "" {
 		if err := writeReport(bf.report, res.Module, opts.GPU, tg); err != nil {
-			fmt.Fprintf(e.stderr, "tec build: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, &failure{code: codeIO, file: bf.report, err: err})
 		}
 		written = append(written, bf.report)
 	}

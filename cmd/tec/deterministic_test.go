@@ -44,7 +44,11 @@ func TestRunDeterministic(t *testing.T) {
 	ref := filepath.Join(dir, "ref.npz")
 	base := append([]string{"run"}, splitSoftmax...)
 	base = append(base, "--fill", "random", "--seed", "5")
-	if code, _, stderr := runTec(t, append(base, "--device", "ref", "--outputs", ref)...); code != exitOK {
+	// The reference takes no kernel flags (-O, --gpu): they would be an
+	// error without --device sim.
+	refArgs := append([]string{"run"}, splitSoftmax[:5]...)
+	refArgs = append(refArgs, "--fill", "random", "--seed", "5")
+	if code, _, stderr := runTec(t, append(refArgs, "--device", "ref", "--outputs", ref)...); code != exitOK {
 		t.Fatalf("reference run: status %d\n%s", code, stderr)
 	}
 	var outs [2][]float64

@@ -46,8 +46,7 @@ func (e *env) analyse(f *analysisFlags, file string) (*analysis.Analysis, int) {
 func (e *env) analyseProgram(f *analysisFlags, prog *te.Program) (*analysis.Analysis, int) {
 	a, err := analysis.Analyze(prog, analysis.Options{Threshold: f.threshold})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec: %v\n", err)
-		return nil, exitUser
+		return nil, e.failf(nil, exitUser, fail(codeBuild, err))
 	}
 	return a, exitOK
 }
@@ -93,6 +92,7 @@ merged and split there.
 		if !ok {
 			return code
 		}
+		e.setJSON(af.diagnostics, isSet(fs, "diagnostics"), *asJSON)
 		if err := af.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}
@@ -101,7 +101,7 @@ merged and split there.
 		}
 		opts, err := of.options("")
 		if err != nil {
-			return e.usageError(c, "%v", err)
+			return e.optionsError(c, err)
 		}
 		a, code := e.analyse(&af, pos[0])
 		if a == nil {
@@ -110,8 +110,7 @@ merged and split there.
 		var pl *partition.Plan
 		if *withPlan {
 			if pl, err = plan(a.Program, opts); err != nil {
-				fmt.Fprintf(e.stderr, "tec explain: %v\n", err)
-				return exitUser
+				return e.failf(c, exitUser, fail(codeBuild, err))
 			}
 		}
 		r := a.Report()
@@ -136,8 +135,7 @@ merged and split there.
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "tec explain: writing the report: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, fail(codeIO, fmt.Errorf("writing the report: %w", err)))
 		}
 		return exitOK
 	}

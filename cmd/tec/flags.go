@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -116,14 +115,31 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) (pos []string, 
 		return nil, exitOK, false
 	}
 	if err != nil {
+		if e.json {
+			return nil, e.failf(c, exitUsage, fail(codeUsage, fmt.Errorf("%v%srun 'tec help %s' for usage", err, hintSep, c.name))), false
+		}
 		fmt.Fprintf(e.stderr, "tec %s: %v\nRun 'tec help %s' for usage.\n", c.name, err, c.name)
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
 }
 
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // usageError reports a misused command line.
 func (e *env) usageError(c *command, format string, args ...any) int {
+	if e.json {
+		msg := fmt.Sprintf(format, args...)
+		if !strings.Contains(msg, hintSep) {
+			msg += fmt.Sprintf("%susage: tec %s %s; run 'tec help %s' for details", hintSep, c.name, c.usage, c.name)
+		}
+		return e.failf(c, exitUsage, fail(codeUsage, errors.New(msg)))
+	}
 	fmt.Fprintf(e.stderr, "tec %s: %s\nusage: tec %s %s\nRun 'tec help %s' for details.\n",
 		c.name, fmt.Sprintf(format, args...), c.name, c.usage, c.name)
 	return exitUsage
@@ -137,6 +153,7 @@ func (e *env) parseAndCompile(c *command, fs *flag.FlagSet, cf *compileFlags, ar
 	if !ok {
 		return nil, "", code
 	}
+	e.setJSON(cf.diagnostics, isSet(fs, "diagnostics"), false)
 	if err := cf.validate(); err != nil {
 		return nil, "", e.usageError(c, "%v", err)
 	}
@@ -163,8 +180,7 @@ func readSource(file string) ([]byte, error) {
 func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
 	src, err := readSource(file)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec: %v\n", err)
-		return nil, exitUser
+		return nil, e.failf(nil, exitUser, &failure{code: codeIO, file: file, err: err})
 	}
 	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model, ReadFile: readSource})
 	if code := e.report(cf, diags, lang.SourceFunc(file, src, readSource)); code != exitOK {
@@ -181,7 +197,7 @@ func (e *env) report(cf *compileFlags, diags diag.List, sources func(file string
 	}
 	diags.Sort()
 	var err error
-	if cf.diagnostics == "json" {
+	if e.json {
 		err = diags.WriteJSON(e.stdout, sources)
 	} else {
 		err = diags.Render(e.stderr, sources, e.useColor(cf.color))
@@ -205,10 +221,5 @@ func (e *env) useColor(mode string) bool {
 	if e.getenv("NO_COLOR") != "" || e.getenv("TERM") == "dumb" {
 		return false
 	}
-	f, ok := e.stderr.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return e.terminal(e.stderr)
 }

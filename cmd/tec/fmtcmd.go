@@ -33,6 +33,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 		if !ok {
 			return code
 		}
+		e.setJSON(*diagFormat, isSet(fs, "diagnostics"), false)
 		if len(pos) == 0 {
 			return e.usageError(c, "no FILE given")
 		}
@@ -47,8 +48,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 		for _, file := range pos {
 			src, err := readSource(file)
 			if err != nil {
-				fmt.Fprintf(e.stderr, "tec fmt: %v\n", err)
-				status = exitUser
+				status = e.failf(c, exitUser, &failure{code: codeIO, file: file, err: err})
 				continue
 			}
 			f, err := syntax.Parse(file, src)
@@ -59,8 +59,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 			}
 			out, err := syntax.Format(f, src)
 			if err != nil {
-				fmt.Fprintf(e.stderr, "tec fmt: %s: %v\n", file, err)
-				status = exitUser
+				status = e.failf(c, exitUser, &failure{code: codeInternal, file: file, err: fmt.Errorf("%s: %w", file, err)})
 				continue
 			}
 			switch {
@@ -73,8 +72,7 @@ nothing. A file with a syntax error is reported and left alone.`,
 					continue
 				}
 				if err := writeFilePreservingMode(file, out); err != nil {
-					fmt.Fprintf(e.stderr, "tec fmt: %v\n", err)
-					status = exitUser
+					status = e.failf(c, exitUser, &failure{code: codeIO, file: file, err: err})
 				}
 			default:
 				e.stdout.Write(out)

@@ -43,6 +43,7 @@ the outermost loop (each step of an LSTM), N the first N levels of scope.`,
 		if !ok {
 			return code
 		}
+		e.setJSON(af.diagnostics, isSet(fs, "diagnostics"), false)
 		if err := af.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}
@@ -63,12 +64,10 @@ the outermost loop (each step of an LSTM), N the first N levels of scope.`,
 		}
 		dot, err := a.DOT(col)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "tec graph: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, fail(codeBuild, err))
 		}
 		if err := e.writeGraph(dot, *out, format); err != nil {
-			fmt.Fprintf(e.stderr, "tec graph: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, err)
 		}
 		return exitOK
 	}
@@ -97,26 +96,26 @@ func (e *env) writeGraph(dot []byte, out, format string) error {
 	if format == "dot" {
 		if out == "" {
 			_, err := e.stdout.Write(dot)
-			return err
+			return fail(codeIO, err)
 		}
 		if err := safefile.WriteFile(out, dot, 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", out, err)
+			return &failure{code: codeIO, file: out, err: fmt.Errorf("writing %s: %w", out, err)}
 		}
 		return nil
 	}
 	bin, ok := e.lookPath("dot")
 	if !ok {
-		return fmt.Errorf("writing %s needs Graphviz's dot command, which is not installed\n"+
+		return fail(codeGraphviz, fmt.Errorf("writing %s needs Graphviz's dot command, which is not installed\n"+
 			"  install it (Debian, Ubuntu: apt-get install graphviz; Fedora: dnf install graphviz;\n"+
 			"  macOS: brew install graphviz), or write the graph as DOT text with -o %s",
-			out, strings.TrimSuffix(out, filepath.Ext(out))+".dot")
+			out, strings.TrimSuffix(out, filepath.Ext(out))+".dot"))
 	}
 	cmd := exec.Command(bin, "-T"+format, "-o", out)
 	cmd.Stdin = bytes.NewReader(dot)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("running %s -T%s: %v\n%s", bin, format, err, strings.TrimSpace(stderr.String()))
+		return fail(codeGraphviz, fmt.Errorf("running %s -T%s: %v\n%s", bin, format, err, strings.TrimSpace(stderr.String())))
 	}
 	return nil
 }

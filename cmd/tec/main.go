@@ -27,6 +27,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"tec/lang/diag"
 )
@@ -44,6 +45,18 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+
+	// json says that the command prints its failures as JSON diagnostics
+	// on standard output (--diagnostics json, or --json); pending holds
+	// the diagnostics kept for its JSON result or failure meanwhile.
+	json    bool
+	pending diag.List
+
+	// isTerminal reports whether w is a terminal; nil means the real test.
+	// longRun is the estimated time above which tec run states its
+	// estimate and shows progress; 0 means defaultLongRun. Tests set both.
+	isTerminal func(w io.Writer) bool
+	longRun    time.Duration
 }
 
 // command is one subcommand of tec.
@@ -70,6 +83,7 @@ func (e *env) main(args []string) int {
 		return exitUsage
 	}
 	name := args[0]
+	e.json = jsonRequested(args[1:])
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return e.help(args[1:])
@@ -82,12 +96,11 @@ func (e *env) main(args []string) int {
 			return c.run(e, args[1:])
 		}
 	}
-	fmt.Fprintf(e.stderr, "tec: unknown command %q\n", name)
+	hint := "run 'tec help' for the list of commands"
 	if s := suggestCommand(name); s != "" {
-		fmt.Fprintf(e.stderr, "  did you mean 'tec %s'?\n", s)
+		hint = fmt.Sprintf("did you mean 'tec %s'?", s)
 	}
-	fmt.Fprintln(e.stderr, "Run 'tec help' for the list of commands.")
-	return exitUsage
+	return e.failf(nil, exitUsage, fail(codeUsage, fmt.Errorf("unknown command %q%s%s", name, hintSep, hint)))
 }
 
 func (e *env) help(args []string) int {
@@ -101,8 +114,7 @@ func (e *env) help(args []string) int {
 			return exitOK
 		}
 	}
-	fmt.Fprintf(e.stderr, "tec help: unknown command %q\n", args[0])
-	return exitUsage
+	return e.failf(&command{name: "help"}, exitUsage, fail(codeUsage, fmt.Errorf("unknown command %q", args[0])))
 }
 
 func (e *env) printUsage(w io.Writer) {

@@ -299,6 +299,12 @@ func TestRunErrors(t *testing.T) {
 	writeNPZ(t, extra, map[string]*te.Array{"x": f32([]int{3}, 1, 2, 3), "scael": f32([]int{3}, 1, 2, 3)})
 	intX := filepath.Join(dir, "int.npz")
 	writeNPZ(t, intX, map[string]*te.Array{"x": {DType: te.I32, Shape: []int{3}, Data: []float64{1, 2, 3}}})
+	expectedMore := filepath.Join(dir, "more.npz")
+	writeNPZ(t, expectedMore, map[string]*te.Array{"y": f32([]int{3}, 0, 0, 0), "scael": f32([]int{3}, 1, 2, 3)})
+	misspelt := filepath.Join(dir, "misspelt.npz")
+	writeNPZ(t, misspelt, map[string]*te.Array{"Y": f32([]int{3}, 0, 0, 0)})
+	int64X := filepath.Join(dir, "int64.npz")
+	writeRawNPZ(t, int64X, map[string][]byte{"x": npyBytes("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", make([]byte, 24))})
 
 	tests := []struct {
 		name       string
@@ -308,11 +314,17 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"missing data", []string{"run", "testdata/scale.te"}, exitUser, "no data for tensors x, scale of model scale"},
 		{"missing data hint", []string{"run", "testdata/scale.te"}, exitUser, "--fill zeros|ones|random"},
-		{"wrong shape", []string{"run", "testdata/scale.te", "--inputs", wrongShape, "--fill", "zeros"}, exitUser, "x.npy: the header declares <f4(4,), want f32[3]"},
-		{"wrong dtype", []string{"run", "testdata/scale.te", "--inputs", intX, "--fill", "zeros"}, exitUser, "x.npy: the header declares <i4(3,), want f32[3]"},
+		{"wrong shape", []string{"run", "testdata/scale.te", "--inputs", wrongShape, "--fill", "zeros"}, exitUser, "x.npy: the header declares float32[4], want f32[3]"},
+		{"wrong dtype", []string{"run", "testdata/scale.te", "--inputs", intX, "--fill", "zeros"}, exitUser, "x.npy: the header declares int32[3], want f32[3]"},
 		{"extra array warns", []string{"run", "testdata/scale.te", "--inputs", extra, "--fill", "zeros"}, exitOK, `holds "scael", which is no input or param of model scale (did you mean "scale"?)`},
 		{"missing archive", []string{"run", "testdata/scale.te", "--params", filepath.Join(dir, "none.npz")}, exitUser, "none.npz"},
-		{"expected lacks output", []string{"run", "testdata/scale.te", "--fill", "zeros", "--expected", extra}, exitUser, `no array "y" for output "y"`},
+		{"expected lacks output", []string{"run", "testdata/scale.te", "--fill", "zeros", "--expected", extra}, exitUser, `has no array for output "y" of model scale; it holds "scael", "x"`},
+		{"expected holds more", []string{"run", "testdata/scale.te", "--fill", "zeros", "--expected", expectedMore}, exitUser, `holds "scael", "y", of which "scael" names no output of model scale (its outputs: "y")`},
+		{"expected misspelt", []string{"run", "testdata/scale.te", "--fill", "zeros", "--expected", misspelt}, exitUser, `hint: rename "Y" to "y": --expected must hold`},
+		{"int64 for f32", []string{"run", "testdata/scale.te", "--inputs", int64X, "--fill", "zeros"}, exitUser, "x.npy: the header declares int64[3], want f32[3]"},
+		{"kernel flags without sim", []string{"run", "testdata/scale.te", "--fill", "zeros", "-O2"}, exitUsage, "-O2 configures the kernels, which only --device sim runs"},
+		{"kernel flags with ref", []string{"run", "testdata/scale.te", "--fill", "zeros", "--device", "ref", "--gpu", "h100", "--deterministic", "--race=false"}, exitUsage,
+			"--gpu h100, --deterministic and --race=false configure the kernels, which only --device sim runs; --device ref evaluates the model itself and would ignore them\n  hint: add --device sim"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,17 +3,23 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"tec/backend/kir"
+	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
@@ -42,21 +48,22 @@ func (f inputFlag) Set(s string) error {
 type runFlags struct {
 	compileFlags
 	optFlags
-	race     bool
-	device   string
-	inputs   string
-	input    inputFlag
-	params   string
-	fill     string
-	seed     uint64
-	outputs  string
-	saveTo   string
-	expected string
-	rtol     float64
-	atol     float64
-	json     bool
-	show     int
-	maxTime  time.Duration
+	race      bool
+	device    string
+	inputs    string
+	input     inputFlag
+	params    string
+	fill      string
+	seed      uint64
+	outputs   string
+	saveTo    string
+	expected  string
+	rtol      float64
+	atol      float64
+	json      bool
+	show      int
+	maxTime   time.Duration
+	maxMemory string
 }
 
 func runCommand() *command {
@@ -101,24 +108,30 @@ machine-readable summary on standard output.`,
 		fs.Uint64Var(&rf.seed, "seed", 0, "the seed of --fill random")
 		fs.StringVar(&rf.outputs, "outputs", "", "write the outputs to this .npz archive")
 		fs.StringVar(&rf.saveTo, "save-feeds", "", "write every input and param, as bound, to `DIR`/NAME.npy (what the generated runner's --inputs and --params read)")
-		fs.StringVar(&rf.expected, "expected", "", "compare the outputs with this .npz archive")
+		fs.StringVar(&rf.expected, "expected", "", "compare the outputs with this .npz archive, which must hold exactly the outputs")
 		fs.Float64Var(&rf.rtol, "rtol", 1e-4, "relative tolerance of --expected")
 		fs.Float64Var(&rf.atol, "atol", 1e-5, "absolute tolerance of --expected")
-		fs.BoolVar(&rf.json, "json", false, "print a JSON summary on standard output")
+		fs.BoolVar(&rf.json, "json", false, "print a JSON summary on standard output, and failures as JSON diagnostics")
 		fs.IntVar(&rf.show, "show", 6, "how many leading values of each output to print")
 		fs.DurationVar(&rf.maxTime, "max-time", time.Minute, "refuse a run estimated to take longer than this (0: no limit)")
+		fs.StringVar(&rf.maxMemory, "max-memory", "auto", "refuse a run estimated to need more memory than this: a `SIZE` (512MiB, 8GB), auto (the memory available) or 0 (no limit)")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
 		}
+		e.setJSON(rf.diagnostics, isSet(fs, "diagnostics"), rf.json)
 		if err := rf.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}
 		if rf.device != "ref" && rf.device != "sim" {
 			return e.usageError(c, "unknown device %q (want ref or sim)", rf.device)
 		}
-		if _, err := rf.options(""); err != nil {
+		if err := kernelFlagsNeedSim(fs, rf.device); err != nil {
 			return e.usageError(c, "%v", err)
+		}
+		opts, err := rf.options("")
+		if err != nil {
+			return e.optionsError(c, err)
 		}
 		var fill *numeric.Fill
 		if rf.fill != "" {
@@ -134,6 +147,10 @@ machine-readable summary on standard output.`,
 		if rf.maxTime < 0 {
 			return e.usageError(c, "--max-time must not be negative")
 		}
+		limit, err := parseMemoryLimit(rf.maxMemory, os.ReadFile)
+		if err != nil {
+			return e.usageError(c, "%v", err)
+		}
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
@@ -141,13 +158,57 @@ machine-readable summary on standard output.`,
 		if prog == nil {
 			return code
 		}
-		if err := checkWork(prog, &rf); err != nil {
-			fmt.Fprintf(e.stderr, "tec run: %v\n", err)
-			return exitUser
-		}
-		return e.runProgram(prog, &rf, fill)
+		return e.runProgram(c, prog, &rf, opts, limit, fill)
 	}
 	return c
+}
+
+// kernelFlags are the flags of tec run that configure the kernels, which
+// only --device sim runs.
+func kernelFlags() []string { return []string{"O", "gpu", "deterministic", "race"} }
+
+// kernelFlagsNeedSim reports the kernel flags given with a device other
+// than sim: the reference evaluator would ignore them, and a user who
+// asked for -O4 would believe the kernels had run.
+func kernelFlagsNeedSim(fs *flag.FlagSet, device string) error {
+	if device == "sim" {
+		return nil
+	}
+	var given []string
+	for _, name := range kernelFlags() {
+		f := fs.Lookup(name)
+		if !isSet(fs, name) {
+			continue
+		}
+		switch name {
+		case "O":
+			given = append(given, "-O"+f.Value.String())
+		case "deterministic":
+			given = append(given, "--deterministic")
+		case "race":
+			given = append(given, "--race="+f.Value.String())
+		default:
+			given = append(given, "--"+name+" "+f.Value.String())
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	verb := "configures"
+	if len(given) > 1 {
+		verb = "configure"
+	}
+	return fmt.Errorf("%s %s the kernels, which only --device sim runs; --device %s evaluates the model itself and would ignore %s"+
+		hintSep+"add --device sim to run the kernels that tec build emits, or leave %s out",
+		joinAnd(given), verb, device, plural(len(given), "it", "them"), plural(len(given), "it", "them"))
+}
+
+// joinAnd joins words as "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // runSummary is the JSON printed by "tec run --json". Its fields are part of
@@ -159,6 +220,8 @@ type runSummary struct {
 	Filled  []string        `json:"filled"`
 	Outputs []outputSummary `json:"outputs"`
 	Compare *compareSummary `json:"compare,omitempty"`
+	// Warnings are the warnings of the run, as JSON diagnostics.
+	Warnings []diag.JSONDiagnostic `json:"warnings"`
 }
 
 type outputSummary struct {
@@ -189,40 +252,70 @@ type mismatchSummary struct {
 	MaxRel jsonFloat `json:"max_rel"`
 }
 
-func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int {
-	feeds, filled, err := bindFeeds(prog, rf, fill, e.stderr)
+// runProgram runs prog on rf's device (after checking that the run fits
+// the time and memory it may take) and prints the result.
+func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeline.Options, limit memLimit, fill *numeric.Fill) int {
+	var mod *kir.Module
+	need := refMemory(prog)
+	if rf.device == "sim" {
+		res, err := pipeline.Build(prog, opts)
+		if err != nil {
+			return e.failf(c, exitUser, fail(codeBuild, err))
+		}
+		mod = res.Module
+		need = simMemory(prog, mod, rf.race)
+	}
+	if rf.expected != "" {
+		for _, t := range prog.Outputs {
+			need.total += int64(t.NumElements()) * elemBytes
+		}
+	}
+	if err := checkMemory(prog.Name, rf.device, need, limit); err != nil {
+		return e.failf(c, exitUser, fail(codeMemory, err))
+	}
+	secs, err := checkWork(prog, rf)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec run: %v\n", err)
-		return exitUser
+		return e.failf(c, exitUser, fail(codeTime, err))
+	}
+	long := secs > e.longRunThreshold().Seconds()
+	if long && !e.json {
+		fmt.Fprintf(e.stderr, "tec run: model %s on %s: about %.2g operations, estimated %s (good to a factor of about three)\n",
+			prog.Name, rf.device, prog.Work().Total(), formatSeconds(secs))
+	}
+	feeds, filled, err := e.bindFeeds(c, prog, rf, fill)
+	if err != nil {
+		return e.failf(c, exitUser, err)
 	}
 	if rf.saveTo != "" {
 		if err := saveFeeds(rf.saveTo, feeds); err != nil {
-			fmt.Fprintf(e.stderr, "tec run: --save-feeds: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, &failure{code: codeIO, file: rf.saveTo, err: fmt.Errorf("--save-feeds: %w", err)})
 		}
 	}
 	var expected map[string]*te.Array
 	if rf.expected != "" {
-		specs := make(map[string]tensorio.Spec, len(prog.Outputs))
-		for _, t := range prog.Outputs {
-			specs[t.Name] = tensorio.Spec{DType: t.DType, Shape: t.Shape}
-		}
-		if expected, _, err = tensorio.ReadNPZAs(rf.expected, specs); err != nil {
-			fmt.Fprintf(e.stderr, "tec run: %v\n", err)
-			return exitUser
+		if expected, err = readExpected(prog, rf.expected); err != nil {
+			return e.failf(c, exitUser, err)
 		}
 	}
+	if limit.bytes > 0 {
+		// Freed intermediates are garbage until collected: the limit
+		// makes the collector work harder, not the heap outgrow it.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit.bytes))
+	}
+	var bar *progressBar
+	if long && mod != nil && !e.json && e.terminal(e.stderr) {
+		total := report.Module(mod, report.Config{ResidentBlocks: sim.DefaultResidentBlocks}).Total
+		bar = newProgressBar(e.stderr, "tec run: simulating", total, time.Now)
+	}
 	start := time.Now()
-	outs, err := evaluate(prog, feeds, rf, e.stderr)
+	outs, err := e.evaluate(prog, mod, feeds, rf, bar)
 	elapsed := time.Since(start)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "tec run: evaluating model %s on %s: %v\n", prog.Name, rf.device, err)
-		return exitUser
+		return e.failf(c, exitUser, err)
 	}
 	if rf.outputs != "" {
 		if err := tensorio.WriteNPZ(rf.outputs, outs); err != nil {
-			fmt.Fprintf(e.stderr, "tec run: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, &failure{code: codeIO, file: rf.outputs, err: err})
 		}
 	}
 	sum := runSummary{Model: prog.Name, Device: rf.device, TimeMS: jsonFloat(elapsed.Microseconds()) / 1000, Filled: filled}
@@ -236,8 +329,7 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 	if expected != nil {
 		cs, err := compareOutputs(prog, outs, expected, numeric.Tolerance{Rtol: rf.rtol, Atol: rf.atol})
 		if err != nil {
-			fmt.Fprintf(e.stderr, "tec run: %s: %v\n", rf.expected, err)
-			return exitUser
+			return e.failf(c, exitUser, &failure{code: codeData, file: rf.expected, err: fmt.Errorf("%s: %w", rf.expected, err)})
 		}
 		sum.Compare = cs
 		if !cs.OK {
@@ -245,16 +337,87 @@ func (e *env) runProgram(prog *te.Program, rf *runFlags, fill *numeric.Fill) int
 		}
 	}
 	if rf.json {
+		sum.Warnings = e.jsonWarnings()
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(sum); err != nil {
-			fmt.Fprintf(e.stderr, "tec run: %v\n", err)
-			return exitUser
+			return e.failf(c, exitUser, fail(codeIO, err))
 		}
 		return status
 	}
 	printRun(e.stdout, &sum, outs, rf.show, rf.fill, rf.seed)
 	return status
+}
+
+// readExpected reads the arrays of --expected: exactly one for each output
+// of prog. A missing array is an error that lists those the file holds; so
+// is an array that names no output, which would otherwise be left
+// uncompared while the run reported that every output matched.
+func readExpected(prog *te.Program, file string) (map[string]*te.Array, error) {
+	specs := make(map[string]tensorio.Spec, len(prog.Outputs))
+	var outputs []string
+	for _, t := range prog.Outputs {
+		specs[t.Name] = tensorio.Spec{DType: t.DType, Shape: t.Shape}
+		outputs = append(outputs, t.Name)
+	}
+	arrays, others, err := tensorio.ReadNPZAs(file, specs)
+	if err != nil {
+		return nil, dataFailure(file, err)
+	}
+	var missing []string
+	for _, name := range outputs {
+		if arrays[name] == nil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 && len(others) == 0 {
+		return arrays, nil
+	}
+	held := append(slices.Sorted(maps.Keys(arrays)), others...)
+	sort.Strings(held)
+	holds := "holds no arrays"
+	if len(held) > 0 {
+		holds = "holds " + quoteAll(held)
+	}
+	var msg string
+	if len(missing) > 0 {
+		msg = fmt.Sprintf("%s has no array for %s %s of model %s; it %s", file,
+			plural(len(missing), "output", "outputs"), quoteAll(missing), prog.Name, holds)
+	} else {
+		msg = fmt.Sprintf("%s %s, of which %s %s no output of model %s (its outputs: %s)", file, holds,
+			quoteAll(others), plural(len(others), "names", "name"), prog.Name, quoteAll(outputs))
+	}
+	var hints []string
+	for _, name := range others {
+		if s := diag.Suggest(name, missing); s != "" {
+			hints = append(hints, fmt.Sprintf("%q to %q", name, s))
+		}
+	}
+	hint := "--expected must hold one array for each output, named after it, and nothing else"
+	if len(hints) > 0 {
+		hint = "rename " + joinAnd(hints) + ": " + hint
+	}
+	return nil, &failure{code: codeData, file: file, err: errors.New(msg + hintSep + hint)}
+}
+
+// quoteAll quotes each name and joins them with commas.
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// dataFailure wraps an error reading file: an I/O failure (a file missing
+// or unreadable) or data that does not fit the model.
+func dataFailure(file string, err error) error {
+	code := codeData
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		code = codeIO
+	}
+	return &failure{code: code, file: file, err: err}
 }
 
 // The rates at which the devices get through te.Program.Work, measured on
@@ -279,14 +442,15 @@ func estimateRun(w te.Work, rf *runFlags) float64 {
 	return w.Total() / simRate
 }
 
-// checkWork refuses a run estimated to take longer than --max-time.
-func checkWork(prog *te.Program, rf *runFlags) error {
+// checkWork returns the estimated seconds of the run, and refuses one
+// estimated to take longer than --max-time.
+func checkWork(prog *te.Program, rf *runFlags) (float64, error) {
 	w := prog.Work()
 	secs := estimateRun(w, rf)
 	if rf.maxTime == 0 || secs <= rf.maxTime.Seconds() {
-		return nil
+		return secs, nil
 	}
-	return fmt.Errorf("model %s takes about %.2g operations, some %s on %s; refusing a run estimated over %v\n"+
+	return secs, fmt.Errorf("model %s takes about %.2g operations, some %s on %s; refusing a run estimated over %v\n"+
 		"  hint: use smaller sizes (-D NAME=VALUE), or --max-time 0 to run it anyway", prog.Name, w.Total(), formatSeconds(secs), rf.device, rf.maxTime)
 }
 
@@ -305,43 +469,49 @@ func formatSeconds(s float64) string {
 	return fmt.Sprintf("%.2g years", s/(365*86400))
 }
 
-// errRaces reports that the simulator found data races or uninitialised
-// reads, which evaluate has printed.
-var errRaces = errors.New("data races or uninitialised reads (see above)")
-
-// evaluate runs prog on rf.device and returns its outputs by name.
-func evaluate(prog *te.Program, feeds map[string]*te.Array, rf *runFlags, warn io.Writer) (map[string]*te.Array, error) {
+// evaluate runs prog on rf.device (mod, its kernels, on sim) and returns
+// its outputs by name. bar, when not nil, shows the simulation's progress.
+func (e *env) evaluate(prog *te.Program, mod *kir.Module, feeds map[string]*te.Array, rf *runFlags, bar *progressBar) (map[string]*te.Array, error) {
 	if rf.device == "ref" {
-		return te.Evaluate(prog, feeds, te.EvalOptions{})
+		outs, err := te.Evaluate(prog, feeds, te.EvalOptions{})
+		if err != nil {
+			return nil, fail(codeEval, fmt.Errorf("evaluating model %s on ref: %w", prog.Name, err))
+		}
+		return outs, nil
 	}
-	opts, err := rf.options("")
-	if err != nil {
-		return nil, err
+	opts := sim.Options{Race: rf.race}
+	if bar != nil {
+		opts.Progress = bar.update
+		defer bar.finish()
 	}
-	res, err := pipeline.Build(prog, opts)
+	r, err := sim.Run(mod, feeds, opts)
 	if err != nil {
-		return nil, err
-	}
-	r, err := sim.Run(res.Module, feeds, sim.Options{Race: rf.race})
-	if err != nil {
-		return nil, err
+		return nil, fail(codeEval, fmt.Errorf("evaluating model %s on sim: %w", prog.Name, err))
 	}
 	if r.RaceCount > 0 {
 		for _, race := range r.Races {
-			fmt.Fprintf(warn, "tec run: %s\n", race)
+			if e.json {
+				e.pending = append(e.pending, &diag.Diagnostic{Severity: diag.Error, Code: codeRace, Message: race.String()})
+			} else {
+				fmt.Fprintf(e.stderr, "tec run: %s\n", race)
+			}
 		}
-		return nil, fmt.Errorf("%d %w", r.RaceCount, errRaces)
+		more := ""
+		if r.RaceCount > len(r.Races) {
+			more = fmt.Sprintf(" (the first %d shown)", len(r.Races))
+		}
+		return nil, fail(codeRace, fmt.Errorf("evaluating model %s on sim: %d data races or uninitialised reads%s", prog.Name, r.RaceCount, more))
 	}
 	outs := map[string]*te.Array{}
 	for i, t := range prog.Outputs {
-		outs[t.Name] = r.Outputs[res.Module.Outputs[i].Name]
+		outs[t.Name] = r.Outputs[mod.Outputs[i].Name]
 	}
 	return outs, nil
 }
 
 // bindFeeds assembles the arrays of every placeholder of prog from the files
 // named by the flags, filling the rest. It returns the names it filled.
-func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Writer) (map[string]*te.Array, []string, error) {
+func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeric.Fill) (map[string]*te.Array, []string, error) {
 	placeholders := prog.Placeholders()
 	specs := make(map[string]tensorio.Spec, len(placeholders))
 	for _, t := range placeholders {
@@ -351,7 +521,7 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 	origin := map[string]string{}
 	give := func(name string, a *te.Array, file string) error {
 		if prev, dup := origin[name]; dup {
-			return fmt.Errorf("%s %q is given twice, by %s and by %s", specKind(prog, name), name, prev, file)
+			return &failure{code: codeData, file: file, err: fmt.Errorf("%s %q is given twice, by %s and by %s", specKind(prog, name), name, prev, file)}
 		}
 		given[name], origin[name] = a, file
 		return nil
@@ -363,7 +533,7 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 		}
 		arrays, others, err := tensorio.ReadNPZAs(file, specs)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, dataFailure(file, err)
 		}
 		for _, name := range slices.Sorted(maps.Keys(arrays)) {
 			if err := give(name, arrays[name], file); err != nil {
@@ -375,12 +545,7 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 			origin[name] = file
 		}
 	}
-	names := make([]string, 0, len(rf.input))
-	for name := range rf.input {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(rf.input)) {
 		file := rf.input[name]
 		spec, ok := specs[name]
 		if !ok {
@@ -390,7 +555,7 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 		}
 		a, err := tensorio.ReadNPYFile(file, &spec)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, dataFailure(file, err)
 		}
 		if err := give(name, a, file); err != nil {
 			return nil, nil, err
@@ -403,15 +568,15 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 	}
 	sort.Strings(extra)
 	for _, name := range extra {
-		msg := fmt.Sprintf("tec run: warning: %s holds %q, which is no input or param of model %s", origin[name], name, prog.Name)
+		msg := fmt.Sprintf("%s holds %q, which is no input or param of model %s", origin[name], name, prog.Name)
 		if s := diag.Suggest(name, known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		fmt.Fprintln(warn, msg)
+		e.warn(c, codeData, origin[name], "%s", msg)
 	}
 
 	feeds := map[string]*te.Array{}
-	var filled, missing []string
+	filled, missing := []string{}, []string{}
 	for _, t := range placeholders {
 		a, ok := given[t.Name]
 		if !ok {
@@ -425,13 +590,13 @@ func bindFeeds(prog *te.Program, rf *runFlags, fill *numeric.Fill, warn io.Write
 		}
 		conv, err := conform(a, t)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %s %q: %w", origin[t.Name], t.Kind, t.Name, err)
+			return nil, nil, &failure{code: codeData, file: origin[t.Name], err: fmt.Errorf("%s: %s %q: %w", origin[t.Name], t.Kind, t.Name, err)}
 		}
 		feeds[t.Name] = conv
 	}
 	if len(missing) > 0 {
-		return nil, nil, fmt.Errorf("no data for %s %s of model %s\n  hint: pass --inputs/--params/--input, or --fill zeros|ones|random",
-			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), prog.Name)
+		return nil, nil, fail(codeData, fmt.Errorf("no data for %s %s of model %s"+hintSep+"pass --inputs/--params/--input, or --fill zeros|ones|random",
+			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), prog.Name))
 	}
 	return feeds, filled, nil
 }
@@ -448,7 +613,7 @@ func specKind(prog *te.Program, name string) string {
 // (rounding to t's precision).
 func conform(a *te.Array, t *te.Tensor) (*te.Array, error) {
 	if !te.SameShape(a.Shape, t.Shape) {
-		return nil, fmt.Errorf("shape %v, want %v", a.Shape, t.Shape)
+		return nil, fmt.Errorf("shape %s, want %s", numeric.FormatIndex(a.Shape), numeric.FormatIndex(t.Shape))
 	}
 	if a.DType == t.DType {
 		return a, nil
@@ -468,7 +633,7 @@ func compareOutputs(prog *te.Program, outs, expected map[string]*te.Array, tol n
 	for _, t := range prog.Outputs {
 		want, ok := expected[t.Name]
 		if !ok {
-			return nil, fmt.Errorf("no array %q for output %q", t.Name, t.Name)
+			return nil, fmt.Errorf("no array for output %q", t.Name)
 		}
 		m, err := numeric.Compare(outs[t.Name], want, tol)
 		if err != nil {

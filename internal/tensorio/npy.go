@@ -143,26 +143,39 @@ func (s Spec) String() string {
 func (s Spec) check(h *header, f format) error {
 	compatible := f.dtype == s.DType || f.dtype.IsFloat() && s.DType.IsFloat()
 	if !compatible || !te.SameShape(h.shape, s.Shape) {
-		return fmt.Errorf("the header declares %s%s, want %s (nothing was read)", h.descr, shapeString(h.shape), s)
+		return fmt.Errorf("the header declares %s%s, want %s (nothing was read)", numpyName(h.descr), shapeList(h.shape), s)
 	}
 	return nil
 }
 
-// shapeString formats a shape as NumPy does: (2, 3), (4,), ().
-func shapeString(shape []int) string {
-	var b strings.Builder
-	b.WriteByte('(')
+// numpyName returns NumPy's name for a supported dtype descriptor, such as
+// "int64" for "<i8", so that messages name the file's type, not the one it
+// would be read as.
+func numpyName(descr string) string {
+	switch descr {
+	case "<f4":
+		return "float32"
+	case "<f2":
+		return "float16"
+	case "<f8":
+		return "float64"
+	case "<i4":
+		return "int32"
+	case "<i8":
+		return "int64"
+	case "|b1":
+		return "bool"
+	}
+	return descr
+}
+
+// shapeList formats a shape as every message of tec does: [2, 3], [4], [].
+func shapeList(shape []int) string {
+	parts := make([]string, len(shape))
 	for i, d := range shape {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(d))
+		parts[i] = strconv.Itoa(d)
 	}
-	if len(shape) == 1 {
-		b.WriteByte(',')
-	}
-	b.WriteByte(')')
-	return b.String()
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // ReadNPY reads one array in .npy format from r. It reads exactly the
@@ -303,7 +316,7 @@ func writeNPY(w io.Writer, a *te.Array) error {
 		return err
 	}
 	if n != len(a.Data) {
-		return fmt.Errorf("shape %v has %d elements but the data has %d", a.Shape, n, len(a.Data))
+		return fmt.Errorf("shape %s has %d elements but the data has %d", shapeList(a.Shape), n, len(a.Data))
 	}
 	if _, err := w.Write(formatHeader(descr, a.Shape)); err != nil {
 		return err

@@ -337,7 +337,7 @@ func TestWriteErrors(t *testing.T) {
 	}{
 		{"nil", nil, "tensorio: nil array"},
 		{"short data", &te.Array{DType: te.F32, Shape: []int{2, 2}, Data: []float64{1}},
-			"tensorio: shape [2 2] has 4 elements but the data has 1"},
+			"tensorio: shape [2, 2] has 4 elements but the data has 1"},
 		{"negative dimension", &te.Array{DType: te.F32, Shape: []int{-1}}, "negative dimension"},
 		{"bad dtype", &te.Array{DType: te.DType(99), Shape: []int{}, Data: []float64{0}}, "unsupported dtype dtype(99)"},
 		{"i32 fraction", &te.Array{DType: te.I32, Shape: []int{2}, Data: []float64{1, 1.5}},

@@ -43,12 +43,13 @@ func TestReadAsChecksTheHeaderFirst(t *testing.T) {
 		dtype te.DType
 	}{
 		{"R3: huge declared shape", dict("<f4", "(16384, 16384)"), make([]byte, 1<<20), f32x4x8,
-			"the header declares <f4(16384, 16384), want f32[4, 8] (nothing was read)", 0},
-		{"transposed", dict("<f4", "(8, 4)"), make([]byte, 128), f32x4x8, "declares <f4(8, 4), want f32[4, 8]", 0},
-		{"rank", dict("<f4", "(32,)"), make([]byte, 128), f32x4x8, "declares <f4(32,), want f32[4, 8]", 0},
-		{"int for float", dict("<i4", "(4, 8)"), make([]byte, 128), f32x4x8, "declares <i4(4, 8), want f32[4, 8]", 0},
-		{"bool for int", dict("|b1", "(2,)"), make([]byte, 2), Spec{te.I32, []int{2}}, "declares |b1(2,), want i32[2]", 0},
-		{"scalar", dict("<f4", "()"), make([]byte, 4), Spec{te.F32, []int{1}}, "declares <f4(), want f32[1]", 0},
+			"the header declares float32[16384, 16384], want f32[4, 8] (nothing was read)", 0},
+		{"transposed", dict("<f4", "(8, 4)"), make([]byte, 128), f32x4x8, "declares float32[8, 4], want f32[4, 8]", 0},
+		{"rank", dict("<f4", "(32,)"), make([]byte, 128), f32x4x8, "declares float32[32], want f32[4, 8]", 0},
+		{"int for float", dict("<i4", "(4, 8)"), make([]byte, 128), f32x4x8, "declares int32[4, 8], want f32[4, 8]", 0},
+		{"int64 for float", dict("<i8", "(4, 8)"), make([]byte, 256), f32x4x8, "declares int64[4, 8], want f32[4, 8]", 0},
+		{"bool for int", dict("|b1", "(2,)"), make([]byte, 2), Spec{te.I32, []int{2}}, "declares bool[2], want i32[2]", 0},
+		{"scalar", dict("<f4", "()"), make([]byte, 4), Spec{te.F32, []int{1}}, "declares float32[], want f32[1]", 0},
 		{"f8 for f32", dict("<f8", "(2,)"), le64(0, 0), Spec{te.F32, []int{2}}, "", te.F32},
 		{"f4 for bf16", dict("<f4", "(2,)"), le32(0, 0), Spec{te.BF16, []int{2}}, "", te.F32},
 		{"f2 for f32", dict("<f2", "(2,)"), make([]byte, 4), Spec{te.F32, []int{2}}, "", te.F16},
@@ -112,7 +113,7 @@ func TestReadNPZAsBomb(t *testing.T) {
 	}
 
 	_, _, err := ReadNPZAs(path, map[string]Spec{"x": {te.F32, []int{4, 8}}})
-	want := "tensorio: " + path + ": x.npy: the header declares <f4(16384, 16384), want f32[4, 8] (nothing was read)"
+	want := "tensorio: " + path + ": x.npy: the header declares float32[16384, 16384], want f32[4, 8] (nothing was read)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tec/backend/kir"
+	"tec/backend/sim"
+	"tec/te"
+)
+
+// elemBytes is what one element of any dtype costs the reference evaluator
+// and the simulator, which hold every value as a float64.
+const elemBytes = 8
+
+// shadowBytes is what one element of a buffer costs the simulator's race
+// detector (--race): three access records of 16 bytes (backend/sim/race.go).
+const shadowBytes = 48
+
+// fallbackMemory is the limit of --max-memory auto where the memory
+// available cannot be read (no /proc/meminfo): 8 GiB.
+const fallbackMemory = 8 << 30
+
+// memUse is what one tensor or buffer of a run needs.
+type memUse struct {
+	name  string
+	typ   string // e.g. "f32[4, 8]"
+	bytes int64
+}
+
+// memEstimate is the memory a run needs: the peak of what it holds at
+// once, and the largest tensors it holds, largest first.
+type memEstimate struct {
+	total   int64
+	largest []memUse
+}
+
+// add counts u, keeping the three largest uses.
+func (m *memEstimate) add(u memUse) {
+	m.total += u.bytes
+	m.note(u)
+}
+
+// note keeps u if it is among the three largest uses.
+func (m *memEstimate) note(u memUse) {
+	m.largest = append(m.largest, u)
+	slices.SortStableFunc(m.largest, func(a, b memUse) int { return cmp.Compare(b.bytes, a.bytes) })
+	m.largest = m.largest[:min(len(m.largest), 3)]
+}
+
+func tensorUse(t *te.Tensor, perElem int64) memUse {
+	return memUse{name: t.Name, typ: t.TypeString(), bytes: int64(t.NumElements()) * perElem}
+}
+
+// refMemory estimates the peak memory of evaluating prog on the reference
+// evaluator: every placeholder (tec run holds the feeds), and the most the
+// evaluator holds at once of the computed tensors, which it frees after
+// their last reader, outputs excepted.
+func refMemory(prog *te.Program) memEstimate {
+	var m memEstimate
+	pos := make(map[*te.Tensor]int, len(prog.Tensors))
+	output := map[*te.Tensor]bool{}
+	for _, t := range prog.Outputs {
+		output[t] = true
+	}
+	last := make([]int, len(prog.Tensors))
+	for i, t := range prog.Tensors {
+		pos[t] = i
+		last[i] = -1
+		if t.Kind == te.Compute && t.Body != nil {
+			for _, u := range te.Inputs(t.Body) {
+				if j, ok := pos[u]; ok {
+					last[j] = i
+				}
+			}
+		}
+	}
+	freed := make([][]int, len(prog.Tensors))
+	for j, i := range last {
+		if t := prog.Tensors[j]; i >= 0 && t.Kind == te.Compute && !output[t] {
+			freed[i] = append(freed[i], j)
+		}
+	}
+	var live, peak int64
+	for i, t := range prog.Tensors {
+		u := tensorUse(t, elemBytes)
+		if t.Kind != te.Compute {
+			m.add(u)
+			continue
+		}
+		live += u.bytes
+		peak = max(peak, live)
+		m.note(u)
+		for _, j := range freed[i] {
+			live -= int64(prog.Tensors[j].NumElements()) * elemBytes
+		}
+	}
+	m.total += peak
+	return m
+}
+
+// simMemory estimates the memory of running module m, the kernels of prog,
+// on the simulator: the feeds tec run holds, every buffer of the module
+// (each has memory of its own, with shadow memory under race detection),
+// the blocks' shared and local memory, and the outputs copied out.
+func simMemory(prog *te.Program, m *kir.Module, race bool) memEstimate {
+	perElem := int64(elemBytes)
+	if race {
+		perElem += shadowBytes
+	}
+	var est memEstimate
+	for _, t := range prog.Placeholders() {
+		est.total += int64(t.NumElements()) * elemBytes
+	}
+	for _, b := range m.Buffers {
+		est.add(memUse{name: b.Name, typ: (&te.Tensor{DType: b.DType, Shape: b.Shape}).TypeString(), bytes: int64(b.Len()) * perElem})
+	}
+	for _, b := range m.Outputs {
+		est.total += int64(b.Len()) * elemBytes
+	}
+	var blocks int64
+	for _, k := range m.Kernels {
+		var perBlock int64
+		for _, b := range k.Shared {
+			perBlock += int64(b.Len()) * perElem
+		}
+		for _, b := range k.Locals {
+			perBlock += int64(b.Len()) * int64(k.Block) * elemBytes
+		}
+		n := int64(1)
+		if k.Grid.Resident {
+			n = int64(k.Grid.Size(sim.DefaultResidentBlocks))
+		}
+		blocks = max(blocks, n*perBlock)
+	}
+	est.total += blocks
+	return est
+}
+
+// memLimit is the most memory a run may need; bytes 0 is no limit.
+type memLimit struct {
+	bytes  int64
+	source string // where the limit comes from, for messages
+}
+
+// parseMemoryLimit parses --max-memory: "auto" (the memory available, as
+// availableMemory reads it with read), "0" (no limit) or a size.
+func parseMemoryLimit(s string, read func(string) ([]byte, error)) (memLimit, error) {
+	if s == "auto" {
+		n, source := availableMemory(read)
+		return memLimit{bytes: n, source: source}, nil
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		return memLimit{}, fmt.Errorf("--max-memory: %w", err)
+	}
+	return memLimit{bytes: n, source: "--max-memory " + s}, nil
+}
+
+// parseSize parses a size in bytes: a number with an optional unit, B, kB,
+// MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+func parseSize(s string) (int64, error) {
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r >= 'A' && r <= 'z' })
+	unit := strings.TrimSpace(s[len(num):])
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("want a size such as 512MiB, 8GB or 0, got %q", s)
+	}
+	units := map[string]float64{"": 1, "B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+	scale, ok := units[unit]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q in %q (want B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)", unit, s)
+	}
+	if v*scale >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return int64(v * scale), nil
+}
+
+// availableMemory returns the memory a run may take and where that figure
+// comes from: MemAvailable of /proc/meminfo, lowered to what the cgroup
+// (v2) of the process may still take when that is less; fallbackMemory
+// where /proc/meminfo cannot be read.
+func availableMemory(read func(string) ([]byte, error)) (int64, string) {
+	data, err := read("/proc/meminfo")
+	if err != nil {
+		return fallbackMemory, "the default of --max-memory auto where /proc/meminfo cannot be read"
+	}
+	avail, ok := memInfoField(data, "MemAvailable")
+	if !ok {
+		return fallbackMemory, "the default of --max-memory auto where /proc/meminfo has no MemAvailable"
+	}
+	n, source := avail, "available (MemAvailable in /proc/meminfo)"
+	if limit, err := readCgroupInt(read, "/sys/fs/cgroup/memory.max"); err == nil {
+		if cur, err := readCgroupInt(read, "/sys/fs/cgroup/memory.current"); err == nil && limit-cur < n {
+			n, source = max(limit-cur, 0), "available to the process's cgroup (memory.max - memory.current)"
+		}
+	}
+	return n, source
+}
+
+// memInfoField returns the value in bytes of a field of /proc/meminfo.
+func memInfoField(data []byte, field string) (int64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != field {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			n *= 1024
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// readCgroupInt reads a cgroup file holding one number; "max" is an error.
+func readCgroupInt(read func(string) ([]byte, error), path string) (int64, error) {
+	data, err := read(path)
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "max" {
+		return 0, errors.New("no limit")
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// checkMemory refuses a run whose estimated memory exceeds the limit,
+// before anything is allocated.
+func checkMemory(model, device string, need memEstimate, limit memLimit) error {
+	if limit.bytes == 0 || need.total <= limit.bytes {
+		return nil
+	}
+	var largest []string
+	for _, u := range need.largest {
+		if u.bytes > 0 {
+			largest = append(largest, fmt.Sprintf("%s %s (%s)", u.name, u.typ, formatBytes(u.bytes)))
+		}
+	}
+	what := "its largest tensors: "
+	if len(largest) == 1 {
+		what = "its largest tensor: "
+	}
+	return fmt.Errorf("model %s needs about %s of memory on %s, more than the %s %s; %s%s"+
+		hintSep+"use smaller sizes (-D NAME=VALUE), or set the limit with --max-memory SIZE (0: no limit)",
+		model, formatBytes(need.total), device, formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "))
+}
+
+// formatBytes formats a number of bytes for people: "7.2 GB (7,200,000,000
+// bytes)".
+func formatBytes(n int64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	v, i := float64(n), 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.3g %s (%s bytes)", v, units[i], thousands(n))
+}
+
+// thousands formats n with commas between groups of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
