@@ -3,6 +3,7 @@ package te
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // Array is a dense tensor value in row-major (C) order. Elements are held as
@@ -29,7 +30,7 @@ const MaxElements = 1 << 30
 func CheckShape(shape []int) (int, error) {
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
+			return 0, fmt.Errorf("shape %s has a negative dimension", shapeList(shape))
 		}
 		if d == 0 {
 			return 0, nil
@@ -38,7 +39,7 @@ func CheckShape(shape []int) (int, error) {
 	n := 1
 	for _, d := range shape {
 		if d > MaxElements/n {
-			return 0, fmt.Errorf("shape %v has more than %d elements (2^30), the most a tensor may have", shape, MaxElements)
+			return 0, fmt.Errorf("shape %s has more than %d elements (2^30), the most a tensor may have", shapeList(shape), MaxElements)
 		}
 		n *= d
 	}
@@ -88,7 +89,7 @@ func SameShape(a, b []int) bool {
 // CheckType returns an error unless a has dtype dt and the given shape.
 func (a *Array) CheckType(dt DType, shape []int) error {
 	if a.DType != dt || !SameShape(a.Shape, shape) {
-		return fmt.Errorf("got %s%v, want %s%v", a.DType, a.Shape, dt, shape)
+		return fmt.Errorf("got %s%s, want %s%s", a.DType, shapeList(a.Shape), dt, shapeList(shape))
 	}
 	return nil
 }
@@ -205,3 +206,15 @@ func Float32ToBFloat16(f float32) uint16 {
 
 // BFloat16ToFloat32 converts bfloat16 bits to float32 exactly.
 func BFloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// shapeList formats a shape as messages do, like the language: [2, 10].
+func shapeList(shape []int) string {
+	b := []byte{'['}
+	for i, d := range shape {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(d), 10)
+	}
+	return string(append(b, ']'))
+}

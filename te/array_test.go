@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -199,5 +200,21 @@ func TestRoundFloat64(t *testing.T) {
 	}
 	if got, want := Round(BF16, 1+0x1p-8+0x1p-40), 1+0x1p-7; got != want {
 		t.Errorf("Round(bf16, 1 + 2^-8 + 2^-40) = %v, want %v", got, want)
+	}
+}
+
+// TestShapeMessages checks that errors print shapes as the language writes
+// them, [2, 10], never as Go's [2 10].
+func TestShapeMessages(t *testing.T) {
+	a := NewArray(F32, []int{2, 10})
+	for _, err := range []error{
+		a.CheckType(F32, []int{4, 8}),
+		func() error { _, err := CheckShape([]int{2, -10}); return err }(),
+		func() error { _, err := CheckShape([]int{1 << 20, 1 << 20}); return err }(),
+	} {
+		if err == nil || strings.Contains(err.Error(), "[2 10]") || strings.Contains(err.Error(), "[1048576 1048576]") ||
+			!strings.Contains(err.Error(), ", ") {
+			t.Errorf("error %v: want shapes written [2, 10]", err)
+		}
 	}
 }

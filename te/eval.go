@@ -149,7 +149,7 @@ func newEvaluator(p *Program, feeds map[string]*Array, opts EvalOptions) (*evalu
 			return nil, fmt.Errorf("te: feed for %s %q: %w", t.Kind, t.Name, err)
 		}
 		if len(a.Data) != t.NumElements() {
-			return nil, fmt.Errorf("te: feed for %s %q: %d elements for shape %v", t.Kind, t.Name, len(a.Data), a.Shape)
+			return nil, fmt.Errorf("te: feed for %s %q: %d elements for shape %s", t.Kind, t.Name, len(a.Data), shapeList(a.Shape))
 		}
 		ev.vals[i] = a
 		fed++

@@ -707,7 +707,7 @@ func TestEvaluateErrors(t *testing.T) {
 		}, []string{`param "w"`, "i32[3]"}},
 		{"wrong shape", prog(ok), func(*Program) map[string]*Array {
 			return map[string]*Array{"x": NewArray(F32, []int{3, 4}), "w": NewArray(I32, []int{3})}
-		}, []string{`input "x"`, "got f32[3 4], want f32[4 3]"}},
+		}, []string{`input "x"`, "got f32[3, 4], want f32[4, 3]"}},
 		{"wrong dtype", prog(ok), func(*Program) map[string]*Array {
 			return map[string]*Array{"x": NewArray(F16, []int{4, 3}), "w": NewArray(I32, []int{3})}
 		}, []string{`input "x"`, "got f16"}},

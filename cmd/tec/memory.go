@@ -161,7 +161,7 @@ func parseMemoryLimit(s string, read func(string) ([]byte, error)) (memLimit, er
 	if err != nil {
 		return memLimit{}, fmt.Errorf("--max-memory: %w", err)
 	}
-	return memLimit{bytes: n, source: "--max-memory " + s}, nil
+	return memLimit{bytes: n, source: "that --max-memory " + s + " allows"}, nil
 }
 
 // parseSize parses a size in bytes: a number with an optional unit, B, kB,
@@ -192,11 +192,11 @@ func parseSize(s string) (int64, error) {
 func availableMemory(read func(string) ([]byte, error)) (int64, string) {
 	data, err := read("/proc/meminfo")
 	if err != nil {
-		return fallbackMemory, "the default of --max-memory auto where /proc/meminfo cannot be read"
+		return fallbackMemory, "that --max-memory auto allows where /proc/meminfo cannot be read"
 	}
 	avail, ok := memInfoField(data, "MemAvailable")
 	if !ok {
-		return fallbackMemory, "the default of --max-memory auto where /proc/meminfo has no MemAvailable"
+		return fallbackMemory, "that --max-memory auto allows where /proc/meminfo has no MemAvailable"
 	}
 	n, source := avail, "available (MemAvailable in /proc/meminfo)"
 	if limit, err := readCgroupInt(read, "/sys/fs/cgroup/memory.max"); err == nil {
@@ -253,20 +253,19 @@ func checkMemory(model, device string, need memEstimate, limit memLimit) error {
 	var largest []string
 	for _, u := range need.largest {
 		if u.bytes > 0 {
-			largest = append(largest, fmt.Sprintf("%s %s (%s)", u.name, u.typ, formatBytes(u.bytes)))
+			largest = append(largest, fmt.Sprintf("%s %s %s", u.name, u.typ, formatBytes(u.bytes)))
 		}
 	}
 	what := "its largest tensors: "
 	if len(largest) == 1 {
 		what = "its largest tensor: "
 	}
-	return fmt.Errorf("model %s needs about %s of memory on %s, more than the %s %s; %s%s"+
+	return fmt.Errorf("model %s needs about %s of memory on %s (%s bytes), more than the %s %s; %s%s"+
 		hintSep+"use smaller sizes (-D NAME=VALUE), or set the limit with --max-memory SIZE (0: no limit)",
-		model, formatBytes(need.total), device, formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "))
+		model, formatBytes(need.total), device, thousands(need.total), formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "))
 }
 
-// formatBytes formats a number of bytes for people: "7.2 GB (7,200,000,000
-// bytes)".
+// formatBytes formats a number of bytes for people: "7.2 GB".
 func formatBytes(n int64) string {
 	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
 	v, i := float64(n), 0
@@ -277,7 +276,7 @@ func formatBytes(n int64) string {
 	if i == 0 {
 		return fmt.Sprintf("%d bytes", n)
 	}
-	return fmt.Sprintf("%.3g %s (%s bytes)", v, units[i], thousands(n))
+	return fmt.Sprintf("%.3g %s", v, units[i])
 }
 
 // thousands formats n with commas between groups of three digits.

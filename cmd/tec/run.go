@@ -120,6 +120,9 @@ machine-readable summary on standard output.`,
 			return code
 		}
 		e.setJSON(rf.diagnostics, isSet(fs, "diagnostics"), rf.json)
+		// JSON diagnostics come with the JSON summary, so that standard
+		// output is JSON whatever the outcome.
+		rf.json = rf.json || e.json
 		if err := rf.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}

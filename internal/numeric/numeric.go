@@ -102,7 +102,7 @@ type Mismatch struct {
 // Mismatch. Arrays of different shapes are an error.
 func Compare(got, want *te.Array, tol Tolerance) (*Mismatch, error) {
 	if !te.SameShape(got.Shape, want.Shape) {
-		return nil, fmt.Errorf("shape %v, want %v", got.Shape, want.Shape)
+		return nil, fmt.Errorf("shape %s, want %s", FormatIndex(got.Shape), FormatIndex(want.Shape))
 	}
 	var m Mismatch
 	first := -1

@@ -111,3 +111,10 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("Summarize = %+v", s)
 	}
 }
+
+func TestCompareShapeMessage(t *testing.T) {
+	_, err := Compare(te.NewArray(te.F32, []int{2, 10}), te.NewArray(te.F32, []int{4, 8}), Tolerance{})
+	if err == nil || err.Error() != "shape [2, 10], want [4, 8]" {
+		t.Errorf("Compare of different shapes: %v, want shape [2, 10], want [4, 8]", err)
+	}
+}

@@ -269,7 +269,7 @@ func TestReadErrors(t *testing.T) {
 		{"shape beyond the data", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824,), }"),
 			"truncated data: got 64 of 4294967296 bytes"},
 		{"overflowing shape", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"),
-			"shape [4294967296 4294967296] has more than 1073741824 elements"},
+			"shape [4294967296, 4294967296] has more than 1073741824 elements"},
 		{"overflowing bytes", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }"),
 			"shape [4611686018427387904] has more than 1073741824 elements"},
 		{"shape beyond int64", hdr("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }"),
