@@ -282,7 +282,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 	}
 	long := secs > e.longRunThreshold().Seconds()
 	if long && !e.json {
-		fmt.Fprintf(e.stderr, "tec run: model %s on %s: about %.2g operations, estimated %s (good to a factor of about three)\n",
+		fmt.Fprintf(e.stderr, "tec run: model %s on %s: about %.2g operations, estimated %s\n",
 			prog.Name, rf.device, prog.Work().Total(), formatSeconds(secs))
 	}
 	feeds, filled, err := e.bindFeeds(c, prog, rf, fill)
