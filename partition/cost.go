@@ -463,6 +463,7 @@ func (c *coster) kernel(i, e int) *Kernel {
 			bytes = min(bytes, s.Foot)
 		}
 		k.Cost.Stages = c.stageTime(s, bytes, c.own[i], s.Tiles)
+		k.Grid = max(1, s.Tiles)
 	}
 	for _, s := range c.scheds[i:e] {
 		k.Cost.Bytes += s.Bytes

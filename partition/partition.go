@@ -125,7 +125,10 @@ type Kernel struct {
 	Sync []Barrier
 	// Resources of one block: the most of any stage.
 	Resources Resources
-	// BlocksPerSM and Grid: occupancy and the all-resident grid's size.
+	// BlocksPerSM and Grid: occupancy, and the grid the cost model assumes:
+	// the all-resident grid's size, or for a kernel of its own (PerTE) a
+	// block per tile. The fused lowering launches at most Grid blocks (see
+	// Launch).
 	BlocksPerSM, Grid int
 	// GridSyncs counts the grid barriers the cost model charges (two per
 	// split reduction; the lowering may need fewer).
@@ -384,9 +387,27 @@ func (pl *Plan) Stats() (kernels, gridSyncs int, cost Cost) {
 	return len(pl.Kernels), gridSyncs, cost
 }
 
+// Launch is the grid that the lowering gave one kernel of a plan. The plan's
+// Kernel.Grid is the all-resident grid that its cost model assumes; the
+// fused lowering launches at most as many blocks as the kernel has work for
+// and as its own shared memory lets be resident, and the unfused lowering a
+// fixed grid of one block per tile.
+type Launch struct {
+	Blocks   int
+	Resident bool // launched cooperatively, all blocks resident at once
+	// Reason says why Blocks is not the plan's Grid; "" when it is.
+	Reason string
+}
+
 // String formats the plan for people: one paragraph per kernel with its
 // boundary, grid and stages.
-func (pl *Plan) String() string {
+func (pl *Plan) String() string { return pl.Format(nil) }
+
+// Format is String with the grid each kernel is launched with: launch[i]
+// for kernel i, or the plan's all-resident grid where launch is nil. A
+// launch that differs from the plan's grid is shown with the plan's grid
+// and the reason.
+func (pl *Plan) Format(launch []Launch) string {
 	var b strings.Builder
 	n, syncs, cost := pl.Stats()
 	fmt.Fprintf(&b, "plan %s on %s (%s): %d kernels, %d grid syncs, predicted %.3f ms\n", pl.Program.Name, pl.GPU.Name, pl.Strategy, n, syncs, cost.Total()*1e3)
@@ -394,8 +415,12 @@ func (pl *Plan) String() string {
 		if k.Boundary != nil {
 			fmt.Fprintf(&b, "  -- boundary before %s: %s\n", k.Boundary.Before.Name, k.Boundary.Reason)
 		}
-		fmt.Fprintf(&b, "kernel %d: %d stages, grid %d (%d/SM), %d threads, smem %d B, regs %d, %d grid syncs, predicted %.1f µs\n",
-			i, len(k.Stages), k.Grid, k.BlocksPerSM, k.Resources.Threads, k.Resources.SharedBytes, k.Resources.RegsPerThread, k.GridSyncs, k.Cost.Total()*1e6)
+		grid := fmt.Sprintf("grid %d (%d/SM)", k.Grid, k.BlocksPerSM)
+		if i < len(launch) && launch[i].Reason != "" {
+			grid = fmt.Sprintf("grid %d (planned %d, %d/SM: %s)", launch[i].Blocks, k.Grid, k.BlocksPerSM, launch[i].Reason)
+		}
+		fmt.Fprintf(&b, "kernel %d: %d stages, %s, %d threads, smem %d B, regs %d, %d grid syncs, predicted %.1f µs\n",
+			i, len(k.Stages), grid, k.Resources.Threads, k.Resources.SharedBytes, k.Resources.RegsPerThread, k.GridSyncs, k.Cost.Total()*1e6)
 		if k.Cache != nil {
 			fmt.Fprintf(&b, "    %s\n", k.Cache)
 		}

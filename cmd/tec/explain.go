@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"tec/analysis"
-	"tec/partition"
 	"tec/te"
 )
 
@@ -107,7 +106,7 @@ merged and split there.
 		if a == nil {
 			return code
 		}
-		var pl *partition.Plan
+		var pl *kernelPlan
 		if *withPlan {
 			if pl, err = plan(a.Program, opts); err != nil {
 				return e.failf(c, exitUser, fail(codeBuild, err))

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+
+	"tec/backend/kir"
 	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
@@ -17,8 +20,14 @@ type planReport struct {
 }
 
 type planKernel struct {
-	Stages      []string      `json:"stages"`
+	Stages []string `json:"stages"`
+	// Grid is the blocks the kernel is launched with, as in tec build's
+	// report; PlanGrid is the plan's all-resident grid, and GridReason
+	// says why Grid differs from it.
 	Grid        int           `json:"grid"`
+	Resident    bool          `json:"resident"`
+	PlanGrid    int           `json:"plan_grid"`
+	GridReason  string        `json:"grid_reason,omitempty"`
 	BlocksPerSM int           `json:"blocks_per_sm"`
 	Threads     int           `json:"threads"`
 	SharedBytes int           `json:"shared_bytes"`
@@ -52,20 +61,74 @@ type planBoundary struct {
 	SplitMS  jsonFloat `json:"split_ms"`
 }
 
-// plan runs the pipeline up to its partition plan for prog.
-func plan(prog *te.Program, opts pipeline.Options) (*partition.Plan, error) {
+// kernelPlan is what "tec explain --plan" reports: the partition plan, and
+// the grid that the lowering gave each of its kernels.
+type kernelPlan struct {
+	*partition.Plan
+	Launch []partition.Launch
+}
+
+// String formats the plan with the launched grids.
+func (p *kernelPlan) String() string { return p.Format(p.Launch) }
+
+// plan runs the pipeline for prog, and returns its partition plan with the
+// grid of each kernel it lowered.
+func plan(prog *te.Program, opts pipeline.Options) (*kernelPlan, error) {
 	res, err := pipeline.Build(prog, opts)
 	if err != nil {
 		return nil, err
 	}
-	return res.Plan, nil
+	launch, err := launches(res.Plan, res.Module)
+	if err != nil {
+		return nil, err
+	}
+	return &kernelPlan{Plan: res.Plan, Launch: launch}, nil
 }
 
-func newPlanReport(pl *partition.Plan, level int) *planReport {
+// launches returns the grid that kernel i of m, lowered from kernel i of
+// pl, is launched with: the blocks that tec build's report counts (see
+// writeReport), and why they are not the plan's grid where they are not.
+func launches(pl *partition.Plan, m *kir.Module) ([]partition.Launch, error) {
+	if len(m.Kernels) != len(pl.Kernels) {
+		return nil, fmt.Errorf("the plan has %d kernels but the kernel IR %d", len(pl.Kernels), len(m.Kernels))
+	}
+	resident := residentBlocks(m, pl.GPU)
+	out := make([]partition.Launch, len(pl.Kernels))
+	for i, pk := range pl.Kernels {
+		k := m.Kernels[i]
+		l := partition.Launch{Blocks: k.Grid.Size(resident), Resident: k.Grid.Resident}
+		if l.Blocks != pk.Grid {
+			l.Reason = launchReason(pk, k, pl.GPU, l.Blocks)
+		}
+		out[i] = l
+	}
+	return out, nil
+}
+
+// launchReason says why kernel k, lowered from pk, launches blocks blocks
+// rather than the plan's all-resident grid.
+func launchReason(pk *partition.Kernel, k *kir.Kernel, g partition.GPU, blocks int) string {
+	if !k.Grid.Resident {
+		return fmt.Sprintf("not all-resident: the unfused lowering tiles it into %d blocks, the plan's schedule into %d", blocks, pk.Grid)
+	}
+	res := pk.Resources
+	res.Threads, res.SharedBytes = max(res.Threads, k.Block), max(res.SharedBytes, int(k.SharedBytes()))
+	if fit := g.ResidentBlocks(res); blocks >= fit {
+		return fmt.Sprintf("the kernel's %d B of shared memory per block (the plan estimated %d B) let only %d blocks be resident",
+			res.SharedBytes, pk.Resources.SharedBytes, fit)
+	}
+	return fmt.Sprintf("the kernel has work for %d blocks only", blocks)
+}
+
+func newPlanReport(p *kernelPlan, level int) *planReport {
+	pl := p.Plan
 	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Kernels: []planKernel{}}
-	for _, k := range pl.Kernels {
+	for i, k := range pl.Kernels {
 		kr := planKernel{
-			Grid:        k.Grid,
+			Grid:        p.Launch[i].Blocks,
+			Resident:    p.Launch[i].Resident,
+			PlanGrid:    k.Grid,
+			GridReason:  p.Launch[i].Reason,
 			BlocksPerSM: k.BlocksPerSM,
 			Threads:     k.Resources.Threads,
 			SharedBytes: k.Resources.SharedBytes,

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"tec/examples"
 )
 
 // TestExplainPlan checks that "tec explain --plan" shows every kernel
@@ -55,5 +59,89 @@ func TestExplainPlan(t *testing.T) {
 	}
 	if code, _, stderr := runTec(t, "explain", "../../examples/bert.te", "--plan", "--gpu", "tpu"); code != exitUsage || !strings.Contains(stderr, "--gpu") {
 		t.Errorf("unknown GPU: status %d, stderr %q", code, stderr)
+	}
+}
+
+// TestExplainPlanGridMatchesReport checks, for every example at full size
+// (the LSTM at 4 steps) at -O4 and at its tiny size at -O0,
+// that the grid "tec explain --plan" reports for each kernel is the grid
+// that "tec build --report" counts, and that a grid other than the plan's
+// says why.
+func TestExplainPlanGridMatchesReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every example at full size")
+	}
+	for _, ex := range examples.All() {
+		for _, level := range []string{"-O0", "-O4"} {
+			t.Run(ex.Name+level, func(t *testing.T) {
+				file := filepath.Join("..", "..", "examples", ex.File())
+				var args []string
+				switch {
+				case level == "-O0":
+					args = ex.TinyFlags() // one kernel per TE: the tiny model has every kind
+				case ex.Name == "lstm":
+					// Full-size widths, 4 of the 100 steps: explaining 1,000
+					// cells takes minutes.
+					args = []string{"-D", "T=4"}
+				}
+				code, stdout, stderr := runTec(t, append([]string{"explain", file, "--plan", "--summary", "--json", level}, args...)...)
+				if code != exitOK {
+					t.Fatalf("explain: status %d\n%s", code, stderr)
+				}
+				var plan struct {
+					Plan planReport `json:"plan"`
+				}
+				if err := json.Unmarshal([]byte(stdout), &plan); err != nil {
+					t.Fatalf("explain: not JSON: %v", err)
+				}
+				dir := t.TempDir()
+				rpath := filepath.Join(dir, "report.json")
+				code, _, stderr = runTec(t, append([]string{"build", file, "--emit", "cu", "-o", dir, "--report", rpath, level}, args...)...)
+				if code != exitOK {
+					t.Fatalf("build: status %d\n%s", code, stderr)
+				}
+				var rep struct {
+					Kernels []struct {
+						Name     string `json:"name"`
+						Blocks   int    `json:"blocks"`
+						Resident bool   `json:"resident"`
+					} `json:"kernels"`
+				}
+				data, err := os.ReadFile(rpath)
+				if err == nil {
+					err = json.Unmarshal(data, &rep)
+				}
+				if err != nil {
+					t.Fatalf("report: %v", err)
+				}
+				if len(rep.Kernels) != len(plan.Plan.Kernels) {
+					t.Fatalf("explain --plan has %d kernels, the report %d", len(plan.Plan.Kernels), len(rep.Kernels))
+				}
+				for i, k := range plan.Plan.Kernels {
+					r := rep.Kernels[i]
+					if k.Grid != r.Blocks || k.Resident != r.Resident {
+						t.Errorf("kernel %d (%s): explain --plan says grid %d (resident %v), the report %d blocks (resident %v)",
+							i, r.Name, k.Grid, k.Resident, r.Blocks, r.Resident)
+					}
+					if (k.Grid != k.PlanGrid) != (k.GridReason != "") {
+						t.Errorf("kernel %d (%s): grid %d, plan's grid %d, reason %q", i, r.Name, k.Grid, k.PlanGrid, k.GridReason)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestExplainPlanGridReason checks the text plan of the full-size softmax,
+// whose 128 rows launch 128 of the 864 blocks that the plan's all-resident
+// grid would hold.
+func TestExplainPlanGridReason(t *testing.T) {
+	code, stdout, stderr := runTec(t, "explain", "../../examples/softmax.te", "--plan", "--summary")
+	if code != exitOK {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	want := "kernel 0: 3 stages, grid 128 (planned 864, 8/SM: the kernel has work for 128 blocks only), "
+	if !strings.Contains(stdout, want) {
+		t.Errorf("text plan lacks %q:\n%s", want, stdout)
 	}
 }
