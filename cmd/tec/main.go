@@ -8,6 +8,7 @@
 //
 //	build    compile a model to CUDA C++, LLVM IR and PTX
 //	check    check a .te file and report every error
+//	doc      show the standard library and the builtins
 //	explain  report the global analysis of a model
 //	fmt      format .te files
 //	graph    draw the tensor-dependency graph of a model
@@ -69,7 +70,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand()}
+	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand(), docCommand()}
 }
 
 func main() {

@@ -1,5 +1,7 @@
 package lsp
 
+import "tec/lang"
+
 // builtin describes a name of the language's universe scope, for hover and
 // completion.
 type builtin struct {
@@ -9,6 +11,7 @@ type builtin struct {
 
 type builtinKind int
 
+// The kinds, in lang.BuiltinKind's order.
 const (
 	elemFunc builtinKind = iota // an element or compile-time function
 	reduction
@@ -17,36 +20,13 @@ const (
 )
 
 // builtins returns the builtin names with their documentation, from
-// docs/language.md.
+// lang.Builtins.
 func builtins() []builtin {
-	return []builtin{
-		{"exp", "exp(x)", "e to the power x, element-wise; also a compile-time function", elemFunc},
-		{"log", "log(x)", "natural logarithm, element-wise; also a compile-time function", elemFunc},
-		{"sqrt", "sqrt(x)", "square root, element-wise; also a compile-time function", elemFunc},
-		{"rsqrt", "rsqrt(x)", "1 / sqrt(x), element-wise; also a compile-time function", elemFunc},
-		{"tanh", "tanh(x)", "hyperbolic tangent, element-wise", elemFunc},
-		{"sigmoid", "sigmoid(x)", "1 / (1 + exp(-x)), element-wise", elemFunc},
-		{"erf", "erf(x)", "the error function, element-wise", elemFunc},
-		{"abs", "abs(x)", "absolute value, element-wise; also a compile-time function", elemFunc},
-		{"pow", "pow(a, b)", "a to the power b, element-wise; also a compile-time function", elemFunc},
-		{"max", "max(a, b) | max[k](e)", "the larger of two values, or with axes the maximum of e over them (a reduction)", reduction},
-		{"min", "min(a, b) | min[k](e)", "the smaller of two values, or with axes the minimum of e over them (a reduction)", reduction},
-		{"sum", "sum[k, ...](e)", "the sum of e over every value of the fresh axes (a reduction)", reduction},
-		{"prod", "prod[k, ...](e)", "the product of e over every value of the fresh axes (a reduction)", reduction},
-		{"select", "select(c, a, b)", "a where c holds, else b; only the chosen branch is evaluated, and c narrows the ranges checked in each branch", elemFunc},
-		{"f32", "f32 | f32[dims] | f32(e)", "32-bit float: a dtype, a tensor type, or a cast", dtype},
-		{"f16", "f16 | f16[dims] | f16(e)", "16-bit float: a dtype, a tensor type, or a cast (the tensor is stored as f16)", dtype},
-		{"bf16", "bf16 | bf16[dims] | bf16(e)", "bfloat16: a dtype, a tensor type, or a cast", dtype},
-		{"i32", "i32 | i32[dims] | i32(e)", "32-bit integer: a dtype, a tensor type, or a cast (truncates towards zero)", dtype},
-		{"bool", "bool | bool[dims] | bool(e)", "boolean: a dtype, a tensor type, or a cast", dtype},
-		{"int", "int(x)", "a compile-time number truncated towards zero; as a parameter type, a compile-time int", elemFunc},
-		{"float", "float(x)", "a compile-time number as a float; as a parameter type, a compile-time number", elemFunc},
-		{"len", "len(xs)", "the length of a compile-time list", elemFunc},
-		{"zeros", "zeros(f32[dims])", "a constant tensor of zeros, stored in the type given", constructor},
-		{"ones", "ones(f32[dims])", "a constant tensor of ones, stored in the type given", constructor},
-		{"full", "full(f32[dims], v)", "a constant tensor filled with v, stored in the type given", constructor},
-		{"stack", "stack(xs)", "a tensor of shape [len(xs), ...] from a list of equal-shaped tensors", constructor},
+	var out []builtin
+	for _, b := range lang.Builtins() {
+		out = append(out, builtin{b.Name, b.Signature, b.Doc, builtinKind(b.Kind)})
 	}
+	return out
 }
 
 // lookupBuiltin returns the builtin called name.
