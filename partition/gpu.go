@@ -17,6 +17,7 @@ import (
 // GPU describes a target GPU: the resources that bound how many blocks of a
 // kernel can be resident at once, and the rates that the cost model divides
 // work by. Sizes are in bytes, rates per second, costs in seconds.
+// docs/gpu.md documents the JSON form for users (TestGPUDoc keeps it whole).
 type GPU struct {
 	Name string `json:"name"`
 	// CC is the compute capability, e.g. "8.0".
