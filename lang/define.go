@@ -90,7 +90,8 @@ func (c *checker) defineTensor(sc *scope, s *syntax.AssignStmt) {
 		return
 	}
 	c.checkBounds(ec)
-	tv := c.compute(file, s.Span, axes, body)
+	tv := c.compute(file, s.Span, axes, body, c.stmtName())
+	c.prog.bound[tv.t] = true
 	c.assignLocal(sc, t.Name, tv)
 }
 

@@ -58,7 +58,7 @@ func (c *checker) eval(sc *scope, e syntax.Expr) Value {
 			return s.num
 		}
 		c.checkBounds(ec)
-		return c.compute(file, e.Span, nil, s)
+		return c.compute(file, e.Span, nil, s, c.madeName(e.Op.Name))
 	case *syntax.ListExpr:
 		elems := make([]Value, len(e.Elems))
 		for i, x := range e.Elems {
@@ -312,7 +312,7 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 			}
 			v = n
 		}
-		return c.constTensor(sc, e.Span, t, v)
+		return c.constTensor(sc, e.Span, name, t, v)
 	case "stack":
 		return c.stack(sc, e.Span, spans[0], args[0])
 	case "select":

@@ -14,8 +14,16 @@ type frame struct {
 	callFile string
 	callSpan syntax.Span
 	depth    int
-	// hint names the tensors that the current statement makes.
-	hint string
+	// path names the call: the name that its result takes ("" for the model
+	// body). Tensors made inside are named path/name (see names.go).
+	path string
+	// mark is the number of tensors made before the call: a returned tensor
+	// with a larger ID was made by the call and takes the call's name.
+	mark int
+	// stmt names what the statement being executed binds; rhs is its whole
+	// right-hand side, a call of which takes stmt as its path.
+	stmt string
+	rhs  syntax.Expr
 	// returned is set once a return statement ran; results holds its values.
 	returned    bool
 	results     []Value
@@ -33,19 +41,13 @@ func (c *checker) pushCall(fn *fnDecl, file string, span syntax.Span) bool {
 		c.errorAt(file, span, "recursion", "", "calls nest more than %d deep", maxCallDepth)
 		return false
 	}
-	c.frame = &frame{parent: c.frame, fn: fn, callFile: file, callSpan: span, depth: depth, hint: fn.name()}
+	path := c.callPath(fn, span)
+	c.frame = &frame{parent: c.frame, fn: fn, callFile: file, callSpan: span, depth: depth,
+		path: path, mark: len(c.prog.tensors), stmt: path}
 	return true
 }
 
 func (c *checker) popCall() { c.frame = c.frame.parent }
-
-// hint returns the name that tensors made now are given.
-func (c *checker) hint() string {
-	if c.frame == nil || c.frame.hint == "" {
-		return "t"
-	}
-	return c.frame.hint
-}
 
 // shapeSym is a shape symbol bound at a call.
 type shapeSym struct {

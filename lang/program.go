@@ -14,6 +14,9 @@ type builder struct {
 	placeholders map[string]*placeholderSite
 	outputs      []outputSite
 	outputNames  map[string]syntax.Span
+	// bound holds the tensors named by the statement that binds them, whose
+	// names are made unique before the others' (see names.go).
+	bound map[*te.Tensor]bool
 }
 
 type placeholderSite struct {
@@ -29,11 +32,11 @@ type outputSite struct {
 }
 
 func newBuilder(c *checker) *builder {
-	return &builder{c: c, placeholders: map[string]*placeholderSite{}, outputNames: map[string]syntax.Span{}}
+	return &builder{c: c, placeholders: map[string]*placeholderSite{}, outputNames: map[string]syntax.Span{}, bound: map[*te.Tensor]bool{}}
 }
 
-// add appends a tensor, named provisionally by hint, with the current scope.
-func (b *builder) add(t *te.Tensor, hint, file string, span syntax.Span) *te.Tensor {
+// add appends a tensor, named provisionally name, with the current scope.
+func (b *builder) add(t *te.Tensor, name, file string, span syntax.Span) *te.Tensor {
 	b.c.work(file, span, tensorCost)
 	b.c.checkSize(file, span, t.Shape)
 	t.ID = len(b.tensors)
@@ -42,7 +45,7 @@ func (b *builder) add(t *te.Tensor, hint, file string, span syntax.Span) *te.Ten
 		// loads need no proof): it goes before any later stage sees it.
 		t.Body = te.FoldSelects(t.Body)
 	}
-	t.Name = hint
+	t.Name = name
 	t.Span = teSpan(file, span)
 	t.Scope = b.c.currentScope()
 	b.tensors = append(b.tensors, t)
@@ -86,15 +89,17 @@ func (b *builder) output(c *checker, it *syntax.OutputItem, tv *tensorVal, file 
 	case t.Kind != te.Compute && !tv.isView() && t.Name == name:
 		// the placeholder itself, under its own name
 	case tv.isView() || t.Kind != te.Compute || taken:
-		c.frame.hint = name
-		t = c.copyTensor(file, it.Span, tv).t
+		t = c.copyTensor(file, it.Span, tv, name).t
 	}
 	b.outputs = append(b.outputs, outputSite{name: name, t: t})
 }
 
 // finish removes the tensors that no output needs (placeholders are kept:
 // callers bind them by name), names the tensors uniquely and returns the
-// program.
+// program. Outputs and placeholders keep their names; then the tensors that
+// statements name take theirs, and the tensors that expressions make take
+// what is left, so that no intermediate takes a statement's name. A name
+// taken already gets the first free suffix .1, .2, ...
 func (b *builder) finish(model string) *te.Program {
 	live := make([]bool, len(b.tensors))
 	var stack []*te.Tensor
@@ -130,37 +135,40 @@ func (b *builder) finish(model string) *te.Program {
 			used[t.Name] = true
 		}
 	}
-	next := map[string]int{}
 	for _, t := range b.tensors {
 		if t.Kind == te.Compute && !live[t.ID] {
 			continue
 		}
 		t.ID = len(p.Tensors)
 		p.Tensors = append(p.Tensors, t)
-		if t.Kind != te.Compute {
-			continue
-		}
-		if n, ok := outName[t]; ok {
-			t.Name = n
-			continue
-		}
-		base := t.Name
-		if !used[base] {
-			used[base] = true
-			continue
-		}
-		for {
-			next[base]++
-			n := base + "." + strconv.Itoa(next[base])
-			if !used[n] {
-				used[n] = true
-				t.Name = n
-				break
+	}
+	next := map[string]int{}
+	for _, statement := range []bool{true, false} {
+		for _, t := range p.Tensors {
+			if t.Kind != te.Compute || b.bound[t] != statement {
+				continue
 			}
+			if n, ok := outName[t]; ok {
+				t.Name = n
+				continue
+			}
+			t.Name = uniqueName(t.Name, used, next)
 		}
 	}
 	for _, o := range b.outputs {
 		p.Outputs = append(p.Outputs, o.t)
 	}
 	return p
+}
+
+// uniqueName returns base, or the first of base.1, base.2, ... not in used,
+// and marks it used; next remembers, per base, the suffix to try next.
+func uniqueName(base string, used map[string]bool, next map[string]int) string {
+	n := base
+	for used[n] {
+		next[base]++
+		n = base + "." + strconv.Itoa(next[base])
+	}
+	used[n] = true
+	return n
 }

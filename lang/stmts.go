@@ -23,7 +23,7 @@ func (c *checker) exec(sc *scope, s syntax.Stmt) {
 	file := sc.path
 	switch s := s.(type) {
 	case *syntax.ConstDecl:
-		c.frame.hint = s.Name.Name
+		c.enterStmt(s.Name.Name, s.Value)
 		v := c.eval(sc, s.Value)
 		switch v.(type) {
 		case number, poison:
@@ -116,8 +116,10 @@ func (c *checker) execOutput(sc *scope, s *syntax.OutputStmt) {
 	for _, it := range s.Items {
 		var v Value
 		if it.Value != nil {
-			c.frame.hint = it.Name.Name
+			c.enterStmt(it.Name.Name, it.Value)
+			mark := len(c.prog.tensors)
 			v = c.settle(sc, c.eval(sc, it.Value))
+			c.bindName(v, c.stmtName(), mark)
 			c.assignLocal(sc, it.Name, v)
 		} else {
 			v = c.lookup(sc, it.Name)
@@ -151,7 +153,7 @@ func (c *checker) execReturn(sc *scope, s *syntax.ReturnStmt) {
 		c.errorAt(sc.path, s.Span, "type", "output the tensors instead", "return is allowed only in a function")
 		return
 	}
-	c.frame.hint = c.frame.fn.name()
+	c.enterReturn(s.Values)
 	vals := make([]Value, len(s.Values))
 	spans := make([]syntax.Span, len(s.Values))
 	for i, e := range s.Values {
@@ -162,6 +164,9 @@ func (c *checker) execReturn(sc *scope, s *syntax.ReturnStmt) {
 			vals[i] = poison{}
 		}
 	}
+	if len(vals) == 1 {
+		c.bindName(vals[0], c.frame.path, c.frame.mark)
+	}
 	c.frame.returned = true
 	c.frame.results = vals
 	c.frame.resultSpans = spans
@@ -169,7 +174,12 @@ func (c *checker) execReturn(sc *scope, s *syntax.ReturnStmt) {
 
 func (c *checker) execAssign(sc *scope, s *syntax.AssignStmt) {
 	file := sc.path
-	c.frame.hint = s.Targets[0].Name.Name
+	if len(s.Targets) == 1 {
+		c.enterStmt(s.Targets[0].Name.Name, s.Value)
+	} else {
+		c.enterMultiAssign(s)
+	}
+	mark := len(c.prog.tensors)
 	// A single target with indices defines a tensor element-wise, unless it
 	// names a list, whose element it replaces.
 	if len(s.Targets) == 1 && s.Targets[0].Indices != nil {
@@ -225,6 +235,7 @@ func (c *checker) execAssign(sc *scope, s *syntax.AssignStmt) {
 		}
 	}
 	for i, t := range s.Targets {
+		c.bindName(vals[i], joinName(c.frame.path, t.Name.Name), mark)
 		if t.Indices == nil {
 			c.assignLocal(sc, t.Name, vals[i])
 			continue

@@ -42,6 +42,9 @@ type lazyVal struct {
 	shape []int
 	elem  func(ec *elemCtx, ix []te.Index) scalar
 	span  syntax.Span
+	// label says what made the value (gelu, add), for the name of its
+	// tensor when it is materialised but not bound.
+	label string
 }
 
 // listVal is a compile-time list. Lists are values: element assignment makes

@@ -72,7 +72,7 @@ func (c *checker) elementwise(sc *scope, span syntax.Span, what string, args []V
 	if shape == nil {
 		shape = []int{}
 	}
-	return &lazyVal{shape: shape, span: span, elem: func(ec *elemCtx, ix []te.Index) scalar {
+	return &lazyVal{shape: shape, span: span, label: elemLabel(what, len(args)), elem: func(ec *elemCtx, ix []te.Index) scalar {
 		xs := make([]scalar, len(args))
 		for i, a := range args {
 			switch a := a.(type) {
@@ -125,13 +125,13 @@ func (c *checker) materialize(sc *scope, l *lazyVal) Value {
 		return poison{}
 	}
 	c.checkBounds(ec)
-	return c.compute(sc.path, l.span, axes, s)
+	return c.compute(sc.path, l.span, axes, s, c.madeName(l.label))
 }
 
-// compute adds a compute tensor over axes whose body is s, stored in the
-// dtype that the language's rules give: a cast's type, i32 or bool for such
-// bodies, and f32 otherwise.
-func (c *checker) compute(file string, span syntax.Span, axes []*te.Var, s scalar) *tensorVal {
+// compute adds a compute tensor named name over axes whose body is s, stored
+// in the dtype that the language's rules give: a cast's type, i32 or bool for
+// such bodies, and f32 otherwise.
+func (c *checker) compute(file string, span syntax.Span, axes []*te.Var, s scalar, name string) *tensorVal {
 	body := s.toExpr(false)
 	dt := te.TypeOf(body)
 	if cast, ok := body.(*te.Cast); ok {
@@ -141,7 +141,7 @@ func (c *checker) compute(file string, span syntax.Span, axes []*te.Var, s scala
 	for d, v := range axes {
 		shape[d] = v.Extent
 	}
-	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: body}, c.hint(), file, span)
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: body}, name, file, span)
 	return wholeTensor(t)
 }
 
@@ -165,8 +165,8 @@ func (c *checker) settle(sc *scope, v Value) Value {
 	return v
 }
 
-// constTensor makes zeros(t), ones(t) or full(t, v).
-func (c *checker) constTensor(sc *scope, span syntax.Span, t typeVal, v number) Value {
+// constTensor makes zeros(t), ones(t) or full(t, v); name is the builtin's.
+func (c *checker) constTensor(sc *scope, span syntax.Span, name string, t typeVal, v number) Value {
 	axes := make([]*te.Var, len(t.dims))
 	for d, n := range t.dims {
 		axes[d] = te.NewVar(axisName(d), n)
@@ -183,7 +183,7 @@ func (c *checker) constTensor(sc *scope, span syntax.Span, t typeVal, v number) 
 	default:
 		body = &te.ConstExpr{Value: v.float(), DType: te.F32}
 	}
-	tt := c.prog.add(&te.Tensor{Kind: te.Compute, DType: t.dtype, Shape: append([]int(nil), t.dims...), Axes: axes, Body: body}, c.hint(), sc.path, span)
+	tt := c.prog.add(&te.Tensor{Kind: te.Compute, DType: t.dtype, Shape: append([]int(nil), t.dims...), Axes: axes, Body: body}, c.madeName(name), sc.path, span)
 	return wholeTensor(tt)
 }
 
@@ -239,7 +239,7 @@ func (c *checker) stack(sc *scope, span syntax.Span, argSpan syntax.Span, v Valu
 	}
 	shape := append([]int{len(ts)}, inner...)
 	dt := ts[0].dtype()
-	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: build(0, len(ts))}, c.hint(), file, span)
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: build(0, len(ts))}, c.madeName("stack"), file, span)
 	return wholeTensor(t)
 }
 
@@ -252,9 +252,9 @@ func loadView(v *tensorVal, ix []te.Index) te.Expr {
 	return &te.Load{Tensor: v.t, Index: append(full, ix...)}
 }
 
-// copyTensor makes a new tensor holding the elements of v (a view or a
-// placeholder given as an output).
-func (c *checker) copyTensor(file string, span syntax.Span, v *tensorVal) *tensorVal {
+// copyTensor makes a new tensor named name holding the elements of v (a view
+// or a placeholder given as an output).
+func (c *checker) copyTensor(file string, span syntax.Span, v *tensorVal, name string) *tensorVal {
 	axes := make([]*te.Var, len(v.shape))
 	ix := make([]te.Index, len(v.shape))
 	for d, n := range v.shape {
@@ -265,6 +265,6 @@ func (c *checker) copyTensor(file string, span syntax.Span, v *tensorVal) *tenso
 	if v.dtype() != te.TypeOf(body) {
 		body = &te.Cast{To: v.dtype(), X: body}
 	}
-	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: v.dtype(), Shape: append([]int(nil), v.shape...), Axes: axes, Body: body}, c.hint(), file, span)
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: v.dtype(), Shape: append([]int(nil), v.shape...), Axes: axes, Body: body}, name, file, span)
 	return wholeTensor(t)
 }
