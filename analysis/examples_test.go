@@ -111,7 +111,7 @@ func TestLSTMExampleWeightReuse(t *testing.T) {
 			t.Errorf("%s: readers %s, temporal %s; want %d cells, all temporal", w, join(r.Readers), join(r.Temporal), T*L)
 		}
 		for _, g := range r.Readers {
-			if !strings.HasPrefix(g.Name, "g") || g.Scope[len(g.Scope)-1] != "lstm_cell" {
+			if !strings.HasPrefix(g.Name, "lstm_cell/g") || g.Scope[len(g.Scope)-1] != "lstm_cell" {
 				t.Errorf("%s is read by %s in %v, not by a cell's gates", w, g.Name, g.Scope)
 			}
 		}
@@ -127,7 +127,7 @@ func TestBERTExampleQKVReuse(t *testing.T) {
 	a := analyseExample(t, "bert") // L=2
 	var groups int
 	for _, x := range a.TEs {
-		if x.Tensor.Name != "q" && !strings.HasPrefix(x.Tensor.Name, "q.") {
+		if x.Tensor.Name != "a/q" && !strings.HasPrefix(x.Tensor.Name, "a/q.") {
 			continue
 		}
 		qkv := a.Graph.Producers(x.Tensor)[0]
@@ -139,8 +139,8 @@ func TestBERTExampleQKVReuse(t *testing.T) {
 		for _, g := range r.Spatial[0] {
 			got = append(got, strings.SplitN(g.Name, ".", 2)[0])
 		}
-		if !slices.Equal(got, []string{"q", "k", "v"}) {
-			t.Errorf("spatial reuse of %s: {%s}, want {q, k, v}", qkv.Name, join(r.Spatial[0]))
+		if !slices.Equal(got, []string{"a/q", "a/k", "a/v"}) {
+			t.Errorf("spatial reuse of %s: {%s}, want {a/q, a/k, a/v}", qkv.Name, join(r.Spatial[0]))
 		}
 		for _, g := range r.Spatial[0] {
 			if d := a.TE(g).Dependence; d != analysis.OneToOne {
