@@ -16,6 +16,15 @@
 // ranges decide (select(i - 2 >= 0, x[i - 2], 0.0) where i in 0..1) is folded
 // to the branch it takes: the other branch, which may load out of bounds,
 // never reaches the program.
+//
+// Tensors are named after the source (names.go; docs/language.md, "Tensor
+// names"): a tensor takes the name of the statement that binds it (f in
+// f = linear(...)), and the tensors made inside a call are named call/name by
+// the call and their own statement (a/scores, and a/p/mx in softmax called as
+// p = softmax(scores)), with .1, .2, ... added where loops and calls repeat a
+// name. Inputs, params and outputs keep their names exactly. The names may
+// hold '/' and '.', so the backends make identifiers of them, turning every
+// other character into '_' (a/p/mx is a_p_mx in CUDA and LLVM IR).
 package lang
 
 import (

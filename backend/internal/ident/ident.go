@@ -1,5 +1,5 @@
 // Package ident turns the names of a kernel-IR module (tensor names such as
-// "y.1" or "layer[3].w") into identifiers that C, CUDA C++ and LLVM IR
+// "y.1", "a/p/mx" or "layer[3].w") into identifiers that C, CUDA C++ and LLVM IR
 // accept, keeping them readable and unique within a scope.
 package ident
 

@@ -7,6 +7,8 @@ func TestSanitize(t *testing.T) {
 		{"y", "y"},
 		{"y.1", "y_1"},
 		{"layer[3].w", "layer_3_w"},
+		{"a/p/mx", "a_p_mx"},
+		{"h/linear.1", "h_linear_1"},
 		{"a..b", "a_b"},
 		{"3x", "_3x"},
 		{"", "v"},
@@ -30,6 +32,8 @@ func TestScope(t *testing.T) {
 		{"y_1", "y_1_1"},
 		{"y.1", "y_1_2"},
 		{"x", "x"},
+		{"f/gelu", "f_gelu"},
+		{"f_gelu", "f_gelu_1"},
 	} {
 		if got := s.Name(tc.in); got != tc.want {
 			t.Errorf("Name(%q) = %q, want %q", tc.in, got, tc.want)
