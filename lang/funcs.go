@@ -43,7 +43,7 @@ func (c *checker) pushCall(fn *fnDecl, file string, span syntax.Span) bool {
 	}
 	path := c.callPath(fn, span)
 	c.frame = &frame{parent: c.frame, fn: fn, callFile: file, callSpan: span, depth: depth,
-		path: path, mark: len(c.prog.tensors), stmt: path}
+		path: path, mark: c.tensorCount(), stmt: path}
 	return true
 }
 

@@ -96,6 +96,9 @@ func Check(filename string, src []byte, cfg Config) (prog *te.Program, diags dia
 	}
 	sortScopes(all[1:])
 	c.checkRecursion(all)
+	// A function that a top-level constant calls may make tensors: they go
+	// to a scratch program, which the model's replaces.
+	c.prog = newBuilder(c)
 	c.checkConsts(c.main)
 	if c.files[filename].ast == nil {
 		return nil, nil // a syntax error, already reported

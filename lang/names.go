@@ -100,6 +100,15 @@ func unparen(e syntax.Expr) syntax.Expr {
 	}
 }
 
+// tensorCount returns the number of tensors made so far in the model being
+// lowered (0 while the top-level constants are checked, before any model).
+func (c *checker) tensorCount() int {
+	if c.prog == nil {
+		return 0
+	}
+	return len(c.prog.tensors)
+}
+
 // bindName gives name to the tensors in v that were made since mark (the
 // number of tensors made before the statement or call): the tensor a
 // statement binds, or a call returns, takes its name. Older tensors keep

@@ -116,3 +116,39 @@ model m {
 		})
 	}
 }
+
+// TestConstCallsFunction checks top-level constants that call functions,
+// which run before any model is lowered: a function call must not need the
+// model's program, and a tensor made on the way is an error only when it is
+// the constant's value.
+func TestConstCallsFunction(t *testing.T) {
+	const model = `
+model m {
+  input x: f32[M]
+  output y = x * 2.0
+}
+`
+	for _, tc := range []struct {
+		name, src string
+		want      string // an error message, or "" for none
+	}{
+		{"scalar function", "fn sq(v) = v * v\nconst M = sq(3)\n", ""},
+		{"block function", "fn twice(n: int) -> int {\n  return n * 2\n}\nconst M = twice(2)\n", ""},
+		{"a tensor on the way", "fn g(n: int) -> int {\n  t = zeros(f32[2])\n  return n + 1\n}\nconst M = g(2)\n", ""},
+		{"a tensor", "fn g(n: int) {\n  t = zeros(f32[2])\n  return t\n}\nconst M = g(2)\n", "constant M must be a number, not a tensor f32[2]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := []byte(tc.src + model)
+			p, ds := Check("const.te", src, Config{})
+			out := render("const.te", src, ds)
+			switch {
+			case tc.want == "" && (ds.HasErrors() || p == nil):
+				t.Errorf("check failed:\n%s", out)
+			case tc.want != "" && !strings.Contains(out, tc.want):
+				t.Errorf("diagnostics lack %q:\n%s", tc.want, out)
+			case strings.Contains(out, "internal"):
+				t.Errorf("internal error:\n%s", out)
+			}
+		})
+	}
+}

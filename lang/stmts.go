@@ -117,7 +117,7 @@ func (c *checker) execOutput(sc *scope, s *syntax.OutputStmt) {
 		var v Value
 		if it.Value != nil {
 			c.enterStmt(it.Name.Name, it.Value)
-			mark := len(c.prog.tensors)
+			mark := c.tensorCount()
 			v = c.settle(sc, c.eval(sc, it.Value))
 			c.bindName(v, c.stmtName(), mark)
 			c.assignLocal(sc, it.Name, v)
@@ -179,7 +179,7 @@ func (c *checker) execAssign(sc *scope, s *syntax.AssignStmt) {
 	} else {
 		c.enterMultiAssign(s)
 	}
-	mark := len(c.prog.tensors)
+	mark := c.tensorCount()
 	// A single target with indices defines a tensor element-wise, unless it
 	// names a list, whose element it replaces.
 	if len(s.Targets) == 1 && s.Targets[0].Indices != nil {
