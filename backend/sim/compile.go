@@ -23,15 +23,29 @@ type program struct {
 	m        *machine
 	threads  int
 	regs     map[*kir.Var]int
-	nscratch int
-	nlists   int
-	consts   []constSlot // scratch vectors filled once per block state
+	consts   []constSlot // common scratch vectors filled once per program
 	bidSlots []int       // scratch vectors holding blockIdx.x
 	shared   map[*kir.Buffer]int
 	locals   map[*kir.Buffer]int
 	assigned map[*kir.Var]bool
 	stages   []string
 	body     sfn
+
+	// syncs says what spans a grid sync; ownRegs, ownScratch and ownLists
+	// say, by slot, which vectors every block has a copy of, and common
+	// holds the others, shared by the blocks (nil until the first block).
+	syncs                         *syncInfo
+	ownRegs, ownScratch, ownLists []bool
+	common                        *vectors
+}
+
+// vectors are a block's registers (by variable), expression temporaries
+// (by expression node) and lists of active lanes (by If, For and Select),
+// each as long as the block has threads.
+type vectors struct {
+	regs    [][]float64
+	scratch [][]float64
+	lists   [][]int32
 }
 
 type constSlot struct {
@@ -47,9 +61,7 @@ type block struct {
 	grid    int
 	threads int32
 	all     []int32 // every lane
-	regs    [][]float64
-	scratch [][]float64
-	lists   [][]int32
+	vectors
 	shared  [][]float64
 	sshadow []*shadow
 	local   [][]float64
@@ -64,6 +76,7 @@ func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
 		k: k, m: m, threads: k.Block,
 		regs: map[*kir.Var]int{}, shared: map[*kir.Buffer]int{}, locals: map[*kir.Buffer]int{},
 		assigned: map[*kir.Var]bool{},
+		syncs:    findSyncs(k.Body),
 	}
 	for i, b := range k.Shared {
 		p.shared[b] = i
@@ -90,39 +103,25 @@ func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
 	return p, nil
 }
 
-// newBlock allocates the state of a block of a grid of the given size.
+// newBlock allocates the state of a block of a grid of the given size:
+// its own vectors, and the program's common ones (see syncs.go), which the
+// first block allocates.
 func (p *program) newBlock(grid int) *block {
 	t := p.threads
+	if p.common == nil {
+		p.common = p.newCommon()
+	}
 	b := &block{
 		prog: p, m: p.m, grid: grid, threads: int32(t), stage: -1,
-		all:     make([]int32, t),
-		regs:    make([][]float64, len(p.regs)),
-		scratch: make([][]float64, p.nscratch),
-		lists:   make([][]int32, p.nlists),
+		all: make([]int32, t),
+		vectors: vectors{
+			regs:    ownOrCommon(p.ownRegs, p.common.regs, func() []float64 { return make([]float64, t) }),
+			scratch: ownOrCommon(p.ownScratch, p.common.scratch, func() []float64 { return make([]float64, t) }),
+			lists:   ownOrCommon(p.ownLists, p.common.lists, func() []int32 { return make([]int32, 0, t) }),
+		},
 	}
 	for i := range b.all {
 		b.all[i] = int32(i)
-	}
-	for i := range b.regs {
-		b.regs[i] = make([]float64, t)
-	}
-	for i := range b.scratch {
-		b.scratch[i] = make([]float64, t)
-	}
-	for i := range b.lists {
-		b.lists[i] = make([]int32, 0, t)
-	}
-	for _, c := range p.consts {
-		v := c.value
-		if math.IsNaN(v) { // the thread index
-			for l := range b.scratch[c.slot] {
-				b.scratch[c.slot][l] = float64(l)
-			}
-			continue
-		}
-		for l := range b.scratch[c.slot] {
-			b.scratch[c.slot][l] = v
-		}
 	}
 	for _, buf := range p.k.Shared {
 		b.shared = append(b.shared, make([]float64, buf.Len()))
@@ -136,6 +135,54 @@ func (p *program) newBlock(grid int) *block {
 		b.local = append(b.local, make([]float64, buf.Len()*t))
 	}
 	return b
+}
+
+// newCommon allocates the vectors that no block holds across a grid sync,
+// with the constant vectors filled in.
+func (p *program) newCommon() *vectors {
+	t := p.threads
+	c := &vectors{
+		regs:    commonOnly(p.ownRegs, func() []float64 { return make([]float64, t) }),
+		scratch: commonOnly(p.ownScratch, func() []float64 { return make([]float64, t) }),
+		lists:   commonOnly(p.ownLists, func() []int32 { return make([]int32, 0, t) }),
+	}
+	for _, k := range p.consts {
+		v := c.scratch[k.slot]
+		for l := range v {
+			if math.IsNaN(k.value) { // the thread index
+				v[l] = float64(l)
+			} else {
+				v[l] = k.value
+			}
+		}
+	}
+	return c
+}
+
+// commonOnly returns a vector made by alloc for each slot that is not own,
+// nil for the others.
+func commonOnly[T any](own []bool, alloc func() []T) [][]T {
+	vs := make([][]T, len(own))
+	for i, mine := range own {
+		if !mine {
+			vs[i] = alloc()
+		}
+	}
+	return vs
+}
+
+// ownOrCommon returns a block's vectors: one made by alloc for each slot
+// that is own, common's for the others.
+func ownOrCommon[T any](own []bool, common [][]T, alloc func() []T) [][]T {
+	vs := make([][]T, len(own))
+	for i, mine := range own {
+		if mine {
+			vs[i] = alloc()
+		} else {
+			vs[i] = common[i]
+		}
+	}
+	return vs
 }
 
 // reset makes b the block numbered id, with fresh shared and local memory.
@@ -180,22 +227,33 @@ func (b *block) faultf(lane int32, format string, args ...any) {
 	panic(&fault{fmt.Sprintf("thread %d: %s", lane, fmt.Sprintf(format, args...))})
 }
 
+// newScratch returns a new expression temporary, common to the blocks.
 func (p *program) newScratch() int {
-	p.nscratch++
-	return p.nscratch - 1
+	return p.newScratchOwn(false)
 }
 
-func (p *program) newList() int {
-	p.nlists++
-	return p.nlists - 1
+// newScratchOwn returns a new scratch vector, each block's own if own is
+// set.
+func (p *program) newScratchOwn(own bool) int {
+	p.ownScratch = append(p.ownScratch, own)
+	return len(p.ownScratch) - 1
 }
 
+// newList returns a new list of lanes, each block's own if own is set.
+func (p *program) newList(own bool) int {
+	p.ownLists = append(p.ownLists, own)
+	return len(p.ownLists) - 1
+}
+
+// reg returns v's register, each block's own if v is in scope at a grid
+// sync.
 func (p *program) reg(v *kir.Var) int {
 	if s, ok := p.regs[v]; ok {
 		return s
 	}
 	s := len(p.regs)
 	p.regs[v] = s
+	p.ownRegs = append(p.ownRegs, p.syncs.live[v])
 	return s
 }
 
@@ -303,7 +361,8 @@ func (p *program) ifStmt(s *kir.If) sfn {
 	if len(s.Else) > 0 {
 		els = p.stmts(s.Else)
 	}
-	lt, lf := p.newList(), p.newList()
+	own := p.syncs.spans[s]
+	lt, lf := p.newList(own), p.newList(own)
 	return func(b *block, act []int32) {
 		c := cond(b, act)
 		t, f := b.lists[lt][:0], b.lists[lf][:0]
@@ -328,7 +387,14 @@ func (p *program) forStmt(s *kir.For) sfn {
 	lo, hi := p.expr(s.Lo), p.expr(s.Hi)
 	body := p.stmts(s.Body)
 	invariant := p.invariant(s.Hi)
-	list := p.newList()
+	own := p.syncs.spans[s]
+	list := p.newList(own)
+	// An invariant bound is evaluated once and kept while the body runs;
+	// over a grid sync it is kept in a vector of the block's own.
+	kept := -1
+	if invariant && own {
+		kept = p.newScratchOwn(true)
+	}
 	kind, step := s.Kind, float64(s.Step)
 	t := float64(p.threads)
 	return func(b *block, act []int32) {
@@ -358,8 +424,14 @@ func (p *program) forStmt(s *kir.For) sfn {
 		}
 		hiv := hi(b, act)
 		if invariant {
-			// hi cannot change while the loop runs; keep the caller's
-			// values in a vector of our own.
+			// hi cannot change while the loop runs.
+			if kept >= 0 {
+				v := b.scratch[kept]
+				for _, l := range act {
+					v[l] = hiv[l]
+				}
+				hiv = v
+			}
 			run := b.lists[list][:0]
 			for _, l := range act {
 				if reg[l] < hiv[l] {
@@ -514,7 +586,7 @@ func (p *program) expr(e kir.Expr) vfn {
 		case kir.BlockDim:
 			return p.constVec(float64(p.threads))
 		case kir.BlockIdx:
-			s := p.newScratch()
+			s := p.newScratchOwn(true) // filled by reset
 			p.bidSlots = append(p.bidSlots, s)
 			return func(b *block, _ []int32) []float64 { return b.scratch[s] }
 		default:
@@ -780,7 +852,7 @@ func floatMod(x, y float64) float64 {
 func (p *program) selectExpr(e *kir.Select) vfn {
 	cond, th, el := p.expr(e.Cond), p.expr(e.Then), p.expr(e.Else)
 	out := p.newScratch()
-	lt, lf := p.newList(), p.newList()
+	lt, lf := p.newList(false), p.newList(false)
 	return func(b *block, act []int32) []float64 {
 		c := cond(b, act)
 		t, f := b.lists[lt][:0], b.lists[lf][:0]

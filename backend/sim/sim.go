@@ -14,7 +14,10 @@
 //
 // Kernel expressions are compiled once per kernel into closures over lane
 // vectors, so that interpretation overhead is paid once per statement and
-// block rather than once per thread.
+// block rather than once per thread. The blocks of a launch share the lane
+// vectors that none of them holds across a grid sync (temporaries, and
+// variables not in scope at one), so that a grid of hundreds of resident
+// blocks costs little more memory than one block.
 //
 // Values are held as float64: f32 results are rounded to float32 after every
 // operation, stores round to the buffer's storage type (f16 and bf16 to
