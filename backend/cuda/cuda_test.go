@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -220,6 +221,10 @@ func TestDynamicShared(t *testing.T) {
 	}
 }
 
+// nvccJobs bounds the nvcc processes TestNVCC runs at once, so that the
+// test suite's memory stays under a laptop's (docs/testing.md).
+const nvccJobs = 4
+
 // nvccArchs are the architectures every emitted file is compiled for.
 var nvccArchs = []string{"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"}
 
@@ -232,6 +237,10 @@ func TestNVCC(t *testing.T) {
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	errs := make([]error, len(ms))
+	// At most one nvcc per CPU, and no more than nvccJobs: each holds
+	// about 200 MB at its peak, and more at once than CPUs only adds
+	// memory, not speed.
+	jobs := make(chan struct{}, min(runtime.NumCPU(), nvccJobs))
 	for i, name := range sortedNames(ms) {
 		files, err := Emit(ms[name], sm80(t))
 		if err != nil {
@@ -249,6 +258,8 @@ func TestNVCC(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			jobs <- struct{}{}
+			defer func() { <-jobs }()
 			args := append([]string{"-c", "-Werror", "all-warnings", "-o", name + ".o", name + ".cu"}, nvccArchs...)
 			if name == "softmax" {
 				args = append([]string{"-o", "run", "-Werror", "all-warnings", "main.cu", name + ".cu"}, nvccArchs...)
