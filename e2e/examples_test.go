@@ -63,10 +63,7 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			res, err := sim.Run(m, in, sim.Options{Race: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := simulate(t, m, in, sim.Options{Race: true})
 			took := time.Since(start)
 			total += took
 			t.Logf("%d kernels simulated in %v", len(m.Kernels), took)

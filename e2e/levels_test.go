@@ -52,10 +52,7 @@ func TestLevels(t *testing.T) {
 						t.Fatal(err)
 					}
 					start := time.Now()
-					out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-					if err != nil {
-						t.Fatal(err)
-					}
+					out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
 					simTime.Add(int64(time.Since(start)))
 					if out.RaceCount > 0 {
 						t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])

@@ -119,10 +119,7 @@ func checkMechanism(t *testing.T, p *te.Program, opts pipeline.Options, want fun
 	}
 	var first map[string]*te.Array
 	for run := range 2 {
-		out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
 		if out.RaceCount > 0 {
 			t.Fatalf("%d races; first: %s", out.RaceCount, out.Races[0])
 		}
@@ -255,10 +252,7 @@ func TestWeightCache(t *testing.T) {
 			if !stageKinds(res.Plan, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool { return s.EpilogueOf != nil }) {
 				t.Errorf("no cell update in a tile's epilogue:\n%s", res.Plan)
 			}
-			out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: tt.grid})
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: tt.grid})
 			if out.RaceCount > 0 {
 				t.Fatalf("%d races; first: %s", out.RaceCount, out.Races[0])
 			}

@@ -18,10 +18,7 @@ func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, wan
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
 	if out.RaceCount > 0 {
 		t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -172,8 +173,12 @@ func commonOnly[T any](own []bool, alloc func() []T) [][]T {
 }
 
 // ownOrCommon returns a block's vectors: one made by alloc for each slot
-// that is own, common's for the others.
+// that is own, common's for the others; common itself when no slot is own
+// (nothing writes a block's slice of vectors, only the vectors).
 func ownOrCommon[T any](own []bool, common [][]T, alloc func() []T) [][]T {
+	if !slices.Contains(own, true) {
+		return common
+	}
 	vs := make([][]T, len(own))
 	for i, mine := range own {
 		if mine {
