@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strings"
 
 	"tec/backend/cuda"
@@ -95,11 +96,12 @@ func emitKinds() []string { return []string{"cu", "ll", "ptx", "host"} }
 type buildFlags struct {
 	compileFlags
 	optFlags
-	out       string
-	target    string
-	emit      string
-	report    string
-	dumpAfter string
+	out        string
+	target     string
+	emit       string
+	report     string
+	dumpAfter  string
+	cpuprofile string
 }
 
 func buildCommand() *command {
@@ -133,6 +135,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
 		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the program after a pass: te, "+strings.Join(pipeline.Passes(pipeline.MaxLevel), ", ")+", cu, ll, or all")
+		fs.StringVar(&bf.cpuprofile, "cpuprofile", "", "write a CPU profile of the build to this file, for go tool pprof")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
@@ -163,6 +166,14 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if err != nil {
 			return e.usageError(c, "--dump-after: %v", err)
 		}
+		if bf.cpuprofile != "" {
+			stop, err := startCPUProfile(bf.cpuprofile)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "tec build: %v\n", err)
+				return exitUser
+			}
+			defer stop()
+		}
 		prog, code := e.compile(&bf.compileFlags, pos[0])
 		if prog == nil {
 			return code
@@ -170,6 +181,23 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		return e.build(c, prog, &bf, tg, opts, emit, dumps)
 	}
 	return c
+}
+
+// startCPUProfile starts profiling the process's CPU into the file at path
+// and returns the function that stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // parseEmit parses --emit.

@@ -239,3 +239,25 @@ func runTool(dir, tool string, args ...string) error {
 	}
 	return nil
 }
+
+// TestBuildCPUProfile checks that --cpuprofile writes a profile that
+// go tool pprof reads: a gzip-compressed protocol buffer.
+func TestBuildCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	code, _, stderr := runTec(t, "build", "testdata/softmax.te", "-O4", "-o", dir, "--emit", "cu", "--cpuprofile", prof)
+	if code != exitOK {
+		t.Fatalf("status %d, stderr:\n%s", code, stderr)
+	}
+	data, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("%s is not gzip-compressed (%d bytes)", prof, len(data))
+	}
+	code, _, stderr = runTec(t, "build", "testdata/softmax.te", "-o", dir, "--emit", "cu", "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "cpu.prof"))
+	if code != exitUser || !strings.Contains(stderr, "--cpuprofile") {
+		t.Errorf("unwritable profile: status %d, stderr:\n%s", code, stderr)
+	}
+}

@@ -4,6 +4,7 @@
 package ident
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 )
@@ -42,55 +43,101 @@ func Sanitize(name string) string {
 // Scope hands out unique identifiers. The zero Scope is not usable; call
 // NewScope.
 type Scope struct {
+	own names
+	// outer are the names of the enclosing scopes when s was made by
+	// Child, innermost last; their owners copy them before changing them,
+	// so that s sees them as they were.
+	outer []names
+	// shared is whether a child reads own, which must then be copied
+	// before it changes.
+	shared bool
+}
+
+// names are the names one scope took and the suffix to try next for each
+// base name it numbered.
+type names struct {
 	used map[string]bool
-	next map[string]int // the suffix to try next for a base name
+	next map[string]int
 }
 
 // NewScope returns a scope in which the reserved names are taken.
 func NewScope(reserved ...string) *Scope {
-	s := &Scope{used: make(map[string]bool, len(reserved)), next: map[string]int{}}
+	s := &Scope{own: names{used: make(map[string]bool, len(reserved)), next: map[string]int{}}}
 	for _, r := range reserved {
-		s.used[r] = true
+		s.own.used[r] = true
 	}
 	return s
 }
 
+// write makes s's own names its alone before a change.
+func (s *Scope) write() {
+	if s.shared {
+		s.own = names{used: maps.Clone(s.own.used), next: maps.Clone(s.own.next)}
+		s.shared = false
+	}
+}
+
 // Reserve marks names as taken.
 func (s *Scope) Reserve(names ...string) {
+	s.write()
 	for _, n := range names {
-		s.used[n] = true
+		s.own.used[n] = true
 	}
 }
 
 // Taken reports whether name is taken.
-func (s *Scope) Taken(name string) bool { return s.used[name] }
+func (s *Scope) Taken(name string) bool {
+	if s.own.used[name] {
+		return true
+	}
+	for _, o := range s.outer {
+		if o.used[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// nextSuffix returns the suffix to try next for base, as the innermost
+// scope that numbered base left it.
+func (s *Scope) nextSuffix(base string) int {
+	if i, ok := s.own.next[base]; ok {
+		return i
+	}
+	for j := len(s.outer) - 1; j >= 0; j-- {
+		if i, ok := s.outer[j].next[base]; ok {
+			return i
+		}
+	}
+	return 0
+}
 
 // Name returns Sanitize(name), or, if that is taken, the first of
 // Sanitize(name)+"_1", "_2", ... that is not, and marks it taken.
 func (s *Scope) Name(name string) string {
+	s.write()
 	base := Sanitize(name)
 	n := base
-	if s.used[n] {
-		i := max(s.next[base], 1)
-		for n = base + "_" + strconv.Itoa(i); s.used[n]; n = base + "_" + strconv.Itoa(i) {
+	if s.Taken(n) {
+		i := max(s.nextSuffix(base), 1)
+		for n = base + "_" + strconv.Itoa(i); s.Taken(n); n = base + "_" + strconv.Itoa(i) {
 			i++
 		}
-		s.next[base] = i + 1
+		s.own.next[base] = i + 1
 	}
-	s.used[n] = true
+	s.own.used[n] = true
 	return n
 }
 
 // Child returns a new scope in which every name taken in s is taken too.
+// Names s takes later are not taken in the child. The child reads s's
+// names rather than copying them, so that making one costs no more than
+// the names the child itself takes; s copies them before it changes them.
 func (s *Scope) Child() *Scope {
-	c := &Scope{used: make(map[string]bool, len(s.used)), next: make(map[string]int, len(s.next))}
-	for n := range s.used {
-		c.used[n] = true
-	}
-	for n, i := range s.next {
-		c.next[n] = i
-	}
-	return c
+	s.shared = true
+	outer := make([]names, 0, len(s.outer)+1)
+	outer = append(append(outer, s.outer...), s.own)
+	return &Scope{own: names{used: map[string]bool{}, next: map[string]int{}}, outer: outer}
 }
 
 // CKeywords returns the keywords of C and CUDA C++ and the names the CUDA
