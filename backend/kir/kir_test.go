@@ -133,6 +133,20 @@ func TestVerifyRejects(t *testing.T) {
 			k.Body = append(k.Body, &Let{Var: n, Value: I(0)}, &Assign{Var: n, Value: Tid()},
 				&If{Cond: Lt(n, I(4)), Then: []Stmt{&SyncThreads{}}})
 		}, "syncthreads under thread-divergent control flow"},
+		{"barrier under var raised after its use in a loop", func(m *Module) {
+			// n is read before it is assigned threadIdx: only a second
+			// walk of the loop sees it varying.
+			k := m.Kernels[0]
+			n := NewVar("n", te.I32)
+			k.Body = append(k.Body, &Let{Var: n, Value: I(0)},
+				&For{Var: NewVar("j", te.I32), Kind: Serial, Lo: I(0), Hi: I(8), Step: 1, Body: []Stmt{
+					&If{Cond: Lt(n, I(4)), Then: []Stmt{&SyncThreads{}}},
+					&Assign{Var: n, Value: Tid()},
+				}})
+		}, "syncthreads under thread-divergent control flow"},
+		{"nil statement", func(m *Module) {
+			m.Kernels[0].Body = append(m.Kernels[0].Body, nil)
+		}, "kir: kernel y: nil statement"},
 		{"grid sync in fixed grid", func(m *Module) {
 			m.Kernels[0].Body = append(m.Kernels[0].Body, &GridSync{})
 		}, "kernel y: grid sync in a kernel launched with a fixed grid(2), not all-resident"},
@@ -206,8 +220,8 @@ func TestVerifyRejects(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Verify accepted the module, want %q", tt.want)
 			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Verify: %v\nwant a message containing %q", err, tt.want)
+			if n := strings.Count(err.Error(), tt.want); n != 1 {
+				t.Errorf("Verify: %v\nwant one message containing %q, got %d", err, tt.want, n)
 			}
 		})
 	}

@@ -50,15 +50,40 @@ type verifier struct {
 	k        *Kernel
 	stage    string
 	declared map[*Buffer]bool
-	scope    []map[*Var]bool // innermost last
-	defined  map[*Var]bool   // ever defined in this kernel
-	lets     map[*Var]bool   // defined by a Let
-	level    map[*Var]uniformity
-	changed  bool
-	check    bool // the final pass, which reports barrier problems
+	vars     map[*Var]int32 // index into info
+	info     []varInfo
+	scope    []*Var // the variables defined in the open scopes, in order
+	changed  bool   // a level rose after the walk had read it
+	check    bool   // the final pass, which reports barrier problems
+	quiet    bool   // a walk before the final one, which reports nothing
+}
+
+// varInfo is what the verifier knows of a variable of the kernel: its
+// uniformity, which only rises from walk to walk, and what the current walk
+// has seen of it.
+type varInfo struct {
+	level   uniformity
+	defined bool  // ever defined in this walk
+	let     bool  // defined by a Let
+	read    bool  // its level was read in this walk
+	open    int32 // its definitions in the open scopes
+}
+
+// varInfo returns x's entry.
+func (v *verifier) varInfo(x *Var) *varInfo {
+	i, ok := v.vars[x]
+	if !ok {
+		i = int32(len(v.info))
+		v.vars[x] = i
+		v.info = append(v.info, varInfo{})
+	}
+	return &v.info[i]
 }
 
 func (v *verifier) errorf(format string, args ...any) {
+	if v.quiet {
+		return
+	}
 	if len(v.errs) >= maxErrors {
 		if !v.full {
 			v.full = true
@@ -185,10 +210,20 @@ func (v *verifier) kernel(k *Kernel, global map[*Buffer]bool) {
 	}
 
 	// Uniformity of variables is a fixpoint: iterate the walk until no
-	// variable's level rises, then walk once more to report.
-	v.level = map[*Var]uniformity{}
-	for range 16 {
-		v.changed = false
+	// variable's level rises after the walk has read it, then walk once
+	// more to report. A walk in which no level rose after it was read saw
+	// every variable at its final level, so the first walk reports, and
+	// only if a level rose late are its reports dropped and the walk
+	// iterated: the result is the same, in one walk for most kernels.
+	v.vars = map[*Var]int32{}
+	v.info = v.info[:0]
+	errs, full := len(v.errs), v.full
+	v.walkKernel(k, true)
+	if !v.changed {
+		return
+	}
+	v.errs, v.full = v.errs[:errs], full
+	for range 15 {
 		v.walkKernel(k, false)
 		if !v.changed {
 			break
@@ -197,11 +232,15 @@ func (v *verifier) kernel(k *Kernel, global map[*Buffer]bool) {
 	v.walkKernel(k, true)
 }
 
+// walkKernel walks k's body once; only a check walk reports problems.
 func (v *verifier) walkKernel(k *Kernel, check bool) {
-	v.check = check
-	v.scope = []map[*Var]bool{{}}
-	v.defined = map[*Var]bool{}
-	v.lets = map[*Var]bool{}
+	v.check, v.quiet = check, !check
+	defer func() { v.quiet = false }()
+	v.changed = false
+	v.scope = v.scope[:0]
+	for i := range v.info {
+		v.info[i] = varInfo{level: v.info[i].level}
+	}
 	v.stage = ""
 	v.stmts(k.Body, uniform, false)
 }
@@ -216,9 +255,9 @@ const (
 )
 
 func (v *verifier) raise(x *Var, u uniformity) {
-	if u > v.level[x] {
-		v.level[x] = u
-		v.changed = true
+	if in := v.varInfo(x); u > in.level {
+		in.level = u
+		v.changed = v.changed || in.read
 	}
 }
 
@@ -227,13 +266,15 @@ func (v *verifier) define(x *Var, u uniformity, byLet bool) {
 		v.errorf("nil variable")
 		return
 	}
-	if v.defined[x] && v.check {
+	in := v.varInfo(x)
+	if in.defined && v.check {
 		v.errorf("variable %s is defined twice", x.Name)
 	}
-	v.defined[x] = true
-	v.scope[len(v.scope)-1][x] = true
+	in.defined = true
+	in.open++
+	v.scope = append(v.scope, x)
 	if byLet {
-		v.lets[x] = true
+		in.let = true
 	}
 	v.raise(x, u)
 	switch x.T {
@@ -245,21 +286,26 @@ func (v *verifier) define(x *Var, u uniformity, byLet bool) {
 	}
 }
 
-func (v *verifier) inScope(x *Var) bool {
-	for i := len(v.scope) - 1; i >= 0; i-- {
-		if v.scope[i][x] {
-			return true
-		}
+func (v *verifier) inScope(x *Var) bool { return v.varInfo(x).open > 0 }
+
+// openScope opens a scope and returns what closeScope needs to close it.
+func (v *verifier) openScope() int { return len(v.scope) }
+
+// closeScope closes the scope that openScope returned mark for: the
+// variables defined in it go out of scope.
+func (v *verifier) closeScope(mark int) {
+	for _, x := range v.scope[mark:] {
+		v.varInfo(x).open--
 	}
-	return false
+	v.scope = v.scope[:mark]
 }
 
 func (v *verifier) stmts(body []Stmt, ctx uniformity, inStage bool) {
-	v.scope = append(v.scope, map[*Var]bool{})
+	mark := v.openScope()
 	for _, s := range body {
 		v.stmt(s, ctx, inStage)
 	}
-	v.scope = v.scope[:len(v.scope)-1]
+	v.closeScope(mark)
 }
 
 // describe quotes the first line of a statement for messages.
@@ -289,7 +335,7 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 			switch {
 			case !v.inScope(s.Var):
 				v.errorf("assignment to variable %s outside its scope: %s", s.Var.Name, v.describe(s))
-			case !v.lets[s.Var]:
+			case !v.varInfo(s.Var).let:
 				v.errorf("assignment to loop variable %s: %s", s.Var.Name, v.describe(s))
 			}
 			if s.Value != nil && v.wellTyped(s.Value) && s.Value.Type() != s.Var.T {
@@ -350,10 +396,10 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 		if s.Var != nil && s.Var.T != te.I32 && v.check {
 			v.errorf("loop variable %s has type %s (want i32): %s", s.Var.Name, s.Var.T, v.describe(s))
 		}
-		v.scope = append(v.scope, map[*Var]bool{})
+		mark := v.openScope()
 		v.define(s.Var, inner, false)
 		v.stmts(s.Body, inner, inStage)
-		v.scope = v.scope[:len(v.scope)-1]
+		v.closeScope(mark)
 	case *SyncThreads:
 		if v.check && ctx > blockUniform {
 			v.errorf("syncthreads under thread-divergent control flow")
@@ -437,14 +483,16 @@ func (v *verifier) expr(e Expr, s Stmt) uniformity {
 	WalkExpr(e, func(x Expr) bool {
 		switch x := x.(type) {
 		case *Var:
-			if v.check && !v.inScope(x) {
-				if v.defined[x] {
+			in := v.varInfo(x)
+			if v.check && in.open == 0 {
+				if in.defined {
 					v.errorf("variable %s used outside its scope: %s", x.Name, v.describe(s))
 				} else {
 					v.errorf("variable %s used before its definition: %s", x.Name, v.describe(s))
 				}
 			}
-			u = max(u, v.level[x])
+			in.read = true
+			u = max(u, in.level)
 		case *Special:
 			switch x.Reg {
 			case ThreadIdx:
