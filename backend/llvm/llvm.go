@@ -65,8 +65,12 @@ const (
 // kernel of m, the name a driver looks the kernel up by. Kernels that are
 // the same code up to their buffers share one function.
 func KernelNames(m *kir.Module) map[*kir.Kernel]string {
+	return kernelNames(m, dedup.Groups(m))
+}
+
+// kernelNames is KernelNames given m's kernel groups.
+func kernelNames(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) map[*kir.Kernel]string {
 	scope := ident.NewScope()
-	groups := dedup.Groups(m)
 	names := map[*kir.Kernel]string{}
 	for _, k := range m.Kernels {
 		if f := groups[k]; f != k {
@@ -95,11 +99,11 @@ func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
 	g.mod.SourceFilename = m.Name
 	g.mod.TargetTriple = Triple
 	g.mod.DataLayout = DataLayout
-	names := KernelNames(m)
+	groups := dedup.GroupsLaidOut(m, g.offsets)
+	names := kernelNames(m, groups)
 	for _, k := range m.Kernels {
 		g.scope.Reserve(names[k])
 	}
-	groups := dedup.Groups(m)
 	g.calls = dedup.Stages(m, groups)
 	g.stageFuncs = map[*dedup.StageFunc]*ir.Func{}
 	for _, f := range g.calls.Funcs {

@@ -8,7 +8,6 @@ package dedup
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"tec/backend/kir"
 )
@@ -21,11 +20,33 @@ import (
 // share code only if they also use the same temporaries, which the code
 // addresses at fixed offsets.
 func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
-	first := map[string]*kir.Kernel{}
-	out := make(map[*kir.Kernel]*kir.Kernel, len(m.Kernels))
 	offsets, _ := m.WorkspaceLayout()
+	return GroupsLaidOut(m, offsets)
+}
+
+// GroupsLaidOut is Groups given m's workspace layout, the offsets that
+// m.WorkspaceLayout returns, for emitters that need the layout anyway.
+func GroupsLaidOut(m *kir.Module, offsets map[*kir.Buffer]int64) map[*kir.Kernel]*kir.Kernel {
+	out := make(map[*kir.Kernel]*kir.Kernel, len(m.Kernels))
+	// Kernels of different launch shapes never share code: only those
+	// that share theirs with another need a key, and a persistent kernel
+	// alone in its module, whose key is as long as its code, needs none.
+	type shape struct {
+		grid  string
+		block int
+	}
+	shapes := make(map[shape]int, len(m.Kernels))
 	for _, k := range m.Kernels {
-		key := key(m, k, offsets, true)
+		shapes[shape{k.Grid.String(), k.Block}]++
+	}
+	first := map[string]*kir.Kernel{}
+	w := newKeyWriter()
+	for _, k := range m.Kernels {
+		if shapes[shape{k.Grid.String(), k.Block}] == 1 {
+			out[k] = k
+			continue
+		}
+		key := w.key(m, k, offsets, true)
 		if f, ok := first[key]; ok {
 			out[k] = f
 			continue
@@ -40,7 +61,7 @@ func Groups(m *kir.Module) map[*kir.Kernel]*kir.Kernel {
 // same code in the sense of Groups; k is a kernel of m.
 func Key(m *kir.Module, k *kir.Kernel) string {
 	offsets, _ := m.WorkspaceLayout()
-	return key(m, k, offsets, true)
+	return newKeyWriter().key(m, k, offsets, true)
 }
 
 // CodeKey returns a string that two kernels share exactly when they are the
@@ -48,48 +69,91 @@ func Key(m *kir.Module, k *kir.Kernel) string {
 // of k.Params, whatever the buffers' lengths: a key for code that is
 // handed its buffers, such as a device function.
 func CodeKey(k *kir.Kernel) string {
-	return key(&kir.Module{}, k, nil, false)
+	return newKeyWriter().key(&kir.Module{}, k, nil, false)
+}
+
+// keyWriter writes keys; one may write many, one after another, reusing
+// its buffer and maps.
+type keyWriter struct {
+	b    []byte
+	bufs map[*kir.Buffer]string
+	vars map[*kir.Var]int
+}
+
+func newKeyWriter() *keyWriter {
+	return &keyWriter{bufs: map[*kir.Buffer]string{}, vars: map[*kir.Var]int{}}
 }
 
 // key is Key with m's workspace layout given.
-func key(m *kir.Module, k *kir.Kernel, offsets map[*kir.Buffer]int64, lengths bool) string {
-	w := &keyWriter{bufs: map[*kir.Buffer]string{}, vars: map[*kir.Var]int{}}
-	fmt.Fprintf(&w.b, "%s %d\n", k.Grid, k.Block)
+func (w *keyWriter) key(m *kir.Module, k *kir.Kernel, offsets map[*kir.Buffer]int64, lengths bool) string {
+	w.b = w.b[:0]
+	clear(w.bufs)
+	clear(w.vars)
+	w.str(k.Grid.String())
+	w.b = append(w.b, ' ')
+	w.int(int64(k.Block))
+	w.b = append(w.b, '\n')
 	args, ws := m.KernelArgs(k)
 	aliased := kir.Overlapping(k, offsets) // emitted without restrict
 	for i, p := range args {
-		w.bufs[p] = "p" + strconv.Itoa(i)
+		name := "p" + strconv.Itoa(i)
+		w.bufs[p] = name
 		n := p.Len()
 		if !lengths {
 			n = 0
 		}
-		fmt.Fprintf(&w.b, "p%d %s %d %t\n", i, p.DType, n, aliased[p])
+		w.str(name)
+		w.b = append(w.b, ' ')
+		w.str(p.DType.String())
+		w.b = append(w.b, ' ')
+		w.int(int64(n))
+		w.b = append(w.b, ' ')
+		w.b = strconv.AppendBool(w.b, aliased[p])
+		w.b = append(w.b, '\n')
 	}
 	if ws {
 		for _, p := range k.Params {
 			if off, ok := offsets[p]; ok {
-				w.bufs[p] = "w" + strconv.FormatInt(off, 10)
-				fmt.Fprintf(&w.b, "w%d %s %d\n", off, p.DType, p.Len())
+				name := "w" + strconv.FormatInt(off, 10)
+				w.bufs[p] = name
+				w.str(name)
+				w.b = append(w.b, ' ')
+				w.str(p.DType.String())
+				w.b = append(w.b, ' ')
+				w.int(int64(p.Len()))
+				w.b = append(w.b, '\n')
 			}
 		}
 	}
 	for i, s := range k.Shared {
-		w.bufs[s] = "s" + strconv.Itoa(i)
-		fmt.Fprintf(&w.b, "s%d %s %v\n", i, s.DType, s.Shape)
+		w.array("s"+strconv.Itoa(i), s)
 	}
 	for i, l := range k.Locals {
-		w.bufs[l] = "l" + strconv.Itoa(i)
-		fmt.Fprintf(&w.b, "l%d %s %v\n", i, l.DType, l.Shape)
+		w.array("l"+strconv.Itoa(i), l)
 	}
 	w.stmts(k.Body)
-	return w.b.String()
+	return string(w.b)
 }
 
-type keyWriter struct {
-	b    strings.Builder
-	bufs map[*kir.Buffer]string
-	vars map[*kir.Var]int
+// array names a shared or local array and writes its type and shape.
+func (w *keyWriter) array(name string, a *kir.Buffer) {
+	w.bufs[a] = name
+	w.str(name)
+	w.b = append(w.b, ' ')
+	w.str(a.DType.String())
+	w.b = append(w.b, " ["...)
+	for i, d := range a.Shape {
+		if i > 0 {
+			w.b = append(w.b, ' ')
+		}
+		w.int(int64(d))
+	}
+	w.b = append(w.b, "]\n"...)
 }
+
+func (w *keyWriter) str(s string) { w.b = append(w.b, s...) }
+
+func (w *keyWriter) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
 
 func (w *keyWriter) v(x *kir.Var) {
 	n, ok := w.vars[x]
@@ -97,88 +161,103 @@ func (w *keyWriter) v(x *kir.Var) {
 		n = len(w.vars)
 		w.vars[x] = n
 	}
-	fmt.Fprintf(&w.b, "v%d:%s", n, x.T)
+	w.b = append(w.b, 'v')
+	w.int(int64(n))
+	w.b = append(w.b, ':')
+	w.str(x.T.String())
 }
 
 func (w *keyWriter) stmts(body []kir.Stmt) {
-	w.b.WriteByte('{')
+	w.b = append(w.b, '{')
 	for _, s := range body {
 		w.stmt(s)
-		w.b.WriteByte(';')
+		w.b = append(w.b, ';')
 	}
-	w.b.WriteByte('}')
+	w.b = append(w.b, '}')
 }
 
 func (w *keyWriter) stmt(s kir.Stmt) {
 	switch s := s.(type) {
 	case *kir.Let:
-		w.b.WriteString("let ")
+		w.str("let ")
 		w.v(s.Var)
 		w.expr(s.Value)
 	case *kir.Assign:
-		w.b.WriteString("set ")
+		w.str("set ")
 		w.v(s.Var)
 		w.expr(s.Value)
 	case *kir.Store:
-		fmt.Fprintf(&w.b, "st %s", w.bufs[s.Buf])
+		w.str("st ")
+		w.str(w.bufs[s.Buf])
 		w.expr(s.Index)
 		w.expr(s.Value)
 	case *kir.Atomic:
-		fmt.Fprintf(&w.b, "at %s %s", s.Op, w.bufs[s.Buf])
+		w.str("at ")
+		w.str(s.Op.String())
+		w.b = append(w.b, ' ')
+		w.str(w.bufs[s.Buf])
 		w.expr(s.Index)
 		w.expr(s.Value)
 	case *kir.If:
-		w.b.WriteString("if")
+		w.str("if")
 		w.expr(s.Cond)
 		w.stmts(s.Then)
 		w.stmts(s.Else)
 	case *kir.For:
-		fmt.Fprintf(&w.b, "for %s %d ", s.Kind, s.Step)
+		w.str("for ")
+		w.str(s.Kind.String())
+		w.b = append(w.b, ' ')
+		w.int(int64(s.Step))
+		w.b = append(w.b, ' ')
 		w.v(s.Var)
 		w.expr(s.Lo)
 		w.expr(s.Hi)
 		w.stmts(s.Body)
 	case *kir.SyncThreads:
-		w.b.WriteString("sync")
+		w.str("sync")
 	case *kir.GridSync:
-		w.b.WriteString("gridsync")
+		w.str("gridsync")
 	case *kir.Stage:
-		w.b.WriteString("stage")
+		w.str("stage")
 		w.stmts(s.Body)
 	default:
-		fmt.Fprintf(&w.b, "%T", s)
+		w.str(fmt.Sprintf("%T", s))
 	}
 }
 
 func (w *keyWriter) expr(e kir.Expr) {
-	w.b.WriteByte('(')
+	w.b = append(w.b, '(')
 	switch e := e.(type) {
 	case *kir.Const:
-		fmt.Fprintf(&w.b, "c %s %s", e.T, strconv.FormatFloat(e.Value, 'g', -1, 64))
+		w.str("c ")
+		w.str(e.T.String())
+		w.b = append(w.b, ' ')
+		w.b = strconv.AppendFloat(w.b, e.Value, 'g', -1, 64)
 	case *kir.Var:
 		w.v(e)
 	case *kir.Special:
-		w.b.WriteString(e.Reg.String())
+		w.str(e.Reg.String())
 	case *kir.Load:
-		fmt.Fprintf(&w.b, "ld %s", w.bufs[e.Buf])
+		w.str("ld ")
+		w.str(w.bufs[e.Buf])
 		w.expr(e.Index)
 	case *kir.Unary:
-		w.b.WriteString(e.Op.String())
+		w.str(e.Op.String())
 		w.expr(e.X)
 	case *kir.Binary:
-		w.b.WriteString(e.Op.String())
+		w.str(e.Op.String())
 		w.expr(e.X)
 		w.expr(e.Y)
 	case *kir.Select:
-		w.b.WriteString("sel")
+		w.str("sel")
 		w.expr(e.Cond)
 		w.expr(e.Then)
 		w.expr(e.Else)
 	case *kir.Cast:
-		w.b.WriteString(e.To.String())
+		w.str(e.To.String())
 		w.expr(e.X)
 	default:
-		fmt.Fprintf(&w.b, "%T", e)
+		w.str(fmt.Sprintf("%T", e))
 	}
-	w.b.WriteByte(')')
+	w.b = append(w.b, ')')
 }

@@ -63,6 +63,8 @@ func Stages(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) *StageCalls {
 	}
 	byKey := map[string][]use{}
 	var keys []string
+	w := newKeyWriter()
+	codeOnly := &kir.Module{}
 	for _, k := range m.Kernels {
 		if groups[k] != k {
 			continue
@@ -88,7 +90,7 @@ func Stages(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) *StageCalls {
 					pk.Shared = append(pk.Shared, b)
 				}
 			}
-			key := CodeKey(pk)
+			key := w.key(codeOnly, pk, nil, false) // CodeKey(pk)
 			if _, seen := byKey[key]; !seen {
 				keys = append(keys, key)
 			}
