@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"tec/analysis"
 	"tec/te"
@@ -57,7 +58,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	for o := range c.pre {
 		c.pre[o] = make([]float64, len(stages)+1)
 	}
-	ids := map[string]int{}
+	ids := map[regionKey]int{}
 	bufIDs := map[*te.Tensor]int{}
 	workspace := &te.Tensor{Name: "workspace"}
 	outputs := map[*te.Tensor]bool{}
@@ -70,7 +71,8 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		occ, _ := g.BlocksPerSM(s.Resources())
 		c.own = append(c.own, occ)
 		c.prods = append(c.prods, nil)
-		for _, in := range te.Inputs(t.Body) {
+		inputs := te.Inputs(t.Body)
+		for _, in := range inputs {
 			if p, ok := c.pos[in]; ok {
 				c.prods[j] = append(c.prods[j], edge{p: p, need: c.need(p, j)})
 			}
@@ -80,7 +82,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		}
 		c.keys = append(c.keys, regions(t, ids))
 		var bs []int
-		for _, u := range append(te.Inputs(t.Body), t) {
+		for _, u := range append(inputs, t) {
 			if opts.TempsInWorkspace && u.Kind == te.Compute && !outputs[u] {
 				u = workspace
 			}
@@ -138,8 +140,8 @@ type region struct {
 
 // regions returns the regions t touches: the bounding box of each of its
 // loads, and all of t.
-func regions(t *te.Tensor, ids map[string]int) []region {
-	intern := func(key string) (int, bool) {
+func regions(t *te.Tensor, ids map[regionKey]int) []region {
+	intern := func(key regionKey) (int, bool) {
 		id, ok := ids[key]
 		if !ok {
 			id = len(ids)
@@ -147,7 +149,7 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 		}
 		return id, !ok
 	}
-	id, _ := intern(fmt.Sprintf("%p", t))
+	id, _ := intern(regionKey{t: t})
 	rs := []region{{id: id, bytes: t.Bytes()}}
 	mine := map[int]bool{id: true}
 	te.Walk(t.Body, func(x te.Expr) bool {
@@ -162,9 +164,9 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 			lo[d], hi[d] = max(a, 0), min(b, l.Tensor.Shape[d]-1)
 			n *= int64(max(hi[d]-lo[d]+1, 0))
 		}
-		key := fmt.Sprintf("%p%v%v", l.Tensor, lo, hi)
-		if n == l.Tensor.Bytes() {
-			key = fmt.Sprintf("%p", l.Tensor) // all of it: the same region as its producer's
+		key := regionKey{t: l.Tensor} // all of it: the same region as its producer's
+		if n != l.Tensor.Bytes() {
+			key.box = boxKey(lo, hi)
 		}
 		id, _ := intern(key)
 		if !mine[id] {
@@ -174,6 +176,25 @@ func regions(t *te.Tensor, ids map[string]int) []region {
 		return true
 	})
 	return rs
+}
+
+// regionKey identifies a region of a tensor: all of it, or the box of
+// boxKey.
+type regionKey struct {
+	t   *te.Tensor
+	box string
+}
+
+// boxKey returns a string that identifies the box [lo, hi].
+func boxKey(lo, hi []int) string {
+	b := make([]byte, 0, 8*len(lo))
+	for i := range lo {
+		b = strconv.AppendInt(b, int64(lo[i]), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(hi[i]), 10)
+		b = append(b, ',')
+	}
+	return string(b)
 }
 
 // stageTime predicts a stage's time on a grid of grid blocks: its work at

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"container/heap"
 	"fmt"
 	"slices"
 	"strconv"
@@ -219,8 +220,9 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	// entries alike, since the slots hold a group's slices.
 	group := 0
 	epis := make([]*epilogue, len(keep))
+	ix := newStageIndex(k)
 	for i, st := range keep {
-		epis[i] = c.epilogue(k, st)
+		epis[i] = c.epilogue(k, ix, st)
 		if group == 0 || group == epis[i].group {
 			group = epis[i].group
 		} else {
@@ -347,9 +349,10 @@ type epilogue struct {
 // residentMaxGroup) that keep each stage's reads, and those of the stages
 // it reads, in one run, and gives up the epilogue unless such a grouping
 // exists.
-func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
+func (c *coster) epilogue(k *Kernel, ix *stageIndex, st *stationary) *epilogue {
 	t := st.t
-	pt := slices.Index(k.Stages, t)
+	pos := ix.pos
+	pt := pos[t]
 	epoch := 0
 	for p := pt; p > 0; p-- {
 		if k.Sync[p] == GridSync || c.pl.Schedules[k.Stages[p]].Kind == SplitReduce {
@@ -357,17 +360,29 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 			break
 		}
 	}
-	pos := map[*te.Tensor]int{}
-	for p, u := range k.Stages {
-		pos[u] = p
-	}
 	batch := map[*te.Var]bool{}
 	for _, v := range st.d.BatchAxes {
 		batch[v] = true
 	}
 	var cands []*epiCand
 	in := map[*te.Tensor]*epiCand{}
-	for j := pt + 1; j < len(k.Stages); j++ {
+	// Only a stage that reads t or an admitted stage can be admitted
+	// (epilogueCandidate): visit the readers of t after it, and those of
+	// each stage admitted, in the order of k's stages, as a scan of all
+	// the stages after t would.
+	var next stagePositions
+	queued := map[int]bool{}
+	enqueue := func(x *te.Tensor, after int) {
+		for _, j := range ix.readers[x] {
+			if j > after && !queued[j] {
+				queued[j] = true
+				heap.Push(&next, j)
+			}
+		}
+	}
+	enqueue(t, pt)
+	for next.Len() > 0 {
+		j := heap.Pop(&next).(int)
 		u := k.Stages[j]
 		if c.pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
 			continue
@@ -376,7 +391,7 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 			p, isStage := pos[x]
 			return isStage && p >= epoch && x != t && in[x] == nil
 		}
-		if slices.ContainsFunc(te.Inputs(u.Body), unordered) {
+		if slices.ContainsFunc(ix.inputs[j], unordered) {
 			continue // it reads what other blocks write in this epoch
 		}
 		cd, ok := epilogueCandidate(u, t, st.d.Batch, batch, in)
@@ -385,6 +400,7 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 		}
 		in[u] = cd
 		cands = append(cands, cd)
+		enqueue(u, j)
 	}
 	for g := 1; g <= min(st.d.Batch, residentMaxGroup); g++ {
 		if st.d.Batch%g != 0 {
@@ -403,6 +419,41 @@ func (c *coster) epilogue(k *Kernel, st *stationary) *epilogue {
 		}
 	}
 	return &epilogue{group: 1}
+}
+
+// stageIndex indexes a kernel's stages: the position of each, the tensors
+// each reads (te.Inputs of its body) and, for each tensor, the positions of
+// the stages that read it, in order.
+type stageIndex struct {
+	pos     map[*te.Tensor]int
+	inputs  [][]*te.Tensor
+	readers map[*te.Tensor][]int
+}
+
+func newStageIndex(k *Kernel) *stageIndex {
+	ix := &stageIndex{pos: make(map[*te.Tensor]int, len(k.Stages)), inputs: make([][]*te.Tensor, len(k.Stages)), readers: map[*te.Tensor][]int{}}
+	for p, u := range k.Stages {
+		ix.pos[u] = p
+		ix.inputs[p] = te.Inputs(u.Body)
+		for _, x := range ix.inputs[p] {
+			ix.readers[x] = append(ix.readers[x], p)
+		}
+	}
+	return ix
+}
+
+// stagePositions is a min-heap of stage positions.
+type stagePositions []int
+
+func (h stagePositions) Len() int           { return len(h) }
+func (h stagePositions) Less(i, j int) bool { return h[i] < h[j] }
+func (h stagePositions) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *stagePositions) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *stagePositions) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // epiCand is a stage that the epilogue rule admits: the batch entries

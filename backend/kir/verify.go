@@ -56,6 +56,14 @@ type verifier struct {
 	changed  bool   // a level rose after the walk had read it
 	check    bool   // the final pass, which reports barrier problems
 	quiet    bool   // a walk before the final one, which reports nothing
+
+	// In a check walk, expr type-checks each expression it is given once:
+	// typed is whether it did and found it well typed, inside it (all of
+	// whose subexpressions are then well typed too), and checked and
+	// checkedOK are the last expression and whether it was.
+	typed     bool
+	checked   Expr
+	checkedOK bool
 }
 
 // varInfo is what the verifier knows of a variable of the kernel: its
@@ -463,6 +471,12 @@ func (v *verifier) wantType(e Expr, t te.DType, what string, s Stmt) {
 // wellTyped reports whether e's Type is meaningful: it type-checks without
 // reporting (the reports come from expr).
 func (v *verifier) wellTyped(e Expr) bool {
+	if v.typed {
+		return true
+	}
+	if e != nil && e == v.checked {
+		return v.checkedOK
+	}
 	return typeErr(e) == ""
 }
 
@@ -474,11 +488,17 @@ func (v *verifier) expr(e Expr, s Stmt) uniformity {
 		}
 		return uniform
 	}
+	typed := false
 	if v.check {
-		if msg := typeErr(e); msg != "" {
+		msg := typeErr(e)
+		if msg != "" {
 			v.errorf("%s: %s", msg, v.describe(s))
 		}
+		typed = msg == ""
 	}
+	outer := v.typed
+	v.typed = outer || typed
+	defer func() { v.typed, v.checked, v.checkedOK = outer, e, typed }()
 	u := uniform
 	WalkExpr(e, func(x Expr) bool {
 		switch x := x.(type) {
