@@ -1,7 +1,10 @@
 package transform
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 
 	"tec/analysis"
 	"tec/te"
@@ -149,7 +152,13 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 type fusion struct {
 	g       *analysis.Graph
 	groupOf map[*te.Tensor][]*te.Tensor
+	// spans are the fused groups' spans of positions in the graph's
+	// topological order, by their first position.
+	spans []posSpan
 }
+
+// posSpan is the least and the greatest position of a group's TEs.
+type posSpan struct{ lo, hi int }
 
 func newFusion(g *analysis.Graph) *fusion {
 	return &fusion{g: g, groupOf: map[*te.Tensor][]*te.Tensor{}}
@@ -157,9 +166,34 @@ func newFusion(g *analysis.Graph) *fusion {
 
 // add records group as fused.
 func (f *fusion) add(group []*te.Tensor) {
+	sp := posSpan{lo: math.MaxInt, hi: -1}
 	for _, m := range group {
 		f.groupOf[m] = group
+		p := f.pos(m)
+		sp.lo, sp.hi = min(sp.lo, p), max(sp.hi, p)
 	}
+	i, _ := slices.BinarySearchFunc(f.spans, sp.lo, func(s posSpan, lo int) int { return cmp.Compare(s.lo, lo) })
+	f.spans = slices.Insert(f.spans, i, sp)
+}
+
+func (f *fusion) pos(t *te.Tensor) int {
+	p, _ := f.g.Pos(t)
+	return p
+}
+
+// horizon returns a position beyond which no TE reaches a member of a
+// group whose last position is last. Along an edge of the graph the
+// position rises; only a jump within a fused group can lower it, and a
+// group that straddles the horizon moves it up to the group's end. So no
+// path from beyond the fixpoint comes back to a member.
+func (f *fusion) horizon(last int) int {
+	for _, sp := range f.spans {
+		if sp.lo > last {
+			break
+		}
+		last = max(last, sp.hi)
+	}
+	return last
 }
 
 // acyclic returns group if fusing it keeps the program acyclic, else the
@@ -182,11 +216,19 @@ func (f *fusion) acyclic(group []*te.Tensor) []*te.Tensor {
 // one TE would make it depend on itself: whether a path leads from a member
 // to a member, where reaching a TE of a fused group goes on from every TE of
 // that group.
+//
+// The search goes no further than the horizon of the members' last
+// position: without it, each search swept everything downstream of the
+// members, which made the transform quadratic in the cells of an unrolled
+// model.
 func (f *fusion) closesCycle(members []*te.Tensor) bool {
 	in := map[*te.Tensor]bool{}
+	last := 0
 	for _, m := range members {
 		in[m] = true
+		last = max(last, f.pos(m))
 	}
+	horizon := f.horizon(last)
 	seen := map[*te.Tensor]bool{}
 	var stack []*te.Tensor
 	push := func(t *te.Tensor) {
@@ -195,7 +237,7 @@ func (f *fusion) closesCycle(members []*te.Tensor) bool {
 			node = []*te.Tensor{t}
 		}
 		for _, u := range node {
-			if !seen[u] {
+			if !seen[u] && f.pos(u) <= horizon {
 				seen[u] = true
 				stack = append(stack, u)
 			}

@@ -30,6 +30,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -136,6 +137,11 @@ type lowerer struct {
 	// picks its own tile.
 	threads, tm, tn int
 	rm, rn          int
+
+	// bufPos is the position in m.Buffers, to which lowering only
+	// appends, of the first indexed buffers.
+	bufPos  map[*kir.Buffer]int
+	indexed int
 }
 
 func (l *lowerer) gen(out *[]kir.Stmt) *gen {
@@ -187,11 +193,25 @@ func (l *lowerer) params(k *kir.Kernel) {
 		})
 		return true
 	})
-	for _, b := range l.m.Buffers {
-		if used[b] {
-			k.Params = append(k.Params, b)
+	// The parameters in the module's order: sorting the few a kernel uses
+	// by their positions, not scanning every buffer of the module for each
+	// kernel, which took time quadratic in the kernels of an unrolled model.
+	if l.bufPos == nil {
+		l.bufPos = map[*kir.Buffer]int{}
+	}
+	for ; l.indexed < len(l.m.Buffers); l.indexed++ {
+		if _, dup := l.bufPos[l.m.Buffers[l.indexed]]; !dup {
+			l.bufPos[l.m.Buffers[l.indexed]] = l.indexed
 		}
 	}
+	var params []*kir.Buffer
+	for b := range used {
+		if _, ok := l.bufPos[b]; ok {
+			params = append(params, b)
+		}
+	}
+	slices.SortFunc(params, func(x, y *kir.Buffer) int { return cmp.Compare(l.bufPos[x], l.bufPos[y]) })
+	k.Params = append(k.Params, params...)
 }
 
 func doc(t *te.Tensor) string {
