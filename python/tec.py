@@ -252,6 +252,10 @@ def _invoke(command, args, json_summary):
     diagnostics = [Diagnostic.from_json(v) for v in values if _is_diagnostic(v)]
     others = [v for v in values if not _is_diagnostic(v)]
     summary = others[0] if json_summary and others else None
+    if isinstance(summary, dict):
+        # tec run --json carries its warnings in the summary.
+        diagnostics += [Diagnostic.from_json(v) for v in summary.get("warnings") or []
+                        if _is_diagnostic(v)]
     if r.returncode != 0:
         raise TecError(cmd, r.returncode, diagnostics, r.stderr + text, summary)
     return summary, diagnostics, text, r.stderr
