@@ -122,7 +122,7 @@ func TestHostileInputs(t *testing.T) {
 		{"R4 fmt", []string{"fmt", "/dev/zero"}, exitUser, "tec fmt: /dev/zero: the file is larger than 16 MiB"},
 		{"R4 run", []string{"run", "/dev/zero"}, exitUser, "the file is larger than 16 MiB"},
 		{"R8 ref", []string{"run", sum12, "--fill", "ones"}, exitUser, "model m takes about 4e+12 operations, some 28 hours on ref; refusing a run estimated over 1m0s"},
-		{"R8 sim", []string{"run", sum12, "--fill", "ones", "--device", "sim"}, exitUser, "some 15 days on sim; refusing a run estimated over 1m0s"},
+		{"R8 sim", []string{"run", sum12, "--fill", "ones", "--device", "sim"}, exitUser, "some 37 hours on sim; refusing a run estimated over 1m0s"},
 		{"R8 hint", []string{"run", sum12, "--fill", "ones", "--max-time", "1h"}, exitUser, "hint: use smaller sizes (-D NAME=VALUE), or --max-time 0 to run it anyway"},
 		{"R8 negative limit", []string{"run", sum12, "--max-time", "-1s"}, exitUsage, "--max-time must not be negative"},
 		{"R9 threshold NaN", []string{"explain", "testdata/scale.te", "--threshold", "NaN"}, exitUsage, "-threshold must be a positive finite number, not NaN"},
