@@ -16,6 +16,11 @@
 //	     shared-memory cache, each slice always read by the same block
 //	     (Options.ResidentBytes bounds it)
 //
+// Before them all, Options.Precision other than f32 runs the precision pass
+// (package precision): half storage, or TF32 rounding of contraction
+// operands, with the same rounding points for every level and for the
+// reference evaluator.
+//
 // Every level computes the same result; each pass's output can be dumped.
 package pipeline
 
@@ -26,6 +31,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/lower"
 	"tec/partition"
+	"tec/precision"
 	"tec/te"
 	"tec/transform"
 )
@@ -52,8 +58,11 @@ type Options struct {
 	// keeping weights reused across a kernel's stages on chip; 0 means
 	// what the GPU has left.
 	ResidentBytes int
+	// Precision is the arithmetic precision; the zero value, precision.F32,
+	// compiles the program as written.
+	Precision precision.Mode
 	// Dump, if set, receives the text of each pass's result as it is made:
-	// "horizontal", "vertical" (TE programs), "plan", "kir".
+	// "precision", "horizontal", "vertical" (TE programs), "plan", "kir".
 	Dump func(pass, text string)
 }
 
@@ -79,6 +88,16 @@ func Passes(level int) []string {
 	return append(ps, "plan", "kir")
 }
 
+// PassesFor returns the names of the passes that Build runs with opts, in
+// order: Passes(opts.Level), after "precision" if opts.Precision is not
+// f32.
+func PassesFor(opts Options) []string {
+	if opts.Precision == precision.F32 {
+		return Passes(opts.Level)
+	}
+	return append([]string{"precision"}, Passes(opts.Level)...)
+}
+
 // Build compiles p at opts.Level.
 func Build(p *te.Program, opts Options) (*Result, error) {
 	if opts.Level < 0 || opts.Level > MaxLevel {
@@ -93,6 +112,10 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		}
 	}
 	var err error
+	if opts.Precision != precision.F32 {
+		p = precision.Apply(p, opts.Precision)
+		dump("precision", p.String)
+	}
 	if opts.Level >= 1 {
 		if p, err = transform.Horizontal(p); err != nil {
 			return nil, err

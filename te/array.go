@@ -118,6 +118,28 @@ func Round(dt DType, v float64) float64 {
 	return v
 }
 
+// maxTF32 is the largest finite TF32 value, (2 - 2^-10)·2^127.
+const maxTF32 = 0x1.ffcp127
+
+// RoundTF32Value returns v rounded to TF32 precision (10 fraction bits and
+// f32's exponent range, subnormals included) to nearest, ties away from
+// zero: the rounding of PTX's cvt.rna.tf32.f32, which on an f32 operand is
+// adding half a unit in the last place to the bits and clearing the 13 low
+// fraction bits. Magnitudes that round beyond the largest finite value
+// become infinite, as the carry into the exponent makes them there.
+func RoundTF32Value(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	_, e := math.Frexp(v)
+	q := math.Ldexp(1, max(e-1, -126)-10)
+	r := math.Round(v/q) * q // math.Round: half away from zero
+	if math.Abs(r) > maxTF32 {
+		return math.Copysign(math.Inf(1), v)
+	}
+	return r
+}
+
 // roundBinary rounds v to the nearest value (ties to even) of a binary
 // floating-point format with mbits fraction bits and least normal exponent
 // emin; magnitudes that round beyond maxFinite become infinite. It rounds once,

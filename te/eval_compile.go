@@ -351,6 +351,8 @@ func (c *compiler) unary(e *Unary) (scalarFn, error) {
 		f = math.Erf
 	case Abs:
 		f = math.Abs
+	case RoundTF32:
+		f = RoundTF32Value
 	default:
 		return nil, fmt.Errorf("unknown unary operation %d", e.Op)
 	}

@@ -46,10 +46,16 @@ const (
 	Sigmoid
 	Erf
 	Abs
+	// RoundTF32 rounds an f32 value to TF32 precision (10 fraction bits,
+	// f32's exponent range) to nearest, ties away from zero, as PTX's
+	// cvt.rna.tf32.f32 does. The precision pass puts it around the
+	// operands of contractions under --precision tf32; the language has no
+	// spelling for it.
+	RoundTF32
 )
 
 var unaryNames = [...]string{Neg: "neg", Not: "!", Exp: "exp", Log: "log", Sqrt: "sqrt",
-	Rsqrt: "rsqrt", Tanh: "tanh", Sigmoid: "sigmoid", Erf: "erf", Abs: "abs"}
+	Rsqrt: "rsqrt", Tanh: "tanh", Sigmoid: "sigmoid", Erf: "erf", Abs: "abs", RoundTF32: "round_tf32"}
 
 // String returns the operation's name in the language.
 func (op UnaryOp) String() string { return unaryNames[op] }

@@ -228,6 +228,16 @@ static __device__ __forceinline__ float tec_round_f16(float x) { return __half2f
 // Round an f32 value to bf16 precision (to nearest even).
 static __device__ __forceinline__ float tec_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 `},
+		{"tec_round_tf32", `
+// Round an f32 value to TF32 precision (10 fraction bits) to nearest, ties
+// away from zero: the result of cvt.rna.tf32.f32, by bit arithmetic so that
+// it compiles for every target. Inf and NaN pass unchanged.
+static __device__ __forceinline__ float tec_round_tf32(float x) {
+  unsigned u = __float_as_uint(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+  return __uint_as_float(u);
+}
+`},
 		{"tec_atomic_max", `
 // Atomic max of f32 values, by compare-and-swap; NaN wins.
 static __device__ __forceinline__ void tec_atomic_max(float* addr, float v) {

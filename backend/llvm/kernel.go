@@ -453,6 +453,8 @@ func (kg *kgen) unary(e *kir.Unary) value.Value {
 		return b.NewFDiv(f32(1), b.NewFAdd(f32(1), ex))
 	case te.Erf:
 		return b.NewCall(g.erff(), x)
+	case te.RoundTF32:
+		return b.NewCall(g.roundTF32(), x)
 	}
 	panic(fmt.Sprintf("llvm: unknown unary operation %v", e.Op))
 }

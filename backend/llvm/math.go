@@ -166,6 +166,20 @@ func (g *gen) toBF16() *ir.Func {
 	})
 }
 
+// roundTF32 returns tec_round_tf32(x): x rounded to TF32 precision (10
+// fraction bits) to nearest, ties away from zero, as cvt.rna.tf32.f32
+// rounds: half a unit in the last place added to the bits and the 13 low
+// fraction bits cleared. Inf and NaN pass unchanged.
+func (g *gen) roundTF32() *ir.Func {
+	return g.helper("tec_round_tf32", types.Float, floatParams("x"), func(f *ir.Func) {
+		b := f.NewBlock("")
+		bits := b.NewBitCast(f.Params[0], types.I32)
+		special := b.NewICmp(enum.IPredEQ, b.NewAnd(bits, i32(0x7f800000)), i32(0x7f800000))
+		rounded := b.NewAnd(b.NewAdd(bits, i32(0x1000)), i32(-0x2000))
+		b.NewRet(b.NewBitCast(b.NewSelect(special, bits, rounded), types.Float))
+	})
+}
+
 // fromBF16 returns tec_from_bf16(h): the f32 value of bf16 bits h.
 func (g *gen) fromBF16() *ir.Func {
 	return g.helper("tec_from_bf16", types.Float, []*ir.Param{ir.NewParam("h", types.I16)}, func(f *ir.Func) {

@@ -20,6 +20,7 @@ import (
 	"tec/internal/safefile"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -28,12 +29,14 @@ type optFlags struct {
 	level         int
 	gpu           string
 	deterministic bool
+	precision     string
 }
 
 func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 	fs.IntVar(&o.level, "O", pipeline.MaxLevel, fmt.Sprintf("optimisation level, -O0 to -O%d", pipeline.MaxLevel))
 	fs.BoolVar(&o.deterministic, "deterministic", false, "combine split reductions' per-block partials in a fixed order instead of with atomics: bit-identical results from run to run")
 	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: "+partition.DefaultGPU+")")
+	fs.StringVar(&o.precision, "precision", "f32", "the arithmetic precision: "+strings.Join(precision.Names(), ", ")+" (f16 and bf16 store params and activations in that type, accumulating and keeping statistics in f32; tf32 rounds contraction operands to TF32)")
 }
 
 // registerTargetOpt registers the flags of registerOpt for a command that
@@ -49,6 +52,10 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if o.level < 0 || o.level > pipeline.MaxLevel {
 		return pipeline.Options{}, fmt.Errorf("-O%d: want -O0 to -O%d", o.level, pipeline.MaxLevel)
 	}
+	prec, err := precision.Parse(o.precision)
+	if err != nil {
+		return pipeline.Options{}, fmt.Errorf("--precision: %w", err)
+	}
 	spec := o.gpu
 	if spec == "" {
 		spec = partition.DefaultGPU
@@ -60,7 +67,7 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if err != nil {
 		return pipeline.Options{}, gpuFailure(err)
 	}
-	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic}, nil
+	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec}, nil
 }
 
 // optionsError reports an error of optFlags.options: a usage error, or a
@@ -134,7 +141,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		fs.StringVar(&bf.target, "target", target.Default, "the GPU architecture: "+strings.Join(target.Names(), " or "))
 		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
-		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the program after a pass: te, "+strings.Join(pipeline.Passes(pipeline.MaxLevel), ", ")+", cu, ll, or all")
+		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the program after a pass: te, precision (with --precision other than f32), "+strings.Join(pipeline.Passes(pipeline.MaxLevel), ", ")+", cu, ll, or all")
 		fs.StringVar(&bf.cpuprofile, "cpuprofile", "", "write a CPU profile of the build to this file, for go tool pprof")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
@@ -162,7 +169,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if err != nil {
 			return e.optionsError(c, err)
 		}
-		dumps, err := parseDumps(bf.dumpAfter, bf.level)
+		dumps, err := parseDumps(bf.dumpAfter, opts)
 		if err != nil {
 			return e.usageError(c, "--dump-after: %v", err)
 		}
@@ -220,9 +227,11 @@ func parseEmit(s string) (map[string]bool, error) {
 	return emit, nil
 }
 
-// parseDumps parses --dump-after into the set of passes to print.
-func parseDumps(s string, level int) (map[string]bool, error) {
-	passes := append(append([]string{"te"}, pipeline.Passes(level)...), "cu", "ll")
+// parseDumps parses --dump-after into the set of passes to print: those
+// that the pipeline runs with opts, and te, cu and ll.
+func parseDumps(s string, opts pipeline.Options) (map[string]bool, error) {
+	level := opts.Level
+	passes := append(append([]string{"te"}, pipeline.PassesFor(opts)...), "cu", "ll")
 	dumps := map[string]bool{}
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
@@ -236,6 +245,9 @@ func parseDumps(s string, level int) (map[string]bool, error) {
 			found := false
 			for _, q := range passes {
 				found = found || p == q
+			}
+			if !found && p == "precision" {
+				return nil, fmt.Errorf("the precision pass runs only with --precision %s", strings.Join(precision.Names()[1:], ", "))
 			}
 			if !found {
 				return nil, fmt.Errorf("no pass %q at -O%d (want one of %s, or all)", p, level, strings.Join(passes, ", "))
@@ -260,7 +272,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	}
 	// The pipeline prints a pass's result for Dump whether or not it is
 	// wanted: give it Dump only when one of its passes is.
-	for _, pass := range pipeline.Passes(opts.Level) {
+	for _, pass := range pipeline.PassesFor(opts) {
 		if dumps[pass] {
 			opts.Dump = dump
 		}

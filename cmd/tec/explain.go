@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"tec/analysis"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -102,7 +103,14 @@ merged and split there.
 		if err != nil {
 			return e.optionsError(c, err)
 		}
-		a, code := e.analyse(&af, pos[0])
+		prog, code := e.compile(&af.compileFlags, pos[0])
+		if prog == nil {
+			return code
+		}
+		// The analysis is of the program at --precision (its tensors'
+		// bytes depend on it); the pipeline need not apply the pass again.
+		prog, opts.Precision = precision.Apply(prog, opts.Precision), precision.F32
+		a, code := e.analyseProgram(&af, prog)
 		if a == nil {
 			return code
 		}

@@ -25,6 +25,7 @@ import (
 	"tec/internal/tensorio"
 	"tec/lang/diag"
 	"tec/pipeline"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -161,6 +162,10 @@ machine-readable summary on standard output.`,
 		if prog == nil {
 			return code
 		}
+		// Both devices run the program at --precision, so that they round
+		// at the same points; feeds are bound to its placeholders, whose
+		// params may now be half (conform rounds f32 arrays to them).
+		prog, opts.Precision = precision.Apply(prog, opts.Precision), precision.F32
 		return e.runProgram(c, prog, &rf, opts, limit, fill)
 	}
 	return c

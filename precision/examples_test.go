@@ -1,0 +1,248 @@
+package precision_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"tec/backend/sim"
+	"tec/examples"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/precision"
+	"tec/te"
+)
+
+// unit is the relative size of one unit in the last place of the type a
+// precision rounds to: 2^-11 for f16 and TF32 (10 fraction bits), 2^-8 for
+// bf16, 2^-24 for f32.
+func unit(m precision.Mode) float64 {
+	switch m {
+	case precision.BF16:
+		return 0x1p-8
+	case precision.F16, precision.TF32:
+		return 0x1p-11
+	}
+	return 0x1p-24
+}
+
+// tolerance is how far the simulator may be from the reference evaluator
+// of the same transformed program, as relError measures it, for a model
+// that amplifies one rounding error amp times. Both round at the same
+// points (half storage, TF32 operands), but the simulator computes in f32
+// and the reference in float64, so a value just beside a rounding boundary
+// may round to the neighbouring value: one unit of the rounded type, which
+// the layers after it amplify as they amplify any rounding error. amp is
+// measured: the f32 simulator's error against the float64 reference in
+// units of f32 (1 to 20 for most examples; about 70 for the tiny ResNeXt,
+// whose random weights grow its logits to 10^5 through sums that cancel).
+// Four amplified units is tight: a rounding point missing on one side (an
+// f32 value where the other has f16) differs by half a unit at every
+// element, not at a few beside a boundary, and a half accumulator by far
+// more. The measure is relative to the output's largest magnitude, not
+// element-wise, as the logits are sums with heavy cancellation.
+func tolerance(m precision.Mode, amp float64) float64 {
+	return 4 * unit(m) * max(amp, 1)
+}
+
+// feeds returns random values in [-1, 1) for p's placeholders (in [0.5,
+// 1.5) for variances), rounded to their types.
+func feeds(p *te.Program, seed uint64) map[string]*te.Array {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := map[string]*te.Array{}
+	for _, t := range p.Placeholders() {
+		a := te.NewArray(t.DType, t.Shape)
+		for i := range a.Data {
+			v := 2*rng.Float64() - 1
+			if strings.HasSuffix(t.Name, "var") {
+				v = 0.5 + rng.Float64()
+			}
+			a.Data[i] = te.Round(t.DType, v)
+		}
+		out[t.Name] = a
+	}
+	return out
+}
+
+// conform rounds the feeds of a program to the placeholders of q, the
+// program at a precision, as tec run does with f32 params.
+func conform(in map[string]*te.Array, q *te.Program) map[string]*te.Array {
+	out := map[string]*te.Array{}
+	for _, t := range q.Placeholders() {
+		a := in[t.Name]
+		if a.DType != t.DType {
+			b := te.NewArray(t.DType, t.Shape)
+			for i, v := range a.Data {
+				b.Data[i] = te.Round(t.DType, v)
+			}
+			a = b
+		}
+		out[t.Name] = a
+	}
+	return out
+}
+
+// relError returns max |got - want| / max |want| over the elements: the
+// error relative to the output's magnitude, which unlike an element-wise
+// relative error stays finite where an element is near zero. Where both
+// hold the same infinity or both NaN at an element (an f16 overflow the
+// simulator and the reference share), the element differs by nothing; NaN
+// against a number makes the result NaN.
+func relError(got, want *te.Array) float64 {
+	var diff, scale float64
+	for i, w := range want.Data {
+		g := got.Data[i]
+		if !math.IsInf(w, 0) {
+			scale = max(scale, math.Abs(w))
+		}
+		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
+			continue
+		}
+		if math.IsNaN(g) || math.IsNaN(w) {
+			return math.NaN()
+		}
+		diff = max(diff, math.Abs(g-w))
+	}
+	if scale == 0 {
+		return diff
+	}
+	return diff / scale
+}
+
+// TestExamples: every example at its tiny configuration, at -O0, -O2 and
+// -O4 and every precision, simulated with race detection, equals the
+// reference evaluator of the program the precision pass made within
+// tolerance; the error of the simulator at -O4 at each precision against
+// the float64 reference of the f32 program is logged (docs/benchmarks.md,
+// "Precision", lists it).
+func TestExamples(t *testing.T) {
+	gpu, _ := partition.BuiltinGPU("a100")
+	modes := []precision.Mode{precision.F32, precision.TF32, precision.BF16, precision.F16}
+	var mu sync.Mutex
+	accuracy := map[string]map[precision.Mode]float64{}
+	agreement := map[precision.Mode]float64{} // the largest relError/tolerance of the simulator against the reference
+	for _, ex := range examples.All() {
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+		if diags.HasErrors() {
+			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
+		}
+		in := feeds(p, 1)
+		exact, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		accuracy[ex.Name] = map[precision.Mode]float64{}
+		amp := amplification(t, p, in, exact, gpu)
+		for _, m := range modes {
+			q := precision.Apply(p, m)
+			qin := conform(in, q)
+			want, err := te.Evaluate(q, qin, te.EvalOptions{})
+			if err != nil {
+				t.Fatalf("%s at %s: %v", ex.Name, m, err)
+			}
+			if bad := nonFinite(q, want); bad != "" {
+				// Past the largest half value, whether an element overflows
+				// depends on the last bit of a sum: the two need not agree.
+				t.Logf("%s at %s: output %s is not finite (the activations overflow %s at these feeds); not compared", ex.Name, m, bad, m)
+				accuracy[ex.Name][m] = math.Inf(1)
+				continue
+			}
+			for _, level := range []int{0, 2, 4} {
+				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, m, level), func(t *testing.T) {
+					t.Parallel()
+					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: gpu, Precision: m})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := sim.Run(res.Module, qin, sim.Options{Race: true, ResidentBlocks: 1 << 20})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if out.RaceCount > 0 {
+						t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
+					}
+					for _, o := range q.Outputs {
+						if got := out.Outputs[o.Name].DType; got != o.DType {
+							t.Errorf("output %s is %s, want its declared %s", o.Name, got, o.DType)
+						}
+						e := relError(out.Outputs[o.Name], want[o.Name])
+						mu.Lock()
+						agreement[m] = max(agreement[m], e/tolerance(m, amp))
+						mu.Unlock()
+						if !(e <= tolerance(m, amp)) {
+							t.Errorf("output %s: relative error %.3g against the reference at %s, want <= %.3g", o.Name, e, m, tolerance(m, amp))
+						}
+					}
+					if level == 4 {
+						worst := 0.0
+						for _, o := range p.Outputs {
+							worst = max(worst, relError(out.Outputs[o.Name], exact[o.Name]))
+						}
+						mu.Lock()
+						accuracy[ex.Name][m] = worst
+						mu.Unlock()
+					}
+				})
+			}
+		}
+	}
+	t.Cleanup(func() {
+		names := make([]string, 0, len(accuracy))
+		for n := range accuracy {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		fmt.Fprintf(&b, "max |sim -O4 at precision - float64 reference of the f32 program| / max |reference|, worst output:\n| example | f32 | tf32 | bf16 | f16 |\n|---|---|---|---|---|\n")
+		for _, n := range names {
+			fmt.Fprintf(&b, "| %s |", n)
+			for _, m := range modes {
+				fmt.Fprintf(&b, " %.2e |", accuracy[n][m])
+			}
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "\nsimulator against the reference of the same program, worst over examples and levels, as a fraction of the tolerance:")
+		for _, m := range modes {
+			fmt.Fprintf(&b, " %s %.2e,", m, agreement[m])
+		}
+		t.Log("\n" + b.String())
+	})
+}
+
+// amplification returns how many times p amplifies one rounding error: the
+// relError of p simulated at -O0 in f32 against its float64 reference, in
+// units of f32.
+func amplification(t *testing.T, p *te.Program, in, exact map[string]*te.Array, gpu partition.GPU) float64 {
+	t.Helper()
+	res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: gpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sim.Run(res.Module, in, sim.Options{ResidentBlocks: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amp := 0.0
+	for _, o := range p.Outputs {
+		amp = max(amp, relError(out.Outputs[o.Name], exact[o.Name])/unit(precision.F32))
+	}
+	return amp
+}
+
+// nonFinite returns the name of an output of q that holds an infinity or a
+// NaN in outs, or "".
+func nonFinite(q *te.Program, outs map[string]*te.Array) string {
+	for _, o := range q.Outputs {
+		for _, v := range outs[o.Name].Data {
+			if math.IsInf(v, 0) || math.IsNaN(v) {
+				return o.Name
+			}
+		}
+	}
+	return ""
+}
