@@ -22,8 +22,9 @@
 //
 // A contraction is a sum whose body is the product of two different
 // factors that each load a float tensor with an index that uses one of
-// the sum's axes (a matrix product, a convolution, attention's scores and
-// context). Its products are of half values and accumulate in f32: a
+// the sum's axes (a matrix product, attention's scores and context), or
+// selects such a product where a condition holds and zero elsewhere (a
+// padded convolution). Its products are of half values and accumulate in f32: a
 // factor that is not already of precision H (a load of an f32 input or
 // statistic, an expression) is cast to H. Under tf32, storage is left
 // alone and each factor of a contraction is rounded to TF32
@@ -169,11 +170,26 @@ func isContraction(r *te.Reduce) bool {
 	if r.Op != te.Sum {
 		return false
 	}
-	mul, ok := r.Body.(*te.Binary)
-	if !ok || mul.Op != te.Mul || sameExpr(mul.X, mul.Y) {
+	mul := product(r.Body)
+	if mul == nil || sameExpr(mul.X, mul.Y) {
 		return false
 	}
 	return loadsAlong(mul.X, r.Axes) && loadsAlong(mul.Y, r.Axes)
+}
+
+// product returns the product that a contraction's body sums: the body
+// itself, or the product a padded convolution's body selects where its
+// window is inside the image, select(cond, x * w, 0); nil if there is none.
+func product(body te.Expr) *te.Binary {
+	if s, ok := body.(*te.Select); ok {
+		if c, ok := s.Else.(*te.ConstExpr); ok && c.Value == 0 {
+			body = s.Then
+		}
+	}
+	if mul, ok := body.(*te.Binary); ok && mul.Op == te.Mul {
+		return mul
+	}
+	return nil
 }
 
 // loadsAlong reports whether e loads a float tensor, outside any nested
@@ -259,8 +275,11 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 		return &te.Cast{To: e.To, X: r.expr(e.X)}
 	case *te.Reduce:
 		if isContraction(e) {
-			mul := e.Body.(*te.Binary)
-			body := &te.Binary{Op: te.Mul, X: r.operand(mul.X), Y: r.operand(mul.Y)}
+			mul := product(e.Body)
+			var body te.Expr = &te.Binary{Op: te.Mul, X: r.operand(mul.X), Y: r.operand(mul.Y)}
+			if s, ok := e.Body.(*te.Select); ok {
+				body = &te.Select{Cond: r.expr(s.Cond), Then: body, Else: s.Else}
+			}
 			return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: body}
 		}
 		return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: r.expr(e.Body)}

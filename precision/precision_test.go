@@ -1,0 +1,134 @@
+package precision_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tec/examples"
+	"tec/lang"
+	"tec/pipeline"
+	"tec/precision"
+	"tec/te"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// program returns the model of an example at its tiny configuration, or
+// of a file of testdata.
+func program(t *testing.T, name string) *te.Program {
+	t.Helper()
+	file, src, defines := name+".te", []byte(nil), map[string]string(nil)
+	for _, ex := range examples.All() {
+		if ex.Name == name {
+			src, defines = ex.Source(), ex.Tiny
+		}
+	}
+	if src == nil {
+		var err error
+		file = filepath.Join("testdata", name+".te")
+		if src, err = os.ReadFile(file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, diags := lang.Check(file, src, lang.Config{Defines: defines})
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", name, diags.Error())
+	}
+	return p
+}
+
+// TestGolden checks the program after the precision pass, as
+// tec build --dump-after precision prints it, for a few models and modes.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		model string
+		mode  precision.Mode
+	}{
+		{"rules", precision.F16},
+		{"rules", precision.TF32},
+		{"layernorm", precision.F16},
+		{"attention", precision.BF16},
+		{"attention", precision.TF32},
+		{"conv_block", precision.F16},
+		{"lstm", precision.F16},
+	}
+	for _, tt := range tests {
+		name := tt.model + "_" + tt.mode.String()
+		t.Run(name, func(t *testing.T) {
+			var got string
+			_, err := pipeline.Build(program(t, tt.model), pipeline.Options{Precision: tt.mode, Dump: func(pass, text string) {
+				if pass == "precision" {
+					got = text
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("testdata", name+".golden"), got)
+		})
+	}
+}
+
+// TestApply checks the pass's contract: f32 is the identity, the input
+// program is not modified, and applying the pass twice changes nothing.
+func TestApply(t *testing.T) {
+	for _, ex := range examples.All() {
+		p := program(t, ex.Name)
+		before := p.String()
+		if q := precision.Apply(p, precision.F32); q != p {
+			t.Errorf("%s: Apply at f32 returned a new program", ex.Name)
+		}
+		for _, m := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
+			once := precision.Apply(p, m)
+			if twice := precision.Apply(once, m).String(); twice != once.String() {
+				t.Errorf("%s at %s: applying twice differs:\n%s\nonce:\n%s", ex.Name, m, twice, once)
+			}
+			for _, o := range once.Outputs {
+				if want := p.Lookup(o.Name).DType; o.DType != want {
+					t.Errorf("%s at %s: output %s is %s, want its declared %s", ex.Name, m, o.Name, o.DType, want)
+				}
+			}
+			for _, in := range once.Placeholders() {
+				if want := p.Lookup(in.Name).DType; in.Kind == te.Input && in.DType != want {
+					t.Errorf("%s at %s: input %s is %s, want its declared %s", ex.Name, m, in.Name, in.DType, want)
+				}
+			}
+		}
+		if after := p.String(); after != before {
+			t.Errorf("%s: input program changed", ex.Name)
+		}
+	}
+}
+
+// TestParse checks the names --precision takes.
+func TestParse(t *testing.T) {
+	for _, n := range precision.Names() {
+		m, err := precision.Parse(n)
+		if err != nil || m.String() != n {
+			t.Errorf("Parse(%q) = %v, %v", n, m, err)
+		}
+	}
+	if _, err := precision.Parse("fp16"); err == nil || !strings.Contains(err.Error(), "f32, tf32, bf16, f16") {
+		t.Errorf("Parse(fp16): error %v, want one listing the precisions", err)
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (go test -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
