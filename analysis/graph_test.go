@@ -38,6 +38,46 @@ func randomDAG(rng *rand.Rand, n, fanin int) *te.Program {
 	return b.outputs(ts[len(ts)-1])
 }
 
+// TestSearchStopsAtProducer checks that a reachability search stops at a
+// producer of its target rather than at the target: in a program whose
+// steps g0, g1, ... each feed the next and a result h that the output reads
+// with every other, the search from g0 to the output, which tries the
+// latest consumer first, followed the steps to the last one.
+func TestSearchStopsAtProducer(t *testing.T) {
+	const steps = 200
+	b := newBuilder("steps")
+	g := b.input("x", 1)
+	var hs []*te.Tensor
+	var g0 *te.Tensor
+	for k := range steps {
+		prev := g
+		g = b.compute(fmt.Sprintf("g%d", k), shp(1), func(ax []te.Index) te.Expr { return ld(prev, ax...) })
+		if g0 == nil {
+			g0 = g
+		}
+		cur := g
+		hs = append(hs, b.compute(fmt.Sprintf("h%d", k), shp(1), func(ax []te.Index) te.Expr { return ld(cur, ax...) }))
+	}
+	out := b.compute("out", shp(1), func(ax []te.Index) te.Expr {
+		e := ld(hs[0], ax...)
+		for _, h := range hs[1:] {
+			e = add(e, ld(h, ax...))
+		}
+		return e
+	})
+	gr, err := NewGraph(b.outputs(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, marked := gr.search(gr.mustPos(g0), gr.mustPos(out))
+	if !found {
+		t.Fatal("g0 does not reach out")
+	}
+	if marked > 2 {
+		t.Errorf("the search marked %d nodes, want at most 2", marked)
+	}
+}
+
 // closure returns reach[u][v]: a path of one or more edges from u to v, by
 // brute force.
 func closure(g *Graph) [][]bool {

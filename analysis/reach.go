@@ -83,11 +83,26 @@ func (r *reachLabels) mayReach(u, v int32) bool {
 }
 
 // reaches reports whether there is a path of one or more edges from u to v.
-// Positions, levels and interval labels answer most queries at once; the
-// rest search forward from u, pruned by the same three tests.
 func (g *Graph) reaches(u, v int32) bool {
+	found, _ := g.search(u, v)
+	return found
+}
+
+// search reports whether there is a path of one or more edges from u to v,
+// and how many nodes it marked on the way. Positions, levels and interval
+// labels answer most queries at once; the rest search forward from u,
+// pruned by the same three tests, and stop at the first node found that is
+// one of v's producers. (Stopping only at v itself made a query such as
+// "does this step reach the output that stacks every step's result" follow
+// the program to its last step, marking every node on the way: quadratic
+// over all such queries.)
+func (g *Graph) search(u, v int32) (found bool, marked int) {
 	if u >= v || g.level[u] >= g.level[v] || !g.reach.mayReach(u, v) {
-		return false
+		return false, 0
+	}
+	producers := g.preds[v]
+	if _, ok := slices.BinarySearch(producers, u); ok {
+		return true, 0
 	}
 	seen := map[int32]bool{u: true}
 	stack := []int32{u}
@@ -95,8 +110,8 @@ func (g *Graph) reaches(u, v int32) bool {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, s := range g.succs[x] {
-			if s == v {
-				return true
+			if _, ok := slices.BinarySearch(producers, s); ok {
+				return true, len(seen)
 			}
 			if s > v || g.level[s] >= g.level[v] || seen[s] || !g.reach.mayReach(s, v) {
 				continue
@@ -105,7 +120,7 @@ func (g *Graph) reaches(u, v int32) bool {
 			stack = append(stack, s)
 		}
 	}
-	return false
+	return false, len(seen)
 }
 
 // Reaches reports whether there is a path of one or more edges from a to b:
