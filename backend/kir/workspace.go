@@ -136,82 +136,155 @@ func (m *Module) WorkspaceLayout() (offsets map[*Buffer]int64, size int64) {
 		}
 		return cmp.Compare(spans[a].First, spans[b].First)
 	})
-	placed := newPlacedTemps(order, spans)
+	placed := newPlacedTemps(spans)
 	offsets = make(map[*Buffer]int64, len(temps))
-	var clash []placedTemp
 	for _, b := range order {
 		n := align(b.Bytes())
 		live := spans[b]
-		clash = placed.meeting(live, clash[:0])
-		slices.SortFunc(clash, func(x, y placedTemp) int { return cmp.Compare(x.lo, y.lo) })
-		var off int64
-		for _, p := range clash {
-			if off+n <= p.lo {
-				break
-			}
-			off = max(off, p.hi)
-		}
+		off := placed.lowestFree(live, n)
 		offsets[b] = off
-		placed.add(b, placedTemp{off, off + n, live})
+		if n > 0 {
+			placed.add(live, byteRange{off, off + n})
+		}
 		size = max(size, off+n)
 	}
 	return offsets, size
 }
 
-// placedTemp is a temporary placed in the workspace: bytes [lo, hi), live
-// in the epochs live.
-type placedTemp struct {
-	lo, hi int64
-	live   Epochs
+// byteRange is the bytes [lo, hi) of the workspace.
+type byteRange struct{ lo, hi int64 }
+
+// byteRanges is a set of bytes: disjoint ranges in order, none empty, none
+// touching another.
+type byteRanges []byteRange
+
+// add returns the set with r's bytes added.
+func (s byteRanges) add(r byteRange) byteRanges {
+	i, _ := slices.BinarySearchFunc(s, r.lo, func(x byteRange, lo int64) int { return cmp.Compare(x.hi, lo) })
+	j := i
+	for j < len(s) && s[j].lo <= r.hi {
+		r = byteRange{min(r.lo, s[j].lo), max(r.hi, s[j].hi)}
+		j++
+	}
+	return slices.Replace(s, i, j, r)
 }
 
-// placedTemps are the temporaries placed so far, indexed by the order of
-// their first epochs, so that those whose spans meet a given one are found
-// without looking at all of them: a span that meets [first, last] begins
-// at or before last and no earlier than first less the longest placed
-// span's length. (Placing against every earlier temporary took time
-// quadratic in their number.) The gap search in WorkspaceLayout depends
-// only on the set of temporaries found, not on their order, so the layout
-// is the same.
+// clash returns the end of a range of s that overlaps [off, off+n), and
+// whether there is one.
+func (s byteRanges) clash(off, n int64) (int64, bool) {
+	i, _ := slices.BinarySearchFunc(s, off+1, func(x byteRange, end int64) int { return cmp.Compare(x.hi, end) })
+	if i < len(s) && s[i].lo < off+n {
+		return s[i].hi, true
+	}
+	return 0, false
+}
+
+// placedTemps are the temporaries placed so far: the bytes each occupies
+// over the epochs it is live. Where a temporary may go depends only on the
+// union of the bytes of the placed temporaries that are live with it, so
+// that union is what the index answers, from a segment tree over the
+// epochs: each node keeps the bytes of the temporaries whose spans cover
+// its epochs and not its parent's (own), and of all temporaries kept at it
+// or below it (below). The temporaries live with a span [first, last] are
+// those kept below the nodes that tile the span and those kept at the
+// ancestors of first's and last's leaves. A layout that packs temporaries
+// keeps each node's set to a few ranges, whatever the number of
+// temporaries. (Placing against every earlier temporary live with one took
+// time quadratic in their number: the 10,000-cell LSTM has a thousand
+// temporaries live across hundreds of epochs.)
 type placedTemps struct {
-	firsts  []int        // the first epochs of all temporaries, in order
-	slots   []placedTemp // slots[k]: the temporary of firsts[k], once placed
-	placed  []bool
-	rank    map[*Buffer]int // the index into firsts of each temporary
-	longest int             // the largest Last - First placed
+	least  int // the least epoch of any temporary: leaf 0
+	leaves int // the number of leaves, a power of two
+	own    []byteRanges
+	below  []byteRanges
 }
 
-func newPlacedTemps(temps []*Buffer, spans map[*Buffer]Epochs) *placedTemps {
-	byFirst := slices.Clone(temps)
-	slices.SortStableFunc(byFirst, func(x, y *Buffer) int { return cmp.Compare(spans[x].First, spans[y].First) })
-	ps := &placedTemps{
-		firsts: make([]int, len(byFirst)),
-		slots:  make([]placedTemp, len(byFirst)),
-		placed: make([]bool, len(byFirst)),
-		rank:   make(map[*Buffer]int, len(byFirst)),
+func newPlacedTemps(spans map[*Buffer]Epochs) *placedTemps {
+	ps := &placedTemps{leaves: 1}
+	greatest, first := 0, true
+	for _, e := range spans {
+		if first {
+			ps.least, greatest, first = e.First, e.Last, false
+		}
+		ps.least, greatest = min(ps.least, e.First), max(greatest, e.Last)
 	}
-	for k, b := range byFirst {
-		ps.firsts[k] = spans[b].First
-		ps.rank[b] = k
+	for ps.leaves < greatest-ps.least+1 {
+		ps.leaves *= 2
 	}
+	ps.own = make([]byteRanges, 2*ps.leaves)
+	ps.below = make([]byteRanges, 2*ps.leaves)
 	return ps
 }
 
-func (ps *placedTemps) add(b *Buffer, p placedTemp) {
-	k := ps.rank[b]
-	ps.slots[k], ps.placed[k] = p, true
-	ps.longest = max(ps.longest, p.live.Last-p.live.First)
+// leaf returns the node of epoch e.
+func (ps *placedTemps) leaf(e int) int { return e - ps.least + ps.leaves }
+
+// tiling calls f with each node of the fewest whose epochs tile e.
+func (ps *placedTemps) tiling(e Epochs, f func(node int)) {
+	lo, hi := ps.leaf(e.First), ps.leaf(e.Last)+1
+	for lo < hi {
+		if lo&1 == 1 {
+			f(lo)
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			f(hi)
+		}
+		lo, hi = lo/2, hi/2
+	}
 }
 
-// meeting appends to dst the placed temporaries whose spans meet e.
-func (ps *placedTemps) meeting(e Epochs, dst []placedTemp) []placedTemp {
-	i, _ := slices.BinarySearch(ps.firsts, e.First-ps.longest)
-	for k := i; k < len(ps.firsts) && ps.firsts[k] <= e.Last; k++ {
-		if ps.placed[k] && ps.slots[k].live.Meets(e) {
-			dst = append(dst, ps.slots[k])
+// ancestors calls f with the leaves of e's first and last epochs and all
+// their ancestors, each once.
+func (ps *placedTemps) ancestors(e Epochs, f func(node int)) {
+	for a, b := ps.leaf(e.First), ps.leaf(e.Last); a >= 1; a, b = a/2, b/2 {
+		f(a)
+		if b != a {
+			f(b)
 		}
 	}
-	return dst
+}
+
+// add records the bytes r of a temporary live in the epochs e. The nodes
+// whose parents' epochs the span only partly covers are the ancestors of
+// its first and last leaves, so those, with the tiling, are the nodes with
+// something of the span below them.
+func (ps *placedTemps) add(e Epochs, r byteRange) {
+	ps.tiling(e, func(node int) {
+		ps.own[node] = ps.own[node].add(r)
+		ps.below[node] = ps.below[node].add(r)
+	})
+	ps.ancestors(e, func(node int) { ps.below[node] = ps.below[node].add(r) })
+}
+
+// lowestFree returns the lowest offset, 0 or the end of a placed
+// temporary, at which n bytes overlap no placed temporary live in the
+// epochs e: the first gap of n bytes or more in the union of their bytes.
+func (ps *placedTemps) lowestFree(e Epochs, n int64) int64 {
+	if n == 0 {
+		return 0
+	}
+	var sets []byteRanges
+	ps.tiling(e, func(node int) { sets = append(sets, ps.below[node]) })
+	ps.ancestors(e, func(node int) { sets = append(sets, ps.own[node]) })
+	// Move past every range that overlaps [off, off+n) until none does:
+	// off never passes the first gap, since every range it moves past
+	// ends at or before it.
+	var off int64
+	for moved := true; moved; {
+		moved = false
+		for _, s := range sets {
+			for {
+				end, ok := s.clash(off, n)
+				if !ok {
+					break
+				}
+				off, moved = end, true
+			}
+		}
+	}
+	return off
 }
 
 func align(n int64) int64 { return (n + WorkspaceAlign - 1) &^ (WorkspaceAlign - 1) }

@@ -151,39 +151,84 @@ func TestOverlapping(t *testing.T) {
 	}
 }
 
-// TestPlacedTempsMeeting checks the indexed search for placed temporaries
-// whose spans meet a span against a test of every one, on random spans.
-func TestPlacedTempsMeeting(t *testing.T) {
+// TestPlacedTempsLowestFree checks the indexed search for the lowest free
+// offset against a gap search over every placed temporary live with one,
+// on random spans and sizes.
+func TestPlacedTempsLowestFree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 1))
-	for trial := range 50 {
+	type placed struct {
+		live Epochs
+		r    byteRange
+	}
+	for trial := range 100 {
 		spans := map[*Buffer]Epochs{}
 		var temps []*Buffer
-		for range 60 {
+		for range 80 {
 			b := &Buffer{Role: Temp, DType: te.F32, Shape: []int{1}}
 			first := rng.IntN(40) - 5
-			spans[b] = Epochs{first, first + rng.IntN(1+rng.IntN(20))}
+			spans[b] = Epochs{first, first + rng.IntN(1+rng.IntN(30))}
 			temps = append(temps, b)
 		}
-		ps := newPlacedTemps(temps, spans)
-		var placed []placedTemp
+		ps := newPlacedTemps(spans)
+		var all []placed
 		for k, b := range temps {
 			e := spans[b]
-			got := ps.meeting(e, nil)
-			var want []placedTemp
-			for _, p := range placed {
+			n := int64(rng.IntN(4))
+			var clash []byteRange
+			for _, p := range all {
 				if p.live.Meets(e) {
-					want = append(want, p)
+					clash = append(clash, p.r)
 				}
 			}
-			byLo := func(x, y placedTemp) int { return cmp.Compare(x.lo, y.lo) }
-			slices.SortFunc(got, byLo)
-			slices.SortFunc(want, byLo)
-			if !slices.Equal(got, want) {
-				t.Fatalf("trial %d, temporary %d, span %v: meeting %v, want %v", trial, k, e, got, want)
+			slices.SortFunc(clash, func(x, y byteRange) int { return cmp.Compare(x.lo, y.lo) })
+			var want int64
+			for _, r := range clash {
+				if want+n <= r.lo {
+					break
+				}
+				want = max(want, r.hi)
 			}
-			p := placedTemp{lo: int64(k), hi: int64(k + 1), live: e}
-			ps.add(b, p)
-			placed = append(placed, p)
+			if got := ps.lowestFree(e, n); got != want {
+				t.Fatalf("trial %d, temporary %d, span %v, %d bytes: offset %d, want %d", trial, k, e, n, got, want)
+			}
+			if n > 0 {
+				// Sometimes somewhere else than the lowest free offset, so
+				// that the placed ranges overlap and leave gaps.
+				off := want + int64(rng.IntN(2))*int64(rng.IntN(5))
+				r := byteRange{off, off + n}
+				ps.add(e, r)
+				all = append(all, placed{e, r})
+			}
+		}
+	}
+}
+
+// TestByteRangesAdd checks the union of byte ranges against a set of bytes.
+func TestByteRangesAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 3))
+	for trial := range 200 {
+		var s byteRanges
+		bytes := map[int64]bool{}
+		for range 1 + rng.IntN(12) {
+			lo := int64(rng.IntN(40))
+			r := byteRange{lo, lo + 1 + int64(rng.IntN(6))}
+			s = s.add(r)
+			for x := r.lo; x < r.hi; x++ {
+				bytes[x] = true
+			}
+		}
+		var want byteRanges
+		for x := range int64(60) {
+			switch {
+			case !bytes[x]:
+			case len(want) > 0 && want[len(want)-1].hi == x:
+				want[len(want)-1].hi++
+			default:
+				want = append(want, byteRange{x, x + 1})
+			}
+		}
+		if !slices.Equal(s, want) {
+			t.Fatalf("trial %d: %v, want %v", trial, s, want)
 		}
 	}
 }
