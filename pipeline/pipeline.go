@@ -72,7 +72,7 @@ type Result struct {
 	Program *te.Program
 	// Plan is its partition: one kernel per TE below -O3.
 	Plan *partition.Plan
-	// Module is the kernel IR.
+	// Module is the kernel IR, which has passed kir.Verify.
 	Module *kir.Module
 }
 

@@ -58,8 +58,29 @@ func (f *Files) All() []File { return []File{f.Source, f.Header, f.Runner} }
 // Emit returns the CUDA C++ of module m, which must verify, for target tg.
 // It fails if a kernel needs more shared memory per block than tg has.
 func Emit(m *kir.Module, tg target.Target) (*Files, error) {
-	if err := kir.Verify(m); err != nil {
-		return nil, fmt.Errorf("cuda: %w", err)
+	return EmitWith(m, tg, Options{})
+}
+
+// Options tells EmitWith what the caller already knows of a module.
+type Options struct {
+	// Layout is the module's workspace layout (kir.Module.Layout), or nil
+	// for EmitWith to compute it.
+	Layout *kir.Layout
+	// Verified reports that the module passed kir.Verify and has not
+	// changed since (as a module fresh from the pipeline, whose lowering
+	// verifies it), so that EmitWith need not verify it again.
+	Verified bool
+}
+
+// EmitWith is Emit for a module of which opts says what is known.
+func EmitWith(m *kir.Module, tg target.Target, opts Options) (*Files, error) {
+	if !opts.Verified {
+		if err := kir.Verify(m); err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+	}
+	if opts.Layout == nil {
+		opts.Layout = m.Layout()
 	}
 	outputs := map[*kir.Buffer]bool{}
 	for _, b := range m.Outputs {
@@ -76,7 +97,7 @@ func Emit(m *kir.Module, tg target.Target) (*Files, error) {
 				k.Name, n, tg.MaxSharedPerBlock, tg.Name)
 		}
 	}
-	n := newNames(m)
+	n := newNames(m, opts.Layout)
 	base := BaseName(m)
 	files := &Files{Prefix: n.prefix}
 
@@ -132,14 +153,14 @@ type names struct {
 	wsBytes int64                 // the workspace's size
 }
 
-func newNames(m *kir.Module) *names {
+func newNames(m *kir.Module, layout *kir.Layout) *names {
 	scope := ident.NewScope(ident.CKeywords()...)
 	// The identifiers of the host code besides buffers.
 	scope.Reserve("inputs", "params", "outputs", "workspace", "stream", "ws", "args", "err")
 	n := &names{module: scope, kernel: map[*kir.Kernel]string{}, global: map[*kir.Buffer]string{}, local: map[*kir.Buffer]string{}, used: map[string]bool{}}
 	n.prefix = scope.Name(safe(m.Name))
 	n.mod = m
-	n.offsets, n.wsBytes = m.WorkspaceLayout()
+	n.offsets, n.wsBytes = layout.Offsets, layout.Bytes
 	for _, b := range m.Buffers {
 		n.global[b] = scope.Name(safe(b.Name))
 	}

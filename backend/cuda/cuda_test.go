@@ -388,3 +388,45 @@ func TestAliasedTemporaries(t *testing.T) {
 		}
 	}
 }
+
+// TestEmitWith checks that EmitWith emits what Emit does given the layout
+// Emit would compute, and places the temporaries where a layout it is
+// given says.
+func TestEmitWith(t *testing.T) {
+	ms := modules(t)
+	for _, name := range sortedNames(ms) {
+		m := ms[name]
+		want, err := Emit(m, sm80(t))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := EmitWith(m, sm80(t), Options{Layout: m.Layout(), Verified: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i, f := range got.All() {
+			if !bytes.Equal(f.Data, want.All()[i].Data) {
+				t.Errorf("%s: EmitWith's %s differs from Emit's:%s", name, f.Name, firstDiff(string(f.Data), string(want.All()[i].Data)))
+			}
+		}
+	}
+	tmp := &kir.Buffer{Name: "t", Role: kir.Temp, DType: te.F32, Shape: []int{64}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{64}}
+	i := kir.NewVar("i", te.I32)
+	m := &kir.Module{Name: "ws", TempsInWorkspace: true, Buffers: []*kir.Buffer{tmp, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Resident: true}, Block: 32, Params: []*kir.Buffer{tmp, y},
+			Body: []kir.Stmt{&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(64), Body: []kir.Stmt{
+				&kir.Store{Buf: tmp, Index: i, Value: kir.F(1)},
+				&kir.Store{Buf: y, Index: i, Value: kir.Ld(tmp, i)},
+			}}}}}}
+	files, err := EmitWith(m, sm80(t), Options{Layout: &kir.Layout{Offsets: map[*kir.Buffer]int64{tmp: 512}, Bytes: 768}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(files.Source.Data)
+	for _, want := range []string{"reinterpret_cast<float*>(ws + 512)", "_workspace_size(void) { return 768; }"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("the source lacks %q:\n%s", want, src)
+		}
+	}
+}

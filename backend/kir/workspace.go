@@ -289,6 +289,19 @@ func (ps *placedTemps) lowestFree(e Epochs, n int64) int64 {
 
 func align(n int64) int64 { return (n + WorkspaceAlign - 1) &^ (WorkspaceAlign - 1) }
 
+// Layout is a module's workspace layout, as WorkspaceLayout returns it,
+// kept in one value so that a build computes it once for all its emitters.
+type Layout struct {
+	Offsets map[*Buffer]int64 // the offset of every temporary
+	Bytes   int64             // the workspace's size
+}
+
+// Layout returns m's workspace layout (see WorkspaceLayout).
+func (m *Module) Layout() *Layout {
+	offsets, size := m.WorkspaceLayout()
+	return &Layout{Offsets: offsets, Bytes: size}
+}
+
 // WorkspaceBytes returns the size of the workspace that WorkspaceLayout
 // lays out.
 func (m *Module) WorkspaceBytes() int64 {

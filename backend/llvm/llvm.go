@@ -84,8 +84,29 @@ func kernelNames(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) map[*kir.Ker
 
 // Emit returns module m, which must verify, as LLVM IR for target tg.
 func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
-	if err := kir.Verify(m); err != nil {
-		return nil, fmt.Errorf("llvm: %w", err)
+	return EmitWith(m, tg, Options{})
+}
+
+// Options tells EmitWith what the caller already knows of a module.
+type Options struct {
+	// Layout is the module's workspace layout (kir.Module.Layout), or nil
+	// for EmitWith to compute it.
+	Layout *kir.Layout
+	// Verified reports that the module passed kir.Verify and has not
+	// changed since (as a module fresh from the pipeline, whose lowering
+	// verifies it), so that EmitWith need not verify it again.
+	Verified bool
+}
+
+// EmitWith is Emit for a module of which opts says what is known.
+func EmitWith(m *kir.Module, tg target.Target, opts Options) (*ir.Module, error) {
+	if !opts.Verified {
+		if err := kir.Verify(m); err != nil {
+			return nil, fmt.Errorf("llvm: %w", err)
+		}
+	}
+	if opts.Layout == nil {
+		opts.Layout = m.Layout()
 	}
 	g := &gen{
 		mod:    ir.NewModule(),
@@ -95,7 +116,7 @@ func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
 		shared: map[*kir.Buffer]sharedArray{},
 		m:      m,
 	}
-	g.offsets, _ = m.WorkspaceLayout()
+	g.offsets = opts.Layout.Offsets
 	g.mod.SourceFilename = m.Name
 	g.mod.TargetTriple = Triple
 	g.mod.DataLayout = DataLayout

@@ -227,3 +227,43 @@ func TestDynamicShared(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmitWith checks that EmitWith emits what Emit does given the layout
+// Emit would compute, and places the temporaries where a layout it is
+// given says.
+func TestEmitWith(t *testing.T) {
+	ms := modules(t)
+	for _, name := range names(ms) {
+		m := ms[name]
+		want, err := Emit(m, lookup(t, "sm_80"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := EmitWith(m, lookup(t, "sm_80"), Options{Layout: m.Layout(), Verified: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%s: EmitWith's IR differs from Emit's", name)
+		}
+	}
+	tmp := &kir.Buffer{Name: "t", Role: kir.Temp, DType: te.F32, Shape: []int{64}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{64}}
+	i := kir.NewVar("i", te.I32)
+	m := &kir.Module{Name: "ws", TempsInWorkspace: true, Buffers: []*kir.Buffer{tmp, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Resident: true}, Block: 32, Params: []*kir.Buffer{tmp, y},
+			Body: []kir.Stmt{&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(64), Body: []kir.Stmt{
+				&kir.Store{Buf: tmp, Index: i, Value: kir.F(1)},
+				&kir.Store{Buf: y, Index: i, Value: kir.Ld(tmp, i)},
+			}}}}}}
+	at := func(off int64) string {
+		mod, err := EmitWith(m, lookup(t, "sm_80"), Options{Layout: &kir.Layout{Offsets: map[*kir.Buffer]int64{tmp: off}, Bytes: off + 256}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mod.String()
+	}
+	if a, b := at(0), at(4096); a == b || !strings.Contains(b, "%ws, i64 u0x1000") {
+		t.Errorf("the IR does not place the temporary at the layout's offset 4096:\n%s", b)
+	}
+}

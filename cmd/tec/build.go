@@ -281,7 +281,9 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
-	files, err := buildFiles(context.Background(), res.Module, tg, emit, dumps, dump)
+	// One layout of the workspace for both emitters and the summary.
+	layout := res.Module.Layout()
+	files, err := buildFiles(context.Background(), res.Module, layout, tg, emit, dumps, dump)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
@@ -306,7 +308,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	}
 	if len(dumps) == 0 {
 		fmt.Fprintf(e.stdout, "%s: model %s at -O%d for %s: %d kernels, workspace %d B\n",
-			bf.out, res.Module.Name, opts.Level, tg.Name, len(res.Module.Kernels), res.Module.WorkspaceBytes())
+			bf.out, res.Module.Name, opts.Level, tg.Name, len(res.Module.Kernels), layout.Bytes)
 		for _, w := range written {
 			fmt.Fprintf(e.stdout, "  wrote %s\n", w)
 		}
@@ -314,11 +316,12 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	return exitOK
 }
 
-// buildFiles emits the files that emit asks for.
-func buildFiles(ctx context.Context, m *kir.Module, tg target.Target, emit, dumps map[string]bool, dump func(pass, text string)) ([]cuda.File, error) {
+// buildFiles emits the files that emit asks for, from a module fresh from
+// the pipeline (which verified it) and its workspace layout.
+func buildFiles(ctx context.Context, m *kir.Module, layout *kir.Layout, tg target.Target, emit, dumps map[string]bool, dump func(pass, text string)) ([]cuda.File, error) {
 	var files []cuda.File
 	if emit["cu"] || emit["host"] || dumps["cu"] {
-		cu, err := cuda.Emit(m, tg)
+		cu, err := cuda.EmitWith(m, tg, cuda.Options{Layout: layout, Verified: true})
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +334,7 @@ func buildFiles(ctx context.Context, m *kir.Module, tg target.Target, emit, dump
 		}
 	}
 	if emit["ll"] || emit["ptx"] || dumps["ll"] {
-		mod, err := llvm.Emit(m, tg)
+		mod, err := llvm.EmitWith(m, tg, llvm.Options{Layout: layout, Verified: true})
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ func buildOnce(b *testing.B, ex examples.Example, defines map[string]string, lev
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := buildFiles(context.Background(), res.Module, tg, emit, nil, func(string, string) {}); err != nil {
+		if _, err := buildFiles(context.Background(), res.Module, res.Module.Layout(), tg, emit, nil, func(string, string) {}); err != nil {
 			b.Fatal(err)
 		}
 	}

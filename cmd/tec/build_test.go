@@ -169,7 +169,7 @@ func TestBuildToolchain(t *testing.T) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				files, err := buildFiles(context.Background(), res.Module, targets[0], map[string]bool{"cu": true, "host": true}, nil, func(string, string) {})
+				files, err := buildFiles(context.Background(), res.Module, res.Module.Layout(), targets[0], map[string]bool{"cu": true, "host": true}, nil, func(string, string) {})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
