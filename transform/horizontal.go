@@ -464,9 +464,10 @@ func build(group []*te.Tensor, d int) (*te.Tensor, []*te.Tensor, bool) {
 	}
 	pick := func(es []te.Expr) (te.Expr, bool) {
 		same := true
+		text := te.FormatExpr(es[0])
 		for _, e := range es[1:] {
-			if te.FormatExpr(e) != te.FormatExpr(es[0]) {
-				same = false
+			if same = te.FormatExpr(e) == text; !same {
+				break
 			}
 		}
 		if same {
