@@ -35,12 +35,18 @@ func (v *tensorVal) isView() bool    { return len(v.prefix) > 0 }
 func (v *tensorVal) typeString() string { return typeString(v.dtype(), v.shape) }
 
 // lazyVal is an element-wise expression over whole tensors that has not yet
-// been made a tensor: elem gives its element at the given indices. It becomes
+// been made a tensor: checker.elemAt gives its element at an index. It becomes
 // one tensor when bound to a name, passed to a function, put in a list or
 // returned, so that y = relu(x * 2 + r) is a single tensor expression.
 type lazyVal struct {
 	shape []int
-	elem  func(ec *elemCtx, ix []te.Index) scalar
+	// The element at an index is apply of the operands' elements there
+	// (checker.elemAt): args are numbers, tensors and element-wise values,
+	// at spans in file.
+	file  string
+	args  []Value
+	spans []syntax.Span
+	apply func(ec *elemCtx, xs []scalar) scalar
 	span  syntax.Span
 	// label says what made the value (gelu, add), for the name of its
 	// tensor when it is materialised but not bound.

@@ -72,31 +72,75 @@ func (c *checker) elementwise(sc *scope, span syntax.Span, what string, args []V
 	if shape == nil {
 		shape = []int{}
 	}
-	return &lazyVal{shape: shape, span: span, label: elemLabel(what, len(args)), elem: func(ec *elemCtx, ix []te.Index) scalar {
-		xs := make([]scalar, len(args))
-		for i, a := range args {
-			switch a := a.(type) {
-			case number:
-				xs[i] = numScalar(a)
-			case *tensorVal:
-				var at []te.Index
-				if len(a.shape) > 0 {
-					at = ix
-				}
-				xs[i] = c.load(ec, a, at, file, spans[i], c.text(file, spans[i]), nil)
-			case *lazyVal:
-				var at []te.Index
-				if len(a.shape) > 0 {
-					at = ix
-				}
-				xs[i] = a.elem(ec, at)
+	return &lazyVal{shape: shape, span: span, label: elemLabel(what, len(args)),
+		file: file, args: args, spans: spans, apply: apply}
+}
+
+// elemAt returns the element of l at ix (nil for a rank-0 value). A chain
+// of element-wise operations whose first operands are element-wise in turn
+// (y = x + x + ... + x, as long as the program) is evaluated along that
+// chain iteratively, innermost first, in the order a recursion would take:
+// the Go stack does not grow with the chain's length.
+func (c *checker) elemAt(ec *elemCtx, l *lazyVal, ix []te.Index) scalar {
+	chain := []*lazyVal{l}
+	at := [][]te.Index{ix}
+	for {
+		cur := chain[len(chain)-1]
+		next, ok := cur.firstLazy()
+		if !ok {
+			break
+		}
+		chain = append(chain, next)
+		at = append(at, operandIndex(next, at[len(at)-1]))
+	}
+	var inner scalar
+	for k := len(chain) - 1; k >= 0; k-- {
+		l := chain[k]
+		xs := make([]scalar, len(l.args))
+		for i := range l.args {
+			if i == 0 && k < len(chain)-1 {
+				xs[0] = inner
+			} else {
+				xs[i] = c.operandAt(ec, l, i, at[k])
 			}
 			if xs[i].k == sBad {
 				return badScalar
 			}
 		}
-		return apply(ec, xs)
-	}}
+		inner = l.apply(ec, xs)
+	}
+	return inner
+}
+
+// firstLazy returns l's first operand when that is element-wise too.
+func (l *lazyVal) firstLazy() (*lazyVal, bool) {
+	if len(l.args) == 0 {
+		return nil, false
+	}
+	next, ok := l.args[0].(*lazyVal)
+	return next, ok
+}
+
+// operandIndex returns the index at which an operand of a value read at ix
+// is read: ix, or nil for a rank-0 operand, which broadcasts.
+func operandIndex(v Value, ix []te.Index) []te.Index {
+	if len(valueShape(v)) == 0 {
+		return nil
+	}
+	return ix
+}
+
+// operandAt returns operand i of l at ix, l's index.
+func (c *checker) operandAt(ec *elemCtx, l *lazyVal, i int, ix []te.Index) scalar {
+	switch a := l.args[i].(type) {
+	case number:
+		return numScalar(a)
+	case *tensorVal:
+		return c.load(ec, a, operandIndex(a, ix), l.file, l.spans[i], c.text(l.file, l.spans[i]), nil)
+	case *lazyVal:
+		return c.elemAt(ec, a, operandIndex(a, ix))
+	}
+	return badScalar
 }
 
 // valueShape returns the shape of a tensor value.
@@ -120,7 +164,7 @@ func (c *checker) materialize(sc *scope, l *lazyVal) Value {
 		ix[d] = te.VarIndex(axes[d])
 		ec.addVar(&indexVar{v: axes[d], name: axes[d].Name, fixed: true})
 	}
-	s := l.elem(ec, ix)
+	s := c.elemAt(ec, l, ix)
 	if s.k == sBad {
 		return poison{}
 	}
