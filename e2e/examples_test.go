@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,25 +14,8 @@ import (
 	"tec/te"
 )
 
-// feeds fills every placeholder from a seeded generator: uniform in [-1, 1)
-// rounded to its dtype, except variances of batch normalisation (names
-// ending in "var"), uniform in [0.5, 1.5).
-func feeds(p *te.Program, seed uint64) map[string]*te.Array {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	out := map[string]*te.Array{}
-	for _, t := range p.Placeholders() {
-		a := te.NewArray(t.DType, t.Shape)
-		for i := range a.Data {
-			v := 2*rng.Float64() - 1
-			if strings.HasSuffix(t.Name, "var") {
-				v = 0.5 + rng.Float64()
-			}
-			a.Data[i] = te.Round(t.DType, v)
-		}
-		out[t.Name] = a
-	}
-	return out
-}
+// feeds are the suites' common seeded feeds (numeric.SeededFeeds).
+func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.SeededFeeds(p, seed) }
 
 // Whole models chain dozens of kernels, each adding f32 rounding error to
 // its inputs' (and layernorm and softmax amplify relative error where values

@@ -3,7 +3,6 @@ package precision_test
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
@@ -53,24 +53,8 @@ func tolerance(m precision.Mode, amp float64) float64 {
 	return 8 * unit(m) * max(amp, 1)
 }
 
-// feeds returns random values in [-1, 1) for p's placeholders (in [0.5,
-// 1.5) for variances), rounded to their types.
-func feeds(p *te.Program, seed uint64) map[string]*te.Array {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	out := map[string]*te.Array{}
-	for _, t := range p.Placeholders() {
-		a := te.NewArray(t.DType, t.Shape)
-		for i := range a.Data {
-			v := 2*rng.Float64() - 1
-			if strings.HasSuffix(t.Name, "var") {
-				v = 0.5 + rng.Float64()
-			}
-			a.Data[i] = te.Round(t.DType, v)
-		}
-		out[t.Name] = a
-	}
-	return out
-}
+// feeds are the suites' common seeded feeds (numeric.SeededFeeds).
+func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.SeededFeeds(p, seed) }
 
 // conform rounds the feeds of a program to the placeholders of q, the
 // program at a precision, as tec run does with f32 params.

@@ -200,3 +200,25 @@ func Summarize(a *te.Array) Stats {
 	}
 	return s
 }
+
+// SeededFeeds returns values for every placeholder of p from one seeded
+// generator, in the placeholders' order: uniform in [-1, 1) rounded to the
+// placeholder's dtype, except variances of batch normalisation (names ending
+// in "var"), uniform in [0.5, 1.5). The test suites feed models with it, so
+// that a model's feeds are the same in every suite.
+func SeededFeeds(p *te.Program, seed uint64) map[string]*te.Array {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := map[string]*te.Array{}
+	for _, t := range p.Placeholders() {
+		a := te.NewArray(t.DType, t.Shape)
+		for i := range a.Data {
+			v := 2*rng.Float64() - 1
+			if strings.HasSuffix(t.Name, "var") {
+				v = 0.5 + rng.Float64()
+			}
+			a.Data[i] = te.Round(t.DType, v)
+		}
+		out[t.Name] = a
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package numeric
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,5 +117,38 @@ func TestCompareShapeMessage(t *testing.T) {
 	_, err := Compare(te.NewArray(te.F32, []int{2, 10}), te.NewArray(te.F32, []int{4, 8}), Tolerance{})
 	if err == nil || err.Error() != "shape [2, 10], want [4, 8]" {
 		t.Errorf("Compare of different shapes: %v, want shape [2, 10], want [4, 8]", err)
+	}
+}
+
+func TestSeededFeeds(t *testing.T) {
+	p := &te.Program{Name: "m", Tensors: []*te.Tensor{
+		{Name: "x", Kind: te.Input, DType: te.F16, Shape: []int{64}},
+		{Name: "bn_var", Kind: te.Param, DType: te.F32, Shape: []int{64}},
+	}}
+	a, b := SeededFeeds(p, 1), SeededFeeds(p, 1)
+	c := SeededFeeds(p, 2)
+	tests := []struct {
+		name   string
+		lo, hi float64
+	}{
+		{"x", -1, 1},
+		{"bn_var", 0.5, 1.5},
+	}
+	for _, tt := range tests {
+		got := a[tt.name]
+		if got == nil || got.DType != p.Lookup(tt.name).DType || len(got.Data) != 64 {
+			t.Fatalf("%s: got %+v", tt.name, got)
+		}
+		for i, v := range got.Data {
+			if v < tt.lo || v > tt.hi || v != te.Round(got.DType, v) {
+				t.Errorf("%s[%d] = %v: want a %s value in [%v, %v]", tt.name, i, v, got.DType, tt.lo, tt.hi)
+			}
+			if v != b[tt.name].Data[i] {
+				t.Errorf("%s[%d]: the same seed gave %v and %v", tt.name, i, v, b[tt.name].Data[i])
+			}
+		}
+		if slices.Equal(got.Data, c[tt.name].Data) {
+			t.Errorf("%s: seeds 1 and 2 gave the same values", tt.name)
+		}
 	}
 }
