@@ -420,6 +420,22 @@ func (w *kernelWriter) exprPrec(b *strings.Builder, e kir.Expr, min int) {
 			return
 		}
 		w.cast(b, e, paren)
+	case *kir.Shuffle:
+		fn := "__shfl_xor_sync("
+		if e.Mode == kir.ShuffleDown {
+			fn = "__shfl_down_sync("
+		}
+		b.WriteString(fn)
+		if c, ok := e.Mask.(*kir.Const); ok {
+			fmt.Fprintf(b, "0x%08xu", uint32(int32(c.Value)))
+		} else {
+			b.WriteString("(unsigned)(")
+			w.exprPrec(b, e.Mask, 0)
+			b.WriteByte(')')
+		}
+		b.WriteString(", ")
+		w.exprPrec(b, e.X, 0)
+		fmt.Fprintf(b, ", %d, %d)", e.Offset, e.Width)
 	default:
 		panic(fmt.Sprintf("cuda: unknown expression %T", e))
 	}

@@ -9,13 +9,15 @@ import "fmt"
 // Binary (+ - * / % max min pow, not comparisons) a thread evaluates, and one
 // for each f32 Atomic; i32 index arithmetic, casts, comparisons and selects
 // count nothing. An Atomic on a global element counts its element both as
-// loaded and as stored.
+// loaded and as stored. Shuffles counts one for each thread that evaluates
+// a Shuffle.
 type Counts struct {
 	LoadBytes     int64 // bytes read from global memory
 	StoreBytes    int64 // bytes written to global memory
 	FLOPs         int64 // f32 arithmetic operations
 	BlockBarriers int64 // SyncThreads passed, once per block
 	GridSyncs     int64 // GridSyncs passed, once per grid
+	Shuffles      int64 // warp shuffles, once per thread
 }
 
 // Add adds d to c.
@@ -25,10 +27,15 @@ func (c *Counts) Add(d Counts) {
 	c.FLOPs += d.FLOPs
 	c.BlockBarriers += d.BlockBarriers
 	c.GridSyncs += d.GridSyncs
+	c.Shuffles += d.Shuffles
 }
 
 // String formats the counts for people.
 func (c Counts) String() string {
-	return fmt.Sprintf("load %d B, store %d B, %d FLOPs, %d block barriers, %d grid syncs",
+	s := fmt.Sprintf("load %d B, store %d B, %d FLOPs, %d block barriers, %d grid syncs",
 		c.LoadBytes, c.StoreBytes, c.FLOPs, c.BlockBarriers, c.GridSyncs)
+	if c.Shuffles > 0 {
+		s += fmt.Sprintf(", %d shuffles", c.Shuffles)
+	}
+	return s
 }

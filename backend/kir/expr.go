@@ -1,6 +1,8 @@
 package kir
 
 import (
+	"fmt"
+
 	"tec/te"
 )
 
@@ -16,7 +18,7 @@ type Var struct {
 func NewVar(name string, t te.DType) *Var { return &Var{Name: name, T: t} }
 
 // Expr is a typed scalar expression, evaluated by one thread. The concrete
-// types are *Const, *Var, *Special, *Load, *Unary, *Binary, *Select and *Cast.
+// types are *Const, *Var, *Special, *Load, *Unary, *Binary, *Select, *Cast and *Shuffle.
 type Expr interface {
 	// Type returns the type of the expression's value, assuming it is well
 	// typed (the verifier checks that).
@@ -193,5 +195,80 @@ func WalkExpr(e Expr, f func(Expr) bool) {
 		WalkExpr(e.Else, f)
 	case *Cast:
 		WalkExpr(e.X, f)
+	case *Shuffle:
+		WalkExpr(e.X, f)
+		WalkExpr(e.Mask, f)
 	}
+}
+
+// ShuffleMode says which lane a Shuffle reads.
+type ShuffleMode int
+
+// The shuffle modes of PTX's shfl.sync. Lanes are numbered within a warp of
+// WarpSize threads: lane = threadIdx.x % WarpSize.
+const (
+	ShuffleXor  ShuffleMode = iota // read lane ^ Offset (shfl.sync.bfly, __shfl_xor_sync)
+	ShuffleDown                    // read lane + Offset (shfl.sync.down, __shfl_down_sync)
+)
+
+var shuffleNames = [...]string{ShuffleXor: "xor", ShuffleDown: "down"}
+
+// String returns "xor" or "down".
+func (m ShuffleMode) String() string {
+	if m >= 0 && int(m) < len(shuffleNames) {
+		return shuffleNames[m]
+	}
+	return fmt.Sprintf("shuffle(%d)", int(m))
+}
+
+// WarpSize is the number of lanes of a warp.
+const WarpSize = 32
+
+// Shuffle is a warp shuffle (PTX shfl.sync): each thread gives X and gets
+// the X of another lane of its warp, chosen by Mode and Offset within
+// segments of Width lanes (a power of two, 1 to WarpSize). The lane read is
+// src = lane ^ Offset (xor) or lane + Offset (down); where src lies past the
+// end of the thread's segment, the thread gets its own X, as PTX defines.
+//
+// Mask is an i32 holding the 32-bit membermask: the lanes of the warp that
+// execute this shuffle together. As in PTX, every thread that executes it
+// must be in the mask and every lane of the mask must execute it, and a
+// thread must not read a lane outside the mask (the value would be
+// undefined); the simulator reports either as an error. X is f32 or i32
+// (a reduction of f16 or bf16 values shuffles its f32 accumulator).
+type Shuffle struct {
+	Mode   ShuffleMode
+	X      Expr
+	Offset int // the lane mask of xor, the delta of down: 0 to WarpSize-1
+	Width  int
+	Mask   Expr
+}
+
+// Type implements Expr.
+func (s *Shuffle) Type() te.DType { return s.X.Type() }
+
+func (*Shuffle) exprNode() {}
+
+// FullMask is the membermask of all the lanes of a warp, as an i32.
+func FullMask() *Const { return I(-1) }
+
+// LaneMask returns the membermask of lanes 0 to n-1 as an i32 constant.
+func LaneMask(n int) *Const {
+	return I(int(int32(uint32(uint64(1)<<n - 1))))
+}
+
+// ShuffleSource returns the lane that lane reads in a shuffle of the given
+// mode, offset and width, and whether it reads another lane at all: a
+// source past the end of lane's segment of width lanes yields lane's own
+// value.
+func ShuffleSource(mode ShuffleMode, lane, offset, width int) (int, bool) {
+	src := lane + offset
+	if mode == ShuffleXor {
+		src = lane ^ offset
+	}
+	last := lane&^(width-1) | (width - 1)
+	if src > last {
+		return lane, false
+	}
+	return src, true
 }

@@ -61,7 +61,7 @@ func rowSum(rows, n, threads int) *Module {
 }
 
 func TestGolden(t *testing.T) {
-	mods := map[string]*Module{"rowsum": rowSum(3, 10, 8), "consts": consts()}
+	mods := map[string]*Module{"rowsum": rowSum(3, 10, 8), "consts": consts(), "shuffle": warpSum()}
 	for name, m := range mods {
 		t.Run(name, func(t *testing.T) {
 			if err := Verify(m); err != nil {
@@ -93,6 +93,32 @@ func consts() *Module {
 				&GridSync{},
 			},
 		}},
+	}
+}
+
+// warpSum builds a module whose one kernel sums x[32] with a warp of 32
+// threads: five xor shuffles leave the sum in every lane, and a down
+// shuffle over the lower half, with a mask computed per thread, feeds a
+// second output.
+func warpSum() *Module {
+	x := &Buffer{Name: "x", Role: Input, DType: te.F32, Shape: []int{32}}
+	y := &Buffer{Name: "y", Role: Output, DType: te.F32, Shape: []int{2}}
+	tid := NewVar("tid", te.I32)
+	v := NewVar("v", te.F32)
+	body := []Stmt{&Let{Var: tid, Value: Tid()}, &Let{Var: v, Value: Ld(x, tid)}}
+	for off := WarpSize / 2; off > 0; off /= 2 {
+		body = append(body, &Assign{Var: v, Value: Add(v, &Shuffle{Mode: ShuffleXor, X: v, Offset: off, Width: WarpSize, Mask: FullMask()})})
+	}
+	d := NewVar("d", te.F32)
+	body = append(body,
+		&If{Cond: Eq(tid, I(0)), Then: []Stmt{&Store{Buf: y, Index: I(0), Value: v}}},
+		&If{Cond: Lt(tid, I(16)), Then: []Stmt{
+			&Let{Var: d, Value: &Shuffle{Mode: ShuffleDown, X: Ld(x, tid), Offset: 1, Width: 16, Mask: &Select{Cond: Lt(tid, I(16)), Then: LaneMask(16), Else: I(0)}}},
+			&If{Cond: Eq(tid, I(0)), Then: []Stmt{&Store{Buf: y, Index: I(1), Value: d}}},
+		}})
+	return &Module{
+		Name: "shuffle", Buffers: []*Buffer{x, y}, Outputs: []*Buffer{y},
+		Kernels: []*Kernel{{Name: "k", Grid: Grid{Blocks: 1}, Block: 32, Params: []*Buffer{x, y}, Body: body}},
 	}
 }
 
@@ -208,6 +234,28 @@ func TestVerifyRejects(t *testing.T) {
 			k := m.Kernels[0]
 			k.Body = append(k.Body, &For{Var: NewVar("j", te.I32), Kind: Serial, Lo: I(0), Hi: I(8)})
 		}, "loop step 0 (want > 0): for j = serial(0, 8, 0)"},
+		{"shuffle of bool", func(m *Module) {
+			k := m.Kernels[0]
+			k.Body = append(k.Body, &Let{Var: NewVar("s", te.Bool), Value: &Shuffle{Mode: ShuffleXor, X: B(true), Offset: 1, Width: 32, Mask: FullMask()}})
+		}, "type mismatch: shuffle of bool (want f32 or i32)"},
+		{"shuffle mask not i32", func(m *Module) {
+			k := m.Kernels[0]
+			k.Body = append(k.Body, &Let{Var: NewVar("s", te.F32), Value: &Shuffle{Mode: ShuffleXor, X: F(1), Offset: 1, Width: 32, Mask: F(-1)}})
+		}, "type mismatch: shuffle mask is f32, want i32"},
+		{"shuffle width not a power of two", func(m *Module) {
+			k := m.Kernels[0]
+			k.Body = append(k.Body, &Let{Var: NewVar("s", te.F32), Value: &Shuffle{Mode: ShuffleDown, X: F(1), Offset: 1, Width: 24, Mask: FullMask()}})
+		}, "shuffle width 24 (want a power of two from 1 to 32): let s: f32 = shfl.down(1.0, 1, 24, 0xffffffff)"},
+		{"shuffle offset past the warp", func(m *Module) {
+			k := m.Kernels[0]
+			k.Body = append(k.Body, &Let{Var: NewVar("s", te.I32), Value: &Shuffle{Mode: ShuffleXor, X: I(1), Offset: 32, Width: 32, Mask: FullMask()}})
+		}, "shuffle offset 32 (want 0 to 31)"},
+		{"barrier under a shuffled value", func(m *Module) {
+			k := m.Kernels[0]
+			s := NewVar("s", te.I32)
+			k.Body = append(k.Body, &Let{Var: s, Value: &Shuffle{Mode: ShuffleXor, X: I(1), Offset: 1, Width: 32, Mask: FullMask()}},
+				&If{Cond: Lt(s, I(4)), Then: []Stmt{&SyncThreads{}}})
+		}, "syncthreads under thread-divergent control flow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -292,6 +292,16 @@ func (p *printer) exprPrec(b *strings.Builder, e Expr, min int) {
 		p.call(b, "select", e.Cond, e.Then, e.Else)
 	case *Cast:
 		p.call(b, e.To.String(), e.X)
+	case *Shuffle:
+		fmt.Fprintf(b, "shfl.%s(", e.Mode)
+		p.exprPrec(b, e.X, 0)
+		fmt.Fprintf(b, ", %d, %d, ", e.Offset, e.Width)
+		if c, ok := e.Mask.(*Const); ok && c.T == te.I32 {
+			fmt.Fprintf(b, "0x%08x", uint32(int32(c.Value)))
+		} else {
+			p.exprPrec(b, e.Mask, 0)
+		}
+		b.WriteByte(')')
 	case nil:
 		b.WriteString("<nil>")
 	default:

@@ -527,6 +527,8 @@ func (v *verifier) expr(e Expr, s Stmt) uniformity {
 			if v.check {
 				v.buffer(x.Buf, x.Index, s)
 			}
+		case *Shuffle:
+			u = varying
 		}
 		return true
 	})
@@ -629,6 +631,31 @@ func typeErr(e Expr) string {
 			return ""
 		}
 		return fmt.Sprintf("cast to unknown type %s", e.To)
+	case *Shuffle:
+		return shuffleErr(e)
 	}
 	return fmt.Sprintf("unknown expression %T", e)
+}
+
+// shuffleErr returns a description of the first type error in a shuffle,
+// or "".
+func shuffleErr(e *Shuffle) string {
+	for _, x := range []Expr{e.X, e.Mask} {
+		if msg := typeErr(x); msg != "" {
+			return msg
+		}
+	}
+	switch {
+	case e.Mode != ShuffleXor && e.Mode != ShuffleDown:
+		return fmt.Sprintf("unknown shuffle mode %d", e.Mode)
+	case e.X.Type() != te.F32 && e.X.Type() != te.I32:
+		return fmt.Sprintf("type mismatch: shuffle of %s (want f32 or i32)", e.X.Type())
+	case e.Mask.Type() != te.I32:
+		return fmt.Sprintf("type mismatch: shuffle mask is %s, want i32", e.Mask.Type())
+	case e.Offset < 0 || e.Offset >= WarpSize:
+		return fmt.Sprintf("shuffle offset %d (want 0 to %d)", e.Offset, WarpSize-1)
+	case e.Width < 1 || e.Width > WarpSize || e.Width&(e.Width-1) != 0:
+		return fmt.Sprintf("shuffle width %d (want a power of two from 1 to %d)", e.Width, WarpSize)
+	}
+	return ""
 }

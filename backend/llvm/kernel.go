@@ -363,6 +363,8 @@ func (kg *kgen) expr(e kir.Expr) value.Value {
 		return kg.selectExpr(e)
 	case *kir.Cast:
 		return kg.cast(e)
+	case *kir.Shuffle:
+		return kg.shuffle(e)
 	}
 	panic(fmt.Sprintf("llvm: unknown expression %T", e))
 }
@@ -384,6 +386,10 @@ func mayFault(e kir.Expr) bool {
 	kir.WalkExpr(e, func(e kir.Expr) bool {
 		switch e := e.(type) {
 		case *kir.Load:
+			fault = true
+		case *kir.Shuffle:
+			// Not a fault, but a shuffle must run only in the lanes
+			// that reach it: it is never speculated.
 			fault = true
 		case *kir.Binary:
 			if (e.Op == te.Div || e.Op == te.Mod) && e.X.Type() == te.I32 {
@@ -534,6 +540,24 @@ func (kg *kgen) binary(e *kir.Binary) value.Value {
 		return b.NewOr(x, y)
 	}
 	panic(fmt.Sprintf("llvm: binary operation %v on %v", e.Op, t))
+}
+
+// shuffle calls llvm.nvvm.shfl.sync.bfly or .down, .f32 or .i32. Its
+// last operand packs the segment mask and the clamp lane of PTX's shfl
+// (c = ((32 - width) << 8) | 31), which is how CUDA's width is encoded.
+func (kg *kgen) shuffle(e *kir.Shuffle) value.Value {
+	mask, x := kg.expr(e.Mask), kg.expr(e.X)
+	t, suffix := types.Type(types.Float), "f32"
+	if e.X.Type() == te.I32 {
+		t, suffix = types.I32, "i32"
+	}
+	mode := "bfly"
+	if e.Mode == kir.ShuffleDown {
+		mode = "down"
+	}
+	fn := kg.g.intrinsic("llvm.nvvm.shfl.sync."+mode+"."+suffix, t, types.I32, t, types.I32, types.I32)
+	c := (kir.WarpSize-e.Width)<<8 | (kir.WarpSize - 1)
+	return kg.cur.NewCall(fn, mask, x, i32(int64(e.Offset)), i32(int64(c)))
 }
 
 func (kg *kgen) cast(e *kir.Cast) value.Value {

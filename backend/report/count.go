@@ -224,6 +224,10 @@ func (c *counter) cost(e kir.Expr) {
 		}
 	case *kir.Cast:
 		c.cost(e.X)
+	case *kir.Shuffle:
+		c.cost(e.X)
+		c.cost(e.Mask)
+		c.counts.Shuffles += c.count()
 	case *kir.Select:
 		c.cost(e.Cond)
 		if !costly(e.Then) && !costly(e.Else) {
@@ -252,6 +256,8 @@ func costly(e kir.Expr) bool {
 			found = found || x.X.Type() == te.F32 && x.Op != te.Not
 		case *kir.Binary:
 			found = found || x.X.Type() == te.F32 && !x.Op.IsComparison() && !x.Op.IsLogical()
+		case *kir.Shuffle:
+			found = true
 		}
 		return !found
 	})

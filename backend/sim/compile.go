@@ -614,6 +614,8 @@ func (p *program) expr(e kir.Expr) vfn {
 		return p.selectExpr(e)
 	case *kir.Cast:
 		return p.cast(e)
+	case *kir.Shuffle:
+		return p.shuffle(e)
 	}
 	panic(&fault{fmt.Sprintf("unknown expression %T", e)})
 }

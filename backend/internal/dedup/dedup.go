@@ -256,6 +256,10 @@ func (w *keyWriter) expr(e kir.Expr) {
 	case *kir.Cast:
 		w.str(e.To.String())
 		w.expr(e.X)
+	case *kir.Shuffle:
+		w.str(fmt.Sprintf("shfl.%s %d %d", e.Mode, e.Offset, e.Width))
+		w.expr(e.X)
+		w.expr(e.Mask)
 	default:
 		w.str(fmt.Sprintf("%T", e))
 	}

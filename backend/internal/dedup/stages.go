@@ -291,6 +291,8 @@ func rebaseExpr(e kir.Expr, base map[*kir.Buffer]int) kir.Expr {
 		return &kir.Select{Cond: rebaseExpr(e.Cond, base), Then: rebaseExpr(e.Then, base), Else: rebaseExpr(e.Else, base)}
 	case *kir.Cast:
 		return &kir.Cast{To: e.To, X: rebaseExpr(e.X, base)}
+	case *kir.Shuffle:
+		return &kir.Shuffle{Mode: e.Mode, X: rebaseExpr(e.X, base), Offset: e.Offset, Width: e.Width, Mask: rebaseExpr(e.Mask, base)}
 	}
 	return e
 }

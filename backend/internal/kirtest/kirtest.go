@@ -15,7 +15,7 @@ import (
 // Modules returns the modules of the emitters' golden tests, by name:
 // Features, each of Programs lowered a kernel per tensor, Features and the
 // softmax with their temporaries in the workspace ("features_ws",
-// "softmax_ws"), and RepeatedStages ("stages").
+// "softmax_ws"), RepeatedStages ("stages") and Shuffles ("shuffles").
 func Modules() (map[string]*kir.Module, error) {
 	ms := map[string]*kir.Module{"features": Features()}
 	for name, p := range Programs() {
@@ -36,6 +36,7 @@ func Modules() (map[string]*kir.Module, error) {
 	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
 	ms["softmax_ws"] = softmax
 	ms["stages"] = RepeatedStages()
+	ms["shuffles"] = Shuffles()
 	return ms, nil
 }
 
@@ -195,4 +196,35 @@ func RepeatedStages() *kir.Module {
 	k.Params = m.Buffers
 	m.Kernels = []*kir.Kernel{k}
 	return m
+}
+
+// Shuffles returns a module of one kernel of 48 threads (a full warp and a
+// half one) that shuffles f32 and i32 values in both modes: a butterfly sum
+// of x over each warp, its membermask computed per warp, and a down shuffle
+// of an i32 within segments of 8 lanes under a constant mask.
+func Shuffles() *kir.Module {
+	const threads = 48
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F32, Shape: []int{threads}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{threads}}
+	q := &kir.Buffer{Name: "q", Role: kir.Output, DType: te.I32, Shape: []int{threads}}
+	tid, v, mask := kir.NewVar("tid", te.I32), kir.NewVar("v", te.F32), kir.NewVar("mask", te.I32)
+	body := []kir.Stmt{
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: v, Value: kir.Ld(x, tid)},
+		&kir.Let{Var: mask, Value: &kir.Select{Cond: kir.Lt(tid, kir.I(32)), Then: kir.FullMask(), Else: kir.LaneMask(threads - 32)}},
+	}
+	for off := 8; off > 0; off /= 2 {
+		body = append(body, &kir.Assign{Var: v, Value: kir.Add(v, &kir.Shuffle{Mode: kir.ShuffleXor, X: v, Offset: off, Width: 16, Mask: mask})})
+	}
+	body = append(body,
+		&kir.Store{Buf: y, Index: tid, Value: v},
+		&kir.If{Cond: kir.Lt(tid, kir.I(32)), Then: []kir.Stmt{
+			&kir.Store{Buf: q, Index: tid, Value: &kir.Shuffle{Mode: kir.ShuffleDown, X: kir.Mul(tid, kir.I(3)), Offset: 2, Width: 8, Mask: kir.FullMask()}},
+		}, Else: []kir.Stmt{
+			&kir.Store{Buf: q, Index: tid, Value: kir.I(0)},
+		}})
+	return &kir.Module{
+		Name: "shuffles", Buffers: []*kir.Buffer{x, y, q}, Outputs: []*kir.Buffer{y, q},
+		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Blocks: 1}, Block: threads, Params: []*kir.Buffer{x, y, q}, Body: body}},
+	}
 }

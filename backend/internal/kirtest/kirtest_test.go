@@ -12,7 +12,15 @@ import (
 // TestFeatures checks that the module verifies and runs on the simulator
 // without a fault or a race.
 func TestFeatures(t *testing.T) {
-	m := Features()
+	for _, m := range []*kir.Module{Features(), Shuffles()} {
+		t.Run(m.Name, func(t *testing.T) { simulate(t, m) })
+	}
+}
+
+// simulate runs m in the simulator on small feeds and fails on an error or a
+// race.
+func simulate(t *testing.T, m *kir.Module) {
+	t.Helper()
 	if err := kir.Verify(m); err != nil {
 		t.Fatal(err)
 	}
