@@ -86,8 +86,10 @@ func TestLevels(t *testing.T) {
 
 // bounds reports whether the static counts r bound the simulator's counts
 // got of a kernel whose loads of weight slices depend on its cache's
-// state: the same stores and barriers, at least as many loads and FLOPs.
+// state: the same stores, barriers and shuffles, at least as many loads
+// and FLOPs.
 func bounds(r, got kir.Counts) bool {
 	return r.StoreBytes == got.StoreBytes && r.BlockBarriers == got.BlockBarriers && r.GridSyncs == got.GridSyncs &&
+		r.Shuffles == got.Shuffles &&
 		r.LoadBytes >= got.LoadBytes && r.FLOPs >= got.FLOPs
 }

@@ -319,10 +319,84 @@ func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 	*body = append(*body, &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
 }
 
-// treeReduce emits the shared-memory tree reduction of each thread's acc
-// over a block of threads, leaving the result in red[0] and in the returned
-// register of every thread.
+// treeReduce emits the reduction of each thread's acc over a block of
+// threads, leaving the result in the returned register of every thread;
+// red is a shared array of a partial per thread, free before and after.
+// Blocks of a warp or more reduce f32 and i32 partials with warp shuffles
+// (warpReduce); others with a tree in shared memory and a barrier per
+// level.
 func treeReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, threads int) *kir.Var {
+	if t := acc.Type(); threads >= kir.WarpSize && (t == te.F32 || t == te.I32) {
+		return warpReduce(g, op, red, tid, acc, threads)
+	}
+	return sharedTreeReduce(g, op, red, tid, acc, threads)
+}
+
+// warpReduce reduces acc over a block of threads ≥ WarpSize with warp
+// shuffles. A partial last warp (threads not a multiple of WarpSize) first
+// hands its partials through red[tid] to the lanes of warp 0, so that only
+// full warps shuffle, with the full mask. Each full warp then combines its
+// lanes with five butterfly (xor) shuffles, which leave the warp's total in
+// every lane. With one full warp that is the result, handed to a partial
+// warp through red[0]; with more, lane 0 of each warp writes its total to
+// red[warp], and warp 0 combines them, padded with the identity, with
+// ⌈log₂ warps⌉ more butterfly shuffles, and hands the result to every
+// thread through red[0]. The order of combination is fixed, so the result
+// is the same run to run.
+func warpReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, threads int) *kir.Var {
+	full := threads / kir.WarpSize
+	tail := threads % kir.WarpSize
+	fullLanes := full * kir.WarpSize
+	t := acc.Type()
+	v := kir.NewVar("wacc", t)
+	g.emit(&kir.Let{Var: v, Value: acc})
+	if tail > 0 {
+		g.emit(&kir.If{Cond: kir.Ge(tid, kir.I(fullLanes)), Then: []kir.Stmt{&kir.Store{Buf: red, Index: tid, Value: v}}},
+			&kir.SyncThreads{},
+			&kir.If{Cond: kir.Lt(tid, kir.I(tail)), Then: []kir.Stmt{
+				&kir.Assign{Var: v, Value: combine(op, v, kir.Ld(red, kir.Add(tid, kir.I(fullLanes))))},
+			}})
+	}
+	butterfly := func(v *kir.Var, lanes int) []kir.Stmt {
+		var ss []kir.Stmt
+		for off := lanes / 2; off > 0; off /= 2 {
+			sh := &kir.Shuffle{Mode: kir.ShuffleXor, X: v, Offset: off, Width: kir.WarpSize, Mask: kir.FullMask()}
+			ss = append(ss, &kir.Assign{Var: v, Value: combine(op, v, sh)})
+		}
+		return ss
+	}
+	inWarps := butterfly(v, kir.WarpSize)
+	r := kir.NewVar("red", t)
+	if full == 1 && tail == 0 {
+		g.emit(inWarps...)
+		g.emit(&kir.Let{Var: r, Value: v})
+		return r
+	}
+	lane0 := kir.Eq(kir.Mod(tid, kir.I(kir.WarpSize)), kir.I(0))
+	if full == 1 {
+		g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(kir.WarpSize)), Then: append(inWarps,
+			&kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{&kir.Store{Buf: red, Index: kir.I(0), Value: v}}})})
+	} else {
+		w := kir.NewVar("wsum", t)
+		second := []kir.Stmt{&kir.Let{Var: w, Value: &kir.Select{Cond: kir.Lt(tid, kir.I(full)), Then: kir.Ld(red, tid), Else: identity(op, t)}}}
+		second = append(second, butterfly(w, nextPow2(full))...)
+		second = append(second, &kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{&kir.Store{Buf: red, Index: kir.I(0), Value: w}}})
+		warps := append(inWarps, &kir.If{Cond: lane0, Then: []kir.Stmt{&kir.Store{Buf: red, Index: kir.Div(tid, kir.I(kir.WarpSize)), Value: v}}})
+		if tail > 0 {
+			warps = []kir.Stmt{&kir.If{Cond: kir.Lt(tid, kir.I(fullLanes)), Then: warps}}
+		}
+		g.emit(warps...)
+		g.emit(&kir.SyncThreads{},
+			&kir.If{Cond: kir.Lt(tid, kir.I(kir.WarpSize)), Then: second})
+	}
+	g.emit(&kir.SyncThreads{}, &kir.Let{Var: r, Value: kir.Ld(red, kir.I(0))}, &kir.SyncThreads{})
+	return r
+}
+
+// sharedTreeReduce emits the shared-memory tree reduction of each thread's
+// acc over a block of threads, leaving the result in red[0] and in the
+// returned register of every thread.
+func sharedTreeReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, threads int) *kir.Var {
 	g.emit(&kir.Store{Buf: red, Index: tid, Value: acc}, &kir.SyncThreads{})
 	for _, h := range halvings(threads) {
 		g.emit(&kir.If{Cond: kir.Lt(tid, kir.I(h.live)), Then: []kir.Stmt{

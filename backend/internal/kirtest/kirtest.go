@@ -15,7 +15,8 @@ import (
 // Modules returns the modules of the emitters' golden tests, by name:
 // Features, each of Programs lowered a kernel per tensor, Features and the
 // softmax with their temporaries in the workspace ("features_ws",
-// "softmax_ws"), RepeatedStages ("stages") and Shuffles ("shuffles").
+// "softmax_ws"), RepeatedStages ("stages"), Shuffles ("shuffles") and
+// RowStats lowered with blocks of 128 threads ("rowstats").
 func Modules() (map[string]*kir.Module, error) {
 	ms := map[string]*kir.Module{"features": Features()}
 	for name, p := range Programs() {
@@ -37,6 +38,11 @@ func Modules() (map[string]*kir.Module, error) {
 	ms["softmax_ws"] = softmax
 	ms["stages"] = RepeatedStages()
 	ms["shuffles"] = Shuffles()
+	rows, err := lower.Unfused(RowStats(), lower.Options{BlockSize: 128})
+	if err != nil {
+		return nil, fmt.Errorf("rowstats: %w", err)
+	}
+	ms["rowstats"] = rows
 	return ms, nil
 }
 

@@ -95,3 +95,21 @@ func conv() *te.Program {
 	b.p.Outputs = []*te.Tensor{r}
 	return b.p
 }
+
+// RowStats returns a program of the maximum and the sum of each row of
+// x[4, 300]: rows long enough for a block per row, whose threads combine
+// their partials with warp shuffles.
+func RowStats() *te.Program {
+	b := &builder{p: &te.Program{Name: "rowstats"}}
+	x := b.placeholder("x", te.Input, 4, 300)
+	m := b.compute("m", []int{4}, func(ax []te.Index) te.Expr {
+		j := te.NewVar("j", 300)
+		return reduce(te.ReduceMax, []*te.Var{j}, ld(x, ax[0], te.VarIndex(j)))
+	})
+	s := b.compute("s", []int{4}, func(ax []te.Index) te.Expr {
+		j := te.NewVar("j", 300)
+		return reduce(te.Sum, []*te.Var{j}, &te.Binary{Op: te.Sub, X: ld(x, ax[0], te.VarIndex(j)), Y: ld(m, ax[0])})
+	})
+	b.p.Outputs = []*te.Tensor{s}
+	return b.p
+}
