@@ -124,3 +124,41 @@ func TestLaunchCheckCatchesF8(t *testing.T) {
 		t.Errorf("with the plan: %v", err)
 	}
 }
+
+// TestShuffledCombines checks that a block-per-row reduction and a
+// matrix-vector product's split sums are combined with warp shuffles at
+// -O4 on blocks of whole warps (96 and 256 threads), and still equal the
+// reference, race-free, in the simulator.
+func TestShuffledCombines(t *testing.T) {
+	for _, p := range []*te.Program{rowSums(), matVecRows()} {
+		in := randomFeeds(p)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{96, 256} {
+			t.Run(fmt.Sprintf("%s/%d", p.Name, threads), func(t *testing.T) {
+				res, err := pipeline.Build(p, pipeline.Options{Level: pipeline.MaxLevel, GPU: oddGPU(threads)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := sim.Run(res.Module, in, sim.Options{Race: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.RaceCount > 0 {
+					t.Errorf("%d races; first %s", out.RaceCount, out.Races[0])
+				}
+				if out.Total().Shuffles == 0 {
+					t.Errorf("no shuffles:\n%s", res.Module)
+				}
+				for _, o := range p.Outputs {
+					mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
+					if err != nil || mm != nil {
+						t.Errorf("output %s: %v %v", o.Name, err, mm)
+					}
+				}
+			})
+		}
+	}
+}

@@ -271,19 +271,23 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 		step = append([]kir.Stmt{&kir.Let{Var: kk, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))}}, step...)
 	}
 	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(ceilDiv(c.K, split)), Step: 1, Body: step})
-	for m := range acc {
-		g.emit(&kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.tid), Value: acc[m]})
-	}
-	// Combine the split sums of each column by a tree over kz (halvings:
-	// any split, not only a power of two).
-	for _, h := range halvings(split) {
-		var add []kir.Stmt
+	if warpSplitCombine(tf, threads) {
+		combineSplitsByWarps(g, c, acc, tf, threads)
+	} else {
 		for m := range acc {
-			at := kir.Add(kir.I(m*threads), c.tid)
-			add = append(add, &kir.Store{Buf: c.red, Index: at,
-				Value: kir.Add(kir.Ld(c.red, at), kir.Ld(c.red, kir.Add(at, kir.I(h.stride*tf))))})
+			g.emit(&kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.tid), Value: acc[m]})
 		}
-		g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(c.kz, kir.I(h.live)), Then: add})
+		// Combine the split sums of each column by a tree over kz (halvings:
+		// any split, not only a power of two).
+		for _, h := range halvings(split) {
+			var add []kir.Stmt
+			for m := range acc {
+				at := kir.Add(kir.I(m*threads), c.tid)
+				add = append(add, &kir.Store{Buf: c.red, Index: at,
+					Value: kir.Add(kir.Ld(c.red, at), kir.Ld(c.red, kir.Add(at, kir.I(h.stride*tf))))})
+			}
+			g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(c.kz, kir.I(h.live)), Then: add})
+		}
 	}
 	g.emit(&kir.SyncThreads{})
 	epilogue := g.into(func() {
@@ -302,6 +306,53 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 		delete(g.done, r)
 	})
 	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+}
+
+// warpSplitCombine reports whether the split sums of a block of threads
+// threads, tf columns wide, can be combined with warp shuffles: whole warps,
+// each holding 32/tf splits of every column (thread (kz, col) is
+// kz·tf + col).
+func warpSplitCombine(tf, threads int) bool {
+	return tf >= 1 && kir.WarpSize%tf == 0 && threads%kir.WarpSize == 0
+}
+
+// combineSplitsByWarps leaves the sum of acc over the splits of each column
+// in red[m·threads + col]. Each warp combines its splits of a column with
+// xor shuffles (offsets tf to 16), and its first tf lanes write the warp's
+// sums to red[m·threads + warp·tf + col]; after a barrier, the lanes of warp
+// 0 (32/tf of them per column) each add up every (32/tf)-th warp's sum,
+// serially, and combine those with the same shuffles. Two barriers with the
+// one that follows, instead of one per level of a tree over the splits, in
+// an order fixed run to run.
+func combineSplitsByWarps(g *gen, c entryCtx, acc []*kir.Var, tf, threads int) {
+	perWarp, warps := kir.WarpSize/tf, threads/kir.WarpSize
+	butterfly := func(v *kir.Var) []kir.Stmt {
+		var ss []kir.Stmt
+		for off := tf; off < kir.WarpSize; off *= 2 {
+			ss = append(ss, &kir.Assign{Var: v, Value: kir.Add(v, &kir.Shuffle{Mode: kir.ShuffleXor, X: v, Offset: off, Width: kir.WarpSize, Mask: kir.FullMask()})})
+		}
+		return ss
+	}
+	var write []kir.Stmt
+	for m, a := range acc {
+		g.emit(butterfly(a)...)
+		at := kir.Add(kir.I(m*threads), kir.Add(kir.Mul(kir.Div(c.tid, kir.I(kir.WarpSize)), kir.I(tf)), c.col))
+		write = append(write, &kir.Store{Buf: c.red, Index: at, Value: a})
+	}
+	g.emit(&kir.If{Cond: kir.Lt(kir.Mod(c.tid, kir.I(kir.WarpSize)), kir.I(tf)), Then: write}, &kir.SyncThreads{})
+	var first, final []kir.Stmt
+	for m := range acc {
+		s, j := kir.NewVar("wsum", te.F32), kir.NewVar("w", te.I32)
+		first = append(first,
+			&kir.Let{Var: s, Value: kir.F(0)},
+			&kir.For{Var: j, Kind: kir.Serial, Lo: c.kz, Hi: kir.I(warps), Step: perWarp, Body: []kir.Stmt{
+				&kir.Assign{Var: s, Value: kir.Add(s, kir.Ld(c.red, kir.Add(kir.I(m*threads), kir.Add(kir.Mul(j, kir.I(tf)), c.col))))},
+			}})
+		first = append(first, butterfly(s)...)
+		final = append(final, &kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.col), Value: s})
+	}
+	first = append(first, &kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: final})
+	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(kir.WarpSize)), Then: first})
 }
 
 // piecewise returns the expression of x that takes value vals[x] for x in
