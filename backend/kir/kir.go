@@ -39,6 +39,14 @@
 // same element by different threads do not race with one another, but they do
 // race with plain loads and stores not ordered by a barrier.
 //
+// Shuffle is PTX's shfl.sync (CUDA's __shfl_xor_sync, __shfl_down_sync):
+// the threads of a warp (WarpSize consecutive threads of a block, lane =
+// threadIdx.x % WarpSize) exchange a register. The threads named by its
+// membermask must evaluate it together and only they may; a thread reading
+// a lane outside the mask gets an undefined value. The simulator treats the
+// threads that reach an expression together as the warp's active lanes and
+// reports any of these as an error.
+//
 // A kernel's body is a tree of statements. Stage groups the statements that
 // compute one tensor expression, so that reports (races, costs) and emitted
 // code can name it; a multi-stage persistent kernel is a sequence of Stages

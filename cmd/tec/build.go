@@ -374,6 +374,7 @@ type countsJSON struct {
 	FLOPs         int64 `json:"flops"`
 	BlockBarriers int64 `json:"block_barriers"`
 	GridSyncs     int64 `json:"grid_syncs"`
+	Shuffles      int64 `json:"shuffles"`
 }
 
 type kernelReport struct {
@@ -387,7 +388,7 @@ type kernelReport struct {
 }
 
 func counts(c kir.Counts) countsJSON {
-	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs}
+	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs, Shuffles: c.Shuffles}
 }
 
 // residentBlocks estimates the blocks of an all-resident grid on g: every SM

@@ -52,6 +52,28 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestBuildReportsShuffles checks that the report counts the warp shuffles
+// of rows long enough for a block of threads each.
+func TestBuildReportsShuffles(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "report.json")
+	code, _, stderr := runTec(t, "build", "testdata/softmax.te", "-D", "D=300", "-O0", "-o", dir, "--emit", "cu", "--report", rep)
+	if code != exitOK {
+		t.Fatalf("status %d, stderr:\n%s", code, stderr)
+	}
+	data, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reportJSON
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Total.Shuffles == 0 || !strings.Contains(string(data), `"shuffles"`) {
+		t.Errorf("no shuffles in the report:\n%s", data)
+	}
+}
+
 func TestBuildDump(t *testing.T) {
 	for _, tc := range []struct {
 		pass string
