@@ -247,15 +247,7 @@ func TestEmitWith(t *testing.T) {
 			t.Errorf("%s: EmitWith's IR differs from Emit's", name)
 		}
 	}
-	tmp := &kir.Buffer{Name: "t", Role: kir.Temp, DType: te.F32, Shape: []int{64}}
-	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{64}}
-	i := kir.NewVar("i", te.I32)
-	m := &kir.Module{Name: "ws", TempsInWorkspace: true, Buffers: []*kir.Buffer{tmp, y}, Outputs: []*kir.Buffer{y},
-		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Resident: true}, Block: 32, Params: []*kir.Buffer{tmp, y},
-			Body: []kir.Stmt{&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(64), Body: []kir.Stmt{
-				&kir.Store{Buf: tmp, Index: i, Value: kir.F(1)},
-				&kir.Store{Buf: y, Index: i, Value: kir.Ld(tmp, i)},
-			}}}}}}
+	m, tmp := kirtest.WorkspaceTemp()
 	at := func(off int64) string {
 		mod, err := EmitWith(m, lookup(t, "sm_80"), Options{Layout: &kir.Layout{Offsets: map[*kir.Buffer]int64{tmp: off}, Bytes: off + 256}})
 		if err != nil {

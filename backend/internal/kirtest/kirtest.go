@@ -234,3 +234,18 @@ func Shuffles() *kir.Module {
 		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Blocks: 1}, Block: threads, Params: []*kir.Buffer{x, y, q}, Body: body}},
 	}
 }
+
+// WorkspaceTemp returns a module of one kernel whose temporary (also
+// returned) lives in the workspace, for tests that place it at an offset.
+func WorkspaceTemp() (*kir.Module, *kir.Buffer) {
+	tmp := &kir.Buffer{Name: "t", Role: kir.Temp, DType: te.F32, Shape: []int{64}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{64}}
+	i := kir.NewVar("i", te.I32)
+	m := &kir.Module{Name: "ws", TempsInWorkspace: true, Buffers: []*kir.Buffer{tmp, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Resident: true}, Block: 32, Params: []*kir.Buffer{tmp, y},
+			Body: []kir.Stmt{&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(64), Body: []kir.Stmt{
+				&kir.Store{Buf: tmp, Index: i, Value: kir.F(1)},
+				&kir.Store{Buf: y, Index: i, Value: kir.Ld(tmp, i)},
+			}}}}}}
+	return m, tmp
+}
