@@ -120,6 +120,7 @@ func TestOutputShapes(t *testing.T) {
 		"mlp":          {"y": "f32[32, 10]"},
 		"mmoe":         {"y": "f32[2, 1, 1]"},
 		"resnext":      {"logits": "f32[1, 1000]"},
+		"rope":         {"y": "f32[128, 64]"},
 		"softmax":      {"y": "f32[128, 768]"},
 		"swin":         {"logits": "f32[1, 1000]"},
 	}

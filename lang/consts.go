@@ -44,6 +44,12 @@ func (n number) String() string {
 	if n.isInt {
 		return strconv.Itoa(n.i)
 	}
+	switch {
+	case math.IsInf(n.f, 1):
+		return "inf"
+	case math.IsInf(n.f, -1):
+		return "-inf"
+	}
 	s := strconv.FormatFloat(n.f, 'g', -1, 64)
 	if !strings.ContainsAny(s, ".eIN") {
 		s += ".0"
@@ -267,6 +273,10 @@ func foldCall(name string, args []number) (number, error) {
 		return floatNum(1 / (1 + math.Exp(-v))), nil
 	case "erf":
 		return floatNum(math.Erf(v)), nil
+	case "sin":
+		return floatNum(math.Sin(v)), nil
+	case "cos":
+		return floatNum(math.Cos(v)), nil
 	case "int", "i32":
 		if x.isInt {
 			return x, nil

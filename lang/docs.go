@@ -107,6 +107,7 @@ const (
 	Reduction                      // a reduction, or a two-argument element function
 	DType                          // a dtype, tensor type and cast
 	Constructor                    // a tensor constructor
+	Constant                       // a compile-time number
 )
 
 // BuiltinDoc documents a name of the universe scope, which every file sees.
@@ -126,6 +127,8 @@ func Builtins() []BuiltinDoc {
 		{"tanh", "tanh(x)", "hyperbolic tangent, element-wise", ElemFunc},
 		{"sigmoid", "sigmoid(x)", "1 / (1 + exp(-x)), element-wise", ElemFunc},
 		{"erf", "erf(x)", "the error function, element-wise", ElemFunc},
+		{"sin", "sin(x)", "sine of an angle in radians, element-wise; also a compile-time function", ElemFunc},
+		{"cos", "cos(x)", "cosine of an angle in radians, element-wise; also a compile-time function", ElemFunc},
 		{"abs", "abs(x)", "absolute value, element-wise; also a compile-time function", ElemFunc},
 		{"pow", "pow(a, b)", "a to the power b, element-wise; also a compile-time function", ElemFunc},
 		{"max", "max(a, b) | max[k](e)", "the larger of two values, or with axes the maximum of e over them (a reduction)", Reduction},
@@ -141,6 +144,7 @@ func Builtins() []BuiltinDoc {
 		{"int", "int(x)", "a compile-time number truncated towards zero; as a parameter type, a compile-time int", ElemFunc},
 		{"float", "float(x)", "a compile-time number as a float; as a parameter type, a compile-time number", ElemFunc},
 		{"len", "len(xs)", "the length of a compile-time list", ElemFunc},
+		{"inf", "inf", "positive infinity, a compile-time float; -inf is the identity of max (select(c, x, -inf))", Constant},
 		{"zeros", "zeros(f32[dims])", "a constant tensor of zeros, stored in the type given", Constructor},
 		{"ones", "ones(f32[dims])", "a constant tensor of ones, stored in the type given", Constructor},
 		{"full", "full(f32[dims], v)", "a constant tensor filled with v, stored in the type given", Constructor},

@@ -355,6 +355,7 @@ func (c *checker) checkArity(file string, e *syntax.Call, name string, want int,
 // builtinArity is the number of arguments of each builtin function.
 var builtinArity = map[string]int{
 	"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "abs": 1,
+	"sin": 1, "cos": 1,
 	"max": 2, "min": 2, "pow": 2, "select": 3,
 	"f32": 1, "f16": 1, "bf16": 1, "i32": 1, "bool": 1,
 	"int": 1, "float": 1, "len": 1, "zeros": 1, "ones": 1, "full": 2, "stack": 1,

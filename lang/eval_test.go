@@ -196,6 +196,27 @@ model m {
 			"c": {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6},
 		},
 	}, {
+		name: "sin and cos",
+		src: `const HALF_PI = 1.5707963267948966
+const C = cos(HALF_PI * 2.0) + sin(HALF_PI)
+model m {
+  input z: f32[3]
+  y[i] = sin(z[i]) + cos(f32(i) * HALF_PI) * C
+  output y
+}`,
+		want: map[string][]float64{"y": {math.Sin(0) + 0, math.Sin(1) + math.Cos(math.Pi/2)*0, math.Sin(2) + math.Cos(math.Pi)*0}},
+	}, {
+		name: "inf as the identity of max and min",
+		src: `const LOW = -inf
+model m {
+  input x: f32[2, 3]
+  a[i] = max[j](select(j >= 1, x[i, j], -inf))
+  b[i] = min[j](select(j < 2, x[i, j], inf))
+  c[i] = max[j](select(j > 5, x[i, j], LOW)) + max(LOW, 1.0)
+  output a, b, c
+}`,
+		want: map[string][]float64{"a": {3, 6}, "b": {1, 4}, "c": {math.Inf(-1), math.Inf(-1)}},
+	}, {
 		name: "outputs of placeholders",
 		src: `model m {
   input x: f32[2]
@@ -238,7 +259,7 @@ model m {
 					continue
 				}
 				for i := range want {
-					if math.Abs(got.Data[i]-want[i]) > 1e-9*math.Max(1, math.Abs(want[i])) {
+					if math.IsInf(want[i], 0) && got.Data[i] != want[i] || math.Abs(got.Data[i]-want[i]) > 1e-9*math.Max(1, math.Abs(want[i])) {
 						t.Errorf("%s = %v, want %v\n%s", name, got.Data, want, p)
 						break
 					}

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"math"
 	"sort"
 
 	"tec/lang/diag"
@@ -19,12 +20,16 @@ func (*fnDecl) kind() string    { return "a function" }
 // its own declarations, its imports and the prelude.
 var builtins = map[string]bool{
 	"exp": true, "log": true, "sqrt": true, "rsqrt": true, "tanh": true, "sigmoid": true, "erf": true, "abs": true,
+	"sin": true, "cos": true, "inf": true,
 	"max": true, "min": true, "pow": true, "select": true,
 	"f32": true, "f16": true, "bf16": true, "i32": true, "bool": true,
 	"int": true, "float": true, "len": true,
 	"zeros": true, "ones": true, "full": true, "stack": true,
 	"sum": true, "prod": true,
 }
+
+// builtinConsts are the builtin names that stand for compile-time numbers.
+var builtinConsts = map[string]number{"inf": floatNum(math.Inf(1))}
 
 func builtinNames() []string {
 	ns := make([]string, 0, len(builtins))
@@ -54,6 +59,9 @@ func (c *checker) lookup(sc *scope, id syntax.Ident) Value {
 			c.noteFnUse(sc.path, id, d)
 			return d
 		}
+	}
+	if n, ok := builtinConsts[id.Name]; ok {
+		return n
 	}
 	if builtins[id.Name] {
 		return builtinVal{id.Name}

@@ -351,7 +351,8 @@ func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scal
 // Element functions of one and two arguments.
 var (
 	unaryFuncs = map[string]te.UnaryOp{"exp": te.Exp, "log": te.Log, "sqrt": te.Sqrt, "rsqrt": te.Rsqrt,
-		"tanh": te.Tanh, "sigmoid": te.Sigmoid, "erf": te.Erf, "abs": te.Abs}
+		"tanh": te.Tanh, "sigmoid": te.Sigmoid, "erf": te.Erf, "abs": te.Abs,
+		"sin": te.Sin, "cos": te.Cos}
 	binaryFuncs = map[string]te.BinaryOp{"max": te.Max, "min": te.Min, "pow": te.Pow}
 	castTypes   = map[string]te.DType{"f32": te.F32, "f16": te.F16, "bf16": te.BF16, "i32": te.I32, "bool": te.Bool}
 )

@@ -353,6 +353,10 @@ func (c *compiler) unary(e *Unary) (scalarFn, error) {
 		f = math.Abs
 	case RoundTF32:
 		f = RoundTF32Value
+	case Sin:
+		f = math.Sin
+	case Cos:
+		f = math.Cos
 	default:
 		return nil, fmt.Errorf("unknown unary operation %d", e.Op)
 	}

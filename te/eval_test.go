@@ -855,6 +855,7 @@ func TestElementwiseOps(t *testing.T) {
 		Tanh:    math.Tanh,
 		Sigmoid: func(v float64) float64 { return 1 / (1 + math.Exp(-v)) },
 		Erf:     math.Erf, Abs: math.Abs,
+		Sin: math.Sin, Cos: math.Cos,
 	}
 	binary := map[BinaryOp]func(x, y float64) float64{
 		Add: func(x, y float64) float64 { return x + y },

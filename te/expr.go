@@ -52,10 +52,14 @@ const (
 	// operands of contractions under --precision tf32; the language has no
 	// spelling for it.
 	RoundTF32
+	// Sin and Cos are the sine and cosine of an angle in radians.
+	Sin
+	Cos
 )
 
 var unaryNames = [...]string{Neg: "neg", Not: "!", Exp: "exp", Log: "log", Sqrt: "sqrt",
-	Rsqrt: "rsqrt", Tanh: "tanh", Sigmoid: "sigmoid", Erf: "erf", Abs: "abs", RoundTF32: "round_tf32"}
+	Rsqrt: "rsqrt", Tanh: "tanh", Sigmoid: "sigmoid", Erf: "erf", Abs: "abs", RoundTF32: "round_tf32",
+	Sin: "sin", Cos: "cos"}
 
 // String returns the operation's name in the language.
 func (op UnaryOp) String() string { return unaryNames[op] }

@@ -477,7 +477,8 @@ func (w *kernelWriter) unary(b *strings.Builder, e *kir.Unary, paren func(int, f
 		return
 	}
 	fn := map[te.UnaryOp]string{te.Exp: "expf", te.Log: "logf", te.Sqrt: "sqrtf", te.Rsqrt: "rsqrtf",
-		te.Tanh: "tanhf", te.Sigmoid: "tec_sigmoid", te.Erf: "erff", te.RoundTF32: "tec_round_tf32"}[e.Op]
+		te.Tanh: "tanhf", te.Sigmoid: "tec_sigmoid", te.Erf: "erff", te.RoundTF32: "tec_round_tf32",
+		te.Sin: "sinf", te.Cos: "cosf"}[e.Op]
 	if fn == "" {
 		panic(fmt.Sprintf("cuda: unknown unary operation %v", e.Op))
 	}

@@ -572,7 +572,7 @@ func typeErr(e Expr) string {
 			if x != te.F32 && x != te.I32 {
 				return fmt.Sprintf("type mismatch: %s of %s", e.Op, x)
 			}
-		case te.Exp, te.Log, te.Sqrt, te.Rsqrt, te.Tanh, te.Sigmoid, te.Erf, te.RoundTF32:
+		case te.Exp, te.Log, te.Sqrt, te.Rsqrt, te.Tanh, te.Sigmoid, te.Erf, te.RoundTF32, te.Sin, te.Cos:
 			if x != te.F32 {
 				return fmt.Sprintf("type mismatch: %s of %s (want f32)", e.Op, x)
 			}

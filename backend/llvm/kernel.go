@@ -461,6 +461,10 @@ func (kg *kgen) unary(e *kir.Unary) value.Value {
 		return b.NewCall(g.erff(), x)
 	case te.RoundTF32:
 		return b.NewCall(g.roundTF32(), x)
+	case te.Sin:
+		return b.NewCall(g.sinf(), x)
+	case te.Cos:
+		return b.NewCall(g.cosf(), x)
 	}
 	panic(fmt.Sprintf("llvm: unknown unary operation %v", e.Op))
 }

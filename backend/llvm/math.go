@@ -188,3 +188,54 @@ func (g *gen) fromBF16() *ir.Func {
 		b.NewRet(b.NewBitCast(wide, types.Float))
 	})
 }
+
+// sinf returns tec_sinf(x) and cosf tec_cosf(x); see sinCos.
+func (g *gen) sinf() *ir.Func { return g.sinCos("tec_sinf", 0) }
+func (g *gen) cosf() *ir.Func { return g.sinCos("tec_cosf", 1) }
+
+// sinCos builds the sine (shift 0) or cosine (shift 1, as cos x is
+// sin(x + π/2)) of an f32 value. The argument is reduced to r = x - k·π/2,
+// |r| ≤ π/4, with π/2 split into three f32 parts subtracted by fused
+// multiply-adds (Cody and Waite), which keeps r exact to a few units in the
+// last place for |x| up to about 10⁵; sin r and cos r are Taylor
+// polynomials to r¹³ and r¹⁴ (error below 10⁻¹¹ on [-π/4, π/4]), and the
+// quadrant (k + shift) mod 4 picks ±sin r or ±cos r. The quadrant is
+// computed in f32 (exact for every finite k), never by a conversion to an
+// integer, so an infinite or huge x gives NaN or an inexact value rather
+// than undefined behaviour.
+func (g *gen) sinCos(name string, shift float64) *ir.Func {
+	return g.helper(name, types.Float, floatParams("x"), func(f *ir.Func) {
+		b := f.NewBlock("")
+		x := f.Params[0]
+		fma := func(a, m, c value.Value) value.Value {
+			return b.NewCall(g.intrinsic("llvm.fma.f32", types.Float, types.Float, types.Float, types.Float), a, m, c)
+		}
+		k := g.call1(b, "llvm.rint.f32", b.NewFMul(x, f32(2/math.Pi)))
+		c1 := float64(float32(math.Pi / 2))
+		c2 := float64(float32(math.Pi/2 - c1))
+		c3 := float64(float32(math.Pi/2 - c1 - c2))
+		r := fma(k, f32(-c1), x)
+		r = fma(k, f32(-c2), r)
+		r = fma(k, f32(-c3), r)
+		r2 := b.NewFMul(r, r)
+		// sin r = r + r³ Σ (-1)^n r^2(n-1) / (2n+1)!, n = 1..6.
+		var ps value.Value = f32(1 / math.Gamma(14))
+		for n := 5; n >= 1; n-- {
+			ps = fma(r2, ps, f32(math.Pow(-1, float64(n))/math.Gamma(float64(2*n+2))))
+		}
+		sin := fma(b.NewFMul(r, r2), ps, r)
+		// cos r = 1 + r² Σ (-1)^n r^2(n-1) / (2n)!, n = 1..7.
+		var pc value.Value = f32(-1 / math.Gamma(15))
+		for n := 6; n >= 1; n-- {
+			pc = fma(r2, pc, f32(math.Pow(-1, float64(n))/math.Gamma(float64(2*n+1))))
+		}
+		cos := fma(r2, pc, f32(1))
+		// q = (k + shift) mod 4, exact in f32 for every k a finite x gives.
+		ks := b.NewFAdd(k, f32(shift))
+		q := b.NewFSub(ks, b.NewFMul(f32(4), g.call1(b, "llvm.floor.f32", b.NewFMul(ks, f32(0.25)))))
+		odd := b.NewFCmp(enum.FPredOEQ, g.call1(b, "llvm.fabs.f32", b.NewFSub(q, f32(2))), f32(1)) // q is 1 or 3
+		mag := b.NewSelect(odd, cos, sin)
+		neg := b.NewFCmp(enum.FPredOGE, q, f32(2))
+		b.NewRet(b.NewSelect(neg, b.NewFNeg(mag), mag))
+	})
+}

@@ -722,6 +722,10 @@ func (p *program) unary(e *kir.Unary) vfn {
 		f = func(v float64) float64 { return f32(1 / (1 + math.Exp(-v))) }
 	case te.Erf:
 		f = func(v float64) float64 { return f32(math.Erf(v)) }
+	case te.Sin:
+		f = func(v float64) float64 { return f32(math.Sin(v)) }
+	case te.Cos:
+		f = func(v float64) float64 { return f32(math.Cos(v)) }
 	case te.RoundTF32:
 		f = te.RoundTF32Value // exact on an f32 operand: the result is an f32 value
 	default:

@@ -92,6 +92,8 @@ func builtinKindName(k lang.BuiltinKind) string {
 		return "dtype"
 	case lang.Constructor:
 		return "constructor"
+	case lang.Constant:
+		return "constant"
 	default:
 		return "function"
 	}

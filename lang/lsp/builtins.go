@@ -17,6 +17,7 @@ const (
 	reduction
 	dtype
 	constructor
+	constant
 )
 
 // builtins returns the builtin names with their documentation, from

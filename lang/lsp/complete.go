@@ -51,8 +51,11 @@ func (s *server) completion(ctx context.Context, doc *document, raw json.RawMess
 	}
 	for _, b := range builtins() {
 		kind := protocol.CompletionItemKindFunction
-		if b.kind == dtype {
+		switch b.kind {
+		case dtype:
 			kind = protocol.CompletionItemKindTypeParameter
+		case constant:
+			kind = protocol.CompletionItemKindConstant
 		}
 		c.add(protocol.CompletionItem{Label: b.name, Kind: kind, Detail: b.signature, Documentation: b.doc, SortText: "4" + b.name})
 	}

@@ -139,6 +139,7 @@ func Features() *kir.Module {
 				}},
 				&kir.Assign{Var: v, Value: kir.Add(v, kir.Add(un(te.Exp, un(te.Neg, v)), un(te.Log, kir.Add(un(te.Abs, v), kir.F(1)))))},
 				&kir.Assign{Var: v, Value: kir.Add(un(te.Sigmoid, v), un(te.Erf, v))},
+				&kir.Assign{Var: v, Value: kir.Add(un(te.Sin, v), un(te.Cos, kir.Mul(v, kir.F(3))))},
 				&kir.Assign{Var: v, Value: kir.Add(kir.Bin(te.Pow, v, kir.F(2)), kir.Bin(te.Min, kir.Mod(v, kir.F(0.75)), kir.Sub(v, kir.F(1))))},
 				// A select whose branch loads out of bounds where it is not chosen.
 				&kir.Assign{Var: v, Value: kir.Add(v, &kir.Select{Cond: kir.Lt(d, kir.I(0)), Then: kir.F(0),
