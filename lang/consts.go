@@ -102,6 +102,8 @@ func foldBinary(op string, x, y number) (number, error) {
 			r = compareFloats(op, x.float(), y.float())
 		}
 		return boolNum(r), nil
+	case "**":
+		return foldCall("pow", []number{x, y})
 	case "&&":
 		return boolNum(x.truth() && y.truth()), nil
 	case "||":

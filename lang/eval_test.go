@@ -217,6 +217,18 @@ model m {
 }`,
 		want: map[string][]float64{"a": {3, 6}, "b": {1, 4}, "c": {math.Inf(-1), math.Inf(-1)}},
 	}, {
+		name: "** is pow",
+		src: `const A = 2 ** 10
+const B = 2 ** -1
+const C = -2 ** 2 + 2 ** 3 ** 2
+model m {
+  input x: f32[3]
+  y[i] = x[i] ** 2 + 2.0 ** f32(i) * f32(A) * B + f32(C)
+  z = -x ** 3
+  output y, z
+}`,
+		want: map[string][]float64{"y": {1 + 1*512 + 508, 4 + 2*512 + 508, 9 + 4*512 + 508}, "z": {-1, -8, -27}},
+	}, {
 		name: "outputs of placeholders",
 		src: `model m {
   input x: f32[2]

@@ -148,6 +148,8 @@ func elemLabel(what string, n int) string {
 		return "div"
 	case "%":
 		return "mod"
+	case "**":
+		return "pow"
 	case "!":
 		return "not"
 	case "&&", "||":

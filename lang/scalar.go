@@ -160,6 +160,9 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 			"operator %s needs numbers, but %s is a bool", op, c.text(file, at))
 		return badScalar
 	}
+	if op == "**" {
+		return c.callElem(file, span, "pow", []scalar{x, y}, []syntax.Span{xs, ys})
+	}
 	if op == "%" && (tx != te.I32 || ty != te.I32) {
 		at := xs
 		if tx == te.I32 {

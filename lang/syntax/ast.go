@@ -226,7 +226,7 @@ type Unary struct {
 	Span Span
 }
 
-// Binary is `x op y` for op in || && == != < <= > >= + - * / %.
+// Binary is `x op y` for op in || && == != < <= > >= + - * / % **.
 type Binary struct {
 	Op   string
 	X, Y Expr

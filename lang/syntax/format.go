@@ -631,7 +631,7 @@ func (p *printer) exprs(list []Expr) {
 // Precedences of the expressions that are not binary operators.
 const (
 	unaryPrec   = 6
-	postfixPrec = 7
+	postfixPrec = 8 // above powPrec
 )
 
 func exprPrec(e Expr) int {
@@ -676,9 +676,12 @@ func (p *printer) expr(e Expr, prec int) {
 			p.fail("unknown binary operator %q", e.Op)
 			return
 		}
-		left := q
-		if q == cmpPrec {
+		left, right := q, q+1
+		switch q {
+		case cmpPrec:
 			left++ // comparisons do not chain
+		case powPrec:
+			left, right = postfixPrec, unaryPrec // (-a) ** b, a ** -b, a ** b ** c
 		}
 		p.expr(e.X, left)
 		if _, unary := e.Y.(*Unary); p.compact && !unary { // not 0..N--1
@@ -687,7 +690,7 @@ func (p *printer) expr(e Expr, prec int) {
 			p.sp()
 			p.keyword(e.Op)
 		}
-		p.expr(e.Y, q+1)
+		p.expr(e.Y, right)
 	case *Call:
 		p.expr(e.Fun, postfixPrec)
 		p.token("(")

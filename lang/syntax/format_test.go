@@ -61,6 +61,13 @@ func TestFormatHandBuilt(t *testing.T) {
 		{bin("-", bin("-", name("a"), name("b")), name("c")), "a - b - c"},
 		{bin("<", bin("<", name("a"), name("b")), name("c")), "(a < b) < c"},
 		{&syntax.Unary{Op: "-", X: bin("+", name("a"), name("b"))}, "-(a + b)"},
+		{bin("**", bin("**", name("a"), name("b")), name("c")), "(a ** b) ** c"},
+		{bin("**", name("a"), bin("**", name("b"), name("c"))), "a ** b ** c"},
+		{bin("**", &syntax.Unary{Op: "-", X: name("a")}, name("b")), "(-a) ** b"},
+		{&syntax.Unary{Op: "-", X: bin("**", name("a"), name("b"))}, "-a ** b"},
+		{bin("**", name("a"), &syntax.Unary{Op: "-", X: name("b")}), "a ** -b"},
+		{bin("*", bin("**", name("a"), name("b")), bin("**", name("c"), name("d"))), "a ** b * c ** d"},
+		{bin("**", bin("*", name("a"), name("b")), name("c")), "(a * b) ** c"},
 		{&syntax.Call{Fun: bin("+", name("f"), name("g")), Args: []syntax.Expr{name("x")}}, "(f + g)(x)"},
 		{&syntax.Number{Value: 0.5}, "0.5"},
 	}

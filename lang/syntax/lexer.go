@@ -83,7 +83,7 @@ func newLexer(src []byte) *lexer {
 
 // twoCharOps are the operators of two characters; they are matched before
 // the single-character ones.
-var twoCharOps = [...]string{"..", "->", "==", "!=", "<=", ">=", "&&", "||"}
+var twoCharOps = [...]string{"..", "->", "==", "!=", "<=", ">=", "&&", "||", "**"}
 
 const oneCharOps = "-+*/%<>=!(){}[],:"
 
@@ -199,6 +199,8 @@ func (l *lexer) illegal(start Pos, rest []byte) token {
 		t.hint = "logical and is written '&&'"
 	case '|':
 		t.hint = "logical or is written '||'"
+	case '^':
+		t.hint = "a power is written a ** b or pow(a, b)"
 	case '\t', '\v', '\f':
 	case utf8.RuneError:
 		t.msg = fmt.Sprintf("invalid UTF-8 byte 0x%02x", rest[0])

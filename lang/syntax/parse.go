@@ -61,7 +61,8 @@ const MaxNesting = 1000
 //	cmp       = add [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" ) add ]
 //	add       = mul { ( "+" | "-" ) mul }
 //	mul       = unary { ( "*" | "/" | "%" ) unary }
-//	unary     = ( "-" | "!" ) unary | postfix
+//	unary     = ( "-" | "!" ) unary | power
+//	power     = postfix [ "**" unary ]
 //	postfix   = primary { "[" [ exprs ] "]" | "(" [ exprs ] ")" }
 //	primary   = NUMBER | NAME | "(" expr ")" | "[" [ expr ( "for" NAME "in" range | { "," expr } ) ] "]"
 //
@@ -681,9 +682,16 @@ func precedence(op string) int {
 		return 4
 	case "*", "/", "%":
 		return 5
+	case "**":
+		return powPrec
 	}
 	return 0
 }
+
+// powPrec is the precedence of "**", which binds more tightly than the
+// unary operators on its left (-x ** 2 is -(x ** 2)) and is
+// right-associative (a ** b ** c is a ** (b ** c)); power parses it.
+const powPrec = 7
 
 const cmpPrec = 3
 
@@ -722,7 +730,22 @@ func (p *parser) unary() Expr {
 		x := p.unary()
 		return &Unary{Op: op.text, X: x, Span: Span{op.span.Start, x.NodeSpan().End}}
 	}
-	return p.postfix()
+	return p.power()
+}
+
+// power parses postfix [ "**" unary ]: the exponent may be negated
+// (2 ** -k), and a chain groups to the right.
+func (p *parser) power() Expr {
+	x := p.postfix()
+	if !p.tok.is("**") {
+		return x
+	}
+	op := p.tok
+	p.next()
+	p.enter()
+	defer p.leave()
+	y := p.unary()
+	return &Binary{Op: op.text, X: x, Y: y, Span: Span{x.NodeSpan().Start, y.NodeSpan().End}}
 }
 
 func (p *parser) postfix() Expr {
