@@ -132,8 +132,103 @@ func negBound(b int) int {
 	return -b
 }
 
+// maxModulus bounds the divisor of the modular facts that narrow ranges
+// (residueSet's work and memory grow with it); a fact with a larger divisor
+// is ignored, which is sound.
+const maxModulus = 1 << 12
+
+// residueSet reads a modular fact, ix = c·((v + b) mod m) + k compared with
+// 0, as the residues of v modulo m that satisfy it: allowed[u] reports
+// whether v mod m == u is possible. It returns false if ix is not of that
+// form. (d % 2 == 0 allows the even values of d, d % 4 != 3 all but those
+// that are 3 modulo 4.)
+func residueSet(ix te.Index, op string) (v *te.Var, allowed []bool, ok bool) {
+	if len(ix.Terms) != 1 || ix.Terms[0].Atom.Op != te.AtomMod {
+		return nil, nil, false
+	}
+	c, k, at := ix.Terms[0].Coef, ix.Const, ix.Terms[0].Atom
+	arg, m := *at.Arg, at.Divisor
+	if len(arg.Terms) != 1 || arg.Terms[0].Coef != 1 || arg.Terms[0].Atom.Op != te.AtomVar || m > maxModulus {
+		return nil, nil, false
+	}
+	v, b := arg.Terms[0].Atom.Var, arg.Const
+	allowed = make([]bool, m)
+	for t := 0; t < m; t++ { // t = (v + b) mod m, so v mod m = (t - b) mod m
+		allowed[te.FloorMod(t-b, m)] = compareInts(op, c*t+k, 0)
+	}
+	return v, allowed, true
+}
+
+// narrowToResidues returns the least and greatest values of r that every
+// residue set allows (each value's residue modulo len(set) is allowed), or
+// an empty interval if there are none. The sets together repeat with the
+// least common multiple of their moduli; when it exceeds maxModulus, r is
+// narrowed only as far as a search of that many values goes.
+func narrowToResidues(r interval, sets [][]bool) interval {
+	if len(sets) == 0 || r.lo > r.hi || r.lo == math.MinInt || r.hi == math.MaxInt {
+		return r
+	}
+	period := 1
+	for _, s := range sets {
+		if period = period / gcd(period, len(s)) * len(s); period > maxModulus {
+			period = 0 // unknown
+			break
+		}
+	}
+	ok := func(x int) bool {
+		for _, s := range sets {
+			if !s[te.FloorMod(x, len(s))] {
+				return false
+			}
+		}
+		return true
+	}
+	limit := period
+	if limit == 0 {
+		limit = maxModulus
+	}
+	lo := r.lo
+	for n := 0; !ok(lo); n++ {
+		if lo == r.hi || n == limit {
+			if period == 0 && lo < r.hi {
+				return r // gave up: r is still a sound range
+			}
+			return interval{1, 0}
+		}
+		lo++
+	}
+	hi := r.hi
+	for !ok(hi) { // ends at lo at the latest
+		hi--
+	}
+	return interval{lo, hi}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// factVar returns the variable that fact f bounds, alone or through a
+// modulo, if any.
+func factVar(f fact) (*te.Var, bool) {
+	if in, ok := factInterval(f.op); ok {
+		if w, _, ok := varBound(f.ix, in); ok {
+			return w, true
+		}
+	}
+	w, _, ok := residueSet(f.ix, f.op)
+	return w, ok
+}
+
 // indexRange returns the range of ix under the facts. dead reports that the
 // facts contradict each other, so the access is never made.
+//
+// A variable's range is narrowed by the facts that bound it linearly
+// (i - 1 >= 0) and then by the modular facts (i % 2 == 0): under both,
+// i in 0..N has the range 2..N-1 or 2..N-2, whichever end is even.
 func indexRange(ix te.Index, facts *factList) (iv interval, dead bool) {
 	rng := func(v *te.Var) (int, int) {
 		r := interval{0, v.Extent - 1}
@@ -146,14 +241,17 @@ func indexRange(ix te.Index, facts *factList) (iv interval, dead bool) {
 				r = r.meet(b)
 			}
 		}
+		var sets [][]bool
+		for f := facts; f != nil; f = f.next {
+			if w, allowed, ok := residueSet(f.f.ix, f.f.op); ok && w == v {
+				sets = append(sets, allowed)
+			}
+		}
+		r = narrowToResidues(r, sets)
 		return r.lo, r.hi
 	}
 	for f := facts; f != nil; f = f.next {
-		in, ok := factInterval(f.f.op)
-		if !ok {
-			continue
-		}
-		if w, _, ok := varBound(f.f.ix, in); ok {
+		if w, ok := factVar(f.f); ok {
 			if lo, hi := rng(w); lo > hi {
 				return interval{}, true
 			}
