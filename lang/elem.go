@@ -112,7 +112,7 @@ func (c *checker) valueScalar(ec *elemCtx, sc *scope, v Value, span syntax.Span)
 		c.errorAt(sc.path, span, "type", fmt.Sprintf("index it with %s: %s[...]", plural(len(v.shape), "index"), c.text(sc.path, span)),
 			"%s is a tensor %s, not an element", c.text(sc.path, span), v.typeString())
 		return badScalar
-	case *fnDecl, builtinVal:
+	case *fnDecl, builtinVal, dtypeVar:
 		c.errorAt(sc.path, span, "type", "", "%s is a function; call it", c.text(sc.path, span))
 		return badScalar
 	}
@@ -319,6 +319,11 @@ func (c *checker) lowerCall(ec *elemCtx, sc *scope, e *syntax.Call) scalar {
 		return c.inlineScalarFn(ec, f, args, file, e.Span)
 	case builtinVal:
 		return c.lowerBuiltin(ec, sc, e, f.name)
+	case dtypeVar:
+		if !c.checkArity(file, e, fn.Name, 1, "", syntax.Span{}) {
+			return badScalar
+		}
+		return c.castToVar(file, e.Span, f, c.lowerArgs(ec, sc, e.Args)[0], argSpans(e.Args))
 	}
 	c.errorAt(file, fn.Span, "type", "", "%s is %s, not a function", fn.Name, describe(callee))
 	return badScalar

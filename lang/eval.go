@@ -28,7 +28,7 @@ func (c *checker) eval(sc *scope, e syntax.Expr) Value {
 		case *indexVar, elemVal:
 			c.errorAt(file, e.Span, "type", "", "%s is an index variable; a compile-time value is needed here", e.Name)
 			return poison{}
-		case *fnDecl, builtinVal:
+		case *fnDecl, builtinVal, dtypeVar:
 			if dt, ok := c.isDType(sc, e.Name); ok {
 				return typeVal{dtype: dt}
 			}
@@ -237,6 +237,14 @@ func (c *checker) evalCall(sc *scope, e *syntax.Call) Value {
 		return c.callFn(sc, f, args, e)
 	case builtinVal:
 		return c.evalBuiltin(sc, e, f.name)
+	case dtypeVar:
+		if !c.checkArity(file, e, fn.Name, 1, "", syntax.Span{}) {
+			return poison{}
+		}
+		spans := argSpans(e.Args)
+		return c.elementwise(sc, e.Span, fn.Name, []Value{c.eval(sc, e.Args[0])}, spans, func(ec *elemCtx, xs []scalar) scalar {
+			return c.castToVar(file, e.Span, f, xs[0], spans)
+		})
 	}
 	c.errorAt(file, fn.Span, "type", "", "%s is %s, not a function", fn.Name, describe(callee))
 	return poison{}

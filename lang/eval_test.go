@@ -229,6 +229,30 @@ model m {
 }`,
 		want: map[string][]float64{"y": {1 + 1*512 + 508, 4 + 2*512 + 508, 9 + 4*512 + 508}, "z": {-1, -8, -27}},
 	}, {
+		// The generic standard library keeps the argument's dtype: f16 in,
+		// f16 stored; bf16 in, bf16 stored; f32 in, f32 (no cast).
+		name: "stdlib generic over the float dtype",
+		src: `model m {
+  input x: f16[2, 3]
+  param w: f16[3, 2]
+  param b: f16[2]
+  input xb: bf16[2, 3]
+  param wt: bf16[2, 3]
+  param bt: bf16[2]
+  input xf: f32[2, 3]
+  param wf: f32[2, 3]
+  param bf: f32[2]
+  y = linear(x, w, b)
+  z = linear_t(xb, wt, bt)
+  u = linear_t(xf, wf, bf)
+  v = matmul(x, w)
+  output y, z, u, v
+}`,
+		want: map[string][]float64{
+			"y": {23, 30, 50, 66}, "z": {15, 34, 33, 79}, "u": {15, 34, 33, 79}, "v": {22, 28, 49, 64},
+		},
+		dtypes: map[string]te.DType{"y": te.F16, "z": te.BF16, "u": te.F32, "v": te.F16},
+	}, {
 		name: "outputs of placeholders",
 		src: `model m {
   input x: f32[2]

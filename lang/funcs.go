@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"tec/lang/syntax"
+	"tec/te"
 )
 
 // frame is a function call being inlined, or the model body.
@@ -148,12 +149,21 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 	known := map[[2]int]int{}
 	c.known = known
 	tensors := make([]*tensorVal, len(d.Params))
+	dvars := map[string]bool{} // the dtype variables bound so far
 	for i, p := range d.Params {
 		if p.Type == nil || (p.Type.Dims == nil && (p.Type.Name.Name == "int" || p.Type.Name.Name == "float")) {
 			continue
 		}
 		at := e.Args[i].NodeSpan()
 		dt, isDType := castTypes[p.Type.Name.Name]
+		if !isDType && isDTypeVarName(p.Type.Name.Name) {
+			var good bool
+			if dt, good = c.bindDTypeVar(sc, fs, fn, e, i, args[i], dvars); !good {
+				ok = false
+				continue
+			}
+			isDType = true
+		}
 		if !isDType {
 			c.errorAt(fn.file, p.Type.Name.Span, "type", "parameter types are int, float, or tensor types such as f32[N, D]", "unknown type %s", p.Type.Name.Name)
 			ok = false
@@ -172,8 +182,12 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 		fs.bind(p.Name.Name, tv, p.Name.Span, p)
 		tensors[i] = tv
 		if tv.dtype() != dt {
+			want := c.text(fn.file, p.Type.Span)
+			if isDTypeVarName(p.Type.Name.Name) {
+				want += fmt.Sprintf(" (%s is %s, from an earlier argument)", p.Type.Name.Name, dt)
+			}
 			dd := c.errorAt(file, at, "type", fmt.Sprintf("convert it first: y = %s(%s)", dt, c.text(file, at)),
-				"argument %s of %s must be %s, but %s is %s", p.Name.Name, fn.name(), c.text(fn.file, p.Type.Span), c.text(file, at), tv.typeString())
+				"argument %s of %s must be %s, but %s is %s", p.Name.Name, fn.name(), want, c.text(file, at), tv.typeString())
 			related(dd, fn.file, p.Span, "parameter %s is declared here", p.Name.Name)
 			ok = false
 			continue
@@ -231,6 +245,33 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 		}
 	}
 	return ok
+}
+
+// bindDTypeVar gives the dtype variable of parameter i's type its dtype:
+// argument i's float dtype if it is the first argument declared with it,
+// else the dtype it already has (which argument i must then have; bindParams
+// reports it if not). dvars records the variables bound so far.
+func (c *checker) bindDTypeVar(sc *scope, fs *scope, fn *fnDecl, e *syntax.Call, i int, arg Value, dvars map[string]bool) (te.DType, bool) {
+	p := fn.decl.Params[i]
+	name := p.Type.Name.Name
+	if dvars[name] {
+		return fs.vars[name].val.(dtypeVar).dt, true
+	}
+	tv, isTensor := c.settle(sc, arg).(*tensorVal)
+	if !isTensor {
+		return te.F32, true // bindParams reports the argument
+	}
+	if !tv.dtype().IsFloat() {
+		at := e.Args[i].NodeSpan()
+		dd := c.errorAt(sc.path, at, "type", fmt.Sprintf("convert it first: y = f32(%s)", c.text(sc.path, at)),
+			"argument %s of %s must be a float tensor (%s is f32, f16 or bf16), but %s is %s",
+			p.Name.Name, fn.name(), name, c.text(sc.path, at), tv.typeString())
+		related(dd, fn.file, p.Span, "parameter %s is declared here", p.Name.Name)
+		return 0, false
+	}
+	dvars[name] = true
+	fs.bind(name, dtypeVar{name: name, dt: tv.dtype()}, p.Type.Name.Span, nil)
+	return tv.dtype(), true
 }
 
 // shapeMismatch reports an argument whose shape does not fit its parameter's
@@ -340,6 +381,11 @@ func (c *checker) checkResult(fs *scope, fn *fnDecl, rt *syntax.TypeExpr, v Valu
 		}
 	}
 	dt, ok := castTypes[rt.Name.Name]
+	if b := fs.lookupLocal(rt.Name.Name); b != nil && isDTypeVarName(rt.Name.Name) {
+		if v, isVar := b.val.(dtypeVar); isVar {
+			dt, ok = v.dt, true
+		}
+	}
 	if !ok {
 		c.errorAt(fn.file, rt.Name.Span, "type", "", "unknown type %s", rt.Name.Name)
 		return false

@@ -82,8 +82,14 @@ func sortStrings(s []string) { sort.Strings(s) }
 
 // isDType reports whether name is a dtype name that sc does not shadow.
 func (c *checker) isDType(sc *scope, name string) (te.DType, bool) {
+	if b := sc.lookupLocal(name); b != nil {
+		if v, ok := b.val.(dtypeVar); ok {
+			return v.dt, true
+		}
+		return 0, false
+	}
 	dt, ok := castTypes[name]
-	if !ok || sc.lookupLocal(name) != nil || (sc.file != nil && sc.file.lookupTop(name) != nil) {
+	if !ok || (sc.file != nil && sc.file.lookupTop(name) != nil) {
 		return 0, false
 	}
 	return dt, true

@@ -360,6 +360,20 @@ var (
 	castTypes   = map[string]te.DType{"f32": te.F32, "f16": te.F16, "bf16": te.BF16, "i32": te.I32, "bool": te.Bool}
 )
 
+// castToVar applies T(x) for a dtype variable T. Bound to f16 or bf16 it is
+// that cast; bound to f32 it leaves a float expression as it is, so that a
+// generic function called on f32 tensors makes the program its f32 version
+// would (an explicit f32 cast would also keep the tensor in f32 under
+// --precision f16), and converts anything else as f32(x) does.
+func (c *checker) castToVar(file string, span syntax.Span, t dtypeVar, x scalar, spans []syntax.Span) scalar {
+	if t.dt == te.F32 && x.k == sExpr && x.typ == te.F32 {
+		if _, isCast := x.expr.(*te.Cast); !isCast {
+			return x
+		}
+	}
+	return c.callElem(file, span, t.dt.String(), []scalar{x}, spans)
+}
+
 // callElem applies an element function or a cast to element values.
 func (c *checker) callElem(file string, span syntax.Span, name string, args []scalar, spans []syntax.Span) scalar {
 	for _, a := range args {

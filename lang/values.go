@@ -66,6 +66,22 @@ type typeVal struct {
 	dims  []int
 }
 
+// dtypeVar is the dtype that a dtype variable of a function (T in
+// fn linear(x: T[M, K], ...)) stands for in one call: a float dtype, taken
+// from the first argument declared with it. T(e) converts to it, and
+// T[dims] is a tensor type of it.
+type dtypeVar struct {
+	name string
+	dt   te.DType
+}
+
+// isDTypeVarName reports whether a type name that is no dtype declares a
+// dtype variable: it starts with an upper-case letter (T, DT).
+func isDTypeVarName(name string) bool {
+	_, isDType := castTypes[name]
+	return !isDType && name != "" && name[0] >= 'A' && name[0] <= 'Z'
+}
+
 // indexVar is an index variable of a tensor definition or a reduction axis.
 type indexVar struct {
 	v    *te.Var
@@ -104,6 +120,7 @@ func (*lazyVal) kind() string   { return "a tensor" }
 func (*listVal) kind() string   { return "a list" }
 func (*tupleVal) kind() string  { return "a tuple" }
 func (typeVal) kind() string    { return "a type" }
+func (dtypeVar) kind() string   { return "a dtype" }
 func (*indexVar) kind() string  { return "an index variable" }
 func (elemVal) kind() string    { return "an element value" }
 func (noneVal) kind() string    { return "nothing" }
@@ -128,6 +145,8 @@ func describe(v Value) string {
 		return fmt.Sprintf("%d results (unpack them: a, b = ...)", len(v.elems))
 	case typeVal:
 		return "the type " + typeString(v.dtype, v.dims)
+	case dtypeVar:
+		return fmt.Sprintf("the dtype %s (%s)", v.name, v.dt)
 	}
 	return v.kind()
 }
