@@ -3,6 +3,7 @@ package analysis
 import (
 	"testing"
 
+	tb "tec/internal/tebuild"
 	"tec/te"
 )
 
@@ -312,5 +313,45 @@ func TestVariableNamesAreDistinct(t *testing.T) {
 	a := mustAnalyze(t, b.outputs(y))
 	if got, want := a.TE(y).Accesses[0].String(), "{ y[i] -> x[i, i_1] : 0 <= i < 3 and 0 <= i_1 < 3 }"; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestGatherRelation checks that a gather relies on the whole of the
+// gathered dimension of its table and exactly on the others, and on its
+// index tensor one-to-one.
+func TestGatherRelation(t *testing.T) {
+	b := newBuilder("embed")
+	ids := b.InputOf("ids", te.I32, 4)
+	wte := b.param("wte", 10, 3)
+	e := b.compute("e", shp(4, 3), func(ax []te.Index) te.Expr {
+		return tb.Gather(wte, []te.Expr{ld(ids, ax[0]), nil}, c(1), ax[1])
+	})
+	a := mustAnalyze(t, b.outputs(e))
+	x := a.TE(e)
+	acc := x.AccessesOf(wte)
+	if len(acc) != 1 {
+		t.Fatalf("%d accesses of the table, want 1", len(acc))
+	}
+	if got, want := acc[0].String(), "{ e[i, j] -> wte[g, j] : 0 <= i < 4 and 0 <= j < 3 and 0 <= g < 10 }"; got != want {
+		t.Errorf("table access:\n got %s\nwant %s", got, want)
+	}
+	if acc[0].Dependence() != OneToMany || len(acc[0].Gathered) != 1 {
+		t.Errorf("table access is %v with gathered %v, want one-relies-on-many with one gathered variable", acc[0].Dependence(), acc[0].Gathered)
+	}
+	idAcc := x.AccessesOf(ids)
+	if len(idAcc) != 1 || idAcc[0].Dependence() != OneToOne || idAcc[0].String() != "{ e[i, j] -> ids[i] : 0 <= i < 4 and 0 <= j < 3 }" {
+		t.Errorf("index tensor access: %v", idAcc)
+	}
+	if x.Dependence != OneToMany {
+		t.Errorf("the gather TE is %v, want one-relies-on-many", x.Dependence)
+	}
+	// Every element of the table's row j may be read for any i.
+	seen := map[[2]int]bool{}
+	acc[0].Points(func(vals, index []int) bool {
+		seen[[2]int{index[0], index[1]}] = true
+		return true
+	})
+	if len(seen) != wte.NumElements() {
+		t.Errorf("the gather's relation covers %d elements of the table, want all %d", len(seen), wte.NumElements())
 	}
 }

@@ -82,6 +82,12 @@ type Map struct {
 	// Foreign lists variables in Index that are neither in Domain nor in
 	// Reduce: the access is then opaque.
 	Foreign []*te.Var
+	// Gathered lists the variables of Reduce that stand for run-time
+	// indexes: a gather wte[ids[s], d] is the relation
+	// { e[s, d] -> wte[g, d] : 0 <= g < extent }, one element relying on
+	// the whole of the gathered dimension and exactly on the others. Its
+	// dependence on the index tensor (ids) is an access of its own.
+	Gathered []*te.Var
 }
 
 // Dependence classifies the access: Opaque if an index uses a variable the
@@ -170,6 +176,11 @@ type extractor struct {
 func (x *extractor) expr(e te.Expr, reduce []*te.Var, guards []Constraint, inexact bool) {
 	switch e := e.(type) {
 	case *te.Load:
+		for _, g := range e.Gather {
+			if g != nil {
+				x.expr(g, reduce, guards, inexact)
+			}
+		}
 		x.load(e, reduce, guards, inexact)
 	case *te.Unary:
 		x.expr(e.X, reduce, guards, inexact)
@@ -197,6 +208,10 @@ func (x *extractor) expr(e te.Expr, reduce []*te.Var, guards []Constraint, inexa
 }
 
 func (x *extractor) load(l *te.Load, reduce []*te.Var, guards []Constraint, inexact bool) {
+	if l.IsGather() {
+		x.gather(l, reduce, guards, inexact)
+		return
+	}
 	exact := len(guards) == 0 && !inexact
 	for _, a := range x.accs {
 		if a.In != l.Tensor || !slices.Equal(a.Reduce, reduce) || !slices.EqualFunc(a.Index, l.Index, te.Index.Equal) {
@@ -233,6 +248,27 @@ func (x *extractor) load(l *te.Load, reduce []*te.Var, guards []Constraint, inex
 		}
 	}
 	x.accs = append(x.accs, &Access{Map: m, Count: 1})
+}
+
+// gather records the access of a load with run-time indexes: each gathered
+// dimension is read at a fresh variable over the dimension's whole extent,
+// which the relation binds as a reduction variable, so that it is
+// one-relies-on-many there and exact on the other dimensions. A gather is
+// never merged with another access.
+func (x *extractor) gather(l *te.Load, reduce []*te.Var, guards []Constraint, inexact bool) {
+	index := slices.Clone(l.Index)
+	var gathered []*te.Var
+	for d := range index {
+		if l.Gathered(d) == nil {
+			continue
+		}
+		v := te.NewVar("g", l.Tensor.Shape[d])
+		gathered = append(gathered, v)
+		index[d] = te.VarIndex(v)
+	}
+	n := len(x.accs)
+	x.load(&te.Load{Tensor: l.Tensor, Index: index}, append(slices.Clip(reduce), gathered...), guards, inexact)
+	x.accs[n].Gathered = gathered
 }
 
 func (c Constraint) equal(d Constraint) bool { return c.Op == d.Op && c.Expr.Equal(d.Expr) }

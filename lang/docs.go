@@ -135,6 +135,8 @@ func Builtins() []BuiltinDoc {
 		{"min", "min(a, b) | min[k](e)", "the smaller of two values, or with axes the minimum of e over them (a reduction)", Reduction},
 		{"sum", "sum[k, ...](e)", "the sum of e over every value of the fresh axes (a reduction)", Reduction},
 		{"prod", "prod[k, ...](e)", "the product of e over every value of the fresh axes (a reduction)", Reduction},
+		{"argmax", "argmax[k, ...](e)", "the i32 position (row-major over the axes) of the first greatest value of e; NaN is never chosen", Reduction},
+		{"argmin", "argmin[k, ...](e)", "the i32 position (row-major over the axes) of the first least value of e; NaN is never chosen", Reduction},
 		{"select", "select(c, a, b)", "a where c holds, else b; only the chosen branch is evaluated, and c narrows the ranges checked in each branch", ElemFunc},
 		{"f32", "f32 | f32[dims] | f32(e)", "32-bit float: a dtype, a tensor type, or a cast", DType},
 		{"f16", "f16 | f16[dims] | f16(e)", "16-bit float: a dtype, a tensor type, or a cast (the tensor is stored as f16)", DType},

@@ -195,6 +195,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 	}
 	ixs := make([]te.Index, len(indices))
 	texts := make([]string, len(indices))
+	var gather []te.Expr // the run-time indexes of a gather, by dimension
 	bad := false
 	for d, ie := range indices {
 		at := ie.NodeSpan()
@@ -204,10 +205,22 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 		case s.k == sBad:
 			bad = true
 			continue
+		case s.dtype() != te.I32 && s.k == sExpr && readsTensor(s.expr):
+			c.errorAt(file, at, "type", "a gather reads its indexes from an i32 tensor: declare the index tensor i32, or convert with i32(...)",
+				"an index must be an int, but %s is %s", texts[d], c.scalarKindText(s))
+			bad = true
+			continue
 		case s.dtype() != te.I32:
 			c.errorAt(file, at, "type", "convert it with i32(...) if that is what you mean",
 				"an index must be an int, but %s is %s", texts[d], c.scalarKindText(s))
 			bad = true
+			continue
+		case s.k == sExpr && readsTensor(s.expr):
+			// A gather: the index is read at run time (wte[ids[s], d]).
+			if gather == nil {
+				gather = make([]te.Expr, len(indices))
+			}
+			gather[d] = s.expr
 			continue
 		case s.k == sExpr:
 			c.errorAt(file, at, "not-affine", "an index may use +, -, * by a constant, and / and % by a positive constant",
@@ -226,7 +239,26 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 	if bad {
 		return badScalar
 	}
-	return c.load(ec, tv, ixs, file, span, name, texts)
+	r := c.load(ec, tv, ixs, file, span, name, texts)
+	if gather != nil && r.k == sExpr {
+		l := r.expr.(*te.Load)
+		l.Gather = make([]te.Expr, len(l.Index))
+		copy(l.Gather[len(l.Index)-len(gather):], gather)
+	}
+	return r
+}
+
+// readsTensor reports whether e reads an element of a tensor, so that its
+// value is known only at run time.
+func readsTensor(e te.Expr) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if _, ok := x.(*te.Load); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // load builds the load of tv at ixs and records it for the bounds proof.
@@ -256,7 +288,8 @@ func (c *checker) scalarKindText(s scalar) string {
 	return "of type " + typeName(s.dtype())
 }
 
-var reduceOps = map[string]te.ReduceOp{"sum": te.Sum, "max": te.ReduceMax, "min": te.ReduceMin, "prod": te.Prod}
+var reduceOps = map[string]te.ReduceOp{"sum": te.Sum, "max": te.ReduceMax, "min": te.ReduceMin, "prod": te.Prod,
+	"argmax": te.Argmax, "argmin": te.Argmin}
 
 // lowerReduce lowers op[axes](body), giving each axis a fresh variable.
 func (c *checker) lowerReduce(ec *elemCtx, sc *scope, e *syntax.Reduce) scalar {
@@ -370,7 +403,7 @@ var builtinArity = map[string]int{
 func (c *checker) lowerBuiltin(ec *elemCtx, sc *scope, e *syntax.Call, name string) scalar {
 	file := sc.path
 	switch name {
-	case "sum", "prod":
+	case "sum", "prod", "argmax", "argmin":
 		c.errorAt(file, e.Span, "type", fmt.Sprintf("write %s[k](...) with the axes to reduce", name), "%s needs reduction axes", name)
 		return badScalar
 	case "max", "min":

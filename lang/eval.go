@@ -254,7 +254,7 @@ func (c *checker) evalCall(sc *scope, e *syntax.Call) Value {
 func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 	file := sc.path
 	switch name {
-	case "sum", "prod":
+	case "sum", "prod", "argmax", "argmin":
 		c.errorAt(file, e.Span, "type", fmt.Sprintf("write %s[k](...) with the axes to reduce", name), "%s needs reduction axes", name)
 		return poison{}
 	case "max", "min":

@@ -25,7 +25,7 @@ var builtins = map[string]bool{
 	"f32": true, "f16": true, "bf16": true, "i32": true, "bool": true,
 	"int": true, "float": true, "len": true,
 	"zeros": true, "ones": true, "full": true, "stack": true,
-	"sum": true, "prod": true,
+	"sum": true, "prod": true, "argmax": true, "argmin": true,
 }
 
 // builtinConsts are the builtin names that stand for compile-time numbers.

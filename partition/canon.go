@@ -49,6 +49,13 @@ func canon(b *strings.Builder, e te.Expr, env map[*te.Var]int, names map[*te.Var
 			if i > 0 {
 				b.WriteByte(',')
 			}
+			if g := e.Gathered(i); g != nil {
+				b.WriteString("gather(")
+				if !canon(b, g, env, names) {
+					return false
+				}
+				b.WriteString(")+")
+			}
 			b.WriteString(s)
 		}
 		b.WriteByte(']')

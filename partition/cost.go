@@ -159,9 +159,8 @@ func regions(t *te.Tensor, ids map[regionKey]int) []region {
 		}
 		lo, hi := make([]int, len(l.Index)), make([]int, len(l.Index))
 		n := int64(l.Tensor.DType.Size())
-		for d, ix := range l.Index {
-			a, b := ix.Simplify().ExtentBounds()
-			lo[d], hi[d] = max(a, 0), min(b, l.Tensor.Shape[d]-1)
+		for d := range l.Index {
+			lo[d], hi[d] = l.IndexBounds(d)
 			n *= int64(max(hi[d]-lo[d]+1, 0))
 		}
 		key := regionKey{t: l.Tensor} // all of it: the same region as its producer's
@@ -307,6 +306,7 @@ func identityReads(t, u *te.Tensor) bool {
 	ok := true
 	te.Walk(t.Body, func(x te.Expr) bool {
 		if l, isLoad := x.(*te.Load); isLoad && l.Tensor == u {
+			ok = ok && !l.IsGather()
 			for d, ix := range l.Index {
 				if v, isVar := ix.AsVar(); !isVar || v != t.Axes[d] {
 					ok = false

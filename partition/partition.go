@@ -334,6 +334,7 @@ func readsRows(t, u *te.Tensor, l int) bool {
 	ok := true
 	te.Walk(t.Body, func(x te.Expr) bool {
 		if ld, isLoad := x.(*te.Load); isLoad && ld.Tensor == u {
+			ok = ok && !ld.IsGather()
 			for d := range l {
 				if v, isVar := ld.Index[d].AsVar(); !isVar || v != t.Axes[d] {
 					ok = false

@@ -499,6 +499,10 @@ func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*t
 		if !isLoad || !ok {
 			return ok
 		}
+		if l.IsGather() && (l.Tensor == t || in[l.Tensor] != nil) {
+			ok = false // read at run-time indexes, not by the stationary tile
+			return false
+		}
 		if l.Tensor == t {
 			reads = true
 			b := 0

@@ -213,10 +213,10 @@ func kernelBoxes(stages []*te.Tensor) map[*te.Tensor]int64 {
 				}
 				boxes[l.Tensor] = bx
 			}
-			for d, ix := range l.Index {
-				lo, hi := ix.ExtentBounds()
-				bx.lo[d] = min(bx.lo[d], max(lo, 0))
-				bx.hi[d] = max(bx.hi[d], min(hi, l.Tensor.Shape[d]-1))
+			for d := range l.Index {
+				lo, hi := l.IndexBounds(d)
+				bx.lo[d] = min(bx.lo[d], lo)
+				bx.hi[d] = max(bx.hi[d], hi)
 			}
 			return true
 		})

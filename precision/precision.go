@@ -231,7 +231,7 @@ func sameExpr(a, b te.Expr) bool {
 			return false
 		}
 		for d := range a.Index {
-			if !a.Index[d].Equal(b.Index[d]) {
+			if !a.Index[d].Equal(b.Index[d]) || !sameExpr(a.Gathered(d), b.Gathered(d)) && (a.Gathered(d) != nil || b.Gathered(d) != nil) {
 				return false
 			}
 		}
@@ -264,7 +264,7 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 	case *te.ConstExpr, *te.IndexExpr:
 		return e
 	case *te.Load:
-		return &te.Load{Tensor: r.nu[e.Tensor], Index: e.Index}
+		return &te.Load{Tensor: r.nu[e.Tensor], Index: e.Index, Gather: r.gather(e.Gather)}
 	case *te.Unary:
 		return &te.Unary{Op: e.Op, X: r.expr(e.X)}
 	case *te.Binary:
@@ -285,6 +285,20 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 		return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: r.expr(e.Body)}
 	}
 	panic(fmt.Sprintf("precision: unknown expression %T", e))
+}
+
+// gather rewrites the run-time indexes of a gather (nil for a plain load).
+func (r *rewriter) gather(g []te.Expr) []te.Expr {
+	if g == nil {
+		return nil
+	}
+	out := make([]te.Expr, len(g))
+	for d, x := range g {
+		if x != nil {
+			out[d] = r.expr(x)
+		}
+	}
+	return out
 }
 
 // operand returns the rewritten factor e of a contraction, rounded to the

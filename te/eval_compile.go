@@ -198,8 +198,14 @@ func (c *compiler) load(l *Load) (scalarFn, error) {
 	if len(l.Index) != len(shape) {
 		return nil, fmt.Errorf("load %s has %d indexes for %d dimensions", FormatExpr(l), len(l.Index), len(shape))
 	}
+	if len(l.Gather) != 0 && len(l.Gather) != len(shape) {
+		return nil, fmt.Errorf("load %s has %d gather indexes for %d dimensions", FormatExpr(l), len(l.Gather), len(shape))
+	}
 	data := arr.Data
 	strides := Strides(shape)
+	if l.IsGather() {
+		return c.gather(l, data, strides)
+	}
 	safe, affineAll := true, true
 	for d, x := range l.Index {
 		for _, v := range x.Vars() {
@@ -253,6 +259,78 @@ func (c *compiler) load(l *Load) (scalarFn, error) {
 		}
 		return data[off]
 	}, nil
+}
+
+// gather compiles a load with run-time indexes. Every index is checked: one
+// outside its dimension panics with a *runtimeError that names the index
+// read, its value and the dimension, e.g. "gather index ids[3] = 50000 is
+// outside wte's dimension 0 [0, 30522)".
+func (c *compiler) gather(l *Load, data []float64, strides []int) (scalarFn, error) {
+	shape := l.Tensor.Shape
+	static := make([]indexFn, len(l.Index))
+	dyn := make([]scalarFn, len(l.Index))
+	for d, x := range l.Index {
+		var err error
+		if static[d], err = c.index(x); err != nil {
+			return nil, fmt.Errorf("load %s: %w", FormatExpr(l), err)
+		}
+		if g := l.Gathered(d); g != nil {
+			if TypeOf(g) != I32 {
+				return nil, fmt.Errorf("load %s: gather index %s is %s, not i32", FormatExpr(l), FormatExpr(g), TypeOf(g))
+			}
+			if dyn[d], err = c.expr(g); err != nil {
+				return nil, err
+			}
+		}
+	}
+	describe := c.gatherIndexText(l)
+	return func(env []int) float64 {
+		off := 0
+		for d, f := range static {
+			i := f(env)
+			if dyn[d] != nil {
+				i += int(dyn[d](env))
+			}
+			if i < 0 || i >= shape[d] {
+				panic(&runtimeError{fmt.Sprintf("gather index %s = %d is outside %s's dimension %d [0, %d)",
+					describe(d, env), i, tensorName(l.Tensor), d, shape[d])})
+			}
+			off += i * strides[d]
+		}
+		return data[off]
+	}, nil
+}
+
+// gatherIndexText returns a function that writes the index of dimension d
+// of the gather l as the user wrote it, with the positions of the tensor
+// it reads evaluated: "ids[3]", "ids[0, 5] + 1".
+func (c *compiler) gatherIndexText(l *Load) func(d int, env []int) string {
+	return func(d int, env []int) string {
+		g := l.Gathered(d)
+		if g == nil {
+			return l.Index[d].String()
+		}
+		s := FormatExpr(g)
+		if src, ok := g.(*Load); ok && !src.IsGather() {
+			vals := make([]string, len(src.Index))
+			for i, x := range src.Index {
+				f, err := c.index(x)
+				if err != nil {
+					return s
+				}
+				vals[i] = fmt.Sprint(f(env))
+			}
+			s = fmt.Sprintf("%s[%s]", tensorName(src.Tensor), strings.Join(vals, ", "))
+		}
+		switch off := l.Index[d]; {
+		case off.Equal(Index{}):
+		case len(off.Terms) == 0 && off.Const < 0:
+			s += fmt.Sprintf(" - %d", -off.Const)
+		default:
+			s += " + " + off.String()
+		}
+		return s
+	}
 }
 
 // expr compiles an expression.
@@ -447,8 +525,11 @@ func (c *compiler) reduce(r *Reduce) (scalarFn, error) {
 		return nil, err
 	}
 	op, id := r.Op, r.Op.Identity()
-	if op < Sum || op > Prod {
+	if op < Sum || op > Argmin {
 		return nil, fmt.Errorf("unknown reduction %d", op)
+	}
+	if op.IsArg() {
+		return argReduce(op, body, slots, exts, total), nil
 	}
 	if total == 0 {
 		return func([]int) float64 { return id }, nil
@@ -505,6 +586,39 @@ func (c *compiler) reduce(r *Reduce) (scalarFn, error) {
 		}
 		return acc
 	}, nil
+}
+
+// argReduce returns the closure of an argmax or argmin: the row-major
+// position over the axes of the first greatest (least) value of body. A
+// NaN is never chosen over a number; the position is 0 when every value is
+// NaN or there are none.
+func argReduce(op ReduceOp, body scalarFn, slots, exts []int, total int) scalarFn {
+	last := len(slots) - 1
+	better := func(v, best float64) bool { return v > best }
+	if op == Argmin {
+		better = func(v, best float64) bool { return v < best }
+	}
+	return func(env []int) float64 {
+		for _, s := range slots {
+			env[s] = 0
+		}
+		best, at := math.NaN(), 0
+		for p := range total {
+			v := body(env)
+			if !math.IsNaN(v) && (math.IsNaN(best) || better(v, best)) {
+				best, at = v, p
+			}
+			for d := last; d >= 0; d-- {
+				s := slots[d]
+				env[s]++
+				if env[s] < exts[d] {
+					break
+				}
+				env[s] = 0
+			}
+		}
+		return float64(at)
+	}
 }
 
 func b2f(b bool) float64 {

@@ -111,7 +111,7 @@ func (c *compiler) matchContraction(r *Reduce) *contraction {
 // are affine in output axes and the reduction axes red, and statically in
 // bounds.
 func (c *compiler) operand(l *Load, red map[*Var]bool) (operand, bool) {
-	if l.Tensor == nil || len(l.Index) != len(l.Tensor.Shape) {
+	if l.Tensor == nil || len(l.Index) != len(l.Tensor.Shape) || l.IsGather() {
 		return operand{}, false
 	}
 	arr, err := c.ev.value(l.Tensor)

@@ -26,9 +26,50 @@ type IndexExpr struct {
 // Load reads one element of a tensor. len(Index) == len(Tensor.Shape), and every
 // index is proven in bounds by the front end, or lies under a Select whose
 // condition guarantees it.
+//
+// A gather (wte[ids[s], d]) reads a dimension at an index known only at run
+// time: Gather, when not nil, has one entry per dimension, and where
+// Gather[d] is not nil the index of dimension d is the value of the i32
+// expression Gather[d] (typically a load of an integer tensor) plus
+// Index[d]. Nothing proves such an index in bounds: the reference
+// evaluator and the simulator report an index outside the dimension as an
+// error, and a device clamps it into the dimension and records it in the
+// module's error word (see docs/language.md, "Gather").
 type Load struct {
 	Tensor *Tensor
 	Index  []Index
+	Gather []Expr
+}
+
+// IsGather reports whether some dimension of l is read at a run-time index.
+func (l *Load) IsGather() bool {
+	for _, g := range l.Gather {
+		if g != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// IndexBounds returns the least and greatest index of dimension d that l
+// may read when each variable ranges over [0, Extent), within the
+// dimension: the whole dimension where the index is known only at run time.
+func (l *Load) IndexBounds(d int) (lo, hi int) {
+	n := l.Tensor.Shape[d]
+	if l.Gathered(d) != nil {
+		return 0, n - 1
+	}
+	lo, hi = l.Index[d].Simplify().ExtentBounds()
+	return max(lo, 0), min(hi, n-1)
+}
+
+// Gathered returns the run-time part of dimension d's index, or nil when
+// the dimension's index is Index[d] alone.
+func (l *Load) Gathered(d int) Expr {
+	if d < len(l.Gather) {
+		return l.Gather[d]
+	}
+	return nil
 }
 
 // UnaryOp is an element-wise function of one argument.
@@ -134,16 +175,38 @@ const (
 	ReduceMax
 	ReduceMin
 	Prod
+	// Argmax and Argmin yield the i32 position of the first greatest
+	// (least) value of the body over the axes, counted row-major over the
+	// axes; a NaN is never chosen over a number.
+	Argmax
+	Argmin
 )
 
-var reduceNames = [...]string{Sum: "sum", ReduceMax: "max", ReduceMin: "min", Prod: "prod"}
+var reduceNames = [...]string{Sum: "sum", ReduceMax: "max", ReduceMin: "min", Prod: "prod", Argmax: "argmax", Argmin: "argmin"}
+
+// IsArg reports whether op yields a position (argmax, argmin) rather than a
+// value.
+func (op ReduceOp) IsArg() bool { return op == Argmax || op == Argmin }
+
+// ValueOp returns the reduction that combines the values an argmax or
+// argmin compares (max, min); op itself for the others.
+func (op ReduceOp) ValueOp() ReduceOp {
+	switch op {
+	case Argmax:
+		return ReduceMax
+	case Argmin:
+		return ReduceMin
+	}
+	return op
+}
 
 // String returns the reduction's name in the language.
 func (op ReduceOp) String() string { return reduceNames[op] }
 
-// Identity returns the reduction's neutral element.
+// Identity returns the reduction's neutral element; for argmax and argmin,
+// that of the values they compare.
 func (op ReduceOp) Identity() float64 {
-	switch op {
+	switch op.ValueOp() {
 	case ReduceMax:
 		return math.Inf(-1)
 	case ReduceMin:
@@ -225,7 +288,7 @@ func NodeType(e Expr, operand func(Expr) DType) DType {
 		}
 		return e.To
 	case *Reduce:
-		if t := operand(e.Body); t == I32 {
+		if t := operand(e.Body); t == I32 || e.Op.IsArg() {
 			return I32
 		}
 		return F32
@@ -234,12 +297,19 @@ func NodeType(e Expr, operand func(Expr) DType) DType {
 }
 
 // Walk calls f for e and every sub-expression of e, parents before children.
-// If f returns false the children of that node are skipped.
+// If f returns false the children of that node are skipped. The run-time
+// indexes of a gather (Load.Gather) are children of its load.
 func Walk(e Expr, f func(Expr) bool) {
 	if !f(e) {
 		return
 	}
 	switch e := e.(type) {
+	case *Load:
+		for _, g := range e.Gather {
+			if g != nil {
+				Walk(g, f)
+			}
+		}
 	case *Unary:
 		Walk(e.X, f)
 	case *Binary:
@@ -277,6 +347,13 @@ func LoadsInBounds(e Expr) bool {
 	ok := true
 	Walk(e, func(x Expr) bool {
 		if l, isLoad := x.(*Load); isLoad {
+			if l.IsGather() {
+				// A run-time index is never proven in bounds: evaluated
+				// where a select would not choose it, it could raise the
+				// error of an index out of range that the program guards.
+				ok = false
+				return false
+			}
 			for d, ix := range l.Index {
 				lo, hi := ix.Simplify().ExtentBounds()
 				if lo < 0 || hi >= l.Tensor.Shape[d] {

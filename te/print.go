@@ -253,7 +253,19 @@ func (pr *exprPrinter) expr(b *strings.Builder, e Expr, min int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(pr.index(x))
+			g := e.Gathered(i)
+			if g == nil {
+				b.WriteString(pr.index(x))
+				continue
+			}
+			pr.expr(b, g, 0)
+			switch c, isConst := x.IsConst(); {
+			case isConst && c == 0:
+			case isConst && c < 0:
+				fmt.Fprintf(b, " - %d", -c)
+			default:
+				b.WriteString(" + " + pr.index(x))
+			}
 		}
 		b.WriteByte(']')
 	case *Unary:

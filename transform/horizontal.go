@@ -126,7 +126,7 @@ func Horizontal(p *te.Program) (*te.Program, error) {
 		}
 		body := (&rewriter{load: func(l *te.Load) te.Expr {
 			if v := resolve(l.Tensor); v != l.Tensor {
-				return &te.Load{Tensor: v, Index: l.Index}
+				return &te.Load{Tensor: v, Index: l.Index, Gather: l.Gather}
 			}
 			return nil
 		}}).expr(src.Body)
@@ -287,7 +287,7 @@ func (n *tensorNamer) fresh(base string) string {
 func redirect(nu map[*te.Tensor]*te.Tensor) func(*te.Load) te.Expr {
 	return func(l *te.Load) te.Expr {
 		if v, ok := nu[l.Tensor]; ok && v != l.Tensor {
-			return &te.Load{Tensor: v, Index: l.Index}
+			return &te.Load{Tensor: v, Index: l.Index, Gather: l.Gather}
 		}
 		return nil
 	}

@@ -40,6 +40,14 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 		for d, x := range e.Index {
 			l.Index[d] = r.index(x)
 		}
+		if e.Gather != nil {
+			l.Gather = make([]te.Expr, len(e.Gather))
+			for d, g := range e.Gather {
+				if g != nil {
+					l.Gather[d] = r.expr(g)
+				}
+			}
+		}
 		if r.load != nil {
 			if y := r.load(l); y != nil {
 				return y

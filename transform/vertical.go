@@ -102,7 +102,9 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 		if v == nil {
 			return nil
 		}
-		if inline && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(rereads(l, t.Axes, r.bound)))) {
+		// A gather's table is never inlined: its gathered axes would take
+		// run-time values, which an index cannot hold.
+		if inline && !l.IsGather() && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(rereads(l, t.Axes, r.bound)))) {
 			if e, ok := shared[old]; ok {
 				return e
 			}
@@ -116,7 +118,7 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 			}
 			return e
 		}
-		return &te.Load{Tensor: v, Index: l.Index}
+		return &te.Load{Tensor: v, Index: l.Index, Gather: l.Gather}
 	}
 	return r.expr(t.Body)
 }
@@ -180,7 +182,7 @@ func readOnceAtOwnIndex(t, u *te.Tensor) bool {
 					return true
 				}
 				n++
-				if guarded {
+				if guarded || x.IsGather() {
 					ok = false
 				}
 				for d, ix := range x.Index {

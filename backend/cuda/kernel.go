@@ -436,6 +436,11 @@ func (w *kernelWriter) exprPrec(b *strings.Builder, e kir.Expr, min int) {
 		b.WriteString(", ")
 		w.exprPrec(b, e.X, 0)
 		fmt.Fprintf(b, ", %d, %d)", e.Offset, e.Width)
+	case *kir.Bounded:
+		// A gather's run-time index, clamped into its dimension.
+		b.WriteString("min(max(")
+		w.exprPrec(b, e.X, 0)
+		fmt.Fprintf(b, ", 0), %d)", e.N-1)
 	default:
 		panic(fmt.Sprintf("cuda: unknown expression %T", e))
 	}

@@ -18,7 +18,8 @@ type Var struct {
 func NewVar(name string, t te.DType) *Var { return &Var{Name: name, T: t} }
 
 // Expr is a typed scalar expression, evaluated by one thread. The concrete
-// types are *Const, *Var, *Special, *Load, *Unary, *Binary, *Select, *Cast and *Shuffle.
+// types are *Const, *Var, *Special, *Load, *Unary, *Binary, *Select, *Cast,
+// *Shuffle and *Bounded.
 type Expr interface {
 	// Type returns the type of the expression's value, assuming it is well
 	// typed (the verifier checks that).
@@ -90,6 +91,24 @@ type Cast struct {
 	To te.DType
 	X  Expr
 }
+
+// Bounded is X, an i32 index computed at run time (a gather's index, read
+// from a tensor), where it lies in [0, N), N being dimension Dim of Buf,
+// the buffer gathered from. Elsewhere the simulator stops with an error
+// that names the index and its value, and emitted code clamps the index
+// into [0, N), so that no access is ever out of bounds (docs/language.md,
+// "Gather").
+type Bounded struct {
+	X   Expr
+	N   int
+	Buf *Buffer
+	Dim int
+}
+
+// Type implements Expr.
+func (*Bounded) Type() te.DType { return te.I32 }
+
+func (*Bounded) exprNode() {}
 
 // Type implements Expr.
 func (c *Const) Type() te.DType { return c.T }
@@ -198,6 +217,8 @@ func WalkExpr(e Expr, f func(Expr) bool) {
 	case *Shuffle:
 		WalkExpr(e.X, f)
 		WalkExpr(e.Mask, f)
+	case *Bounded:
+		WalkExpr(e.X, f)
 	}
 }
 

@@ -302,6 +302,10 @@ func (p *printer) exprPrec(b *strings.Builder, e Expr, min int) {
 			p.exprPrec(b, e.Mask, 0)
 		}
 		b.WriteByte(')')
+	case *Bounded:
+		b.WriteString("bounded(")
+		p.exprPrec(b, e.X, 0)
+		fmt.Fprintf(b, ", %d)", e.N)
 	case nil:
 		b.WriteString("<nil>")
 	default:

@@ -633,6 +633,17 @@ func typeErr(e Expr) string {
 		return fmt.Sprintf("cast to unknown type %s", e.To)
 	case *Shuffle:
 		return shuffleErr(e)
+	case *Bounded:
+		if msg := typeErr(e.X); msg != "" {
+			return msg
+		}
+		if e.X.Type() != te.I32 {
+			return fmt.Sprintf("type mismatch: bounded index of %s (want i32)", e.X.Type())
+		}
+		if e.N < 1 {
+			return fmt.Sprintf("bounded index in an empty range [0, %d)", e.N)
+		}
+		return ""
 	}
 	return fmt.Sprintf("unknown expression %T", e)
 }

@@ -365,6 +365,12 @@ func (kg *kgen) expr(e kir.Expr) value.Value {
 		return kg.cast(e)
 	case *kir.Shuffle:
 		return kg.shuffle(e)
+	case *kir.Bounded:
+		// A gather's run-time index, clamped into its dimension.
+		x := kg.expr(e.X)
+		lo := kg.cur.NewSelect(kg.cur.NewICmp(enum.IPredSLT, x, i32(0)), i32(0), x)
+		n := i32(int64(e.N - 1))
+		return kg.cur.NewSelect(kg.cur.NewICmp(enum.IPredSGT, lo, n), n, lo)
 	}
 	panic(fmt.Sprintf("llvm: unknown expression %T", e))
 }

@@ -99,6 +99,44 @@ func (g *gen) flat(shape []int, idx []te.Index) kir.Expr {
 	return g.index(off)
 }
 
+// gather translates a load with run-time indexes: each gathered dimension's
+// index is read (the index tensor's load), offset, and bounded by a
+// kir.Bounded, which the simulator checks and a device clamps; then the
+// table is read at the static part of the offset plus each bounded index
+// times its dimension's stride.
+func (g *gen) gather(l *te.Load) kir.Expr {
+	shape := l.Tensor.Shape
+	buf := g.bufs[l.Tensor]
+	static := make([]te.Index, len(l.Index))
+	copy(static, l.Index)
+	var dyn []kir.Expr
+	stride := 1
+	for d := len(shape) - 1; d >= 0; d-- {
+		if x := l.Gathered(d); x != nil {
+			v := convert(g.expr(x), te.I32)
+			if _, zero := l.Index[d].IsConst(); !zero || l.Index[d].Const != 0 {
+				v = kir.Add(v, g.index(l.Index[d].Simplify()))
+			}
+			var at kir.Expr = &kir.Bounded{X: v, N: shape[d], Buf: buf, Dim: d}
+			if stride != 1 {
+				at = kir.Mul(at, kir.I(stride))
+			}
+			dyn = append(dyn, at)
+			static[d] = te.Index{}
+		}
+		stride *= shape[d]
+	}
+	off := g.flat(shape, static)
+	for _, x := range dyn {
+		if c, ok := off.(*kir.Const); ok && c.Value == 0 {
+			off = x
+			continue
+		}
+		off = kir.Add(off, x)
+	}
+	return kir.Ld(buf, off)
+}
+
 // expr translates e; the result has the register type of te.TypeOf(e).
 func (g *gen) expr(e te.Expr) kir.Expr {
 	switch e := e.(type) {
@@ -107,6 +145,9 @@ func (g *gen) expr(e te.Expr) kir.Expr {
 	case *te.IndexExpr:
 		return g.index(e.Index.Simplify())
 	case *te.Load:
+		if e.IsGather() {
+			return g.gather(e)
+		}
 		return kir.Ld(g.bufs[e.Tensor], g.flat(e.Tensor.Shape, e.Index))
 	case *te.Unary:
 		x := g.expr(e.X)
@@ -242,8 +283,79 @@ func combine(op te.ReduceOp, acc, v kir.Expr) kir.Expr {
 	return kir.Add(acc, v)
 }
 
+// hasArgReduce reports whether one of rs is an argmax or argmin, which is
+// computed a thread per output (a serial loop carrying the best value and
+// its position), never by a block.
+func hasArgReduce(rs []*te.Reduce) bool {
+	for _, r := range rs {
+		if r.Op.IsArg() {
+			return true
+		}
+	}
+	return false
+}
+
+// argReduce emits serial loops that find the row-major position over e's
+// axes of the first greatest (argmax) or least (argmin) value of e's body,
+// and returns the register holding it. The comparison is strict, so ties
+// keep the first position, and a NaN is never chosen.
+func (g *gen) argReduce(e *te.Reduce) kir.Expr {
+	vt := te.F32
+	if te.TypeOf(e.Body) == te.I32 {
+		vt = te.I32
+	}
+	best := kir.NewVar("best", vt)
+	at := kir.NewVar("arg", te.I32)
+	found := kir.NewVar("found", te.Bool)
+	g.emit(&kir.Let{Var: best, Value: identity(e.Op.ValueOp(), vt)}, &kir.Let{Var: at, Value: kir.I(0)},
+		&kir.Let{Var: found, Value: kir.B(false)})
+	var loops []*kir.For
+	var pos kir.Expr
+	for _, a := range e.Axes {
+		v := kir.NewVar(a.Name, te.I32)
+		g.env[a] = v
+		loops = append(loops, &kir.For{Var: v, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
+		if pos == nil {
+			pos = v
+		} else {
+			pos = kir.Add(kir.Mul(pos, kir.I(a.Extent)), v)
+		}
+	}
+	if pos == nil {
+		pos = kir.I(0)
+	}
+	inner := g.into(func() {
+		v := kir.NewVar("v", vt)
+		g.emit(&kir.Let{Var: v, Value: convert(g.expr(e.Body), vt)})
+		cmp := te.Gt
+		if e.Op == te.Argmin {
+			cmp = te.Lt
+		}
+		// The first value that is not NaN is taken whatever it is (a row
+		// of -inf gives 0, as the evaluator does), later ones only when
+		// strictly better.
+		first := kir.And(&kir.Unary{Op: te.Not, X: found}, kir.Eq(v, v))
+		c := kir.NewVar("better", te.Bool)
+		g.emit(&kir.Let{Var: c, Value: kir.Bin(te.Or, kir.Bin(cmp, v, best), first)},
+			&kir.If{Cond: c, Then: []kir.Stmt{&kir.Assign{Var: best, Value: v}, &kir.Assign{Var: at, Value: pos},
+				&kir.Assign{Var: found, Value: kir.B(true)}}})
+	})
+	for i := len(loops) - 1; i >= 0; i-- {
+		loops[i].Body = inner
+		inner = []kir.Stmt{loops[i]}
+	}
+	g.emit(inner...)
+	for _, a := range e.Axes {
+		delete(g.env, a)
+	}
+	return at
+}
+
 // reduce emits serial loops that reduce e into a register, and returns it.
 func (g *gen) reduce(e *te.Reduce) kir.Expr {
+	if e.Op.IsArg() {
+		return g.argReduce(e)
+	}
 	t := te.TypeOf(e)
 	acc := kir.NewVar("acc", t)
 	g.emit(&kir.Let{Var: acc, Value: identity(e.Op, t)})

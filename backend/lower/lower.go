@@ -154,7 +154,7 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 	var body []kir.Stmt
 	switch reds := topReduces(t.Body); {
 	case len(reds) == 1 && l.contraction(t, reds[0], k, &body):
-	case len(reds) > 0 && maxExtent(reds) >= 64:
+	case len(reds) > 0 && maxExtent(reds) >= 64 && !hasArgReduce(reds):
 		l.blockReduce(t, reds, k, &body)
 	default:
 		l.elementwise(t, k, &body)

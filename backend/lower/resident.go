@@ -436,6 +436,10 @@ func checkEpilogue(t *te.Tensor, rs *partition.Resident) error {
 			if !isLoad || err != nil {
 				return err == nil
 			}
+			if l.Tensor == t && l.IsGather() {
+				err = fmt.Errorf("epilogue stage %s reads %s at run-time indexes, not at its own columns", u.Name, t.Name)
+				return false
+			}
 			if l.Tensor == t {
 				entry, own := 0, true
 				for i, ix := range l.Index {
@@ -455,7 +459,7 @@ func checkEpilogue(t *te.Tensor, rs *partition.Resident) error {
 				return err == nil
 			}
 			if p, isEpi := done[l.Tensor]; isEpi {
-				own := rs.EpilogueGroup[p] == rs.EpilogueGroup[e]
+				own := rs.EpilogueGroup[p] == rs.EpilogueGroup[e] && !l.IsGather()
 				for i, ix := range l.Index {
 					v, isVar := ix.AsVar()
 					own = own && isVar && v == u.Axes[i] && axes[v] == rs.EpilogueAxes[p][l.Tensor.Axes[i]]

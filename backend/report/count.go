@@ -228,6 +228,8 @@ func (c *counter) cost(e kir.Expr) {
 		c.cost(e.X)
 		c.cost(e.Mask)
 		c.counts.Shuffles += c.count()
+	case *kir.Bounded:
+		c.cost(e.X)
 	case *kir.Select:
 		c.cost(e.Cond)
 		if !costly(e.Then) && !costly(e.Else) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -616,8 +617,61 @@ func (p *program) expr(e kir.Expr) vfn {
 		return p.cast(e)
 	case *kir.Shuffle:
 		return p.shuffle(e)
+	case *kir.Bounded:
+		return p.bounded(e)
 	}
 	panic(&fault{fmt.Sprintf("unknown expression %T", e)})
+}
+
+// bounded checks a gather's run-time index: one outside [0, N) is an
+// error that names the index read, its value and the dimension, e.g.
+// "gather index ids[3] = 50000 is outside wte's dimension 0 [0, 30522)".
+func (p *program) bounded(e *kir.Bounded) vfn {
+	x := p.expr(e.X)
+	var at vfn // the position the index was read at, for the message
+	var src *kir.Load
+	kir.WalkExpr(e.X, func(y kir.Expr) bool {
+		if l, ok := y.(*kir.Load); ok && src == nil && l.Buf.Space == kir.Global {
+			src = l
+		}
+		return src == nil
+	})
+	if src != nil {
+		at = p.expr(src.Index)
+	}
+	prefix := ""
+	if src != e.X {
+		prefix = "from " // ids[s] + 1: the value is not the element's
+	}
+	n := e.N
+	table, dim := "the table", e.Dim
+	if e.Buf != nil {
+		table = e.Buf.Name
+	}
+	return func(b *block, act []int32) []float64 {
+		xv := x(b, act)
+		for _, l := range act {
+			if v := int(xv[l]); v < 0 || v >= n {
+				what := ""
+				if src != nil {
+					what = prefix + src.Buf.Name + formatPosition(src.Buf.Shape, int(at(b, act)[l])) + " "
+				}
+				b.faultf(l, "gather index %s= %d is outside %s's dimension %d [0, %d)", what, v, table, dim, n)
+			}
+		}
+		return xv
+	}
+}
+
+// formatPosition writes the flat row-major index i of a buffer of shape
+// as "[3]" or "[0, 5]".
+func formatPosition(shape []int, i int) string {
+	idx := make([]string, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		idx[d] = fmt.Sprint(i % max(shape[d], 1))
+		i /= max(shape[d], 1)
+	}
+	return "[" + strings.Join(idx, ", ") + "]"
 }
 
 func (p *program) load(e *kir.Load) vfn {

@@ -201,19 +201,64 @@ func Summarize(a *te.Array) Stats {
 	return s
 }
 
+// GatherRanges returns, for each placeholder that a gather of p reads its
+// index from directly (wte[ids[s] + c, d]), the values [lo, hi) that keep
+// every such gather in range; a placeholder with no such value is left out.
+func GatherRanges(p *te.Program) map[*te.Tensor][2]int {
+	out := map[*te.Tensor][2]int{}
+	for _, t := range p.Tensors {
+		if t.Body == nil {
+			continue
+		}
+		te.Walk(t.Body, func(e te.Expr) bool {
+			l, ok := e.(*te.Load)
+			if !ok {
+				return true
+			}
+			for d := range l.Index {
+				src, isLoad := l.Gathered(d).(*te.Load)
+				c, isConst := l.Index[d].IsConst()
+				if !isLoad || !isConst || src.Tensor.Kind == te.Compute {
+					continue
+				}
+				r, seen := out[src.Tensor]
+				if !seen {
+					r = [2]int{math.MinInt, math.MaxInt}
+				}
+				r[0], r[1] = max(r[0], -c), min(r[1], l.Tensor.Shape[d]-c)
+				out[src.Tensor] = r
+			}
+			return true
+		})
+	}
+	for t, r := range out {
+		if r[0] >= r[1] {
+			delete(out, t)
+		}
+	}
+	return out
+}
+
 // SeededFeeds returns values for every placeholder of p from one seeded
 // generator, in the placeholders' order: uniform in [-1, 1) rounded to the
 // placeholder's dtype, except variances of batch normalisation (names ending
-// in "var"), uniform in [0.5, 1.5). The test suites feed models with it, so
-// that a model's feeds are the same in every suite.
+// in "var"), uniform in [0.5, 1.5), and the index tensors of gathers,
+// uniform integers that every gather reading them keeps in range. The test
+// suites feed models with it, so that a model's feeds are the same in every
+// suite.
 func SeededFeeds(p *te.Program, seed uint64) map[string]*te.Array {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	out := map[string]*te.Array{}
+	ranges := GatherRanges(p)
 	for _, t := range p.Placeholders() {
 		a := te.NewArray(t.DType, t.Shape)
+		r, isIndex := ranges[t]
 		for i := range a.Data {
 			v := 2*rng.Float64() - 1
-			if strings.HasSuffix(t.Name, "var") {
+			switch {
+			case isIndex:
+				v = float64(r[0] + int(rng.Float64()*float64(r[1]-r[0])))
+			case strings.HasSuffix(t.Name, "var"):
 				v = 0.5 + rng.Float64()
 			}
 			a.Data[i] = te.Round(t.DType, v)

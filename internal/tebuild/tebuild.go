@@ -72,6 +72,12 @@ func Shape(dims ...int) []int { return dims }
 // Ld loads t at idx.
 func Ld(t *te.Tensor, idx ...te.Index) te.Expr { return &te.Load{Tensor: t, Index: idx} }
 
+// Gather loads t at idx, where each dimension d with dyn[d] != nil is read
+// at the run-time index dyn[d] + idx[d].
+func Gather(t *te.Tensor, dyn []te.Expr, idx ...te.Index) te.Expr {
+	return &te.Load{Tensor: t, Index: idx, Gather: dyn}
+}
+
 // F is an f32 constant.
 func F(v float64) te.Expr { return &te.ConstExpr{Value: v, DType: te.F32} }
 

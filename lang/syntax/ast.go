@@ -307,10 +307,10 @@ func (*Comprehension) exprNode() {}
 func (*RangeExpr) exprNode()     {}
 
 // IsReduceOp reports whether name introduces a reduction when followed by
-// [axes](body): sum, max, min or prod.
+// [axes](body): sum, max, min, prod, argmax or argmin.
 func IsReduceOp(name string) bool {
 	switch name {
-	case "sum", "max", "min", "prod":
+	case "sum", "max", "min", "prod", "argmax", "argmin":
 		return true
 	}
 	return false

@@ -260,6 +260,9 @@ func (w *keyWriter) expr(e kir.Expr) {
 		w.str(fmt.Sprintf("shfl.%s %d %d", e.Mode, e.Offset, e.Width))
 		w.expr(e.X)
 		w.expr(e.Mask)
+	case *kir.Bounded:
+		w.str(fmt.Sprintf("bounded %d %s %d", e.N, w.bufs[e.Buf], e.Dim))
+		w.expr(e.X)
 	default:
 		w.str(fmt.Sprintf("%T", e))
 	}

@@ -293,6 +293,8 @@ func rebaseExpr(e kir.Expr, base map[*kir.Buffer]int) kir.Expr {
 		return &kir.Cast{To: e.To, X: rebaseExpr(e.X, base)}
 	case *kir.Shuffle:
 		return &kir.Shuffle{Mode: e.Mode, X: rebaseExpr(e.X, base), Offset: e.Offset, Width: e.Width, Mask: rebaseExpr(e.Mask, base)}
+	case *kir.Bounded:
+		return &kir.Bounded{X: rebaseExpr(e.X, base), N: e.N, Buf: e.Buf, Dim: e.Dim}
 	}
 	return e
 }
