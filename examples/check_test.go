@@ -2,34 +2,20 @@ package examples
 
 import (
 	"math"
-	"math/rand/v2"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
+	"tec/internal/numeric"
 	"tec/lang"
 	"tec/te"
 )
 
-// randomFeeds fills every placeholder of p from a seeded generator: uniform
-// in [-1, 1), except placeholders whose name ends in "var" (variances of batch
-// normalisation), uniform in [0.5, 1.5).
+// randomFeeds fills every placeholder of p as the test suites do
+// (numeric.SeededFeeds): uniform in [-1, 1), variances in [0.5, 1.5), and
+// the index tensors of gathers with ids inside their tables.
 func randomFeeds(p *te.Program, seed uint64) map[string]*te.Array {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	feeds := map[string]*te.Array{}
-	for _, t := range p.Placeholders() {
-		a := te.NewArray(t.DType, t.Shape)
-		for i := range a.Data {
-			if strings.HasSuffix(t.Name, "var") {
-				a.Data[i] = 0.5 + rng.Float64()
-			} else {
-				a.Data[i] = 2*rng.Float64() - 1
-			}
-		}
-		feeds[t.Name] = a
-	}
-	return feeds
+	return numeric.SeededFeeds(p, seed)
 }
 
 // check lowers the example with the given constants, failing the test on any
@@ -112,7 +98,7 @@ func TestTinyShrinks(t *testing.T) {
 func TestOutputShapes(t *testing.T) {
 	want := map[string]map[string]string{
 		"attention":    {"y": "f32[384, 768]"},
-		"bert":         {"hidden": "f32[384, 768]", "logits": "f32[384, 2]"},
+		"bert":         {"hidden": "f32[384, 768]", "logits": "f32[384, 2]", "start": "i32[]", "end": "i32[]"},
 		"conv_block":   {"y": "f32[1, 64, 56, 56]"},
 		"efficientnet": {"logits": "f32[1, 1000]"},
 		"layernorm":    {"y": "f32[384, 768]"},

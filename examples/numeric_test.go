@@ -172,7 +172,14 @@ func TestBERTNumeric(t *testing.T) {
 	l, s, dm, ff := d["L"], d["S"], d["D"], d["FF"]
 	const eps = 1e-12
 	vec := func(name string, off, n int) []float64 { return f[name].Data[off : off+n] }
-	x := layernormRef(add(view(f["emb"], 0, s, dm), view(f["pos"], 0, s, dm)), vec("ln_emb", 0, dm), vec("ln_emb", dm, dm), eps)
+	emb := mat{s, dm, make([]float64, s*dm)}
+	for i := range s {
+		id, sg := int(f["ids"].Data[i]), int(f["seg"].Data[i])
+		for j := range dm {
+			emb.d[i*dm+j] = f["wte"].Data[id*dm+j] + f["wpe"].Data[i*dm+j] + f["wtt"].Data[sg*dm+j]
+		}
+	}
+	x := layernormRef(emb, vec("ln_emb", 0, dm), vec("ln_emb", dm, dm), eps)
 	for i := 0; i < l; i++ {
 		a := attentionRef(x, view(f["wqkv"], i*dm*3*dm, dm, 3*dm), vec("bqkv", i*3*dm, 3*dm),
 			view(f["wo"], i*dm*dm, dm, dm), vec("bo", i*dm, dm), d["NH"])
@@ -182,7 +189,19 @@ func TestBERTNumeric(t *testing.T) {
 		x = layernormRef(add(x, o), vec("ln2", 2*i*dm, dm), vec("ln2", (2*i+1)*dm, dm), eps)
 	}
 	near(t, "hidden", out["hidden"].Data, x.d)
-	near(t, "logits", out["logits"].Data, linearRef(x, view(f["w_span"], 0, dm, 2), f["b_span"].Data).d)
+	logits := linearRef(x, view(f["w_span"], 0, dm, 2), f["b_span"].Data)
+	near(t, "logits", out["logits"].Data, logits.d)
+	for c, name := range []string{"start", "end"} {
+		best := 0
+		for i := range s {
+			if logits.at(i, c) > logits.at(best, c) {
+				best = i
+			}
+		}
+		if got := int(out[name].Data[0]); got != best {
+			t.Errorf("%s = %d, want %d, the first position of the greatest logit", name, got, best)
+		}
+	}
 }
 
 // TestLSTMNumeric compares lstm.te with a stacked LSTM whose gates are, in

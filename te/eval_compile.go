@@ -311,7 +311,19 @@ func (c *compiler) gatherIndexText(l *Load) func(d int, env []int) string {
 			return l.Index[d].String()
 		}
 		s := FormatExpr(g)
-		if src, ok := g.(*Load); ok && !src.IsGather() {
+		src, ok := g.(*Load)
+		if !ok || src.IsGather() {
+			// ids[s] + 1: name the element the value came from.
+			src = nil
+			Walk(g, func(x Expr) bool {
+				if l, isLoad := x.(*Load); isLoad && src == nil && !l.IsGather() {
+					src = l
+				}
+				return src == nil
+			})
+			ok = false
+		}
+		if src != nil {
 			vals := make([]string, len(src.Index))
 			for i, x := range src.Index {
 				f, err := c.index(x)
@@ -321,6 +333,9 @@ func (c *compiler) gatherIndexText(l *Load) func(d int, env []int) string {
 				vals[i] = fmt.Sprint(f(env))
 			}
 			s = fmt.Sprintf("%s[%s]", tensorName(src.Tensor), strings.Join(vals, ", "))
+			if !ok {
+				s = "from " + s
+			}
 		}
 		switch off := l.Index[d]; {
 		case off.Equal(Index{}):

@@ -588,6 +588,10 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 
 	feeds := map[string]*te.Array{}
 	filled, missing := []string{}, []string{}
+	var ranges map[*te.Tensor][2]int // of gathers' index tensors, for --fill
+	if fill != nil {
+		ranges = numeric.GatherRanges(prog)
+	}
 	for _, t := range placeholders {
 		a, ok := given[t.Name]
 		if !ok {
@@ -595,7 +599,11 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 				missing = append(missing, t.Name)
 				continue
 			}
-			feeds[t.Name] = numeric.NewFilled(t, *fill, rf.seed)
+			if r, isIndex := ranges[t]; isIndex {
+				feeds[t.Name] = numeric.NewFilledIndex(t, *fill, rf.seed, r)
+			} else {
+				feeds[t.Name] = numeric.NewFilled(t, *fill, rf.seed)
+			}
 			filled = append(filled, t.Name)
 			continue
 		}

@@ -48,6 +48,14 @@ func (f Fill) String() string { return [...]string{"zeros", "ones", "random"}[f]
 // bool tensors get 0 or 1. The values depend only on seed and t.Name, so one
 // tensor's values do not change when others are added or removed.
 func NewFilled(t *te.Tensor, f Fill, seed uint64) *te.Array {
+	return NewFilledIndex(t, f, seed, [2]int{0, 8})
+}
+
+// NewFilledIndex is NewFilled where random integers are drawn from the
+// first 8 values of [r[0], r[1]) instead of [0, 8): the range of a gather's
+// index tensor (GatherRanges), so that random ids stay in their tables.
+func NewFilledIndex(t *te.Tensor, f Fill, seed uint64, r [2]int) *te.Array {
+	lo, n := r[0], max(min(r[1]-r[0], 8), 1)
 	a := te.NewArray(t.DType, t.Shape)
 	switch f {
 	case Ones:
@@ -69,7 +77,7 @@ func NewFilled(t *te.Tensor, f Fill, seed uint64) *te.Array {
 		for i := range a.Data {
 			switch t.DType {
 			case te.I32:
-				a.Data[i] = float64(rng.IntN(8))
+				a.Data[i] = float64(lo + rng.IntN(n))
 			case te.Bool:
 				a.Data[i] = float64(rng.IntN(2))
 			default:
