@@ -6,10 +6,28 @@ import (
 
 // Programs returns small TE programs, by name, for golden tests of the
 // emitters: "softmax" (with the row maximum subtracted), "matmul" and
-// "conv" (a valid 3×3 convolution), built in Go so that the back end's
-// tests need not import the front end.
+// "conv" (a valid 3×3 convolution) and "gather" (an embedding lookup and
+// an argmax over it), built in Go so that the back end's tests need not
+// import the front end.
 func Programs() map[string]*te.Program {
-	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv()}
+	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather()}
+}
+
+// gather is e[s, d] = wte[ids[s] + 1, d] and best[s] = argmax[d](e[s, d]).
+func gather() *te.Program {
+	b := &builder{p: &te.Program{Name: "gather"}}
+	ids := b.add(&te.Tensor{Name: "ids", Kind: te.Input, DType: te.I32, Shape: []int{5}})
+	wte := b.placeholder("wte", te.Param, 12, 8)
+	e := b.compute("e", []int{5, 8}, func(ax []te.Index) te.Expr {
+		return &te.Load{Tensor: wte, Index: []te.Index{te.Const(1), ax[1]}, Gather: []te.Expr{ld(ids, ax[0]), nil}}
+	})
+	best := b.add(&te.Tensor{Name: "best", Kind: te.Compute, DType: te.I32, Shape: []int{5}})
+	s := te.NewVar("s", 5)
+	d := te.NewVar("d", 8)
+	best.Axes = []*te.Var{s}
+	best.Body = reduce(te.Argmax, []*te.Var{d}, ld(e, te.VarIndex(s), te.VarIndex(d)))
+	b.p.Outputs = []*te.Tensor{e, best}
+	return b.p
 }
 
 type builder struct{ p *te.Program }
