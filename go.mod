@@ -3,6 +3,7 @@ module tec
 go 1.26.8
 
 require (
+	github.com/alecthomas/participle/v2 v2.1.4
 	github.com/llir/llvm v0.3.6
 	go.lsp.dev/jsonrpc2 v0.10.0
 	go.lsp.dev/protocol v0.12.0

@@ -1,10 +1,39 @@
 package syntax
 
+// The lexer is participle's: its token rules are stated once, as data, in
+// tokenRules below, and participle generates the Go code that matches them
+// (package internal/telexer) from their JSON form. After changing the rules,
+// regenerate with
+//
+//	go generate ./lang/syntax
+//
+// which needs participle's code generator on the PATH. It is not published on
+// the module proxy; build it from participle's repository at the version in
+// go.mod:
+//
+//	git clone -b v2.1.4 https://github.com/alecthomas/participle
+//	cd participle/cmd/participle && go build -o "$(go env GOPATH)/bin/participle" .
+//
+// TestLexerRulesJSON fails while the generated lexer is older than the rules,
+// and TestGeneratedLexer checks that it lexes as participle's regexp-based
+// lexer does from the same rules.
+//
+//go:generate go test -run TestLexerRulesJSON -update-lexer
+//go:generate sh -c "participle gen lexer telexer --name TE < internal/telexer/rules.json | gofmt > internal/telexer/lexer_gen.go"
+
 import (
+	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	participle "github.com/alecthomas/participle/v2/lexer"
+
+	"tec/lang/syntax/internal/telexer"
 )
 
 // IsKeyword reports whether s is a reserved word of the language, which
@@ -29,6 +58,11 @@ const (
 	tokString            // "layers.te", quotes included
 	tokOp                // punctuation and operators
 	tokIllegal           // text that is no token; msg and hint say why
+
+	// Kinds the lexer handles itself and never returns.
+	tokSpace      // blanks and line breaks
+	tokComment    // # to the end of the line
+	tokOpenString // a string not terminated on its line
 )
 
 // A token is one lexical element with its span. Illegal tokens carry the
@@ -68,124 +102,167 @@ func (t token) describe() string {
 	return fmt.Sprintf("%q", text)
 }
 
+// operators are the operator and punctuation tokens of the language. Their
+// order does not matter: the longest one that matches is taken, so "<=" wins
+// over "<". Adding an operator is adding it here (and running go generate).
+var operators = []string{
+	"..", "->", "==", "!=", "<=", ">=", "&&", "||", "**",
+	"-", "+", "*", "/", "%", "<", ">", "=", "!",
+	"(", ")", "{", "}", "[", "]", ",", ":",
+}
+
+// tokenRules are the lexical rules of the language, tried in this order at
+// each position; the first that matches makes the token. A character that no
+// rule matches is an illegal token, reported by illegal: a lone '.' is one,
+// as a number needs digits on both sides of its '.' (so 0..N is 0, .., N).
+//
+// The patterns must not need backtracking: the generated lexer matches each
+// repetition greedily and takes the first alternative that matches, and
+// TestGeneratedLexer compares it with participle's regexp-based one.
+func tokenRules() []participle.SimpleRule {
+	return []participle.SimpleRule{
+		{Name: "Space", Pattern: `[ \t\r\n]+`},
+		{Name: "Ident", Pattern: `[A-Za-z_][A-Za-z0-9_]*`}, // or a keyword, see IsKeyword
+		{Name: "Op", Pattern: alternatives(operators)},
+		{Name: "Float", Pattern: `[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)`},
+		{Name: "Int", Pattern: `[0-9]+`},
+		{Name: "Comment", Pattern: `#[^\n]*`},
+		{Name: "String", Pattern: `"[^"\n]*"`},
+		{Name: "OpenString", Pattern: `"[^"\n]*`}, // a string not terminated on its line
+	}
+}
+
+// ruleKinds gives the kind of token each rule of tokenRules makes.
+var ruleKinds = map[string]tokenKind{
+	"Space": tokSpace, "Ident": tokIdent, "Op": tokOp, "Float": tokFloat, "Int": tokInt,
+	"Comment": tokComment, "String": tokString, "OpenString": tokOpenString,
+}
+
+// alternatives returns a pattern matching any of the literal strings words,
+// preferring the longest.
+func alternatives(words []string) string {
+	sorted := slices.Clone(words)
+	slices.SortStableFunc(sorted, func(a, b string) int { return len(b) - len(a) })
+	for i, w := range sorted {
+		sorted[i] = regexp.QuoteMeta(w)
+	}
+	return strings.Join(sorted, "|")
+}
+
+// A kindTable gives the token kind of each token type of a lexer made from
+// tokenRules, indexed by -type (participle's token types are negative).
+type kindTable []tokenKind
+
+// kindsOf returns the kind table of def, a lexer made from tokenRules.
+func kindsOf(def participle.Definition) kindTable {
+	var kinds kindTable
+	for name, typ := range def.Symbols() {
+		k, ok := ruleKinds[name]
+		if !ok {
+			continue
+		}
+		if typ >= 0 {
+			panic(fmt.Sprintf("syntax: token type %d of rule %s is not negative", typ, name))
+		}
+		for len(kinds) <= int(-typ) {
+			kinds = append(kinds, tokEOF)
+		}
+		kinds[-typ] = k
+	}
+	return kinds
+}
+
+// kind returns the kind of a token of type typ.
+func (kinds kindTable) kind(typ participle.TokenType) tokenKind {
+	if i := int(-typ); i >= 0 && i < len(kinds) {
+		return kinds[i]
+	}
+	return tokEOF
+}
+
+// generatedKinds is the kind table of the generated lexer, computed once.
+var generatedKinds = sync.OnceValue(func() kindTable { return kindsOf(telexer.TELexer) })
+
 // A lexer splits source text into tokens on demand, collecting comments on
-// the way. It stops at the first illegal token.
+// the way. It stops at the first illegal token. It runs the lexer generated
+// from tokenRules (internal/telexer); newLexerWith runs any other lexer made from
+// them.
 type lexer struct {
 	src      []byte
-	pos      Pos
+	lex      participle.Lexer
+	kinds    kindTable
 	comments []Comment
 	done     bool
+	end      Pos // where the end-of-file token is, once done
 }
 
 func newLexer(src []byte) *lexer {
-	return &lexer{src: src, pos: Pos{Line: 1, Col: 1}}
+	return newLexerWith(telexer.TELexer.(participle.StringDefinition), generatedKinds(), src)
 }
 
-// twoCharOps are the operators of two characters; they are matched before
-// the single-character ones.
-var twoCharOps = [...]string{"..", "->", "==", "!=", "<=", ">=", "&&", "||", "**"}
-
-const oneCharOps = "-+*/%<>=!(){}[],:"
-
-// advance moves the position over n bytes of ASCII text on one line.
-func (l *lexer) advance(n int) {
-	l.pos.Offset += n
-	l.pos.Col += n
+func newLexerWith(def participle.StringDefinition, kinds kindTable, src []byte) *lexer {
+	lex, err := def.LexString("", string(src))
+	if err != nil {
+		panic(fmt.Sprintf("syntax: lexing from a string cannot fail: %v", err))
+	}
+	return &lexer{src: src, lex: lex, kinds: kinds}
 }
+
+// posOf converts a participle position to ours; both count lines and
+// columns from 1, columns in runes, and offsets in bytes.
+func posOf(p participle.Position) Pos { return Pos{Offset: p.Offset, Line: p.Line, Col: p.Column} }
 
 // next returns the next token. After an illegal token or the end of the
 // file, it returns tokEOF forever.
 func (l *lexer) next() token {
-	if l.done {
-		return token{kind: tokEOF, span: Span{l.pos, l.pos}}
-	}
-	src := l.src
-	// Skip white space and comments.
-	for l.pos.Offset < len(src) {
-		c := src[l.pos.Offset]
-		switch {
-		case c == '\n':
-			l.pos.Offset++
-			l.pos.Line++
-			l.pos.Col = 1
-			continue
-		case c == ' ' || c == '\t' || c == '\r':
-			l.advance(1)
-			continue
-		case c == '#':
-			start := l.pos
-			end := start.Offset
-			for end < len(src) && src[end] != '\n' {
-				end++
+	for !l.done {
+		t, err := l.lex.Next()
+		if err != nil {
+			// No rule matches the text at the error's position.
+			var at interface{ Position() participle.Position }
+			if !errors.As(err, &at) {
+				panic(fmt.Sprintf("syntax: the lexer failed without a position: %v", err))
 			}
-			text := strings.TrimRight(string(src[start.Offset:end]), " \t\r")
-			l.pos.Offset = end
-			l.pos.Col += utf8.RuneCount(src[start.Offset:end])
+			start := posOf(at.Position())
+			l.done, l.end = true, start
+			return illegal(start, l.src[start.Offset:])
+		}
+		start := posOf(t.Pos)
+		if t.EOF() {
+			l.done, l.end = true, start
+			break
+		}
+		kind := l.kinds.kind(t.Type)
+		switch kind {
+		case tokSpace:
+			continue
+		case tokComment:
+			text := strings.TrimRight(t.Value, " \t\r")
 			l.comments = append(l.comments, Comment{Text: text, Span: Span{start, endOf(start, text)}})
 			continue
+		case tokOpenString:
+			text := strings.TrimRight(t.Value, "\r")
+			l.done, l.end = true, start
+			return token{kind: tokIllegal, text: text, span: Span{start, endOf(start, text)},
+				msg: "string not terminated", hint: "a string must end with '\"' on the line it starts"}
+		case tokIdent:
+			if IsKeyword(t.Value) {
+				kind = tokKeyword
+			}
 		}
-		break
+		// No token but a space spans lines.
+		end := Pos{start.Offset + len(t.Value), start.Line, start.Col + utf8.RuneCountInString(t.Value)}
+		return token{kind: kind, text: t.Value, span: Span{start, end}}
 	}
-	start := l.pos
-	if start.Offset >= len(src) {
-		l.done = true
-		return token{kind: tokEOF, span: Span{start, start}}
-	}
-	rest := src[start.Offset:]
-	c := rest[0]
-	tok := func(kind tokenKind, n int) token {
-		l.advance(n)
-		return token{kind: kind, text: string(rest[:n]), span: Span{start, l.pos}}
-	}
-	switch {
-	case isLetter(c):
-		n := 1
-		for n < len(rest) && (isLetter(rest[n]) || isDigit(rest[n])) {
-			n++
-		}
-		if IsKeyword(string(rest[:n])) {
-			return tok(tokKeyword, n)
-		}
-		return tok(tokIdent, n)
-	case isDigit(c):
-		n, float := scanNumber(rest)
-		if float {
-			return tok(tokFloat, n)
-		}
-		return tok(tokInt, n)
-	case c == '"':
-		n := 1
-		for n < len(rest) && rest[n] != '"' && rest[n] != '\n' {
-			n++
-		}
-		if n < len(rest) && rest[n] == '"' {
-			t := tok(tokString, n+1)
-			t.span.End = endOf(start, t.text) // the string may hold non-ASCII text
-			l.pos = t.span.End
-			return t
-		}
-		text := strings.TrimRight(string(rest[:n]), "\r")
-		l.done = true
-		return token{kind: tokIllegal, text: text, span: Span{start, endOf(start, text)},
-			msg: "string not terminated", hint: "a string must end with '\"' on the line it starts"}
-	}
-	for _, op := range twoCharOps {
-		if len(rest) >= 2 && string(rest[:2]) == op {
-			return tok(tokOp, 2)
-		}
-	}
-	if strings.IndexByte(oneCharOps, c) >= 0 {
-		return tok(tokOp, 1)
-	}
-	return l.illegal(start, rest)
+	return token{kind: tokEOF, span: Span{l.end, l.end}}
 }
 
-// illegal returns the token for a character that starts no token.
-func (l *lexer) illegal(start Pos, rest []byte) token {
-	l.done = true
+// illegal returns the token for the character that starts rest, which
+// starts no token.
+func illegal(start Pos, rest []byte) token {
 	r, n := utf8.DecodeRune(rest)
 	text := string(rest[:n])
-	t := token{kind: tokIllegal, text: text, span: Span{start, Pos{start.Offset + n, start.Line, start.Col + 1}}}
+	t := token{kind: tokIllegal, text: text, span: Span{start, Pos{start.Offset + len(text), start.Line, start.Col + 1}}}
 	t.msg = fmt.Sprintf("unexpected character %q", text)
 	switch r {
 	case ';':
@@ -222,38 +299,6 @@ var lookalikes = map[rune]string{
 	'×': "*", '·': "*", '÷': "/", '−': "-", '–': "-", '≤': "<=", '≥': ">=", '≠': "!=",
 	'“': `"`, '”': `"`, '…': "..", '∧': "&&", '∨': "||", '¬': "!",
 }
-
-// scanNumber returns the length of the number at the start of b, which
-// starts with a digit, and whether it is a float: 12, 1.5, 1e-3, 2.5E+4.
-// A '.' must have digits on both sides, so 0..N is 0, .., N.
-func scanNumber(b []byte) (n int, float bool) {
-	digits := func(i int) int {
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-		return i
-	}
-	n = digits(0)
-	if n+1 < len(b) && b[n] == '.' && isDigit(b[n+1]) {
-		n = digits(n + 1)
-		float = true
-	}
-	if n < len(b) && (b[n] == 'e' || b[n] == 'E') {
-		i := n + 1
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i < len(b) && isDigit(b[i]) {
-			n = digits(i)
-			float = true
-		}
-	}
-	return n, float
-}
-
-func isLetter(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // endOf returns the position just after text that starts at p.
 func endOf(p Pos, text string) Pos {
