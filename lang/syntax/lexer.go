@@ -139,10 +139,21 @@ var ruleKinds = map[string]tokenKind{
 }
 
 // alternatives returns a pattern matching any of the literal strings words,
-// preferring the longest.
+// preferring the longest. Words of equal length are sorted so that the
+// pattern does not depend on the order of the table.
+//
+// The generated lexer cannot match an empty alternative, which the regexp
+// parser makes when a word extends another of the next shorter length that
+// sorts right after it (so "..." and ".." would lex "..", but not "...");
+// TestOperatorsAreTokens fails if that happens.
 func alternatives(words []string) string {
 	sorted := slices.Clone(words)
-	slices.SortStableFunc(sorted, func(a, b string) int { return len(b) - len(a) })
+	slices.SortFunc(sorted, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
 	for i, w := range sorted {
 		sorted[i] = regexp.QuoteMeta(w)
 	}

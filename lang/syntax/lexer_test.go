@@ -157,20 +157,36 @@ func TestOperatorsAreTokens(t *testing.T) {
 	}
 }
 
-// BenchmarkLex measures lexing a generated 2,000-line model like the
+// benchSource returns a generated model of about 2,000 lines like the
 // language server's benchmark file.
-func BenchmarkLex(b *testing.B) {
+func benchSource() []byte {
 	var src strings.Builder
 	src.WriteString("# generated\nconst D = 64\nmodel big {\n  input x: f32[4, D]\n  t0 = x\n")
 	for k := 1; k < 2000; k++ {
 		fmt.Fprintf(&src, "  t%d[i, j] = max(t%d[i, j] * 0.5 + x[i, j], 0.0) / (s%d[i] + 1.0) # step %d\n", k, k-1, k, k)
 	}
-	src.WriteString("}\n")
-	text := []byte(src.String())
+	src.WriteString("  output y = t1999\n}\n")
+	return []byte(src.String())
+}
+
+// BenchmarkLex measures lexing benchSource.
+func BenchmarkLex(b *testing.B) {
+	text := benchSource()
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		l := newLexer(text)
 		for l.next().kind != tokEOF {
+		}
+	}
+}
+
+// BenchmarkParse measures parsing benchSource.
+func BenchmarkParse(b *testing.B) {
+	text := benchSource()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := Parse("bench.te", text); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -244,67 +244,67 @@ func matchTEIdent(s string, p int, backrefs []string) (groups [2]int) {
 	return
 }
 
-// \.\.|->|==|!=|<=|>=|&&|\|\||\*\*|[!%\(-\-/:<->\[\]\{\}]
+// !=|&&|\*\*|->|\.\.|<=|==|>=|\|\||[!%\(-\-/:<->\[\]\{\}]
 func matchTEOp(s string, p int, backrefs []string) (groups [2]int) {
-	// \.\. (Literal)
-	l0 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == ".." {
-			return p + 2
-		}
-		return -1
-	}
-	// -> (Literal)
-	l1 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == "->" {
-			return p + 2
-		}
-		return -1
-	}
-	// == (Literal)
-	l2 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == "==" {
-			return p + 2
-		}
-		return -1
-	}
 	// != (Literal)
-	l3 := func(s string, p int) int {
+	l0 := func(s string, p int) int {
 		if p+2 <= len(s) && s[p:p+2] == "!=" {
 			return p + 2
 		}
 		return -1
 	}
-	// <= (Literal)
-	l4 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == "<=" {
-			return p + 2
-		}
-		return -1
-	}
-	// >= (Literal)
-	l5 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == ">=" {
-			return p + 2
-		}
-		return -1
-	}
 	// && (Literal)
-	l6 := func(s string, p int) int {
+	l1 := func(s string, p int) int {
 		if p+2 <= len(s) && s[p:p+2] == "&&" {
 			return p + 2
 		}
 		return -1
 	}
-	// \|\| (Literal)
-	l7 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == "||" {
+	// \*\* (Literal)
+	l2 := func(s string, p int) int {
+		if p+2 <= len(s) && s[p:p+2] == "**" {
 			return p + 2
 		}
 		return -1
 	}
-	// \*\* (Literal)
+	// -> (Literal)
+	l3 := func(s string, p int) int {
+		if p+2 <= len(s) && s[p:p+2] == "->" {
+			return p + 2
+		}
+		return -1
+	}
+	// \.\. (Literal)
+	l4 := func(s string, p int) int {
+		if p+2 <= len(s) && s[p:p+2] == ".." {
+			return p + 2
+		}
+		return -1
+	}
+	// <= (Literal)
+	l5 := func(s string, p int) int {
+		if p+2 <= len(s) && s[p:p+2] == "<=" {
+			return p + 2
+		}
+		return -1
+	}
+	// == (Literal)
+	l6 := func(s string, p int) int {
+		if p+2 <= len(s) && s[p:p+2] == "==" {
+			return p + 2
+		}
+		return -1
+	}
+	// >= (Literal)
+	l7 := func(s string, p int) int {
+		if p+2 <= len(s) && s[p:p+2] == ">=" {
+			return p + 2
+		}
+		return -1
+	}
+	// \|\| (Literal)
 	l8 := func(s string, p int) int {
-		if p+2 <= len(s) && s[p:p+2] == "**" {
+		if p+2 <= len(s) && s[p:p+2] == "||" {
 			return p + 2
 		}
 		return -1
@@ -339,7 +339,7 @@ func matchTEOp(s string, p int, backrefs []string) (groups [2]int) {
 		}
 		return -1
 	}
-	// \.\.|->|==|!=|<=|>=|&&|\|\||\*\*|[!%\(-\-/:<->\[\]\{\}] (Alternate)
+	// !=|&&|\*\*|->|\.\.|<=|==|>=|\|\||[!%\(-\-/:<->\[\]\{\}] (Alternate)
 	l10 := func(s string, p int) int {
 		if np := l0(s, p); np != -1 {
 			return np
