@@ -1,9 +1,12 @@
 // Package syntax holds the abstract syntax tree of the .te language, its parser
 // and its formatter. Every node records the span of source text it came from.
 //
-// The parser (parse.go, lexer.go) is a hand-written recursive-descent parser
-// with one token of lookahead, so that every syntax error points at the
-// offending token and says in plain words what was expected there. It builds
+// The parser (parse.go) is a hand-written recursive-descent parser with one
+// token of lookahead, so that every syntax error points at the offending token
+// and says in plain words what was expected there. Its tokens come from
+// participle's lexer (lexer.go): the token rules are stated once, as data
+// (tokenRules, with the operators in one table), and participle generates the
+// code that matches them (internal/telexer; see lexer.go to regenerate). It builds
 // the AST below, which is what the checker, the formatter (format.go) and the
 // language server work on.
 package syntax
