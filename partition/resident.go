@@ -96,7 +96,7 @@ type stationary struct {
 // rows, and returns the canonical form of its stationary slices.
 func stationaryStage(t *te.Tensor) (*stationary, bool) {
 	d, ok := ContractionDims(t)
-	if !ok || t.DType != te.F32 {
+	if !ok || t.DType != te.F32 || d.Masked {
 		return nil, false
 	}
 	st := &stationary{t: t, d: d}

@@ -80,6 +80,15 @@ type Schedule struct {
 	// EpilogueOf, when set, is the resident contraction in whose tiles'
 	// epilogue this element-wise stage is computed (see Resident.Group).
 	EpilogueOf *te.Tensor
+	// Mask, when set, is the mask of a masked contraction (see
+	// MaskedReduce): Skipped of its Tiles compute no products, only the
+	// other branch of the select, and FLOPs and Bytes leave their products
+	// and factor loads out.
+	Mask    *Mask
+	Skipped int
+	// products are the operations of one output's reduction, and
+	// unmasked the stage's FLOPs when no tile is skipped.
+	products, unmasked int64
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is
@@ -104,6 +113,12 @@ func (s *Schedule) tile(tm, tn, rm, rn int, out int64) {
 	s.RegsPerThread = 32 + rm*rn + rm + rn
 	// Each tile loads its rows of X and its columns of Y over all of K.
 	s.Bytes = 4*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + out
+	if s.Mask != nil {
+		tiles, points, factors := s.skipped()
+		s.Skipped = int(tiles)
+		s.FLOPs = s.unmasked - points*s.products
+		s.Bytes -= 4 * factors
+	}
 }
 
 // Unfused makes a contraction's schedule the one that a kernel of its own
@@ -144,6 +159,9 @@ func (s *Schedule) String() string {
 		str += fmt.Sprintf(" tile=%dx%dx%d (M=%d N=%d K=%d batch=%d)", s.TileM, s.TileN, s.TileK, s.M, s.N, s.K, s.Batch)
 		if s.RegM*s.RegN > 1 {
 			str += fmt.Sprintf(" %dx%d per thread", s.RegM, s.RegN)
+		}
+		if s.Mask != nil {
+			str += fmt.Sprintf(" masked: %d tiles skipped", s.Skipped)
 		}
 	case SplitReduce:
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)
@@ -201,7 +219,13 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	if d, ok := ContractionDims(t); ok {
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
-		if s.matVec(d, g, t.Bytes()) {
+		if d.Masked {
+			// Tiled, its mask in the epilogue; matrix-vector tiles do
+			// not skip.
+			s.Mask = MaskOf(d)
+			s.products = opsOf(d.Reduce, map[*te.Reduce]bool{})
+			s.unmasked = s.FLOPs
+		} else if s.matVec(d, g, t.Bytes()) {
 			return s, nil
 		}
 		tm, tn := tileShape(d.M, d.N, threads)
@@ -435,6 +459,10 @@ func abs(x int) int {
 type Dims struct {
 	M, N, K, Batch int
 	Reduce         *te.Reduce
+	// Masked says that the sum lies under a select (see MaskedReduce), and
+	// Guards are those selects that a tile can decide.
+	Masked bool
+	Guards []Guard
 	// MAxes, NAxes and BatchAxes partition t's axes.
 	MAxes, NAxes, BatchAxes []*te.Var
 	X, Y                    te.Expr
@@ -442,14 +470,16 @@ type Dims struct {
 
 // ContractionDims reports whether t is a contraction worth tiling (a single
 // top-level f32 sum of a product of two factors, with N ≥ 8 and K ≥ 4; M
-// may be 1, a matrix-vector product) and returns its dimensions.
+// may be 1, a matrix-vector product) and returns its dimensions. The sum
+// may lie under selects (a masked contraction, see MaskedReduce) if its
+// factors load in bounds at every output point, where the tiles compute
+// them whether the select uses them or not.
 func ContractionDims(t *te.Tensor) (Dims, bool) {
-	reds := TopReduces(t.Body)
-	if len(reds) != 1 {
+	r, guards, masked, ok := MaskedReduce(t.Body)
+	if !ok {
 		return Dims{}, false
 	}
-	r := reds[0]
-	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
+	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) || masked && !te.LoadsInBounds(r.Body) {
 		return Dims{}, false
 	}
 	others := false
@@ -467,7 +497,7 @@ func ContractionDims(t *te.Tensor) (Dims, bool) {
 		return Dims{}, false
 	}
 	ux, uy := te.UsedVars(X), te.UsedVars(Y)
-	d := Dims{Reduce: r, X: X, Y: Y, K: product(r.Axes)}
+	d := Dims{Reduce: r, X: X, Y: Y, K: product(r.Axes), Masked: masked, Guards: guards}
 	for _, a := range t.Axes {
 		switch {
 		case ux[a] && !uy[a]:

@@ -47,6 +47,17 @@ func FoldSelects(e Expr) Expr {
 // decides constants, comparisons of index values by the bounds of their
 // difference, and !, && and || of those.
 func ConstCondition(c Expr) (value, ok bool) {
+	return ConditionUnder(c, func(v *Var) (int, int) { return 0, v.Extent - 1 })
+}
+
+// ConditionUnder reports whether the bool expression c has one value for
+// every value of its variables when each variable v ranges over [lo, hi] =
+// rng(v), and that value, deciding what ConstCondition decides by the
+// exact integer bounds of Index.Bounds. A variable with an empty range
+// (lo > hi) decides nothing. A contraction's masked epilogue asks it about
+// the ranges of one tile's output indexes: a tile where the mask is false
+// throughout computes no products.
+func ConditionUnder(c Expr, rng func(*Var) (lo, hi int)) (value, ok bool) {
 	switch x := c.(type) {
 	case *ConstExpr:
 		if x.DType == Bool || x.DType == I32 {
@@ -54,14 +65,14 @@ func ConstCondition(c Expr) (value, ok bool) {
 		}
 	case *Unary:
 		if x.Op == Not {
-			v, ok := ConstCondition(x.X)
+			v, ok := ConditionUnder(x.X, rng)
 			return !v, ok
 		}
 	case *Binary:
 		switch {
 		case x.Op == And || x.Op == Or:
-			a, okA := ConstCondition(x.X)
-			b, okB := ConstCondition(x.Y)
+			a, okA := ConditionUnder(x.X, rng)
+			b, okB := ConditionUnder(x.Y, rng)
 			short := x.Op == Or // the value that decides alone
 			switch {
 			case okA && a == short, okB && b == short:
@@ -70,29 +81,45 @@ func ConstCondition(c Expr) (value, ok bool) {
 				return !short, true
 			}
 		case x.Op.IsComparison():
-			return constComparison(x)
+			return comparisonUnder(x, rng)
 		}
 	}
 	return false, false
 }
 
-// constComparison decides a comparison of two index values from the bounds
-// of their difference.
-func constComparison(b *Binary) (value, ok bool) {
-	x, okX := asIndex(b.X)
-	y, okY := asIndex(b.Y)
-	if !okX || !okY {
+// comparisonUnder decides a comparison of two index values from the bounds
+// of their difference under rng.
+func comparisonUnder(b *Binary, rng func(*Var) (lo, hi int)) (value, ok bool) {
+	d, ok := ComparisonDiff(b)
+	if !ok {
 		return false, false
 	}
-	d := x.Sub(y).Simplify()
 	for _, v := range d.Vars() {
-		if v.Extent <= 0 {
+		if lo, hi := rng(v); lo > hi {
 			return false, false // no range to decide by
 		}
 	}
-	lo, hi := d.ExtentBounds()
+	lo, hi := d.Bounds(rng)
+	return DecideComparison(b.Op, lo, hi)
+}
+
+// ComparisonDiff returns x - y, simplified, for a comparison x op y of two
+// index values (i32 index expressions or integer constants), and false for
+// any other comparison.
+func ComparisonDiff(b *Binary) (Index, bool) {
+	x, okX := asIndex(b.X)
+	y, okY := asIndex(b.Y)
+	if !okX || !okY || !b.Op.IsComparison() {
+		return Index{}, false
+	}
+	return x.Sub(y).Simplify(), true
+}
+
+// DecideComparison reports whether d op 0 has one value for every d in
+// [lo, hi], and that value.
+func DecideComparison(op BinaryOp, lo, hi int) (value, ok bool) {
 	var yes, no bool // always true, always false
-	switch b.Op {
+	switch op {
 	case Lt:
 		yes, no = hi < 0, lo >= 0
 	case Le:

@@ -116,8 +116,8 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			}
 			l.rm, l.rn = max(s.RegM, 1), max(s.RegN, 1)
 			l.tm, l.tn = s.TileM/l.rm, s.TileN/l.rn
-			reds := topReduces(t.Body)
-			if len(reds) != 1 || !l.contraction(t, reds[0], tmp, &stage) {
+			r, _, _, one := partition.MaskedReduce(t.Body)
+			if !one || !l.contraction(t, r, tmp, &stage) {
 				l.blockReduceOrElementwise(t, tmp, &stage)
 			}
 		case partition.RowReduce:

@@ -152,8 +152,9 @@ func (l *lowerer) gen(out *[]kir.Stmt) *gen {
 func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 	k := &kir.Kernel{Name: t.Name, Doc: doc(t)}
 	var body []kir.Stmt
+	r, _, _, one := partition.MaskedReduce(t.Body)
 	switch reds := topReduces(t.Body); {
-	case len(reds) == 1 && l.contraction(t, reds[0], k, &body):
+	case one && l.contraction(t, r, k, &body):
 	case len(reds) > 0 && maxExtent(reds) >= 64 && !hasArgReduce(reds):
 		l.blockReduce(t, reds, k, &body)
 	default:
@@ -502,9 +503,16 @@ const (
 )
 
 // contraction lowers t = f(sum[k](X * Y)) as a tiled contraction when X and
-// Y each miss output axes, and reports whether it did.
+// Y each miss output axes, and reports whether it did. The sum may lie
+// under selects on the output indexes (a masked contraction, see
+// partition.MaskedReduce): a tile whose mask is false throughout skips its
+// products (tileMask).
 func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[]kir.Stmt) bool {
 	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
+		return false
+	}
+	mr, guards, masked, ok := partition.MaskedReduce(t.Body)
+	if !ok || mr != r || masked && !te.LoadsInBounds(r.Body) {
 		return false
 	}
 	X, Y, ok := partition.Factors(r)
@@ -538,6 +546,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 	if l.tm == 0 && (M < 8 || N < 8 || K < 4) {
 		return false
 	}
+	mask := partition.MaskOf(partition.Dims{M: M, N: N, Batch: NB, MAxes: ms, NAxes: ns, BatchAxes: batch, Guards: guards})
 	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
 	rm, rn := 1, 1
 	switch s := l.schedule(t); {
@@ -651,7 +660,21 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 			g.emit(&kir.For{Var: kk, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(tk), Step: 1, Body: step})
 			g.emit(&kir.SyncThreads{})
 		})
-		g.emit(&kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		products := []kir.Stmt{&kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop}}
+		mLo, nLo := kir.Mul(mi, kir.I(TM)), kir.Mul(ni, kir.I(TN))
+		mHi, nHi := kir.Add(mLo, kir.I(TM-1)), kir.Add(nLo, kir.I(TN-1))
+		if M%TM != 0 {
+			mHi = kir.Bin(te.Min, mHi, kir.I(M-1))
+		}
+		if N%TN != 0 {
+			nHi = kir.Bin(te.Min, nHi, kir.I(N-1))
+		}
+		if live := tileMask(mask, mLo, mHi, nLo, nHi, bt); live != nil {
+			// The test is the same for every thread of the block, so the
+			// barriers of the k loop stay block-uniform.
+			products = []kir.Stmt{&kir.If{Cond: live, Then: products}}
+		}
+		g.emit(products...)
 		for _, a := range r.Axes {
 			delete(g.env, a)
 		}

@@ -1,0 +1,201 @@
+package lower
+
+import (
+	"tec/backend/kir"
+	"tec/partition"
+	"tec/te"
+)
+
+// A masked contraction (partition.MaskedReduce) is lowered like any other:
+// its select is part of the body that the tile's epilogue evaluates per
+// output element. Its mask also decides, per tile, whether the tile needs
+// any product: a tile whose output ranges make the mask false throughout
+// skips the staging and the k loop, and its epilogue writes the select's
+// other branch. The test is the one partition.Mask.Dead makes when it
+// prices the stage, computed at run time from the tile's coordinates with
+// the same integer bounds, so that the kernel skips exactly the tiles the
+// cost model leaves out.
+
+// tileMask returns the kir condition under which the tile with flat output
+// ranges mLo..mHi, nLo..nHi of batch entry b needs its products, or nil
+// when every tile does.
+func tileMask(mk *partition.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Expr {
+	if mk == nil {
+		return nil
+	}
+	rng := map[*te.Var][2]kir.Expr{mk.M: {mLo, mHi}, mk.N: {nLo, nHi}, mk.B: {b, b}}
+	_, dead := decide(mk.Live, rng)
+	if dead == nil {
+		return nil
+	}
+	return &kir.Unary{Op: te.Not, X: dead}
+}
+
+// decide returns conditions under which c is true, and false, at every
+// point of the ranges rng (by te.ConditionUnder's rules); nil where it
+// cannot tell.
+func decide(c te.Expr, rng map[*te.Var][2]kir.Expr) (yes, no kir.Expr) {
+	switch x := c.(type) {
+	case *te.ConstExpr:
+		if x.DType != te.Bool && x.DType != te.I32 {
+			return nil, nil
+		}
+		if x.Value != 0 {
+			return kir.B(true), nil
+		}
+		return nil, kir.B(true)
+	case *te.Unary:
+		if x.Op == te.Not {
+			yes, no := decide(x.X, rng)
+			return no, yes
+		}
+	case *te.Binary:
+		switch {
+		case x.Op == te.And:
+			ya, na := decide(x.X, rng)
+			yb, nb := decide(x.Y, rng)
+			return both(ya, yb), either(na, nb)
+		case x.Op == te.Or:
+			ya, na := decide(x.X, rng)
+			yb, nb := decide(x.Y, rng)
+			return either(ya, yb), both(na, nb)
+		case x.Op.IsComparison():
+			d, ok := te.ComparisonDiff(x)
+			if !ok {
+				return nil, nil
+			}
+			for _, v := range d.Vars() {
+				if _, ok := rng[v]; !ok {
+					return nil, nil
+				}
+			}
+			lo, hi := bounds(d, rng)
+			return comparison(x.Op, lo, hi)
+		}
+	}
+	return nil, nil
+}
+
+// comparison returns the conditions under which d op 0 holds, and fails,
+// for every d in [lo, hi].
+func comparison(op te.BinaryOp, lo, hi kir.Expr) (yes, no kir.Expr) {
+	zero := kir.I(0)
+	switch op {
+	case te.Lt:
+		return kir.Lt(hi, zero), kir.Ge(lo, zero)
+	case te.Le:
+		return kir.Le(hi, zero), kir.Bin(te.Gt, lo, zero)
+	case te.Gt:
+		return kir.Bin(te.Gt, lo, zero), kir.Le(hi, zero)
+	case te.Ge:
+		return kir.Ge(lo, zero), kir.Lt(hi, zero)
+	case te.Eq:
+		return kir.And(kir.Eq(lo, zero), kir.Eq(hi, zero)), kir.Bin(te.Or, kir.Bin(te.Gt, lo, zero), kir.Lt(hi, zero))
+	case te.Ne:
+		return kir.Bin(te.Or, kir.Bin(te.Gt, lo, zero), kir.Lt(hi, zero)), kir.And(kir.Eq(lo, zero), kir.Eq(hi, zero))
+	}
+	return nil, nil
+}
+
+func both(a, b kir.Expr) kir.Expr {
+	if a == nil || b == nil {
+		return nil
+	}
+	return kir.And(a, b)
+}
+
+func either(a, b kir.Expr) kir.Expr {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return kir.Bin(te.Or, a, b)
+}
+
+// bounds returns the least and greatest values of x over rng, as
+// te.Index.Bounds computes them.
+func bounds(x te.Index, rng map[*te.Var][2]kir.Expr) (lo, hi kir.Expr) {
+	lo, hi = kir.I(x.Const), kir.I(x.Const)
+	for _, t := range x.Terms {
+		alo, ahi := atomBounds(t.Atom, rng)
+		if t.Coef < 0 {
+			alo, ahi = ahi, alo
+		}
+		lo = addI(lo, mulI(alo, t.Coef))
+		hi = addI(hi, mulI(ahi, t.Coef))
+	}
+	return lo, hi
+}
+
+// atomBounds returns the range of a, as te.Atom.Bounds computes it.
+func atomBounds(a te.Atom, rng map[*te.Var][2]kir.Expr) (lo, hi kir.Expr) {
+	switch a.Op {
+	case te.AtomVar:
+		r := rng[a.Var]
+		return r[0], r[1]
+	case te.AtomDiv:
+		l, h := bounds(*a.Arg, rng)
+		return divI(l, a.Divisor), divI(h, a.Divisor)
+	}
+	l, h := bounds(*a.Arg, rng)
+	d := kir.I(a.Divisor)
+	if cl, ok := constI(l); ok {
+		if ch, ok := constI(h); ok {
+			if te.FloorDiv(cl, a.Divisor) == te.FloorDiv(ch, a.Divisor) {
+				return kir.I(te.FloorMod(cl, a.Divisor)), kir.I(te.FloorMod(ch, a.Divisor))
+			}
+			return kir.I(0), kir.I(a.Divisor - 1)
+		}
+	}
+	one := kir.Eq(kir.Div(l, d), kir.Div(h, d)) // within one multiple of d
+	return &kir.Select{Cond: one, Then: kir.Mod(l, d), Else: kir.I(0)},
+		&kir.Select{Cond: one, Then: kir.Mod(h, d), Else: kir.I(a.Divisor - 1)}
+}
+
+// constI returns the value of an i32 constant.
+func constI(e kir.Expr) (int, bool) {
+	if c, ok := e.(*kir.Const); ok && c.T == te.I32 {
+		return int(c.Value), true
+	}
+	return 0, false
+}
+
+// addI, mulI and divI build i32 arithmetic, folding constants.
+func addI(a, b kir.Expr) kir.Expr {
+	ca, okA := constI(a)
+	cb, okB := constI(b)
+	switch {
+	case okA && okB:
+		return kir.I(ca + cb)
+	case okA && ca == 0:
+		return b
+	case okB && cb == 0:
+		return a
+	}
+	return kir.Add(a, b)
+}
+
+func mulI(a kir.Expr, c int) kir.Expr {
+	if ca, ok := constI(a); ok {
+		return kir.I(ca * c)
+	}
+	switch c {
+	case 0:
+		return kir.I(0)
+	case 1:
+		return a
+	}
+	return kir.Mul(a, kir.I(c))
+}
+
+func divI(a kir.Expr, d int) kir.Expr {
+	if ca, ok := constI(a); ok {
+		return kir.I(te.FloorDiv(ca, d))
+	}
+	if d == 1 {
+		return a
+	}
+	return kir.Div(a, kir.I(d))
+}

@@ -1,0 +1,243 @@
+package partition
+
+import (
+	"tec/te"
+)
+
+// A masked contraction is a contraction inside a select on its output
+// indexes, as users write a causal or padding mask:
+//
+//	sc[h, i, j] = select(j <= i, sum[e](q[h, i, e] * k[h, j, e]), -1e30)
+//
+// It is tiled like any contraction, and the select is applied per output
+// element in the tile's epilogue, with the rest of the body. A tile whose
+// output index ranges make a guard's condition take the other branch
+// throughout computes no products: it only writes the other branch (causal
+// attention skips the tiles above the diagonal, about half the work).
+
+// Guard is a select around a masked contraction: the contraction is the
+// select's Then branch when Want is true, its Else branch otherwise, so
+// that its products are needed only where Cond has the value Want.
+type Guard struct {
+	Cond te.Expr
+	Want bool
+}
+
+// MaskedReduce returns the one reduction of e that may be a contraction:
+// the reduction reached from e's root without entering another reduction
+// or a select's condition, through the branches of selects. It returns the
+// guards of the selects on the way whose conditions read no tensor (the
+// ones a tile can decide from its index ranges), and whether the reduction
+// lies under any select (masked), so that it is computed at output points
+// where the body does not use it. ok is false unless exactly one
+// reduction is found this way and none is in a select's condition. A
+// reduction node that occurs more than once gets no guards.
+func MaskedReduce(e te.Expr) (r *te.Reduce, guards []Guard, masked, ok bool) {
+	count := 0
+	bad := false
+	var path []Guard
+	var walk func(e te.Expr, under bool)
+	walk = func(e te.Expr, under bool) {
+		switch x := e.(type) {
+		case *te.Reduce:
+			switch {
+			case r == nil:
+				r, masked, guards = x, under, append([]Guard(nil), path...)
+			case r != x:
+				bad = true
+			}
+			count++
+		case *te.Select:
+			if hasReduce(x.Cond) {
+				bad = true
+				return
+			}
+			indexOnly := !hasLoad(x.Cond)
+			for _, branch := range []struct {
+				e    te.Expr
+				want bool
+			}{{x.Then, true}, {x.Else, false}} {
+				if indexOnly {
+					path = append(path, Guard{Cond: x.Cond, Want: branch.want})
+				}
+				walk(branch.e, true)
+				if indexOnly {
+					path = path[:len(path)-1]
+				}
+			}
+		case *te.Unary:
+			walk(x.X, under)
+		case *te.Binary:
+			walk(x.X, under)
+			walk(x.Y, under)
+		case *te.Cast:
+			walk(x.X, under)
+		}
+	}
+	walk(e, false)
+	if bad || r == nil {
+		return nil, nil, false, false
+	}
+	if count > 1 {
+		guards = nil
+	}
+	return r, guards, masked, true
+}
+
+// Mask is the test of a masked contraction's tiles: Live, a condition on
+// the flat output coordinates of the contraction (M over its M axes, N
+// over its N axes, B over its batch axes, each row-major), is false at
+// every output point where the body does not use the products.
+type Mask struct {
+	Live    te.Expr
+	M, N, B *te.Var
+}
+
+// MaskOf returns the mask of the contraction d, or nil if it has no
+// guards.
+func MaskOf(d Dims) *Mask {
+	if len(d.Guards) == 0 {
+		return nil
+	}
+	mk := &Mask{
+		M: &te.Var{Name: "m", Extent: d.M},
+		N: &te.Var{Name: "n", Extent: d.N},
+		B: &te.Var{Name: "b", Extent: d.Batch},
+	}
+	sub := map[*te.Var]te.Index{}
+	flatten(sub, d.MAxes, mk.M)
+	flatten(sub, d.NAxes, mk.N)
+	flatten(sub, d.BatchAxes, mk.B)
+	for _, g := range d.Guards {
+		c, ok := substituteCond(g.Cond, sub)
+		if !ok {
+			continue
+		}
+		if !g.Want {
+			c = &te.Unary{Op: te.Not, X: c}
+		}
+		if mk.Live == nil {
+			mk.Live = c
+		} else {
+			mk.Live = &te.Binary{Op: te.And, X: mk.Live, Y: c}
+		}
+	}
+	if mk.Live == nil {
+		return nil
+	}
+	return mk
+}
+
+// flatten maps each of axes to its digit of the row-major flat index v.
+func flatten(sub map[*te.Var]te.Index, axes []*te.Var, v *te.Var) {
+	stride := 1
+	for i := len(axes) - 1; i >= 0; i-- {
+		a := axes[i]
+		x := te.VarIndex(v).Div(stride)
+		if i > 0 {
+			x = x.Mod(a.Extent)
+		}
+		sub[a] = x
+		stride *= a.Extent
+	}
+}
+
+// substituteCond rewrites the index-only condition c over the flat
+// coordinates, and reports false for a node a tile cannot decide.
+func substituteCond(c te.Expr, sub map[*te.Var]te.Index) (te.Expr, bool) {
+	switch x := c.(type) {
+	case *te.ConstExpr:
+		return x, true
+	case *te.IndexExpr:
+		return &te.IndexExpr{Index: x.Index.Simplify().Substitute(func(v *te.Var) (te.Index, bool) {
+			s, ok := sub[v]
+			return s, ok
+		})}, true
+	case *te.Unary:
+		if x.Op != te.Not {
+			return nil, false
+		}
+		y, ok := substituteCond(x.X, sub)
+		return &te.Unary{Op: te.Not, X: y}, ok
+	case *te.Binary:
+		if !x.Op.IsComparison() && !x.Op.IsLogical() {
+			return nil, false
+		}
+		a, okA := substituteCond(x.X, sub)
+		b, okB := substituteCond(x.Y, sub)
+		return &te.Binary{Op: x.Op, X: a, Y: b}, okA && okB
+	}
+	return nil, false
+}
+
+// TileRange is the flat output coordinates of one tile: [MLo, MHi] ×
+// [NLo, NHi] of batch entry B (inclusive).
+type TileRange struct {
+	MLo, MHi, NLo, NHi, B int
+}
+
+// Dead reports whether the mask makes every output point of the tile r
+// leave the products unused, by ConditionUnder's exact integer bounds.
+func (mk *Mask) Dead(r TileRange) bool {
+	v, ok := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
+		switch x {
+		case mk.M:
+			return r.MLo, r.MHi
+		case mk.N:
+			return r.NLo, r.NHi
+		case mk.B:
+			return r.B, r.B
+		}
+		return 0, x.Extent - 1
+	})
+	return ok && !v
+}
+
+// UsesBatch reports whether the mask depends on the batch coordinate.
+func (mk *Mask) UsesBatch() bool {
+	uses := false
+	te.Walk(mk.Live, func(e te.Expr) bool {
+		if x, ok := e.(*te.IndexExpr); ok && x.Index.Uses(mk.B) {
+			uses = true
+		}
+		return !uses
+	})
+	return uses
+}
+
+// maskEnumLimit bounds the tiles a schedule enumerates to count the ones
+// its mask skips; a larger stage is priced as if it skipped none.
+const maskEnumLimit = 1 << 20
+
+// skipped counts the tiles of the contraction schedule s that its mask
+// removes, the output points those tiles hold, and the factor elements
+// they do not load (their rows of X and columns of Y over all of K).
+func (s *Schedule) skipped() (tiles, points, factors int64) {
+	mk := s.Mask
+	if mk == nil || s.MatVec != nil || s.Resident != nil {
+		return 0, 0, 0
+	}
+	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
+	batches, reps := s.Batch, int64(1)
+	if !mk.UsesBatch() {
+		batches, reps = 1, int64(s.Batch)
+	}
+	if int64(batches)*int64(mt)*int64(nt) > maskEnumLimit {
+		return 0, 0, 0
+	}
+	for b := range batches {
+		for mi := range mt {
+			for ni := range nt {
+				r := TileRange{MLo: mi * s.TileM, MHi: min(s.M, (mi+1)*s.TileM) - 1, NLo: ni * s.TileN, NHi: min(s.N, (ni+1)*s.TileN) - 1, B: b}
+				if !mk.Dead(r) {
+					continue
+				}
+				rows, cols := int64(r.MHi-r.MLo+1), int64(r.NHi-r.NLo+1)
+				tiles += reps
+				points += reps * rows * cols
+				factors += reps * int64(s.K) * (rows + cols)
+			}
+		}
+	}
+	return tiles, points, factors
+}
