@@ -33,3 +33,45 @@ func TestFoldSelects(t *testing.T) {
 		t.Errorf("an expression without a decidable select was copied")
 	}
 }
+
+// TestConditionUnder decides conditions over the ranges of one tile of a
+// causal mask's output indexes, as a masked contraction's tiles do.
+func TestConditionUnder(t *testing.T) {
+	iv, jv := NewVar("i", 64), NewVar("j", 64)
+	i, j := VarIndex(iv), VarIndex(jv)
+	causal := bin(Le, ix(j), ix(i))
+	window := and(causal, bin(Lt, ix(i.Sub(j)), ci(8)))
+	tests := []struct {
+		name         string
+		c            Expr
+		ilo, ihi     int
+		jlo, jhi     int
+		value, known bool
+	}{
+		{"above_diagonal", causal, 0, 15, 16, 31, false, true},
+		{"below_diagonal", causal, 16, 31, 0, 15, true, true},
+		{"straddles", causal, 16, 31, 16, 31, false, false},
+		{"touches_corner", causal, 0, 16, 16, 31, false, false},
+		{"window_far_below", window, 48, 63, 0, 15, false, true},
+		{"window_band", window, 16, 31, 16, 31, false, false},
+		{"not", un(Not, causal), 0, 15, 16, 31, true, true},
+		{"or_decided_by_one", bin(Or, causal, bin(Eq, ci(0), ci(0))), 0, 15, 16, 31, true, true},
+		{"empty_range", causal, 5, 4, 16, 31, false, false},
+		{"div_mod", bin(Lt, ix(j.Div(16)), ix(i.Mod(16))), 0, 7, 16, 31, false, false},
+		{"div_decided", bin(Lt, ix(j.Div(16)), ci(1)), 0, 7, 16, 31, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := func(v *Var) (int, int) {
+				if v == iv {
+					return tt.ilo, tt.ihi
+				}
+				return tt.jlo, tt.jhi
+			}
+			v, ok := ConditionUnder(tt.c, rng)
+			if ok != tt.known || ok && v != tt.value {
+				t.Errorf("ConditionUnder(%s) = %v, %v; want %v, %v", FormatExpr(tt.c), v, ok, tt.value, tt.known)
+			}
+		})
+	}
+}
