@@ -7,11 +7,12 @@
 // quasi-affine accesses (strides, offsets, reversal, / and % by constants),
 // select guards for padding, branches removed by a compile-time condition,
 // where ranges, reductions (sum, max, min, prod) over one or several axes,
-// contractions with reversed operand axes, casts, full/zeros/ones, scalar
+// contractions with reversed operand axes, masked contractions (a select
+// on output indexes or exact data around the sum, in either branch), casts, full/zeros/ones, scalar
 // and tensor functions with shape symbols, compile-time loops, lists and
 // stack, the standard library (softmax, layernorm, linear, matmul,
 // transpose, slices and concatenation, convolutions and pooling, gelu...)
-// and the motifs of the examples (attention, RNN cell steps, MLP,
+// and the motifs of the examples (attention, causal attention, RNN cell steps, MLP,
 // layernorm-softmax chains, convolution and pooling).
 //
 // Run is the oracle. It checks the program (a generated program that does

@@ -258,6 +258,8 @@ func (g *gen) statement() {
 		{0.4, g.lstmStack},
 		{0.3, g.twoChains},
 		{0.5, g.attention},
+		{0.8, g.maskedContraction},
+		{0.4, g.causalAttention},
 		{0.5, g.conv},
 		{0.5, g.listStack},
 		{0.5, g.tensorFn},
@@ -1033,6 +1035,67 @@ func (g *gen) attention() {
 	// scores ≤ D/√D = √D; softmax amplifies their error by at most 2
 	y.err = Sf*(4*Df*Df+8*Sf) + Sf*Sf
 	g.define(y, fmt.Sprintf("%s[a, b] = sum[e](%s[a, e] * %s[b, e]) * rsqrt(%d.0)\n  %s = softmax(%s)\n  %s = matmul(%s, %s)",
+		sc, q.name, k.name, D.n, p, sc, y.name, p, v.name))
+}
+
+// maskedContraction is a contraction under a select on its output indexes
+// (a causal, padding or band mask, the contraction in either branch) or on
+// exact data read at them: a masked epilogue of a tiled contraction, whose
+// tiles the mask removes compute no products.
+func (g *gen) maskedContraction() {
+	a := g.rank2()
+	M, K := a.dims[0], a.dims[1]
+	N := g.newDim(pick(g, sizes))
+	if M.n*N.n > maxElems || K.n > 64 {
+		return
+	}
+	w := g.placeholder([]dim{K, N}, "f32", true)
+	wm := paramMag(w.dims)
+	w.mag = wm
+	L := float64(K.n)
+	mag := L * a.mag * wm
+	err := L*a.err*wm + L*L*a.mag*wm + mag
+	sum := fmt.Sprintf("sum[k](%s[i, k] * %s[k, j])", a.name, w.name)
+	if g.chance(0.3) { // scaled inside the select
+		sum += " * 0.5"
+		mag, err = mag*0.5, err*0.5+mag
+	}
+	other := pick(g, []val{{s: "0.0"}, {s: "-3.0", mag: 3}, {s: "1.5", mag: 1.5}})
+	if g.chance(0.3) {
+		other = g.tame(g.expr([]dim{M, N}, []string{"i", "j"}, 1))
+	}
+	c := 1 + g.intn(N.n)
+	conds := []string{"j <= i", fmt.Sprintf("j < %d", c), fmt.Sprintf("j <= i && i - j < %d", 1+g.intn(max(M.n, 1))),
+		fmt.Sprintf("i >= %d || j < %d", g.intn(M.n+1), c), "2 * j > i + 1"}
+	exact := g.floats(func(t *tensor) bool {
+		return t.err == 0 && len(t.dims) == 2 && t.dims[0].n == M.n && t.dims[1].n == N.n
+	})
+	if len(exact) > 0 {
+		conds = append(conds, pick(g, exact).name+"[i, j] > 0.0")
+	}
+	cond := pick(g, conds)
+	body := fmt.Sprintf("select(%s, %s, %s)", cond, sum, other.s)
+	if g.chance(0.3) { // the contraction in the else branch
+		body = fmt.Sprintf("select(!(%s), %s, %s)", cond, other.s, sum)
+	}
+	y := &tensor{name: g.fresh("t"), dims: []dim{M, N}, dt: "f32", mag: max(mag, other.mag), err: max(err, other.err)}
+	g.define(y, fmt.Sprintf("%s[i, j] = %s", y.name, body))
+}
+
+// causalAttention is scaled dot-product attention over one head with a
+// causal mask written as users write it: a select around the scores'
+// contraction, then a softmax.
+func (g *gen) causalAttention() {
+	S := g.newDim(pick(g, []int{5, 12, 17, 24, 33, 40}))
+	D := g.newDim(pick(g, []int{4, 6, 8, 16}))
+	q := g.placeholder([]dim{S, D}, "f32", false)
+	k := g.placeholder([]dim{S, D}, "f32", false)
+	v := g.placeholder([]dim{S, D}, "f32", false)
+	Df, Sf := float64(D.n), float64(S.n)
+	sc, p := g.fresh("t"), g.fresh("t")
+	y := &tensor{name: g.fresh("t"), dims: []dim{S, D}, dt: "f32", mag: 1}
+	y.err = Sf*(4*Df*Df+8*Sf) + Sf*Sf // as attention's
+	g.define(y, fmt.Sprintf("%s[a, b] = select(b <= a, sum[e](%s[a, e] * %s[b, e]) * rsqrt(%d.0), -1e30)\n  %s = softmax(%s)\n  %s = matmul(%s, %s)",
 		sc, q.name, k.name, D.n, p, sc, y.name, p, v.name))
 }
 

@@ -2,6 +2,7 @@ package progfuzz
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -34,6 +35,29 @@ func TestGenerateDeterministic(t *testing.T) {
 	for s := range uint64(20) {
 		if a, b := Generate(s), Generate(s); !bytes.Equal(a.Src, b.Src) {
 			t.Fatalf("seed %d: two different programs", s)
+		}
+	}
+}
+
+// TestGenerateMasked checks that the generator writes masked contractions:
+// a select around a sum, with the sum in the then and in the else branch,
+// and causal attention.
+func TestGenerateMasked(t *testing.T) {
+	then := regexp.MustCompile(`= select\([^\n]*, sum\[k\]\([^\n]*\), [^\n]*\)`)
+	els := regexp.MustCompile(`= select\(!\([^\n]*\), [^\n]*, sum\[k\]`)
+	causal := regexp.MustCompile(`= select\(b <= a, sum\[e\]`)
+	found := map[string]bool{}
+	for s := range uint64(300) {
+		src := Generate(s).Src
+		for name, re := range map[string]*regexp.Regexp{"then": then, "else": els, "causal": causal} {
+			if re.Match(src) {
+				found[name] = true
+			}
+		}
+	}
+	for _, name := range []string{"then", "else", "causal"} {
+		if !found[name] {
+			t.Errorf("no masked contraction of form %q in 300 programs", name)
 		}
 	}
 }
