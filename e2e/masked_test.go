@@ -314,3 +314,49 @@ func evalIndexValue(e te.Expr, val func(*te.Var) int) int {
 	}
 	panic(fmt.Sprintf("evalIndexValue: %s", te.FormatExpr(e)))
 }
+
+// TestMaskedWork checks that the static report (tec build --report) shows
+// causal scores doing about half the work of unmasked ones: at 256
+// positions in 16×16 tiles, the 136 tiles of 256 on and below the
+// diagonal compute products, so the masked kernel's FLOPs and loads are
+// 136/256 of the unmasked one's, with the epilogue's few more.
+func TestMaskedWork(t *testing.T) {
+	const src = `
+const S = 256
+model m {
+  input q: f32[2, S, 32]
+  input k: f32[2, S, 32]
+  sc[h, i, j] = select(MASKED == 0 || j <= i, sum[e](q[h, i, e] * k[h, j, e]), -1e30)
+  output sc
+}
+`
+	work := func(masked string) report.Kernel {
+		p, diags := lang.Check("work.te", []byte("const MASKED = "+masked+"\n"+src), lang.Config{})
+		if diags.HasErrors() {
+			t.Fatalf("lang.Check:\n%v", diags.Error())
+		}
+		g, _ := partition.BuiltinGPU("a100")
+		res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
+		if len(rep.Kernels) != 1 || !rep.Exact {
+			t.Fatalf("%d kernels, exact %v", len(rep.Kernels), rep.Exact)
+		}
+		return rep.Kernels[0]
+	}
+	m, u := work("1"), work("0")
+	for _, c := range []struct {
+		what   string
+		m, u   int64
+		lo, hi float64
+	}{
+		{"FLOPs", m.FLOPs, u.FLOPs, 0.53, 0.54},
+		{"loaded bytes", m.LoadBytes, u.LoadBytes, 0.53, 0.54},
+	} {
+		if r := float64(c.m) / float64(c.u); r < c.lo || r > c.hi {
+			t.Errorf("masked %s %d are %.4f of the unmasked %d, want 136/256 = 0.531 and a little more", c.what, c.m, r, c.u)
+		}
+	}
+}
