@@ -9,9 +9,11 @@ require (
 	go.lsp.dev/protocol v0.12.0
 	go.lsp.dev/uri v0.3.0
 	gonum.org/v1/gonum v0.17.0
+	gorgonia.org/cu v0.9.6
 )
 
 require (
+	github.com/google/uuid v1.1.1 // indirect
 	github.com/llir/ll v0.0.0-20220802044011-65001c0fb73c // indirect
 	github.com/mewmew/float v0.0.0-20201204173432-505706aa38fa // indirect
 	github.com/pkg/errors v0.9.1 // indirect
