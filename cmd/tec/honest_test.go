@@ -211,16 +211,19 @@ func TestProgressBar(t *testing.T) {
 }
 
 // TestRunHelpNamesNoTarget checks that the help of the commands without
-// --target does not mention it.
+// --target does not mention it, and that those with it say that it picks
+// the default GPU.
 func TestRunHelpNamesNoTarget(t *testing.T) {
-	for _, cmd := range []string{"run", "explain"} {
+	for _, cmd := range []string{"explain"} {
 		_, help, _ := runTec(t, cmd, "-h")
 		if strings.Contains(help, "target") {
 			t.Errorf("tec %s -h mentions --target, which it does not take:\n%s", cmd, help)
 		}
 	}
-	if _, help, _ := runTec(t, "build", "-h"); !strings.Contains(help, "h100 for --target sm_90") {
-		t.Errorf("tec build -h does not say that --target sm_90 picks h100:\n%s", help)
+	for _, cmd := range []string{"build", "run"} {
+		if _, help, _ := runTec(t, cmd, "-h"); !strings.Contains(help, "h100 for --target sm_90") {
+			t.Errorf("tec %s -h does not say that --target sm_90 picks h100:\n%s", cmd, help)
+		}
 	}
 }
 

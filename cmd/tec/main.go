@@ -23,6 +23,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -58,6 +59,10 @@ type env struct {
 	// estimate and shows progress; 0 means defaultLongRun. Tests set both.
 	isTerminal func(w io.Writer) bool
 	longRun    time.Duration
+
+	// execTecCUDA runs tec-cuda on a job directory (--device cuda) and
+	// returns what it printed; nil means executing it. Tests set it.
+	execTecCUDA func(ctx context.Context, runner, dir string) ([]byte, error)
 }
 
 // command is one subcommand of tec.

@@ -49,6 +49,7 @@ func (f inputFlag) Set(s string) error {
 type runFlags struct {
 	compileFlags
 	optFlags
+	cudaFlags
 	race      bool
 	device    string
 	inputs    string
@@ -81,6 +82,11 @@ func runCommand() *command {
         arithmetic, every block and thread, each launch checked against
         the GPU's limits); --race reports data races and reads of
         memory nothing wrote
+  cuda  the same kernels on an NVIDIA GPU, through tec-cuda (build it with
+        go install -tags cuda ./cmd/tec-cuda): --codegen ptx (default) runs
+        the LLVM path's PTX, which the driver compiles, --codegen cu the
+        CUDA C++ compiled by nvcc; --bench N times N runs with CUDA events
+        and prints each kernel's and the total's median, min and max
 
 Inputs and params are bound by name from .npz archives (--inputs,
 --params) and single .npy files (--input NAME=@FILE.npy). Anything not
@@ -99,8 +105,9 @@ machine-readable summary on standard output.`,
 		fs := newFlagSet(c)
 		rf := runFlags{input: inputFlag{}}
 		rf.register(fs)
-		fs.StringVar(&rf.device, "device", "ref", "where to evaluate: ref or sim")
-		rf.registerOpt(fs)
+		fs.StringVar(&rf.device, "device", "ref", "where to evaluate: ref, sim or cuda")
+		rf.registerTargetOpt(fs)
+		rf.registerCUDA(fs)
 		fs.BoolVar(&rf.race, "race", true, "with --device sim, detect data races and reads of memory nothing wrote (status 1 if any)")
 		fs.StringVar(&rf.inputs, "inputs", "", "an .npz archive of inputs, by name")
 		fs.Var(rf.input, "input", "one input from an .npy file: NAME=@FILE.npy (repeatable)")
@@ -127,13 +134,20 @@ machine-readable summary on standard output.`,
 		if err := rf.validate(); err != nil {
 			return e.usageError(c, "%v", err)
 		}
-		if rf.device != "ref" && rf.device != "sim" {
-			return e.usageError(c, "unknown device %q (want ref or sim)", rf.device)
+		if rf.device != "ref" && rf.device != "sim" && rf.device != "cuda" {
+			return e.usageError(c, "unknown device %q (want ref, sim or cuda)", rf.device)
+		}
+		if err := checkCUDAFlags(fs, rf.device, &rf.cudaFlags); err != nil {
+			return e.usageError(c, "%v", err)
 		}
 		if err := kernelFlagsNeedSim(fs, rf.device); err != nil {
 			return e.usageError(c, "%v", err)
 		}
-		opts, err := rf.options("")
+		var tg string
+		if rf.device == "cuda" {
+			tg = rf.target // the GPU follows the target, as for tec build
+		}
+		opts, err := rf.options(tg)
 		if err != nil {
 			return e.optionsError(c, err)
 		}
@@ -172,14 +186,14 @@ machine-readable summary on standard output.`,
 }
 
 // kernelFlags are the flags of tec run that configure the kernels, which
-// only --device sim runs.
+// only --device sim (and cuda, all but --race) runs.
 func kernelFlags() []string { return []string{"O", "gpu", "deterministic", "race"} }
 
 // kernelFlagsNeedSim reports the kernel flags given with a device other
 // than sim: the reference evaluator would ignore them, and a user who
 // asked for -O4 would believe the kernels had run.
 func kernelFlagsNeedSim(fs *flag.FlagSet, device string) error {
-	if device == "sim" {
+	if device == "sim" || device == "cuda" {
 		return nil
 	}
 	var given []string
@@ -228,6 +242,8 @@ type runSummary struct {
 	Filled  []string        `json:"filled"`
 	Outputs []outputSummary `json:"outputs"`
 	Compare *compareSummary `json:"compare,omitempty"`
+	// CUDA describes a run on the GPU (--device cuda).
+	CUDA *cudaSummary `json:"cuda,omitempty"`
 	// Warnings are the warnings of the run, as JSON diagnostics.
 	Warnings []diag.JSONDiagnostic `json:"warnings"`
 }
@@ -265,13 +281,22 @@ type mismatchSummary struct {
 func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeline.Options, limit memLimit, fill *numeric.Fill) int {
 	var mod *kir.Module
 	need := refMemory(prog)
-	if rf.device == "sim" {
+	if rf.device == "cuda" {
+		// Say that tec-cuda is missing before compiling anything.
+		if _, err := e.findTecCUDA(); err != nil {
+			return e.failf(c, exitUser, err)
+		}
+	}
+	if rf.device == "sim" || rf.device == "cuda" {
 		res, err := pipeline.Build(prog, opts)
 		if err != nil {
 			return e.failf(c, exitUser, fail(codeBuild, err))
 		}
 		mod = res.Module
 		need = simMemory(prog, mod, rf.race)
+		if rf.device == "cuda" {
+			need = cudaMemory(prog)
+		}
 	}
 	if rf.expected != "" {
 		for _, t := range prog.Outputs {
@@ -316,7 +341,13 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 		bar = newProgressBar(e.stderr, "tec run: simulating", total, time.Now)
 	}
 	start := time.Now()
-	outs, err := e.evaluate(prog, mod, feeds, rf, bar)
+	var outs map[string]*te.Array
+	var gpu *cudaSummary
+	if rf.device == "cuda" {
+		outs, gpu, err = e.runCUDA(prog, mod, feeds, &rf.cudaFlags)
+	} else {
+		outs, err = e.evaluate(prog, mod, feeds, rf, bar)
+	}
 	elapsed := time.Since(start)
 	if err != nil {
 		return e.failf(c, exitUser, err)
@@ -326,7 +357,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 			return e.failf(c, exitUser, &failure{code: codeIO, file: rf.outputs, err: err})
 		}
 	}
-	sum := runSummary{Model: prog.Name, Device: rf.device, TimeMS: jsonFloat(elapsed.Microseconds()) / 1000, Filled: filled}
+	sum := runSummary{Model: prog.Name, Device: rf.device, TimeMS: jsonFloat(elapsed.Microseconds()) / 1000, Filled: filled, CUDA: gpu}
 	for _, t := range prog.Outputs {
 		a := outs[t.Name]
 		st := numeric.Summarize(a)
@@ -354,6 +385,9 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 		return status
 	}
 	printRun(e.stdout, &sum, outs, rf.show, rf.fill, rf.seed)
+	if gpu != nil {
+		printCUDA(e.stdout, gpu)
+	}
 	return status
 }
 
@@ -435,10 +469,11 @@ func dataFailure(file string, err error) error {
 // LSTM at -O4 (the simulator's rate varies about 20-fold between models,
 // docs/cli.md "Work estimate" gives the figures).
 const (
-	refScalarRate      = 4e7 // operations per second, the reference's closures
-	refContractionRate = 4e9 // operations per second, contractions handed to BLAS
-	simRaceRate        = 3e7 // operations per second, the simulator with --race
-	simRate            = 8e7 // operations per second, the simulator without
+	refScalarRate      = 4e7  // operations per second, the reference's closures
+	refContractionRate = 4e9  // operations per second, contractions handed to BLAS
+	simRaceRate        = 3e7  // operations per second, the simulator with --race
+	simRate            = 8e7  // operations per second, the simulator without
+	gpuRate            = 1e12 // operations per second, a GPU (a tenth of an A100's f32 peak)
 )
 
 // estimateRun returns the estimated seconds that running prog on rf's
@@ -447,6 +482,8 @@ func estimateRun(w te.Work, rf *runFlags) float64 {
 	switch {
 	case rf.device == "ref":
 		return w.Scalar/refScalarRate + w.Contraction/refContractionRate
+	case rf.device == "cuda":
+		return w.Total() / gpuRate
 	case rf.race:
 		return w.Total() / simRaceRate
 	}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"tec/backend/cuda"
+	"tec/backend/gpurun"
+	"tec/backend/kir"
+	"tec/backend/llvm"
+	"tec/backend/target"
+	"tec/te"
+)
+
+// codeCUDA is the code of a failure to run on a GPU: tec-cuda missing, no
+// GPU or driver, or an error of the run.
+const codeCUDA = "cuda"
+
+// tecCUDA is the name of the GPU runner's executable.
+const tecCUDA = "tec-cuda"
+
+// cudaFlags are the flags of tec run that only --device cuda uses.
+type cudaFlags struct {
+	codegen string
+	target  string
+	bench   int
+	warmup  int
+}
+
+func (cf *cudaFlags) registerCUDA(fs *flag.FlagSet) {
+	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
+	fs.StringVar(&cf.target, "target", target.Default, "with --device cuda, the GPU architecture to compile for: "+strings.Join(target.Names(), " or "))
+	fs.IntVar(&cf.bench, "bench", 0, "with --device cuda, time this many runs with CUDA events and print each kernel's and the total's median, min and max")
+	fs.IntVar(&cf.warmup, "warmup", 3, "with --device cuda and --bench, untimed runs before the timed ones")
+}
+
+// cudaFlagNames are the flags that only --device cuda uses.
+func cudaFlagNames() []string { return []string{"codegen", "target", "bench", "warmup"} }
+
+// checkCUDAFlags reports a misuse of the flags of --device cuda: given with
+// another device, or out of range.
+func checkCUDAFlags(fs *flag.FlagSet, device string, cf *cudaFlags) error {
+	if device != "cuda" {
+		var given []string
+		for _, name := range cudaFlagNames() {
+			if isSet(fs, name) {
+				given = append(given, "--"+name)
+			}
+		}
+		if len(given) > 0 {
+			return fmt.Errorf("%s %s only with --device cuda; --device %s would ignore %s"+hintSep+"add --device cuda to run the model on a GPU, or leave %s out",
+				joinAnd(given), plural(len(given), "applies", "apply"), device, plural(len(given), "it", "them"), plural(len(given), "it", "them"))
+		}
+		return nil
+	}
+	if isSet(fs, "race") {
+		return errors.New("--race checks the kernels in the simulator, which only --device sim runs; --device cuda runs them on the GPU" +
+			hintSep + "leave --race out, or run the kernels under compute-sanitizer")
+	}
+	if cf.codegen != "ptx" && cf.codegen != "cu" {
+		return fmt.Errorf("--codegen %s: want ptx or cu", cf.codegen)
+	}
+	if _, err := target.Lookup(cf.target); err != nil {
+		return fmt.Errorf("--target: %w", err)
+	}
+	if cf.bench < 0 || cf.warmup < 0 {
+		return errors.New("--bench and --warmup must not be negative")
+	}
+	return nil
+}
+
+// cudaSummary is the "cuda" object of tec run --json with --device cuda.
+type cudaSummary struct {
+	Runner   string              `json:"runner"` // the tec-cuda that ran it
+	Codegen  string              `json:"codegen"`
+	Target   string              `json:"target"`
+	Device   gpurun.Device       `json:"device"`
+	Launches []gpurun.LaunchInfo `json:"launches"`
+	Bench    *benchSummary       `json:"bench,omitempty"`
+}
+
+// benchSummary is the timing of --bench: the whole run's and each
+// kernel's, in milliseconds.
+type benchSummary struct {
+	Runs    int            `json:"runs"`
+	Warmup  int            `json:"warmup"`
+	Total   gpurun.Stats   `json:"total"`
+	Kernels []kernelTiming `json:"kernels"`
+}
+
+type kernelTiming struct {
+	Kernel string `json:"kernel"`
+	gpurun.Stats
+}
+
+// findTecCUDA returns the path of tec-cuda: $TEC_CUDA, else the one next
+// to the tec executable, else the first on $PATH.
+func (e *env) findTecCUDA() (string, error) {
+	if p := e.getenv("TEC_CUDA"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", &failure{code: codeCUDA, err: fmt.Errorf("TEC_CUDA=%s: %w"+hintSep+"set TEC_CUDA to the path of tec-cuda, or unset it to look next to tec and on PATH", p, err)}
+		}
+		return p, nil
+	}
+	var looked []string
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), tecCUDA)
+		if isExecutable(p) {
+			return p, nil
+		}
+		looked = append(looked, filepath.Dir(exe))
+	}
+	for _, dir := range filepath.SplitList(e.getenv("PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		if p := filepath.Join(dir, tecCUDA); isExecutable(p) {
+			return p, nil
+		}
+	}
+	looked = append(looked, "$PATH")
+	return "", &failure{code: codeCUDA, err: fmt.Errorf("--device cuda needs tec-cuda, the GPU runner, which is not installed (looked in %s)"+
+		hintSep+"build it where the CUDA driver is installed: go install -tags cuda ./cmd/tec-cuda (in tec's source), and put it on PATH or next to tec, or set TEC_CUDA to its path",
+		strings.Join(looked, " and "))}
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// runCUDA runs mod, the kernels of prog, on the GPU through tec-cuda with
+// feeds, and returns the outputs by name.
+func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Array, cf *cudaFlags) (map[string]*te.Array, *cudaSummary, error) {
+	runner, err := e.findTecCUDA()
+	if err != nil {
+		return nil, nil, err
+	}
+	tg, err := target.Lookup(cf.target)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "tec-cuda-")
+	if err != nil {
+		return nil, nil, fail(codeIO, err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	layout := mod.Layout()
+	image, symbols, format, err := compileForGPU(ctx, mod, layout, tg, cf.codegen, dir)
+	if err != nil {
+		return nil, nil, fail(codeBuild, fmt.Errorf("compiling model %s for the GPU: %w", prog.Name, err))
+	}
+	plan, err := gpurun.NewPlan(mod, layout, symbols, format)
+	if err != nil {
+		return nil, nil, fail(codeInternal, err)
+	}
+	job := &gpurun.Job{Plan: plan, Options: gpurun.Options{Bench: cf.bench, Warmup: cf.warmup}, Image: image, Feeds: map[int][]byte{}}
+	if cf.bench == 0 {
+		job.Options.Warmup = 0
+	}
+	for i, b := range plan.Buffers {
+		if !b.Fed() {
+			continue
+		}
+		data, err := gpurun.Encode(feeds[b.Name], b)
+		if err != nil {
+			return nil, nil, fail(codeInternal, err)
+		}
+		job.Feeds[i] = data
+	}
+	jobDir := filepath.Join(dir, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		return nil, nil, fail(codeIO, err)
+	}
+	if err := gpurun.WriteJob(jobDir, job); err != nil {
+		return nil, nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
+	}
+	run := e.execTecCUDA
+	if run == nil {
+		run = execTecCUDA
+	}
+	if out, err := run(ctx, runner, jobDir); err != nil {
+		return nil, nil, &failure{code: codeCUDA, err: explainTecCUDA(runner, prog.Name, out, err)}
+	}
+	res, err := gpurun.ReadResult(jobDir, plan)
+	if err != nil {
+		return nil, nil, &failure{code: codeCUDA, err: fmt.Errorf("reading what %s wrote: %w", runner, err)}
+	}
+	outs := map[string]*te.Array{}
+	for i, t := range prog.Outputs {
+		a, err := gpurun.Decode(res.Outputs[i], plan.Buffers[plan.Outputs[i]])
+		if err != nil {
+			return nil, nil, fail(codeInternal, err)
+		}
+		outs[t.Name] = a
+	}
+	sum := &cudaSummary{Runner: runner, Codegen: cf.codegen, Target: tg.Name, Device: res.Device, Launches: res.Launches}
+	if b := res.Bench; b != nil {
+		sum.Bench = &benchSummary{Runs: b.Runs, Warmup: b.Warmup, Total: b.Total}
+		for i, k := range b.Kernels {
+			sum.Bench.Kernels = append(sum.Bench.Kernels, kernelTiming{Kernel: plan.Kernels[i].Name, Stats: k})
+		}
+	}
+	return outs, sum, nil
+}
+
+// compileForGPU returns mod's code for the GPU as codegen asks (the LLVM
+// path's PTX, or a cubin that nvcc compiles from the CUDA C++ in dir) and
+// the symbol of each kernel's function in it.
+func compileForGPU(ctx context.Context, mod *kir.Module, layout *kir.Layout, tg target.Target, codegen, dir string) ([]byte, map[*kir.Kernel]string, string, error) {
+	if codegen == "ptx" {
+		ir, err := llvm.EmitWith(mod, tg, llvm.Options{Layout: layout, Verified: true})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		ptx, err := llvm.PTX(ctx, []byte(ir.String()), tg)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return ptx, llvm.KernelNames(mod), gpurun.PTX, nil
+	}
+	nvcc, err := exec.LookPath("nvcc")
+	if err != nil {
+		return nil, nil, "", errors.New("--codegen cu needs nvcc on PATH (the CUDA toolkit; Debian: nvidia-cuda-toolkit), or use --codegen ptx")
+	}
+	files, err := cuda.EmitWith(mod, tg, cuda.Options{Layout: layout, Verified: true})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for _, f := range []cuda.File{files.Source, files.Header} {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	out := filepath.Join(dir, "model.cubin")
+	cmd := exec.CommandContext(ctx, nvcc, "-cubin", "-O3", "-arch="+tg.Name, "-o", out, filepath.Join(dir, files.Source.Name))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, nil, "", fmt.Errorf("nvcc -cubin -arch=%s: %w\n%s", tg.Name, err, strings.TrimSpace(string(msg)))
+	}
+	cubin, err := os.ReadFile(out)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	symbols, err := gpurun.CubinSymbols(cubin, cuda.KernelNames(mod))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cubin, symbols, gpurun.Cubin, nil
+}
+
+// execTecCUDA runs tec-cuda on a job directory and returns what it printed.
+func execTecCUDA(ctx context.Context, runner, dir string) ([]byte, error) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, runner, dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+// explainTecCUDA turns a failed run of tec-cuda into one line that says
+// what went wrong: no GPU or driver (gorgonia.org/cu's init prints
+// "Error in initialization ... details on: NoDevice" and exits before
+// tec-cuda's main runs), no libcuda, or tec-cuda's own message.
+func explainTecCUDA(runner, model string, out []byte, err error) error {
+	text := strings.TrimSpace(string(out))
+	lines := strings.Split(text, "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	var exit *exec.ExitError
+	switch {
+	case !errors.As(err, &exit):
+		return fmt.Errorf("cannot run %s: %w", runner, err)
+	case strings.Contains(text, "Error in initialization"):
+		cause := text
+		if _, after, ok := strings.Cut(text, "details on: "); ok {
+			cause = strings.TrimSpace(after)
+		}
+		return fmt.Errorf("no usable CUDA GPU: the CUDA driver failed to initialise (cuInit: %s)"+hintSep+
+			"check that an NVIDIA GPU is present and its driver loaded (nvidia-smi lists it), and that CUDA_VISIBLE_DEVICES does not hide it", cause)
+	case strings.Contains(text, "libcuda.so") && strings.Contains(text, "cannot open shared object"):
+		return fmt.Errorf("no CUDA driver: %s cannot load libcuda.so.1"+hintSep+"install the NVIDIA driver (it provides libcuda), or run on a machine that has one", runner)
+	case strings.HasPrefix(last, tecCUDA+": "):
+		return fmt.Errorf("running model %s on the GPU: %s", model, strings.TrimPrefix(last, tecCUDA+": "))
+	}
+	if last == "" {
+		last = "no output"
+	}
+	return fmt.Errorf("%s failed (%v): %s", runner, err, last)
+}
+
+// printCUDA prints the GPU, the launches' grids and, with --bench, the
+// timings.
+func printCUDA(w io.Writer, s *cudaSummary) {
+	d := s.Device
+	fmt.Fprintf(w, "gpu: %s (%s, %d SMs), %s code for %s, %d kernel launches\n", d.Name, d.Arch(), d.SMs, s.Codegen, s.Target, len(s.Launches))
+	b := s.Bench
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(w, "bench: %d runs after %d warm-up: median %.4f ms, min %.4f ms, max %.4f ms\n",
+		b.Runs, b.Warmup, b.Total.Median, b.Total.Min, b.Total.Max)
+	width := len("kernel")
+	for _, k := range b.Kernels {
+		width = max(width, len(k.Kernel))
+	}
+	fmt.Fprintf(w, "  %-*s  %7s  %5s  %7s  %10s  %10s  %10s\n", width, "kernel", "grid", "block", "shared", "median ms", "min ms", "max ms")
+	for i, k := range b.Kernels {
+		l := s.Launches[i]
+		grid := fmt.Sprint(l.Grid)
+		if l.Cooperative {
+			grid += "*"
+		}
+		fmt.Fprintf(w, "  %-*s  %7s  %5d  %7d  %10.4f  %10.4f  %10.4f\n", width, k.Kernel, grid, l.Block, l.Shared, k.Median, k.Min, k.Max)
+	}
+	fmt.Fprintln(w, "  (* cooperative launch: every block resident at once)")
+}
+
+// cudaMemory estimates the host memory of a run on the GPU: the feeds and
+// the outputs, each as an array and as the bytes the device stores.
+func cudaMemory(prog *te.Program) memEstimate {
+	var est memEstimate
+	for _, t := range append(prog.Placeholders(), prog.Outputs...) {
+		est.add(tensorUse(t, elemBytes+int64(t.DType.Size())))
+	}
+	return est
+}
