@@ -77,8 +77,9 @@ func check(r C.CUresult) error {
 
 // launchCooperative launches f cooperatively on stream.
 func launchCooperative(f cu.Function, grid, block, shared int, stream cu.Stream, args []uint64) error {
-	n := max(len(args), 1)
-	cargs := (*[1 << 20]C.ulonglong)(C.malloc(C.size_t(n) * 8))[:n:n]
+	// The arguments go in C memory: cgo forbids handing C a Go pointer
+	// that C keeps (the params array points into it).
+	cargs := unsafe.Slice((*C.ulonglong)(C.malloc(C.size_t(max(len(args), 1))*8)), max(len(args), 1))
 	defer C.free(unsafe.Pointer(&cargs[0]))
 	for i, a := range args {
 		cargs[i] = C.ulonglong(a)
