@@ -24,6 +24,9 @@ const WorkspaceArg = -1
 type Plan struct {
 	Model  string `json:"model"`
 	Format string `json:"format"` // PTX or Cubin
+	// Target is the architecture the code was compiled for ("sm_80"), if
+	// known: a cubin runs only on its own major version.
+	Target string `json:"target,omitempty"`
 	// Buffers are the module's global buffers, in the order of
 	// kir.Module.Buffers.
 	Buffers []Buffer `json:"buffers"`

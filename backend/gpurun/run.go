@@ -201,7 +201,12 @@ func (r *runner) free() error {
 func (r *runner) prepare(image []byte) error {
 	mod, err := r.d.LoadModule(image)
 	if err != nil {
-		return fmt.Errorf("loading the %s of model %s: %w", r.p.Format, r.p.Model, err)
+		err = fmt.Errorf("loading the %s of model %s: %w", r.p.Format, r.p.Model, err)
+		if t := r.p.Target; t != "" && t != r.dev.Arch() {
+			err = fmt.Errorf("%w"+"\n  hint: it was compiled for %s and %s is %s: compile for it (--target), or use PTX (--codegen ptx), which the driver compiles for the GPU it runs on",
+				err, t, r.dev.Name, r.dev.Arch())
+		}
+		return err
 	}
 	funcs := map[string]Function{}
 	optedIn := map[string]int{}

@@ -305,6 +305,26 @@ func TestRunDriverErrors(t *testing.T) {
 	}
 }
 
+// TestRunWrongArch: code that the driver cannot load for the GPU's
+// architecture fails with a hint that names both.
+func TestRunWrongArch(t *testing.T) {
+	_, ms := modules(t)
+	m := ms["softmax"]
+	p, _, feeds, gpu := setup(t, m)
+	p.Format, p.Target = gpurun.Cubin, "sm_80"
+	gpu.Dev.Major = 9
+	gpu.Fail = func(call string) error {
+		if call == "LoadModule" {
+			return errors.New("CUDA_ERROR_NO_BINARY_FOR_GPU")
+		}
+		return nil
+	}
+	_, err := gpurun.Run(gpu, p, nil, feeds, gpurun.Options{})
+	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NO_BINARY_FOR_GPU\n  hint: it was compiled for sm_80 and fake GPU is sm_90") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestRunFeedErrors(t *testing.T) {
 	_, ms := modules(t)
 	m := ms["features"]

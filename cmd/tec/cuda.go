@@ -163,6 +163,7 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 	if err != nil {
 		return nil, nil, fail(codeInternal, err)
 	}
+	plan.Target = tg.Name
 	job := &gpurun.Job{Plan: plan, Options: gpurun.Options{Bench: cf.bench, Warmup: cf.warmup}, Image: image, Feeds: map[int][]byte{}}
 	if cf.bench == 0 {
 		job.Options.Warmup = 0
@@ -274,6 +275,15 @@ func explainTecCUDA(runner, model string, out []byte, err error) error {
 	text := strings.TrimSpace(string(out))
 	lines := strings.Split(text, "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
+	// tec-cuda's own message: its last line that starts with "tec-cuda: ",
+	// and the hint lines after it.
+	own := ""
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], tecCUDA+": ") {
+			own = strings.TrimPrefix(strings.Join(lines[i:], "\n"), tecCUDA+": ")
+			break
+		}
+	}
 	var exit *exec.ExitError
 	switch {
 	case !errors.As(err, &exit):
@@ -287,8 +297,8 @@ func explainTecCUDA(runner, model string, out []byte, err error) error {
 			"check that an NVIDIA GPU is present and its driver loaded (nvidia-smi lists it), and that CUDA_VISIBLE_DEVICES does not hide it", cause)
 	case strings.Contains(text, "libcuda.so") && strings.Contains(text, "cannot open shared object"):
 		return fmt.Errorf("no CUDA driver: %s cannot load libcuda.so.1"+hintSep+"install the NVIDIA driver (it provides libcuda), or run on a machine that has one", runner)
-	case strings.HasPrefix(last, tecCUDA+": "):
-		return fmt.Errorf("running model %s on the GPU: %s", model, strings.TrimPrefix(last, tecCUDA+": "))
+	case own != "":
+		return fmt.Errorf("running model %s on the GPU: %s", model, own)
 	}
 	if last == "" {
 		last = "no output"
