@@ -1,0 +1,1072 @@
+#!/usr/bin/env python3
+"""The peers: the six example models in PyTorch (and JAX), on tec's own weights.
+
+Each model of examples/ that the issue's evaluation names (BERT, ResNeXt-101,
+LSTM, EfficientNet-b0, Swin-B, MMoE) is written here once, against a small
+namespace of operations (``ops``) that has a PyTorch and a JAX implementation.
+A model is two functions:
+
+- ``prepare(ops, cfg, params)`` turns tec's params (NumPy arrays named as the
+  ``.te`` file names them; the packed ``wts`` vectors unpacked in the order the
+  file takes them, which must use the vector exactly) into the arrays the
+  forward pass uses, on the device, in the precision asked for;
+- ``forward(ops, cfg, w, feeds)`` computes the outputs, by name, from the
+  inputs, by name.
+
+``cfg`` holds the ``.te`` file's constants (``const NAME = VALUE``), overridden
+by ``-D NAME=VALUE`` as tec's are: the tiny configuration is read from the
+file's ``# tiny:`` line, so both sizes come from the file itself.
+
+The PyTorch peer runs as ``eager``, ``compile`` (torch.compile),
+``compile-max`` (torch.compile mode="max-autotune") and ``cudagraph`` (a CUDA
+graph of eager); the JAX peer as ``jax`` (jax.jit). Each runs where it can:
+torch.compile needs PyTorch 2, CUDA graphs a GPU, ``jax`` an installed JAX;
+what cannot run is reported as such, never counted as a pass.
+
+Modes (run from anywhere; ``python3 bench/gpu/peers.py -h``):
+
+``--check``
+    for each model at the size asked, binds random feeds with tec
+    (``tec run --device ref --fill random --save-feeds``), or takes those that
+    bench/gpu/prepare.sh saved (``--prepared DIR``), runs every peer on them in
+    every precision and compares with tec's reference evaluator; prints a
+    table and exits 0 only if every peer that ran matches. This is the
+    contract that keeps the peers honest: CI runs
+    ``python3 bench/gpu/peers.py --check --device cpu --size tiny``.
+``--bench``
+    times every peer on the feeds of ``--feeds DIR`` (a directory of
+    ``NAME.npy``), each run timed on its own (CUDA events on a GPU), and
+    writes one JSON record per peer and precision (median, min, max ms).
+``--make-feeds DIR``
+    writes random feeds for one model and size to DIR/NAME.npy with the
+    distribution of ``tec run --fill random`` (not its values: those come
+    from Go's generator), so that a GPU machine without Go can give the
+    runner of tec and the peers the same full-size weights.
+
+Needs NumPy and PyTorch (1.13 or later); JAX is optional.
+"""
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+EXAMPLES = REPO / "examples"
+MODELS = ("bert", "resnext", "lstm", "efficientnet", "swin", "mmoe")
+PRECISIONS = ("f64", "f32", "bf16", "f16")
+RUNNERS = ("eager", "compile", "compile-max", "cudagraph", "jax")
+
+# ---------------------------------------------------------------------------
+# Configuration: the .te file's constants and its tiny configuration.
+
+
+def _number(text):
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def tiny_defines(model):
+    """Returns the -D NAME=VALUE pairs of the model's "# tiny:" line, in order."""
+    src = (EXAMPLES / f"{model}.te").read_text()
+    m = re.search(r"^# tiny:(.*)$", src, re.M)
+    if not m:
+        raise ValueError(f"examples/{model}.te has no '# tiny:' line")
+    return re.findall(r"-D\s+(\w+)=(\S+)", m.group(1))
+
+
+def config(model, size):
+    """Returns the model's constants at size "tiny" or "full", by name.
+
+    Constants defined by a literal are read from the .te file; those defined by
+    expressions (DH = D / NH) are computed by the model's own code.
+    """
+    src = (EXAMPLES / f"{model}.te").read_text()
+    cfg = {}
+    for name, value in re.findall(r"^const\s+(\w+)\s*=\s*([-0-9.eE+]+)\s*(?:#.*)?$", src, re.M):
+        cfg[name] = _number(value)
+    if size == "tiny":
+        for name, value in tiny_defines(model):
+            cfg[name] = _number(value)
+    elif size != "full":
+        raise ValueError(f"unknown size {size!r} (want tiny or full)")
+    return cfg
+
+
+class Unpacker:
+    """Takes consecutive tensors out of a packed weight vector, as take1..take4
+    of lang/stdlib/packed.te do: row-major, each starting where the last ended."""
+
+    def __init__(self, flat, name="wts"):
+        self.flat, self.off, self.name = flat, 0, name
+
+    def take(self, *shape):
+        n = math.prod(shape)
+        if self.off + n > self.flat.size:
+            raise ValueError(f"{self.name}: taking {shape} at {self.off} passes its end {self.flat.size}")
+        a = self.flat[self.off:self.off + n].reshape(shape)
+        self.off += n
+        return a
+
+    def done(self):
+        """Fails unless every element was taken: a peer that reads the packed
+        vector in another order or size than the model would go unnoticed."""
+        if self.off != self.flat.size:
+            raise ValueError(f"{self.name}: {self.off} of {self.flat.size} elements used")
+
+
+class _Counting:
+    """A stand-in for a packed vector of unknown length, to count its size."""
+
+    size = 1 << 62
+
+    def __getitem__(self, s):
+        return self
+
+    def reshape(self, shape):
+        return np.broadcast_to(np.float32(0), shape)
+
+
+def packed_size(prepare_fn, cfg):
+    """The length of a model's packed ``wts``: what prepare_fn takes of it."""
+    u = Unpacker(_Counting())
+    prepare_fn(None, cfg, {"wts": None}, unpacker=u)
+    return u.off
+
+
+# ---------------------------------------------------------------------------
+# Operations, in PyTorch and in JAX. Models use only these, NumPy-style
+# indexing (x[:, None]), x.reshape and x.shape.
+
+
+class TorchOps:
+    """The operations in PyTorch, on one device and float dtype."""
+
+    name = "torch"
+
+    def __init__(self, device="cpu", precision="f32"):
+        import torch
+        import torch.nn.functional as F
+        self.torch, self.F = torch, F
+        self.device = torch.device(device)
+        self.dtype = {"f64": torch.float64, "f32": torch.float32,
+                      "bf16": torch.bfloat16, "f16": torch.float16}[precision]
+
+    def asarray(self, a):
+        a = np.asarray(a)
+        t = self.torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+        return t.to(self.dtype) if a.dtype.kind == "f" else t
+
+    def to_numpy(self, x):
+        return x.detach().to("cpu", self.torch.float64).numpy()
+
+    def linear(self, x, w, b=None):
+        y = x @ w
+        return y if b is None else y + b
+
+    def einsum(self, spec, *xs):
+        return self.torch.einsum(spec, *xs)
+
+    def layernorm(self, x, g, b, eps):
+        return self.F.layer_norm(x, x.shape[-1:], g, b, eps)
+
+    def gelu(self, x):
+        # lang/stdlib/activations.te's gelu is the tanh approximation.
+        return self.F.gelu(x, approximate="tanh")
+
+    def softmax(self, x, axis=-1):
+        return self.torch.softmax(x, axis)
+
+    def sigmoid(self, x):
+        return self.torch.sigmoid(x)
+
+    def relu(self, x):
+        return self.torch.relu(x)
+
+    def swish(self, x):
+        return self.F.silu(x)
+
+    def conv2d(self, x, w, b, stride, pad, groups=1):
+        return self.F.conv2d(x, w, b, stride, pad, 1, groups)
+
+    def max_pool2d(self, x, k, stride, pad):
+        return self.F.max_pool2d(x, k, stride, pad)
+
+    def mean(self, x, axes):
+        return x.mean(dim=axes)
+
+    def roll(self, x, shifts, axes):
+        return self.torch.roll(x, shifts, axes)
+
+    def transpose(self, x, perm):
+        return x.permute(*perm)
+
+    def stack(self, xs, axis=0):
+        return self.torch.stack(xs, axis)
+
+    def concat(self, xs, axis):
+        return self.torch.cat(xs, axis)
+
+    def attention(self, q, k, v, bias=None):
+        """softmax(q·kᵀ/√d + bias)·v over the last two axes, as the fused
+        kernel PyTorch 2 has (scaled_dot_product_attention) where it has one."""
+        sdpa = getattr(self.F, "scaled_dot_product_attention", None)
+        if sdpa is not None:
+            return sdpa(q, k, v, attn_mask=bias)
+        s = q @ k.transpose(-1, -2) * (1 / math.sqrt(q.shape[-1]))
+        if bias is not None:
+            s = s + bias
+        return self.torch.softmax(s, -1) @ v
+
+    def lstm_weights(self, W, U, b):
+        """A cuDNN-backed torch.nn.LSTM holding tec's stacked LSTM weights
+        (W, U: [L, 4, H, H] with x·W; b: [L, 4, H]; gates input, cell, forget,
+        output), reordered to PyTorch's layout ([4H, H] with W·x; gates input,
+        forget, cell, output; b_hh zero)."""
+        torch = self.torch
+        L, _, H, _ = W.shape
+        mod = torch.nn.LSTM(H, H, L)
+        order = list(TORCH_GATE_ORDER)
+        with torch.no_grad():
+            for l in range(L):
+                getattr(mod, f"weight_ih_l{l}").copy_(torch.from_numpy(
+                    np.concatenate([W[l, q].T for q in order])))
+                getattr(mod, f"weight_hh_l{l}").copy_(torch.from_numpy(
+                    np.concatenate([U[l, q].T for q in order])))
+                getattr(mod, f"bias_ih_l{l}").copy_(torch.from_numpy(np.concatenate([b[l, q] for q in order])))
+                getattr(mod, f"bias_hh_l{l}").zero_()
+        mod = mod.to(self.device, self.dtype)
+        mod.flatten_parameters()
+        return mod
+
+    def lstm(self, mod, xs):
+        return mod(xs)[0]
+
+
+# PyTorch's gates are (input, forget, cell, output); these are the tec gate
+# numbers (0 input, 1 cell, 2 forget, 3 output) in that order.
+TORCH_GATE_ORDER = (0, 2, 1, 3)
+
+
+class JaxOps:
+    """The operations in JAX (jax.numpy and lax), for jax.jit."""
+
+    name = "jax"
+
+    def __init__(self, device="cpu", precision="f32"):
+        import jax
+        import jax.numpy as jnp
+        if precision == "f64":
+            jax.config.update("jax_enable_x64", True)
+        self.jax, self.jnp, self.lax = jax, jnp, jax.lax
+        self.dtype = {"f64": jnp.float64, "f32": jnp.float32,
+                      "bf16": jnp.bfloat16, "f16": jnp.float16}[precision]
+        self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
+
+    def asarray(self, a):
+        a = np.asarray(a)
+        x = self.jnp.asarray(a, dtype=self.dtype if a.dtype.kind == "f" else a.dtype)
+        return self.jax.device_put(x, self.device)
+
+    def to_numpy(self, x):
+        return np.asarray(x.astype(self.jnp.float32) if x.dtype == self.jnp.bfloat16 else x, dtype=np.float64)
+
+    def linear(self, x, w, b=None):
+        y = x @ w
+        return y if b is None else y + b
+
+    def einsum(self, spec, *xs):
+        return self.jnp.einsum(spec, *xs)
+
+    def layernorm(self, x, g, b, eps):
+        xf = x.astype(self.jnp.float32) if x.dtype in (self.jnp.float16, self.jnp.bfloat16) else x
+        mu = xf.mean(-1, keepdims=True)
+        var = ((xf - mu) ** 2).mean(-1, keepdims=True)
+        return ((xf - mu) * self.lax.rsqrt(var + eps)).astype(x.dtype) * g + b
+
+    def gelu(self, x):
+        return self.jax.nn.gelu(x, approximate=True)
+
+    def softmax(self, x, axis=-1):
+        return self.jax.nn.softmax(x, axis=axis)
+
+    def sigmoid(self, x):
+        return self.jax.nn.sigmoid(x)
+
+    def relu(self, x):
+        return self.jax.nn.relu(x)
+
+    def swish(self, x):
+        return self.jax.nn.silu(x)
+
+    def conv2d(self, x, w, b, stride, pad, groups=1):
+        y = self.lax.conv_general_dilated(x, w, (stride, stride), [(pad, pad), (pad, pad)],
+                                          feature_group_count=groups,
+                                          dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return y if b is None else y + b[None, :, None, None]
+
+    def max_pool2d(self, x, k, stride, pad):
+        return self.lax.reduce_window(x, -self.jnp.inf, self.lax.max, (1, 1, k, k), (1, 1, stride, stride),
+                                      [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+
+    def mean(self, x, axes):
+        return x.mean(axis=axes)
+
+    def roll(self, x, shifts, axes):
+        return self.jnp.roll(x, shifts, axes)
+
+    def transpose(self, x, perm):
+        return self.jnp.transpose(x, perm)
+
+    def stack(self, xs, axis=0):
+        return self.jnp.stack(xs, axis)
+
+    def concat(self, xs, axis):
+        return self.jnp.concatenate(xs, axis)
+
+    def attention(self, q, k, v, bias=None):
+        s = q @ self.jnp.swapaxes(k, -1, -2) * (1 / math.sqrt(q.shape[-1]))
+        if bias is not None:
+            s = s + bias
+        return self.jax.nn.softmax(s, axis=-1) @ v
+
+    def lstm_weights(self, W, U, b):
+        return tuple(self.asarray(a) for a in (W, U, b))
+
+    def lstm(self, weights, xs):
+        W, U, b = weights
+        jnp, sig = self.jnp, self.jax.nn.sigmoid
+        inp = xs
+        for l in range(W.shape[0]):
+            # The input projections of all steps at once; the scan does the rest.
+            xp = jnp.einsum("tnk,qkj->tqnj", inp, W[l]) + b[l][None, :, None, :]
+
+            def step(carry, xq, U_l=U[l]):
+                h, c = carry
+                g = xq + jnp.einsum("nk,qkj->qnj", h, U_l)
+                c = c * sig(g[2]) + sig(g[0]) * jnp.tanh(g[1])
+                h = jnp.tanh(c) * sig(g[3])
+                return (h, c), h
+
+            zero = jnp.zeros(inp.shape[1:], inp.dtype)
+            _, inp = self.lax.scan(step, (zero, zero), xp)
+        return inp
+
+
+# ---------------------------------------------------------------------------
+# The models. Each follows examples/MODEL.te; comments name its functions.
+
+
+def _prepared(ops, tree):
+    """Moves a tree (dicts, lists) of NumPy arrays to ops' device and dtype."""
+    if isinstance(tree, dict):
+        return {k: _prepared(ops, v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_prepared(ops, v) for v in tree]
+    if isinstance(tree, np.ndarray):
+        return ops.asarray(tree)
+    return tree
+
+
+# BERT (examples/bert.te). The embedding front is its own function: the model
+# takes the summed token and segment embeddings as an input today; when it
+# takes token ids and tables (a gather), only BERT_INPUTS, bert_front and the
+# params it reads change.
+BERT_INPUTS = ("emb",)
+
+
+def bert_front(ops, w, feeds):
+    """The encoder's input before the embedding layernorm: emb + pos."""
+    return feeds["emb"] + w["pos"]
+
+
+def bert_prepare(ops, cfg, p, unpacker=None):
+    names = ("pos", "ln_emb", "wqkv", "bqkv", "wo", "bo", "ln1", "w1", "b1", "w2", "b2", "ln2", "w_span", "b_span")
+    return _prepared(ops, {n: p[n] for n in names})
+
+
+def bert_forward(ops, cfg, w, feeds):
+    S, D, NH, L, eps = cfg["S"], cfg["D"], cfg["NH"], cfg["L"], cfg["EPS"]
+    DH = D // NH
+    x = ops.layernorm(bert_front(ops, w, feeds), w["ln_emb"][0], w["ln_emb"][1], eps)
+    for l in range(L):
+        # mha: the fused QKV projection, heads h*DH+e of each third
+        qkv = ops.linear(x, w["wqkv"][l], w["bqkv"][l]).reshape(S, 3, NH, DH)
+        q, k, v = (ops.transpose(qkv[:, i], (1, 0, 2)) for i in range(3))
+        ctx = ops.transpose(ops.attention(q, k, v), (1, 0, 2)).reshape(S, D)
+        a = ops.linear(ctx, w["wo"][l], w["bo"][l])
+        x = ops.layernorm(x + a, w["ln1"][l, 0], w["ln1"][l, 1], eps)
+        f = ops.linear(ops.gelu(ops.linear(x, w["w1"][l], w["b1"][l])), w["w2"][l], w["b2"][l])
+        x = ops.layernorm(x + f, w["ln2"][l, 0], w["ln2"][l, 1], eps)
+    return {"hidden": x, "logits": ops.linear(x, w["w_span"], w["b_span"])}
+
+
+# ResNeXt (examples/resnext.te): folded batch norm, packed weights.
+
+
+def resnext_prepare(ops, cfg, p, unpacker=None):
+    u = unpacker or Unpacker(p["wts"])
+    G, GW, STEM = cfg["G"], cfg["GW"], cfg["STEM"]
+
+    def conv(cout, cin, k):  # conv_bn's take4 and take1
+        return {"w": u.take(cout, cin, k, k), "b": u.take(cout)}
+
+    w = {"stem": conv(STEM, 3, 7), "stages": []}
+    cin = STEM
+    for s, blocks in enumerate(cfg[f"B{i}"] for i in range(1, 5)):
+        width, cout = G * GW * 2 ** s, 4 * STEM * 2 ** s
+        stage = []
+        for i in range(blocks):
+            c = cin if i == 0 else cout
+            blk = {"a": conv(width, c, 1), "b": conv(width, width // G, 3), "c": conv(cout, width, 1)}
+            if i == 0:  # the projection shortcut, taken after the block
+                blk["proj"] = conv(cout, cin, 1)
+            stage.append(blk)
+        w["stages"].append(stage)
+        cin = cout
+    w["fc_w"], w["fc_b"] = u.take(cin, cfg["CLASSES"]), u.take(cfg["CLASSES"])
+    if unpacker is None:
+        u.done()
+    return _prepared(ops, w) if ops else w
+
+
+def resnext_forward(ops, cfg, w, feeds):
+    G = cfg["G"]
+
+    def conv(x, c, stride=1, groups=1):
+        k = c["w"].shape[-1]
+        return ops.conv2d(x, c["w"], c["b"], stride, k // 2, groups)
+
+    x = ops.max_pool2d(ops.relu(conv(feeds["img"], w["stem"], 2)), 3, 2, 1)
+    for s, stage in enumerate(w["stages"]):
+        for i, blk in enumerate(stage):
+            stride = 2 if s > 0 and i == 0 else 1
+            y = conv(ops.relu(conv(x, blk["a"])), blk["b"], stride, G)
+            y = conv(ops.relu(y), blk["c"])
+            x = ops.relu(y + (conv(x, blk["proj"], stride) if i == 0 else x))
+    return {"logits": ops.linear(ops.mean(x, (2, 3)), w["fc_w"], w["fc_b"])}
+
+
+# LSTM (examples/lstm.te): tec's stacked weights in a cuDNN LSTM.
+
+
+def lstm_prepare(ops, cfg, p, unpacker=None):
+    return {"lstm": ops.lstm_weights(p["W"], p["U"], p["b"])}
+
+
+def lstm_forward(ops, cfg, w, feeds):
+    return {"y": ops.lstm(w["lstm"], feeds["xs"])}
+
+
+# EfficientNet (examples/efficientnet.te): MBConv blocks, packed weights.
+
+EFFICIENTNET_STAGES = [[1, 16, 1, 1, 3], [6, 24, 2, 2, 3], [6, 40, 2, 2, 5], [6, 80, 3, 2, 3],
+                       [6, 112, 3, 1, 5], [6, 192, 4, 2, 5], [6, 320, 1, 1, 3]]
+
+
+def _filters(cfg, c):
+    return max(8, int(c * cfg["WIDTH"] + 4) // 8 * 8)
+
+
+def _repeats(cfg, r):
+    return math.ceil(r * cfg["DEPTH"])
+
+
+def efficientnet_prepare(ops, cfg, p, unpacker=None):
+    u = unpacker or Unpacker(p["wts"])
+
+    def conv(cout, cin, k):
+        return {"w": u.take(cout, cin, k, k), "b": u.take(cout)}
+
+    def tail(c, cout, k, sq):  # mbconv_tail: dw_bn, squeeze_excite, conv_bn
+        return {"dw": conv(c, 1, k),
+                "se": {"w1": u.take(c, sq), "b1": u.take(sq), "w2": u.take(sq, c), "b2": u.take(c)},
+                "proj": conv(cout, c, 1)}
+
+    stem = _filters(cfg, 32)
+    w = {"stem": conv(stem, 3, 3), "blocks": []}
+    cin = stem
+    for s, (t, c, r, stride, k) in enumerate(EFFICIENTNET_STAGES):
+        cout = _filters(cfg, c)
+        for i in range(_repeats(cfg, r)):
+            blk = {"stride": stride if i == 0 else 1, "residual": i > 0}
+            if t > 1:
+                blk["expand"] = conv(cin * t, cin, 1)
+            blk.update(tail(cin * t, cout, k, max(1, cin // 4)))
+            w["blocks"].append(blk)
+            cin = cout
+    head = _filters(cfg, 1280)
+    w["head"] = conv(head, cin, 1)
+    w["fc_w"], w["fc_b"] = u.take(head, cfg["CLASSES"]), u.take(cfg["CLASSES"])
+    if unpacker is None:
+        u.done()
+    return _prepared(ops, w) if ops else w
+
+
+def efficientnet_forward(ops, cfg, w, feeds):
+    def conv(x, c, stride=1, groups=1):
+        k = c["w"].shape[-1]
+        return ops.conv2d(x, c["w"], c["b"], stride, k // 2, groups)
+
+    x = ops.swish(conv(feeds["img"], w["stem"], 2))
+    for blk in w["blocks"]:
+        e = ops.swish(conv(x, blk["expand"])) if "expand" in blk else x
+        d = ops.swish(conv(e, blk["dw"], blk["stride"], e.shape[1]))
+        se = blk["se"]
+        g = ops.sigmoid(ops.linear(ops.swish(ops.linear(ops.mean(d, (2, 3)), se["w1"], se["b1"])),
+                                   se["w2"], se["b2"]))
+        y = conv(d * g[:, :, None, None], blk["proj"])
+        x = x + y if blk["residual"] else y
+    h = ops.swish(conv(x, w["head"]))
+    return {"logits": ops.linear(ops.mean(h, (2, 3)), w["fc_w"], w["fc_b"])}
+
+
+# Swin Transformer (examples/swin.te), written as the reference Swin code is:
+# roll, window partition, attention with the relative position bias and the
+# shifted-window mask, window reverse, roll back.
+
+
+def _swin_rel_index(ws):
+    """rel_index of swin.te for every pair of positions of a ws×ws window."""
+    t = np.arange(ws * ws)
+    i, j = t[:, None], t[None, :]
+    return ((i // ws - j // ws + ws - 1) * (2 * ws - 1) + i % ws - j % ws + ws - 1).reshape(-1)
+
+
+def _swin_mask(res, ws, shift):
+    """The shifted-window mask [windows, ws*ws, ws*ws]: 0 between tokens of one
+    region of the rolled image, -100 between regions (Swin's img_mask)."""
+    region = np.zeros((res, res), np.int64)
+    bands = (slice(0, -ws), slice(-ws, -shift), slice(-shift, None))
+    n = 0
+    for hs in bands:
+        for wsl in bands:
+            region[hs, wsl] = n
+            n += 1
+    nwr = res // ws
+    win = region.reshape(nwr, ws, nwr, ws).transpose(0, 2, 1, 3).reshape(nwr * nwr, ws * ws)
+    return np.where(win[:, :, None] == win[:, None, :], 0.0, -100.0)
+
+
+def swin_prepare(ops, cfg, p, unpacker=None):
+    u = unpacker or Unpacker(p["wts"])
+    E, P, MLP = cfg["EMBED"], cfg["PATCH"], cfg["MLP"]
+    res = cfg["IMG"] // P
+    w = {"patch_w": u.take(E, 3, P, P), "patch_b": u.take(E), "g0": u.take(E), "b0": u.take(E), "stages": []}
+    c = E
+    for s in range(4):
+        if s > 0:  # patch_merge
+            w["stages"].append({"merge": {"g": u.take(4 * c), "b": u.take(4 * c), "w": u.take(4 * c, 2 * c)}})
+            c, res = 2 * c, res // 2
+        nh, ws = cfg["H1"] * 2 ** s, min(cfg["WS"], res)
+        for b in range(cfg[f"D{s + 1}"]):
+            shift = b % 2 * (ws // 2) * (res > ws)
+            blk = {"res": res, "ws": ws, "nh": nh, "shift": shift,
+                   "g1": u.take(c), "b1": u.take(c), "wqkv": u.take(c, 3 * c), "bqkv": u.take(3 * c),
+                   "table": u.take((2 * ws - 1) ** 2, nh), "wp": u.take(c, c), "bp": u.take(c),
+                   "g2": u.take(c), "b2": u.take(c), "w1": u.take(c, MLP * c), "c1": u.take(MLP * c),
+                   "w2": u.take(MLP * c, c), "c2": u.take(c), "rel_index": _swin_rel_index(ws)}
+            if shift:
+                blk["mask"] = _swin_mask(res, ws, shift)
+            w["stages"].append({"block": blk})
+    w["gf"], w["bf"] = u.take(c), u.take(c)
+    w["hw"], w["hb"] = u.take(c, cfg["CLASSES"]), u.take(cfg["CLASSES"])
+    if unpacker is None:
+        u.done()
+    return _prepared(ops, w) if ops else w
+
+
+def _swin_block(ops, cfg, x, k):
+    res, ws, nh, shift = k["res"], k["ws"], k["nh"], k["shift"]
+    L, C = x.shape
+    nwr, T, DH = res // ws, ws * ws, C // nh
+    h = ops.layernorm(x, k["g1"], k["b1"], cfg["EPS"]).reshape(res, res, C)
+    if shift:
+        h = ops.roll(h, (-shift, -shift), (0, 1))
+    win = ops.transpose(h.reshape(nwr, ws, nwr, ws, C), (0, 2, 1, 3, 4)).reshape(nwr * nwr, T, C)
+    qkv = ops.transpose(ops.linear(win, k["wqkv"], k["bqkv"]).reshape(nwr * nwr, T, 3, nh, DH), (2, 0, 3, 1, 4))
+    bias = ops.transpose(k["table"][k["rel_index"]].reshape(T, T, nh), (2, 0, 1))[None]
+    if shift:
+        bias = bias + k["mask"][:, None]
+    ctx = ops.attention(qkv[0], qkv[1], qkv[2], bias)
+    out = ops.linear(ops.transpose(ctx, (0, 2, 1, 3)).reshape(nwr * nwr, T, C), k["wp"], k["bp"])
+    out = ops.transpose(out.reshape(nwr, nwr, ws, ws, C), (0, 2, 1, 3, 4)).reshape(res, res, C)
+    if shift:
+        out = ops.roll(out, (shift, shift), (0, 1))
+    x = x + out.reshape(L, C)
+    f = ops.linear(ops.gelu(ops.linear(ops.layernorm(x, k["g2"], k["b2"], cfg["EPS"]), k["w1"], k["c1"])),
+                   k["w2"], k["c2"])
+    return x + f
+
+
+def _swin_merge(ops, cfg, x, res, m):
+    L, C = x.shape
+    g = x.reshape(res, res, C)
+    parts = [g[0::2, 0::2], g[1::2, 0::2], g[0::2, 1::2], g[1::2, 1::2]]
+    y = ops.concat(parts, -1).reshape(L // 4, 4 * C)
+    return ops.linear(ops.layernorm(y, m["g"], m["b"], cfg["EPS"]), m["w"])
+
+
+def swin_forward(ops, cfg, w, feeds):
+    e = ops.conv2d(feeds["img"], w["patch_w"], w["patch_b"], cfg["PATCH"], 0)
+    E, R = e.shape[1], e.shape[2]
+    x = ops.layernorm(ops.transpose(e[0].reshape(E, R * R), (1, 0)), w["g0"], w["b0"], cfg["EPS"])
+    res = R
+    for st in w["stages"]:
+        if "merge" in st:
+            x, res = _swin_merge(ops, cfg, x, res, st["merge"]), res // 2
+        else:
+            x = _swin_block(ops, cfg, x, st["block"])
+    y = ops.layernorm(x, w["gf"], w["bf"], cfg["EPS"])
+    return {"logits": ops.linear(ops.mean(y, (0,))[None], w["hw"], w["hb"])}
+
+
+# MMoE (examples/mmoe.te).
+
+
+def mmoe_prepare(ops, cfg, p, unpacker=None):
+    return _prepared(ops, {n: p[n] for n in ("we", "be", "wg", "bg", "wt", "bt", "wo", "bo")})
+
+
+def mmoe_forward(ops, cfg, w, feeds):
+    x = feeds["x"]
+    ex = ops.relu(ops.einsum("nk,eku->enu", x, w["we"]) + w["be"][:, None, :])
+    ys = []
+    for t in range(cfg["TASKS"]):
+        g = ops.softmax(ops.linear(x, w["wg"][t], w["bg"][t]), -1)
+        mix = ops.einsum("ne,enu->nu", g, ex)
+        tower = ops.relu(ops.linear(mix, w["wt"][t], w["bt"][t]))
+        ys.append(ops.sigmoid(ops.linear(tower, w["wo"][t], w["bo"][t])))
+    return {"y": ops.stack(ys, 0)}
+
+
+class Spec:
+    """One model: its inputs, outputs and params (names as in the .te file),
+    and its prepare and forward functions."""
+
+    def __init__(self, name, inputs, outputs, prepare, forward):
+        self.name, self.inputs, self.outputs = name, inputs, outputs
+        self.prepare, self.forward = prepare, forward
+
+
+SPECS = {
+    "bert": Spec("bert", BERT_INPUTS, ("hidden", "logits"), bert_prepare, bert_forward),
+    "resnext": Spec("resnext", ("img",), ("logits",), resnext_prepare, resnext_forward),
+    "lstm": Spec("lstm", ("xs",), ("y",), lstm_prepare, lstm_forward),
+    "efficientnet": Spec("efficientnet", ("img",), ("logits",), efficientnet_prepare, efficientnet_forward),
+    "swin": Spec("swin", ("img",), ("logits",), swin_prepare, swin_forward),
+    "mmoe": Spec("mmoe", ("x",), ("y",), mmoe_prepare, mmoe_forward),
+}
+
+
+def feed_shapes(model, cfg):
+    """The shape of every input and param of the model at cfg, by name, as the
+    .te file declares them (the packed vectors' lengths counted by prepare)."""
+    c = cfg
+    if model == "bert":
+        S, D, L, FF = c["S"], c["D"], c["L"], c["FF"]
+        return {"emb": (S, D), "pos": (S, D), "ln_emb": (2, D), "wqkv": (L, D, 3 * D), "bqkv": (L, 3 * D),
+                "wo": (L, D, D), "bo": (L, D), "ln1": (L, 2, D), "w1": (L, D, FF), "b1": (L, FF),
+                "w2": (L, FF, D), "b2": (L, D), "ln2": (L, 2, D), "w_span": (D, 2), "b_span": (2,)}
+    if model == "lstm":
+        T, L, B, H = c["T"], c["L"], c["B"], c["H"]
+        return {"xs": (T, B, H), "W": (L, 4, H, H), "U": (L, 4, H, H), "b": (L, 4, H)}
+    if model == "mmoe":
+        B, IN, U, E, TS, TW = c["B"], c["IN"], c["UNITS"], c["E"], c["TASKS"], c["TOWER"]
+        return {"x": (B, IN), "we": (E, IN, U), "be": (E, U), "wg": (TS, IN, E), "bg": (TS, E),
+                "wt": (TS, U, TW), "bt": (TS, TW), "wo": (TS, TW, 1), "bo": (TS, 1)}
+    return {"img": (c["N"], 3, c["IMG"], c["IMG"]), "wts": (packed_size(SPECS[model].prepare, cfg),)}
+
+
+def random_feeds(model, cfg, seed):
+    """Random feeds with the distribution of tec run --fill random: uniform in
+    [-1, 1), params of rank 2 or more scaled by 1/√(size / largest dimension)."""
+    rng = np.random.default_rng(seed)
+    spec, out = SPECS[model], {}
+    for name, shape in feed_shapes(model, cfg).items():
+        a = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        if name not in spec.inputs and len(shape) >= 2:
+            a *= np.float32(1 / math.sqrt(math.prod(shape) / max(shape)))
+        out[name] = a
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Running: the peers as callables on prepared weights.
+
+
+class Peer:
+    """One way of running a model: a name, and a function from input arrays
+    (in spec.inputs order, on the device) to output arrays (spec.outputs)."""
+
+    def __init__(self, runner, ops, fn, inputs, sync):
+        self.runner, self.ops, self.fn, self.inputs, self.sync = runner, ops, fn, inputs, sync
+
+    def __call__(self):
+        return self.fn(*self.inputs)
+
+
+class Unavailable(Exception):
+    """A runner that cannot run here (no torch.compile, no GPU, no JAX)."""
+
+
+def make_peer(runner, spec, cfg, feeds, device, precision):
+    """Prepares spec's model for runner on feeds; raises Unavailable if the
+    runner cannot run here."""
+    if runner == "jax":
+        try:
+            ops = JaxOps(device, precision)
+        except ImportError as e:
+            raise Unavailable(f"no JAX ({e.name})")
+        except RuntimeError as e:
+            raise Unavailable(f"JAX has no {device} device")
+        w = spec.prepare(ops, cfg, feeds)
+        fn = ops.jax.jit(lambda w, *xs: tuple(spec.forward(ops, cfg, w, dict(zip(spec.inputs, xs)))[o]
+                                              for o in spec.outputs))
+        xs = [ops.asarray(feeds[n]) for n in spec.inputs]
+        return Peer(runner, ops, lambda *a: fn(w, *a), xs,
+                    lambda out: [o.block_until_ready() for o in out])
+    ops = TorchOps(device, precision)
+    torch = ops.torch
+    w = spec.prepare(ops, cfg, feeds)
+    xs = [ops.asarray(feeds[n]) for n in spec.inputs]
+
+    def eager(*a):
+        with torch.no_grad():
+            out = spec.forward(ops, cfg, w, dict(zip(spec.inputs, a)))
+            return tuple(out[o] for o in spec.outputs)
+
+    sync = (lambda out: torch.cuda.synchronize()) if ops.device.type == "cuda" else (lambda out: None)
+    if runner == "eager":
+        return Peer(runner, ops, eager, xs, sync)
+    if runner in ("compile", "compile-max"):
+        if not hasattr(torch, "compile"):
+            raise Unavailable(f"no torch.compile in PyTorch {torch.__version__}")
+        mode = "max-autotune" if runner == "compile-max" else None
+        return Peer(runner, ops, torch.compile(eager, mode=mode), xs, sync)
+    if runner == "cudagraph":
+        if ops.device.type != "cuda":
+            raise Unavailable("CUDA graphs need a GPU")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm up off the default stream, as capture requires
+                eager(*xs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = eager(*xs)
+
+        def replay(*a):
+            graph.replay()
+            return static_out
+        return Peer(runner, ops, replay, xs, sync)
+    raise ValueError(f"unknown runner {runner!r} (want one of {', '.join(RUNNERS)})")
+
+
+def time_peer(peer, iters, warmup):
+    """Runs peer warmup times, then iters times each timed alone; returns the
+    times in ms (CUDA events on a GPU, the wall clock on a CPU)."""
+    out = None
+    for _ in range(warmup):
+        out = peer()
+    peer.sync(out)
+    times = []
+    cuda = peer.ops.name == "torch" and peer.ops.device.type == "cuda"
+    for _ in range(iters):
+        if cuda:
+            torch = peer.ops.torch
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = peer()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            out = peer()
+            peer.sync(out)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+# ---------------------------------------------------------------------------
+# Checking against tec's reference evaluator.
+
+# The tolerances of --check, by precision. tec's reference evaluator computes
+# in float64 and writes its outputs as float32; a peer differs from it by its
+# own rounding and its order of summation:
+# - f64: the peer's own error (2^-53 per operation, a few thousand operations
+#   deep at the tiny sizes) is far below the float32 rounding of the
+#   reference's outputs, 2^-24 ≈ 6e-8 relative: 1e-9 + 1e-7·|want| is that
+#   rounding and nothing more, so any real difference of formula fails (a
+#   weight changed by 1e-5 of its size does: bench/gpu/test_peers.py).
+# - f32: eps 6e-8, the same depth: the observed errors are about 1e-6 of the
+#   bound's scale; 1e-4 + 1e-3·|want| is the bound bench/gpu/run.sh holds
+#   tec's own kernels to on hardware.
+# - bf16 and f16: every weight, activation and product is rounded (bf16 eps
+#   2^-8, f16 2^-11) and near-zero outputs make an element-wise bound
+#   meaningless, so the bound is on the whole output relative to its norm,
+#   against tec's reference at the same --precision (weights rounded alike):
+#   ‖got - want‖ ≤ r·‖want‖, r the larger of 16 roundings (bf16 0.0625, f16
+#   0.0078) and 4 times tec's own error at that precision (‖ref_half -
+#   ref_f32‖ / ‖ref_f32‖), the model's sensitivity to rounding on these
+#   feeds. Where tec's own half result is 50% off or not finite (the random
+#   weights of the tiny CNNs, without batch norm, grow activations to 1e8:
+#   past f16's range, and chaotic in bf16), the comparison says nothing and
+#   the row is n/a with the reason; f64 and f32 check those models' formulas.
+TOLERANCES = {
+    "f64": ("elementwise", 1e-7, 1e-9),
+    "f32": ("elementwise", 1e-3, 1e-4),
+    "bf16": ("norm", 16 * 2.0 ** -8, 0.0),
+    "f16": ("norm", 16 * 2.0 ** -11, 0.0),
+}
+
+
+class IllConditioned(Exception):
+    """tec's own result at a half precision is too far from its f32 one for a
+    comparison at that precision to mean anything."""
+
+
+def _rel_norm(a, b):
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def compare(got, want, precision, want_f32=None):
+    """Returns (ok, max_abs, measure) of got against want: measure is the
+    largest |got-want| / (atol + rtol·|want|) element-wise, or the relative
+    norm of the difference over its bound, so that ok is measure <= 1. For a
+    half precision, want_f32 (tec's f32 reference) sets the bound as
+    TOLERANCES says; raises IllConditioned where it cannot."""
+    kind, rtol, atol = TOLERANCES[precision]
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return False, math.inf, math.inf
+    if not np.isfinite(got).all():
+        return False, math.inf, math.inf
+    diff = np.abs(got - want)
+    if kind == "elementwise":
+        return _measured(diff, float((diff / (atol + rtol * np.abs(want))).max(initial=0)))
+    if want_f32 is not None:
+        own = _rel_norm(want, np.asarray(want_f32, np.float64)) if np.isfinite(want).all() else math.inf
+        if not own < 0.5:
+            raise IllConditioned(f"tec's own {precision} result differs from its f32 one by {own:.3g} of its norm")
+        rtol = max(rtol, 4 * own)
+    return _measured(diff, _rel_norm(got, want) / rtol)
+
+
+def _measured(diff, measure):
+    return measure <= 1, float(diff.max(initial=0)), measure
+
+
+def tec_feeds(model, size, seed, tmp, precisions=("f32",)):
+    """Binds random feeds with tec (--fill random --seed, saved as float32 by
+    --save-feeds) and evaluates the model on exactly those float32 arrays with
+    tec's reference evaluator, through python/tec.py, the notebook helper; the
+    reference of a half precision is tec's at that --precision, the weights
+    rounded as the peer's are. Returns (feeds, {precision: outputs}), arrays
+    by name."""
+    sys.path.insert(0, str(REPO / "python"))
+    import tec  # finds or builds the tec command (see its doc)
+    path = str(EXAMPLES / f"{model}.te")
+    defines = dict(tiny_defines(model)) if size == "tiny" else {}
+    feeds_dir = os.path.join(tmp, model, "feeds")
+    cmd = [tec.binary(), "run", "--device", "ref", "--fill", "random", "--seed", str(seed),
+           "--save-feeds", feeds_dir, path] + [a for n, v in defines.items() for a in ("-D", f"{n}={v}")]
+    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
+    feeds = load_dir(feeds_dir)
+    # The filled values are float64; the reference is run again on their
+    # float32 roundings, which is what the peers (and tec's runner) read.
+    spec = SPECS[model]
+    npz = {}
+    for kind, names in (("inputs", [n for n in feeds if n in spec.inputs]),
+                        ("params", [n for n in feeds if n not in spec.inputs])):
+        npz[kind] = os.path.join(tmp, model, f"{kind}.npz")
+        np.savez(npz[kind], **{n: feeds[n] for n in names})
+    want = {}
+    for p in ("f32", *precisions):
+        ref = "f32" if p == "f64" else p
+        if ref not in want:
+            out = os.path.join(tmp, model, f"ref-{ref}.npz")
+            run = [tec.binary(), "run", "--device", "ref", "--precision", ref, "--inputs", npz["inputs"],
+                   "--params", npz["params"], "--outputs", out] + cmd[cmd.index(path):]
+            r = subprocess.run(run, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                raise RuntimeError(f"{' '.join(run)}: exit {r.returncode}\n{r.stderr}")
+            want[ref] = dict(np.load(out))
+        want[p] = want[ref]
+    return feeds, want
+
+
+def load_dir(path):
+    """Every NAME.npy of a directory, by NAME."""
+    return {p.stem: np.load(p) for p in sorted(pathlib.Path(path).glob("*.npy"))}
+
+
+def check_model(model, size, device, precisions, runners, feeds, want, perturb=None):
+    """Runs every runner in every precision of model on feeds and compares
+    each output with want[precision][output]; returns the table rows, dicts with a "status" of
+    "ok", "MISMATCH", "ERROR" or "n/a" (a runner that cannot run here)."""
+    spec, cfg = SPECS[model], config(model, size)
+    shapes = feed_shapes(model, cfg)
+    rows = []
+    for name, shape in shapes.items():
+        if name not in feeds or feeds[name].shape != tuple(shape):
+            got = feeds[name].shape if name in feeds else "missing"
+            rows.append({"model": model, "runner": "shapes", "precision": "-", "status": "MISMATCH",
+                         "detail": f"{name}: tec has {got}, the peer expects {tuple(shape)}"})
+            return rows
+    if perturb is not None:
+        feeds = perturb(dict(feeds))
+    for precision in precisions:
+        for runner in runners:
+            row = {"model": model, "runner": runner, "precision": precision}
+            rows.append(row)
+            try:
+                peer = make_peer(runner, spec, cfg, feeds, device, precision)
+                outs = peer()
+                peer.sync(outs)
+            except Unavailable as e:
+                row.update(status="n/a", detail=str(e))
+                continue
+            except Exception as e:  # a peer that fails to run fails the check
+                row.update(status="ERROR", detail=f"{type(e).__name__}: {str(e).splitlines()[0][:100]}")
+                continue
+            try:
+                results = [(compare(peer.ops.to_numpy(out), want[precision][o], precision, want["f32"][o]), o)
+                           for o, out in zip(spec.outputs, outs)]
+            except IllConditioned as e:
+                row.update(status="n/a", detail=str(e))
+                continue
+            (ok, max_abs, measure), worst = max(results, key=lambda r: r[0][2])
+            row.update(status="ok" if all(r[0][0] for r in results) else "MISMATCH",
+                       max_abs=max_abs, measure=measure, detail=f"worst output {worst}")
+    return rows
+
+
+def print_table(rows, out=sys.stdout):
+    kinds = {p: f"{k} rtol {r:.3g} atol {a:.3g}" for p, (k, r, a) in TOLERANCES.items()}
+    print("| model | runner | precision | result | max abs diff | diff / bound | tolerance | note |", file=out)
+    print("|---|---|---|---|---|---|---|---|", file=out)
+    for r in rows:
+        mx = f"{r['max_abs']:.3g}" if "max_abs" in r else ""
+        ms = f"{r['measure']:.3g}" if "measure" in r else ""
+        print(f"| {r['model']} | {r['runner']} | {r['precision']} | {r['status']} | {mx} | {ms} | "
+              f"{kinds.get(r['precision'], '')} | {r.get('detail', '')} |", file=out)
+
+
+def check_passed(rows):
+    """True if every row passed or could not run here, and at least one ran."""
+    return all(r["status"] in ("ok", "n/a") for r in rows) and any(r["status"] == "ok" for r in rows)
+
+
+# ---------------------------------------------------------------------------
+# The command line.
+
+
+def _default_precisions(device):
+    # PyTorch on a CPU has no f16 kernels for most operations; a GPU has no
+    # use for f64 here.
+    return ["f64", "f32", "bf16"] if device == "cpu" else ["f32", "f16", "bf16"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="compare every peer with tec's reference evaluator")
+    mode.add_argument("--bench", action="store_true", help="time every peer on --feeds")
+    mode.add_argument("--make-feeds", metavar="DIR", help="write random feeds of --model to DIR/NAME.npy")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    ap.add_argument("--size", default="tiny", choices=("tiny", "full"))
+    ap.add_argument("--model", action="append", choices=MODELS, help="a model (repeatable; default all six)")
+    ap.add_argument("--precision", help="comma-separated precisions (default: f64,f32,bf16 on cpu, f32,f16,bf16 on cuda)")
+    ap.add_argument("--runner", help=f"comma-separated runners (default all: {','.join(RUNNERS)})")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the random feeds (default 1)")
+    ap.add_argument("--prepared", metavar="DIR",
+                    help="--check: take feeds and reference outputs from bench/gpu/prepare.sh's DIR/MODEL/tiny instead of running tec")
+    ap.add_argument("--feeds", metavar="DIR", help="--bench: the feeds, DIR/MODEL/NAME.npy (default: random, as --make-feeds)")
+    ap.add_argument("--iters", type=int, default=20, help="--bench: timed runs (default 20)")
+    ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed runs first (default 5)")
+    ap.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE")
+    ap.add_argument("--outputs", metavar="DIR", help="--bench: write each model's f32 eager outputs to DIR/MODEL.npz")
+    args = ap.parse_args(argv)
+
+    models = args.model or list(MODELS)
+    precisions = args.precision.split(",") if args.precision else _default_precisions(args.device)
+    runners = args.runner.split(",") if args.runner else list(RUNNERS)
+    for p in precisions:
+        if p not in PRECISIONS:
+            ap.error(f"unknown precision {p} (want {', '.join(PRECISIONS)})")
+    for r in runners:
+        if r not in RUNNERS:
+            ap.error(f"unknown runner {r} (want {', '.join(RUNNERS)})")
+
+    if args.make_feeds:
+        if len(models) != 1:
+            ap.error("--make-feeds needs one --model")
+        os.makedirs(args.make_feeds, exist_ok=True)
+        for name, a in random_feeds(models[0], config(models[0], args.size), args.seed).items():
+            np.save(os.path.join(args.make_feeds, f"{name}.npy"), a)
+        return 0
+
+    rows = []
+    if args.check:
+        with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
+            for m in models:
+                if args.prepared:
+                    base = pathlib.Path(args.prepared, m, args.size)
+                    feeds = load_dir(base / "feeds")
+                    want = {p: dict(np.load(base / ("ref.npz" if p in ("f32", "f64") else f"ref-{p}.npz")))
+                            for p in ("f32", *precisions)}
+                else:
+                    feeds, want = tec_feeds(m, args.size, args.seed, tmp, precisions)
+                rows += check_model(m, args.size, args.device, precisions, runners, feeds, want)
+        print_table(rows)
+        ok = check_passed(rows)
+        print("peers match tec's reference" if ok else "peers.py --check: FAILED", file=sys.stderr)
+    else:
+        ok = True
+        for m in models:
+            cfg = config(m, args.size)
+            feeds = load_dir(pathlib.Path(args.feeds, m)) if args.feeds else random_feeds(m, cfg, args.seed)
+            for precision in precisions:
+                for runner in runners:
+                    row = {"model": m, "size": args.size, "runner": runner, "precision": precision}
+                    rows.append(row)
+                    try:
+                        peer = make_peer(runner, SPECS[m], cfg, feeds, args.device, precision)
+                        t = time_peer(peer, args.iters, args.warmup)
+                        row.update(status="ok", median_ms=float(np.median(t)), min_ms=min(t), max_ms=max(t), runs=len(t))
+                        if args.outputs and runner == "eager" and precision == "f32":
+                            os.makedirs(args.outputs, exist_ok=True)
+                            out = peer()
+                            np.savez(os.path.join(args.outputs, f"{m}.npz"),
+                                     **{o: peer.ops.to_numpy(x).astype(np.float32) for o, x in zip(SPECS[m].outputs, out)})
+                    except Unavailable as e:
+                        row.update(status="n/a", detail=str(e))
+                    except Exception as e:
+                        row.update(status="ERROR", detail=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                        ok = False
+                    print(json.dumps(row), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
