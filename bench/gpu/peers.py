@@ -26,10 +26,11 @@ what cannot run is reported as such, never counted as a pass.
 Modes (run from anywhere; ``python3 bench/gpu/peers.py -h``):
 
 ``--check``
-    for each model at the size asked, binds random feeds with tec
-    (``tec run --device ref --fill random --save-feeds``), or takes those that
-    bench/gpu/prepare.sh saved (``--prepared DIR``), runs every peer on them in
-    every precision and compares with tec's reference evaluator; prints a
+    for each model at the size asked, makes random feeds (as ``--make-feeds``)
+    and evaluates them with tec's reference evaluator (``tec run --device ref
+    --inputs --params``, f32 and each half ``--precision``), or takes the feeds
+    and references that bench/gpu/prepare.sh saved (``--prepared DIR``), runs
+    every peer on them in every precision and compares with tec's; prints a
     table and exits 0 only if every peer that ran matches. This is the
     contract that keeps the peers honest: CI runs
     ``python3 bench/gpu/peers.py --check --device cpu --size tiny``.
@@ -38,10 +39,10 @@ Modes (run from anywhere; ``python3 bench/gpu/peers.py -h``):
     ``NAME.npy``), each run timed on its own (CUDA events on a GPU), and
     writes one JSON record per peer and precision (median, min, max ms).
 ``--make-feeds DIR``
-    writes random feeds for one model and size to DIR/NAME.npy with the
-    distribution of ``tec run --fill random`` (not its values: those come
-    from Go's generator), so that a GPU machine without Go can give the
-    runner of tec and the peers the same full-size weights.
+    writes random feeds for one model and size to DIR/NAME.npy (see
+    random_feeds), which tec's runner (``--inputs DIR --params DIR``), ``tec
+    run`` and the peers all read: a GPU machine without Go gives tec and the
+    peers the same full-size weights this way.
 
 Needs NumPy and PyTorch (1.13 or later); JAX is optional.
 """
@@ -109,10 +110,11 @@ class Unpacker:
     of lang/stdlib/packed.te do: row-major, each starting where the last ended."""
 
     def __init__(self, flat, name="wts"):
-        self.flat, self.off, self.name = flat, 0, name
+        self.flat, self.off, self.name, self.shapes = flat, 0, name, []
 
     def take(self, *shape):
         n = math.prod(shape)
+        self.shapes.append(shape)
         if self.off + n > self.flat.size:
             raise ValueError(f"{self.name}: taking {shape} at {self.off} passes its end {self.flat.size}")
         a = self.flat[self.off:self.off + n].reshape(shape)
@@ -138,11 +140,12 @@ class _Counting:
         return np.broadcast_to(np.float32(0), shape)
 
 
-def packed_size(prepare_fn, cfg):
-    """The length of a model's packed ``wts``: what prepare_fn takes of it."""
+def packed_shapes(prepare_fn, cfg):
+    """The shapes of the tensors that prepare_fn takes, in order, out of a
+    model's packed ``wts``."""
     u = Unpacker(_Counting())
     prepare_fn(None, cfg, {"wts": None}, unpacker=u)
-    return u.off
+    return u.shapes
 
 
 # ---------------------------------------------------------------------------
@@ -686,19 +689,38 @@ def feed_shapes(model, cfg):
         B, IN, U, E, TS, TW = c["B"], c["IN"], c["UNITS"], c["E"], c["TASKS"], c["TOWER"]
         return {"x": (B, IN), "we": (E, IN, U), "be": (E, U), "wg": (TS, IN, E), "bg": (TS, E),
                 "wt": (TS, U, TW), "bt": (TS, TW), "wo": (TS, TW, 1), "bo": (TS, 1)}
-    return {"img": (c["N"], 3, c["IMG"], c["IMG"]), "wts": (packed_size(SPECS[model].prepare, cfg),)}
+    n = sum(math.prod(s) for s in packed_shapes(SPECS[model].prepare, cfg))
+    return {"img": (c["N"], 3, c["IMG"], c["IMG"]), "wts": (n,)}
+
+
+def _uniform(rng, shape, scale):
+    a = rng.uniform(-1, 1, size=shape).astype(np.float32)
+    if scale and len(shape) >= 2:
+        a *= np.float32(scale / math.sqrt(math.prod(shape) / max(shape)))
+    return a
 
 
 def random_feeds(model, cfg, seed):
-    """Random feeds with the distribution of tec run --fill random: uniform in
-    [-1, 1), params of rank 2 or more scaled by 1/√(size / largest dimension)."""
+    """Random feeds with the distribution of tec run --fill random (uniform in
+    [-1, 1), params of rank 2 or more scaled by 1/√(size / largest
+    dimension), an estimate of 1/√fan-in), except for a packed vector. tec's
+    fill sees one as a single rank-1 param and leaves it unscaled, which grows
+    the CNNs' activations by about √fan-in per convolution (ResNeXt-101's
+    logits overflow f32 at full size). Here it is filled tensor by tensor as
+    the model takes them out of it, each of rank 2 or more scaled by
+    √3/√(size / largest dimension): uniform(-a, a) has variance a²/3, so
+    that keeps a layer's output variance that of its input, where 1/√fan-in
+    would shrink it threefold per layer and EfficientNet's first layers would
+    hardly reach its logits (a wrong stem could not be seen). Inputs are
+    uniform in [-1, 1)."""
     rng = np.random.default_rng(seed)
     spec, out = SPECS[model], {}
     for name, shape in feed_shapes(model, cfg).items():
-        a = rng.uniform(-1, 1, size=shape).astype(np.float32)
-        if name not in spec.inputs and len(shape) >= 2:
-            a *= np.float32(1 / math.sqrt(math.prod(shape) / max(shape)))
-        out[name] = a
+        if name == "wts":
+            parts = [_uniform(rng, s, math.sqrt(3)).reshape(-1) for s in packed_shapes(spec.prepare, cfg)]
+            out[name] = np.concatenate(parts)
+        else:
+            out[name] = _uniform(rng, shape, 0 if name in spec.inputs else 1)
     return out
 
 
@@ -811,7 +833,7 @@ def time_peer(peer, iters, warmup):
 #   deep at the tiny sizes) is far below the float32 rounding of the
 #   reference's outputs, 2^-24 ≈ 6e-8 relative: 1e-9 + 1e-7·|want| is that
 #   rounding and nothing more, so any real difference of formula fails (a
-#   weight changed by 1e-5 of its size does: bench/gpu/test_peers.py).
+#   param scaled by 1 + 1e-3 does: bench/gpu/test_peers.py).
 # - f32: eps 6e-8, the same depth: the observed errors are about 1e-6 of the
 #   bound's scale; 1e-4 + 1e-3·|want| is the bound bench/gpu/run.sh holds
 #   tec's own kernels to on hardware.
@@ -871,26 +893,19 @@ def _measured(diff, measure):
 
 
 def tec_feeds(model, size, seed, tmp, precisions=("f32",)):
-    """Binds random feeds with tec (--fill random --seed, saved as float32 by
-    --save-feeds) and evaluates the model on exactly those float32 arrays with
-    tec's reference evaluator, through python/tec.py, the notebook helper; the
-    reference of a half precision is tec's at that --precision, the weights
-    rounded as the peer's are. Returns (feeds, {precision: outputs}), arrays
-    by name."""
+    """Makes random feeds (random_feeds) and evaluates the model on them with
+    tec's reference evaluator (tec run --device ref --inputs --params, which
+    binds them by name and shape, as the peers do), at f32 and at each half
+    precision asked for (tec's --precision, the weights rounded as the peer's
+    are). Returns (feeds, {precision: outputs}), arrays by name. The tec
+    command is the one python/tec.py, the notebook helper, finds or builds."""
     sys.path.insert(0, str(REPO / "python"))
-    import tec  # finds or builds the tec command (see its doc)
+    import tec
+    spec, cfg = SPECS[model], config(model, size)
+    feeds = random_feeds(model, cfg, seed)
     path = str(EXAMPLES / f"{model}.te")
-    defines = dict(tiny_defines(model)) if size == "tiny" else {}
-    feeds_dir = os.path.join(tmp, model, "feeds")
-    cmd = [tec.binary(), "run", "--device", "ref", "--fill", "random", "--seed", str(seed),
-           "--save-feeds", feeds_dir, path] + [a for n, v in defines.items() for a in ("-D", f"{n}={v}")]
-    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
-    feeds = load_dir(feeds_dir)
-    # The filled values are float64; the reference is run again on their
-    # float32 roundings, which is what the peers (and tec's runner) read.
-    spec = SPECS[model]
+    defines = [a for n, v in tiny_defines(model) for a in ("-D", f"{n}={v}")] if size == "tiny" else []
+    os.makedirs(os.path.join(tmp, model), exist_ok=True)
     npz = {}
     for kind, names in (("inputs", [n for n in feeds if n in spec.inputs]),
                         ("params", [n for n in feeds if n not in spec.inputs])):
@@ -901,11 +916,11 @@ def tec_feeds(model, size, seed, tmp, precisions=("f32",)):
         ref = "f32" if p == "f64" else p
         if ref not in want:
             out = os.path.join(tmp, model, f"ref-{ref}.npz")
-            run = [tec.binary(), "run", "--device", "ref", "--precision", ref, "--inputs", npz["inputs"],
-                   "--params", npz["params"], "--outputs", out] + cmd[cmd.index(path):]
-            r = subprocess.run(run, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            cmd = [tec.binary(), "run", "--device", "ref", "--precision", ref, "--inputs", npz["inputs"],
+                   "--params", npz["params"], "--outputs", out, *defines, path]
+            r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
             if r.returncode != 0:
-                raise RuntimeError(f"{' '.join(run)}: exit {r.returncode}\n{r.stderr}")
+                raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")
             want[ref] = dict(np.load(out))
         want[p] = want[ref]
     return feeds, want

@@ -1,0 +1,145 @@
+"""Tests of peers.py; run from bench/gpu with ``python3 -m unittest``.
+
+They run the real tec command (python/tec.py's tec.binary(): set TEC to a
+built tec to skip the build) and PyTorch on the CPU. Besides the check
+itself passing, they show that it can fail: a peer with a planted mistake
+(a weight off by 1e-3 of its size, a gate order swapped, the exact GELU for
+the tanh one, no shifted-window mask) must not pass.
+"""
+
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+import numpy as np
+
+import peers
+
+sys.path.insert(0, str(peers.REPO / "python"))
+import tec  # noqa: E402  (the notebook helper, for tec.binary())
+
+_FEEDS = {}
+
+
+def tiny_feeds(model):
+    """The model's tiny feeds and tec's references, bound once per process."""
+    if model not in _FEEDS:
+        tmp = tempfile.mkdtemp(prefix="test-peers-")
+        _FEEDS[model] = peers.tec_feeds(model, "tiny", 1, tmp, ("f64", "f32", "bf16"))
+    return _FEEDS[model]
+
+
+def check(model, precisions=("f64",), perturb=None):
+    feeds, want = tiny_feeds(model)
+    return peers.check_model(model, "tiny", "cpu", precisions, ["eager"], feeds, want, perturb)
+
+
+class CheckTest(unittest.TestCase):
+    def test_every_model_matches(self):
+        for model in peers.MODELS:
+            with self.subTest(model=model):
+                rows = check(model, ("f64", "f32", "bf16"))
+                self.assertTrue(peers.check_passed(rows), rows)
+
+    def test_every_weight_matters(self):
+        # Each param scaled by 1 + 1e-3 must fail the f64 check (its bound is
+        # 1e-7 relative): no param goes unused. The first and last element
+        # of a packed vector (the stem's first weight, the classifier's last
+        # bias) moved by the largest output must fail it too: the peer
+        # unpacks the vector from the start to the end (Unpacker.done checks
+        # that it takes all of it).
+        for model in peers.MODELS:
+            feeds, want = tiny_feeds(model)
+            spec = peers.SPECS[model]
+            largest = max(np.abs(w).max() for w in want["f32"].values())
+            for name in feeds:
+                if name in spec.inputs:
+                    continue
+                for where in ([0, -1] if name == "wts" else [None]):
+                    def perturb(f, name=name, where=where):
+                        a = f[name].astype(np.float64)
+                        if where is None:
+                            a = a * (1 + 1e-3)
+                        else:
+                            a.flat[where] += largest
+                        f[name] = a
+                        return f
+                    with self.subTest(model=model, param=name, element=where):
+                        rows = check(model, perturb=perturb)
+                        self.assertFalse(peers.check_passed(rows), rows)
+
+    def test_planted_mistakes_fail(self):
+        # The exact GELU differs from the tanh one by at most 5e-4: f32's
+        # bound passes it, f64's does not; that is why --check runs f64.
+        erf_gelu = lambda self, x: self.F.gelu(x)  # noqa: E731
+        cases = [
+            ("bert", mock.patch.object(peers.TorchOps, "gelu", erf_gelu)),
+            ("swin", mock.patch.object(peers.TorchOps, "gelu", erf_gelu)),
+            ("lstm", mock.patch.object(peers, "TORCH_GATE_ORDER", (0, 1, 2, 3))),
+            ("swin", mock.patch.object(peers, "_swin_mask", lambda res, ws, shift: np.zeros(
+                ((res // ws) ** 2, ws * ws, ws * ws)))),
+            ("mmoe", mock.patch.object(peers.TorchOps, "softmax", lambda self, x, axis=-1: x.softmax(0))),
+            ("efficientnet", mock.patch.object(peers.TorchOps, "swish", lambda self, x: self.torch.relu(x))),
+            ("resnext", mock.patch.object(peers.TorchOps, "max_pool2d",
+                                          lambda self, x, k, s, p: self.F.avg_pool2d(x, k, s, p))),
+        ]
+        for model, patch in cases:
+            with self.subTest(model=model, patch=patch.attribute), patch:
+                rows = check(model, ("f64", "f32"))
+                self.assertFalse(peers.check_passed(rows), rows)
+
+    def test_nothing_ran_is_no_pass(self):
+        rows = [{"model": "m", "runner": "jax", "precision": "f32", "status": "n/a"}]
+        self.assertFalse(peers.check_passed(rows))
+
+
+class ShapeTest(unittest.TestCase):
+    def test_full_size_feeds_are_tecs(self):
+        # The full sizes are never run here; their shapes (the packed vectors'
+        # lengths counted by the peers' unpacking) must be tec's.
+        for model in peers.MODELS:
+            with self.subTest(model=model):
+                out = subprocess.run([tec.binary(), "te", str(peers.EXAMPLES / f"{model}.te")],
+                                     capture_output=True, text=True, check=True).stdout
+                want = {n: tuple(int(d) for d in dims.split(",") if d.strip())
+                        for n, dims in re.findall(r'^(\w+) = placeholder\(\(([^)]*)\)', out, re.M)}
+                got = peers.feed_shapes(model, peers.config(model, "full"))
+                self.assertEqual(got, want)
+
+    def test_unpacker_fails_on_leftovers(self):
+        u = peers.Unpacker(np.zeros(10))
+        u.take(2, 3)
+        with self.assertRaisesRegex(ValueError, "6 of 10"):
+            u.done()
+        with self.assertRaisesRegex(ValueError, "passes its end"):
+            u.take(5)
+
+    def test_random_feeds_distribution(self):
+        cfg = peers.config("mmoe", "tiny")
+        f = peers.random_feeds("mmoe", cfg, 1)
+        self.assertEqual(f["we"].shape, (3, 6, 4))
+        # An input is uniform in [-1, 1); a param of rank >= 2 is scaled by
+        # 1/sqrt(size / largest dimension), as tec run --fill random does.
+        self.assertLessEqual(np.abs(f["x"]).max(), 1)
+        self.assertLessEqual(np.abs(f["we"]).max(), 1 / np.sqrt(3 * 6 * 4 / 6))
+        self.assertGreater(np.abs(f["we"]).max(), 0.5 / np.sqrt(3 * 6 * 4 / 6))
+
+
+class CompareTest(unittest.TestCase):
+    def test_tolerances(self):
+        want = np.array([1.0, -2.0, 0.0])
+        self.assertTrue(peers.compare(want * (1 + 5e-8), want, "f64")[0])
+        self.assertFalse(peers.compare(want * (1 + 1e-6), want, "f64")[0])
+        self.assertFalse(peers.compare(want[:2], want, "f32")[0])
+        self.assertFalse(peers.compare(want * np.nan, want, "f32")[0])
+        self.assertTrue(peers.compare(want * 1.01, want, "bf16", want)[0])
+        self.assertFalse(peers.compare(want * 1.2, want, "bf16", want)[0])
+        with self.assertRaises(peers.IllConditioned):
+            peers.compare(want, want, "f16", want * 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
