@@ -1,35 +1,52 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--bench N] [--arch sm_XX] DIR
+# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--peers] [--bench N] [--arch sm_XX] DIR
 #
 # Runs, on a machine with an NVIDIA GPU, nvcc and Python 3 with NumPy (no Go
-# needed), what bench/gpu/prepare.sh put in DIR. For each MODEL/SIZE/OLEVEL
-# it compiles the runner (nvcc -O3), then
-#   - tiny: runs the model on the saved random feeds and compares every output
-#     with the reference evaluator's (|got - want| <= 1e-4 + 1e-3·|want|); with
+# needed), what bench/gpu/prepare.sh put in DIR. For each MODEL/SIZE/BUILD
+# (BUILD: OLEVEL or OLEVEL-PRECISION) it compiles the runner (nvcc -O3), then
+#   - tiny: runs the model on the saved feeds and compares every output with
+#     the reference evaluator's at the build's precision (f32:
+#     |got - want| <= 1e-4 + 1e-3·|want|; f16, bf16: 1e-3 + 1e-2·|want|); with
 #     --sanitize, also under compute-sanitizer's memcheck and racecheck;
-#   - full: times it with the runner's --bench N (default 20; median of N
-#     runs after 3 warm-up runs, CUDA events) and, with --ncu, measures the
-#     DRAM bytes it moves (Nsight Compute's dram__bytes_read.sum and
-#     dram__bytes_write.sum, summed over kernels).
-# It prints one Markdown table row per model and level, and exits 1 if a
-# tiny run does not match or a tool fails. --compile-only stops after nvcc
-# (for machines without a GPU). --arch defaults to the GPU's own (nvidia-smi).
+#   - full: times it with the runner's --bench N (default 20; median, min and
+#     max of N runs after 3 warm-up runs, CUDA events), on the peers' feeds
+#     (peers.py --make-feeds, made here once per model) for the six models
+#     with a peer, and, with --ncu, measures the DRAM bytes it moves (Nsight
+#     Compute's dram__bytes_read.sum and dram__bytes_write.sum, over kernels).
+# With --peers it then checks every peer (bench/gpu/peers.py: PyTorch eager,
+# torch.compile, max-autotune, CUDA graphs, JAX) against the tiny references
+# and times each at full size on the same feeds, and compares tec's full-size
+# f32 outputs with PyTorch eager's. Every result is a JSON line of
+# DIR/results.jsonl; bench/gpu/report.py turns them into DIR/results.md (the
+# tables, speed-ups as ratios to the best peer of the same run) and
+# DIR/results.json. It exits 1 if a check does not match or a tool fails.
+# --compile-only stops after nvcc (for machines without a GPU) and checks the
+# peers on the CPU against DIR's tiny references. --arch defaults to the
+# GPU's own (nvidia-smi). The one command on a GPU machine is
+#   bench/gpu/run.sh --all DIR      (--sanitize --ncu --peers)
 set -euo pipefail
 
-compile_only= sanitize= ncu= bench=20 arch=
+compile_only= sanitize= ncu= peers= bench=20 arch=
 while [ $# -gt 1 ]; do
   case $1 in
     --compile-only) compile_only=1 ;;
     --sanitize) sanitize=1 ;;
     --ncu) ncu=1 ;;
+    --peers) peers=1 ;;
+    --all) sanitize=1 ncu=1 peers=1 ;;
     --bench) bench=$2; shift ;;
     --arch) arch=$2; shift ;;
     *) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
 done
-dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--bench N] [--arch sm_XX] DIR}
+dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--peers] [--bench N] [--arch sm_XX] DIR}
 dir=$(cd "$dir" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python3}
+peer_models=" bert resnext lstm efficientnet swin mmoe "
+results="$dir/results.jsonl"
+: > "$results"
 if [ -z "$arch" ]; then
   if [ -n "$compile_only" ]; then
     arch=sm_80
@@ -39,11 +56,13 @@ if [ -z "$arch" ]; then
   fi
 fi
 
-# compare REF.npz GOT_DIR: every output of REF.npz against GOT_DIR/NAME.npy.
+# compare REF.npz GOT_DIR [RTOL ATOL]: every output of REF.npz against
+# GOT_DIR/NAME.npy.
 compare() {
-  python3 - "$1" "$2" <<'PY'
+  "$python" - "$1" "$2" "${3:-1e-3}" "${4:-1e-4}" <<'PY'
 import sys, numpy as np
 ref, got = np.load(sys.argv[1]), sys.argv[2]
+rtol, atol = float(sys.argv[3]), float(sys.argv[4])
 bad = []
 for name in ref.files:
     want = ref[name].astype(np.float64)
@@ -51,7 +70,7 @@ for name in ref.files:
     if have.shape != want.shape:
         bad.append(f"{name}: shape {have.shape}, want {want.shape}")
         continue
-    ok = np.isclose(have, want, rtol=1e-3, atol=1e-4, equal_nan=True)
+    ok = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
     if not ok.all():
         i = np.unravel_index(np.argmin(ok), ok.shape)
         bad.append(f"{name}{list(i)}: got {have[i]}, want {want[i]} ({(~ok).sum()} differ)")
@@ -60,56 +79,111 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# record KEY=VALUE...: appends one JSON object to results.jsonl.
+record() {
+  "$python" -c '
+import json, sys
+row = {}
+for kv in sys.argv[2:]:
+    k, v = kv.split("=", 1)
+    try:
+        row[k] = float(v) if k.endswith(("_ms", "_mb")) else v
+    except ValueError:
+        row[k] = v
+print(json.dumps(row))' x "$@" >> "$results"
+}
+
 status=0
-echo "| model | size | level | check | median ms | DRAM MB |"
-echo "|---|---|---|---|---|---|"
+echo "| model | size | build | check | median ms | min ms | max ms | DRAM MB |"
+echo "|---|---|---|---|---|---|---|---|"
 for build in "$dir"/*/*/O*; do
   [ -f "$build/main.cu" ] || continue
-  level=$(basename "$build"); size=$(basename "$(dirname "$build")"); model=$(basename "$(dirname "$(dirname "$build")")")
+  name=$(basename "$build"); size=$(basename "$(dirname "$build")"); model=$(basename "$(dirname "$(dirname "$build")")")
+  level=${name%%-*}; precision=f32
+  [[ "$name" == *-* ]] && precision=${name#*-}
   cu=$(ls "$build"/*.cu | grep -v '/main.cu$')
   if ! nvcc -O3 -arch="$arch" -o "$build/run" "$build/main.cu" "$cu" 2> "$build/nvcc.log"; then
-    echo "| $model | $size | $level | nvcc failed: $(head -c 300 "$build/nvcc.log" | tr '\n|' '  ') | | |"
+    check="nvcc failed: $(head -c 300 "$build/nvcc.log" | tr '\n|' '  ')"
+    echo "| $model | $size | $name | $check | | | | |"
+    record kind=tec model="$model" size="$size" level="$level" precision="$precision" check="$check" ok=false
     status=1; continue
   fi
-  check= ms= mb=
+  check= ms= lo= hi= mb= ok=true
   if [ -n "$compile_only" ]; then
     check=compiled
   elif [ "$size" = tiny ]; then
     feeds="$dir/$model/tiny/feeds"
-    mkdir -p "$build/got"
+    ref="$dir/$model/tiny/ref.npz" tol=(1e-3 1e-4)
+    [ "$precision" = f32 ] || { ref="$dir/$model/tiny/ref-$precision.npz"; tol=(1e-2 1e-3); }
+    rm -rf "$build/got"; mkdir -p "$build/got"
     if "$build/run" --inputs "$feeds" --params "$feeds" --outputs "$build/got" > "$build/run.log" 2>&1; then
-      check=$(compare "$dir/$model/tiny/ref.npz" "$build/got") || status=1
+      check=$(compare "$ref" "$build/got" "${tol[@]}") || { status=1; ok=false; }
     else
-      check="run failed: $(tail -c 300 "$build/run.log" | tr '\n|' '  ')"; status=1
+      check="run failed: $(tail -c 300 "$build/run.log" | tr '\n|' '  ')"; status=1; ok=false
     fi
     if [ -n "$sanitize" ]; then
       for tool in memcheck racecheck; do
         if ! compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/run" --inputs "$feeds" --params "$feeds" \
             --outputs "$build/got" > "$build/$tool.log" 2>&1; then
-          check="$check; $tool: $(grep -m1 -i error "$build/$tool.log" | tr '|' ' ')"; status=1
+          check="$check; $tool: $(grep -m1 -i error "$build/$tool.log" | tr '|' ' ')"; status=1; ok=false
         else
           check="$check; $tool clean"
         fi
       done
     fi
   else
-    if out=$("$build/run" --fill random --bench "$bench" 2>&1); then
-      ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<< "$out")
+    feedargs=(--fill random)
+    if [[ "$peer_models" == *" $model "* ]]; then
+      feeds="$dir/full-feeds/$model"
+      [ -d "$feeds" ] || "$python" "$here/peers.py" --make-feeds "$feeds" --model "$model" --size full --seed 1
+      feedargs=(--inputs "$feeds" --params "$feeds" --outputs "$build/got")
+      rm -rf "$build/got"; mkdir -p "$build/got"
+    fi
+    if out=$("$build/run" "${feedargs[@]}" --bench "$bench" 2>&1); then
+      read -r ms lo hi < <(sed -n 's/.*median \([0-9.]*\) ms, min \([0-9.]*\) ms, max \([0-9.]*\) ms.*/\1 \2 \3/p' <<< "$out")
       check=ran
     else
-      check="run failed: $(tail -c 300 <<< "$out" | tr '\n|' '  ')"; status=1
+      check="run failed: $(tail -c 300 <<< "$out" | tr '\n|' '  ')"; status=1; ok=false
     fi
     if [ -n "$ncu" ]; then
-      mb=$(ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv "$build/run" --fill random 2> /dev/null |
-        python3 -c '
+      mb=$(ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv "$build/run" "${feedargs[@]}" 2> /dev/null |
+        "$python" -c '
 import csv, sys
 rows = [r for r in csv.reader(sys.stdin) if len(r) > 3]
 head = rows[0]; m, u, v = head.index("Metric Name"), head.index("Metric Unit"), head.index("Metric Value")
 scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}
 print("%.1f" % (sum(float(r[v].replace(",", "")) * scale.get(r[u], 1) for r in rows[1:] if r[m].startswith("dram__bytes")) / 1e6))
-') || { mb="ncu failed"; status=1; }
+') || { mb="ncu failed"; status=1; ok=false; }
     fi
   fi
-  echo "| $model | $size | $level | $check | $ms | $mb |"
+  echo "| $model | $size | $name | $check | $ms | $lo | $hi | $mb |"
+  record kind=tec runner=runner model="$model" size="$size" level="$level" precision="$precision" check="$check" \
+    ok="$ok" median_ms="$ms" min_ms="$lo" max_ms="$hi" dram_mb="$mb"
 done
+
+# The peers: checked against the tiny references, then timed at full size.
+present=()
+for m in $peer_models; do [ -f "$dir/$m/tiny/ref.npz" ] && present+=(--model "$m"); done
+if [ ${#present[@]} -gt 0 ] && { [ -n "$compile_only" ] || [ -n "$peers" ]; }; then
+  device=cuda
+  [ -n "$compile_only" ] && device=cpu
+  echo "== peers.py --check --device $device --prepared $dir"
+  "$python" "$here/peers.py" --check --device "$device" --prepared "$dir" "${present[@]}" \
+    --json "$dir/peers-check.json" || status=1
+  if [ -z "$compile_only" ]; then
+    echo "== peers.py --bench --device cuda --size full"
+    "$python" "$here/peers.py" --bench --device cuda --size full --feeds "$dir/full-feeds" "${present[@]}" \
+      --iters "$bench" --outputs "$dir/peer-outputs" --json "$dir/peers-bench.json" > /dev/null || status=1
+    # tec's full-size f32 outputs against PyTorch eager's on the same feeds
+    for got in "$dir"/*/full/O[0-9]/got; do
+      m=$(basename "$(dirname "$(dirname "$(dirname "$got")")")")
+      [ -f "$dir/peer-outputs/$m.npz" ] || continue
+      level=$(basename "$(dirname "$got")")
+      check=$(compare "$dir/peer-outputs/$m.npz" "$got" 1e-2 1e-3) || status=1
+      echo "full $m $level against PyTorch eager: $check"
+      record kind=full-vs-peer model="$m" size=full level="$level" precision=f32 check="$check"
+    done
+  fi
+fi
+"$python" "$here/report.py" "$dir" || status=1
 exit $status
