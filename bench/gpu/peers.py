@@ -174,6 +174,10 @@ class TorchOps:
     def to_numpy(self, x):
         return x.detach().to("cpu", self.torch.float64).numpy()
 
+    def embed(self, table, ids):
+        """The rows of table at ids (an embedding lookup, tec's gather)."""
+        return table[ids.long()]
+
     def linear(self, x, w, b=None):
         y = x @ w
         return y if b is None else y + b
@@ -285,6 +289,10 @@ class JaxOps:
     def to_numpy(self, x):
         return np.asarray(x.astype(self.jnp.float32) if x.dtype == self.jnp.bfloat16 else x, dtype=np.float64)
 
+    def embed(self, table, ids):
+        """The rows of table at ids (an embedding lookup, tec's gather)."""
+        return self.jnp.take(table, ids, axis=0)
+
     def linear(self, x, w, b=None):
         y = x @ w
         return y if b is None else y + b
@@ -382,20 +390,21 @@ def _prepared(ops, tree):
     return tree
 
 
-# BERT (examples/bert.te). The embedding front is its own function: the model
-# takes the summed token and segment embeddings as an input today; when it
-# takes token ids and tables (a gather), only BERT_INPUTS, bert_front and the
-# params it reads change.
-BERT_INPUTS = ("emb",)
+# BERT (examples/bert.te). The model takes token and segment ids and looks
+# them up in the word and token-type tables (tec's gathers), adding the
+# position embeddings of positions 0..S-1; bert_front is that embedding.
+BERT_INPUTS = ("ids", "seg")
 
 
 def bert_front(ops, w, feeds):
-    """The encoder's input before the embedding layernorm: emb + pos."""
-    return feeds["emb"] + w["pos"]
+    """The encoder's input before the embedding layernorm."""
+    S = feeds["ids"].shape[0]
+    return ops.embed(w["wte"], feeds["ids"]) + w["wpe"][:S] + ops.embed(w["wtt"], feeds["seg"])
 
 
 def bert_prepare(ops, cfg, p, unpacker=None):
-    names = ("pos", "ln_emb", "wqkv", "bqkv", "wo", "bo", "ln1", "w1", "b1", "w2", "b2", "ln2", "w_span", "b_span")
+    names = ("wte", "wpe", "wtt", "ln_emb", "wqkv", "bqkv", "wo", "bo", "ln1", "w1", "b1", "w2", "b2", "ln2",
+             "w_span", "b_span")
     return _prepared(ops, {n: p[n] for n in names})
 
 
@@ -678,8 +687,8 @@ def feed_shapes(model, cfg):
     .te file declares them (the packed vectors' lengths counted by prepare)."""
     c = cfg
     if model == "bert":
-        S, D, L, FF = c["S"], c["D"], c["L"], c["FF"]
-        return {"emb": (S, D), "pos": (S, D), "ln_emb": (2, D), "wqkv": (L, D, 3 * D), "bqkv": (L, 3 * D),
+        S, D, L, FF, V, P = c["S"], c["D"], c["L"], c["FF"], c["V"], c["P"]
+        return {"ids": (S,), "seg": (S,), "wte": (V, D), "wpe": (P, D), "wtt": (2, D), "ln_emb": (2, D), "wqkv": (L, D, 3 * D), "bqkv": (L, 3 * D),
                 "wo": (L, D, D), "bo": (L, D), "ln1": (L, 2, D), "w1": (L, D, FF), "b1": (L, FF),
                 "w2": (L, FF, D), "b2": (L, D), "ln2": (L, 2, D), "w_span": (D, 2), "b_span": (2,)}
     if model == "lstm":
@@ -719,9 +728,16 @@ def random_feeds(model, cfg, seed):
         if name == "wts":
             parts = [_uniform(rng, s, math.sqrt(3)).reshape(-1) for s in packed_shapes(spec.prepare, cfg)]
             out[name] = np.concatenate(parts)
+        elif name in INDEX_FEEDS.get(model, {}):
+            # Token ids: i32 in the table they index, as tec's --fill does.
+            out[name] = rng.integers(0, INDEX_FEEDS[model][name](cfg), size=shape).astype(np.int32)
         else:
             out[name] = _uniform(rng, shape, 0 if name in spec.inputs else 1)
     return out
+
+
+# The i32 inputs that index a table (gathers), by model: the table's length.
+INDEX_FEEDS = {"bert": {"ids": lambda c: c["V"], "seg": lambda c: 2}}
 
 
 # ---------------------------------------------------------------------------
