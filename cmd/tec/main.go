@@ -12,6 +12,7 @@
 //	explain  report the global analysis of a model
 //	fmt      format .te files
 //	graph    draw the tensor-dependency graph of a model
+//	import   translate an ONNX model into a .te program and its weights
 //	lsp      run the language server for editors (LSP over stdio)
 //	run      evaluate a model on inputs and params
 //	te       print the lowered tensor-expression program
@@ -75,7 +76,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand(), docCommand()}
+	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand(), docCommand(), importCommand()}
 }
 
 func main() {

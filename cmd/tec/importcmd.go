@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"tec/internal/onnximport"
+	"tec/internal/safefile"
+	"tec/internal/tensorio"
+	"tec/lang"
+)
+
+// maxONNXBytes is the largest .onnx file tec import reads: 2 GiB, the
+// most a protobuf message may hold.
+const maxONNXBytes = 2 << 30
+
+func importCommand() *command {
+	c := &command{
+		name:    "import",
+		summary: "translate an ONNX model into a .te program and its weights",
+		usage:   "[flags] MODEL.onnx",
+		help: `Import translates an ONNX model (opsets 13 to 17, as torch.onnx.export
+writes them) into a readable .te program, one statement per node named
+after the ONNX values, and writes the initializers (the weights) to an
+.npz file under the names the program declares as params:
+
+  tec import model.onnx -o model.te --params model.npz
+  tec run model.te --params model.npz --inputs in.npz
+
+Shapes are static: they come from the graph's inputs, and Constant,
+Shape, ConstantOfShape and the shape arithmetic on them are folded at
+import. An unsupported operator or attribute is an error naming the node,
+its op type and its position. The written program is checked before
+import succeeds. docs/import.md lists the operators and the naming scheme.`,
+	}
+	c.run = func(e *env, args []string) int {
+		fs := newFlagSet(c)
+		out := fs.String("o", "", "the .te file to write (default: MODEL.te)")
+		params := fs.String("params", "", "the .npz file of the weights (default: the -o file with .npz)")
+		model := fs.String("model", "", "the name of the .te model (default: the file's base name)")
+		diagFormat := fs.String("diagnostics", "text", "how to print errors: text or json")
+		pos, code, ok := e.parse(c, fs, args)
+		if !ok {
+			return code
+		}
+		e.setJSON(*diagFormat, isSet(fs, "diagnostics"), false)
+		if *diagFormat != "text" && *diagFormat != "json" {
+			return e.usageError(c, "-diagnostics must be text or json")
+		}
+		if len(pos) != 1 {
+			return e.usageError(c, "want one MODEL.onnx, got %d arguments", len(pos))
+		}
+		file := pos[0]
+		base := strings.TrimSuffix(file, filepath.Ext(file))
+		if *out == "" {
+			*out = base + ".te"
+		}
+		if *params == "" {
+			*params = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".npz"
+		}
+		if *model == "" {
+			*model = filepath.Base(base)
+		}
+		return e.importONNX(c, file, *out, *params, *model)
+	}
+	return c
+}
+
+func (e *env) importONNX(c *command, file, out, params, model string) int {
+	data, err := safefile.ReadFile(file, maxONNXBytes)
+	if err != nil {
+		return e.failf(c, exitUser, &failure{code: codeIO, file: file, err: err})
+	}
+	m, err := onnximport.Decode(data)
+	if err != nil {
+		return e.failf(c, exitUser, &failure{code: codeImport, file: file, err: fmt.Errorf("%s: %w", file, err)})
+	}
+	res, err := onnximport.Import(m, onnximport.Options{Model: model, Source: filepath.Base(file)})
+	if err != nil {
+		return e.failf(c, exitUser, &failure{code: codeImport, file: file, err: fmt.Errorf("%s: %w", file, err)})
+	}
+	// The program must check: a failure here is a bug of the importer.
+	if _, diags := lang.Check(out, res.Program, lang.Config{}); diags.HasErrors() {
+		return e.failf(c, exitUser, &failure{code: codeInternal, file: file,
+			err: fmt.Errorf("the imported program does not check: %s%splease report this with the model", firstError(diags.Error()), hintSep)})
+	}
+	if err := safefile.WriteFile(out, res.Program, 0o644); err != nil {
+		return e.failf(c, exitUser, &failure{code: codeIO, file: out, err: err})
+	}
+	if err := tensorio.WriteNPZ(params, res.Params); err != nil {
+		return e.failf(c, exitUser, &failure{code: codeIO, file: params, err: err})
+	}
+	if !e.json {
+		values := 0
+		for _, a := range res.Params {
+			values += a.Len()
+		}
+		fmt.Fprintf(e.stdout, "wrote %s and %s (%d params, %d values)\n", out, params, len(res.Params), values)
+	}
+	return exitOK
+}
+
+// firstError returns the first line of a diagnostics text.
+func firstError(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}

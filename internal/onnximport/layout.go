@@ -1,0 +1,616 @@
+package onnximport
+
+import (
+	"fmt"
+
+	"tec/te"
+)
+
+// reshapeIndex returns the index of the element of a tensor of shape in
+// that is element vs of the same data read as shape out (row-major). The
+// dimensions of size 1 are dropped, and the others matched in groups of
+// equal size, so that [1, 8, 32] as [1, 8, 4, 8] reads x[0, i1, i2 * 8 + i3].
+func reshapeIndex(in []int, vs []loopVar) []expr {
+	idx := make([]expr, len(in))
+	var ins []int // positions of in's dimensions that are not 1
+	for d, n := range in {
+		idx[d] = ilit(0)
+		if n != 1 {
+			ins = append(ins, d)
+		}
+	}
+	var outs []loopVar
+	for _, a := range vs {
+		if a.size != 1 {
+			outs = append(outs, a)
+		}
+	}
+	i, j := 0, 0
+	for i < len(ins) && j < len(outs) {
+		gi, gj := []int{ins[i]}, []loopVar{outs[j]}
+		pi, pj := in[ins[i]], outs[j].size
+		i, j = i+1, j+1
+		for pi != pj {
+			if pi < pj {
+				gi = append(gi, ins[i])
+				pi *= in[ins[i]]
+				i++
+			} else {
+				gj = append(gj, outs[j])
+				pj *= outs[j].size
+				j++
+			}
+		}
+		var flat expr = ivar{gj[0].name}
+		for _, a := range gj[1:] {
+			flat = add(mul(flat, ilit(a.size)), ivar{a.name})
+		}
+		stride := pi
+		for k, d := range gi {
+			stride /= in[d]
+			e := idiv(flat, stride)
+			if k > 0 {
+				e = imod(e, in[d])
+			}
+			idx[d] = e
+		}
+	}
+	return idx
+}
+
+// reshapeTo defines output 0 as x read as shape.
+func reshapeTo(n *node, x *value, shape []int) error {
+	nx, err := te.CheckShape(x.shape)
+	if err != nil {
+		return err
+	}
+	ny, err := te.CheckShape(shape)
+	if err != nil {
+		return err
+	}
+	if nx != ny {
+		return fmt.Errorf("cannot reshape %s to %v", typeString(x.dt, x.shape), shape)
+	}
+	vs := vars(shape)
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, reshapeIndex(x.shape, vs)...))
+}
+
+func reshapeOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	spec, _, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	allowZero := n.int("allowzero", 0) != 0
+	shape := make([]int, len(spec))
+	infer, known := -1, 1
+	for i, d := range spec {
+		switch {
+		case d == -1:
+			if infer >= 0 {
+				return fmt.Errorf("the shape %v has two -1s", spec)
+			}
+			infer = i
+			continue
+		case d == 0 && !allowZero:
+			if i >= x.rank() {
+				return fmt.Errorf("the shape %v copies dimension %d, which the input has not", spec, i)
+			}
+			d = x.shape[i]
+		case d <= 0:
+			return fmt.Errorf("the shape %v has dimension %d (empty tensors are not supported)", spec, d)
+		}
+		shape[i] = d
+		known *= d
+	}
+	if infer >= 0 {
+		total, _ := te.CheckShape(x.shape)
+		if known == 0 || total%known != 0 {
+			return fmt.Errorf("cannot reshape %s to %v", typeString(x.dt, x.shape), spec)
+		}
+		shape[infer] = total / known
+	}
+	return reshapeTo(n, x, shape)
+}
+
+func flattenOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	a := n.int("axis", 1)
+	if a < 0 {
+		a += x.rank()
+	}
+	if a < 0 || a > x.rank() {
+		return fmt.Errorf("axis %d is out of range for rank %d", n.int("axis", 1), x.rank())
+	}
+	outer, inner := 1, 1
+	for d, s := range x.shape {
+		if d < a {
+			outer *= s
+		} else {
+			inner *= s
+		}
+	}
+	return reshapeTo(n, x, []int{outer, inner})
+}
+
+// axesInput returns the axes of Squeeze, Unsqueeze or ReduceSum: input 1
+// (opset 13) or the attribute axes.
+func axesInput(n *node) ([]int, bool, error) {
+	if axes, ok, err := n.constInts(1); ok || err != nil {
+		return axes, ok, err
+	}
+	axes, ok := n.ints("axes")
+	return axes, ok, nil
+}
+
+func squeezeOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	axes, ok, err := axesInput(n)
+	if err != nil {
+		return err
+	}
+	drop := map[int]bool{}
+	for _, a := range axes {
+		a, err := normAxis(a, x.rank())
+		if err != nil {
+			return err
+		}
+		if x.shape[a] != 1 {
+			return fmt.Errorf("cannot squeeze axis %d of size %d", a, x.shape[a])
+		}
+		drop[a] = true
+	}
+	var shape []int
+	for d, s := range x.shape {
+		if ok && !drop[d] || !ok && s != 1 {
+			shape = append(shape, s)
+		}
+	}
+	return reshapeTo(n, x, shape)
+}
+
+func unsqueezeOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	axes, _, err := axesInput(n)
+	if err != nil {
+		return err
+	}
+	r := x.rank() + len(axes)
+	ones := map[int]bool{}
+	for _, a := range axes {
+		a, err := normAxis(a, r)
+		if err != nil {
+			return err
+		}
+		ones[a] = true
+	}
+	shape := make([]int, 0, r)
+	k := 0
+	for d := 0; d < r; d++ {
+		if ones[d] {
+			shape = append(shape, 1)
+		} else {
+			shape = append(shape, x.shape[k])
+			k++
+		}
+	}
+	return reshapeTo(n, x, shape)
+}
+
+func transposeOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	r := x.rank()
+	perm, ok := n.ints("perm")
+	if !ok {
+		for d := r - 1; d >= 0; d-- {
+			perm = append(perm, d)
+		}
+	}
+	if len(perm) != r {
+		return fmt.Errorf("perm %v does not have %d axes", perm, r)
+	}
+	shape := make([]int, r)
+	seen := map[int]bool{}
+	for t, p := range perm {
+		if p < 0 || p >= r || seen[p] {
+			return fmt.Errorf("perm %v is not a permutation", perm)
+		}
+		seen[p] = true
+		shape[t] = x.shape[p]
+	}
+	vs := vars(shape)
+	idx := make([]expr, r)
+	for t, p := range perm {
+		idx[p] = ivar{vs[t].name}
+		if x.shape[p] == 1 {
+			idx[p] = ilit(0)
+		}
+	}
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, idx...))
+}
+
+// alongAxis reads x at vs with index e on axis (the others direct).
+func alongAxis(n *node, x *value, vs []loopVar, axis int, e expr) expr {
+	idx := make([]expr, x.rank())
+	for d := range idx {
+		idx[d] = ivar{vs[d].name}
+		if x.shape[d] == 1 && d != axis {
+			idx[d] = ilit(0)
+		}
+	}
+	idx[axis] = e
+	return n.im.read(x, idx...)
+}
+
+func concatOp(n *node) error {
+	var ins []*value
+	for i := range n.p.GetInput() {
+		v, err := n.need(i)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, v)
+	}
+	if len(ins) == 0 {
+		return fmt.Errorf("Concat needs an input")
+	}
+	axis, err := normAxis(n.int("axis", 0), ins[0].rank())
+	if err != nil {
+		return err
+	}
+	shape := append([]int{}, ins[0].shape...)
+	shape[axis] = 0
+	for _, v := range ins {
+		if v.rank() != len(shape) {
+			return fmt.Errorf("inputs of ranks %d and %d", len(shape), v.rank())
+		}
+		for d := range shape {
+			if d != axis && v.shape[d] != shape[d] {
+				return fmt.Errorf("inputs of shapes %v and %v differ outside axis %d", ins[0].shape, v.shape, axis)
+			}
+		}
+		shape[axis] += v.shape[axis]
+	}
+	if len(ins) == 1 {
+		return identityOp(n)
+	}
+	vs := vars(shape)
+	i := ivar{vs[axis].name}
+	offsets := make([]int, len(ins))
+	for k := 1; k < len(ins); k++ {
+		offsets[k] = offsets[k-1] + ins[k-1].shape[axis]
+	}
+	last := len(ins) - 1
+	body := alongAxis(n, ins[last], vs, axis, add(i, ilit(-offsets[last])))
+	for k := last - 1; k >= 0; k-- {
+		body = sel{binary{"<", i, ilit(offsets[k+1])}, alongAxis(n, ins[k], vs, axis, add(i, ilit(-offsets[k]))), body}
+	}
+	return n.im.define(n.out(0, ins[0].dt, shape), vs, body)
+}
+
+// sliceAxis is one axis of a slice: count elements from start by step.
+type sliceAxis struct{ start, step, count int }
+
+func sliceOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	starts, _, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	ends, _, err := n.constInts(2)
+	if err != nil {
+		return err
+	}
+	axes, haveAxes, err := n.constInts(3)
+	if err != nil {
+		return err
+	}
+	steps, haveSteps, err := n.constInts(4)
+	if err != nil {
+		return err
+	}
+	if len(starts) != len(ends) {
+		return fmt.Errorf("starts and ends have different lengths")
+	}
+	r := x.rank()
+	sl := make([]sliceAxis, r)
+	for d := range sl {
+		sl[d] = sliceAxis{0, 1, x.shape[d]}
+	}
+	for k := range starts {
+		a := k
+		if haveAxes {
+			if a, err = normAxis(axes[k], r); err != nil {
+				return err
+			}
+		}
+		step := 1
+		if haveSteps {
+			step = steps[k]
+		}
+		if step == 0 {
+			return fmt.Errorf("a slice step is 0")
+		}
+		dim := x.shape[a]
+		start, end := starts[k], ends[k]
+		if start < 0 {
+			start += dim
+		}
+		if end < 0 {
+			end += dim
+		}
+		var count int
+		if step > 0 {
+			start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+			count = (end - start + step - 1) / step
+		} else {
+			start, end = min(max(start, 0), dim-1), min(max(end, -1), dim-1)
+			count = (start - end - step - 1) / -step
+		}
+		if count <= 0 {
+			return fmt.Errorf("the slice of axis %d is empty (empty tensors are not supported)", a)
+		}
+		sl[a] = sliceAxis{start, step, count}
+	}
+	return defineSlice(n, 0, x, sl)
+}
+
+// defineSlice defines output i as the slice sl of x.
+func defineSlice(n *node, i int, x *value, sl []sliceAxis) error {
+	shape := make([]int, len(sl))
+	for d, s := range sl {
+		shape[d] = s.count
+	}
+	vs := vars(shape)
+	idx := make([]expr, len(sl))
+	for d, s := range sl {
+		if x.shape[d] == 1 {
+			idx[d] = ilit(0)
+			continue
+		}
+		idx[d] = add(mul(ilit(s.step), ivar{vs[d].name}), ilit(s.start))
+	}
+	return n.im.define(n.out(i, x.dt, shape), vs, n.im.read(x, idx...))
+}
+
+func splitOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	axis, err := normAxis(n.int("axis", 0), x.rank())
+	if err != nil {
+		return err
+	}
+	sizes, ok, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	k := len(n.p.GetOutput())
+	if !ok {
+		if a, have := n.ints("split"); have {
+			sizes = a
+		} else {
+			if x.shape[axis]%k != 0 {
+				return fmt.Errorf("axis %d of size %d does not split into %d equal parts", axis, x.shape[axis], k)
+			}
+			for range k {
+				sizes = append(sizes, x.shape[axis]/k)
+			}
+		}
+	}
+	if len(sizes) != k {
+		return fmt.Errorf("%d split sizes for %d outputs", len(sizes), k)
+	}
+	start := 0
+	for i, s := range sizes {
+		sl := make([]sliceAxis, x.rank())
+		for d := range sl {
+			sl[d] = sliceAxis{0, 1, x.shape[d]}
+		}
+		sl[axis] = sliceAxis{start, 1, s}
+		start += s
+		if n.p.GetOutput()[i] == "" {
+			continue
+		}
+		if err := defineSlice(n, i, x, sl); err != nil {
+			return err
+		}
+	}
+	if start != x.shape[axis] {
+		return fmt.Errorf("split sizes %v do not add up to %d", sizes, x.shape[axis])
+	}
+	return nil
+}
+
+func gatherOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	ind, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	axis, err := normAxis(n.int("axis", 0), x.rank())
+	if err != nil {
+		return err
+	}
+	dim := x.shape[axis]
+	if ind.constant != nil {
+		// negative indices count from the end; a wrong one is an error now
+		c := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(ind.constant.Data))}
+		for i, v := range ind.constant.Data {
+			if v < 0 {
+				v += float64(dim)
+			}
+			if v < 0 || v >= float64(dim) {
+				return fmt.Errorf("index %v is out of range for axis %d of size %d", ind.constant.Data[i], axis, dim)
+			}
+			c.Data[i] = v
+		}
+		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: c}
+	}
+	shape := append(append(append([]int{}, x.shape[:axis]...), ind.shape...), x.shape[axis+1:]...)
+	vs := vars(shape)
+	q := ind.rank()
+	var at expr
+	switch {
+	case ind.constant != nil && q == 0:
+		at = ilit(int(ind.constant.Data[0]))
+	case ind.constant != nil && q == 1 && progression(ind.constant.Data):
+		d := ind.constant.Data
+		step := 0
+		if len(d) > 1 {
+			step = int(d[1] - d[0])
+		}
+		at = add(mul(ilit(step), ivar{vs[axis].name}), ilit(int(d[0])))
+	case ind.constant != nil && len(ind.constant.Data) <= maxSelectGather:
+		// a few fixed indices: a select of the rows, each read at a
+		// constant index, so the access stays affine
+		c := ind.constant.Data
+		body := n.im.read(x, gatherIndex(x, vs, axis, q, ilit(int(c[len(c)-1])))...)
+		for p := len(c) - 2; p >= 0; p-- {
+			var cond expr
+			rest := p
+			for d := q - 1; d >= 0; d-- {
+				cond = and(binary{"==", ivar{vs[axis+d].name}, ilit(rest % ind.shape[d])}, cond)
+				rest /= ind.shape[d]
+			}
+			body = sel{cond, n.im.read(x, gatherIndex(x, vs, axis, q, ilit(int(c[p])))...), body}
+		}
+		return n.im.define(n.out(0, x.dt, shape), vs, body)
+	default:
+		at = n.im.read(ind, ivars(vs[axis:axis+q])...)
+		if dim == 1 {
+			at = ilit(0)
+		}
+	}
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, gatherIndex(x, vs, axis, q, at)...))
+}
+
+// maxSelectGather is the most fixed indices a Gather reads by a select;
+// more are read from a param of the indices (the gather syntax).
+const maxSelectGather = 16
+
+// gatherIndex is the index of x that element vs of a Gather reads, at on
+// axis and q index dimensions.
+func gatherIndex(x *value, vs []loopVar, axis, q int, at expr) []expr {
+	idx := make([]expr, 0, x.rank())
+	for d := 0; d < axis; d++ {
+		idx = append(idx, ivar{vs[d].name})
+	}
+	idx = append(idx, at)
+	for d := axis + 1; d < x.rank(); d++ {
+		idx = append(idx, ivar{vs[d+q-1].name})
+	}
+	for d := range idx {
+		if d != axis && x.shape[d] == 1 {
+			idx[d] = ilit(0)
+		}
+	}
+	return idx
+}
+
+// progression reports whether d is an arithmetic progression.
+func progression(d []float64) bool {
+	for i := 2; i < len(d); i++ {
+		if d[i]-d[i-1] != d[1]-d[0] {
+			return false
+		}
+	}
+	return true
+}
+
+func expandOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	to, _, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	shape, err := broadcastShape(x.shape, to)
+	if err != nil {
+		return err
+	}
+	vs := vars(shape)
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.bcast(x, vs))
+}
+
+func padOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	if mode := n.str("mode", "constant"); mode != "constant" {
+		return fmt.Errorf("Pad mode %q is not supported (only constant)", mode)
+	}
+	pads, _, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	r := x.rank()
+	if len(pads) != 2*r {
+		return fmt.Errorf("pads %v do not have 2 × %d values", pads, r)
+	}
+	var fill expr = lit{0, x.dt}
+	if v := n.in(2); v != nil {
+		u, ok := v.uniform()
+		if !ok {
+			return fmt.Errorf("the constant value must be known at import")
+		}
+		fill = lit{u, x.dt}
+	}
+	if n.in(3) != nil {
+		return fmt.Errorf("the axes input is not supported")
+	}
+	shape := make([]int, r)
+	for d := range shape {
+		shape[d] = x.shape[d] + pads[d] + pads[r+d]
+		if shape[d] <= 0 {
+			return fmt.Errorf("pads %v leave axis %d empty", pads, d)
+		}
+	}
+	vs := vars(shape)
+	idx := make([]expr, r)
+	var cond expr
+	for d := range idx {
+		b, e := pads[d], pads[r+d]
+		i := add(ivar{vs[d].name}, ilit(-b))
+		idx[d] = i
+		if x.shape[d] == 1 && b <= 0 && e <= 0 {
+			idx[d] = ilit(0)
+		}
+		if b > 0 {
+			cond = and(cond, binary{">=", i, ilit(0)})
+		}
+		if e > 0 {
+			cond = and(cond, binary{"<", i, ilit(x.shape[d])})
+		}
+	}
+	body := n.im.read(x, idx...)
+	if cond != nil {
+		body = sel{cond, body, fill}
+	}
+	return n.im.define(n.out(0, x.dt, shape), vs, body)
+}

@@ -1,0 +1,694 @@
+package onnximport
+
+import (
+	"fmt"
+	"math"
+
+	"tec/te"
+)
+
+// batchIndex reads the leading (batch) dimensions of a tensor of shape,
+// broadcast against the batch variables bv.
+func batchIndex(shape []int, bv []loopVar) []expr {
+	off := len(bv) - len(shape)
+	idx := make([]expr, len(shape))
+	for d := range shape {
+		if shape[d] == 1 {
+			idx[d] = ilit(0)
+		} else {
+			idx[d] = ivar{bv[off+d].name}
+		}
+	}
+	return idx
+}
+
+func matmulOp(n *node) error {
+	a, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	b, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	if a.rank() == 0 || b.rank() == 0 {
+		return fmt.Errorf("MatMul of a scalar")
+	}
+	as, bs := a.shape, b.shape
+	if a.rank() == 1 {
+		as = []int{1, as[0]}
+	}
+	if b.rank() == 1 {
+		bs = []int{bs[0], 1}
+	}
+	m, k, k2, nn := as[len(as)-2], as[len(as)-1], bs[len(bs)-2], bs[len(bs)-1]
+	if k != k2 {
+		return fmt.Errorf("MatMul of %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, k, k2)
+	}
+	batch, err := broadcastShape(as[:len(as)-2], bs[:len(bs)-2])
+	if err != nil {
+		return err
+	}
+	shape := append([]int{}, batch...)
+	if a.rank() > 1 {
+		shape = append(shape, m)
+	}
+	if b.rank() > 1 {
+		shape = append(shape, nn)
+	}
+	vs := vars(shape)
+	bv := vs[:len(batch)]
+	var mi, ni expr = ilit(0), ilit(0)
+	rest := vs[len(batch):]
+	if a.rank() > 1 {
+		mi, rest = ivar{rest[0].name}, rest[1:]
+	}
+	if b.rank() > 1 {
+		ni = ivar{rest[0].name}
+	}
+	kk := n.im.raxis(k)
+	ai := append(batchIndex(as[:len(as)-2], bv), mi, ivar{kk.name})
+	bi := append(batchIndex(bs[:len(bs)-2], bv), ivar{kk.name}, ni)
+	if a.rank() == 1 {
+		ai = ai[len(ai)-1:]
+	}
+	if b.rank() == 1 {
+		bi = bi[:len(bi)-1]
+	}
+	body := reduce{"sum", []loopVar{kk}, mul(n.im.read(a, ai...), n.im.read(b, bi...))}
+	out := n.out(0, te.F32, shape)
+	switch {
+	case a.rank() == 2 && b.rank() == 2:
+		return n.im.defineCall(out, "matmul(%s)", []*value{a, b}, vs, body)
+	case a.rank() == 3 && b.rank() == 3 && a.shape[0] == b.shape[0]:
+		return n.im.defineCall(out, "batch_matmul(%s)", []*value{a, b}, vs, body)
+	}
+	return n.im.define(out, vs, body)
+}
+
+func gemmOp(n *node) error {
+	a, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	b, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	c := n.in(2)
+	alpha, beta := n.float("alpha", 1), n.float("beta", 1)
+	ta, tb := n.int("transA", 0) != 0, n.int("transB", 0) != 0
+	if a.rank() != 2 || b.rank() != 2 {
+		return fmt.Errorf("Gemm of ranks %d and %d (want 2)", a.rank(), b.rank())
+	}
+	m, k := a.shape[0], a.shape[1]
+	if ta {
+		m, k = k, m
+	}
+	k2, nn := b.shape[0], b.shape[1]
+	if tb {
+		k2, nn = nn, k2
+	}
+	if k != k2 {
+		return fmt.Errorf("Gemm inner dimensions %d and %d differ", k, k2)
+	}
+	shape := []int{m, nn}
+	vs := vars(shape)
+	kk := n.im.raxis(k)
+	mi, ni, ki := ivar{vs[0].name}, ivar{vs[1].name}, ivar{kk.name}
+	ai, bi := []expr{mi, ki}, []expr{ki, ni}
+	if ta {
+		ai = []expr{ki, mi}
+	}
+	if tb {
+		bi = []expr{ni, ki}
+	}
+	var body expr = reduce{"sum", []loopVar{kk}, mul(n.im.read(a, ai...), n.im.read(b, bi...))}
+	body = mul(flit(alpha), body)
+	if c != nil {
+		if _, err := broadcastShape(c.shape, shape); err != nil {
+			return err
+		}
+		body = add(body, mul(flit(beta), n.im.bcast(c, vs)))
+	}
+	out := n.out(0, te.F32, shape)
+	if !ta && !tb && alpha == 1 && beta == 1 && c != nil && c.rank() == 1 && c.shape[0] == nn && c.constant != nil {
+		if _, ok := c.uniform(); !ok {
+			return n.im.defineCall(out, "linear(%s)", []*value{a, b, c}, vs, body)
+		}
+	}
+	return n.im.define(out, vs, body)
+}
+
+// window is the geometry of a convolution or pooling along its spatial
+// axes: kernel size, stride, dilation, padding at the start and end, and
+// the input and output sizes.
+type window struct {
+	k, s, d, pb, pe, in, out []int
+}
+
+// readWindow reads the attributes of Conv, MaxPool and AveragePool for an
+// input of spatial size in and kernel size k; ceil says to round the
+// output size up (ceil_mode).
+func readWindow(n *node, in, k []int, ceil bool) (*window, error) {
+	r := len(in)
+	w := &window{k: k, in: in, s: ones(r), d: ones(r), pb: make([]int, r), pe: make([]int, r), out: make([]int, r)}
+	if s, ok := n.ints("strides"); ok {
+		if len(s) != r {
+			return nil, fmt.Errorf("strides %v for %d spatial axes", s, r)
+		}
+		w.s = s
+	}
+	if d, ok := n.ints("dilations"); ok {
+		if len(d) != r {
+			return nil, fmt.Errorf("dilations %v for %d spatial axes", d, r)
+		}
+		w.d = d
+	}
+	autoPad := n.str("auto_pad", "NOTSET")
+	if p, ok := n.ints("pads"); ok {
+		if len(p) != 2*r {
+			return nil, fmt.Errorf("pads %v for %d spatial axes", p, r)
+		}
+		if autoPad != "NOTSET" {
+			return nil, fmt.Errorf("both pads and auto_pad %s", autoPad)
+		}
+		copy(w.pb, p[:r])
+		copy(w.pe, p[r:])
+	}
+	for i := range in {
+		ext := w.d[i]*(k[i]-1) + 1
+		switch autoPad {
+		case "NOTSET", "VALID":
+		case "SAME_UPPER", "SAME_LOWER":
+			out := (in[i] + w.s[i] - 1) / w.s[i]
+			total := max((out-1)*w.s[i]+ext-in[i], 0)
+			w.pb[i], w.pe[i] = total/2, total-total/2
+			if autoPad == "SAME_LOWER" {
+				w.pb[i], w.pe[i] = w.pe[i], w.pb[i]
+			}
+		default:
+			return nil, fmt.Errorf("auto_pad %q is not supported", autoPad)
+		}
+		span := in[i] + w.pb[i] + w.pe[i] - ext
+		if span < 0 {
+			return nil, fmt.Errorf("the window of %d is larger than the padded input %d", ext, in[i]+w.pb[i]+w.pe[i])
+		}
+		w.out[i] = span/w.s[i] + 1
+		if ceil && span%w.s[i] != 0 {
+			w.out[i]++
+			// PyTorch's rule: the last window starts inside the input or
+			// its start padding
+			if (w.out[i]-1)*w.s[i] >= in[i]+w.pb[i] {
+				w.out[i]--
+			}
+		}
+	}
+	return w, nil
+}
+
+func ones(r int) []int {
+	out := make([]int, r)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+// at returns the input index of spatial axis i at output position o and
+// kernel position k, and the condition that it lies inside the input
+// (nil when it always does).
+func (w *window) at(i int, o, k expr) (expr, expr) {
+	e := add(add(mul(ilit(w.s[i]), o), mul(ilit(w.d[i]), k)), ilit(-w.pb[i]))
+	var cond expr
+	if w.pb[i] > 0 {
+		cond = binary{">=", e, ilit(0)}
+	}
+	if last := w.s[i]*(w.out[i]-1) + w.d[i]*(w.k[i]-1) - w.pb[i]; last >= w.in[i] {
+		cond = and(cond, binary{"<", e, ilit(w.in[i])})
+	}
+	return e, cond
+}
+
+// uniform reports whether every spatial axis has the same stride,
+// dilation and symmetric padding, and a square kernel: what the standard
+// library's 2-D functions take.
+func (w *window) uniform() bool {
+	for i := range w.k {
+		if w.k[i] != w.k[0] || w.s[i] != w.s[0] || w.d[i] != w.d[0] || w.pb[i] != w.pb[0] || w.pe[i] != w.pb[0] {
+			return false
+		}
+	}
+	return true
+}
+
+func convOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	wt, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	b := n.in(2)
+	if x.rank() < 3 || wt.rank() != x.rank() {
+		return fmt.Errorf("Conv of input %v and weight %v (want NC... and OC...)", x.shape, wt.shape)
+	}
+	r := x.rank() - 2
+	groups := n.int("group", 1)
+	batch, c, o, cg := x.shape[0], x.shape[1], wt.shape[0], wt.shape[1]
+	if groups <= 0 || c%groups != 0 || o%groups != 0 || c/groups != cg {
+		return fmt.Errorf("Conv of %d input channels in %d groups with weight %v", c, groups, wt.shape)
+	}
+	k := wt.shape[2:]
+	if ks, ok := n.ints("kernel_shape"); ok && !equalShape(ks, k) {
+		return fmt.Errorf("kernel_shape %v differs from the weight's %v", ks, k)
+	}
+	w, err := readWindow(n, x.shape[2:], k, false)
+	if err != nil {
+		return err
+	}
+	shape := append([]int{batch, o}, w.out...)
+	vs := vars(shape)
+	og := o / groups
+	var axes []loopVar
+	var ci expr = ilit(0)
+	if cg > 1 {
+		ca := n.im.raxis(cg)
+		axes = append(axes, ca)
+		ci = ivar{ca.name}
+	}
+	oi := ivar{vs[1].name}
+	xc := add(mul(idiv(oi, og), ilit(cg)), ci) // the input channel
+	if groups == 1 {
+		xc = ci
+	}
+	xi := []expr{ivar{vs[0].name}, xc}
+	wi := []expr{oi, ci}
+	var cond expr
+	for i := 0; i < r; i++ {
+		ka := n.im.raxis(k[i])
+		axes = append(axes, ka)
+		e, c := w.at(i, ivar{vs[2+i].name}, ivar{ka.name})
+		xi = append(xi, e)
+		wi = append(wi, ivar{ka.name})
+		if c != nil {
+			cond = and(cond, c)
+		}
+	}
+	if batch == 1 {
+		xi[0] = ilit(0)
+	}
+	term := mul(n.im.read(x, xi...), n.im.read(wt, wi...))
+	if cond != nil {
+		term = sel{cond, term, flit(0)}
+	}
+	var body expr = reduce{"sum", axes, term}
+	if b != nil {
+		body = add(body, n.im.read(b, oi))
+	}
+	out := n.out(0, te.F32, shape)
+	if r == 2 && w.uniform() {
+		args := fmt.Sprintf("%d, %d, %d, %d", w.s[0], w.pb[0], w.d[0], groups)
+		if b != nil {
+			return n.im.defineCall(out, "conv2d_bias(%s, "+args+")", []*value{x, wt, b}, vs, body)
+		}
+		return n.im.defineCall(out, "conv2d(%s, "+args+")", []*value{x, wt}, vs, body)
+	}
+	return n.im.define(out, vs, body)
+}
+
+func poolOp(kind string) func(*node) error {
+	return func(n *node) error {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		if n.numOutputs() > 1 {
+			return fmt.Errorf("the Indices output of MaxPool is not supported")
+		}
+		if x.rank() < 3 {
+			return fmt.Errorf("%s of rank %d (want NC...)", n.p.GetOpType(), x.rank())
+		}
+		k, ok := n.ints("kernel_shape")
+		if !ok || len(k) != x.rank()-2 {
+			return fmt.Errorf("kernel_shape %v for %d spatial axes", k, x.rank()-2)
+		}
+		ceil := n.int("ceil_mode", 0) != 0
+		includePad := true
+		if kind == "max" {
+			n.attr("storage_order") // it orders only the Indices output
+		} else {
+			includePad = n.int("count_include_pad", 0) != 0
+			if _, ok := n.attrs["dilations"]; ok {
+				return fmt.Errorf("AveragePool with dilations is not supported")
+			}
+		}
+		w, err := readWindow(n, x.shape[2:], k, ceil)
+		if err != nil {
+			return err
+		}
+		shape := append([]int{x.shape[0], x.shape[1]}, w.out...)
+		vs := vars(shape)
+		xi := []expr{ivar{vs[0].name}, ivar{vs[1].name}}
+		var axes []loopVar
+		var inside, padded expr // inside the input; inside the padded input
+		count := 1
+		for i := range k {
+			ka := n.im.raxis(k[i])
+			axes = append(axes, ka)
+			e, c := w.at(i, ivar{vs[2+i].name}, ivar{ka.name})
+			xi = append(xi, e)
+			if c != nil {
+				inside = and(inside, c)
+			}
+			if last := w.s[i]*(w.out[i]-1) + w.d[i]*(w.k[i]-1) - w.pb[i]; last >= w.in[i]+w.pe[i] {
+				padded = and(padded, binary{"<", e, ilit(w.in[i] + w.pe[i])})
+			}
+			count *= k[i]
+		}
+		v := n.im.read(x, xi...)
+		out := n.out(0, te.F32, shape)
+		var body expr
+		if kind == "max" {
+			if inside != nil {
+				v = sel{inside, v, flit(math.Inf(-1))}
+			}
+			body = reduce{"max", axes, v}
+			if len(k) == 2 && w.uniform() && padded == nil && w.d[0] == 1 {
+				return n.im.defineCall(out, fmt.Sprintf("max_pool2d(%%s, %d, %d, %d)", k[0], w.s[0], w.pb[0]), []*value{x}, vs, body)
+			}
+			return n.im.define(out, vs, body)
+		}
+		if inside != nil {
+			v = sel{inside, v, flit(0)}
+		}
+		var divisor expr = flit(float64(count))
+		switch {
+		case !includePad && inside != nil:
+			divisor = reduce{"sum", axes, sel{inside, flit(1), flit(0)}}
+		case includePad && padded != nil:
+			divisor = reduce{"sum", axes, sel{padded, flit(1), flit(0)}}
+		}
+		body = div(reduce{"sum", axes, v}, divisor)
+		if len(k) == 2 && w.uniform() && padded == nil && (includePad || inside == nil) {
+			return n.im.defineCall(out, fmt.Sprintf("avg_pool2d(%%s, %d, %d, %d)", k[0], w.s[0], w.pb[0]), []*value{x}, vs, body)
+		}
+		return n.im.define(out, vs, body)
+	}
+}
+
+func globalPoolOp(kind string) func(*node) error {
+	return func(n *node) error {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		if x.rank() < 3 {
+			return fmt.Errorf("%s of rank %d (want NC...)", n.p.GetOpType(), x.rank())
+		}
+		shape := []int{x.shape[0], x.shape[1]}
+		count := 1
+		xi := []expr{ivar{"i0"}, ivar{"i1"}}
+		var axes []loopVar
+		for _, s := range x.shape[2:] {
+			shape = append(shape, 1)
+			a := n.im.raxis(s)
+			axes = append(axes, a)
+			xi = append(xi, ivar{a.name})
+			count *= s
+		}
+		vs := vars(shape)
+		var body expr
+		if kind == "max" {
+			body = reduce{"max", axes, n.im.read(x, xi...)}
+		} else {
+			body = div(reduce{"sum", axes, n.im.read(x, xi...)}, flit(float64(count)))
+		}
+		return n.im.define(n.out(0, te.F32, shape), vs, body)
+	}
+}
+
+func batchNormOp(n *node) error {
+	var in [5]*value
+	for i := range in {
+		v, err := n.need(i)
+		if err != nil {
+			return err
+		}
+		in[i] = v
+	}
+	x, scale, bias, mean, variance := in[0], in[1], in[2], in[3], in[4]
+	if n.int("training_mode", 0) != 0 || n.numOutputs() > 1 {
+		return fmt.Errorf("BatchNormalization in training mode is not supported")
+	}
+	n.attr("momentum") // used in training only
+	eps := n.float("epsilon", 1e-5)
+	if x.rank() < 2 {
+		return fmt.Errorf("BatchNormalization of rank %d", x.rank())
+	}
+	vs := vars(x.shape)
+	c := ivar{vs[1].name}
+	body := add(mul(mul(sub(n.im.bcast(x, vs), n.im.read(mean, c)),
+		call("rsqrt", add(n.im.read(variance, c), flit(eps)))), n.im.read(scale, c)), n.im.read(bias, c))
+	out := n.out(0, te.F32, x.shape)
+	if x.rank() == 4 {
+		return n.im.defineCall(out, fmt.Sprintf("batchnorm2d(%%s, %s)", formatLit(lit{eps, te.F32})), []*value{x, mean, variance, scale, bias}, vs, body)
+	}
+	return n.im.define(out, vs, body)
+}
+
+// lastAxes splits vars at axis: the outer variables, and fresh reduction
+// axes for the rest.
+func (im *importer) lastAxes(shape []int, axis int) ([]loopVar, []loopVar) {
+	vs := vars(shape)
+	var red []loopVar
+	for _, s := range shape[axis:] {
+		red = append(red, im.raxis(s))
+	}
+	return vs, red
+}
+
+// withAxes returns the outer variables of vs (up to len(outer)) followed by
+// inner.
+func withAxes(vs []loopVar, outer int, inner []loopVar) []expr {
+	return append(ivars(vs[:outer]), ivars(inner)...)
+}
+
+func layerNormOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	scale, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	bias := n.in(2)
+	if n.numOutputs() > 1 {
+		return fmt.Errorf("the Mean and InvStdDev outputs are not supported")
+	}
+	axis, err := normAxis(n.int("axis", -1), x.rank())
+	if err != nil {
+		return err
+	}
+	eps := n.float("epsilon", 1e-5)
+	n.attr("stash_type") // the precision of the statistics: tec's is f32 or wider
+	outer := x.shape[:axis]
+	count := 1
+	for _, s := range x.shape[axis:] {
+		count *= s
+	}
+	out := n.out(0, te.F32, x.shape)
+	if x.rank() == 2 && axis == 1 && bias != nil && scale.rank() == 1 && bias.rank() == 1 && scale.constant != nil && bias.constant != nil {
+		_, su := scale.uniform()
+		_, bu := bias.uniform()
+		if !su && !bu {
+			return n.im.defineCall(out, fmt.Sprintf("layernorm(%%s, %s)", formatLit(lit{eps, te.F32})), []*value{x, scale, bias}, vars(x.shape), layerNormBody(n, x, scale, bias, axis, eps))
+		}
+	}
+	vs := vars(x.shape)
+	mean := n.temp("mean", te.F32, outer)
+	ov := vars(outer)
+	red := make([]loopVar, 0)
+	for _, s := range x.shape[axis:] {
+		red = append(red, n.im.raxis(s))
+	}
+	if err := n.im.define(mean, ov, div(reduce{"sum", red, n.im.read(x, withAxes(ov, axis, red)...)}, flit(float64(count)))); err != nil {
+		return err
+	}
+	variance := n.temp("var", te.F32, outer)
+	red2 := make([]loopVar, 0)
+	for _, s := range x.shape[axis:] {
+		red2 = append(red2, n.im.raxis(s))
+	}
+	dev := sub(n.im.read(x, withAxes(ov, axis, red2)...), n.im.read(mean, ivars(ov)...))
+	if err := n.im.define(variance, ov, div(reduce{"sum", red2, call("square", dev)}, flit(float64(count)))); err != nil {
+		return err
+	}
+	inner := vs[axis:]
+	body := mul(mul(sub(n.im.read(x, ivars(vs)...), n.im.read(mean, ivars(vs[:axis])...)),
+		call("rsqrt", add(n.im.read(variance, ivars(vs[:axis])...), flit(eps)))), n.im.bcast(scale, inner))
+	if bias != nil {
+		body = add(body, n.im.bcast(bias, inner))
+	}
+	return n.im.define(out, vs, body)
+}
+
+// layerNormBody is layer normalisation as one expression, for folding.
+func layerNormBody(n *node, x, scale, bias *value, axis int, eps float64) expr {
+	vs := vars(x.shape)
+	ov := vs[:axis]
+	var red, red2, red3 []loopVar
+	for _, s := range x.shape[axis:] {
+		red = append(red, n.im.raxis(s))
+		red2 = append(red2, n.im.raxis(s))
+		red3 = append(red3, n.im.raxis(s))
+	}
+	cnt := 1
+	for _, s := range x.shape[axis:] {
+		cnt *= s
+	}
+	count := flit(float64(cnt))
+	mean := func(r []loopVar) expr {
+		return div(reduce{"sum", r, n.im.read(x, withAxes(ov, axis, r)...)}, count)
+	}
+	variance := div(reduce{"sum", red2, call("square", sub(n.im.read(x, withAxes(ov, axis, red2)...), mean(red3)))}, count)
+	body := mul(mul(sub(n.im.read(x, ivars(vs)...), mean(red)), call("rsqrt", add(variance, flit(eps)))), n.im.bcast(scale, vs[axis:]))
+	return add(body, n.im.bcast(bias, vs[axis:]))
+}
+
+func softmaxOp(logarithm bool) func(*node) error {
+	return func(n *node) error {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		axis, err := normAxis(n.int("axis", -1), x.rank())
+		if err != nil {
+			return err
+		}
+		vs := vars(x.shape)
+		out := n.out(0, te.F32, x.shape)
+		// the reduced shape keeps axis as 1
+		rshape := append([]int{}, x.shape...)
+		rshape[axis] = 1
+		rv := vars(rshape)
+		ka := n.im.raxis(x.shape[axis])
+		along := func(a loopVar) []expr {
+			idx := ivars(rv)
+			idx[axis] = ivar{a.name}
+			return idx
+		}
+		at := func(v *value) expr { // v (reduced) at the output's position
+			idx := ivars(vs)
+			idx[axis] = ilit(0)
+			return n.im.read(v, idx...)
+		}
+		if !logarithm && x.rank() == 2 && axis == 1 && x.constant == nil {
+			return n.im.defineCall(out, "softmax(%s)", []*value{x}, vs, nil)
+		}
+		mx := n.temp("max", te.F32, rshape)
+		if err := n.im.define(mx, rv, reduce{"max", []loopVar{ka}, n.im.read(x, along(ka)...)}); err != nil {
+			return err
+		}
+		if logarithm {
+			sum := n.temp("sum", te.F32, rshape)
+			kb := n.im.raxis(x.shape[axis])
+			idx := along(kb)
+			mi := ivars(rv)
+			if err := n.im.define(sum, rv, reduce{"sum", []loopVar{kb}, call("exp", sub(n.im.read(x, idx...), n.im.read(mx, mi...)))}); err != nil {
+				return err
+			}
+			return n.im.define(out, vs, sub(sub(n.im.read(x, ivars(vs)...), at(mx)), call("log", at(sum))))
+		}
+		e := n.temp("exp", te.F32, x.shape)
+		if err := n.im.define(e, vs, call("exp", sub(n.im.read(x, ivars(vs)...), at(mx)))); err != nil {
+			return err
+		}
+		sum := n.temp("sum", te.F32, rshape)
+		kb := n.im.raxis(x.shape[axis])
+		if err := n.im.define(sum, rv, reduce{"sum", []loopVar{kb}, n.im.read(e, along(kb)...)}); err != nil {
+			return err
+		}
+		return n.im.define(out, vs, div(n.im.read(e, ivars(vs)...), at(sum)))
+	}
+}
+
+func reduceOp(kind string) func(*node) error {
+	return func(n *node) error {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		var axes []int
+		var ok bool
+		if n.p.GetOpType() == "ReduceSum" {
+			axes, ok, err = axesInput(n)
+			if err != nil {
+				return err
+			}
+		} else {
+			axes, ok = n.ints("axes")
+		}
+		keep := n.int("keepdims", 1) != 0
+		if !ok || len(axes) == 0 {
+			if n.int("noop_with_empty_axes", 0) != 0 {
+				return identityOp(n)
+			}
+			axes = nil
+			for d := range x.shape {
+				axes = append(axes, d)
+			}
+		}
+		red := map[int]bool{}
+		for _, a := range axes {
+			a, err := normAxis(a, x.rank())
+			if err != nil {
+				return err
+			}
+			red[a] = true
+		}
+		var shape []int
+		for d, s := range x.shape {
+			switch {
+			case !red[d]:
+				shape = append(shape, s)
+			case keep:
+				shape = append(shape, 1)
+			}
+		}
+		vs := vars(shape)
+		idx := make([]expr, x.rank())
+		var raxes []loopVar
+		count := 1
+		o := 0
+		for d, s := range x.shape {
+			if red[d] {
+				a := n.im.raxis(s)
+				raxes = append(raxes, a)
+				idx[d] = ivar{a.name}
+				count *= s
+				if keep {
+					o++
+				}
+				continue
+			}
+			idx[d] = ivar{vs[o].name}
+			if s == 1 {
+				idx[d] = ilit(0)
+			}
+			o++
+		}
+		v := n.im.read(x, idx...)
+		var body expr
+		switch kind {
+		case "mean":
+			body = div(reduce{"sum", raxes, v}, flit(float64(count)))
+		default:
+			body = reduce{kind, raxes, v}
+		}
+		return n.im.define(n.out(0, x.dt, shape), vs, body)
+	}
+}

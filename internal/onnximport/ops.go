@@ -1,0 +1,454 @@
+package onnximport
+
+import (
+	"fmt"
+	"math"
+
+	"tec/internal/onnxpb"
+	"tec/te"
+)
+
+// ops maps each supported operator to its importer. docs/import.md lists
+// them with their opsets; TestOpsDocumented keeps the two in step.
+var ops map[string]func(*node) error
+
+func init() {
+	ops = map[string]func(*node) error{
+		// element-wise, one input
+		"Relu":        unaryOp(func(x expr) expr { return call("relu", x) }),
+		"Sigmoid":     unaryOp(func(x expr) expr { return call("sigmoid", x) }),
+		"Tanh":        unaryOp(func(x expr) expr { return call("tanh", x) }),
+		"Erf":         unaryOp(func(x expr) expr { return call("erf", x) }),
+		"Exp":         unaryOp(func(x expr) expr { return call("exp", x) }),
+		"Log":         unaryOp(func(x expr) expr { return call("log", x) }),
+		"Sqrt":        unaryOp(func(x expr) expr { return call("sqrt", x) }),
+		"Abs":         unaryOp(func(x expr) expr { return call("abs", x) }),
+		"Neg":         unaryOp(func(x expr) expr { return unary{"-", x} }),
+		"Not":         unaryOp(func(x expr) expr { return unary{"!", x} }),
+		"Reciprocal":  unaryOp(func(x expr) expr { return binary{"/", flit(1), x} }),
+		"Gelu":        geluOp,
+		"HardSigmoid": hardSigmoidOp,
+		"HardSwish":   hardSwishOp,
+		"LeakyRelu":   leakyReluOp,
+		"Clip":        clipOp,
+		"Cast":        castOp,
+		"Identity":    identityOp,
+		"Dropout":     dropoutOp,
+		// element-wise, several inputs
+		"Add":            binaryOp("+"),
+		"Sub":            binaryOp("-"),
+		"Mul":            binaryOp("*"),
+		"Div":            binaryOp("/"),
+		"Pow":            powOp,
+		"Max":            variadicOp("max"),
+		"Min":            variadicOp("min"),
+		"Equal":          binaryOp("=="),
+		"Less":           binaryOp("<"),
+		"LessOrEqual":    binaryOp("<="),
+		"Greater":        binaryOp(">"),
+		"GreaterOrEqual": binaryOp(">="),
+		"And":            binaryOp("&&"),
+		"Or":             binaryOp("||"),
+		"Where":          whereOp,
+		// constants and shapes, folded at import
+		"Constant":        constantOp,
+		"ConstantOfShape": constantOfShapeOp,
+		"Shape":           shapeOp,
+		"Range":           rangeOp,
+		// layout
+		"Reshape":   reshapeOp,
+		"Flatten":   flattenOp,
+		"Squeeze":   squeezeOp,
+		"Unsqueeze": unsqueezeOp,
+		"Transpose": transposeOp,
+		"Concat":    concatOp,
+		"Slice":     sliceOp,
+		"Split":     splitOp,
+		"Gather":    gatherOp,
+		"Expand":    expandOp,
+		"Pad":       padOp,
+		// neural-network layers (nn.go, rnn.go)
+		"MatMul":             matmulOp,
+		"Gemm":               gemmOp,
+		"Conv":               convOp,
+		"MaxPool":            poolOp("max"),
+		"AveragePool":        poolOp("avg"),
+		"GlobalAveragePool":  globalPoolOp("avg"),
+		"GlobalMaxPool":      globalPoolOp("max"),
+		"BatchNormalization": batchNormOp,
+		"LayerNormalization": layerNormOp,
+		"Softmax":            softmaxOp(false),
+		"LogSoftmax":         softmaxOp(true),
+		"ReduceMean":         reduceOp("mean"),
+		"ReduceSum":          reduceOp("sum"),
+		"ReduceMax":          reduceOp("max"),
+		"ReduceMin":          reduceOp("min"),
+		"LSTM":               lstmOp,
+		"GRU":                gruOp,
+	}
+}
+
+// broadcastShape is the shape of the result of an element-wise operation
+// on tensors of the shapes, by NumPy's rules.
+func broadcastShape(shapes ...[]int) ([]int, error) {
+	r := 0
+	for _, s := range shapes {
+		r = max(r, len(s))
+	}
+	out := make([]int, r)
+	for i := range out {
+		out[i] = 1
+	}
+	for _, s := range shapes {
+		off := r - len(s)
+		for d, n := range s {
+			switch {
+			case n == out[off+d] || n == 1:
+			case out[off+d] == 1:
+				out[off+d] = n
+			default:
+				return nil, fmt.Errorf("shapes %v cannot be broadcast together", shapes)
+			}
+		}
+	}
+	return out, nil
+}
+
+// elementwise defines output 0 as f of the inputs broadcast together.
+func elementwise(n *node, f func(args []expr) expr, ins ...*value) error {
+	shapes := make([][]int, len(ins))
+	for i, v := range ins {
+		shapes[i] = v.shape
+	}
+	shape, err := broadcastShape(shapes...)
+	if err != nil {
+		return err
+	}
+	vs := vars(shape)
+	args := make([]expr, len(ins))
+	for i, v := range ins {
+		args[i] = n.im.bcast(v, vs)
+	}
+	body := f(args)
+	return n.im.define(n.out(0, body.dtype(), shape), vs, body)
+}
+
+func unaryOp(f func(x expr) expr) func(*node) error {
+	return func(n *node) error {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		return elementwise(n, func(a []expr) expr { return f(a[0]) }, x)
+	}
+}
+
+func binaryOp(op string) func(*node) error {
+	return func(n *node) error {
+		a, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		b, err := n.need(1)
+		if err != nil {
+			return err
+		}
+		return elementwise(n, func(x []expr) expr {
+			switch op {
+			case "+":
+				return add(x[0], x[1])
+			case "-":
+				return sub(x[0], x[1])
+			case "*":
+				return mul(x[0], x[1])
+			case "/":
+				return div(x[0], x[1])
+			}
+			return binary{op, x[0], x[1]}
+		}, a, b)
+	}
+}
+
+func variadicOp(op string) func(*node) error {
+	return func(n *node) error {
+		var ins []*value
+		for i := range n.p.GetInput() {
+			v, err := n.need(i)
+			if err != nil {
+				return err
+			}
+			ins = append(ins, v)
+		}
+		if len(ins) == 0 {
+			return fmt.Errorf("%s needs an input", n.p.GetOpType())
+		}
+		return elementwise(n, func(x []expr) expr {
+			e := x[0]
+			for _, y := range x[1:] {
+				e = binary{op, e, y}
+			}
+			return e
+		}, ins...)
+	}
+}
+
+func powOp(n *node) error {
+	a, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	b, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	if u, ok := b.uniform(); ok && u == 2 && b.rank() <= a.rank() {
+		return elementwise(n, func(x []expr) expr { return call("square", x[0]) }, a)
+	}
+	return elementwise(n, func(x []expr) expr { return binary{"pow", x[0], x[1]} }, a, b)
+}
+
+func geluOp(n *node) error {
+	approx := n.str("approximate", "none")
+	return unaryOp(func(x expr) expr {
+		if approx == "tanh" {
+			return call("gelu", x)
+		}
+		// 0.5 * x * (1 + erf(x / sqrt(2)))
+		return mul(mul(flit(0.5), x), add(flit(1), call("erf", mul(x, flit(1/math.Sqrt2)))))
+	})(n)
+}
+
+func clamp01(x expr) expr { return binary{"max", flit(0), binary{"min", flit(1), x}} }
+
+func hardSigmoidOp(n *node) error {
+	alpha, beta := n.float("alpha", 0.2), n.float("beta", 0.5)
+	return unaryOp(func(x expr) expr { return clamp01(add(mul(flit(alpha), x), flit(beta))) })(n)
+}
+
+func hardSwishOp(n *node) error {
+	return unaryOp(func(x expr) expr { return mul(x, clamp01(add(div(x, flit(6)), flit(0.5)))) })(n)
+}
+
+func leakyReluOp(n *node) error {
+	alpha := n.float("alpha", 0.01)
+	return unaryOp(func(x expr) expr {
+		return sel{binary{">=", x, flit(0)}, x, mul(flit(alpha), x)}
+	})(n)
+}
+
+func clipOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	bound := func(i int) (expr, error) {
+		v := n.in(i)
+		if v == nil {
+			return nil, nil
+		}
+		u, ok := v.uniform()
+		if !ok || v.rank() != 0 {
+			return nil, fmt.Errorf("input %d (%q) must be a scalar known at import", i, v.onnx)
+		}
+		return lit{u, x.dt}, nil
+	}
+	lo, err := bound(1)
+	if err != nil {
+		return err
+	}
+	hi, err := bound(2)
+	if err != nil {
+		return err
+	}
+	return unaryOp(func(e expr) expr {
+		if hi != nil {
+			e = binary{"min", e, hi}
+		}
+		if lo != nil {
+			e = binary{"max", e, lo}
+		}
+		return e
+	})(n)
+}
+
+func castOp(n *node) error {
+	to, err := dtypeOf(onnxpb.TensorProto_DataType(n.int("to", 0)))
+	if err != nil {
+		return err
+	}
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	if x.dt == to {
+		return identityOp(n)
+	}
+	return elementwise(n, func(a []expr) expr { return cast{to, a[0]} }, x)
+}
+
+// identityOp gives the output the input's value: no statement, unless the
+// output is one of the graph's, which must be a tensor of its own name.
+func identityOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	n.im.values[n.p.GetOutput()[0]] = x
+	return nil
+}
+
+func dropoutOp(n *node) error {
+	if n.numOutputs() > 1 {
+		return fmt.Errorf("the mask output of Dropout is not supported")
+	}
+	if m := n.in(2); m != nil {
+		if u, ok := m.uniform(); !ok || u != 0 {
+			return fmt.Errorf("Dropout in training mode is not supported")
+		}
+	}
+	n.attr("seed")
+	return identityOp(n)
+}
+
+func whereOp(n *node) error {
+	c, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	a, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	b, err := n.need(2)
+	if err != nil {
+		return err
+	}
+	return elementwise(n, func(x []expr) expr { return sel{x[0], x[1], x[2]} }, c, a, b)
+}
+
+// Constants and shapes.
+
+func setConst(n *node, i int, a *te.Array) {
+	v := n.out(i, a.DType, a.Shape)
+	v.constant = a
+}
+
+func constantOp(n *node) error {
+	for _, name := range []string{"value", "value_float", "value_floats", "value_int", "value_ints"} {
+		a := n.attr(name)
+		if a == nil {
+			continue
+		}
+		switch name {
+		case "value":
+			arr, err := tensorArray(a.GetT())
+			if err != nil {
+				return err
+			}
+			setConst(n, 0, arr)
+		case "value_float":
+			setConst(n, 0, &te.Array{DType: te.F32, Shape: []int{}, Data: []float64{float64(a.GetF())}})
+		case "value_floats":
+			arr := te.NewArray(te.F32, []int{len(a.GetFloats())})
+			for i, f := range a.GetFloats() {
+				arr.Data[i] = float64(f)
+			}
+			setConst(n, 0, arr)
+		case "value_int":
+			setConst(n, 0, &te.Array{DType: te.I32, Shape: []int{}, Data: []float64{float64(a.GetI())}})
+		case "value_ints":
+			arr := te.NewArray(te.I32, []int{len(a.GetInts())})
+			for i, f := range a.GetInts() {
+				arr.Data[i] = float64(f)
+			}
+			setConst(n, 0, arr)
+		}
+		return nil
+	}
+	return fmt.Errorf("Constant has no value attribute that tec reads (value, value_float(s), value_int(s))")
+}
+
+func constantOfShapeOp(n *node) error {
+	shape, _, err := n.constInts(0)
+	if err != nil {
+		return err
+	}
+	fill := &te.Array{DType: te.F32, Data: []float64{0}}
+	if a := n.attr("value"); a != nil {
+		if fill, err = tensorArray(a.GetT()); err != nil {
+			return err
+		}
+	}
+	size, err := te.CheckShape(shape)
+	if err != nil {
+		return err
+	}
+	if size > maxFold {
+		return fmt.Errorf("a constant of %d elements is too large to make at import", size)
+	}
+	arr := te.NewArray(fill.DType, shape)
+	for i := range arr.Data {
+		arr.Data[i] = fill.Data[0]
+	}
+	setConst(n, 0, arr)
+	return nil
+}
+
+func shapeOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	r := x.rank()
+	start, err := clampAxis(n.int("start", 0), r)
+	if err != nil {
+		return err
+	}
+	end, err := clampAxis(n.int("end", r), r)
+	if err != nil {
+		return err
+	}
+	dims := x.shape[start:max(start, end)]
+	arr := te.NewArray(te.I32, []int{len(dims)})
+	for i, d := range dims {
+		arr.Data[i] = float64(d)
+	}
+	setConst(n, 0, arr)
+	return nil
+}
+
+// clampAxis normalises a Shape or Slice bound of a tensor of rank r.
+func clampAxis(a, r int) (int, error) {
+	if a < 0 {
+		a += r
+	}
+	return min(max(a, 0), r), nil
+}
+
+func rangeOp(n *node) error {
+	var v [3]*value
+	for i := range v {
+		x, err := n.need(i)
+		if err != nil {
+			return err
+		}
+		if x.constant == nil || x.rank() != 0 {
+			return fmt.Errorf("input %d (%q) must be a scalar known at import", i, x.onnx)
+		}
+		v[i] = x
+	}
+	start, limit, delta := v[0].constant.Data[0], v[1].constant.Data[0], v[2].constant.Data[0]
+	if delta == 0 {
+		return fmt.Errorf("Range with delta 0")
+	}
+	count := max(int(math.Ceil((limit-start)/delta)), 0)
+	if count == 0 || count > maxFold {
+		return fmt.Errorf("Range of %d elements is not supported", count)
+	}
+	arr := te.NewArray(v[0].dt, []int{count})
+	for i := range arr.Data {
+		arr.Data[i] = start + float64(i)*delta
+	}
+	setConst(n, 0, arr)
+	return nil
+}

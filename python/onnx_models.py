@@ -1,0 +1,207 @@
+"""Export the PyTorch models that tec import is tested against.
+
+Usage: python3 python/onnx_models.py OUTDIR [NAME...]
+
+For each model NAME (all of them when none is named) it writes, into OUTDIR:
+
+  NAME.onnx           the model, exported by torch.onnx.export in eval mode
+  NAME.inputs.npz     the inputs it was run on, by ONNX input name
+  NAME.expected.npz   PyTorch's outputs on them, by ONNX output name
+
+Weights are random (seeded), as are batch-norm running statistics, so that
+every layer computes something. Sizes are small, so that tec's simulator
+runs each model in seconds. The Go test TestImportPyTorch (cmd/tec) runs this
+script and checks tec run --device ref and --device sim against the outputs.
+Needs Debian's python3-torch, python3-torchvision and python3-onnx.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torchvision
+
+
+def randomize(model, gen):
+    """Random weights everywhere (PyTorch initialises some biases and norms
+    to constants), and random running statistics in every batch norm."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() < 2:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1 + (p.data == 1).float() * 0.9)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            c = m.num_features
+            m.running_mean.copy_(torch.randn(c, generator=gen) * 0.1)
+            m.running_var.copy_(torch.rand(c, generator=gen) * 0.5 + 0.75)
+            m.weight.data.copy_(torch.rand(c, generator=gen) * 0.5 + 0.75)
+            m.bias.data.copy_(torch.randn(c, generator=gen) * 0.1)
+
+
+class GPT2Block(nn.Module):
+    """A GPT-2-style model: token and position embeddings, one pre-norm block
+    of causal self-attention and a GELU MLP, and the tied output head."""
+
+    def __init__(self, vocab=50, seq=8, d=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(seq, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+        self.lnf = nn.LayerNorm(d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).bool())
+
+    def forward(self, ids):
+        b, s = ids.shape
+        pos = torch.arange(s)
+        x = self.wte(ids) + self.wpe(pos)
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).split(x.shape[-1], dim=-1)
+        dh = x.shape[-1] // self.heads
+        q = q.view(b, s, self.heads, dh).transpose(1, 2)
+        k = k.view(b, s, self.heads, dh).transpose(1, 2)
+        v = v.view(b, s, self.heads, dh).transpose(1, 2)
+        att = q @ k.transpose(-2, -1) / math.sqrt(dh)
+        att = att.masked_fill(~self.mask[:s, :s], float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, -1)
+        x = x + self.proj(y)
+        x = x + self.out(nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return self.lnf(x) @ self.wte.weight.t()
+
+
+class LSTMModel(nn.Module):
+    """A 2-layer LSTM over a sequence, returning every step's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size=8, hidden_size=16, num_layers=2)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return y
+
+
+class ConvOps(nn.Module):
+    """The convolution and pooling variants the torchvision models do not
+    reach: strides and dilations per axis, groups, asymmetric padding, ceil
+    mode, average pooling without the padding, batch norm on its own,
+    HardSwish, HardSigmoid, ReLU6, LeakyReLU, channel split and concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, groups=4, bias=False)
+        self.conv1d = nn.Conv1d(8, 4, 3, stride=2)
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.avg = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+
+    def forward(self, x):
+        x = nn.functional.pad(x, (1, 0, 2, 1))
+        y = nn.functional.hardswish(self.bn(self.conv1(x)))
+        y = nn.functional.hardsigmoid(self.conv2(y)) + nn.functional.relu6(y)
+        a, b = y.split([3, 5], dim=1)
+        y = torch.cat([nn.functional.leaky_relu(b, 0.1), a], dim=1)
+        p = self.pool(y) + self.avg(y)
+        q = self.conv1d(p.flatten(2))
+        return torch.cat([p.flatten(1), q.flatten(1)], dim=1)
+
+
+class MiscOps(nn.Module):
+    """Element-wise, reduction and layout operators: exact GELU (Erf),
+    softmax and log-softmax over inner axes, reductions, a strided and a
+    reversed slice, a gather of fixed indices, where, cast, expand, pow,
+    sqrt, exp, and a bidirectional GRU."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(12)
+        self.gru = nn.GRU(12, 6, bidirectional=True)
+        self.fc = nn.Linear(12, 12)
+
+    def forward(self, x):  # x: [4, 3, 12]
+        h = nn.functional.gelu(self.fc(x))
+        s = torch.softmax(h, dim=1) + torch.log_softmax(h, dim=0)
+        m = h.max(dim=-1, keepdim=True).values + h.sum(dim=(0, 2), keepdim=True) / 10
+        r = self.ln(s * m).reshape(12, 12)
+        r = r[::2, 1::3] + r.flip(0)[1:7:1, 2:6]
+        g = r[:, [3, 0, 2]].transpose(0, 1)  # [3, 6]
+        w = torch.where(g > 0, g, torch.exp(g) - 1) + g.abs().sqrt() * g.pow(2)
+        c = (w * 3).int().float() + w.mean()
+        e = c.unsqueeze(0).expand(4, 3, 6)
+        y, hn = self.gru(x)
+        return torch.cat([y[:, :, :6] + e, hn.transpose(0, 1).reshape(1, 3, 12).expand(4, 3, 12)], dim=2)
+
+
+def models():
+    """name -> (module, example inputs, opset)"""
+    gen = torch.Generator().manual_seed(0)
+    out = {}
+
+    resnet = torchvision.models.resnet18(weights=None, num_classes=10)
+    randomize(resnet, gen)
+    out["resnet18"] = (resnet, {"x": torch.randn(1, 3, 32, 32, generator=gen)}, 13)
+
+    eff = torchvision.models.efficientnet_b0(weights=None, num_classes=10)
+    randomize(eff, gen)
+    out["efficientnet_b0"] = (eff, {"x": torch.randn(1, 3, 32, 32, generator=gen)}, 17)
+
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0)
+    enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    randomize(enc, gen)
+    out["transformer"] = (enc, {"x": torch.randn(8, 1, 32, generator=gen)}, 17)
+
+    lstm = LSTMModel()
+    randomize(lstm, gen)
+    out["lstm"] = (lstm, {"x": torch.randn(6, 1, 8, generator=gen)}, 14)
+
+    gpt2 = GPT2Block()
+    randomize(gpt2, gen)
+    out["gpt2"] = (gpt2, {"ids": torch.randint(0, 50, (1, 8), generator=gen)}, 13)
+    conv = ConvOps()
+    randomize(conv, gen)
+    out["conv_ops"] = (conv, {"x": torch.randn(1, 3, 13, 11, generator=gen)}, 15)
+
+    misc = MiscOps()
+    randomize(misc, gen)
+    out["misc_ops"] = (misc, {"x": torch.randn(4, 3, 12, generator=gen)}, 16)
+    return out
+
+
+def export(outdir, name, module, inputs, opset):
+    module.eval()
+    names = list(inputs)
+    args = tuple(inputs[n] for n in names)
+    path = os.path.join(outdir, name + ".onnx")
+    with torch.no_grad():
+        torch.onnx.export(module, args, path, input_names=names, output_names=["y"],
+                          opset_version=opset, do_constant_folding=True)
+        y = module(*args)
+    np.savez(os.path.join(outdir, name + ".inputs.npz"),
+             **{n: t.numpy() for n, t in inputs.items()})
+    np.savez(os.path.join(outdir, name + ".expected.npz"), y=y.numpy())
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    outdir, wanted = argv[1], argv[2:]
+    torch.manual_seed(0)
+    all_models = models()
+    for name in wanted or all_models:
+        if name not in all_models:
+            sys.exit("unknown model %r; the models are %s" % (name, ", ".join(all_models)))
+        export(outdir, name, *all_models[name])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
