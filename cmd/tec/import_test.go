@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"tec/internal/onnxpb"
+	"tec/internal/tensorio"
+	"tec/lang"
+)
+
+// pythonWithTorch is the interpreter that exports the models: Debian's,
+// where python3-torch, python3-torchvision and python3-onnx install.
+const pythonWithTorch = "/usr/bin/python3"
+
+// TestImportPyTorch exports PyTorch models with python/onnx_models.py,
+// imports each with tec import and checks tec run on the reference and on
+// the simulator at -O4 against PyTorch's outputs (docs/import.md).
+func TestImportPyTorch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: exporting and running the PyTorch models takes a minute")
+	}
+	if out, err := exec.Command(pythonWithTorch, "-c", "import torch, torchvision, onnx").CombinedOutput(); err != nil {
+		msg := pythonWithTorch + " cannot import torch, torchvision and onnx (Debian's python3-torch, python3-torchvision and python3-onnx; .ci/run installs them): " + strings.TrimSpace(string(out))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	export := exec.Command(pythonWithTorch, "../../python/onnx_models.py", dir)
+	if out, err := export.CombinedOutput(); err != nil {
+		t.Fatalf("python/onnx_models.py: %v\n%s", err, out)
+	}
+	models := []struct {
+		name       string
+		rtol, atol string
+		simFlags   []string
+	}{
+		{"lstm", "1e-4", "1e-5", nil},
+		{"transformer", "1e-4", "1e-5", nil},
+		{"gpt2", "1e-4", "1e-5", nil},
+		{"conv_ops", "1e-4", "1e-5", nil},
+		{"misc_ops", "1e-4", "1e-5", nil},
+		{"efficientnet_b0", "1e-3", "1e-4", nil},
+		// The race detector's shadow memory (48 bytes an element) for 11 M
+		// weights would take the test process past the suite's memory
+		// budget (docs/testing.md).
+		{"resnet18", "1e-3", "1e-4", []string{"--race=false"}},
+	}
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) {
+			if m.name == "gpt2" && !haveGather() {
+				t.Skip("the token embedding needs the gather syntax wte[ids[i0, i1], i2], which the language does not have yet (issue 13, item 1)")
+			}
+			base := filepath.Join(dir, m.name)
+			prog, params := base+".te", base+".npz"
+			if code, out, errs := runTec(t, "import", base+".onnx", "-o", prog, "--params", params); code != exitOK {
+				t.Fatalf("tec import: status %d\n%s%s", code, out, errs)
+			}
+			run := []string{"run", prog, "--params", params, "--inputs", base + ".inputs.npz",
+				"--expected", base + ".expected.npz", "--rtol", m.rtol, "--atol", m.atol, "--max-time", "0"}
+			for _, device := range [][]string{{"--device", "ref"}, append([]string{"--device", "sim", "-O4"}, m.simFlags...)} {
+				code, out, errs := runTec(t, append(run, device...)...)
+				if code != exitOK || !strings.Contains(out, "match the expected values") {
+					t.Errorf("tec run %s: status %d\n%s%s", strings.Join(device, " "), code, out, errs)
+				}
+			}
+		})
+	}
+}
+
+// haveGather reports whether the language reads an index from a tensor.
+func haveGather() bool {
+	src := "model g {\n  input ids: i32[2]\n  param w: f32[4, 3]\n  e[s, d] = w[ids[s], d]\n  output e\n}\n"
+	_, diags := lang.Check("g.te", []byte(src), lang.Config{})
+	return !diags.HasErrors()
+}
+
+// writeONNX writes a model of one node to dir/name.onnx: op on the input
+// x of shape f32[2, 3], giving y.
+func writeONNX(t *testing.T, dir, name, op string) string {
+	t.Helper()
+	f32 := int32(onnxpb.TensorProto_FLOAT)
+	dims := func(ds ...int64) *onnxpb.TensorShapeProto {
+		s := &onnxpb.TensorShapeProto{}
+		for _, d := range ds {
+			s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+		}
+		return s
+	}
+	info := func(name string) *onnxpb.ValueInfoProto {
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(f32), Shape: dims(2, 3)}}}}
+	}
+	m := &onnxpb.ModelProto{
+		IrVersion:   proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
+		Graph: &onnxpb.GraphProto{
+			Name:   proto.String("g"),
+			Node:   []*onnxpb.NodeProto{{OpType: proto.String(op), Name: proto.String("/act/" + op), Input: []string{"x"}, Output: []string{"y"}}},
+			Input:  []*onnxpb.ValueInfoProto{info("x")},
+			Output: []*onnxpb.ValueInfoProto{info("y")},
+		},
+	}
+	data, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestImportCommand(t *testing.T) {
+	dir := t.TempDir()
+	model := writeONNX(t, dir, "act", "Tanh")
+	code, out, errs := runTec(t, "import", model)
+	if code != exitOK {
+		t.Fatalf("status %d\n%s%s", code, out, errs)
+	}
+	// the defaults: act.te and act.npz beside the model, model act
+	src, err := os.ReadFile(filepath.Join(dir, "act.te"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"model act {", "input x: f32[2, 3]", `# node 0: Tanh "/act/Tanh"`, "y = tanh(x)", "output y"} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("act.te lacks %q:\n%s", want, src)
+		}
+	}
+	params, err := tensorio.ReadNPZ(filepath.Join(dir, "act.npz"))
+	if err != nil || len(params) != 0 {
+		t.Errorf("act.npz: %v, %d arrays, want none", err, len(params))
+	}
+	if code, out, errs := runTec(t, "run", filepath.Join(dir, "act.te"), "--fill", "random"); code != exitOK {
+		t.Errorf("tec run of the import: status %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestImportErrors(t *testing.T) {
+	dir := t.TempDir()
+	unsupported := writeONNX(t, dir, "resize", "Resize")
+	notONNX := filepath.Join(dir, "junk.onnx")
+	if err := os.WriteFile(notONNX, []byte("\xff\xff\xff not a protobuf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		code   string
+		want   string
+	}{
+		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (Resize "/act/Resize"): operator Resize is not supported`},
+		{"not ONNX", []string{"import", notONNX}, exitUser, codeImport, "not an ONNX model"},
+		{"missing file", []string{"import", filepath.Join(dir, "none.onnx")}, exitUser, codeIO, "none.onnx"},
+		{"two files", []string{"import", unsupported, notONNX}, exitUsage, codeUsage, "want one MODEL.onnx, got 2 arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := runTec(t, tt.args...)
+			if code != tt.status || !strings.Contains(errs, tt.want) {
+				t.Errorf("status %d, stderr %q; want %d and %q", code, errs, tt.status, tt.want)
+			}
+			code, out, _ := runTec(t, append(tt.args, "--diagnostics", "json")...)
+			var d struct{ Code, Message string }
+			if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &d); err != nil || code != tt.status || d.Code != tt.code || !strings.Contains(d.Message, tt.want) {
+				t.Errorf("--diagnostics json: status %d, %q (%v); want code %q with %q", code, out, err, tt.code, tt.want)
+			}
+		})
+	}
+}
