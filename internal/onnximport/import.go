@@ -140,8 +140,9 @@ type importer struct {
 	helpers []string // functions the statements call
 	outData map[string]*te.Array
 	haveFn  map[string]bool
-	kcount  int   // reduction axes made for the current node
-	err     error // the first error of materialize
+	outName map[string]string // the .te names of the graph's outputs
+	kcount  int               // reduction axes made for the current node
+	err     error             // the first error of materialize
 }
 
 // Import translates m into a .te program and the arrays of its params.
@@ -151,6 +152,7 @@ func Import(m *onnxpb.ModelProto, opts Options) (*Result, error) {
 		taken:   reservedNames(),
 		outData: map[string]*te.Array{},
 		haveFn:  map[string]bool{},
+		outName: map[string]string{},
 	}
 	if err := im.readOpset(m); err != nil {
 		return nil, err
@@ -161,6 +163,13 @@ func Import(m *onnxpb.ModelProto, opts Options) (*Result, error) {
 	}
 	if err := im.readInputs(g); err != nil {
 		return nil, err
+	}
+	// The outputs' names are taken first, so that no statement a node
+	// needs besides its output takes one.
+	for _, o := range g.GetOutput() {
+		if v := im.values[o.GetName()]; v == nil || v.name == "" {
+			im.outName[o.GetName()] = im.uniqueName(sanitize(o.GetName()))
+		}
 	}
 	for i, n := range g.GetNode() {
 		if err := im.node(i, n); err != nil {
@@ -344,6 +353,15 @@ func (im *importer) uniqueName(base string) string {
 	return name
 }
 
+// nameOf returns the .te name for a new tensor of the ONNX value onnx.
+func (im *importer) nameOf(onnx string) string {
+	if name, ok := im.outName[onnx]; ok {
+		delete(im.outName, onnx)
+		return name
+	}
+	return im.uniqueName(sanitize(onnx))
+}
+
 // Declarations and statements.
 
 func typeString(dt te.DType, shape []int) string {
@@ -368,7 +386,7 @@ func (im *importer) materialize(v *value) {
 			}
 		}
 	}
-	v.name = im.uniqueName(sanitize(v.onnx))
+	v.name = im.nameOf(v.onnx)
 	im.params = append(im.params, fmt.Sprintf("param %s: %s", v.name, typeString(v.dt, v.shape)))
 	im.outData[v.name] = v.constant
 }
@@ -457,7 +475,7 @@ func (im *importer) define(v *value, vars []loopVar, body expr) error {
 		}
 	}
 	im.declareReads(body)
-	v.name = im.uniqueName(sanitize(v.onnx))
+	v.name = im.nameOf(v.onnx)
 	im.body = append(im.body, statement(v, vars, body))
 	return nil
 }
@@ -472,7 +490,7 @@ func (im *importer) defineCall(v *value, call string, args []*value, vars []loop
 	for _, a := range args {
 		im.materialize(a)
 	}
-	v.name = im.uniqueName(sanitize(v.onnx))
+	v.name = im.nameOf(v.onnx)
 	names := make([]string, len(args))
 	for i, a := range args {
 		names[i] = a.name
