@@ -411,7 +411,7 @@ func (im *importer) bcast(v *value, vars []loopVar) expr {
 	off := len(vars) - v.rank()
 	idx := make([]expr, v.rank())
 	for d := range idx {
-		if v.shape[d] == 1 {
+		if v.shape[d] == 1 && vars[off+d].size != 1 {
 			idx[d] = ilit(0)
 		} else {
 			idx[d] = ivar{vars[off+d].name}

@@ -237,9 +237,6 @@ func transposeOp(n *node) error {
 	idx := make([]expr, r)
 	for t, p := range perm {
 		idx[p] = ivar{vs[t].name}
-		if x.shape[p] == 1 {
-			idx[p] = ilit(0)
-		}
 	}
 	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, idx...))
 }
@@ -249,9 +246,6 @@ func alongAxis(n *node, x *value, vs []loopVar, axis int, e expr) expr {
 	idx := make([]expr, x.rank())
 	for d := range idx {
 		idx[d] = ivar{vs[d].name}
-		if x.shape[d] == 1 && d != axis {
-			idx[d] = ilit(0)
-		}
 	}
 	idx[axis] = e
 	return n.im.read(x, idx...)
@@ -382,10 +376,6 @@ func defineSlice(n *node, i int, x *value, sl []sliceAxis) error {
 	vs := vars(shape)
 	idx := make([]expr, len(sl))
 	for d, s := range sl {
-		if x.shape[d] == 1 {
-			idx[d] = ilit(0)
-			continue
-		}
 		idx[d] = add(mul(ilit(s.step), ivar{vs[d].name}), ilit(s.start))
 	}
 	return n.im.define(n.out(i, x.dt, shape), vs, n.im.read(x, idx...))
@@ -522,11 +512,6 @@ func gatherIndex(x *value, vs []loopVar, axis, q int, at expr) []expr {
 	for d := axis + 1; d < x.rank(); d++ {
 		idx = append(idx, ivar{vs[d+q-1].name})
 	}
-	for d := range idx {
-		if d != axis && x.shape[d] == 1 {
-			idx[d] = ilit(0)
-		}
-	}
 	return idx
 }
 
@@ -598,9 +583,6 @@ func padOp(n *node) error {
 		b, e := pads[d], pads[r+d]
 		i := add(ivar{vs[d].name}, ilit(-b))
 		idx[d] = i
-		if x.shape[d] == 1 && b <= 0 && e <= 0 {
-			idx[d] = ilit(0)
-		}
 		if b > 0 {
 			cond = and(cond, binary{">=", i, ilit(0)})
 		}

@@ -13,7 +13,7 @@ func batchIndex(shape []int, bv []loopVar) []expr {
 	off := len(bv) - len(shape)
 	idx := make([]expr, len(shape))
 	for d := range shape {
-		if shape[d] == 1 {
+		if shape[d] == 1 && bv[off+d].size != 1 {
 			idx[d] = ilit(0)
 		} else {
 			idx[d] = ivar{bv[off+d].name}
@@ -296,9 +296,6 @@ func convOp(n *node) error {
 		if c != nil {
 			cond = and(cond, c)
 		}
-	}
-	if batch == 1 {
-		xi[0] = ilit(0)
 	}
 	term := mul(n.im.read(x, xi...), n.im.read(wt, wi...))
 	if cond != nil {
@@ -676,9 +673,6 @@ func reduceOp(kind string) func(*node) error {
 				continue
 			}
 			idx[d] = ivar{vs[o].name}
-			if s == 1 {
-				idx[d] = ilit(0)
-			}
 			o++
 		}
 		v := n.im.read(x, idx...)
