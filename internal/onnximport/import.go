@@ -146,7 +146,13 @@ type importer struct {
 }
 
 // Import translates m into a .te program and the arrays of its params.
-func Import(m *onnxpb.ModelProto, opts Options) (*Result, error) {
+func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
+	defer func() {
+		// a bug of the importer, reported rather than crashing tec
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("internal error in the importer: %v\n  hint: please report this with the model", r)
+		}
+	}()
 	im := &importer{
 		values:  map[string]*value{},
 		taken:   reservedNames(),
@@ -252,6 +258,9 @@ func (im *importer) readInputs(g *onnxpb.GraphProto) error {
 // outputs returns the .te names of the graph's outputs, declaring each
 // that is a constant as a param.
 func (im *importer) outputs(g *onnxpb.GraphProto) ([]string, error) {
+	if len(g.GetOutput()) == 0 {
+		return nil, errors.New("the graph has no outputs")
+	}
 	var names []string
 	for _, o := range g.GetOutput() {
 		v, ok := im.values[o.GetName()]
@@ -452,6 +461,9 @@ func newValue(onnxName string, dt te.DType, shape []int) *value {
 // define makes v the tensor whose element at vars is body: folded into a
 // constant when body reads only constants, else printed as a statement.
 func (im *importer) define(v *value, vars []loopVar, body expr) error {
+	if n, err := te.CheckShape(v.shape); err != nil || n == 0 {
+		return fmt.Errorf("the result has shape %v (empty tensors are not supported)", v.shape)
+	}
 	if v.dt != body.dtype() && !(v.dt == te.F16 || v.dt == te.BF16) {
 		v.dt = body.dtype()
 	}

@@ -68,7 +68,7 @@ func reshapeTo(n *node, x *value, shape []int) error {
 	if err != nil {
 		return err
 	}
-	if nx != ny {
+	if nx != ny || nx == 0 {
 		return fmt.Errorf("cannot reshape %s to %v", typeString(x.dt, x.shape), shape)
 	}
 	vs := vars(shape)
@@ -321,8 +321,8 @@ func sliceOp(n *node) error {
 	if err != nil {
 		return err
 	}
-	if len(starts) != len(ends) {
-		return fmt.Errorf("starts and ends have different lengths")
+	if len(starts) != len(ends) || haveAxes && len(axes) != len(starts) || haveSteps && len(steps) != len(starts) {
+		return fmt.Errorf("starts, ends, axes and steps have different lengths")
 	}
 	r := x.rank()
 	sl := make([]sliceAxis, r)
@@ -395,6 +395,9 @@ func splitOp(n *node) error {
 		return err
 	}
 	k := len(n.p.GetOutput())
+	if k == 0 {
+		return fmt.Errorf("Split has no outputs")
+	}
 	if !ok {
 		if a, have := n.ints("split"); have {
 			sizes = a

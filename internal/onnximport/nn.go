@@ -154,16 +154,19 @@ func readWindow(n *node, in, k []int, ceil bool) (*window, error) {
 	r := len(in)
 	w := &window{k: k, in: in, s: ones(r), d: ones(r), pb: make([]int, r), pe: make([]int, r), out: make([]int, r)}
 	if s, ok := n.ints("strides"); ok {
-		if len(s) != r {
+		if len(s) != r || !positive(s) {
 			return nil, fmt.Errorf("strides %v for %d spatial axes", s, r)
 		}
 		w.s = s
 	}
 	if d, ok := n.ints("dilations"); ok {
-		if len(d) != r {
+		if len(d) != r || !positive(d) {
 			return nil, fmt.Errorf("dilations %v for %d spatial axes", d, r)
 		}
 		w.d = d
+	}
+	if !positive(k) {
+		return nil, fmt.Errorf("kernel shape %v", k)
 	}
 	autoPad := n.str("auto_pad", "NOTSET")
 	if p, ok := n.ints("pads"); ok {
@@ -205,6 +208,16 @@ func readWindow(n *node, in, k []int, ceil bool) (*window, error) {
 		}
 	}
 	return w, nil
+}
+
+// positive reports whether every element of s is above 0.
+func positive(s []int) bool {
+	for _, x := range s {
+		if x <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func ones(r int) []int {
@@ -437,6 +450,14 @@ func batchNormOp(n *node) error {
 		in[i] = v
 	}
 	x, scale, bias, mean, variance := in[0], in[1], in[2], in[3], in[4]
+	if x.rank() < 2 {
+		return fmt.Errorf("BatchNormalization of rank %d", x.rank())
+	}
+	for _, v := range in[1:] {
+		if !equalShape(v.shape, x.shape[1:2]) {
+			return fmt.Errorf("the statistics and affine parameters must have shape [%d], not %v", x.shape[1], v.shape)
+		}
+	}
 	if n.int("training_mode", 0) != 0 || n.numOutputs() > 1 {
 		return fmt.Errorf("BatchNormalization in training mode is not supported")
 	}
@@ -492,6 +513,14 @@ func layerNormOp(n *node) error {
 	}
 	eps := n.float("epsilon", 1e-5)
 	n.attr("stash_type") // the precision of the statistics: tec's is f32 or wider
+	for _, v := range []*value{scale, bias} {
+		if v == nil {
+			continue
+		}
+		if _, err := broadcastShape(v.shape, x.shape[axis:]); err != nil || v.rank() > x.rank()-axis {
+			return fmt.Errorf("Scale and B of shape %v do not fit the normalised axes %v", v.shape, x.shape[axis:])
+		}
+	}
 	outer := x.shape[:axis]
 	count := 1
 	for _, s := range x.shape[axis:] {

@@ -169,6 +169,9 @@ func (im *importer) node(index int, p *onnxpb.NodeProto) error {
 	for _, a := range p.GetAttribute() {
 		n.attrs[a.GetName()] = a
 	}
+	if len(p.GetOutput()) == 0 || p.GetOutput()[0] == "" {
+		return fmt.Errorf("the node has no output")
+	}
 	for _, in := range p.GetInput() {
 		if in != "" && im.values[in] == nil {
 			return fmt.Errorf("input %q is not defined before the node", in)

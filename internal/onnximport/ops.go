@@ -378,6 +378,9 @@ func constantOfShapeOp(n *node) error {
 		if fill, err = tensorArray(a.GetT()); err != nil {
 			return err
 		}
+		if len(fill.Data) != 1 {
+			return fmt.Errorf("the value must have one element, not %d", len(fill.Data))
+		}
 	}
 	size, err := te.CheckShape(shape)
 	if err != nil {

@@ -154,6 +154,11 @@ func recurrentOp(n *node, gates int, lstm bool) error {
 			bias = b.name + "[%d]"
 		}
 	}
+	for _, v := range []*value{n.in(5), n.in(6)} {
+		if v != nil && !equalShape(v.shape, []int{d, batch, hidden}) {
+			return fmt.Errorf("initial state %q of shape %v, want [%d, %d, %d]", v.onnx, v.shape, d, batch, hidden)
+		}
+	}
 	state := func(v *value) string { // an initial state, [D, B, H]
 		if v == nil {
 			return fmt.Sprintf("zeros(f32[%d, %d])", batch, hidden)
