@@ -64,6 +64,9 @@ func TestImportPyTorch(t *testing.T) {
 			if code, out, errs := runTec(t, "import", base+".onnx", "-o", prog, "--params", params); code != exitOK {
 				t.Fatalf("tec import: status %d\n%s%s", code, out, errs)
 			}
+			if code, out, _ := runTec(t, "fmt", "-l", prog); code != exitOK || out != "" {
+				t.Errorf("tec fmt -l: status %d, %q: the import is not laid out as tec fmt would", code, out)
+			}
 			run := []string{"run", prog, "--params", params, "--inputs", base + ".inputs.npz",
 				"--expected", base + ".expected.npz", "--rtol", m.rtol, "--atol", m.atol, "--max-time", "0"}
 			for _, device := range [][]string{{"--device", "ref"}, append([]string{"--device", "sim", "-O4"}, m.simFlags...)} {

@@ -14,6 +14,7 @@ import (
 
 	"tec/internal/onnxpb"
 	"tec/lang"
+	"tec/lang/syntax"
 	"tec/te"
 )
 
@@ -96,8 +97,8 @@ func iota(n int, s, o float64) []float64 {
 const f32 = onnxpb.TensorProto_FLOAT
 
 // TestImport imports small hand-built models, compares the programs with
-// the golden files in testdata (go test -update rewrites them), and
-// evaluates each with the reference evaluator against values worked out
+// the golden files in testdata (go test -update rewrites them), checks that
+// they are laid out as tec fmt would, and evaluates each with the reference evaluator against values worked out
 // by hand.
 func TestImport(t *testing.T) {
 	x6 := iota(6, 1, -2) // -2 .. 3
@@ -234,6 +235,11 @@ func TestImport(t *testing.T) {
 			}
 			if string(want) != string(res.Program) {
 				t.Errorf("the program differs from %s (go test -update rewrites it):\n%s", golden, res.Program)
+			}
+			if f, err := syntax.Parse(golden, res.Program); err != nil {
+				t.Errorf("the program does not parse: %v", err)
+			} else if out, err := syntax.Format(f, res.Program); err != nil || string(out) != string(res.Program) {
+				t.Errorf("tec fmt would change the program (%v):\n%s", err, out)
 			}
 			if tt.gather && !haveGather() {
 				t.Skip("the language does not read indices from tensors yet (the gather syntax, issue 13 item 1)")
