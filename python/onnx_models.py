@@ -95,7 +95,7 @@ class ConvOps(nn.Module):
     reach: strides and dilations per axis, groups, asymmetric padding, ceil
     mode, average pooling with and without the padding, batch norm not
     folded into a convolution, HardSwish, HardSigmoid, ReLU6, LeakyReLU,
-    channel split and concat."""
+    PReLU, channel split and concat."""
 
     def __init__(self):
         super().__init__()
@@ -104,6 +104,7 @@ class ConvOps(nn.Module):
         self.conv2 = nn.Conv2d(8, 8, 3, padding=1, groups=4, bias=False)
         self.conv1d = nn.Conv1d(8, 4, 3, stride=2)
         self.bn2 = nn.BatchNorm2d(8)
+        self.prelu = nn.PReLU(8)
         self.avg2 = nn.AvgPool2d(2)
         self.pool = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
         self.avg = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
@@ -111,7 +112,7 @@ class ConvOps(nn.Module):
     def forward(self, x):
         x = nn.functional.pad(x, (1, 0, 2, 1))
         y = self.bn2(nn.functional.hardswish(self.bn(self.conv1(x))))
-        y = nn.functional.hardsigmoid(self.conv2(y)) + nn.functional.relu6(y)
+        y = nn.functional.hardsigmoid(self.conv2(y)) + nn.functional.relu6(self.prelu(y))
         a, b = y.split([3, 5], dim=1)
         y = torch.cat([nn.functional.leaky_relu(b, 0.1), a], dim=1)
         p = self.pool(y) + self.avg(y) + self.avg2(y).mean()
@@ -123,8 +124,8 @@ class MiscOps(nn.Module):
     """Element-wise, reduction and layout operators: exact GELU (Erf),
     softmax and log-softmax over inner and last axes, layer norm on 2-D and
     3-D tensors, reductions, a strided and a
-    reversed slice, a gather of fixed indices, where, cast, expand, pow,
-    sqrt, exp, and a bidirectional GRU."""
+    reversed slice, a gather of fixed indices, where, cast, expand, tile,
+    pow, sqrt, exp, ELU, softplus, a product, and a bidirectional GRU."""
 
     def __init__(self):
         super().__init__()
@@ -143,7 +144,8 @@ class MiscOps(nn.Module):
         g = r[:, [3, 0, 2]].transpose(0, 1)  # [3, 6]
         w = torch.where(g > 0, g, torch.exp(g) - 1) + g.abs().sqrt() * g.pow(2)
         c = (w * 3).int().float() + w.mean()
-        e = c.unsqueeze(0).expand(4, 3, 6)
+        c = nn.functional.elu(c) + nn.functional.softplus(c) + c.prod(dim=0, keepdim=True) / 100
+        e = c.repeat(2, 2).reshape(2, 6, 6)[:, 1:4, :].repeat(2, 1, 1)  # [4, 3, 6]
         y, hn = self.gru(x)
         return torch.cat([y[:, :, :6] + e, hn.transpose(0, 1).reshape(1, 3, 12).expand(4, 3, 12)], dim=2)
 

@@ -43,7 +43,7 @@ type (
 	}
 	// sel is select(c, a, b).
 	sel struct{ c, a, b expr }
-	// reduce is op[vars](body), op being sum or max.
+	// reduce is op[vars](body), op being sum, max, min or prod.
 	reduce struct {
 		op   string
 		vars []loopVar
@@ -344,6 +344,8 @@ func eval(e expr, env map[string]int) (float64, error) {
 			acc = math.Inf(-1)
 		case "min":
 			acc = math.Inf(1)
+		case "prod":
+			acc = 1
 		}
 		err := forEach(e.vars, env, func() error {
 			v, err := eval(e.body, env)
@@ -352,6 +354,8 @@ func eval(e expr, env map[string]int) (float64, error) {
 				acc = math.Max(acc, v)
 			case "min":
 				acc = math.Min(acc, v)
+			case "prod":
+				acc *= v
 			default:
 				acc += v
 			}

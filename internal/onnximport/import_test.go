@@ -202,6 +202,16 @@ func TestImport(t *testing.T) {
 			want:   map[string][]float64{"y": {-1, -1, 0, 0, 1, 1}},
 		},
 		{
+			// variadic Sum and Mean, broadcast
+			name: "sum_mean",
+			model: newGraph().input("x", f32, 2, 3).floats("b", []int64{3}, 1, 2, 3).floats("c", []int64{2, 1}, 10, 20).
+				node("Sum", []string{"x", "b", "c"}, []string{"s"}).
+				node("Mean", []string{"s", "b"}, []string{"y"}).output("y").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{2, 3}, Data: x6}},
+			// s = [[9, 11, 13], [22, 24, 26]]
+			want: map[string][]float64{"y": {5, 6.5, 8, 11.5, 13, 14.5}},
+		},
+		{
 			// a 2-step LSTM of hidden size 1 whose weights are all zero
 			// but the input's to the cell gate: c = σ(0)·tanh(x) summed,
 			// h = σ(0)·tanh(c)

@@ -599,3 +599,30 @@ func padOp(n *node) error {
 	}
 	return n.im.define(n.out(0, x.dt, shape), vs, body)
 }
+
+func tileOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	reps, _, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	if len(reps) != x.rank() || !positive(reps) {
+		return fmt.Errorf("repeats %v for a tensor of rank %d", reps, x.rank())
+	}
+	shape := make([]int, x.rank())
+	for d := range shape {
+		shape[d] = x.shape[d] * reps[d]
+	}
+	vs := vars(shape)
+	idx := make([]expr, x.rank())
+	for d := range idx {
+		idx[d] = ivar{vs[d].name}
+		if reps[d] > 1 {
+			idx[d] = imod(idx[d], x.shape[d])
+		}
+	}
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, idx...))
+}

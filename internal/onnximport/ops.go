@@ -30,6 +30,9 @@ func init() {
 		"HardSigmoid": hardSigmoidOp,
 		"HardSwish":   hardSwishOp,
 		"LeakyRelu":   leakyReluOp,
+		"PRelu":       preluOp,
+		"Elu":         eluOp,
+		"Softplus":    unaryOp(func(x expr) expr { return call("log", add(flit(1), call("exp", x))) }),
 		"Clip":        clipOp,
 		"Cast":        castOp,
 		"Identity":    identityOp,
@@ -42,6 +45,8 @@ func init() {
 		"Pow":            powOp,
 		"Max":            variadicOp("max"),
 		"Min":            variadicOp("min"),
+		"Sum":            variadicOp("+"),
+		"Mean":           variadicOp("mean"),
 		"Equal":          binaryOp("=="),
 		"Less":           binaryOp("<"),
 		"LessOrEqual":    binaryOp("<="),
@@ -67,6 +72,7 @@ func init() {
 		"Gather":    gatherOp,
 		"Expand":    expandOp,
 		"Pad":       padOp,
+		"Tile":      tileOp,
 		// neural-network layers (nn.go, rnn.go)
 		"MatMul":             matmulOp,
 		"Gemm":               gemmOp,
@@ -83,6 +89,7 @@ func init() {
 		"ReduceSum":          reduceOp("sum"),
 		"ReduceMax":          reduceOp("max"),
 		"ReduceMin":          reduceOp("min"),
+		"ReduceProd":         reduceOp("prod"),
 		"LSTM":               lstmOp,
 		"GRU":                gruOp,
 	}
@@ -185,7 +192,15 @@ func variadicOp(op string) func(*node) error {
 		return elementwise(n, func(x []expr) expr {
 			e := x[0]
 			for _, y := range x[1:] {
-				e = binary{op, e, y}
+				switch op {
+				case "+", "mean":
+					e = add(e, y)
+				default:
+					e = binary{op, e, y}
+				}
+			}
+			if op == "mean" {
+				e = div(e, flit(float64(len(x))))
 			}
 			return e
 		}, ins...)
@@ -233,6 +248,27 @@ func leakyReluOp(n *node) error {
 	alpha := n.float("alpha", 0.01)
 	return unaryOp(func(x expr) expr {
 		return sel{binary{">=", x, flit(0)}, x, mul(flit(alpha), x)}
+	})(n)
+}
+
+func preluOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	slope, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	return elementwise(n, func(a []expr) expr {
+		return sel{binary{">=", a[0], flit(0)}, a[0], mul(a[1], a[0])}
+	}, x, slope)
+}
+
+func eluOp(n *node) error {
+	alpha := n.float("alpha", 1)
+	return unaryOp(func(x expr) expr {
+		return sel{binary{">=", x, flit(0)}, x, mul(flit(alpha), sub(call("exp", x), flit(1)))}
 	})(n)
 }
 
