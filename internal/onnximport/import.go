@@ -401,15 +401,12 @@ func (im *importer) materialize(v *value) {
 }
 
 // read returns the element of v at idx (one index per dimension): a number
-// when v is a constant of equal values, else an access of v, declared as
-// a param first if it is a constant.
+// when v is a constant of equal values, else an access of v. A constant is
+// declared as a param when a statement that reads it is printed, not when
+// the statement folds.
 func (im *importer) read(v *value, idx ...expr) expr {
 	if u, ok := v.uniform(); ok {
 		return lit{u, v.dt}
-	}
-	if v.constant != nil && v.name == "" {
-		// declared when the statement is printed, not when it folds
-		return access{v, idx}
 	}
 	return access{v, idx}
 }

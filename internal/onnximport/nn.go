@@ -477,17 +477,6 @@ func batchNormOp(n *node) error {
 	return n.im.define(out, vs, body)
 }
 
-// lastAxes splits vars at axis: the outer variables, and fresh reduction
-// axes for the rest.
-func (im *importer) lastAxes(shape []int, axis int) ([]loopVar, []loopVar) {
-	vs := vars(shape)
-	var red []loopVar
-	for _, s := range shape[axis:] {
-		red = append(red, im.raxis(s))
-	}
-	return vs, red
-}
-
 // withAxes returns the outer variables of vs (up to len(outer)) followed by
 // inner.
 func withAxes(vs []loopVar, outer int, inner []loopVar) []expr {

@@ -439,14 +439,7 @@ func shapeOp(n *node) error {
 		return err
 	}
 	r := x.rank()
-	start, err := clampAxis(n.int("start", 0), r)
-	if err != nil {
-		return err
-	}
-	end, err := clampAxis(n.int("end", r), r)
-	if err != nil {
-		return err
-	}
+	start, end := clampAxis(n.int("start", 0), r), clampAxis(n.int("end", r), r)
 	dims := x.shape[start:max(start, end)]
 	arr := te.NewArray(te.I32, []int{len(dims)})
 	for i, d := range dims {
@@ -456,12 +449,12 @@ func shapeOp(n *node) error {
 	return nil
 }
 
-// clampAxis normalises a Shape or Slice bound of a tensor of rank r.
-func clampAxis(a, r int) (int, error) {
+// clampAxis normalises a bound of Shape's start and end for rank r.
+func clampAxis(a, r int) int {
 	if a < 0 {
 		a += r
 	}
-	return min(max(a, 0), r), nil
+	return min(max(a, 0), r)
 }
 
 func rangeOp(n *node) error {
