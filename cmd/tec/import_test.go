@@ -156,6 +156,14 @@ func TestImportErrors(t *testing.T) {
 	if err := os.WriteFile(notONNX, []byte("\xff\xff\xff not a protobuf"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	huge := filepath.Join(dir, "huge.onnx") // sparse: no disk taken
+	if f, err := os.Create(huge); err != nil {
+		t.Fatal(err)
+	} else if err := f.Truncate(3 << 30); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -163,6 +171,8 @@ func TestImportErrors(t *testing.T) {
 		code   string
 		want   string
 	}{
+		{"too large", []string{"import", huge}, exitUser, codeIO, "larger than 2 GiB"},
+		{"endless device", []string{"import", "/dev/zero"}, exitUser, codeIO, "/dev/zero: the file is larger than 64 MiB"},
 		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (Resize "/act/Resize"): operator Resize is not supported`},
 		{"not ONNX", []string{"import", notONNX}, exitUser, codeImport, "not an ONNX model"},
 		{"missing file", []string{"import", filepath.Join(dir, "none.onnx")}, exitUser, codeIO, "none.onnx"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,9 +12,28 @@ import (
 	"tec/lang"
 )
 
-// maxONNXBytes is the largest .onnx file tec import reads: 2 GiB, the
-// most a protobuf message may hold.
-const maxONNXBytes = 2 << 30
+// The largest .onnx file tec import reads: 2 GiB, the most a protobuf
+// message may hold; from a device or a pipe, whose size is not known
+// before it is read, 64 MiB (so that /dev/zero fails fast).
+const (
+	maxONNXBytes       = 2 << 30
+	maxONNXStreamBytes = 64 << 20
+)
+
+// readONNX reads the model file at path within the limits above.
+func readONNX(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(maxONNXBytes)
+	if !st.Mode().IsRegular() {
+		limit = maxONNXStreamBytes
+	} else if st.Size() > limit {
+		return nil, &safefile.TooLargeError{Path: path, Limit: limit}
+	}
+	return safefile.ReadFile(path, limit)
+}
 
 func importCommand() *command {
 	c := &command{
@@ -68,7 +88,7 @@ import succeeds. docs/import.md lists the operators and the naming scheme.`,
 }
 
 func (e *env) importONNX(c *command, file, out, params, model string) int {
-	data, err := safefile.ReadFile(file, maxONNXBytes)
+	data, err := readONNX(file)
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeIO, file: file, err: err})
 	}
