@@ -12,7 +12,6 @@ import (
 
 	"tec/internal/onnxpb"
 	"tec/internal/tensorio"
-	"tec/lang"
 )
 
 // pythonWithTorch is the interpreter that exports the models: Debian's,
@@ -56,9 +55,6 @@ func TestImportPyTorch(t *testing.T) {
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
-			if m.name == "gpt2" && !haveGather() {
-				t.Skip("the token embedding needs the gather syntax wte[ids[i0, i1], i2], which the language does not have yet (issue 13, item 1)")
-			}
 			base := filepath.Join(dir, m.name)
 			prog, params := base+".te", base+".npz"
 			if code, out, errs := runTec(t, "import", base+".onnx", "-o", prog, "--params", params); code != exitOK {
@@ -77,13 +73,6 @@ func TestImportPyTorch(t *testing.T) {
 			}
 		})
 	}
-}
-
-// haveGather reports whether the language reads an index from a tensor.
-func haveGather() bool {
-	src := "model g {\n  input ids: i32[2]\n  param w: f32[4, 3]\n  e[s, d] = w[ids[s], d]\n  output e\n}\n"
-	_, diags := lang.Check("g.te", []byte(src), lang.Config{})
-	return !diags.HasErrors()
 }
 
 // writeONNX writes a model of one node to dir/name.onnx: op on the input

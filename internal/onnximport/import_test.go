@@ -107,7 +107,6 @@ func TestImport(t *testing.T) {
 		model  *onnxpb.ModelProto
 		inputs map[string]*te.Array
 		want   map[string][]float64
-		gather bool // needs the gather syntax
 	}{
 		{
 			name: "add_broadcast",
@@ -186,7 +185,6 @@ func TestImport(t *testing.T) {
 				node("Gather", []string{"table", "ids"}, []string{"y"}).output("y").model(13),
 			inputs: map[string]*te.Array{"ids": {DType: te.I32, Shape: []int{3}, Data: []float64{3, 0, 1}}},
 			want:   map[string][]float64{"y": {30, 31, 0, 1, 10, 11}},
-			gather: true,
 		},
 		{
 			// where, a comparison, a cast to int64 and back, and a
@@ -251,9 +249,6 @@ func TestImport(t *testing.T) {
 			} else if out, err := syntax.Format(f, res.Program); err != nil || string(out) != string(res.Program) {
 				t.Errorf("tec fmt would change the program (%v):\n%s", err, out)
 			}
-			if tt.gather && !haveGather() {
-				t.Skip("the language does not read indices from tensors yet (the gather syntax, issue 13 item 1)")
-			}
 			prog, diags := lang.Check(golden, res.Program, lang.Config{})
 			if diags.HasErrors() {
 				t.Fatalf("the program does not check:\n%v", diags)
@@ -283,12 +278,6 @@ func TestImport(t *testing.T) {
 			}
 		})
 	}
-}
-
-func haveGather() bool {
-	src := "model g {\n  input ids: i32[2]\n  param w: f32[4, 3]\n  e[s, d] = w[ids[s], d]\n  output e\n}\n"
-	_, diags := lang.Check("g.te", []byte(src), lang.Config{})
-	return !diags.HasErrors()
 }
 
 // TestFoldedNodeLeavesNoStatement checks that a folded node prints nothing:
