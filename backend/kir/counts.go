@@ -10,7 +10,10 @@ import "fmt"
 // for each f32 Atomic; i32 index arithmetic, casts, comparisons and selects
 // count nothing. An Atomic on a global element counts its element both as
 // loaded and as stored. Shuffles counts one for each thread that evaluates
-// a Shuffle.
+// a Shuffle. MMAs counts one for each warp that executes an MMA, whose
+// 2·M·N·K multiply-adds count among the FLOPs; a VecCopy or CopyAsync
+// moves 16 bytes per thread, counted as loaded from or stored to global
+// memory where that is the space of its source or destination.
 type Counts struct {
 	LoadBytes     int64 // bytes read from global memory
 	StoreBytes    int64 // bytes written to global memory
@@ -18,6 +21,7 @@ type Counts struct {
 	BlockBarriers int64 // SyncThreads passed, once per block
 	GridSyncs     int64 // GridSyncs passed, once per grid
 	Shuffles      int64 // warp shuffles, once per thread
+	MMAs          int64 // tensor-core MMAs, once per warp
 }
 
 // Add adds d to c.
@@ -28,6 +32,7 @@ func (c *Counts) Add(d Counts) {
 	c.BlockBarriers += d.BlockBarriers
 	c.GridSyncs += d.GridSyncs
 	c.Shuffles += d.Shuffles
+	c.MMAs += d.MMAs
 }
 
 // String formats the counts for people.
@@ -36,6 +41,9 @@ func (c Counts) String() string {
 		c.LoadBytes, c.StoreBytes, c.FLOPs, c.BlockBarriers, c.GridSyncs)
 	if c.Shuffles > 0 {
 		s += fmt.Sprintf(", %d shuffles", c.Shuffles)
+	}
+	if c.MMAs > 0 {
+		s += fmt.Sprintf(", %d mma", c.MMAs)
 	}
 	return s
 }

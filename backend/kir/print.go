@@ -194,11 +194,50 @@ func (p *printer) stmt(s Stmt, depth int) {
 		}
 		p.stmts(s.Body, depth+1)
 		p.line(depth, "}")
+	case *MMA:
+		p.line(depth, "%s = mma.%s.%s(%s, %s, %s)", frag(s.D), s.Shape, mmaType(s), frag(s.A), frag(s.B), frag(s.C))
+	case *LdMatrix:
+		trans := ""
+		if s.Trans {
+			trans = ".trans"
+		}
+		p.line(depth, "%s = ldmatrix.x%d%s(%s[%s])", frag(s.Dst), s.Num, trans, bufName(s.Src), p.expr(s.Index))
+	case *VecCopy:
+		p.line(depth, "%s[%s] = vec%d(%s[%s])", bufName(s.Dst), p.expr(s.DstIndex), vecLen(s.Src), bufName(s.Src), p.expr(s.SrcIndex))
+	case *CopyAsync:
+		kind := "ca"
+		if s.Bypass {
+			kind = "cg"
+		}
+		p.line(depth, "cp.async.%s %s[%s] = vec%d(%s[%s])", kind, bufName(s.Dst), p.expr(s.DstIndex), vecLen(s.Src), bufName(s.Src), p.expr(s.SrcIndex))
+	case *CommitGroup:
+		p.line(depth, "cp.async.commit_group")
+	case *WaitGroup:
+		p.line(depth, "cp.async.wait_group %d", s.N)
 	case nil:
 		p.line(depth, "<nil>")
 	default:
 		p.line(depth, "<%T>", s)
 	}
+}
+
+// frag formats a fragment as "name@offset".
+func frag(f Frag) string { return fmt.Sprintf("%s@%d", bufName(f.Buf), f.Off) }
+
+// mmaType names an MMA's operand type as PTX does: f16, bf16 or tf32.
+func mmaType(s *MMA) string {
+	if s.In == te.F32 {
+		return "tf32"
+	}
+	return s.In.String()
+}
+
+// vecLen returns the elements of a 16-byte vector of b's type, 0 for none.
+func vecLen(b *Buffer) int {
+	if b == nil || b.DType.Size() == 0 {
+		return 0
+	}
+	return VecLen(b.DType)
 }
 
 func bufName(b *Buffer) string {

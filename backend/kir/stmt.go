@@ -3,7 +3,9 @@ package kir
 import "tec/te"
 
 // Stmt is a statement of a kernel body. The concrete types are *Let, *Assign,
-// *Store, *Atomic, *If, *For, *SyncThreads, *GridSync and *Stage.
+// *Store, *Atomic, *If, *For, *SyncThreads, *GridSync and *Stage, and the
+// warp-level and 16-byte statements of warp.go: *MMA, *LdMatrix, *VecCopy,
+// *CopyAsync, *CommitGroup and *WaitGroup.
 type Stmt interface {
 	stmtNode()
 }
@@ -158,5 +160,13 @@ func Exprs(s Stmt, f func(Expr)) {
 	case *For:
 		f(s.Lo)
 		f(s.Hi)
+	case *VecCopy:
+		f(s.DstIndex)
+		f(s.SrcIndex)
+	case *CopyAsync:
+		f(s.DstIndex)
+		f(s.SrcIndex)
+	case *LdMatrix:
+		f(s.Index)
 	}
 }

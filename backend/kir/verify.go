@@ -31,6 +31,12 @@ const maxErrors = 20
 //     Let-defined variables are assigned;
 //   - every expression is well typed, and stores and atomics store values of
 //     the buffer's type (atomics: f32 in global or shared memory);
+//   - the warp-level and 16-byte statements (MMA, LdMatrix, VecCopy,
+//     CopyAsync, WaitGroup) have fragments of the right arrays, types and
+//     lengths in bounds, copies of one type between the right spaces, and
+//     no constant index of a 16-byte access that is misaligned (which
+//     indexes the simulator checks at run time, as it checks that a warp
+//     executes an MMA or LdMatrix with all its lanes);
 //   - SyncThreads occurs only under control flow uniform across each block,
 //     and GridSync only under control flow uniform across the grid, and only
 //     in a kernel with an all-resident grid.
@@ -424,6 +430,8 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 		v.stage = s.Name
 		v.stmts(s.Body, ctx, true)
 		v.stage = outer
+	case *MMA, *LdMatrix, *VecCopy, *CopyAsync, *CommitGroup, *WaitGroup:
+		v.warpStmt(s)
 	case nil:
 		v.errorf("nil statement")
 	default:
@@ -667,6 +675,65 @@ func shuffleErr(e *Shuffle) string {
 		return fmt.Sprintf("shuffle offset %d (want 0 to %d)", e.Offset, WarpSize-1)
 	case e.Width < 1 || e.Width > WarpSize || e.Width&(e.Width-1) != 0:
 		return fmt.Sprintf("shuffle width %d (want a power of two from 1 to %d)", e.Width, WarpSize)
+	}
+	return ""
+}
+
+// warpStmt checks an MMA, LdMatrix, VecCopy, CopyAsync, CommitGroup or
+// WaitGroup.
+func (v *verifier) warpStmt(s Stmt) {
+	Exprs(s, func(e Expr) { v.expr(e, s) })
+	if !v.check {
+		return
+	}
+	msg := ""
+	switch s := s.(type) {
+	case *MMA:
+		msg = mmaErr(s)
+		for _, f := range []Frag{s.A, s.B, s.C, s.D} {
+			if f.Buf != nil && !v.declared[f.Buf] {
+				v.errorf("buffer %s is not declared in the kernel: %s", f.Buf.Name, v.describe(s))
+			}
+		}
+	case *LdMatrix:
+		msg = ldmatrixErr(s)
+		if msg == "" {
+			v.buffer(s.Src, s.Index, s)
+			v.buffer(s.Dst.Buf, I(s.Dst.Off), s)
+			if c, ok := s.Index.(*Const); ok && int(c.Value)%8 != 0 {
+				msg = fmt.Sprintf("misaligned ldmatrix row %s[%d]: the index is not a multiple of 8", s.Src.Name, int(c.Value))
+			}
+		}
+	case *VecCopy:
+		msg = copyErr("vector copy", s.Dst, s.Src, false)
+		if msg == "" {
+			v.buffer(s.Dst, s.DstIndex, s)
+			v.buffer(s.Src, s.SrcIndex, s)
+			msg = cmpOr(vecIndexErr(s.Dst, s.DstIndex), vecIndexErr(s.Src, s.SrcIndex))
+		}
+	case *CopyAsync:
+		msg = copyErr("cp.async", s.Dst, s.Src, true)
+		if msg == "" {
+			v.buffer(s.Dst, s.DstIndex, s)
+			v.buffer(s.Src, s.SrcIndex, s)
+			msg = cmpOr(vecIndexErr(s.Dst, s.DstIndex), vecIndexErr(s.Src, s.SrcIndex))
+		}
+	case *WaitGroup:
+		if s.N < 0 || s.N > 7 {
+			msg = fmt.Sprintf("cp.async.wait_group %d (want 0 to 7)", s.N)
+		}
+	}
+	if msg != "" {
+		v.errorf("%s: %s", msg, v.describe(s))
+	}
+}
+
+// cmpOr returns the first non-empty string.
+func cmpOr(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
 	}
 	return ""
 }

@@ -85,12 +85,7 @@ func (w *epochWalker) nested(s Stmt) {
 // direct records the buffers that s itself (not its nested statements)
 // touches.
 func (w *epochWalker) direct(s Stmt, first, last int) {
-	switch s := s.(type) {
-	case *Store:
-		w.touch(s.Buf, first, last)
-	case *Atomic:
-		w.touch(s.Buf, first, last)
-	}
+	Accesses(s, func(b *Buffer, _ bool) { w.touch(b, first, last) })
 	Exprs(s, func(e Expr) {
 		WalkExpr(e, func(x Expr) bool {
 			if l, ok := x.(*Load); ok {

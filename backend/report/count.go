@@ -125,6 +125,38 @@ func (c *counter) stmt(s kir.Stmt) {
 		c.counts.GridSyncs += c.count() / (int64(c.threads) * int64(c.grid))
 	case *kir.Stage:
 		c.stmts(s.Body)
+	case *kir.MMA:
+		m, n, k := s.Shape.Dims()
+		warps := c.count() / kir.WarpSize
+		c.counts.MMAs += warps
+		c.counts.FLOPs += warps * int64(2*m*n*k)
+	case *kir.LdMatrix:
+		c.cost(s.Index)
+	case *kir.VecCopy:
+		c.cost(s.DstIndex)
+		c.cost(s.SrcIndex)
+		c.vector(s.Src, false)
+		c.vector(s.Dst, true)
+	case *kir.CopyAsync:
+		c.cost(s.DstIndex)
+		c.cost(s.SrcIndex)
+		c.vector(s.Src, false)
+	}
+}
+
+// vector counts a 16-byte access of buf per thread, where buf is global.
+func (c *counter) vector(buf *kir.Buffer, store bool) {
+	if buf.Space != kir.Global {
+		return
+	}
+	n := c.count() * kir.VecBytes
+	t := c.bufTraffic(buf)
+	if store {
+		c.counts.StoreBytes += n
+		t.Store += n
+	} else {
+		c.counts.LoadBytes += n
+		t.Load += n
 	}
 }
 

@@ -32,6 +32,9 @@ type program struct {
 	assigned map[*kir.Var]bool
 	stages   []string
 	body     sfn
+	// hasAsync says that the kernel issues cp.async, whose groups each
+	// block tracks.
+	hasAsync bool
 
 	// syncs says what spans a grid sync; ownRegs, ownScratch and ownLists
 	// say, by slot, which vectors every block has a copy of, and common
@@ -71,6 +74,7 @@ type block struct {
 	stage   int16 // index of the current stage, -1 outside stages
 	yield   func(struct{}) bool
 	counts  kir.Counts
+	async   *asyncState // nil unless the kernel issues cp.async
 }
 
 func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
@@ -135,6 +139,9 @@ func (p *program) newBlock(grid int) *block {
 	}
 	for _, buf := range p.k.Locals {
 		b.local = append(b.local, make([]float64, buf.Len()*t))
+	}
+	if p.hasAsync {
+		b.async = p.newAsync()
 	}
 	return b
 }
@@ -211,6 +218,9 @@ func (b *block) reset(id int) {
 	}
 	for _, l := range b.local {
 		fillNaN(l)
+	}
+	if b.async != nil {
+		b.async.reset()
 	}
 }
 
@@ -331,6 +341,18 @@ func (p *program) stmt(s kir.Stmt) sfn {
 				panic(errStopped)
 			}
 		}
+	case *kir.MMA:
+		return p.mma(s)
+	case *kir.LdMatrix:
+		return p.ldmatrix(s)
+	case *kir.VecCopy:
+		return p.vecCopy(s)
+	case *kir.CopyAsync:
+		return p.copyAsync(s)
+	case *kir.CommitGroup:
+		return p.commitGroup()
+	case *kir.WaitGroup:
+		return p.waitGroup(s.N)
 	case *kir.Stage:
 		idx := int16(len(p.stages))
 		p.stages = append(p.stages, s.Name)
@@ -710,6 +732,7 @@ func (p *program) load(e *kir.Load) vfn {
 				if i < 0 || i >= n {
 					b.faultf(l, "load of shared %s[%d] out of bounds of %s", buf.Name, i, typeString(buf))
 				}
+				b.checkPending(j, buf, i, l)
 				if sh != nil {
 					b.checkRead(sh, buf, i, l, true)
 				}

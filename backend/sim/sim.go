@@ -39,6 +39,16 @@
 // among the races (Race.Uninit). Inputs and params, which the caller
 // supplies, and outputs count as initialised.
 //
+// The warp-level statements run warp by warp: an MMA gathers each lane's
+// fragment registers as the PTX ISA lays them out (kir.FragElem), so a
+// fragment loaded from the wrong element gives a wrong result, and an MMA
+// or LdMatrix that a warp executes without all its lanes is a fault. A
+// VecCopy or CopyAsync whose address is not 16-byte aligned is a fault. A
+// CopyAsync reads global memory when it is issued and writes shared memory
+// when a WaitGroup of its thread completes its group, as a write of that
+// thread; a read of an element whose copy is still in flight is reported
+// among the races (Race.Async), with or without Options.Race.
+//
 // When the module records its GPU (kir.Module.GPU), every launch is checked
 // against it before it runs, as the CUDA runtime would refuse it: threads
 // per block and shared memory per block within the GPU's limits, and for a
@@ -110,6 +120,9 @@ type Race struct {
 	// Uninit marks an uninitialised read: Second is the read, First is
 	// zero.
 	Uninit bool
+	// Async marks a read of a shared element (Second) while the cp.async
+	// that writes it (First) has not been waited on by its thread.
+	Async  bool
 	First  Access // the earlier access
 	Second Access // the later access, which found the race
 }
@@ -120,6 +133,9 @@ type Race struct {
 func (r Race) String() string {
 	if r.Uninit {
 		return r.uninitString()
+	}
+	if r.Async {
+		return r.asyncString()
 	}
 	stage := r.Second.Stage
 	if stage == "" {
@@ -149,6 +165,17 @@ func (r Race) uninitString() string {
 	}
 	return fmt.Sprintf("%s: uninitialised read of %s %s[%d] by block %d thread %d: no thread of %s has written it",
 		where, space, r.Buffer, r.Index, r.Second.Block, r.Second.Thread, who)
+}
+
+// asyncString describes a read of a cp.async's destination before the
+// copy was waited on.
+func (r Race) asyncString() string {
+	where := "kernel " + r.Kernel
+	if r.Second.Stage != "" {
+		where += ", stage " + r.Second.Stage
+	}
+	return fmt.Sprintf("%s: read of shared %s[%d] by block %d thread %d while the cp.async to it by block %d thread %d is in flight: no cp.async.wait_group of that thread has completed it",
+		where, r.Buffer, r.Index, r.Second.Block, r.Second.Thread, r.First.Block, r.First.Thread)
 }
 
 func stageNote(s, shown string) string {

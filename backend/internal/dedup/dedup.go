@@ -220,9 +220,46 @@ func (w *keyWriter) stmt(s kir.Stmt) {
 	case *kir.Stage:
 		w.str("stage")
 		w.stmts(s.Body)
+	case *kir.MMA:
+		w.str(fmt.Sprintf("mma %s %s ", s.Shape, s.In))
+		for _, f := range []kir.Frag{s.D, s.A, s.B, s.C} {
+			w.frag(f)
+		}
+	case *kir.LdMatrix:
+		w.str(fmt.Sprintf("ldmatrix %d %t ", s.Num, s.Trans))
+		w.frag(s.Dst)
+		w.str(w.bufs[s.Src])
+		w.expr(s.Index)
+	case *kir.VecCopy:
+		w.str("vec ")
+		w.copy(s.Dst, s.DstIndex, s.Src, s.SrcIndex)
+	case *kir.CopyAsync:
+		w.str(fmt.Sprintf("cp.async %t ", s.Bypass))
+		w.copy(s.Dst, s.DstIndex, s.Src, s.SrcIndex)
+	case *kir.CommitGroup:
+		w.str("commit")
+	case *kir.WaitGroup:
+		w.str("wait ")
+		w.int(int64(s.N))
 	default:
 		w.str(fmt.Sprintf("%T", s))
 	}
+}
+
+// frag writes a fragment: its array and offset.
+func (w *keyWriter) frag(f kir.Frag) {
+	w.str(w.bufs[f.Buf])
+	w.b = append(w.b, '@')
+	w.int(int64(f.Off))
+	w.b = append(w.b, ' ')
+}
+
+// copy writes the operands of a 16-byte copy.
+func (w *keyWriter) copy(dst *kir.Buffer, di kir.Expr, src *kir.Buffer, si kir.Expr) {
+	w.str(w.bufs[dst])
+	w.expr(di)
+	w.str(w.bufs[src])
+	w.expr(si)
 }
 
 func (w *keyWriter) expr(e kir.Expr) {

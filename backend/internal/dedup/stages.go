@@ -149,6 +149,9 @@ func stageBuffers(s *kir.Stage) ([]*kir.Buffer, bool) {
 		case *kir.Atomic:
 			add(st.Buf)
 		}
+		if kir.IsWarpLevel(st) {
+			ok = false // fragments are local arrays, copies are not rebased
+		}
 		kir.Exprs(st, func(e kir.Expr) {
 			kir.WalkExpr(e, func(x kir.Expr) bool {
 				switch x := x.(type) {

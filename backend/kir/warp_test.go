@@ -1,0 +1,101 @@
+package kir_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tec/backend/internal/kirtest"
+	"tec/backend/kir"
+	"tec/te"
+)
+
+var updateWarp = flag.Bool("update-warp", false, "rewrite testdata/pipeline.kir")
+
+// TestWarpGolden checks the text form of the warp-level and 16-byte
+// statements.
+func TestWarpGolden(t *testing.T) {
+	got := kirtest.Pipeline(kirtest.PipelineBugs{}).String() + "\n" + kirtest.MMA(kir.M16N8K8, te.F32, kirtest.ISAFragIndex).String()
+	path := filepath.Join("testdata", "pipeline.kir")
+	if *updateWarp {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update-warp to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run go test -update-warp to accept):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// TestVerifyWarp checks that the verifier accepts the warp-level test
+// modules and rejects each malformed statement with a clear message.
+func TestVerifyWarp(t *testing.T) {
+	for _, m := range []*kir.Module{kirtest.Pipeline(kirtest.PipelineBugs{}), kirtest.Vectors(0),
+		kirtest.MMA(kir.M16N8K16, te.BF16, kirtest.ISAFragIndex), kirtest.MMA(kir.M16N8K8, te.F32, kirtest.ISAFragIndex)} {
+		if err := kir.Verify(m); err != nil {
+			t.Errorf("%s: %v", m.Name, err)
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(k *kir.Kernel)
+		want   string
+	}{
+		{"mma of f32 in m16n8k16", func(k *kir.Kernel) {
+			m := first[*kir.MMA](k)
+			m.In = te.F32
+		}, "mma.m16n8k16 of f32 (want f16 or bf16)"},
+		{"fragment too short", func(k *kir.Kernel) {
+			m := first[*kir.MMA](k)
+			m.A.Off = 2
+		}, "mma.m16n8k16 fragment a of 8 elements at 2 is out of bounds of fa f16[8]"},
+		{"accumulator of f16", func(k *kir.Kernel) {
+			m := first[*kir.MMA](k)
+			m.C = m.A
+		}, "mma.m16n8k16 fragment c in f16 array fa (want f32)"},
+		{"ldmatrix.x3", func(k *kir.Kernel) {
+			l := first[*kir.LdMatrix](k)
+			l.Num = 3
+		}, "ldmatrix.x3 (want x1, x2 or x4)"},
+		{"misaligned ldmatrix row", func(k *kir.Kernel) {
+			l := first[*kir.LdMatrix](k)
+			l.Index = kir.I(4)
+		}, "misaligned ldmatrix row sa[4]: the index is not a multiple of 8"},
+		{"misaligned vector copy", func(k *kir.Kernel) {
+			v := first[*kir.VecCopy](k)
+			v.SrcIndex = kir.I(12)
+		}, "misaligned 16-byte access to a[12]: the index is not a multiple of 8"},
+		{"cp.async from shared", func(k *kir.Kernel) {
+			k.Body = append(k.Body, &kir.CopyAsync{Dst: k.Shared[0], DstIndex: kir.I(0), Src: k.Shared[0], SrcIndex: kir.I(8)})
+		}, "cp.async from shared sa to shared sa (want global to shared)"},
+		{"vector copy between types", func(k *kir.Kernel) {
+			k.Body = append(k.Body, &kir.VecCopy{Dst: k.Locals[2], DstIndex: kir.I(0), Src: k.Shared[0], SrcIndex: kir.I(0)})
+		}, "vector copy from f16 sa to f32 acc: the types differ"},
+		{"wait_group 9", func(k *kir.Kernel) { k.Body = append(k.Body, &kir.WaitGroup{N: 9}) }, "cp.async.wait_group 9 (want 0 to 7)"},
+	}
+	for _, tc := range tests {
+		m := kirtest.Pipeline(kirtest.PipelineBugs{})
+		tc.mutate(m.Kernels[0])
+		err := kir.Verify(m)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// first returns the first statement of type T of k's body.
+func first[T kir.Stmt](k *kir.Kernel) T {
+	for _, s := range k.Body {
+		if x, ok := s.(T); ok {
+			return x
+		}
+	}
+	panic("no statement to mutate")
+}
