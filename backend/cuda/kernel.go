@@ -81,12 +81,11 @@ func liveVars(body []kir.Stmt) map[*kir.Var]bool {
 func writtenBy(body []kir.Stmt) map[*kir.Buffer]bool {
 	w := map[*kir.Buffer]bool{}
 	kir.WalkStmts(body, func(s kir.Stmt) bool {
-		switch s := s.(type) {
-		case *kir.Store:
-			w[s.Buf] = true
-		case *kir.Atomic:
-			w[s.Buf] = true
-		}
+		kir.Accesses(s, func(b *kir.Buffer, write bool) {
+			if write {
+				w[b] = true
+			}
+		})
 		return true
 	})
 	return w
@@ -117,6 +116,11 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 	if w.dynamic {
 		w.line(1, "extern __shared__ __align__(16) unsigned char tec_dynamic_smem[];")
 	}
+	// Arrays that 16-byte accesses or fragments use must be aligned.
+	align := ""
+	if usesWarpLevel(k) {
+		align = "__align__(16) "
+	}
 	var off int64
 	for _, s := range k.Shared {
 		name := w.scope.Name(safe(s.Name))
@@ -127,12 +131,12 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 			off += s.Bytes()
 			continue
 		}
-		w.line(1, "__shared__ %s %s[%d];  // %s", cType(s.DType), name, s.Len(), shapeComment(s))
+		w.line(1, "__shared__ %s%s %s[%d];  // %s", align, cType(s.DType), name, s.Len(), shapeComment(s))
 	}
 	for _, l := range k.Locals {
 		name := w.scope.Name(safe(l.Name))
 		n.local[l] = name
-		w.line(1, "%s %s[%d];  // %s, per thread", cType(l.DType), name, l.Len(), shapeComment(l))
+		w.line(1, "%s%s %s[%d];  // %s, per thread", align, cType(l.DType), name, l.Len(), shapeComment(l))
 	}
 	w.stmts(k.Body, 1)
 	b.WriteString("}\n")
@@ -272,6 +276,8 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 		w.forStmt(s, depth)
 	case *kir.SyncThreads:
 		w.line(depth, "__syncthreads();")
+	case *kir.MMA, *kir.LdMatrix, *kir.VecCopy, *kir.CopyAsync, *kir.CommitGroup, *kir.WaitGroup:
+		w.warpStmt(s, depth)
 	case *kir.GridSync:
 		w.line(depth, "grid.sync();")
 	case *kir.Stage:

@@ -88,11 +88,14 @@ func (g *gen) kernel(k *kir.Kernel, name string) error {
 			kg.bufs[b] = p
 		}
 	}
+	var allocas []*ir.InstAlloca
 	for _, l := range k.Locals {
 		a := kg.entry.NewAlloca(types.NewArray(uint64(l.Len()), storageType(l.DType)))
 		a.SetName(kg.blocks.Name(l.Name))
 		kg.bufs[l] = a
+		allocas = append(allocas, a)
 	}
+	alignLocals(k, allocas)
 	kg.cur = kg.newBlock("body")
 	kg.stmts(k.Body)
 	kg.cur.NewRet(nil)
@@ -129,6 +132,8 @@ func (kg *kgen) stmt(s kir.Stmt) {
 		kg.g.barrier(kg.cur)
 	case *kir.GridSync:
 		kg.cur.NewCall(kg.g.gridSync())
+	case *kir.MMA, *kir.LdMatrix, *kir.VecCopy, *kir.CopyAsync, *kir.CommitGroup, *kir.WaitGroup:
+		kg.warpStmt(s)
 	case *kir.Stage:
 		// A block of its own, named after the stage, so that the IR shows
 		// where each stage starts.

@@ -96,10 +96,10 @@ func Module(m *kir.Module, cfg Config) *Report {
 // Fprint writes the report as a table.
 func (r *Report) Fprint(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "kernel\tgrid\tblock\tshared B\tload B\tstore B\tFLOPs\tbarriers\tgrid syncs\tshuffles\t\n")
+	fmt.Fprintf(tw, "kernel\tgrid\tblock\tshared B\tload B\tstore B\tFLOPs\tbarriers\tgrid syncs\tshuffles\tmma\t\n")
 	row := func(name, grid string, block string, k Kernel) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, grid, block, k.SharedBytes,
-			k.LoadBytes, k.StoreBytes, k.FLOPs, k.BlockBarriers, k.GridSyncs, k.Shuffles)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, grid, block, k.SharedBytes,
+			k.LoadBytes, k.StoreBytes, k.FLOPs, k.BlockBarriers, k.GridSyncs, k.Shuffles, k.MMAs)
 	}
 	for _, k := range r.Kernels {
 		grid := fmt.Sprint(k.Blocks)

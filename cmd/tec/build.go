@@ -375,6 +375,7 @@ type countsJSON struct {
 	BlockBarriers int64 `json:"block_barriers"`
 	GridSyncs     int64 `json:"grid_syncs"`
 	Shuffles      int64 `json:"shuffles"`
+	MMAs          int64 `json:"mmas"`
 }
 
 type kernelReport struct {
@@ -388,7 +389,7 @@ type kernelReport struct {
 }
 
 func counts(c kir.Counts) countsJSON {
-	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs, Shuffles: c.Shuffles}
+	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs, Shuffles: c.Shuffles, MMAs: c.MMAs}
 }
 
 // residentBlocks estimates the blocks of an all-resident grid on g: every SM

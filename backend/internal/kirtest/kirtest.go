@@ -15,8 +15,10 @@ import (
 // Modules returns the modules of the emitters' golden tests, by name:
 // Features, each of Programs lowered a kernel per tensor, Features and the
 // softmax with their temporaries in the workspace ("features_ws",
-// "softmax_ws"), RepeatedStages ("stages"), Shuffles ("shuffles") and
-// RowStats lowered with blocks of 128 threads ("rowstats").
+// "softmax_ws"), RepeatedStages ("stages"), Shuffles ("shuffles"),
+// RowStats lowered with blocks of 128 threads ("rowstats"), and the
+// warp-level modules: Pipeline ("pipeline"), MMA of bf16 and of tf32
+// ("mma_m16n8k16_bf16", "mma_m16n8k8_f32") and Vectors ("vectors").
 func Modules() (map[string]*kir.Module, error) {
 	ms := map[string]*kir.Module{"features": Features()}
 	for name, p := range Programs() {
@@ -43,6 +45,11 @@ func Modules() (map[string]*kir.Module, error) {
 		return nil, fmt.Errorf("rowstats: %w", err)
 	}
 	ms["rowstats"] = rows
+	ms["pipeline"] = Pipeline(PipelineBugs{})
+	for _, m := range []*kir.Module{MMA(kir.M16N8K16, te.BF16, ISAFragIndex), MMA(kir.M16N8K8, te.F32, ISAFragIndex)} {
+		ms[m.Name] = m
+	}
+	ms["vectors"] = Vectors(0)
 	return ms, nil
 }
 
