@@ -543,6 +543,10 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		}
 	}
 	M, N, K, NB := product(ms), product(ns), extent(r), product(batch)
+	if in, ok := l.tensorCoreType(X, Y, M, N, K); ok {
+		l.mmaContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, k, body)
+		return true
+	}
 	if l.tm == 0 && (M < 8 || N < 8 || K < 4) {
 		return false
 	}

@@ -1,0 +1,257 @@
+package lower
+
+import (
+	"tec/backend/kir"
+	"tec/partition"
+	"tec/te"
+)
+
+// This file lowers a contraction whose operands tensor cores can multiply
+// (partition.TensorCoreType: f16, bf16 or TF32 values, as the precision
+// pass writes them) to tensor-core MMAs, in unfused kernels (-O0 to -O2):
+// the products are exact in f32 on either path, so the tensor-core kernel
+// computes the same sum as the SIMT one, in another order.
+//
+// A block of four warps computes a TM×TN tile (TM, TN 64, or 32 where the
+// extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
+// m16n8 MMA tiles with f32 accumulators in registers. Each step of the
+// k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
+// the operands' type, zero past the extents), then every warp loads its
+// fragments, with ldmatrix for f16 and bf16 (x4 for A, x2.trans for B) or
+// element by element for TF32 (ldmatrix moves 16-bit elements only), and
+// issues its MMAs. The epilogue evaluates the tensor's body (bias, GELU,
+// residual...) on each accumulator element where the C fragment layout
+// places it. Contractions with an extent below an MMA's keep the SIMT
+// code.
+
+// mmaTileK is the k extent staged per step.
+const mmaTileK = 32
+
+// mmaWarps is the number of warps of a tensor-core block, as 2×2.
+const mmaWarps = 4
+
+// mmaShape returns the MMA shape for operands of type in.
+func mmaShape(in te.DType) kir.MMAShape {
+	if in == te.F32 {
+		return kir.M16N8K8
+	}
+	return kir.M16N8K16
+}
+
+// tensorCoreType returns the operand type of a tensor-core lowering of
+// the contraction sum(X·Y) over extents M, N, K, and whether it applies:
+// both operands of one MMA type, extents of at least an MMA's, and a block
+// of four warps within the plan's.
+func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, bool) {
+	if l.tm > 0 {
+		return 0, false // a fused kernel's stage: the kernel fixes the threads
+	}
+	if l.opts.Plan != nil && l.opts.Plan.Threads < mmaWarps*kir.WarpSize {
+		return 0, false
+	}
+	x, ok := partition.TensorCoreType(X, Y)
+	if !ok {
+		return 0, false
+	}
+	_, _, k := mmaShape(x).Dims()
+	if M < 16 || N < 16 || K < k {
+		return 0, false
+	}
+	return x, true
+}
+
+// mmaTile returns the block tile along an extent: 64, or 32 where the
+// extent is at most 32.
+func mmaTile(n int) int {
+	if n <= 32 {
+		return 32
+	}
+	return 64
+}
+
+// affine returns the expression base + cg·g + ct·t, the row or column of
+// a fragment element as FragElem gives it, which is affine in the lane's
+// groupID g and threadID_in_group t.
+func affine(base, cg, ct int, g, t kir.Expr) kir.Expr {
+	e := kir.Expr(kir.I(base))
+	if cg != 0 {
+		e = kir.Add(kir.Mul(g, kir.I(cg)), e)
+	}
+	if ct != 0 {
+		e = kir.Add(kir.Mul(t, kir.I(ct)), e)
+	}
+	return e
+}
+
+// fragIndex returns the row and column, as expressions of g and t, of the
+// element of operand op that register i of a lane holds.
+func fragIndex(shape kir.MMAShape, op kir.MMAOperand, i int, g, t kir.Expr) (row, col kir.Expr) {
+	r0, c0 := kir.FragElem(shape, op, 0, i)
+	r1, c1 := kir.FragElem(shape, op, 1, i) // t = 1
+	r4, c4 := kir.FragElem(shape, op, 4, i) // g = 1
+	return affine(r0, r4-r0, r1-r0, g, t), affine(c0, c4-c0, c1-c0, g, t)
+}
+
+// mmaContraction lowers t = f(sum[k](X·Y)) with tensor-core MMAs of
+// operands of type in (see the file comment). ms, ns and batch are t's
+// axes of X only, Y only and both; M, N, K and NB their extents.
+func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, k *kir.Kernel, body *[]kir.Stmt) {
+	shape := mmaShape(in)
+	_, _, mk := shape.Dims()
+	TM, TN, tk := mmaTile(M), mmaTile(N), mmaTileK
+	WM, WN := TM/2, TN/2
+	mt, nt := WM/16, WN/8 // MMA tiles of a warp
+	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
+	k.Block = mmaWarps * kir.WarpSize
+	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles}
+	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: in, Shape: []int{TM, tk}}
+	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: in, Shape: []int{tk, TN}}
+	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
+	fa := &kir.Buffer{Name: "fa", Space: kir.Local, DType: in, Shape: []int{mt, na}}
+	fb := &kir.Buffer{Name: "fb", Space: kir.Local, DType: in, Shape: []int{nt, nb}}
+	acc := &kir.Buffer{Name: "acc", Space: kir.Local, DType: te.F32, Shape: []int{mt, nt, 4}}
+	k.Shared = []*kir.Buffer{xs, ys}
+	k.Locals = []*kir.Buffer{fa, fb, acc}
+	buf := l.bufs[t]
+
+	tid, tile := kir.NewVar("tid", te.I32), kir.NewVar("tile", te.I32)
+	lane, g, tg := kir.NewVar("lane", te.I32), kir.NewVar("g", te.I32), kir.NewVar("t", te.I32)
+	wm, wn := kir.NewVar("wm", te.I32), kir.NewVar("wn", te.I32)
+	gen := l.gen(nil)
+	inner := gen.into(func() {
+		bt, mi, ni := kir.NewVar("b", te.I32), kir.NewVar("mt", te.I32), kir.NewVar("nt", te.I32)
+		gen.emit(
+			&kir.Let{Var: bt, Value: kir.Div(tile, kir.I(mtiles*ntiles))},
+			&kir.Let{Var: mi, Value: digit(tile, ntiles, mtiles)},
+			&kir.Let{Var: ni, Value: digit(tile, 1, ntiles)},
+		)
+		bind(gen, batch, bt)
+		z := kir.NewVar("z", te.I32)
+		gen.emit(&kir.For{Var: z, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(acc.Len()), Step: 1,
+			Body: []kir.Stmt{&kir.Store{Buf: acc, Index: z, Value: kir.F(0)}}})
+		k0 := kir.NewVar("k0", te.I32)
+		kloop := gen.into(func() {
+			l.stageOperand(gen, xs, X, ms, r, mi, k0, TM, tk, M, K, true)
+			l.stageOperand(gen, ys, Y, ns, r, ni, k0, tk, TN, N, K, false)
+			gen.emit(&kir.SyncThreads{})
+			ks := kir.NewVar("ks", te.I32)
+			step := mmaStep(shape, in, xs, ys, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN, tk, TN)
+			gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
+			gen.emit(&kir.SyncThreads{})
+		})
+		gen.emit(&kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		for _, a := range r.Axes {
+			delete(gen.env, a)
+		}
+		// The epilogue on each accumulator element.
+		for i := range mt {
+			for j := range nt {
+				for c := range 4 {
+					row, col := fragIndex(shape, kir.OperandC, c, g, tg)
+					m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
+					gen.emit(
+						&kir.Let{Var: m, Value: kir.Add(kir.Add(kir.Mul(mi, kir.I(TM)), kir.Mul(wm, kir.I(WM))), kir.Add(row, kir.I(16*i)))},
+						&kir.Let{Var: n, Value: kir.Add(kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(wn, kir.I(WN))), kir.Add(col, kir.I(8*j)))},
+					)
+					gen.done[r] = kir.Ld(acc, kir.I((i*nt+j)*4+c))
+					epi := gen.into(func() {
+						bind(gen, ms, m)
+						bind(gen, ns, n)
+						gen.emit(&kir.Store{Buf: buf, Index: gen.flat(t.Shape, axisIndexes(t)), Value: convert(gen.expr(t.Body), buf.ValueType())})
+					})
+					gen.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
+				}
+			}
+		}
+	})
+	w := kir.NewVar("w", te.I32)
+	*body = append(*body,
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: lane, Value: kir.Mod(tid, kir.I(kir.WarpSize))},
+		&kir.Let{Var: g, Value: kir.Div(lane, kir.I(4))},
+		&kir.Let{Var: tg, Value: kir.Mod(lane, kir.I(4))},
+		&kir.Let{Var: w, Value: kir.Div(tid, kir.I(kir.WarpSize))},
+		&kir.Let{Var: wm, Value: kir.Div(w, kir.I(2))},
+		&kir.Let{Var: wn, Value: kir.Mod(w, kir.I(2))},
+		&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles), Body: inner})
+}
+
+// stageOperand stages a rows×cols tile of operand e (X: rows of m by
+// columns of k; Y: rows of k by columns of n) in shared array s, as the
+// SIMT contraction does, with zeros past the extents.
+func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, e te.Expr, axes []*te.Var, r *te.Reduce, ti, k0 *kir.Var, rows, cols, n, K int, isX bool) {
+	v := kir.NewVar("e", te.I32)
+	g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(rows * cols), Body: g.into(func() {
+		x, kk := kir.NewVar("x", te.I32), kir.NewVar("kk", te.I32)
+		tileRows, tileCols := rows, cols
+		if isX {
+			g.emit(
+				&kir.Let{Var: x, Value: kir.Add(kir.Mul(ti, kir.I(tileRows)), kir.Div(v, kir.I(cols)))},
+				&kir.Let{Var: kk, Value: kir.Add(k0, kir.Mod(v, kir.I(cols)))},
+			)
+		} else {
+			g.emit(
+				&kir.Let{Var: kk, Value: kir.Add(k0, kir.Div(v, kir.I(cols)))},
+				&kir.Let{Var: x, Value: kir.Add(kir.Mul(ti, kir.I(tileCols)), kir.Mod(v, kir.I(cols)))},
+			)
+		}
+		tile := tileRows
+		if !isX {
+			tile = tileCols
+		}
+		guarded := g.into(func() {
+			bind(g, axes, x)
+			bind(g, r.Axes, kk)
+			g.emit(&kir.Store{Buf: s, Index: v, Value: convert(g.expr(e), te.F32)})
+		})
+		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: s, Index: v, Value: kir.F(0)}},
+			bound{x, n, n%tile != 0}, bound{kk, K, K%mmaTileK != 0})...)
+	})})
+}
+
+// mmaStep returns one k step (of the MMA's k, at ks within the staged
+// tile) of a warp: its fragments of the staged tiles and its MMAs.
+func mmaStep(shape kir.MMAShape, in te.DType, xs, ys, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN, tk, TN int) []kir.Stmt {
+	var out []kir.Stmt
+	mt, nt := WM/16, WN/8
+	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
+	rowBase := kir.Mul(wm, kir.I(WM))
+	colBase := kir.Mul(wn, kir.I(WN))
+	for i := range mt {
+		row0 := kir.Add(rowBase, kir.I(16*i))
+		if in == te.F32 {
+			for reg := range na {
+				rr, cc := fragIndex(shape, kir.OperandA, reg, g, t)
+				out = append(out, &kir.Store{Buf: fa, Index: kir.I(i*na + reg),
+					Value: kir.Ld(xs, kir.Add(kir.Mul(kir.Add(row0, rr), kir.I(tk)), kir.Add(ks, cc)))})
+			}
+			continue
+		}
+		// ldmatrix.x4: lanes 0-15 give rows 0-15 at column ks, lanes
+		// 16-31 the same rows at column ks+8.
+		idx := kir.Add(kir.Mul(kir.Add(row0, kir.Mod(lane, kir.I(16))), kir.I(tk)), kir.Add(ks, kir.Mul(kir.Div(lane, kir.I(16)), kir.I(8))))
+		out = append(out, &kir.LdMatrix{Num: 4, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: idx})
+	}
+	for j := range nt {
+		col0 := kir.Add(colBase, kir.I(8*j))
+		if in == te.F32 {
+			for reg := range nb {
+				rr, cc := fragIndex(shape, kir.OperandB, reg, g, t)
+				out = append(out, &kir.Store{Buf: fb, Index: kir.I(j*nb + reg),
+					Value: kir.Ld(ys, kir.Add(kir.Mul(kir.Add(ks, rr), kir.I(TN)), kir.Add(col0, cc)))})
+			}
+			continue
+		}
+		// ldmatrix.x2.trans: lanes 0-15 give rows ks to ks+15 at the
+		// tile's column; the others' addresses are not used.
+		idx := kir.Add(kir.Mul(kir.Add(ks, kir.Mod(lane, kir.I(16))), kir.I(TN)), col0)
+		out = append(out, &kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: idx})
+	}
+	for i := range mt {
+		for j := range nt {
+			d := kir.Frag{Buf: acc, Off: (i*nt + j) * 4}
+			out = append(out, &kir.MMA{Shape: shape, In: in, D: d, A: kir.Frag{Buf: fa, Off: i * na}, B: kir.Frag{Buf: fb, Off: j * nb}, C: d})
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package lower
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"tec/backend/kir"
+	"tec/backend/report"
+	"tec/backend/sim"
+	"tec/te"
+)
+
+// halfMatmul is y = tanh(x·w + b) + r with x and w of type in (te.F32 for
+// TF32: the operands are rounded with round_tf32, as --precision tf32
+// writes them), in batches of B.
+func halfMatmul(in te.DType, B, M, K, N int) *te.Program {
+	b := newBuilder("half_matmul")
+	x := b.input("x", in, B, M, K)
+	w := b.param("w", in, K, N)
+	bias := b.param("b", te.F32, N)
+	res := b.input("r", te.F32, B, M, N)
+	op := func(e te.Expr) te.Expr {
+		if in == te.F32 {
+			return un(te.RoundTF32, e)
+		}
+		return e
+	}
+	y := b.f32("y", shp(B, M, N), func(a []te.Index) te.Expr {
+		s := sum1(K, func(k te.Index) te.Expr { return mul(op(ld(x, a[0], a[1], k)), op(ld(w, k, a[2]))) })
+		return add(un(te.Tanh, add(s, ld(bias, a[2]))), ld(res, a[0], a[1], a[2]))
+	})
+	return b.outputs(y)
+}
+
+// TestTensorCoreContraction lowers contractions of f16, bf16 and TF32
+// operands with tensor-core MMAs (tiles with and without tails, batches,
+// an epilogue of bias, tanh and a residual), runs them in the simulator
+// with race detection against the reference evaluator, and checks that
+// the static report counts the MMAs as the simulator does. The products
+// are exact and the sums are in f32 in another order than the
+// reference's float64: the tolerance, 2^-20 relative to the output's
+// magnitude, allows K roundings of f32 sums of terms of that magnitude.
+// Too small a contraction keeps the SIMT code.
+func TestTensorCoreContraction(t *testing.T) {
+	for _, tc := range []struct {
+		in         te.DType
+		B, M, K, N int
+		mma        bool
+	}{
+		{te.F16, 1, 64, 64, 64, true},
+		{te.F16, 2, 40, 48, 24, true},
+		{te.BF16, 1, 96, 32, 72, true},
+		{te.F32, 1, 64, 40, 64, true},
+		{te.F32, 3, 17, 8, 33, true},
+		{te.F16, 1, 8, 64, 64, false},
+		{te.F16, 1, 64, 8, 64, false},
+	} {
+		t.Run(fmt.Sprintf("%s/%dx%dx%dx%d", tc.in, tc.B, tc.M, tc.K, tc.N), func(t *testing.T) {
+			p := halfMatmul(tc.in, tc.B, tc.M, tc.K, tc.N)
+			m, err := Unfused(p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(7, uint64(tc.M)))
+			feeds := map[string]*te.Array{}
+			for _, pt := range p.Placeholders() {
+				a := te.NewArray(pt.DType, pt.Shape)
+				for i := range a.Data {
+					a.Data[i] = te.Round(pt.DType, 2*r.Float64()-1)
+				}
+				feeds[pt.Name] = a
+			}
+			want, err := te.Evaluate(p, feeds, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sim.Run(m, feeds, sim.Options{Race: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RaceCount > 0 {
+				t.Fatalf("%d races; first: %s", res.RaceCount, res.Races[0])
+			}
+			got, ref := res.Outputs["y"].Data, want["y"].Data
+			scale := 0.0
+			for _, v := range ref {
+				scale = max(scale, math.Abs(v))
+			}
+			for i := range ref {
+				if math.Abs(got[i]-ref[i]) > scale*0x1p-20 {
+					t.Fatalf("y[%d] = %v, want %v", i, got[i], ref[i])
+				}
+			}
+			total := res.Total()
+			if (total.MMAs > 0) != tc.mma {
+				t.Errorf("%d MMAs, want MMAs %v", total.MMAs, tc.mma)
+			}
+			if rep := report.Module(m, report.Config{}); rep.Total != total {
+				t.Errorf("static report counts %v, the simulator %v", rep.Total, total)
+			}
+			if tc.mma {
+				if err := kir.Verify(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
