@@ -207,7 +207,11 @@ func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 		return 0 // part of its producer's tiles
 	}
 	g := c.pl.GPU
-	w := max(float64(s.FLOPs)/(g.FP32Peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
+	peak := g.FP32Peak
+	if s.TensorCores {
+		peak = g.TensorPeak(s.TensorIn)
+	}
+	w := max(float64(s.FLOPs)/(peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
 	if g.L2Bandwidth > 0 {
 		w = max(w, float64(s.Bytes)/g.L2Bandwidth)
 	}

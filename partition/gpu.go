@@ -38,7 +38,10 @@ type GPU struct {
 	// bytes per second; 0 leaves L2 traffic out of the cost model.
 	L2Bandwidth float64 `json:"l2_bandwidth,omitempty"`
 	FP32Peak    float64 `json:"fp32_peak"` // FLOP per second, CUDA cores
-	FP16Peak    float64 `json:"fp16_peak"` // FLOP per second, dense tensor cores
+	FP16Peak    float64 `json:"fp16_peak"` // FLOP per second, dense tensor cores (f16 and bf16)
+	// TF32Peak is the dense TF32 rate of the tensor cores, FLOP per
+	// second; 0 means half of FP16Peak, as on the A100 and H100.
+	TF32Peak float64 `json:"tf32_peak,omitempty"`
 
 	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
 	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
@@ -61,13 +64,16 @@ func (g GPU) ParamLimit() int {
 //
 //   - A100: "NVIDIA A100 Tensor Core GPU Architecture" whitepaper (2020),
 //     Tables 1 and 3 (108 SMs, 40 MB L2, 1555 GB/s HBM2, 19.5 TFLOP/s FP32,
-//     312 TFLOP/s dense FP16 tensor); CUDA C++ Programming Guide, "Technical
+//     312 TFLOP/s dense FP16 and BF16 tensor, 156 TFLOP/s dense TF32
+//     tensor); CUDA C++ Programming Guide, "Technical
 //     Specifications per Compute Capability", CC 8.0 (164 KB shared memory
 //     per SM, 163 KB per block, 64 K registers per SM, 255 per thread, 2048
 //     threads and 32 blocks per SM, 1024 threads per block).
 //   - H100 SXM5: "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (2022)
 //     and the H100 datasheet (132 SMs, 50 MB L2, 3.35 TB/s HBM3, 67 TFLOP/s
-//     FP32, 989.5 TFLOP/s dense FP16 tensor); Programming Guide CC 9.0 (228 KB
+//     FP32, 989.5 TFLOP/s dense FP16 and BF16 tensor, 494.7 TFLOP/s dense
+//     TF32 tensor; the datasheet's 1979 and 989 are with sparsity);
+//     Programming Guide CC 9.0 (228 KB
 //     shared memory per SM, 227 KB per block, 64 K registers, 2048 threads
 //     and 32 blocks per SM).
 //   - H200 SXM: NVIDIA H200 datasheet (2024): the H100's GH100 die and SM
@@ -93,7 +99,7 @@ func builtins() map[string]GPU {
 		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 		L2Bytes:       50 << 20,
-		DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12,
+		DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12, TF32Peak: 494.7e12,
 		LaunchCost: 2e-6, GridSyncCost: 1e-6,
 	}
 	// The H200 is the H100's die and SMs with faster, larger HBM3e.
@@ -106,7 +112,7 @@ func builtins() map[string]GPU {
 			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 			L2Bytes:       40 << 20,
-			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12,
+			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12, TF32Peak: 156e12,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
 		"h100": h100,
@@ -120,7 +126,7 @@ func builtins() map[string]GPU {
 			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 			MaxThreadsPerSM: 256, MaxBlocksPerSM: 1, MaxThreadsPerBlock: 256,
 			L2Bytes:       1 << 20,
-			DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12,
+			DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12, TF32Peak: 2e12,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
 	}
@@ -326,6 +332,7 @@ func (g GPU) Validate() error {
 		{"fp32_peak", g.FP32Peak, 0, maxRate, true},
 		{"l2_bandwidth", g.L2Bandwidth, 0, maxRate, false},
 		{"fp16_peak", g.FP16Peak, 0, maxRate, false},
+		{"tf32_peak", g.TF32Peak, 0, maxRate, false},
 		{"launch_cost", g.LaunchCost, 0, maxCost, false},
 		{"grid_sync_cost", g.GridSyncCost, 0, maxCost, false},
 	} {

@@ -207,7 +207,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("partition: %w", err)
 		}
 		if opts.Strategy == PerTE {
-			s.Unfused(t.Bytes())
+			if !s.unfusedTensorCores(t, opts.Threads) {
+				s.Unfused(t.Bytes())
+			}
 		}
 		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 {
 			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; use a smaller block (now %d threads)", t.Name, gpu.Name, why, opts.Threads)

@@ -89,6 +89,11 @@ type Schedule struct {
 	// products are the operations of one output's reduction, and
 	// unmasked the stage's FLOPs when no tile is skipped.
 	products, unmasked int64
+	// TensorCores marks a contraction computed with tensor-core MMAs of
+	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32):
+	// in a kernel of its own, where backend/lower builds them.
+	TensorCores bool
+	TensorIn    te.DType
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is
@@ -162,6 +167,13 @@ func (s *Schedule) String() string {
 		}
 		if s.Mask != nil {
 			str += fmt.Sprintf(" masked: %d tiles skipped", s.Skipped)
+		}
+		if s.TensorCores {
+			in := s.TensorIn.String()
+			if s.TensorIn == te.F32 {
+				in = "tf32"
+			}
+			str += " tensor cores " + in
 		}
 	case SplitReduce:
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)
@@ -437,10 +449,15 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 // shared memory for RegM × RegN fused multiply-adds, and an SM's shared
 // memory delivers 32 words per clock against 64 FP32 FMAs per clock (A100,
 // H100), so one output per thread runs at a quarter of the peak and 4×4
-// at all of it. Other kinds of stage return 1.
+// at all of it. A tensor-core schedule returns the fraction of the tensor
+// cores' peak that its tiles reach (tensorCoreEfficiency). Other kinds of
+// stage return 1.
 func (s *Schedule) Efficiency() float64 {
 	if s.Kind != Contraction {
 		return 1
+	}
+	if s.TensorCores {
+		return s.tensorCoreEfficiency()
 	}
 	rm, rn := max(s.RegM, 1), max(s.RegN, 1)
 	return min(1, float64(rm*rn)/float64(rm+rn)/2)

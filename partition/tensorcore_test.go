@@ -3,6 +3,7 @@ package partition
 import (
 	"testing"
 
+	tb "tec/internal/tebuild"
 	"tec/te"
 )
 
@@ -32,5 +33,47 @@ func TestTensorCoreType(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: got %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestTensorCoreSchedule checks that a contraction of f16 operands in a
+// kernel of its own gets the tensor-core schedule that backend/lower
+// builds, priced at the tensor cores' peak (so well below the same
+// contraction of f32 operands on the CUDA cores), and that one too small
+// for an MMA keeps the SIMT tile.
+func TestTensorCoreSchedule(t *testing.T) {
+	matmul := func(dt te.DType, m, k, n int) *te.Program {
+		b := tb.New("mm")
+		x, w := b.InputOf("x", dt, m, k), b.ParamOf("w", dt, k, n)
+		y := b.Compute("y", tb.Shape(m, n), func(ax []te.Index) te.Expr {
+			return tb.Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax[0], kk), tb.Ld(w, kk, ax[1])) })
+		})
+		return b.Program(y)
+	}
+	cost := func(p *te.Program) (*Schedule, float64) {
+		pl := plan(t, p, "a100", Options{Strategy: PerTE})
+		y := p.Outputs[0]
+		return pl.Schedules[y], pl.Kernels[0].Cost.Total()
+	}
+	s16, c16 := cost(matmul(te.F16, 1024, 1024, 1024))
+	s32, c32 := cost(matmul(te.F32, 1024, 1024, 1024))
+	if !s16.TensorCores || s16.TensorIn != te.F16 || s16.Threads != TensorCoreWarps*32 || s16.TileM != 64 || s16.TileN != 64 {
+		t.Errorf("f16 schedule %s, want tensor cores over 64×64 tiles", s16)
+	}
+	if s32.TensorCores {
+		t.Errorf("f32 schedule %s on tensor cores", s32)
+	}
+	if !(c16 < c32/4) {
+		t.Errorf("f16 on tensor cores predicted %.3g s, f32 %.3g s: want well under a quarter", c16, c32)
+	}
+	if small, _ := cost(matmul(te.F16, 8, 64, 64)); small.TensorCores {
+		t.Errorf("8-row f16 schedule %s on tensor cores", small)
+	}
+	g, _ := BuiltinGPU("a100")
+	if g.TensorPeak(te.F16) != 312e12 || g.TensorPeak(te.BF16) != 312e12 || g.TensorPeak(te.F32) != 156e12 {
+		t.Errorf("A100 tensor peaks %g, %g, %g", g.TensorPeak(te.F16), g.TensorPeak(te.BF16), g.TensorPeak(te.F32))
+	}
+	if h, _ := BuiltinGPU("h100"); h.TensorPeak(te.F16) != 989.5e12 || h.TensorPeak(te.F32) != 494.7e12 {
+		t.Errorf("H100 tensor peaks %g, %g", h.TensorPeak(te.F16), h.TensorPeak(te.F32))
 	}
 }

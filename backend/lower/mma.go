@@ -12,8 +12,8 @@ import (
 // the products are exact in f32 on either path, so the tensor-core kernel
 // computes the same sum as the SIMT one, in another order.
 //
-// A block of four warps computes a TM×TN tile (TM, TN 64, or 32 where the
-// extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
+// A block of four warps computes a TM×TN tile (partition.TensorCoreTile:
+// 64, or 32 where the extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
 // k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
 // the operands' type, zero past the extents), then every warp loads its
@@ -23,12 +23,6 @@ import (
 // residual...) on each accumulator element where the C fragment layout
 // places it. Contractions with an extent below an MMA's keep the SIMT
 // code.
-
-// mmaTileK is the k extent staged per step.
-const mmaTileK = 32
-
-// mmaWarps is the number of warps of a tensor-core block, as 2×2.
-const mmaWarps = 4
 
 // mmaShape returns the MMA shape for operands of type in.
 func mmaShape(in te.DType) kir.MMAShape {
@@ -46,27 +40,14 @@ func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, bool) {
 	if l.tm > 0 {
 		return 0, false // a fused kernel's stage: the kernel fixes the threads
 	}
-	if l.opts.Plan != nil && l.opts.Plan.Threads < mmaWarps*kir.WarpSize {
+	if l.opts.Plan != nil && l.opts.Plan.Threads < partition.TensorCoreWarps*kir.WarpSize {
 		return 0, false
 	}
 	x, ok := partition.TensorCoreType(X, Y)
-	if !ok {
-		return 0, false
-	}
-	_, _, k := mmaShape(x).Dims()
-	if M < 16 || N < 16 || K < k {
+	if !ok || !partition.TensorCoreFits(x, M, N, K) {
 		return 0, false
 	}
 	return x, true
-}
-
-// mmaTile returns the block tile along an extent: 64, or 32 where the
-// extent is at most 32.
-func mmaTile(n int) int {
-	if n <= 32 {
-		return 32
-	}
-	return 64
 }
 
 // affine returns the expression base + cg·g + ct·t, the row or column of
@@ -98,11 +79,11 @@ func fragIndex(shape kir.MMAShape, op kir.MMAOperand, i int, g, t kir.Expr) (row
 func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, k *kir.Kernel, body *[]kir.Stmt) {
 	shape := mmaShape(in)
 	_, _, mk := shape.Dims()
-	TM, TN, tk := mmaTile(M), mmaTile(N), mmaTileK
+	TM, TN, tk := partition.TensorCoreTile(M), partition.TensorCoreTile(N), partition.TensorCoreTileK
 	WM, WN := TM/2, TN/2
 	mt, nt := WM/16, WN/8 // MMA tiles of a warp
 	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
-	k.Block = mmaWarps * kir.WarpSize
+	k.Block = partition.TensorCoreWarps * kir.WarpSize
 	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles}
 	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: in, Shape: []int{TM, tk}}
 	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: in, Shape: []int{tk, TN}}
@@ -205,7 +186,7 @@ func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, e te.Expr, axes []*te.Var,
 			g.emit(&kir.Store{Buf: s, Index: v, Value: convert(g.expr(e), te.F32)})
 		})
 		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: s, Index: v, Value: kir.F(0)}},
-			bound{x, n, n%tile != 0}, bound{kk, K, K%mmaTileK != 0})...)
+			bound{x, n, n%tile != 0}, bound{kk, K, K%partition.TensorCoreTileK != 0})...)
 	})})
 }
 
