@@ -88,8 +88,10 @@ func TensorCoreFits(in te.DType, M, N, K int) bool {
 }
 
 // tensorCoreSync is the share of the tensor cores' rate a block keeps
-// while it also stages its operands synchronously at every k step (no
-// cp.async pipeline yet): a model parameter, to be measured.
+// while it also stages its operands at every k step, with a barrier
+// before and after the warps' MMAs (and, where the operands allow it, the
+// next step's cp.async copies in flight meanwhile, which the model does
+// not credit separately): a model parameter, to be measured.
 const tensorCoreSync = 0.5
 
 // unfusedTensorCores makes the schedule of contraction t, in a kernel of

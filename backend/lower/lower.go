@@ -178,12 +178,7 @@ func (l *lowerer) schedule(t *te.Tensor) *partition.Schedule {
 func (l *lowerer) params(k *kir.Kernel) {
 	used := map[*kir.Buffer]bool{}
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
-		switch s := s.(type) {
-		case *kir.Store:
-			used[s.Buf] = true
-		case *kir.Atomic:
-			used[s.Buf] = true
-		}
+		kir.Accesses(s, func(b *kir.Buffer, _ bool) { used[b] = true })
 		kir.Exprs(s, func(e kir.Expr) {
 			kir.WalkExpr(e, func(x kir.Expr) bool {
 				if ld, ok := x.(*kir.Load); ok {

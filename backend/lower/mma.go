@@ -16,7 +16,10 @@ import (
 // 64, or 32 where the extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
 // k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
-// the operands' type, zero past the extents), then every warp loads its
+// the operands' type, zero past the extents): where both are loads of
+// half tensors with 16-byte aligned rows (asyncOperands), by cp.async
+// into two stages, the next step's copies in flight while the warps
+// compute this one; otherwise element by element. Then every warp loads its
 // fragments, with ldmatrix for f16 and bf16 (x4 for A, x2.trans for B) or
 // element by element for TF32 (ldmatrix moves 16-bit elements only), and
 // issues its MMAs. The epilogue evaluates the tensor's body (bias, GELU,
@@ -85,8 +88,15 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
 	k.Block = partition.TensorCoreWarps * kir.WarpSize
 	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles}
-	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: in, Shape: []int{TM, tk}}
-	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: in, Shape: []int{tk, TN}}
+	// Operands that cp.async can stage are double-buffered: the copies of
+	// the next k step are in flight while the warps compute this one.
+	xl, yl, async := asyncOperands(X, Y, ns, r, N, K)
+	stages := 1
+	if async {
+		stages = 2
+	}
+	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: in, Shape: []int{stages, TM, tk}}
+	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: in, Shape: []int{stages, tk, TN}}
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
 	fa := &kir.Buffer{Name: "fa", Space: kir.Local, DType: in, Shape: []int{mt, na}}
 	fb := &kir.Buffer{Name: "fb", Space: kir.Local, DType: in, Shape: []int{nt, nb}}
@@ -111,12 +121,32 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		gen.emit(&kir.For{Var: z, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(acc.Len()), Step: 1,
 			Body: []kir.Stmt{&kir.Store{Buf: acc, Index: z, Value: kir.F(0)}}})
 		k0 := kir.NewVar("k0", te.I32)
+		if async {
+			l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.I(0), kir.I(0), kir.I(0), TM, TN, tk, M, N)
+			gen.emit(&kir.CommitGroup{})
+		}
 		kloop := gen.into(func() {
-			l.stageOperand(gen, xs, X, ms, r, mi, k0, TM, tk, M, K, true)
-			l.stageOperand(gen, ys, Y, ns, r, ni, k0, tk, TN, N, K, false)
+			var xoff, yoff kir.Expr = kir.I(0), kir.I(0)
+			if async {
+				// Stage s holds this step; the next goes to the other,
+				// which every warp finished reading at the last barrier.
+				st := kir.NewVar("s", te.I32)
+				gen.emit(&kir.Let{Var: st, Value: kir.Mod(kir.Div(k0, kir.I(tk)), kir.I(2))})
+				other := kir.Sub(kir.I(1), st)
+				next := gen.into(func() {
+					l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.Add(k0, kir.I(tk)),
+						kir.Mul(other, kir.I(TM*tk)), kir.Mul(other, kir.I(tk*TN)), TM, TN, tk, M, N)
+				})
+				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(k0, kir.I(tk)), kir.I(K)), Then: next},
+					&kir.CommitGroup{}, &kir.WaitGroup{N: 1})
+				xoff, yoff = kir.Mul(st, kir.I(TM*tk)), kir.Mul(st, kir.I(tk*TN))
+			} else {
+				l.stageOperand(gen, xs, X, ms, r, mi, k0, TM, tk, M, K, true)
+				l.stageOperand(gen, ys, Y, ns, r, ni, k0, tk, TN, N, K, false)
+			}
 			gen.emit(&kir.SyncThreads{})
 			ks := kir.NewVar("ks", te.I32)
-			step := mmaStep(shape, in, xs, ys, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN, tk, TN)
+			step := mmaStep(shape, in, xs, ys, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN, tk, TN)
 			gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
 			gen.emit(&kir.SyncThreads{})
 		})
@@ -192,26 +222,32 @@ func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, e te.Expr, axes []*te.Var,
 
 // mmaStep returns one k step (of the MMA's k, at ks within the staged
 // tile) of a warp: its fragments of the staged tiles and its MMAs.
-func mmaStep(shape kir.MMAShape, in te.DType, xs, ys, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN, tk, TN int) []kir.Stmt {
+func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN, tk, TN int) []kir.Stmt {
 	var out []kir.Stmt
 	mt, nt := WM/16, WN/8
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
 	rowBase := kir.Mul(wm, kir.I(WM))
 	colBase := kir.Mul(wn, kir.I(WN))
+	at := func(off, x kir.Expr) kir.Expr {
+		if c, ok := off.(*kir.Const); ok && c.Value == 0 {
+			return x
+		}
+		return kir.Add(off, x)
+	}
 	for i := range mt {
 		row0 := kir.Add(rowBase, kir.I(16*i))
 		if in == te.F32 {
 			for reg := range na {
 				rr, cc := fragIndex(shape, kir.OperandA, reg, g, t)
 				out = append(out, &kir.Store{Buf: fa, Index: kir.I(i*na + reg),
-					Value: kir.Ld(xs, kir.Add(kir.Mul(kir.Add(row0, rr), kir.I(tk)), kir.Add(ks, cc)))})
+					Value: kir.Ld(xs, at(xoff, kir.Add(kir.Mul(kir.Add(row0, rr), kir.I(tk)), kir.Add(ks, cc))))})
 			}
 			continue
 		}
 		// ldmatrix.x4: lanes 0-15 give rows 0-15 at column ks, lanes
 		// 16-31 the same rows at column ks+8.
 		idx := kir.Add(kir.Mul(kir.Add(row0, kir.Mod(lane, kir.I(16))), kir.I(tk)), kir.Add(ks, kir.Mul(kir.Div(lane, kir.I(16)), kir.I(8))))
-		out = append(out, &kir.LdMatrix{Num: 4, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: idx})
+		out = append(out, &kir.LdMatrix{Num: 4, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: at(xoff, idx)})
 	}
 	for j := range nt {
 		col0 := kir.Add(colBase, kir.I(8*j))
@@ -219,14 +255,14 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys, fa, fb, acc *kir.Buffer, k
 			for reg := range nb {
 				rr, cc := fragIndex(shape, kir.OperandB, reg, g, t)
 				out = append(out, &kir.Store{Buf: fb, Index: kir.I(j*nb + reg),
-					Value: kir.Ld(ys, kir.Add(kir.Mul(kir.Add(ks, rr), kir.I(TN)), kir.Add(col0, cc)))})
+					Value: kir.Ld(ys, at(yoff, kir.Add(kir.Mul(kir.Add(ks, rr), kir.I(TN)), kir.Add(col0, cc))))})
 			}
 			continue
 		}
 		// ldmatrix.x2.trans: lanes 0-15 give rows ks to ks+15 at the
 		// tile's column; the others' addresses are not used.
 		idx := kir.Add(kir.Mul(kir.Add(ks, kir.Mod(lane, kir.I(16))), kir.I(TN)), col0)
-		out = append(out, &kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: idx})
+		out = append(out, &kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: at(yoff, idx)})
 	}
 	for i := range mt {
 		for j := range nt {
@@ -235,4 +271,95 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys, fa, fb, acc *kir.Buffer, k
 		}
 	}
 	return out
+}
+
+// vecLoad returns the load that operand e is, when a tensor-core tile can
+// stage it with 16-byte cp.async copies: a load of an f16 or bf16 tensor
+// whose flat element offset is affine in the axes, with coefficient 1 on
+// axis along (k for X, n for Y, whose extent n is a multiple of 8, so that
+// no vector straddles its end) and multiples of 8 on every other axis and
+// in the constant, so that every vector is 16-byte aligned.
+func vecLoad(e te.Expr, along *te.Var, n int) (*te.Load, bool) {
+	ld, ok := e.(*te.Load)
+	if !ok || (ld.Tensor.DType != te.F16 && ld.Tensor.DType != te.BF16) || n%8 != 0 {
+		return nil, false
+	}
+	coef := map[*te.Var]int{}
+	c, stride := 0, 1
+	for d := len(ld.Index) - 1; d >= 0; d-- {
+		ix := ld.Index[d].Simplify()
+		if !ix.IsAffine() {
+			return nil, false
+		}
+		for _, t := range ix.Terms {
+			coef[t.Atom.Var] += t.Coef * stride
+		}
+		c += ix.Const * stride
+		stride *= ld.Tensor.Shape[d]
+	}
+	if coef[along] != 1 || c%8 != 0 {
+		return nil, false
+	}
+	for v, k := range coef {
+		if v != along && k%8 != 0 {
+			return nil, false
+		}
+	}
+	return ld, true
+}
+
+// asyncOperands returns the loads of X and Y when both can be staged by
+// cp.async (see vecLoad) in a pipelined tensor-core contraction: one
+// reduction axis, one n axis, K a multiple of the staged k.
+func asyncOperands(X, Y te.Expr, ns []*te.Var, r *te.Reduce, N, K int) (xl, yl *te.Load, ok bool) {
+	if len(r.Axes) != 1 || len(ns) != 1 || K%partition.TensorCoreTileK != 0 {
+		return nil, nil, false
+	}
+	xl, okx := vecLoad(X, r.Axes[0], K)
+	yl, oky := vecLoad(Y, ns[0], N)
+	return xl, yl, okx && oky
+}
+
+// stageAsync issues the cp.async copies of one k step of a pipelined
+// tensor-core tile into stage buffers at offsets xoff and yoff of xs and
+// ys: X's TM×tk rows (rows past M repeat row M-1, whose products only
+// reach outputs that are not stored) and Y's tk×TN columns (vectors past
+// N repeat the last one, likewise).
+func (l *lowerer) stageAsync(g *gen, xs, ys *kir.Buffer, xl, yl *te.Load, ms, ns []*te.Var, r *te.Reduce, mi, ni *kir.Var, k0 kir.Expr, xoff, yoff kir.Expr, TM, TN, tk, M, N int) {
+	vx, vy := kir.NewVar("v", te.I32), kir.NewVar("v", te.I32)
+	g.emit(&kir.For{Var: vx, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(TM * tk / 8), Body: g.into(func() {
+		row, m := kir.NewVar("row", te.I32), kir.NewVar("m", te.I32)
+		col := kir.Mul(kir.Mod(vx, kir.I(tk/8)), kir.I(8))
+		g.emit(&kir.Let{Var: row, Value: kir.Div(vx, kir.I(tk/8))})
+		var mv kir.Expr = kir.Add(kir.Mul(mi, kir.I(TM)), row)
+		if M%TM != 0 {
+			mv = kir.Bin(te.Min, mv, kir.I(M-1))
+		}
+		g.emit(&kir.Let{Var: m, Value: mv})
+		kk := kir.NewVar("kk", te.I32)
+		g.emit(&kir.Let{Var: kk, Value: kir.Add(k0, col)})
+		bind(g, ms, m)
+		bind(g, r.Axes, kk)
+		g.emit(&kir.CopyAsync{Dst: xs, DstIndex: kir.Add(xoff, kir.Add(kir.Mul(row, kir.I(tk)), col)),
+			Src: l.bufs[xl.Tensor], SrcIndex: g.flat(xl.Tensor.Shape, xl.Index), Bypass: true})
+	})})
+	g.emit(&kir.For{Var: vy, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tk * TN / 8), Body: g.into(func() {
+		row, n := kir.NewVar("row", te.I32), kir.NewVar("n", te.I32)
+		col := kir.NewVar("col", te.I32)
+		g.emit(
+			&kir.Let{Var: row, Value: kir.Div(vy, kir.I(TN/8))},
+			&kir.Let{Var: col, Value: kir.Mul(kir.Mod(vy, kir.I(TN/8)), kir.I(8))},
+		)
+		var nv kir.Expr = kir.Add(kir.Mul(ni, kir.I(TN)), col)
+		if N%TN != 0 {
+			nv = kir.Bin(te.Min, nv, kir.I(N-8))
+		}
+		g.emit(&kir.Let{Var: n, Value: nv})
+		kk := kir.NewVar("kk", te.I32)
+		g.emit(&kir.Let{Var: kk, Value: kir.Add(k0, row)})
+		bind(g, ns, n)
+		bind(g, r.Axes, kk)
+		g.emit(&kir.CopyAsync{Dst: ys, DstIndex: kir.Add(yoff, kir.Add(kir.Mul(row, kir.I(TN)), col)),
+			Src: l.bufs[yl.Tensor], SrcIndex: g.flat(yl.Tensor.Shape, yl.Index), Bypass: true})
+	})})
 }
