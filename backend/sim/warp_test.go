@@ -344,3 +344,75 @@ func TestWarpConvergence(t *testing.T) {
 		}
 	}
 }
+
+// ldmatrixModule is one warp that loads Num 8×8 matrices of f16 from a
+// 16×16 shared array (matrix j is the quadrant at rows 8(j%2), columns
+// 8(j/2)) with ldmatrix, every lane giving the row address its lane number
+// selects, and stores each lane's 2·Num registers to y[lane][0:2·Num].
+func ldmatrixModule(num int, trans bool) *kir.Module {
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F16, Shape: []int{16, 16}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F16, Shape: []int{32, 8}}
+	s := &kir.Buffer{Name: "s", Space: kir.Shared, DType: te.F16, Shape: []int{16, 16}}
+	f := &kir.Buffer{Name: "f", Space: kir.Local, DType: te.F16, Shape: []int{8}}
+	tid := kir.NewVar("tid", te.I32)
+	j, r := kir.Div(kir.Mod(tid, kir.I(8*num)), kir.I(8)), kir.Mod(tid, kir.I(8))
+	row := kir.Add(kir.Mul(kir.Mod(j, kir.I(2)), kir.I(8)), r)
+	col := kir.Mul(kir.Div(j, kir.I(2)), kir.I(8))
+	body := []kir.Stmt{
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.VecCopy{Dst: s, DstIndex: kir.Mul(tid, kir.I(8)), Src: x, SrcIndex: kir.Mul(tid, kir.I(8))},
+		&kir.SyncThreads{},
+		&kir.LdMatrix{Num: num, Trans: trans, Dst: kir.Frag{Buf: f}, Src: s, Index: kir.Add(kir.Mul(row, kir.I(16)), col)},
+	}
+	for i := range 2 * num {
+		body = append(body, &kir.Store{Buf: y, Index: kir.Add(kir.Mul(tid, kir.I(8)), kir.I(i)), Value: kir.Ld(f, kir.I(i))})
+	}
+	return &kir.Module{Name: "ldmatrix", Buffers: []*kir.Buffer{x, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{Name: "k", Grid: kir.Grid{Blocks: 1}, Block: 32, Params: []*kir.Buffer{x, y},
+			Shared: []*kir.Buffer{s}, Locals: []*kir.Buffer{f}, Body: body}}}
+}
+
+// TestLdMatrix checks ldmatrix x1, x2 and x4, plain and transposed,
+// register by register against the PTX ISA's description: lane l holds,
+// of matrix j, in registers 2j and 2j+1, the elements of row l/4 at
+// columns 2(l%4) and 2(l%4)+1, or with .trans of column l/4 at those rows.
+func TestLdMatrix(t *testing.T) {
+	x := seq(te.F16, 256)
+	x.Shape = []int{16, 16}
+	for _, num := range []int{1, 2, 4} {
+		for _, trans := range []bool{false, true} {
+			res, err := Run(ldmatrixModule(num, trans), map[string]*te.Array{"x": x}, Options{Race: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RaceCount > 0 {
+				t.Fatalf("races: %v", res.Races)
+			}
+			y := res.Outputs["y"].Data
+			for lane := range 32 {
+				for j := range num {
+					for h := range 2 {
+						r, c := lane/4, 2*(lane%4)+h
+						if trans {
+							r, c = c, r
+						}
+						want := float64((8*(j%2)+r)*16 + 8*(j/2) + c)
+						if got := y[lane*8+2*j+h]; got != want {
+							t.Errorf("x%d trans=%v: lane %d register %d = %v, want x[%v]", num, trans, lane, 2*j+h, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	m := ldmatrixModule(4, false)
+	for _, st := range m.Kernels[0].Body {
+		if ld, ok := st.(*kir.LdMatrix); ok {
+			ld.Index = kir.Add(ld.Index, kir.I(4)) // rows half a vector off
+		}
+	}
+	_, err := Run(m, map[string]*te.Array{"x": x}, Options{})
+	if want := "thread 0: ldmatrix.x4 row address s[4] is not 16-byte aligned"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("misaligned ldmatrix: got %v, want %q", err, want)
+	}
+}
