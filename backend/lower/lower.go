@@ -538,7 +538,8 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		}
 	}
 	M, N, K, NB := product(ms), product(ns), extent(r), product(batch)
-	if in, ok := l.tensorCoreType(X, Y, M, N, K); ok {
+	// A masked contraction keeps the SIMT tiles, which skip masked tiles.
+	if in, ok := l.tensorCoreType(X, Y, M, N, K); ok && !masked {
 		l.mmaContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, k, body)
 		return true
 	}
