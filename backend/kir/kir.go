@@ -47,6 +47,17 @@
 // threads that reach an expression together as the warp's active lanes and
 // reports any of these as an error.
 //
+// The warp-level statements (warp.go) follow PTX too. MMA is mma.sync: the
+// WarpSize lanes of a warp together multiply fragments held in their local
+// arrays, laid out as the PTX ISA says (FragElem); LdMatrix is ldmatrix,
+// which fills such fragments from shared memory. Both must be executed by
+// every lane of the warp at once. VecCopy moves 16 aligned bytes at once
+// (128-bit loads and stores); CopyAsync is cp.async, a 16-byte copy from
+// global to shared memory that completes only when its thread's
+// WaitGroup says so, and is visible to other threads only after a barrier
+// that follows. The simulator reports a partial warp, a misaligned address
+// and a read of a copy still in flight.
+//
 // A kernel's body is a tree of statements. Stage groups the statements that
 // compute one tensor expression, so that reports (races, costs) and emitted
 // code can name it; a multi-stage persistent kernel is a sequence of Stages
