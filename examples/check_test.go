@@ -102,6 +102,7 @@ func TestOutputShapes(t *testing.T) {
 		"conv_block":   {"y": "f32[1, 64, 56, 56]"},
 		"efficientnet": {"logits": "f32[1, 1000]"},
 		"layernorm":    {"y": "f32[384, 768]"},
+		"llama":        {"logits": "f32[1, 128256]", "next": "i32[1]", "k_cache": "f32[16, 1, 8, 128, 64]", "v_cache": "f32[16, 1, 8, 128, 64]"},
 		"lstm":         {"y": "f32[100, 1, 256]"},
 		"mlp":          {"y": "f32[32, 10]"},
 		"mmoe":         {"y": "f32[2, 1, 1]"},

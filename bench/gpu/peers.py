@@ -62,7 +62,7 @@ import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 EXAMPLES = REPO / "examples"
-MODELS = ("bert", "resnext", "lstm", "efficientnet", "swin", "mmoe")
+MODELS = ("bert", "resnext", "lstm", "efficientnet", "swin", "mmoe", "llama")
 PRECISIONS = ("f64", "f32", "bf16", "f16")
 RUNNERS = ("eager", "compile", "compile-max", "cudagraph", "jax")
 
@@ -188,6 +188,21 @@ class TorchOps:
     def layernorm(self, x, g, b, eps):
         return self.F.layer_norm(x, x.shape[-1:], g, b, eps)
 
+    def rmsnorm(self, x, g, eps):
+        """x / sqrt(mean(x²) + eps) · g over the last axis, the statistic in
+        f32 or wider, as Llama's RMSNorm computes it."""
+        xf = x.to(self.torch.promote_types(x.dtype, self.torch.float32))
+        y = xf * self.torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+        return g * y.to(x.dtype)
+
+    def repeat_kv(self, x, groups):
+        """Each key/value head of x [B, NKV, S, DH] repeated for the groups
+        query heads that read it: head n of the result is x's head n // groups."""
+        return x.repeat_interleave(groups, dim=1)
+
+    def argmax(self, x, axis):
+        return x.argmax(axis)
+
     def gelu(self, x):
         # lang/stdlib/activations.te's gelu is the tanh approximation.
         return self.F.gelu(x, approximate="tanh")
@@ -305,6 +320,17 @@ class JaxOps:
         mu = xf.mean(-1, keepdims=True)
         var = ((xf - mu) ** 2).mean(-1, keepdims=True)
         return ((xf - mu) * self.lax.rsqrt(var + eps)).astype(x.dtype) * g + b
+
+    def rmsnorm(self, x, g, eps):
+        xf = x.astype(self.jnp.float32) if x.dtype in (self.jnp.float16, self.jnp.bfloat16) else x
+        y = xf * self.lax.rsqrt((xf * xf).mean(-1, keepdims=True) + eps)
+        return g * y.astype(x.dtype)
+
+    def repeat_kv(self, x, groups):
+        return self.jnp.repeat(x, groups, axis=1)
+
+    def argmax(self, x, axis):
+        return self.jnp.argmax(x, axis)
 
     def gelu(self, x):
         return self.jax.nn.gelu(x, approximate=True)
@@ -663,6 +689,80 @@ def mmoe_forward(ops, cfg, w, feeds):
     return {"y": ops.stack(ys, 0)}
 
 
+# Llama (examples/llama.te, its prefill): a Llama-3.2-1B-shaped decoder,
+# written as Hugging Face's LlamaForCausalLM computes it: RMSNorm, q/k/v
+# projections with [out, in] weights, RoPE by rotate_half on cos/sin tables,
+# grouped-query attention (repeat_kv) with a causal mask, SwiGLU, tied
+# embeddings. The key and value cache is every layer's keys (after RoPE) and
+# values, [L, B, NKV, P, DH].
+
+
+def llama_rope_tables(cfg):
+    """The cos and sin tables [P, DH] of Llama 3's RoPE: θ^(-2i/DH) scaled by
+    rope_scaling (factor, low and high frequency factors, original context)
+    as Hugging Face's _compute_llama3_parameters does, each frequency used by
+    dimensions i and i + DH/2. Computed in float64, as tec's reference
+    evaluates the .te file's tables; the peer's device rounds them once to
+    its precision."""
+    DH = cfg["D"] // cfg["NH"]
+    inv = cfg["THETA"] ** (-np.arange(0, DH, 2, dtype=np.float64) / DH)
+    wavelen = 2 * cfg["PI"] / inv
+    factor, old, low, high = cfg["ROPE_FACTOR"], cfg["OLD_CTX"], cfg["LOW_FREQ"], cfg["HIGH_FREQ"]
+    scaled = np.where(wavelen > old / low, inv / factor, inv)
+    smooth = (old / wavelen - low) / (high - low)
+    medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+    freq = np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+    angle = np.arange(cfg["P"], dtype=np.float64)[:, None] * np.concatenate([freq, freq])[None, :]
+    return np.cos(angle), np.sin(angle)
+
+
+LLAMA_PARAMS = ("wte", "attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w_gate", "w_up", "w_down", "norm")
+
+
+def llama_prepare(ops, cfg, p, unpacker=None):
+    w = {n: p[n] for n in LLAMA_PARAMS}
+    w["cos"], w["sin"] = llama_rope_tables(cfg)
+    P = cfg["P"]
+    w["mask"] = np.where(np.arange(P)[None, :] <= np.arange(P)[:, None], 0.0, -np.inf)
+    return _prepared(ops, w)
+
+
+def llama_rotate_half(ops, x):
+    """(x1, x2) -> (-x2, x1) on the halves of the last axis."""
+    half = x.shape[-1] // 2
+    return ops.concat([-x[..., half:], x[..., :half]], -1)
+
+
+def llama_forward(ops, cfg, w, feeds):
+    ids = feeds["ids"]
+    B, P = ids.shape
+    NH, NKV, eps = cfg["NH"], cfg["NKV"], cfg["EPS"]
+    DH = cfg["D"] // NH
+
+    def heads(y, n):  # [B, P, n*DH] -> [B, n, P, DH]
+        return ops.transpose(y.reshape(B, P, n, DH), (0, 2, 1, 3))
+
+    def rope(y):
+        return y * w["cos"] + llama_rotate_half(ops, y) * w["sin"]
+
+    x = ops.embed(w["wte"], ids)
+    ks, vs = [], []
+    for l in range(cfg["L"]):
+        h = ops.rmsnorm(x, w["attn_norm"][l], eps)
+        q = rope(heads(ops.linear(h, w["wq"][l].T), NH))
+        k = rope(heads(ops.linear(h, w["wk"][l].T), NKV))
+        v = heads(ops.linear(h, w["wv"][l].T), NKV)
+        ks.append(k)
+        vs.append(v)
+        ctx = ops.attention(q, ops.repeat_kv(k, NH // NKV), ops.repeat_kv(v, NH // NKV), w["mask"])
+        x = x + ops.linear(ops.transpose(ctx, (0, 2, 1, 3)).reshape(B, P, NH * DH), w["wo"][l].T)
+        h = ops.rmsnorm(x, w["ffn_norm"][l], eps)
+        f = ops.swish(ops.linear(h, w["w_gate"][l].T)) * ops.linear(h, w["w_up"][l].T)
+        x = x + ops.linear(f, w["w_down"][l].T)
+    logits = ops.linear(ops.rmsnorm(x[:, -1], w["norm"], eps), w["wte"].T)
+    return {"logits": logits, "next": ops.argmax(logits, -1), "k_cache": ops.stack(ks), "v_cache": ops.stack(vs)}
+
+
 class Spec:
     """One model: its inputs, outputs and params (names as in the .te file),
     and its prepare and forward functions."""
@@ -679,6 +779,9 @@ SPECS = {
     "efficientnet": Spec("efficientnet", ("img",), ("logits",), efficientnet_prepare, efficientnet_forward),
     "swin": Spec("swin", ("img",), ("logits",), swin_prepare, swin_forward),
     "mmoe": Spec("mmoe", ("x",), ("y",), mmoe_prepare, mmoe_forward),
+    # next (the argmax of the logits) is not compared: a near tie may flip it
+    # at a half precision; test_peers checks it against tec's at f64.
+    "llama": Spec("llama", ("ids",), ("logits", "k_cache", "v_cache"), llama_prepare, llama_forward),
 }
 
 
@@ -698,6 +801,12 @@ def feed_shapes(model, cfg):
         B, IN, U, E, TS, TW = c["B"], c["IN"], c["UNITS"], c["E"], c["TASKS"], c["TOWER"]
         return {"x": (B, IN), "we": (E, IN, U), "be": (E, U), "wg": (TS, IN, E), "bg": (TS, E),
                 "wt": (TS, U, TW), "bt": (TS, TW), "wo": (TS, TW, 1), "bo": (TS, 1)}
+    if model == "llama":
+        B, P, L, D, NH, NKV, FF, V = (c[k] for k in ("B", "P", "L", "D", "NH", "NKV", "FF", "V"))
+        DH = D // NH
+        return {"ids": (B, P), "wte": (V, D), "attn_norm": (L, D), "wq": (L, NH * DH, D), "wk": (L, NKV * DH, D),
+                "wv": (L, NKV * DH, D), "wo": (L, D, NH * DH), "ffn_norm": (L, D), "w_gate": (L, FF, D),
+                "w_up": (L, FF, D), "w_down": (L, D, FF), "norm": (D,)}
     n = sum(math.prod(s) for s in packed_shapes(SPECS[model].prepare, cfg))
     return {"img": (c["N"], 3, c["IMG"], c["IMG"]), "wts": (n,)}
 
@@ -737,7 +846,7 @@ def random_feeds(model, cfg, seed):
 
 
 # The i32 inputs that index a table (gathers), by model: the table's length.
-INDEX_FEEDS = {"bert": {"ids": lambda c: c["V"], "seg": lambda c: 2}}
+INDEX_FEEDS = {"bert": {"ids": lambda c: c["V"], "seg": lambda c: 2}, "llama": {"ids": lambda c: c["V"]}}
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,8 @@ They run the real tec command (python/tec.py's tec.binary(): set TEC to a
 built tec to skip the build) and PyTorch on the CPU. Besides the check
 itself passing, they show that it can fail: a peer with a planted mistake
 (a weight off by 1e-3 of its size, a gate order swapped, the exact GELU for
-the tanh one, no shifted-window mask) must not pass.
+the tanh one, no shifted-window mask, Llama's RoPE on interleaved pairs or
+its query heads reading the wrong key/value heads) must not pass.
 """
 
 import re
@@ -85,11 +86,35 @@ class CheckTest(unittest.TestCase):
             ("efficientnet", mock.patch.object(peers.TorchOps, "swish", lambda self, x: self.torch.relu(x))),
             ("resnext", mock.patch.object(peers.TorchOps, "max_pool2d",
                                           lambda self, x, k, s, p: self.F.avg_pool2d(x, k, s, p))),
+            # RoPE rotating the pairs (2i, 2i+1), GPT-J's layout, instead of
+            # the halves (i, i + DH/2) that Llama's rotate_half pairs.
+            ("llama", mock.patch.object(peers, "llama_rotate_half", lambda ops, x: ops.stack(
+                [-x[..., 1::2], x[..., 0::2]], -1).reshape(x.shape))),
+            # Query head n reading key/value head n % NKV (x.repeat) instead of
+            # n // G (repeat_interleave).
+            ("llama", mock.patch.object(peers.TorchOps, "repeat_kv", lambda self, x, g: x.repeat(1, g, 1, 1))),
+            # Plain RoPE, without Llama 3's frequency scaling (the tiny head
+            # dimension has a frequency in each of its three bands).
+            ("llama", mock.patch.object(peers, "llama_rope_tables",
+                                        lambda cfg, f=peers.llama_rope_tables: f({**cfg, "ROPE_FACTOR": 1.0}))),
         ]
         for model, patch in cases:
             with self.subTest(model=model, patch=patch.attribute), patch:
                 rows = check(model, ("f64", "f32"))
                 self.assertFalse(peers.check_passed(rows), rows)
+
+    def test_llama_next_token(self):
+        # The greedy next token is not among the compared outputs (a near
+        # tie may flip it at a half precision); at f64 it must be tec's, and
+        # tec's must be the argmax of its own logits.
+        feeds, want = tiny_feeds("llama")
+        spec, cfg = peers.SPECS["llama"], peers.config("llama", "tiny")
+        ops = peers.TorchOps("cpu", "f64")
+        out = spec.forward(ops, cfg, spec.prepare(ops, cfg, feeds), {"ids": ops.asarray(feeds["ids"])})
+        ref = want["f32"]
+        np.testing.assert_array_equal(ref["next"], ref["logits"].argmax(-1))
+        np.testing.assert_array_equal(ops.to_numpy(out["next"]), ref["next"])
+        self.assertEqual(ref["next"].shape, (cfg["B"],))
 
     def test_nothing_ran_is_no_pass(self):
         rows = [{"model": "m", "runner": "jax", "precision": "f32", "status": "n/a"}]
