@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The peers: the six example models in PyTorch (and JAX), on tec's own weights.
+"""The peers: the example models in PyTorch (and JAX), on tec's own weights.
 
 Each model of examples/ that the issue's evaluation names (BERT, ResNeXt-101,
-LSTM, EfficientNet-b0, Swin-B, MMoE) is written here once, against a small
+LSTM, EfficientNet-b0, Swin-B, MMoE), and the Llama-3.2-1B-shaped prefill of
+examples/llama.te, is written here once, against a small
 namespace of operations (``ops``) that has a PyTorch and a JAX implementation.
 A model is two functions:
 
@@ -1132,7 +1133,7 @@ def main(argv=None):
     mode.add_argument("--make-feeds", metavar="DIR", help="write random feeds of --model to DIR/NAME.npy")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     ap.add_argument("--size", default="tiny", choices=("tiny", "full"))
-    ap.add_argument("--model", action="append", choices=MODELS, help="a model (repeatable; default all six)")
+    ap.add_argument("--model", action="append", choices=MODELS, help="a model (repeatable; default all)")
     ap.add_argument("--precision", help="comma-separated precisions (default: f64,f32,bf16 on cpu, f32,f16,bf16 on cuda)")
     ap.add_argument("--runner", help=f"comma-separated runners (default all: {','.join(RUNNERS)})")
     ap.add_argument("--seed", type=int, default=1, help="seed of the random feeds (default 1)")

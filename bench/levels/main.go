@@ -7,7 +7,10 @@
 //
 // Usage:
 //
-//	go run ./bench/levels [-gpu a100,h100] [-models bert,lstm,...]
+//	go run ./bench/levels [-gpu a100,h100] [-models bert,lstm,...] [-precision bf16]
+//
+// Any example may be named (llama too); the Souffle columns are filled for
+// the six models only.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/precision"
 )
 
 // souffle holds Souffle's published A100 numbers: kernels and global
@@ -45,14 +49,19 @@ var souffle = map[string]struct {
 func main() {
 	gpus := flag.String("gpu", "a100,h100", "comma-separated GPU models")
 	models := flag.String("models", "bert,resnext,lstm,efficientnet,swin,mmoe", "comma-separated examples")
+	prec := flag.String("precision", "f32", "the arithmetic precision, as tec build's --precision")
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(os.Stdout, strings.Split(*gpus, ","), strings.Split(*models, ",")); err != nil {
+	mode, err := precision.Parse(*prec)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(os.Stdout, strings.Split(*gpus, ","), strings.Split(*models, ","), mode); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(w io.Writer, gpus, models []string) error {
+func run(w io.Writer, gpus, models []string, mode precision.Mode) error {
 	for _, gname := range gpus {
 		g, err := partition.LoadGPU(gname)
 		if err != nil {
@@ -70,7 +79,7 @@ func run(w io.Writer, gpus, models []string) error {
 			if diags.HasErrors() {
 				return fmt.Errorf("%s: %v", name, diags.Error())
 			}
-			a, err := analysis.Analyze(p, analysis.Options{})
+			a, err := analysis.Analyze(precision.Apply(p, mode), analysis.Options{})
 			if err != nil {
 				return err
 			}
@@ -81,9 +90,9 @@ func run(w io.Writer, gpus, models []string) error {
 			}
 			var rows []row
 			for level := 0; level <= pipeline.MaxLevel; level++ {
-				rows = append(rows, row{fmt.Sprintf("-O%d", level), pipeline.Options{Level: level, GPU: g}})
+				rows = append(rows, row{fmt.Sprintf("-O%d", level), pipeline.Options{Level: level, GPU: g, Precision: mode}})
 			}
-			rows = append(rows, row{"-O4 greedy (Alg. 1)", pipeline.Options{Level: pipeline.MaxLevel, GPU: g, Strategy: partition.Greedy}})
+			rows = append(rows, row{"-O4 greedy (Alg. 1)", pipeline.Options{Level: pipeline.MaxLevel, GPU: g, Strategy: partition.Greedy, Precision: mode}})
 			for i, rw := range rows {
 				start := time.Now()
 				res, err := pipeline.Build(p, rw.opts)
@@ -95,12 +104,12 @@ func run(w io.Writer, gpus, models []string) error {
 				_, _, cost := res.Plan.Stats()
 				bytes := rep.Total.LoadBytes + rep.Total.StoreBytes
 				dram := rep.DRAMBytes(int64(g.L2Bytes), res.Footprint())
-				s := souffle[name]
+				s, published := souffle[name]
 				sk, smb, sms := "", "", ""
-				if i == pipeline.MaxLevel {
+				if published && i == pipeline.MaxLevel {
 					sk, smb = fmt.Sprint(s.kernels), fmt.Sprint(s.mbytes)
 				}
-				if gname == "a100" && i <= pipeline.MaxLevel {
+				if published && gname == "a100" && i <= pipeline.MaxLevel {
 					sms = fmt.Sprint(s.ms[i])
 				}
 				fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %.2f | %s | %.3g | %.3f | %.2f | %s | %s | %s |\n",
