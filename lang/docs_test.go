@@ -39,9 +39,9 @@ func TestStdlibFuncs(t *testing.T) {
 	tests := []struct {
 		name, file, sig, summary string
 	}{
-		{"softmax", "stdlib/norm.te", "softmax(x: f32[M, N]) -> f32[M, N]", "softmax over the last axis: exp(x - max) / sum(exp(x - max))"},
+		{"softmax", "stdlib/norm.te", "softmax(x: T[M, N]) -> T[M, N]", "softmax over the last axis: exp(x - max) / sum(exp(x - max))"},
 		{"relu", "stdlib/activations.te", "relu(v)", "max(v, 0)"},
-		{"layernorm", "stdlib/norm.te", "layernorm(x: f32[M, N], g: f32[N], b: f32[N], eps: float) -> f32[M, N]", "layer normalisation over the last axis, with gain g and bias b:"},
+		{"layernorm", "stdlib/norm.te", "layernorm(x: T[M, N], g: T[N], b: T[N], eps: float) -> T[M, N]", "layer normalisation over the last axis, with gain g and bias b:"},
 	}
 	for _, tt := range tests {
 		f, ok := byName[tt.name]
