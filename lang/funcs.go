@@ -29,6 +29,10 @@ type frame struct {
 	returned    bool
 	results     []Value
 	resultSpans []syntax.Span
+	// iters holds the values of the loop variables of the loops being
+	// unrolled in this frame, outermost first; an input or param declared
+	// in a loop of the model is named after them (w.0, w.1, ...).
+	iters []int
 }
 
 // pushCall enters a call of fn, failing (with an error) when calls nest too

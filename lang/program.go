@@ -17,6 +17,9 @@ type builder struct {
 	// bound holds the tensors named by the statement that binds them, whose
 	// names are made unique before the others' (see names.go).
 	bound map[*te.Tensor]bool
+	// twice holds the declarations reported as declared twice, so that a
+	// loop reports a clash once, not once per iteration.
+	twice map[syntax.Node]bool
 }
 
 type placeholderSite struct {
@@ -32,7 +35,7 @@ type outputSite struct {
 }
 
 func newBuilder(c *checker) *builder {
-	return &builder{c: c, placeholders: map[string]*placeholderSite{}, outputNames: map[string]syntax.Span{}, bound: map[*te.Tensor]bool{}}
+	return &builder{c: c, placeholders: map[string]*placeholderSite{}, outputNames: map[string]syntax.Span{}, bound: map[*te.Tensor]bool{}, twice: map[syntax.Node]bool{}}
 }
 
 // add appends a tensor, named provisionally name, with the current scope.
@@ -53,13 +56,11 @@ func (b *builder) add(t *te.Tensor, name, file string, span syntax.Span) *te.Ten
 }
 
 // placeholder adds an input or param.
-func (b *builder) placeholder(s *syntax.PlaceholderStmt, kind te.Kind, dt te.DType, dims []int, file string) *te.Tensor {
-	if p := b.placeholders[s.Name.Name]; p != nil {
-		return p.t // the same declaration, run again by a loop
-	}
-	t := b.add(&te.Tensor{Kind: kind, DType: dt, Shape: dims}, s.Name.Name, file, s.Span)
+// name is its program name: placeholderName of the declared one.
+func (b *builder) placeholder(s *syntax.PlaceholderStmt, name string, kind te.Kind, dt te.DType, dims []int, file string) *te.Tensor {
+	t := b.add(&te.Tensor{Kind: kind, DType: dt, Shape: dims}, name, file, s.Span)
 	t.Scope = nil
-	b.placeholders[s.Name.Name] = &placeholderSite{t: t, decl: s, file: file, span: s.Name.Span}
+	b.placeholders[name] = &placeholderSite{t: t, decl: s, file: file, span: s.Name.Span}
 	return t
 }
 

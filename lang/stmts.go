@@ -2,6 +2,8 @@ package lang
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"tec/lang/syntax"
 	"tec/te"
@@ -94,17 +96,59 @@ func (c *checker) execPlaceholder(sc *scope, s *syntax.PlaceholderStmt) {
 		c.errorAt(file, s.Type.Span, "type", fmt.Sprintf("write %s[...] with its dimensions, or %s[] for a scalar", s.Type.Name.Name, s.Type.Name.Name), "%s %s needs a shape", s.Kind, s.Name.Name)
 	default:
 		dims, good := c.evalDims(sc, s.Type.Dims)
+		if good && c.shadowsPlaceholder(sc, s) {
+			return
+		}
 		if good {
-			if prev, dup := c.prog.placeholders[s.Name.Name]; dup && prev.decl != s {
-				d := c.errorAt(file, s.Name.Span, "redefined", "rename one of them", "%s is declared twice", s.Name.Name)
-				related(d, prev.file, prev.span, "the first declaration of %s", s.Name.Name)
+			name := placeholderName(s.Name.Name, c.frame.iters)
+			if prev, dup := c.prog.placeholders[name]; dup {
+				d := c.errorAt(file, s.Name.Span, "redefined", "rename one of them", "%s is declared twice", name)
+				related(d, prev.file, prev.span, "the first declaration of %s", name)
 				return
 			}
-			t := c.prog.placeholder(s, kind, dt, dims, file)
+			t := c.prog.placeholder(s, name, kind, dt, dims, file)
 			v = wholeTensor(t)
 		}
 	}
 	c.declareLocal(sc, s.Name, v, s)
+}
+
+// placeholderName is the program name of an input or param declared as
+// name: name itself at the top of the model, and in a loop name followed by
+// the value of each enclosing loop's variable, outermost first: w.0, w.1, ...
+// or, in two nested loops, w.0.0, w.0.1, ...
+func placeholderName(name string, iters []int) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, i := range iters {
+		b.WriteByte('.')
+		b.WriteString(strconv.Itoa(i))
+	}
+	return b.String()
+}
+
+// shadowsPlaceholder reports an input or param declared in a loop under the
+// name of one declared before it (outside the loop, or in an earlier loop).
+func (c *checker) shadowsPlaceholder(sc *scope, s *syntax.PlaceholderStmt) bool {
+	prev, ok := sc.vars[s.Name.Name]
+	if !ok || prev.decl == s || len(c.frame.iters) == 0 {
+		return false
+	}
+	if _, isPlaceholder := prev.decl.(*syntax.PlaceholderStmt); !isPlaceholder {
+		return false
+	}
+	if c.prog.twice[s] {
+		return true
+	}
+	c.prog.twice[s] = true
+	n := s.Name.Name
+	hint := fmt.Sprintf("a %s declared in a loop is a new tensor in each iteration (%s.0, %s.1, ...): rename it, or leave out this declaration to use the one before the loop in every iteration", s.Kind, n, n)
+	if top, ok := c.prog.placeholders[n]; !ok || top.decl != prev.decl {
+		hint = fmt.Sprintf("rename one of them: a %s declared in a loop is named after the loop variables (%s.0, %s.1, ...), so two loops would make the same names", s.Kind, n, n)
+	}
+	d := c.errorAt(sc.path, s.Name.Span, "redefined", hint, "%s is declared twice", n)
+	related(d, prev.file, prev.def, "the first declaration of %s", s.Name.Name)
+	return true
 }
 
 func (c *checker) execOutput(sc *scope, s *syntax.OutputStmt) {
@@ -143,7 +187,9 @@ func (c *checker) execFor(sc *scope, s *syntax.ForStmt) {
 	for i := lo; i < hi && !c.frame.returned; i++ {
 		c.assignLocal(sc, s.Var, intNum(i))
 		c.pushScopeName(fmt.Sprintf("%s[%d]", s.Var.Name, i))
+		c.frame.iters = append(c.frame.iters, i)
 		c.execBlock(sc, s.Body)
+		c.frame.iters = c.frame.iters[:len(c.frame.iters)-1]
 		c.popScopeName()
 	}
 }
