@@ -38,6 +38,18 @@ model scale {
 }
 """
 
+STAGES = """\
+model stages {
+  input x: f32[4]
+  h[j] = x[j]
+  for l in 0..2 {
+    param w: f32[4 - 2 * l, 2 + l]
+    h = matmul(reshape2(h, 1, 4 - 2 * l), w)[0]
+  }
+  output y = h
+}
+"""
+
 BAD = """\
 model m {
   input x: f32[4]
@@ -73,6 +85,16 @@ class RunTest(TempDirTest):
         np.testing.assert_allclose(out["z"], x.sum(axis=1), rtol=1e-5, atol=1e-6)
         self.assertEqual(out.summary["model"], "scale")
         self.assertEqual(out.summary["device"], "ref")
+
+    def test_params_declared_in_a_loop(self):
+        # A param declared in a loop is one per iteration, named w.0, w.1:
+        # the names are keys of the params dict as they are.
+        path = self.write("stages.te", STAGES)
+        x = np.arange(4, dtype=np.float32)
+        w0 = np.full((4, 2), 0.5, np.float32)
+        w1 = np.arange(6, dtype=np.float32).reshape(2, 3)
+        out = tec.run(path, inputs={"x": x}, params={"w.0": w0, "w.1": w1})
+        np.testing.assert_allclose(out["y"], (x @ w0) @ w1, rtol=1e-6)
 
     def test_fortran_order_and_float64_inputs(self):
         # A transposed view is Fortran-ordered, which tec refuses; the helper

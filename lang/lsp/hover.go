@@ -115,16 +115,21 @@ func tensorFacts(snap *snapshot, sym lang.Symbol) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, ", model %s", a.Program.Name)
-	n := 0
+	n, first, last := 0, t, t
 	if t.Span.File == sym.File && t.Span.Line == sym.Def.Start.Line {
 		// made by this statement: count its unrolled copies
 		for _, u := range a.Program.Tensors {
 			if u.Span == t.Span {
-				n++
+				if n == 0 {
+					first = u
+				}
+				n, last = n+1, u
 			}
 		}
 	}
-	if n > 1 {
+	if n > 1 && t.Kind != te.Compute {
+		fmt.Fprintf(&b, ", one of %d %ss this declaration makes, one per loop iteration: %s ... %s", n, t.Kind, first.Name, last.Name)
+	} else if n > 1 {
 		fmt.Fprintf(&b, ", one of %d tensors this statement makes (loops and calls unrolled); the first is %s", n, t.Name)
 	} else if t.Name != sym.Name {
 		fmt.Fprintf(&b, ", %s in the program", t.Name)
