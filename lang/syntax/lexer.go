@@ -236,7 +236,7 @@ func (l *lexer) next() token {
 			}
 			start := posOf(at.Position())
 			l.done, l.end = true, start
-			return illegal(start, l.src[start.Offset:])
+			return illegal(start, l.src[:start.Offset], l.src[start.Offset:])
 		}
 		start := posOf(t.Pos)
 		if t.EOF() {
@@ -268,9 +268,23 @@ func (l *lexer) next() token {
 	return token{kind: tokEOF, span: Span{l.end, l.end}}
 }
 
+// afterName reports whether src ends with a name (a letter or '_', then
+// letters, digits or '_').
+func afterName(src []byte) bool {
+	i := len(src)
+	for i > 0 && (isNameByte(src[i-1]) || src[i-1] >= '0' && src[i-1] <= '9') {
+		i--
+	}
+	return i < len(src) && isNameByte(src[i])
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
 // illegal returns the token for the character that starts rest, which
-// starts no token.
-func illegal(start Pos, rest []byte) token {
+// starts no token; before is the source up to it.
+func illegal(start Pos, before, rest []byte) token {
 	r, n := utf8.DecodeRune(rest)
 	text := string(rest[:n])
 	t := token{kind: tokIllegal, text: text, span: Span{start, Pos{start.Offset + len(text), start.Line, start.Col + 1}}}
@@ -283,6 +297,9 @@ func illegal(start Pos, rest []byte) token {
 		t.hint = `strings are written in double quotes: "layers.te"`
 	case '.':
 		t.hint = "a range is written lo..hi, and a number needs digits on both sides of its '.' (0.5)"
+		if afterName(before) && len(rest) > 1 && rest[1] >= '0' && rest[1] <= '9' {
+			t.hint = "a name such as w.0 is what a param declared in a loop is called outside the source (--params, .npz keys, the C interface); in the loop body, w is the current iteration's"
+		}
 	case '&':
 		t.hint = "logical and is written '&&'"
 	case '|':
