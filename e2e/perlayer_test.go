@@ -78,3 +78,47 @@ func TestPerLayerParams(t *testing.T) {
 		})
 	}
 }
+
+// halfSource calls the generic normalisations and layout functions of the
+// standard library on bf16 and f16 tensors: their statistics stay f32, their
+// results are stored in the input's dtype.
+const halfSource = `
+model half {
+  input x: f16[4, 8]
+  input z: bf16[2, 4, 3, 3]
+  param g: f16[8]
+  param b: f16[8]
+  param m: bf16[4]
+  param v: bf16[4]
+  param gz: bf16[4]
+  param bz: bf16[4]
+  n = layernorm(x, g, b, 1e-5)
+  p = softmax(transpose(n))
+  q = max_pool2d(batchnorm2d(z, m, v, gz, bz, 1e-5), 2, 1, 0)
+  output p, r = flatten(concat4(q, q, 1))
+}
+`
+
+// TestGenericStdlibHalfLevels checks halfSource at every level against the
+// reference.
+func TestGenericStdlibHalfLevels(t *testing.T) {
+	p, diags := lang.Check("half.te", []byte(halfSource), lang.Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	in := numeric.SeededFeeds(p, 9)
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want["p"].DType != te.F16 || want["r"].DType != te.BF16 {
+		t.Fatalf("p is %s, r is %s; want f16 and bf16", want["p"].DType, want["r"].DType)
+	}
+	g, _ := partition.BuiltinGPU("a100")
+	tol := numeric.Tolerance{Rtol: 1e-2, Atol: 1e-3}
+	for level := 0; level <= pipeline.MaxLevel; level++ {
+		t.Run(fmt.Sprintf("O%d", level), func(t *testing.T) {
+			buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, tol)
+		})
+	}
+}
