@@ -43,7 +43,8 @@ type (
 	}
 	// sel is select(c, a, b).
 	sel struct{ c, a, b expr }
-	// reduce is op[vars](body), op being sum, max, min or prod.
+	// reduce is op[vars](body), op being sum, max, min, prod, argmax or
+	// argmin.
 	reduce struct {
 		op   string
 		vars []loopVar
@@ -90,8 +91,13 @@ func (e sel) dtype() te.DType {
 	}
 	return te.F32
 }
-func (e reduce) dtype() te.DType { return e.body.dtype() }
-func (e cast) dtype() te.DType   { return e.to }
+func (e reduce) dtype() te.DType {
+	if e.op == "argmax" || e.op == "argmin" {
+		return te.I32
+	}
+	return e.body.dtype()
+}
+func (e cast) dtype() te.DType { return e.to }
 
 // Constructors that fold what is known, so that the printed program has no
 // "x * 1" or "i + 0".
@@ -183,6 +189,8 @@ func precedence(e expr) int {
 			return 4
 		case "*", "/", "%":
 			return 5
+		case "**":
+			return 7
 		}
 	case unary:
 		if e.op == "-" || e.op == "!" {
@@ -226,6 +234,9 @@ func (p printer) print(e expr) string {
 		switch e.op {
 		case "max", "min", "pow":
 			return e.op + "(" + p.print(e.a) + ", " + p.print(e.b) + ")"
+		case "**":
+			// binds tighter than a unary minus on its left: (-x) ** 2
+			return p.operand(e.a, 7, true) + " ** " + p.operand(e.b, 7, true)
 		}
 		prec := precedence(e)
 		return p.operand(e.a, prec, false) + " " + e.op + " " + p.operand(e.b, prec, true)
@@ -257,9 +268,7 @@ func (p printer) operand(e expr, prec int, right bool) string {
 
 // formatLit prints a number: an int as an int, a float with a fraction or
 // an exponent (the language's float syntax), in the shortest form that
-// reads back to the same float32. Infinities, which the language cannot
-// write, are the largest finite f32 (as the standard library's max_pool2d
-// writes its padding).
+// reads back to the same float32, and the infinities as inf and -inf.
 func formatLit(l lit) string {
 	if l.dt == te.I32 || l.dt == te.Bool {
 		return strconv.FormatInt(int64(l.v), 10)
@@ -267,9 +276,9 @@ func formatLit(l lit) string {
 	v := l.v
 	switch {
 	case math.IsInf(v, 1):
-		return "3.4028234663852886e38"
+		return "inf"
 	case math.IsInf(v, -1):
-		return "-3.4028234663852886e38"
+		return "-inf"
 	}
 	s := strconv.FormatFloat(v, 'g', -1, 32)
 	if !strings.ContainsAny(s, ".eEn") {
@@ -338,6 +347,9 @@ func eval(e expr, env map[string]int) (float64, error) {
 		}
 		return eval(e.b, env)
 	case reduce:
+		if e.op == "argmax" || e.op == "argmin" {
+			return evalArg(e, env)
+		}
 		acc := 0.0
 		switch e.op {
 		case "max":
@@ -375,6 +387,25 @@ func eval(e expr, env map[string]int) (float64, error) {
 		return x, err
 	}
 	return 0, fmt.Errorf("cannot evaluate %T", e)
+}
+
+// evalArg computes argmax or argmin: the row-major position over the axes
+// of the first greatest (least) value, as the language defines it.
+func evalArg(e reduce, env map[string]int) (float64, error) {
+	best, at, pos := math.NaN(), 0, 0
+	err := forEach(e.vars, env, func() error {
+		v, err := eval(e.body, env)
+		better := v > best
+		if e.op == "argmin" {
+			better = v < best
+		}
+		if !math.IsNaN(v) && (math.IsNaN(best) || better) {
+			best, at = v, pos
+		}
+		pos++
+		return err
+	})
+	return float64(at), err
 }
 
 // forEach calls f with env holding every point of the axes, in row-major
@@ -420,6 +451,10 @@ func unaryValue(op string, x float64) (float64, error) {
 		return 1 / (1 + math.Exp(-x)), nil
 	case "erf":
 		return math.Erf(x), nil
+	case "sin":
+		return math.Sin(x), nil
+	case "cos":
+		return math.Cos(x), nil
 	case "abs":
 		return math.Abs(x), nil
 	case "relu":
@@ -455,7 +490,7 @@ func binaryValue(op string, a, b float64, ints bool) (float64, error) {
 		return math.Max(a, b), nil
 	case "min":
 		return math.Min(a, b), nil
-	case "pow":
+	case "pow", "**":
 		return math.Pow(a, b), nil
 	case "<":
 		return b2f(a < b), nil

@@ -179,12 +179,57 @@ func TestImport(t *testing.T) {
 			want:   map[string][]float64{"y": {0, -2, 0, 3, 1, 3}},
 		},
 		{
-			// an embedding lookup: token ids are an int64 input
+			// an embedding lookup: token ids are an int64 input, and a
+			// negative one counts from the end
 			name: "gather_ids",
 			model: newGraph().input("ids", onnxpb.TensorProto_INT64, 3).floats("table", []int64{4, 2}, 0, 1, 10, 11, 20, 21, 30, 31).
 				node("Gather", []string{"table", "ids"}, []string{"y"}).output("y").model(13),
-			inputs: map[string]*te.Array{"ids": {DType: te.I32, Shape: []int{3}, Data: []float64{3, 0, 1}}},
+			inputs: map[string]*te.Array{"ids": {DType: te.I32, Shape: []int{3}, Data: []float64{3, -4, 1}}},
 			want:   map[string][]float64{"y": {30, 31, 0, 1, 10, 11}},
+		},
+		{
+			// reflect and edge padding on both axes, on one side or two
+			name: "pad_reflect",
+			model: newGraph().input("x", f32, 2, 3).ints("p", []int64{4}, 1, 2, 0, 1).ints("q", []int64{4}, 0, 1, 1, 2).
+				node("Pad", []string{"x", "p"}, []string{"y"}, aStr("mode", "reflect")).
+				node("Pad", []string{"x", "q"}, []string{"z"}, aStr("mode", "edge")).output("y", "z").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{2, 3}, Data: x6}},
+			want: map[string][]float64{
+				"y": {3, 2, 1, 2, 3, 2, 0, -1, -2, -1, 0, -1, 3, 2, 1, 2, 3, 2},
+				"z": {-2, -2, -1, 0, 0, 0, 1, 1, 2, 3, 3, 3, 1, 1, 2, 3, 3, 3},
+			},
+		},
+		{
+			// torch.nn.Linear: Gemm with transB is linear_t
+			name: "gemm_linear_t",
+			model: newGraph().input("x", f32, 2, 3).floats("W", []int64{2, 3}, 1, 0, 0, 1, 1, 1).floats("c", []int64{2}, 10, 20).
+				node("Gemm", []string{"x", "W", "c"}, []string{"y"}, aInt("transB", 1)).output("y").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{2, 3}, Data: x6}},
+			want:   map[string][]float64{"y": {8, 17, 11, 26}},
+		},
+		{
+			// ArgMax along the rows, kept, and ArgMin down the columns,
+			// dropped: ties give the first position
+			name: "argmax",
+			model: newGraph().input("x", f32, 2, 3).
+				node("ArgMax", []string{"x"}, []string{"a"}, aInt("axis", 1)).
+				node("ArgMin", []string{"x"}, []string{"b"}, aInt("axis", 0), aInt("keepdims", 0)).output("a", "b").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{2, 3}, Data: []float64{1, 5, 5, 2, 0, 7}}},
+			want:   map[string][]float64{"a": {1, 2}, "b": {0, 1, 0}},
+		},
+		{
+			// sin² + cos² = 1, and a cube by a constant int64 exponent
+			name: "trig_pow",
+			model: newGraph().input("x", f32, 6).ints("two", []int64{}, 2).floats("three", []int64{1}, 3).
+				node("Sin", []string{"x"}, []string{"s"}).
+				node("Cos", []string{"x"}, []string{"c"}).
+				node("Pow", []string{"s", "two"}, []string{"s2"}).
+				node("Pow", []string{"c", "two"}, []string{"c2"}).
+				node("Add", []string{"s2", "c2"}, []string{"y"}).
+				node("Neg", []string{"x"}, []string{"nx"}).
+				node("Pow", []string{"nx", "three"}, []string{"z"}).output("y", "z").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{6}, Data: x6}},
+			want:   map[string][]float64{"y": {1, 1, 1, 1, 1, 1}, "z": {8, 1, 0, -1, -8, -27}},
 		},
 		{
 			// where, a comparison, a cast to int64 and back, and a
@@ -306,8 +351,8 @@ func TestImportErrors(t *testing.T) {
 			node("Resize", []string{"r"}, []string{"y"}).output("y").model(13), 1, "Resize", "operator Resize is not supported"},
 		{"unknown attribute", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"y"}, aFloat("alpha", 1)).output("y").model(13),
 			0, "Relu", "attribute alpha is not supported"},
-		{"reflect padding", newGraph().input("x", f32, 2).ints("p", []int64{2}, 1, 1).
-			node("Pad", []string{"x", "p"}, []string{"y"}, aStr("mode", "reflect")).output("y").model(13), 0, "Pad", `Pad mode "reflect" is not supported`},
+		{"wrap padding", newGraph().input("x", f32, 2).ints("p", []int64{2}, 1, 1).
+			node("Pad", []string{"x", "p"}, []string{"y"}, aStr("mode", "wrap")).output("y").model(13), 0, "Pad", `Pad mode "wrap" is not supported`},
 		{"max pool indices", newGraph().input("x", f32, 1, 1, 4, 4).
 			node("MaxPool", []string{"x"}, []string{"y", "i"}, aInts("kernel_shape", 2, 2)).output("y").model(13), 0, "MaxPool", "Indices output"},
 		{"lstm clip", newGraph().input("x", f32, 2, 1, 1).floats("W", []int64{1, 4, 1}, 0, 0, 0, 1).floats("R", []int64{1, 4, 1}, 0, 0, 0, 0).
@@ -321,6 +366,10 @@ func TestImportErrors(t *testing.T) {
 			m.Graph.Input[0].Type.GetTensorType().Shape.Dim[0].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}
 			return m
 		}(), -1, "", `no static size in dimension 0 ("batch")`},
+		{"reflect past the edge", newGraph().input("x", f32, 2).ints("p", []int64{2}, 2, 0).
+			node("Pad", []string{"x", "p"}, []string{"y"}, aStr("mode", "reflect")).output("y").model(13), 0, "Pad", "reach past its size 2"},
+		{"argmax last index", newGraph().input("x", f32, 2, 3).node("ArgMax", []string{"x"}, []string{"y"}, aInt("select_last_index", 1)).output("y").model(13),
+			0, "ArgMax", "select_last_index 1"},
 	}
 	tests[6].model.Graph.Node[0].Domain = proto.String("com.microsoft")
 	tests[6].node, tests[6].op, tests[6].want = 0, "Relu", `operator domain "com.microsoft"`

@@ -492,10 +492,11 @@ func gatherOp(n *node) error {
 		}
 		return n.im.define(n.out(0, x.dt, shape), vs, body)
 	default:
-		at = n.im.read(ind, ivars(vs[axis:axis+q])...)
-		if dim == 1 {
-			at = ilit(0)
-		}
+		// indices known at run time (token ids): a negative one counts
+		// from the end, as in ONNX; any other outside the axis is out of
+		// range, which the reference and the simulator report
+		id := n.im.read(ind, ivars(vs[axis:axis+q])...)
+		at = sel{binary{"<", id, ilit(0)}, add(id, ilit(dim)), id}
 	}
 	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, gatherIndex(x, vs, axis, q, at)...))
 }
@@ -550,8 +551,11 @@ func padOp(n *node) error {
 	if err != nil {
 		return err
 	}
-	if mode := n.str("mode", "constant"); mode != "constant" {
-		return fmt.Errorf("Pad mode %q is not supported (only constant)", mode)
+	mode := n.str("mode", "constant")
+	switch mode {
+	case "constant", "reflect", "edge":
+	default:
+		return fmt.Errorf("Pad mode %q is not supported (constant, reflect and edge are)", mode)
 	}
 	pads, _, err := n.constInts(1)
 	if err != nil {
@@ -578,6 +582,9 @@ func padOp(n *node) error {
 		if shape[d] <= 0 {
 			return fmt.Errorf("pads %v leave axis %d empty", pads, d)
 		}
+		if mode == "reflect" && (pads[d] >= x.shape[d] || pads[r+d] >= x.shape[d]) {
+			return fmt.Errorf("reflect pads %v of axis %d reach past its size %d", pads, d, x.shape[d])
+		}
 	}
 	vs := vars(shape)
 	idx := make([]expr, r)
@@ -593,11 +600,47 @@ func padOp(n *node) error {
 			cond = and(cond, binary{"<", i, ilit(x.shape[d])})
 		}
 	}
+	if mode != "constant" {
+		return n.im.define(n.out(0, x.dt, shape), vs, padBorder(n, x, mode, pads, vs, idx, 0))
+	}
 	body := n.im.read(x, idx...)
 	if cond != nil {
 		body = sel{cond, body, fill}
 	}
 	return n.im.define(n.out(0, x.dt, shape), vs, body)
+}
+
+// padBorder reads x at idx with the axes from d on mirrored (reflect) or
+// clamped (edge) where they fall outside x: a select for each side of each
+// padded axis, so that every access stays affine and in bounds. Output
+// index v of axis d reads input index v - b, b being the axis's start pad.
+func padBorder(n *node, x *value, mode string, pads []int, vs []loopVar, idx []expr, d int) expr {
+	if d == len(idx) {
+		return n.im.read(x, idx...)
+	}
+	r, size, b := x.rank(), x.shape[d], pads[d]
+	v := ivar{vs[d].name}
+	at := func(j expr) expr {
+		c := append([]expr{}, idx...)
+		c[d] = j
+		return padBorder(n, x, mode, pads, vs, c, d+1)
+	}
+	body := at(idx[d])
+	if pads[r+d] > 0 { // past the end: 2(size-1) - (v-b), or size-1
+		end := ilit(size - 1)
+		if mode == "reflect" {
+			end = sub(ilit(2*size-2+b), v)
+		}
+		body = sel{binary{">=", v, ilit(size + b)}, at(end), body}
+	}
+	if b > 0 { // before the start: b - v, or 0
+		start := ilit(0)
+		if mode == "reflect" {
+			start = sub(ilit(b), v)
+		}
+		body = sel{binary{"<", v, ilit(b)}, at(start), body}
+	}
+	return body
 }
 
 func tileOp(n *node) error {

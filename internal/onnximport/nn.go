@@ -77,13 +77,30 @@ func matmulOp(n *node) error {
 	}
 	body := reduce{"sum", []loopVar{kk}, mul(n.im.read(a, ai...), n.im.read(b, bi...))}
 	out := n.out(0, te.F32, shape)
+	fn := ""
 	switch {
+	case !sameFloat(a, b):
 	case a.rank() == 2 && b.rank() == 2:
-		return n.im.defineCall(out, "matmul(%s)", []*value{a, b}, vs, body)
+		fn = "matmul(%s)"
 	case a.rank() == 3 && b.rank() == 3 && a.shape[0] == b.shape[0]:
-		return n.im.defineCall(out, "batch_matmul(%s)", []*value{a, b}, vs, body)
+		fn = "batch_matmul(%s)"
 	}
-	return n.im.define(out, vs, body)
+	if fn == "" {
+		return n.im.define(out, vs, body)
+	}
+	out.dt = a.dt // the standard library stores the inputs' dtype
+	return n.im.defineCall(out, fn, []*value{a, b}, vs, body)
+}
+
+// sameFloat reports whether the values have one float dtype, as the
+// standard library's dtype-generic functions (linear, matmul) want.
+func sameFloat(vs ...*value) bool {
+	for _, v := range vs {
+		if v.dt != vs[0].dt || v.dt != te.F32 && v.dt != te.F16 && v.dt != te.BF16 {
+			return false
+		}
+	}
+	return true
 }
 
 func gemmOp(n *node) error {
@@ -132,9 +149,14 @@ func gemmOp(n *node) error {
 		body = add(body, mul(flit(beta), n.im.bcast(c, vs)))
 	}
 	out := n.out(0, te.F32, shape)
-	if !ta && !tb && alpha == 1 && beta == 1 && c != nil && c.rank() == 1 && c.shape[0] == nn && c.constant != nil {
+	if !ta && alpha == 1 && beta == 1 && c != nil && c.rank() == 1 && c.shape[0] == nn && c.constant != nil && sameFloat(a, b, c) {
 		if _, ok := c.uniform(); !ok {
-			return n.im.defineCall(out, "linear(%s)", []*value{a, b, c}, vs, body)
+			out.dt = a.dt // the standard library stores the inputs' dtype
+			fn := "linear(%s)"
+			if tb {
+				fn = "linear_t(%s)" // torch.nn.Linear's [out, in] weight
+			}
+			return n.im.defineCall(out, fn, []*value{a, b, c}, vs, body)
 		}
 	}
 	return n.im.define(out, vs, body)
@@ -539,7 +561,7 @@ func layerNormOp(n *node) error {
 		red2 = append(red2, n.im.raxis(s))
 	}
 	dev := sub(n.im.read(x, withAxes(ov, axis, red2)...), n.im.read(mean, ivars(ov)...))
-	if err := n.im.define(variance, ov, div(reduce{"sum", red2, call("square", dev)}, flit(float64(count)))); err != nil {
+	if err := n.im.define(variance, ov, div(reduce{"sum", red2, binary{"**", dev, ilit(2)}}, flit(float64(count)))); err != nil {
 		return err
 	}
 	inner := vs[axis:]
@@ -569,7 +591,7 @@ func layerNormBody(n *node, x, scale, bias *value, axis int, eps float64) expr {
 	mean := func(r []loopVar) expr {
 		return div(reduce{"sum", r, n.im.read(x, withAxes(ov, axis, r)...)}, count)
 	}
-	variance := div(reduce{"sum", red2, call("square", sub(n.im.read(x, withAxes(ov, axis, red2)...), mean(red3)))}, count)
+	variance := div(reduce{"sum", red2, binary{"**", sub(n.im.read(x, withAxes(ov, axis, red2)...), mean(red3)), ilit(2)}}, count)
 	body := mul(mul(sub(n.im.read(x, ivars(vs)...), mean(red)), call("rsqrt", add(variance, flit(eps)))), n.im.bcast(scale, vs[axis:]))
 	return add(body, n.im.bcast(bias, vs[axis:]))
 }
@@ -702,5 +724,50 @@ func reduceOp(kind string) func(*node) error {
 			body = reduce{kind, raxes, v}
 		}
 		return n.im.define(n.out(0, x.dt, shape), vs, body)
+	}
+}
+
+// argOp imports ArgMax and ArgMin: the first position of the greatest
+// (least) value along axis, as an i32, which is what the language's
+// argmax and argmin give.
+func argOp(kind string) func(*node) error {
+	return func(n *node) error {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		if n.int("select_last_index", 0) != 0 {
+			return fmt.Errorf("select_last_index 1 (the last position on ties) is not supported: tec's %s gives the first", kind)
+		}
+		axis, err := normAxis(n.int("axis", 0), x.rank())
+		if err != nil {
+			return err
+		}
+		keep := n.int("keepdims", 1) != 0
+		var shape []int
+		for d, s := range x.shape {
+			switch {
+			case d != axis:
+				shape = append(shape, s)
+			case keep:
+				shape = append(shape, 1)
+			}
+		}
+		vs := vars(shape)
+		ka := n.im.raxis(x.shape[axis])
+		idx := make([]expr, 0, x.rank())
+		o := 0
+		for d := range x.shape {
+			if d == axis {
+				idx = append(idx, ivar{ka.name})
+				if keep {
+					o++
+				}
+				continue
+			}
+			idx = append(idx, ivar{vs[o].name})
+			o++
+		}
+		return n.im.define(n.out(0, te.I32, shape), vs, reduce{kind, []loopVar{ka}, n.im.read(x, idx...)})
 	}
 }

@@ -23,6 +23,8 @@ func init() {
 		"Log":         unaryOp(func(x expr) expr { return call("log", x) }),
 		"Sqrt":        unaryOp(func(x expr) expr { return call("sqrt", x) }),
 		"Abs":         unaryOp(func(x expr) expr { return call("abs", x) }),
+		"Sin":         unaryOp(func(x expr) expr { return call("sin", x) }),
+		"Cos":         unaryOp(func(x expr) expr { return call("cos", x) }),
 		"Neg":         unaryOp(func(x expr) expr { return unary{"-", x} }),
 		"Not":         unaryOp(func(x expr) expr { return unary{"!", x} }),
 		"Reciprocal":  unaryOp(func(x expr) expr { return binary{"/", flit(1), x} }),
@@ -90,6 +92,8 @@ func init() {
 		"ReduceMax":          reduceOp("max"),
 		"ReduceMin":          reduceOp("min"),
 		"ReduceProd":         reduceOp("prod"),
+		"ArgMax":             argOp("argmax"),
+		"ArgMin":             argOp("argmin"),
 		"LSTM":               lstmOp,
 		"GRU":                gruOp,
 	}
@@ -216,8 +220,10 @@ func powOp(n *node) error {
 	if err != nil {
 		return err
 	}
-	if u, ok := b.uniform(); ok && u == 2 && b.rank() <= a.rank() {
-		return elementwise(n, func(x []expr) expr { return call("square", x[0]) }, a)
+	// a constant integer exponent is written x ** k; an int base keeps
+	// its type only under a non-negative one, as in the language
+	if u, ok := b.uniform(); ok && b.rank() <= a.rank() && u == math.Trunc(u) && math.Abs(u) <= 1<<20 && (a.dt != te.I32 || u >= 0) {
+		return elementwise(n, func(x []expr) expr { return binary{"**", x[0], ilit(int(u))} }, a)
 	}
 	return elementwise(n, func(x []expr) expr { return binary{"pow", x[0], x[1]} }, a, b)
 }
