@@ -140,7 +140,7 @@ func TestImportCommand(t *testing.T) {
 
 func TestImportErrors(t *testing.T) {
 	dir := t.TempDir()
-	unsupported := writeONNX(t, dir, "resize", "Resize")
+	unsupported := writeONNX(t, dir, "einsum", "Einsum")
 	notONNX := filepath.Join(dir, "junk.onnx")
 	if err := os.WriteFile(notONNX, []byte("\xff\xff\xff not a protobuf"), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestImportErrors(t *testing.T) {
 	}{
 		{"too large", []string{"import", huge}, exitUser, codeIO, "larger than 2 GiB"},
 		{"endless device", []string{"import", "/dev/zero"}, exitUser, codeIO, "/dev/zero: the file is larger than 64 MiB"},
-		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (Resize "/act/Resize"): operator Resize is not supported`},
+		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (Einsum "/act/Einsum"): operator Einsum is not supported`},
 		{"not ONNX", []string{"import", notONNX}, exitUser, codeImport, "not an ONNX model"},
 		{"missing file", []string{"import", filepath.Join(dir, "none.onnx")}, exitUser, codeIO, "none.onnx"},
 		{"two files", []string{"import", unsupported, notONNX}, exitUsage, codeUsage, "want one MODEL.onnx, got 2 arguments"},

@@ -200,6 +200,38 @@ func TestImport(t *testing.T) {
 			},
 		},
 		{
+			// nearest, by scales (PyTorch's upsampling: asymmetric, floor),
+			// and by sizes, down one axis and up the other
+			name: "resize_nearest",
+			model: newGraph().input("x", f32, 1, 1, 2, 3).floats("s", []int64{4}, 1, 1, 2, 2).ints("n", []int64{4}, 1, 1, 3, 2).
+				node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("coordinate_transformation_mode", "asymmetric"), aStr("nearest_mode", "floor")).
+				node("Resize", []string{"x", "", "", "n"}, []string{"z"}, aStr("coordinate_transformation_mode", "asymmetric"), aStr("nearest_mode", "floor")).output("y", "z").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{1, 1, 2, 3}, Data: x6}},
+			// torch.nn.functional.interpolate(x, scale_factor=2) and size=(3, 2)
+			want: map[string][]float64{
+				"y": {-2, -2, -1, -1, 0, 0, -2, -2, -1, -1, 0, 0, 1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3},
+				"z": {-2, -1, -2, -1, 1, 2},
+			},
+		},
+		{
+			// bilinear, half_pixel by scales and align_corners by sizes
+			name: "resize_linear",
+			model: newGraph().input("x", f32, 1, 1, 2, 3).floats("s", []int64{4}, 1, 1, 2, 2).ints("n", []int64{4}, 1, 1, 3, 5).
+				node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("mode", "linear")).
+				node("Resize", []string{"x", "", "", "n"}, []string{"z"}, aStr("mode", "linear"), aStr("coordinate_transformation_mode", "align_corners")).
+				// columns 3 to 5: the upper neighbours 0 1 2 2 2 are no
+				// quasi-affine function of the index, so a gather of them
+				ints("n5", []int64{4}, 1, 1, 2, 5).
+				node("Resize", []string{"x", "", "", "n5"}, []string{"u"}, aStr("mode", "linear")).output("y", "z", "u").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{1, 1, 2, 3}, Data: x6}},
+			// torch.nn.functional.interpolate(x, mode="bilinear", ...)
+			want: map[string][]float64{
+				"y": {-2.0, -1.75, -1.25, -0.75, -0.25, 0.0, -1.25, -1.0, -0.5, 0.0, 0.5, 0.75, 0.25, 0.5, 1.0, 1.5, 2.0, 2.25, 1.0, 1.25, 1.75, 2.25, 2.75, 3.0},
+				"z": {-2.0, -1.5, -1.0, -0.5, 0.0, -0.5, 0.0, 0.5, 1.0, 1.5, 1.0, 1.5, 2.0, 2.5, 3.0},
+				"u": {-2, -1.6, -1, -0.4, 0, 1, 1.4, 2, 2.6, 3},
+			},
+		},
+		{
 			// torch.nn.Linear: Gemm with transB is linear_t
 			name: "gemm_linear_t",
 			model: newGraph().input("x", f32, 2, 3).floats("W", []int64{2, 3}, 1, 0, 0, 1, 1, 1).floats("c", []int64{2}, 10, 20).
@@ -348,7 +380,7 @@ func TestImportErrors(t *testing.T) {
 		want  string
 	}{
 		{"unsupported op", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"r"}).
-			node("Resize", []string{"r"}, []string{"y"}).output("y").model(13), 1, "Resize", "operator Resize is not supported"},
+			node("Einsum", []string{"r"}, []string{"y"}).output("y").model(13), 1, "Einsum", "operator Einsum is not supported"},
 		{"unknown attribute", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"y"}, aFloat("alpha", 1)).output("y").model(13),
 			0, "Relu", "attribute alpha is not supported"},
 		{"wrap padding", newGraph().input("x", f32, 2).ints("p", []int64{2}, 1, 1).
@@ -366,6 +398,8 @@ func TestImportErrors(t *testing.T) {
 			m.Graph.Input[0].Type.GetTensorType().Shape.Dim[0].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}
 			return m
 		}(), -1, "", `no static size in dimension 0 ("batch")`},
+		{"resize cubic", newGraph().input("x", f32, 1, 1, 2, 2).floats("s", []int64{4}, 1, 1, 2, 2).
+			node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("mode", "cubic")).output("y").model(13), 0, "Resize", `mode "cubic" is not supported`},
 		{"reflect past the edge", newGraph().input("x", f32, 2).ints("p", []int64{2}, 2, 0).
 			node("Pad", []string{"x", "p"}, []string{"y"}, aStr("mode", "reflect")).output("y").model(13), 0, "Pad", "reach past its size 2"},
 		{"argmax last index", newGraph().input("x", f32, 2, 3).node("ArgMax", []string{"x"}, []string{"y"}, aInt("select_last_index", 1)).output("y").model(13),

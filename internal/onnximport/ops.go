@@ -74,6 +74,7 @@ func init() {
 		"Gather":    gatherOp,
 		"Expand":    expandOp,
 		"Pad":       padOp,
+		"Resize":    resizeOp,
 		"Tile":      tileOp,
 		// neural-network layers (nn.go, rnn.go)
 		"MatMul":             matmulOp,
