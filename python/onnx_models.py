@@ -150,6 +150,52 @@ class MiscOps(nn.Module):
         return torch.cat([y[:, :, :6] + e, hn.transpose(0, 1).reshape(1, 3, 12).expand(4, 3, 12)], dim=2)
 
 
+class ResizeOps(nn.Module):
+    """Upsampling and the padding modes of image models: nearest by 2,
+    bilinear with and without align_corners (by a factor, and to sizes
+    whose neighbours are read through index tables), reflection and replication padding, and the newer
+    language forms: sin, cos, an integer power, -inf in a masked maximum,
+    and an argmax (as a float, so that the outputs stay one tensor)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.pad = nn.ReflectionPad2d((2, 1, 1, 2))
+        self.edge = nn.ReplicationPad2d(1)
+
+    def forward(self, x):  # x: [1, 3, 6, 5]
+        h = self.conv(self.pad(x))  # [1, 4, 7, 6]
+        a = nn.functional.interpolate(h, scale_factor=2, mode="nearest")
+        b = nn.functional.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
+        c = nn.functional.interpolate(h, size=(14, 12), mode="bilinear", align_corners=True)
+        d = nn.functional.interpolate(self.edge(h), size=(13, 14), mode="bilinear", align_corners=False)
+        u = a + b * c - d[:, :, 3:4, 1:13] * d[:, :, 12:13, :12]  # [1, 4, 14, 12]
+        t = torch.sin(u) * torch.cos(2 * u) + u ** 3 / 10
+        m = torch.where(u > 0, t, torch.full_like(t, float("-inf"))).amax(dim=-1, keepdim=True)
+        m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+        i = t.argmax(dim=1, keepdim=True).float()
+        return torch.cat([t.flatten(), m.flatten(), i.flatten()])
+
+
+class HalfOps(nn.Module):
+    """A model in float16: f16 input, weights and output, linear layers
+    computed in f32 from their f16 weights (Cast), a round trip through f16
+    in the middle, and element-wise arithmetic on f16 tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+        self.scale = nn.Parameter(torch.ones(8))
+
+    def forward(self, x):  # x: f16[4, 16]
+        h = nn.functional.linear(x.float(), self.fc1.weight.float(), self.fc1.bias.float())
+        h = torch.tanh(h).half()
+        h = h * h + h
+        y = nn.functional.linear(h.float(), self.fc2.weight.float(), self.fc2.bias.float())
+        return (y * self.scale.float()).half()
+
+
 def models():
     """name -> (module, example inputs, opset)"""
     gen = torch.Generator().manual_seed(0)
@@ -182,6 +228,19 @@ def models():
     misc = MiscOps()
     randomize(misc, gen)
     out["misc_ops"] = (misc, {"x": torch.randn(4, 3, 12, generator=gen)}, 17)
+
+    mobile = torchvision.models.mobilenet_v2(weights=None, num_classes=10)
+    randomize(mobile, gen)
+    out["mobilenet_v2"] = (mobile, {"x": torch.randn(1, 3, 32, 32, generator=gen)}, 13)
+
+    resize = ResizeOps()
+    randomize(resize, gen)
+    out["resize_ops"] = (resize, {"x": torch.randn(1, 3, 6, 5, generator=gen)}, 17)
+
+    half = HalfOps()
+    randomize(half, gen)
+    half.half()
+    out["half_ops"] = (half, {"x": torch.randn(4, 16, generator=gen).half()}, 17)
     return out
 
 
@@ -191,8 +250,10 @@ def export(outdir, name, module, inputs, opset):
     args = tuple(inputs[n] for n in names)
     path = os.path.join(outdir, name + ".onnx")
     with torch.no_grad():
+        # the float16 model keeps its weights' Casts, which PyTorch's
+        # folding would turn into float32 weights
         torch.onnx.export(module, args, path, input_names=names, output_names=["y"],
-                          opset_version=opset, do_constant_folding=True)
+                          opset_version=opset, do_constant_folding=not name.startswith("half"))
         y = module(*args)
     np.savez(os.path.join(outdir, name + ".inputs.npz"),
              **{n: t.numpy() for n, t in inputs.items()})

@@ -170,6 +170,13 @@ func and(a, b expr) expr {
 	return binary{"&&", a, b}
 }
 
+func or(a, b expr) expr {
+	if isLit(a, 0) && a.dtype() == te.Bool {
+		return b
+	}
+	return binary{"||", a, b}
+}
+
 func call(fn string, x expr) expr { return unary{fn, x} }
 
 // Printing.

@@ -458,11 +458,17 @@ func newValue(onnxName string, dt te.DType, shape []int) *value {
 // define makes v the tensor whose element at vars is body: folded into a
 // constant when body reads only constants, else printed as a statement.
 func (im *importer) define(v *value, vars []loopVar, body expr) error {
-	if n, err := te.CheckShape(v.shape); err != nil || n == 0 {
-		return fmt.Errorf("the result has shape %v (empty tensors are not supported)", v.shape)
-	}
 	if v.dt != body.dtype() && !(v.dt == te.F16 || v.dt == te.BF16) {
 		v.dt = body.dtype()
+	}
+	if n, err := te.CheckShape(v.shape); err != nil || n == 0 {
+		if empty(v.shape) && foldable(body) {
+			// an empty constant of shape arithmetic (the Slice of no
+			// dimensions in PyTorch's flatten): it folds, as Concat drops it
+			v.constant = &te.Array{DType: v.dt, Shape: v.shape, Data: []float64{}}
+			return nil
+		}
+		return fmt.Errorf("the result has shape %v (empty tensors are not supported)", v.shape)
 	}
 	if foldable(body) {
 		n, err := te.CheckShape(v.shape)
@@ -483,10 +489,15 @@ func (im *importer) define(v *value, vars []loopVar, body expr) error {
 			return nil
 		}
 	}
+	im.emit(v, vars, body)
+	return nil
+}
+
+// emit prints v's definition, declaring what it reads.
+func (im *importer) emit(v *value, vars []loopVar, body expr) {
 	im.declareReads(body)
 	v.name = im.nameOf(v.onnx)
 	im.body = append(im.body, statement(v, vars, body))
-	return nil
 }
 
 // defineCall makes v the result of a standard-library call, printed as
@@ -614,6 +625,18 @@ func whole(v *value, vars []loopVar, body expr) bool {
 	}
 	check(body)
 	return ok && reads > 0
+}
+
+// empty reports whether shape has a dimension of 0 and none negative.
+func empty(shape []int) bool {
+	zero := false
+	for _, d := range shape {
+		if d < 0 {
+			return false
+		}
+		zero = zero || d == 0
+	}
+	return zero
 }
 
 func equalShape(a, b []int) bool {

@@ -232,6 +232,41 @@ func TestImport(t *testing.T) {
 			},
 		},
 		{
+			name: "isinf",
+			model: newGraph().input("x", f32, 4).
+				node("IsInf", []string{"x"}, []string{"y"}).
+				node("IsInf", []string{"x"}, []string{"z"}, aInt("detect_negative", 0)).output("y", "z").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{4}, Data: []float64{math.Inf(1), 1, -2, math.Inf(-1)}}},
+			want:   map[string][]float64{"y": {1, 0, 0, 1}, "z": {1, 0, 0, 0}},
+		},
+		{
+			// PyTorch's x.flatten(): the shape sliced to nothing, then
+			// -1 appended
+			name: "flatten_empty",
+			model: newGraph().input("x", f32, 2, 3).ints("zero", []int64{1}, 0).ints("rest", []int64{1}, -1).
+				node("Shape", []string{"x"}, []string{"s"}).
+				node("Slice", []string{"s", "zero", "zero", "zero"}, []string{"none"}).
+				node("Concat", []string{"none", "rest"}, []string{"shape"}, aInt("axis", 0)).
+				node("Reshape", []string{"x", "shape"}, []string{"y"}).output("y").model(13),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{2, 3}, Data: x6}},
+			want:   map[string][]float64{"y": x6},
+		},
+		{
+			// an f16 weight widened by a Cast stays an f16 param; the
+			// result is cast back to f16
+			name: "half_weight",
+			model: func() *onnxpb.ModelProto {
+				g := newGraph().input("x", f32, 1, 2)
+				g.g.Initializer = append(g.g.Initializer, &onnxpb.TensorProto{Name: proto.String("w"), Dims: []int64{2, 2},
+					DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT16)), Int32Data: []int32{0x3C00, 0x4000, 0x3800, 0xBC00}}) // 1 2 0.5 -1
+				return g.node("Cast", []string{"w"}, []string{"wf"}, aInt("to", int64(f32))).
+					node("MatMul", []string{"x", "wf"}, []string{"m"}).
+					node("Cast", []string{"m"}, []string{"y"}, aInt("to", int64(onnxpb.TensorProto_FLOAT16))).output("y").model(13)
+			}(),
+			inputs: map[string]*te.Array{"x": {DType: te.F32, Shape: []int{1, 2}, Data: []float64{2, 4}}},
+			want:   map[string][]float64{"y": {4, 0}},
+		},
+		{
 			// torch.nn.Linear: Gemm with transB is linear_t
 			name: "gemm_linear_t",
 			model: newGraph().input("x", f32, 2, 3).floats("W", []int64{2, 3}, 1, 0, 0, 1, 1, 1).floats("c", []int64{2}, 10, 20).

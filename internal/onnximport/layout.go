@@ -280,8 +280,18 @@ func concatOp(n *node) error {
 		}
 		shape[axis] += v.shape[axis]
 	}
+	var nonEmpty []*value // an empty constant adds nothing
+	for _, v := range ins {
+		if v.shape[axis] > 0 {
+			nonEmpty = append(nonEmpty, v)
+		}
+	}
+	if len(nonEmpty) > 0 {
+		ins = nonEmpty
+	}
 	if len(ins) == 1 {
-		return identityOp(n)
+		n.im.values[n.p.GetOutput()[0]] = ins[0] // as Identity
+		return nil
 	}
 	vs := vars(shape)
 	i := ivar{vs[axis].name}
@@ -359,9 +369,10 @@ func sliceOp(n *node) error {
 			start, end = min(max(start, 0), dim-1), min(max(end, -1), dim-1)
 			count = (start - end - step - 1) / -step
 		}
-		if count <= 0 {
+		if count <= 0 && x.constant == nil {
 			return fmt.Errorf("the slice of axis %d is empty (empty tensors are not supported)", a)
 		}
+		count = max(count, 0) // an empty constant folds
 		sl[a] = sliceAxis{start, step, count}
 	}
 	return defineSlice(n, 0, x, sl)

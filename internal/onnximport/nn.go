@@ -149,8 +149,8 @@ func gemmOp(n *node) error {
 		body = add(body, mul(flit(beta), n.im.bcast(c, vs)))
 	}
 	out := n.out(0, te.F32, shape)
-	if !ta && alpha == 1 && beta == 1 && c != nil && c.rank() == 1 && c.shape[0] == nn && c.constant != nil && sameFloat(a, b, c) {
-		if _, ok := c.uniform(); !ok {
+	if !ta && alpha == 1 && beta == 1 && c != nil && c.rank() == 1 && c.shape[0] == nn && sameFloat(a, b, c) {
+		if _, ok := c.uniform(); !ok { // a bias of equal values is a number
 			out.dt = a.dt // the standard library stores the inputs' dtype
 			fn := "linear(%s)"
 			if tb {

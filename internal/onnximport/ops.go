@@ -57,6 +57,7 @@ func init() {
 		"And":            binaryOp("&&"),
 		"Or":             binaryOp("||"),
 		"Where":          whereOp,
+		"IsInf":          isInfOp,
 		// constants and shapes, folded at import
 		"Constant":        constantOp,
 		"ConstantOfShape": constantOfShapeOp,
@@ -326,6 +327,14 @@ func castOp(n *node) error {
 	if x.dt == to {
 		return identityOp(n)
 	}
+	if x.weight && (x.dt == te.F16 || x.dt == te.BF16) && to == te.F32 {
+		// a half-precision weight widened: the weight stays a param of
+		// its dtype, converted where it is read, rather than folded into
+		// an f32 param twice its size
+		vs := vars(x.shape)
+		n.im.emit(n.out(0, to, x.shape), vs, cast{to, n.im.read(x, ivars(vs)...)})
+		return nil
+	}
 	return elementwise(n, func(a []expr) expr { return cast{to, a[0]} }, x)
 }
 
@@ -351,6 +360,20 @@ func dropoutOp(n *node) error {
 	}
 	n.attr("seed")
 	return identityOp(n)
+}
+
+func isInfOp(n *node) error {
+	pos, neg := n.int("detect_positive", 1) != 0, n.int("detect_negative", 1) != 0
+	return unaryOp(func(x expr) expr {
+		var e expr = lit{0, te.Bool}
+		if pos {
+			e = binary{"==", x, flit(math.Inf(1))}
+		}
+		if neg {
+			e = or(e, binary{"==", x, flit(math.Inf(-1))})
+		}
+		return e
+	})(n)
 }
 
 func whereOp(n *node) error {
