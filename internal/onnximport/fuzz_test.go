@@ -25,6 +25,11 @@ func FuzzImport(f *testing.F) {
 			node("Softmax", []string{"s"}, []string{"y"}, aInt("axis", 0)).output("y").model(13),
 		newGraph().input("x", f32, 2, 1, 1).floats("W", []int64{1, 3, 1}, 0, 0, 1).floats("R", []int64{1, 3, 1}, 0, 0, 0).
 			node("GRU", []string{"x", "W", "R"}, []string{"Y"}, aInt("hidden_size", 1), aInt("linear_before_reset", 1)).output("Y").model(14),
+		newGraph().input("x", f32, 1, 1, 2, 3).floats("s", []int64{4}, 1, 1, 2, 2).ints("n", []int64{4}, 1, 1, 3, 5).ints("p", []int64{8}, 0, 0, 1, 2, 0, 0, 0, 1).
+			node("Resize", []string{"x", "", "s"}, []string{"a"}, aStr("mode", "linear")).
+			node("Resize", []string{"x", "", "", "n"}, []string{"b"}, aStr("coordinate_transformation_mode", "asymmetric"), aStr("nearest_mode", "floor")).
+			node("Pad", []string{"x", "p"}, []string{"c"}, aStr("mode", "reflect")).
+			node("ArgMax", []string{"c"}, []string{"y"}, aInt("axis", 3)).output("a", "b", "y").model(13),
 	}
 	for _, m := range seeds {
 		data, err := proto.Marshal(m)

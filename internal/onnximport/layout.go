@@ -342,9 +342,10 @@ func sliceOp(n *node) error {
 	for k := range starts {
 		a := k
 		if haveAxes {
-			if a, err = normAxis(axes[k], r); err != nil {
-				return err
-			}
+			a = axes[k]
+		}
+		if a, err = normAxis(a, r); err != nil {
+			return err
 		}
 		step := 1
 		if haveSteps {
