@@ -78,6 +78,29 @@ func TestImportPyTorch(t *testing.T) {
 			}
 		})
 	}
+	t.Run("gpt2 negative ids", func(t *testing.T) {
+		// ONNX's Gather counts a negative index from the end: token ids
+		// less the vocabulary's size give PyTorch's outputs
+		base := filepath.Join(dir, "gpt2")
+		in, err := tensorio.ReadNPZ(base + ".inputs.npz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range in["ids"].Data[:4] {
+			in["ids"].Data[i] -= 50
+		}
+		neg := filepath.Join(dir, "gpt2.negative.npz")
+		if err := tensorio.WriteNPZ(neg, in); err != nil {
+			t.Fatal(err)
+		}
+		for _, device := range [][]string{{"--device", "ref"}, {"--device", "sim", "-O4"}} {
+			code, out, errs := runTec(t, append([]string{"run", base + ".te", "--params", base + ".npz", "--inputs", neg,
+				"--expected", base + ".expected.npz", "--rtol", "1e-4", "--atol", "1e-5", "--max-time", "0"}, device...)...)
+			if code != exitOK || !strings.Contains(out, "match the expected values") {
+				t.Errorf("tec run %s: status %d\n%s%s", strings.Join(device, " "), code, out, errs)
+			}
+		}
+	})
 }
 
 // writeONNX writes a model of one node to dir/name.onnx: op on the input
