@@ -433,6 +433,13 @@ func TestImportErrors(t *testing.T) {
 			m.Graph.Input[0].Type.GetTensorType().Shape.Dim[0].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}
 			return m
 		}(), -1, "", `no static size in dimension 0 ("batch")`},
+		{"resize crop", newGraph().input("x", f32, 1, 1, 2, 2).floats("s", []int64{4}, 1, 1, 2, 2).
+			node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("coordinate_transformation_mode", "tf_crop_and_resize")).output("y").model(13),
+			0, "Resize", `coordinate_transformation_mode "tf_crop_and_resize" is not supported`},
+		{"resize without sizes", newGraph().input("x", f32, 1, 1, 2, 2).
+			node("Resize", []string{"x"}, []string{"y"}).output("y").model(13), 0, "Resize", "Resize needs scales or sizes"},
+		{"resize scales at run time", newGraph().input("x", f32, 1, 1, 2, 2).input("s", f32, 4).
+			node("Resize", []string{"x", "", "s"}, []string{"y"}).output("y").model(13), 0, "Resize", "must be known at import"},
 		{"resize cubic", newGraph().input("x", f32, 1, 1, 2, 2).floats("s", []int64{4}, 1, 1, 2, 2).
 			node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("mode", "cubic")).output("y").model(13), 0, "Resize", `mode "cubic" is not supported`},
 		{"reflect past the edge", newGraph().input("x", f32, 2).ints("p", []int64{2}, 2, 0).
