@@ -493,8 +493,10 @@ func (im *importer) define(v *value, vars []loopVar, body expr) error {
 	return nil
 }
 
-// emit prints v's definition, declaring what it reads.
+// emit prints v's definition, declaring what it reads. v's dtype becomes
+// the one the language stores the statement's result in.
 func (im *importer) emit(v *value, vars []loopVar, body expr) {
+	v.dt = storage(v, vars, body)
 	im.declareReads(body)
 	v.name = im.nameOf(v.onnx)
 	im.body = append(im.body, statement(v, vars, body))
@@ -585,6 +587,24 @@ func statement(v *value, vars []loopVar, body expr) string {
 		names[i] = a.name
 	}
 	return v.name + "[" + strings.Join(names, ", ") + "] = " + printer{}.print(body) + whereClause(vars, body)
+}
+
+// storage is the dtype the language stores a statement in: a cast's,
+// i32 or bool for a body of that type, the tensor's own for a whole tensor
+// (y = x, an alias), and f32 for anything else.
+func storage(v *value, vars []loopVar, body expr) te.DType {
+	switch b := body.(type) {
+	case cast:
+		return b.to
+	case access:
+		if len(vars) == 0 && len(b.idx) == 0 || len(vars) > 0 && whole(v, vars, body) {
+			return b.v.dt
+		}
+	}
+	if dt := body.dtype(); dt == te.I32 || dt == te.Bool {
+		return dt
+	}
+	return te.F32
 }
 
 // whole reports whether body can be printed without indices.

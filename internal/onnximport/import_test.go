@@ -267,6 +267,25 @@ func TestImport(t *testing.T) {
 			want:   map[string][]float64{"y": {4, 0}},
 		},
 		{
+			// f16 tensors: a matmul of two is the generic standard
+			// library's, but a transpose is stored f32 (the language's
+			// rule), so its product is written out, as is the softmax,
+			// whose standard-library form takes f32
+			name: "half_layout",
+			model: func() *onnxpb.ModelProto {
+				g := newGraph().input("x", onnxpb.TensorProto_FLOAT16, 2, 2)
+				g.g.Initializer = append(g.g.Initializer, &onnxpb.TensorProto{Name: proto.String("w"), Dims: []int64{2, 2},
+					DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT16)), Int32Data: []int32{0x3C00, 0x4000, 0x3800, 0xBC00}}) // 1 2 0.5 -1
+				return g.node("Transpose", []string{"x"}, []string{"t"}).
+					node("MatMul", []string{"t", "w"}, []string{"a"}).
+					node("MatMul", []string{"x", "w"}, []string{"b"}).
+					node("Softmax", []string{"x"}, []string{"c"}).output("a", "b", "c").model(13)
+			}(),
+			inputs: map[string]*te.Array{"x": {DType: te.F16, Shape: []int{2, 2}, Data: []float64{1, 2, 0.5, -1}}},
+			want: map[string][]float64{"a": {1.25, 1.5, 1.5, 5}, "b": {2, 0, 0, 2},
+				"c": {1 / (1 + math.E), math.E / (1 + math.E), 1 / (1 + math.Exp(-1.5)), 1 / (1 + math.Exp(1.5))}},
+		},
+		{
 			// torch.nn.Linear: Gemm with transB is linear_t
 			name: "gemm_linear_t",
 			model: newGraph().input("x", f32, 2, 3).floats("W", []int64{2, 3}, 1, 0, 0, 1, 1, 1).floats("c", []int64{2}, 10, 20).
