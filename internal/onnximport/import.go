@@ -31,7 +31,9 @@
 //
 // float32 is f32, float16 f16, bfloat16 bf16, bool bool; int64 and int32
 // are i32 (the language's only integer type), and double is computed as
-// f32. An unsupported op, attribute or input is an error naming the node,
+// f32. A statement's result has the dtype the language stores it in: f32
+// unless it is a cast, i32, bool or an alias, whatever ONNX's type, which
+// only the precision of float16 arithmetic tells apart. An unsupported op, attribute or input is an error naming the node,
 // its op type and its position in the graph (*NodeError); the importer
 // never writes a program that computes something else than the model.
 package onnximport
