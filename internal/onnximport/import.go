@@ -514,6 +514,7 @@ func (im *importer) defineCall(v *value, call string, args []*value, vars []loop
 	for _, a := range args {
 		im.materialize(a)
 	}
+	v.dt = args[0].dt // the standard library's functions store their T
 	v.name = im.nameOf(v.onnx)
 	names := make([]string, len(args))
 	for i, a := range args {

@@ -269,8 +269,8 @@ func TestImport(t *testing.T) {
 		{
 			// f16 tensors: a matmul of two is the generic standard
 			// library's, but a transpose is stored f32 (the language's
-			// rule), so its product is written out, as is the softmax,
-			// whose standard-library form takes f32
+			// rule), so its product with an f16 tensor is written out,
+			// and its softmax is the f32 one
 			name: "half_layout",
 			model: func() *onnxpb.ModelProto {
 				g := newGraph().input("x", onnxpb.TensorProto_FLOAT16, 2, 2)
@@ -279,11 +279,25 @@ func TestImport(t *testing.T) {
 				return g.node("Transpose", []string{"x"}, []string{"t"}).
 					node("MatMul", []string{"t", "w"}, []string{"a"}).
 					node("MatMul", []string{"x", "w"}, []string{"b"}).
-					node("Softmax", []string{"x"}, []string{"c"}).output("a", "b", "c").model(13)
+					node("Softmax", []string{"t"}, []string{"c"}).output("a", "b", "c").model(13)
 			}(),
 			inputs: map[string]*te.Array{"x": {DType: te.F16, Shape: []int{2, 2}, Data: []float64{1, 2, 0.5, -1}}},
 			want: map[string][]float64{"a": {1.25, 1.5, 1.5, 5}, "b": {2, 0, 0, 2},
-				"c": {1 / (1 + math.E), math.E / (1 + math.E), 1 / (1 + math.Exp(-1.5)), 1 / (1 + math.Exp(1.5))}},
+				"c": {1 / (1 + math.Exp(-0.5)), 1 / (1 + math.Exp(0.5)), 1 / (1 + math.Exp(-3)), 1 / (1 + math.Exp(3))}},
+		},
+		{
+			// an f16 convolution and max pool: the standard library's,
+			// generic over the dtype, stored f16
+			name: "half_conv",
+			model: func() *onnxpb.ModelProto {
+				g := newGraph().input("x", onnxpb.TensorProto_FLOAT16, 1, 1, 2, 2)
+				g.g.Initializer = append(g.g.Initializer, &onnxpb.TensorProto{Name: proto.String("w"), Dims: []int64{1, 1, 1, 1},
+					DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT16)), Int32Data: []int32{0x4000}}) // 2
+				return g.node("Conv", []string{"x", "w"}, []string{"c"}).
+					node("MaxPool", []string{"c"}, []string{"y"}, aInts("kernel_shape", 2, 2)).output("c", "y").model(13)
+			}(),
+			inputs: map[string]*te.Array{"x": {DType: te.F16, Shape: []int{1, 1, 2, 2}, Data: []float64{1, -2, 0.5, 3}}},
+			want:   map[string][]float64{"c": {2, -4, 1, 6}, "y": {6}},
 		},
 		{
 			// torch.nn.Linear: Gemm with transB is linear_t

@@ -88,23 +88,11 @@ func matmulOp(n *node) error {
 	if fn == "" {
 		return n.im.define(out, vs, body)
 	}
-	out.dt = a.dt // the standard library stores the inputs' dtype
 	return n.im.defineCall(out, fn, []*value{a, b}, vs, body)
 }
 
-// allF32 reports whether the values are f32, as the standard library's
-// functions other than the dtype-generic ones want.
-func allF32(vs ...*value) bool {
-	for _, v := range vs {
-		if v.dt != te.F32 {
-			return false
-		}
-	}
-	return true
-}
-
 // sameFloat reports whether the values have one float dtype, as the
-// standard library's dtype-generic functions (linear, matmul) want.
+// standard library's functions, generic over it (T), want.
 func sameFloat(vs ...*value) bool {
 	for _, v := range vs {
 		if v.dt != vs[0].dt || v.dt != te.F32 && v.dt != te.F16 && v.dt != te.BF16 {
@@ -162,7 +150,6 @@ func gemmOp(n *node) error {
 	out := n.out(0, te.F32, shape)
 	if !ta && alpha == 1 && beta == 1 && c != nil && c.rank() == 1 && c.shape[0] == nn && sameFloat(a, b, c) {
 		if _, ok := c.uniform(); !ok { // a bias of equal values is a number
-			out.dt = a.dt // the standard library stores the inputs' dtype
 			fn := "linear(%s)"
 			if tb {
 				fn = "linear_t(%s)" // torch.nn.Linear's [out, in] weight
@@ -352,7 +339,7 @@ func convOp(n *node) error {
 		body = add(body, n.im.read(b, oi))
 	}
 	out := n.out(0, te.F32, shape)
-	if r == 2 && w.uniform() && allF32(x, wt) && (b == nil || b.dt == te.F32) {
+	if r == 2 && w.uniform() && sameFloat(x, wt) && (b == nil || sameFloat(x, b)) {
 		args := fmt.Sprintf("%d, %d, %d, %d", w.s[0], w.pb[0], w.d[0], groups)
 		if b != nil {
 			return n.im.defineCall(out, "conv2d_bias(%s, "+args+")", []*value{x, wt, b}, vs, body)
@@ -419,7 +406,7 @@ func poolOp(kind string) func(*node) error {
 				v = sel{inside, v, flit(math.Inf(-1))}
 			}
 			body = reduce{"max", axes, v}
-			if len(k) == 2 && w.uniform() && padded == nil && w.d[0] == 1 && allF32(x) {
+			if len(k) == 2 && w.uniform() && padded == nil && w.d[0] == 1 && sameFloat(x) {
 				return n.im.defineCall(out, fmt.Sprintf("max_pool2d(%%s, %d, %d, %d)", k[0], w.s[0], w.pb[0]), []*value{x}, vs, body)
 			}
 			return n.im.define(out, vs, body)
@@ -435,7 +422,7 @@ func poolOp(kind string) func(*node) error {
 			divisor = reduce{"sum", axes, sel{padded, flit(1), flit(0)}}
 		}
 		body = div(reduce{"sum", axes, v}, divisor)
-		if len(k) == 2 && w.uniform() && padded == nil && (includePad || inside == nil) && allF32(x) {
+		if len(k) == 2 && w.uniform() && padded == nil && (includePad || inside == nil) && sameFloat(x) {
 			return n.im.defineCall(out, fmt.Sprintf("avg_pool2d(%%s, %d, %d, %d)", k[0], w.s[0], w.pb[0]), []*value{x}, vs, body)
 		}
 		return n.im.define(out, vs, body)
@@ -504,7 +491,7 @@ func batchNormOp(n *node) error {
 	body := add(mul(mul(sub(n.im.bcast(x, vs), n.im.read(mean, c)),
 		call("rsqrt", add(n.im.read(variance, c), flit(eps)))), n.im.read(scale, c)), n.im.read(bias, c))
 	out := n.out(0, te.F32, x.shape)
-	if x.rank() == 4 && allF32(x, mean, variance, scale, bias) {
+	if x.rank() == 4 && sameFloat(x, mean, variance, scale, bias) {
 		return n.im.defineCall(out, fmt.Sprintf("batchnorm2d(%%s, %s)", formatLit(lit{eps, te.F32})), []*value{x, mean, variance, scale, bias}, vs, body)
 	}
 	return n.im.define(out, vs, body)
@@ -549,7 +536,7 @@ func layerNormOp(n *node) error {
 		count *= s
 	}
 	out := n.out(0, te.F32, x.shape)
-	if x.rank() == 2 && axis == 1 && bias != nil && scale.rank() == 1 && bias.rank() == 1 && scale.constant != nil && bias.constant != nil && allF32(x, scale, bias) {
+	if x.rank() == 2 && axis == 1 && bias != nil && scale.rank() == 1 && bias.rank() == 1 && scale.constant != nil && bias.constant != nil && sameFloat(x, scale, bias) {
 		_, su := scale.uniform()
 		_, bu := bias.uniform()
 		if !su && !bu {
@@ -634,7 +621,7 @@ func softmaxOp(logarithm bool) func(*node) error {
 			idx[axis] = ilit(0)
 			return n.im.read(v, idx...)
 		}
-		if !logarithm && x.rank() == 2 && axis == 1 && x.constant == nil && allF32(x) {
+		if !logarithm && x.rank() == 2 && axis == 1 && x.constant == nil && sameFloat(x) {
 			return n.im.defineCall(out, "softmax(%s)", []*value{x}, vs, nil)
 		}
 		mx := n.temp("max", te.F32, rshape)
