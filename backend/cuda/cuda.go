@@ -259,6 +259,20 @@ static __device__ __forceinline__ float tec_round_tf32(float x) {
   return __uint_as_float(u);
 }
 `},
+		{"tec_bounded", `
+// A gather's index x clamped into [0, n). The first index out of range of
+// the run claims the error record rec (its flag from 0 to 1) and writes
+// the gather's site, the position of the index read (-1: none) and x.
+static __device__ __forceinline__ int tec_bounded(int x, int n, int* rec, int site, int at) {
+  if ((unsigned)x < (unsigned)n) return x;
+  if (atomicCAS(rec, 0, 1) == 0) {
+    rec[1] = site;
+    rec[2] = at;
+    rec[3] = x;
+  }
+  return x < 0 ? 0 : n - 1;
+}
+`},
 		{"tec_atomic_max", `
 // Atomic max of f32 values, by compare-and-swap; NaN wins.
 static __device__ __forceinline__ void tec_atomic_max(float* addr, float v) {

@@ -101,7 +101,7 @@ size_t %[1]s_workspace_size(void);
  * synchronise their whole grid are launched cooperatively with as many
  * blocks as the device holds at once; if not even one block fits, the run
  * fails with cudaErrorCooperativeLaunchTooLarge. Errors of kernels that
- * have started are reported by later CUDA calls, as usual. */
+ * have started are reported by later CUDA calls, as usual.%[4]s */
 cudaError_t %[1]s_run(const void *const *inputs, const void *const *params, void *const *outputs,
                   void *workspace, cudaStream_t stream);
 
@@ -113,8 +113,25 @@ const char *%[1]s_error_message(void);
 #endif
 
 #endif /* %[3]s */
-`, p, len(m.Kernels), guard)
+`, p, len(m.Kernels), guard, gatherNote(m))
 	return b.String()
+}
+
+// gatherNote documents, in the header, what the run does with a gather
+// index out of range.
+func gatherNote(m *kir.Module) string {
+	if m.ErrorRecord == nil {
+		return ""
+	}
+	return `
+ *
+ * The model gathers with indexes read at run time. An index outside its
+ * table is clamped into it on the device, so that no access is out of
+ * bounds, and the first such index of the run is recorded in the
+ * workspace: after the launches, the run waits for the stream, and if an
+ * index was out of range it returns cudaErrorInvalidValue with a message
+ * such as "gather index ids[3] = 50000 is outside wte's dimension 0
+ * [0, 30522)" (the outputs then hold the clamped gathers' values).`
 }
 
 func typeString(b *kir.Buffer) string {
@@ -155,6 +172,7 @@ static cudaError_t tec_fail(cudaError_t err, const char* format, ...) {
 	if hasResident(m) {
 		b.WriteString(launchResident)
 	}
+	writeGatherSites(b, m)
 
 	descs := func(kind string, bufs []*kir.Buffer) {
 		for _, buf := range bufs {
@@ -253,6 +271,11 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 		fmt.Fprintf(b, "  bufs[%d] = workspace;  // the temporaries' workspace\n", wsIndex)
 	}
 
+	if r := m.ErrorRecord; r != nil {
+		fmt.Fprintf(b, "\n  // The error record of the gathers' indexes, clear before the launches.\n")
+		fmt.Fprintf(b, "  TEC_CHECK(cudaMemsetAsync(bufs[%d], 0, %d, stream), \"clearing the error record\");\n", index[r], r.Bytes())
+	}
+
 	// The launches.
 	b.WriteString("\n  // The kernels, in launch order: each with its grid (all-resident grids: at most\n")
 	b.WriteString("  // this many blocks, 0 for no limit), block, shared memory (dynamic above 48 KiB)\n")
@@ -305,7 +328,72 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 		fmt.Fprintf(b, "  TEC_CHECK(cudaMemcpyAsync(outputs[%d], bufs[%d], %d, cudaMemcpyDeviceToDevice, stream),\n            \"copying %s to outputs[%d]\");\n",
 			i, index[buf], buf.Bytes(), buf.Name, i)
 	}
+	if r := m.ErrorRecord; r != nil {
+		fmt.Fprintf(b, "  int rec[%d];\n", kir.ErrorRecordWords)
+		fmt.Fprintf(b, "  TEC_CHECK(cudaMemcpyAsync(rec, bufs[%d], sizeof rec, cudaMemcpyDeviceToHost, stream), \"reading the error record\");\n", index[r])
+		b.WriteString("  TEC_CHECK(cudaStreamSynchronize(stream), \"running the kernels\");\n")
+		b.WriteString("  if (rec[0] != 0) return tec_bad_index(rec);\n")
+	}
 	b.WriteString("  return cudaSuccess;\n}\n")
+}
+
+// writeGatherSites writes the table of m's gathers and tec_bad_index, which
+// turns the error record into the message of the index out of range.
+func writeGatherSites(b *strings.Builder, m *kir.Module) {
+	if m.ErrorRecord == nil {
+		return
+	}
+	b.WriteString("// The gathers whose indexes the kernels check: the index tensor (NULL: none),\n")
+	b.WriteString("// its shape, whether the index is computed from its element, and the table's\n// dimension.\n")
+	for i, g := range m.Gathers {
+		dims := []string{"1"}
+		if len(g.SourceShape) > 0 {
+			dims = dims[:0]
+			for _, d := range g.SourceShape {
+				dims = append(dims, strconv.Itoa(d))
+			}
+		}
+		fmt.Fprintf(b, "static const long long tec_site_shape_%d[] = {%s};\n", i, strings.Join(dims, ", "))
+	}
+	b.WriteString("static const struct {\n  const char* source;\n  int rank;\n  const long long* shape;\n  bool derived;\n")
+	b.WriteString("  const char* table;\n  int dim, n;\n} tec_sites[] = {\n")
+	for i, g := range m.Gathers {
+		src := "nullptr"
+		if g.Source != "" {
+			src = strconv.Quote(g.Source)
+		}
+		fmt.Fprintf(b, "  {%s, %d, tec_site_shape_%d, %t, %s, %d, %d},\n", src, len(g.SourceShape), i, g.Derived, strconv.Quote(g.Table), g.Dim, g.N)
+	}
+	b.WriteString("};\n")
+	fmt.Fprintf(b, `
+// tec_bad_index sets the message of the gather index out of range that the
+// error record rec holds (flag, gather, position read, value), as in "gather
+// index ids[3] = 50000 is outside wte's dimension 0 [0, 30522)".
+static cudaError_t tec_bad_index(const int* rec) {
+  int site = rec[1], at = rec[2], value = rec[3];
+  if (rec[0] != 1 || site < 0 || site >= %d) {
+    snprintf(tec_message, sizeof tec_message, "error record corrupted: flag %%d, gather %%d", rec[0], site);
+    return cudaErrorUnknown;
+  }
+  const auto& g = tec_sites[site];
+  char what[512] = "";
+  if (g.source != nullptr && at >= 0) {
+    int used = snprintf(what, sizeof what, "%%s%%s[", g.derived ? "from " : "", g.source);
+    long long stride = 1;
+    for (int d = 0; d < g.rank; d++) stride *= g.shape[d] > 0 ? g.shape[d] : 1;
+    for (int d = 0; d < g.rank && used < (int)sizeof what; d++) {
+      long long n = g.shape[d] > 0 ? g.shape[d] : 1;
+      stride /= n;
+      used += snprintf(what + used, sizeof what - used, "%%s%%lld", d > 0 ? ", " : "", (at / stride) %% n);
+    }
+    if (used < (int)sizeof what) snprintf(what + used, sizeof what - used, "] ");
+  }
+  snprintf(tec_message, sizeof tec_message, "gather index %%s= %%d is outside %%s's dimension %%d [0, %%d)", what, value,
+           g.table, g.dim, g.n);
+  return cudaErrorInvalidValue;
+}
+
+`, len(m.Gathers))
 }
 
 func firstIndex(bufs []*kir.Buffer, b *kir.Buffer) int {

@@ -86,6 +86,14 @@ func writtenBy(body []kir.Stmt) map[*kir.Buffer]bool {
 				w[b] = true
 			}
 		})
+		kir.Exprs(s, func(e kir.Expr) {
+			kir.WalkExpr(e, func(x kir.Expr) bool {
+				if b, ok := x.(*kir.Bounded); ok && b.Record != nil {
+					w[b.Record] = true // reported to
+				}
+				return true
+			})
+		})
 		return true
 	})
 	return w
@@ -443,10 +451,24 @@ func (w *kernelWriter) exprPrec(b *strings.Builder, e kir.Expr, min int) {
 		w.exprPrec(b, e.X, 0)
 		fmt.Fprintf(b, ", %d, %d)", e.Offset, e.Width)
 	case *kir.Bounded:
-		// A gather's run-time index, clamped into its dimension.
-		b.WriteString("min(max(")
+		// A gather's run-time index, clamped into its dimension, and
+		// reported if it was out of range.
+		if e.Record == nil {
+			b.WriteString("min(max(")
+			w.exprPrec(b, e.X, 0)
+			fmt.Fprintf(b, ", 0), %d)", e.N-1)
+			break
+		}
+		w.names.used["tec_bounded"] = true
+		b.WriteString("tec_bounded(")
 		w.exprPrec(b, e.X, 0)
-		fmt.Fprintf(b, ", 0), %d)", e.N-1)
+		fmt.Fprintf(b, ", %d, %s, %d, ", e.N, w.names.buf(e.Record), e.Site)
+		if e.At == nil {
+			b.WriteString("-1")
+		} else {
+			w.exprPrec(b, e.At, 0)
+		}
+		b.WriteByte(')')
 	default:
 		panic(fmt.Sprintf("cuda: unknown expression %T", e))
 	}

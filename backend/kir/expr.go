@@ -98,11 +98,27 @@ type Cast struct {
 // that names the index and its value, and emitted code clamps the index
 // into [0, N), so that no access is ever out of bounds (docs/language.md,
 // "Gather").
+//
+// With Record set, emitted code also reports the index: where X is out of
+// range, the thread claims the module's error record (Module.ErrorRecord)
+// with an atomic compare-and-swap of its flag word from 0 to 1, so that
+// the first offending thread of the run wins, and the winner writes Site,
+// At and X's value to it (see ErrorRecordWords); the host reads the record
+// after the launches. The simulator runs this path when asked to
+// (sim.Options.DeviceGathers).
 type Bounded struct {
 	X   Expr
 	N   int
 	Buf *Buffer
 	Dim int
+
+	// Record is the module's error record, or nil for a bare clamp.
+	Record *Buffer
+	// Site is the gather's position in Module.Gathers.
+	Site int
+	// At is the flat position of the index element read in the site's
+	// index tensor, or nil when there is none (the record gets -1).
+	At Expr
 }
 
 // Type implements Expr.
@@ -219,6 +235,7 @@ func WalkExpr(e Expr, f func(Expr) bool) {
 		WalkExpr(e.Mask, f)
 	case *Bounded:
 		WalkExpr(e.X, f)
+		WalkExpr(e.At, f)
 	}
 }
 

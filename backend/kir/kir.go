@@ -261,6 +261,14 @@ type Module struct {
 	// for a kernel that grid-syncs, its blocks resident at once), which the
 	// simulator checks. Nil for modules built for no particular GPU.
 	GPU *partition.GPU
+	// ErrorRecord, when not nil, is the temporary (i32[ErrorRecordWords],
+	// live through the whole run) in which kernels record the first gather
+	// index out of range (see Bounded); the host zeroes it before the
+	// launches and reads it after them (see GatherSite.Error).
+	ErrorRecord *Buffer
+	// Gathers describes the gathers whose indexes report to ErrorRecord,
+	// by their Bounded.Site.
+	Gathers []GatherSite
 }
 
 // Buffer returns the global buffer named name, or nil.

@@ -344,7 +344,16 @@ func (p *printer) exprPrec(b *strings.Builder, e Expr, min int) {
 	case *Bounded:
 		b.WriteString("bounded(")
 		p.exprPrec(b, e.X, 0)
-		fmt.Fprintf(b, ", %d)", e.N)
+		fmt.Fprintf(b, ", %d", e.N)
+		if e.Record != nil {
+			fmt.Fprintf(b, ", report %s site %d at ", e.Record.Name, e.Site)
+			if e.At == nil {
+				b.WriteString("-1")
+			} else {
+				p.exprPrec(b, e.At, 0)
+			}
+		}
+		b.WriteByte(')')
 	case nil:
 		b.WriteString("<nil>")
 	default:

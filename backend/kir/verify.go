@@ -51,6 +51,7 @@ func Verify(m *Module) error {
 type verifier struct {
 	errs []error
 	full bool
+	m    *Module
 
 	// per kernel
 	k        *Kernel
@@ -124,6 +125,7 @@ func (v *verifier) module(m *Module) {
 		v.errorf("nil module")
 		return
 	}
+	v.m = m
 	names := map[string]bool{}
 	global := map[*Buffer]bool{}
 	for _, b := range m.Buffers {
@@ -144,6 +146,11 @@ func (v *verifier) module(m *Module) {
 	for _, o := range m.Outputs {
 		if !global[o] {
 			v.errorf("output %s is not a buffer of the module", bufName(o))
+		}
+	}
+	if r := m.ErrorRecord; r != nil {
+		if !global[r] || r.Role != Temp || r.DType != te.I32 || r.Len() != ErrorRecordWords {
+			v.errorf("error record %s %s: want a temporary i32[%d] of the module", bufName(r), typeString(r), ErrorRecordWords)
 		}
 	}
 	kernels := map[string]bool{}
@@ -537,10 +544,35 @@ func (v *verifier) expr(e Expr, s Stmt) uniformity {
 			}
 		case *Shuffle:
 			u = varying
+		case *Bounded:
+			if v.check {
+				v.bounded(x, s)
+			}
 		}
 		return true
 	})
 	return u
+}
+
+// bounded checks a Bounded's report: to the module's error record, which
+// the kernel declares, from one of the module's gathers.
+func (v *verifier) bounded(e *Bounded, s Stmt) {
+	if e.Record == nil {
+		if e.At != nil {
+			v.errorf("bounded index with a position but no error record: %s", v.describe(s))
+		}
+		return
+	}
+	if e.Record != v.m.ErrorRecord {
+		v.errorf("bounded index reports to %s, not the module's error record: %s", e.Record.Name, v.describe(s))
+	}
+	v.buffer(e.Record, I(RecordValue), s)
+	if e.Site < 0 || e.Site >= len(v.m.Gathers) {
+		v.errorf("bounded index reports gather %d of the module's %d: %s", e.Site, len(v.m.Gathers), v.describe(s))
+	}
+	if e.At != nil {
+		v.wantType(e.At, te.I32, "bounded index's position", s)
+	}
 }
 
 // typeErr returns a description of the first type error in e, or "".

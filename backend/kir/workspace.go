@@ -2,6 +2,7 @@ package kir
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -88,8 +89,13 @@ func (w *epochWalker) direct(s Stmt, first, last int) {
 	Accesses(s, func(b *Buffer, _ bool) { w.touch(b, first, last) })
 	Exprs(s, func(e Expr) {
 		WalkExpr(e, func(x Expr) bool {
-			if l, ok := x.(*Load); ok {
-				w.touch(l.Buf, first, last)
+			switch x := x.(type) {
+			case *Load:
+				w.touch(x.Buf, first, last)
+			case *Bounded:
+				if x.Record != nil {
+					w.touch(x.Record, first, last)
+				}
 			}
 			return true
 		})
@@ -124,6 +130,15 @@ func (m *Module) WorkspaceLayout() (offsets map[*Buffer]int64, size int64) {
 	order := slices.Clone(temps)
 	for _, b := range order {
 		span(b)
+	}
+	if r := m.ErrorRecord; r != nil {
+		// Written by any kernel and read by the host after the last: it
+		// shares its bytes with no other temporary.
+		all := Epochs{First: math.MaxInt, Last: math.MinInt}
+		for _, e := range spans {
+			all = Epochs{min(all.First, e.First), max(all.Last, e.Last)}
+		}
+		spans[r] = all
 	}
 	slices.SortStableFunc(order, func(a, b *Buffer) int {
 		if c := cmp.Compare(b.Bytes(), a.Bytes()); c != 0 {

@@ -371,11 +371,7 @@ func (kg *kgen) expr(e kir.Expr) value.Value {
 	case *kir.Shuffle:
 		return kg.shuffle(e)
 	case *kir.Bounded:
-		// A gather's run-time index, clamped into its dimension.
-		x := kg.expr(e.X)
-		lo := kg.cur.NewSelect(kg.cur.NewICmp(enum.IPredSLT, x, i32(0)), i32(0), x)
-		n := i32(int64(e.N - 1))
-		return kg.cur.NewSelect(kg.cur.NewICmp(enum.IPredSGT, lo, n), n, lo)
+		return kg.bounded(e)
 	}
 	panic(fmt.Sprintf("llvm: unknown expression %T", e))
 }
@@ -402,6 +398,10 @@ func mayFault(e kir.Expr) bool {
 			// Not a fault, but a shuffle must run only in the lanes
 			// that reach it: it is never speculated.
 			fault = true
+		case *kir.Bounded:
+			// A reported index out of range must be one the program
+			// reads, not one a speculated operand would have.
+			fault = fault || e.Record != nil
 		case *kir.Binary:
 			if (e.Op == te.Div || e.Op == te.Mod) && e.X.Type() == te.I32 {
 				if _, ok := e.Y.(*kir.Const); !ok {
@@ -412,6 +412,37 @@ func mayFault(e kir.Expr) bool {
 		return !fault
 	})
 	return fault
+}
+
+// bounded clamps a gather's run-time index into its dimension; with an
+// error record, an index out of range also claims the record (cmpxchg of
+// its flag from 0 to 1) and, if it won, writes the gather's site, the
+// position read and the value to it.
+func (kg *kgen) bounded(e *kir.Bounded) value.Value {
+	x := kg.expr(e.X)
+	lo := kg.cur.NewSelect(kg.cur.NewICmp(enum.IPredSLT, x, i32(0)), i32(0), x)
+	n := i32(int64(e.N - 1))
+	clamped := kg.cur.NewSelect(kg.cur.NewICmp(enum.IPredSGT, lo, n), n, lo)
+	if e.Record == nil {
+		return clamped
+	}
+	bad, write, join := kg.newBlock("bad_index"), kg.newBlock("bad_index_record"), kg.newBlock("bad_index_done")
+	kg.cur.NewCondBr(kg.cur.NewICmp(enum.IPredULT, x, i32(int64(e.N))), join, bad)
+	kg.cur = bad
+	flag := kg.addr(e.Record, kir.I(kir.RecordFlag))
+	pair := kg.cur.NewCmpXchg(flag, i32(0), i32(1), enum.AtomicOrderingMonotonic, enum.AtomicOrderingMonotonic)
+	kg.cur.NewCondBr(kg.cur.NewExtractValue(pair, 1), write, join)
+	kg.cur = write
+	var at value.Value = i32(-1)
+	if e.At != nil {
+		at = kg.expr(e.At)
+	}
+	kg.cur.NewStore(i32(int64(e.Site)), kg.addr(e.Record, kir.I(kir.RecordSite)))
+	kg.cur.NewStore(at, kg.addr(e.Record, kir.I(kir.RecordAt)))
+	kg.cur.NewStore(x, kg.addr(e.Record, kir.I(kir.RecordValue)))
+	kg.cur.NewBr(join)
+	kg.cur = join
+	return clamped
 }
 
 // selectExpr evaluates only the chosen operand when the other might fault,

@@ -18,6 +18,9 @@ type gen struct {
 	// done holds reductions already computed, by the kernel's cooperative
 	// code, and the registers holding their values.
 	done map[*te.Reduce]kir.Expr
+	// m is the module lowered into, whose error record and gathers a
+	// gather's index reports to.
+	m *kir.Module
 }
 
 func (g *gen) emit(s ...kir.Stmt) { *g.out = append(*g.out, s...) }
@@ -99,9 +102,28 @@ func (g *gen) flat(shape []int, idx []te.Index) kir.Expr {
 	return g.index(off)
 }
 
+// bounded returns x, an index into dimension dim (of size n) of table,
+// bounded by a kir.Bounded that reports an index out of range to the
+// module's error record, as a new gather of the module.
+func (g *gen) bounded(x kir.Expr, table *kir.Buffer, dim, n int) kir.Expr {
+	b := &kir.Bounded{X: x, N: n, Buf: table, Dim: dim}
+	if g.m == nil {
+		return b
+	}
+	if g.m.ErrorRecord == nil {
+		g.m.ErrorRecord = kir.NewErrorRecord()
+		g.m.Buffers = append(g.m.Buffers, g.m.ErrorRecord)
+	}
+	site, at := kir.SiteOf(x, table, dim, n)
+	b.Record, b.Site, b.At = g.m.ErrorRecord, len(g.m.Gathers), at
+	g.m.Gathers = append(g.m.Gathers, site)
+	return b
+}
+
 // gather translates a load with run-time indexes: each gathered dimension's
 // index is read (the index tensor's load), offset, and bounded by a
-// kir.Bounded, which the simulator checks and a device clamps; then the
+// kir.Bounded, which the simulator checks and a device clamps and reports;
+// then the
 // table is read at the static part of the offset plus each bounded index
 // times its dimension's stride.
 func (g *gen) gather(l *te.Load) kir.Expr {
@@ -117,7 +139,7 @@ func (g *gen) gather(l *te.Load) kir.Expr {
 			if _, zero := l.Index[d].IsConst(); !zero || l.Index[d].Const != 0 {
 				v = kir.Add(v, g.index(l.Index[d].Simplify()))
 			}
-			var at kir.Expr = &kir.Bounded{X: v, N: shape[d], Buf: buf, Dim: d}
+			var at kir.Expr = g.bounded(v, buf, d, shape[d])
 			if stride != 1 {
 				at = kir.Mul(at, kir.I(stride))
 			}

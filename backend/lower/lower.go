@@ -145,7 +145,7 @@ type lowerer struct {
 }
 
 func (l *lowerer) gen(out *[]kir.Stmt) *gen {
-	return &gen{bufs: l.bufs, env: map[*te.Var]kir.Expr{}, out: out, done: map[*te.Reduce]kir.Expr{}}
+	return &gen{bufs: l.bufs, env: map[*te.Var]kir.Expr{}, out: out, done: map[*te.Reduce]kir.Expr{}, m: l.m}
 }
 
 // tensor lowers one compute tensor to its kernel.
@@ -181,8 +181,13 @@ func (l *lowerer) params(k *kir.Kernel) {
 		kir.Accesses(s, func(b *kir.Buffer, _ bool) { used[b] = true })
 		kir.Exprs(s, func(e kir.Expr) {
 			kir.WalkExpr(e, func(x kir.Expr) bool {
-				if ld, ok := x.(*kir.Load); ok {
-					used[ld.Buf] = true
+				switch x := x.(type) {
+				case *kir.Load:
+					used[x.Buf] = true
+				case *kir.Bounded:
+					if x.Record != nil {
+						used[x.Record] = true
+					}
 				}
 				return true
 			})

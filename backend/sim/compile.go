@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -648,52 +647,73 @@ func (p *program) expr(e kir.Expr) vfn {
 // bounded checks a gather's run-time index: one outside [0, N) is an
 // error that names the index read, its value and the dimension, e.g.
 // "gather index ids[3] = 50000 is outside wte's dimension 0 [0, 30522)".
+// With Options.DeviceGathers, a bounded index that reports to the module's
+// error record runs as on a device instead (see deviceBounded).
 func (p *program) bounded(e *kir.Bounded) vfn {
-	x := p.expr(e.X)
-	var at vfn // the position the index was read at, for the message
-	var src *kir.Load
-	kir.WalkExpr(e.X, func(y kir.Expr) bool {
-		if l, ok := y.(*kir.Load); ok && src == nil && l.Buf.Space == kir.Global {
-			src = l
-		}
-		return src == nil
-	})
-	if src != nil {
-		at = p.expr(src.Index)
+	if p.m.opts.DeviceGathers && e.Record != nil {
+		return p.deviceBounded(e)
 	}
-	prefix := ""
-	if src != e.X {
-		prefix = "from " // ids[s] + 1: the value is not the element's
+	x := p.expr(e.X)
+	site, atExpr := kir.SiteOf(e.X, e.Buf, e.Dim, e.N)
+	var at vfn // the position the index was read at, for the message
+	if atExpr != nil {
+		at = p.expr(atExpr)
 	}
 	n := e.N
-	table, dim := "the table", e.Dim
-	if e.Buf != nil {
-		table = e.Buf.Name
-	}
 	return func(b *block, act []int32) []float64 {
 		xv := x(b, act)
 		for _, l := range act {
 			if v := int(xv[l]); v < 0 || v >= n {
-				what := ""
-				if src != nil {
-					what = prefix + src.Buf.Name + formatPosition(src.Buf.Shape, int(at(b, act)[l])) + " "
+				pos := -1
+				if at != nil {
+					pos = int(at(b, act)[l])
 				}
-				b.faultf(l, "gather index %s= %d is outside %s's dimension %d [0, %d)", what, v, table, dim, n)
+				b.faultf(l, "%s", site.Message(pos, v))
 			}
 		}
 		return xv
 	}
 }
 
-// formatPosition writes the flat row-major index i of a buffer of shape
-// as "[3]" or "[0, 5]".
-func formatPosition(shape []int, i int) string {
-	idx := make([]string, len(shape))
-	for d := len(shape) - 1; d >= 0; d-- {
-		idx[d] = fmt.Sprint(i % max(shape[d], 1))
-		i /= max(shape[d], 1)
+// deviceBounded runs a bounded index as emitted code does: an index out of
+// range is clamped into [0, N), and the first of the run claims the
+// module's error record (its flag word from 0 to 1) and writes the site,
+// the position read and the value to it.
+func (p *program) deviceBounded(e *kir.Bounded) vfn {
+	x := p.expr(e.X)
+	var at vfn
+	if e.At != nil {
+		at = p.expr(e.At)
 	}
-	return "[" + strings.Join(idx, ", ") + "]"
+	out := p.newScratch()
+	mem := p.m.mem[e.Record]
+	n, site := e.N, e.Site
+	return func(b *block, act []int32) []float64 {
+		xv, o := x(b, act), b.scratch[out]
+		var pos []float64
+		for _, l := range act {
+			v := int(xv[l])
+			o[l] = float64(min(max(v, 0), n-1))
+			if v >= 0 && v < n {
+				continue
+			}
+			mem.touch(b.m.gepoch)
+			if mem.data[kir.RecordFlag] != 0 {
+				continue
+			}
+			if at != nil && pos == nil {
+				pos = at(b, act)
+			}
+			mem.data[kir.RecordFlag] = 1
+			mem.data[kir.RecordSite] = float64(site)
+			mem.data[kir.RecordAt] = -1
+			if pos != nil {
+				mem.data[kir.RecordAt] = pos[l]
+			}
+			mem.data[kir.RecordValue] = float64(v)
+		}
+		return o
+	}
 }
 
 func (p *program) load(e *kir.Load) vfn {

@@ -87,6 +87,12 @@ type Options struct {
 	// MaxRaces bounds the races reported in detail (all are counted);
 	// 0 means 10.
 	MaxRaces int
+	// DeviceGathers runs the gathers' bounded indexes that report to the
+	// module's error record (kir.Bounded) as emitted code does: an index
+	// out of range is clamped, the first is written to the record, and
+	// Run returns the record's words and its error in the Result, rather
+	// than stopping at the first with an error.
+	DeviceGathers bool
 	// Progress, when not nil, is called with the counts of the work done
 	// so far in the run (every kernel launched before, and the current
 	// one's finished blocks or, in an all-resident grid, every block's
@@ -195,6 +201,12 @@ type Result struct {
 	// counts them all.
 	Races     []Race
 	RaceCount int
+	// ErrorRecord holds the words of the module's error record after the
+	// run (see kir.ErrorRecordWords), nil without one; GatherError is the
+	// error it reports, nil when no index was out of range. Only runs
+	// with Options.DeviceGathers write the record.
+	ErrorRecord []int32
+	GatherError error
 }
 
 // Total returns the sum of the kernels' counts.
@@ -243,14 +255,14 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 				mem.data[i] = round(b.DType, v)
 			}
 			used++
-		} else {
+		} else if b != m.ErrorRecord { // which the host zeroes
 			for i := range mem.data {
 				mem.data[i] = math.NaN()
 			}
 		}
 		if opts.Race {
 			mem.shadow = newShadow(len(mem.data))
-			mem.initcheck = b.Role == kir.Temp
+			mem.initcheck = b.Role == kir.Temp && b != m.ErrorRecord
 		}
 		s.mem[b] = mem
 	}
@@ -279,6 +291,12 @@ func Run(m *kir.Module, feeds map[string]*te.Array, opts Options) (*Result, erro
 		a := te.NewArray(b.DType, b.Shape)
 		copy(a.Data, s.mem[b].data)
 		res.Outputs[b.Name] = a
+	}
+	if r := m.ErrorRecord; r != nil {
+		for _, v := range s.mem[r].data {
+			res.ErrorRecord = append(res.ErrorRecord, int32(v))
+		}
+		res.GatherError = kir.RecordError(res.ErrorRecord, m.Gathers)
 	}
 	return res, nil
 }

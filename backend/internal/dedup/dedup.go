@@ -300,6 +300,11 @@ func (w *keyWriter) expr(e kir.Expr) {
 	case *kir.Bounded:
 		w.str(fmt.Sprintf("bounded %d %s %d", e.N, w.bufs[e.Buf], e.Dim))
 		w.expr(e.X)
+		if e.Record != nil {
+			// Kernels that report different gathers differ.
+			w.str(fmt.Sprintf("report %s %d", w.bufs[e.Record], e.Site))
+			w.expr(e.At)
+		}
 	default:
 		w.str(fmt.Sprintf("%T", e))
 	}

@@ -159,6 +159,10 @@ func stageBuffers(s *kir.Stage) ([]*kir.Buffer, bool) {
 					add(x.Buf)
 				case *kir.Var:
 					used = append(used, x)
+				case *kir.Bounded:
+					// A reported gather names its site: the stage is
+					// its own.
+					ok = ok && x.Record == nil
 				}
 				return true
 			})
@@ -297,7 +301,8 @@ func rebaseExpr(e kir.Expr, base map[*kir.Buffer]int) kir.Expr {
 	case *kir.Shuffle:
 		return &kir.Shuffle{Mode: e.Mode, X: rebaseExpr(e.X, base), Offset: e.Offset, Width: e.Width, Mask: rebaseExpr(e.Mask, base)}
 	case *kir.Bounded:
-		return &kir.Bounded{X: rebaseExpr(e.X, base), N: e.N, Buf: e.Buf, Dim: e.Dim}
+		return &kir.Bounded{X: rebaseExpr(e.X, base), N: e.N, Buf: e.Buf, Dim: e.Dim,
+			Record: e.Record, Site: e.Site, At: rebaseExpr(e.At, base)}
 	}
 	return e
 }

@@ -14,11 +14,12 @@ import (
 
 // Modules returns the modules of the emitters' golden tests, by name:
 // Features, each of Programs lowered a kernel per tensor, Features and the
-// softmax with their temporaries in the workspace ("features_ws",
-// "softmax_ws"), RepeatedStages ("stages"), Shuffles ("shuffles"),
-// RowStats lowered with blocks of 128 threads ("rowstats"), and the
-// warp-level modules: Pipeline ("pipeline"), MMA of bf16 and of tf32
-// ("mma_m16n8k16_bf16", "mma_m16n8k8_f32") and Vectors ("vectors").
+// softmax and the gather with their temporaries in the workspace
+// ("features_ws", "softmax_ws", "gather_ws"), RepeatedStages ("stages"),
+// Shuffles ("shuffles"), RowStats lowered with blocks of 128 threads
+// ("rowstats"), and the warp-level modules: Pipeline ("pipeline"), MMA of
+// bf16 and of tf32 ("mma_m16n8k16_bf16", "mma_m16n8k8_f32") and Vectors
+// ("vectors").
 func Modules() (map[string]*kir.Module, error) {
 	ms := map[string]*kir.Module{"features": Features()}
 	for name, p := range Programs() {
@@ -38,6 +39,12 @@ func Modules() (map[string]*kir.Module, error) {
 	}
 	softmax.Name, softmax.TempsInWorkspace = "softmax_ws", true
 	ms["softmax_ws"] = softmax
+	gather, err := lower.Unfused(Programs()["gather"], lower.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("gather: %w", err)
+	}
+	gather.Name, gather.TempsInWorkspace = "gather_ws", true
+	ms["gather_ws"] = gather
 	ms["stages"] = RepeatedStages()
 	ms["shuffles"] = Shuffles()
 	rows, err := lower.Unfused(RowStats(), lower.Options{BlockSize: 128})
