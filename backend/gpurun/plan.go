@@ -36,6 +36,12 @@ type Plan struct {
 	// Outputs are the buffer index of each output of the module, in order;
 	// an output may be an input, a param or another output.
 	Outputs []int `json:"outputs"`
+	// ErrorRecord is the buffer index plus one of the module's error
+	// record (kir.Module.ErrorRecord), 0 without one; Gathers describe the
+	// gathers that report to it. Run clears the record before the
+	// launches and reports the index out of range it holds after them.
+	ErrorRecord int              `json:"error_record,omitempty"`
+	Gathers     []kir.GatherSite `json:"gathers,omitempty"`
 }
 
 // Buffer is a global buffer of a module.
@@ -96,6 +102,13 @@ func NewPlan(m *kir.Module, layout *kir.Layout, symbols map[*kir.Kernel]string, 
 		index[b] = i
 		p.Buffers = append(p.Buffers, Buffer{Name: b.Name, Role: b.Role.String(), DType: b.DType.String(),
 			Shape: append([]int{}, b.Shape...), Bytes: b.Bytes(), Offset: layout.Offsets[b]})
+	}
+	if r := m.ErrorRecord; r != nil {
+		i, ok := index[r]
+		if !ok {
+			return nil, fmt.Errorf("gpurun: error record %s is not a buffer of module %s", r.Name, m.Name)
+		}
+		p.ErrorRecord, p.Gathers = i+1, m.Gathers
 	}
 	for _, b := range m.Outputs {
 		i, ok := index[b]
@@ -176,6 +189,12 @@ func (p *Plan) Check() error {
 	for _, o := range p.Outputs {
 		if o < 0 || o >= len(p.Buffers) || p.Buffers[o].Role == "temp" {
 			return fmt.Errorf("plan: output index %d names no input, param or output buffer", o)
+		}
+	}
+	if r := p.ErrorRecord - 1; r >= 0 {
+		if r >= len(p.Buffers) || p.Buffers[r].Role != "temp" || p.Buffers[r].DType != te.I32.String() ||
+			p.Buffers[r].Bytes != 4*kir.ErrorRecordWords {
+			return fmt.Errorf("plan: error record %d names no temporary i32[%d]", r, kir.ErrorRecordWords)
 		}
 	}
 	for _, k := range p.Kernels {

@@ -1,9 +1,12 @@
 package gpurun
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+
+	"tec/backend/kir"
 )
 
 // Options controls Run.
@@ -96,11 +99,17 @@ func Run(d Driver, p *Plan, image []byte, feeds map[int][]byte, opts Options) (r
 		return nil, err
 	}
 	res = &Result{Device: dev, Launches: r.infos}
+	if err := r.clearRecord(); err != nil {
+		return nil, err
+	}
 	if err := r.runOnce(nil); err != nil {
 		return nil, err
 	}
 	if err := d.Synchronize(); err != nil {
 		return nil, fmt.Errorf("running model %s: %w", p.Model, err)
+	}
+	if err := r.checkRecord(); err != nil {
+		return nil, err // says what it is: "gather index ids[3] = ..."
 	}
 	if res.Outputs, err = r.download(); err != nil {
 		return nil, err
@@ -312,6 +321,34 @@ func coopNote(coop bool) string {
 		return ", cooperative"
 	}
 	return ""
+}
+
+// clearRecord zeroes the error record, if the model has one.
+func (r *runner) clearRecord() error {
+	if r.p.ErrorRecord == 0 {
+		return nil
+	}
+	if err := r.d.CopyToDevice(r.ptrs[r.p.ErrorRecord-1], make([]byte, 4*kir.ErrorRecordWords)); err != nil {
+		return fmt.Errorf("clearing the error record: %w", err)
+	}
+	return nil
+}
+
+// checkRecord reads the error record, if the model has one, and returns
+// the gather index out of range that it reports.
+func (r *runner) checkRecord() error {
+	if r.p.ErrorRecord == 0 {
+		return nil
+	}
+	data := make([]byte, 4*kir.ErrorRecordWords)
+	if err := r.d.CopyFromDevice(data, r.ptrs[r.p.ErrorRecord-1]); err != nil {
+		return fmt.Errorf("reading the error record: %w", err)
+	}
+	words := make([]int32, kir.ErrorRecordWords)
+	for i := range words {
+		words[i] = int32(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	return kir.RecordError(words, r.p.Gathers)
 }
 
 // download copies every output to the host.

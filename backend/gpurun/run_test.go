@@ -386,3 +386,30 @@ func TestEncodeDecode(t *testing.T) {
 		t.Errorf("Decode of too few bytes: %v", err)
 	}
 }
+
+// TestRunBadIndex runs the gather with an id past its table: the kernels
+// record it, and Run reads the record back and reports it.
+func TestRunBadIndex(t *testing.T) {
+	_, ms := modules(t)
+	for _, name := range []string{"gather", "gather_ws"} {
+		m := ms[name]
+		p, arrays, feeds, gpu := setup(t, m)
+		if p.ErrorRecord == 0 || len(p.Gathers) != 1 {
+			t.Fatalf("%s: plan's error record %d, gathers %v", name, p.ErrorRecord, p.Gathers)
+		}
+		ids := slices.IndexFunc(p.Buffers, func(b gpurun.Buffer) bool { return b.Name == "ids" })
+		bad := te.NewArray(te.I32, arrays["ids"].Shape)
+		copy(bad.Data, arrays["ids"].Data)
+		bad.Data[2] = 30 // ids[2] + 1 = 31 is past wte's 12 rows
+		var err error
+		if feeds[ids], err = gpurun.Encode(bad, p.Buffers[ids]); err != nil {
+			t.Fatal(err)
+		}
+		_, err = gpurun.Run(gpu, p, []byte("// PTX of "+m.Name), feeds, gpurun.Options{})
+		const want = "gather index from ids[2] = 31 is outside wte's dimension 0 [0, 12)"
+		var bi *kir.BadIndexError
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &bi) {
+			t.Errorf("%s: run with a bad id: %v, want a *kir.BadIndexError %q", name, err, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@
 package fakegpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -374,12 +375,15 @@ func (g *GPU) execute() error {
 		}
 		feeds[b.Name] = a
 	}
-	res, err := sim.Run(g.m, feeds, sim.Options{ResidentBlocks: g.Dev.SMs * g.PerSM, Race: true})
+	res, err := sim.Run(g.m, feeds, sim.Options{ResidentBlocks: g.Dev.SMs * g.PerSM, Race: true, DeviceGathers: true})
 	if err != nil {
 		return fmt.Errorf("fakegpu: %w", err)
 	}
 	if res.RaceCount > 0 {
 		return fmt.Errorf("fakegpu: %d races, the first: %s", res.RaceCount, res.Races[0])
+	}
+	if err := g.writeRecord(res.ErrorRecord); err != nil {
+		return err
 	}
 	for _, b := range g.m.Outputs {
 		if b.Role != kir.Output {
@@ -398,6 +402,27 @@ func (g *GPU) execute() error {
 			return err
 		}
 		copy(mem[off:], data)
+	}
+	return nil
+}
+
+// writeRecord stores the module's error record, as the run left it, where
+// the launches put it.
+func (g *GPU) writeRecord(words []int32) error {
+	r := g.m.ErrorRecord
+	if r == nil {
+		return nil
+	}
+	p, ok := g.bound[r]
+	if !ok {
+		return nil // no kernel reports to it
+	}
+	mem, off, err := g.find(p, r.Bytes())
+	if err != nil {
+		return err
+	}
+	for i, w := range words {
+		binary.LittleEndian.PutUint32(mem[off+int64(4*i):], uint32(w))
 	}
 	return nil
 }
