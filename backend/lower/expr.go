@@ -305,18 +305,6 @@ func combine(op te.ReduceOp, acc, v kir.Expr) kir.Expr {
 	return kir.Add(acc, v)
 }
 
-// hasArgReduce reports whether one of rs is an argmax or argmin, which is
-// computed a thread per output (a serial loop carrying the best value and
-// its position), never by a block.
-func hasArgReduce(rs []*te.Reduce) bool {
-	for _, r := range rs {
-		if r.Op.IsArg() {
-			return true
-		}
-	}
-	return false
-}
-
 // argReduce emits serial loops that find the row-major position over e's
 // axes of the first greatest (argmax) or least (argmin) value of e's body,
 // and returns the register holding it. The comparison is strict, so ties

@@ -194,7 +194,7 @@ func (l *lowerer) rows(t *te.Tensor, rowAxes int, body *[]kir.Stmt) {
 // blockReduceOrElementwise lowers t as a block per output if it has a long
 // top-level reduction, and a thread per element otherwise.
 func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
-	if reds := topReduces(t.Body); len(reds) > 0 && !hasArgReduce(reds) {
+	if reds := topReduces(t.Body); len(reds) > 0 {
 		l.blockReduce(t, reds, k, body)
 		return
 	}

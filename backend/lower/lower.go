@@ -155,7 +155,7 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 	r, _, _, one := partition.MaskedReduce(t.Body)
 	switch reds := topReduces(t.Body); {
 	case one && l.contraction(t, r, k, &body):
-	case len(reds) > 0 && maxExtent(reds) >= 64 && !hasArgReduce(reds):
+	case len(reds) > 0 && maxExtent(reds) >= 64:
 		l.blockReduce(t, reds, k, &body)
 	default:
 		l.elementwise(t, k, &body)
@@ -443,9 +443,23 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 	tid := kir.NewVar("tid", te.I32)
 	o := kir.NewVar("o", te.I32)
 	g := l.gen(nil)
+	argShared := func(name string, dt te.DType) *kir.Buffer {
+		for _, b := range k.Shared {
+			if b.Name == name {
+				return b
+			}
+		}
+		b := &kir.Buffer{Name: name, Space: kir.Shared, DType: dt, Shape: []int{threads}}
+		k.Shared = append(k.Shared, b)
+		return b
+	}
 	inner := g.into(func() {
 		bind(g, t.Axes, o)
 		for _, r := range reds {
+			if r.Op.IsArg() {
+				g.done[r] = argBlockReduce(g, r, tid, threads, argShared)
+				continue
+			}
 			rt := te.TypeOf(r)
 			red := shared[rt]
 			if red == nil {

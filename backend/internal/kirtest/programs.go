@@ -6,11 +6,12 @@ import (
 
 // Programs returns small TE programs, by name, for golden tests of the
 // emitters: "softmax" (with the row maximum subtracted), "matmul" and
-// "conv" (a valid 3×3 convolution) and "gather" (an embedding lookup and
-// an argmax over it), built in Go so that the back end's tests need not
+// "conv" (a valid 3×3 convolution), "gather" (an embedding lookup and
+// an argmax over it) and "argmax" (argmax and argmin over rows long enough
+// for a block per row), built in Go so that the back end's tests need not
 // import the front end.
 func Programs() map[string]*te.Program {
-	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather()}
+	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather(), "argmax": argmax()}
 }
 
 // gather is e[s, d] = wte[ids[s] + 1, d] and best[s] = argmax[d](e[s, d]).
@@ -27,6 +28,25 @@ func gather() *te.Program {
 	best.Axes = []*te.Var{s}
 	best.Body = reduce(te.Argmax, []*te.Var{d}, ld(e, te.VarIndex(s), te.VarIndex(d)))
 	b.p.Outputs = []*te.Tensor{e, best}
+	return b.p
+}
+
+// argmax is best[r] = argmax[k](x[r, k]) and low[r] = argmin[k](n[r, k])
+// over rows of 100 f32 and i32 values.
+func argmax() *te.Program {
+	b := &builder{p: &te.Program{Name: "argmax"}}
+	x := b.placeholder("x", te.Input, 3, 100)
+	n := b.add(&te.Tensor{Name: "n", Kind: te.Input, DType: te.I32, Shape: []int{3, 100}})
+	var outs []*te.Tensor
+	for i, op := range []te.ReduceOp{te.Argmax, te.Argmin} {
+		in := []*te.Tensor{x, n}[i]
+		t := b.add(&te.Tensor{Name: []string{"best", "low"}[i], Kind: te.Compute, DType: te.I32, Shape: []int{3}})
+		r, k := te.NewVar("r", 3), te.NewVar("k", 100)
+		t.Axes = []*te.Var{r}
+		t.Body = reduce(op, []*te.Var{k}, ld(in, te.VarIndex(r), te.VarIndex(k)))
+		outs = append(outs, t)
+	}
+	b.p.Outputs = outs
 	return b.p
 }
 
