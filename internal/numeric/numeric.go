@@ -224,11 +224,12 @@ func GatherRanges(p *te.Program) map[*te.Tensor][2]int {
 				return true
 			}
 			for d := range l.Index {
-				src, isLoad := l.Gathered(d).(*te.Load)
+				src, off, isLoad := offsetLoad(l.Gathered(d))
 				c, isConst := l.Index[d].IsConst()
 				if !isLoad || !isConst || src.Tensor.Kind == te.Compute {
 					continue
 				}
+				c += off
 				r, seen := out[src.Tensor]
 				if !seen {
 					r = [2]int{math.MinInt, math.MaxInt}
@@ -245,6 +246,38 @@ func GatherRanges(p *te.Program) map[*te.Tensor][2]int {
 		}
 	}
 	return out
+}
+
+// offsetLoad splits a gather's run-time index into the load of an index
+// tensor and a constant added to it: ids[s], ids[s] + 2, 2 + ids[s] or
+// ids[s] - 2 (the front end may keep the constant there rather than in the
+// static part of the index).
+func offsetLoad(e te.Expr) (*te.Load, int, bool) {
+	switch e := e.(type) {
+	case *te.Load:
+		return e, 0, true
+	case *te.Binary:
+		if e.Op != te.Add && e.Op != te.Sub {
+			return nil, 0, false
+		}
+		l, lok := e.X.(*te.Load)
+		c, cok := e.Y.(*te.ConstExpr)
+		if !lok || !cok {
+			if e.Op == te.Sub {
+				return nil, 0, false
+			}
+			l, lok = e.Y.(*te.Load)
+			c, cok = e.X.(*te.ConstExpr)
+		}
+		if !lok || !cok || c.Value != math.Trunc(c.Value) {
+			return nil, 0, false
+		}
+		if e.Op == te.Sub {
+			return l, -int(c.Value), true
+		}
+		return l, int(c.Value), true
+	}
+	return nil, 0, false
 }
 
 // SeededFeeds returns values for every placeholder of p from one seeded

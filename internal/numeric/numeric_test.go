@@ -152,3 +152,27 @@ func TestSeededFeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherRanges: the ids of a gather are kept in the table whether the
+// constant added to them is in the static part of the index or in the
+// run-time expression (x[l, ids[i] + 2] as the front end may write it).
+func TestGatherRanges(t *testing.T) {
+	ids := &te.Tensor{Name: "ids", Kind: te.Input, DType: te.I32, Shape: []int{4}}
+	pos := &te.Tensor{Name: "pos", Kind: te.Input, DType: te.I32, Shape: []int{4}}
+	wte := &te.Tensor{Name: "wte", Kind: te.Param, DType: te.F32, Shape: []int{3, 10}}
+	s, d := te.NewVar("s", 4), te.NewVar("d", 3)
+	at := func(x *te.Tensor) te.Expr { return &te.Load{Tensor: x, Index: []te.Index{te.VarIndex(s)}} }
+	two := &te.ConstExpr{Value: 2, DType: te.I32}
+	e := &te.Tensor{Name: "e", Kind: te.Compute, DType: te.F32, Shape: []int{4, 3}, Axes: []*te.Var{s, d},
+		Body: &te.Binary{Op: te.Add,
+			X: &te.Load{Tensor: wte, Index: []te.Index{te.VarIndex(d), te.Const(0)}, Gather: []te.Expr{nil, &te.Binary{Op: te.Add, X: at(ids), Y: two}}},
+			Y: &te.Load{Tensor: wte, Index: []te.Index{te.VarIndex(d), te.Const(1)}, Gather: []te.Expr{nil, &te.Binary{Op: te.Sub, X: at(pos), Y: two}}}}}
+	p := &te.Program{Name: "m", Tensors: []*te.Tensor{ids, pos, wte, e}, Outputs: []*te.Tensor{e}}
+	got := GatherRanges(p)
+	if want := [2]int{-2, 8}; got[ids] != want {
+		t.Errorf("ids: range %v, want %v", got[ids], want)
+	}
+	if want := [2]int{1, 11}; got[pos] != want {
+		t.Errorf("pos: range %v, want %v", got[pos], want)
+	}
+}

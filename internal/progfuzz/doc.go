@@ -7,6 +7,8 @@
 // quasi-affine accesses (strides, offsets, reversal, / and % by constants),
 // select guards for padding, branches removed by a compile-time condition,
 // where ranges, reductions (sum, max, min, prod) over one or several axes,
+// gathers (ids read from an input that Feeds keeps inside the table, and
+// indexes computed by argmax and argmin over exact data),
 // contractions with reversed operand axes, masked contractions (a select
 // on output indexes or exact data around the sum, in either branch), casts, full/zeros/ones, scalar
 // and tensor functions with shape symbols, compile-time loops, lists and

@@ -267,6 +267,8 @@ func (g *gen) statement() {
 		{0.4, g.rangeBranch},
 		{0.4, g.mask},
 		{0.6, g.layout},
+		{0.8, g.gather},
+		{0.6, g.argIndex},
 	}
 	total := 0.0
 	for _, k := range kinds {

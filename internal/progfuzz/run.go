@@ -217,10 +217,16 @@ func firstLine(s string) string {
 // Feeds fills the program's inputs and params as "tec run --fill random
 // --seed 0" does (uniform in
 // [-1, 1), params of rank 2 or more scaled by 1/√fan-in, rounded to their
-// dtype; see numeric.NewFilled).
+// dtype; see numeric.NewFilled), the ids of gathers inside their tables
+// (numeric.GatherRanges).
 func Feeds(p *te.Program) map[string]*te.Array {
 	in := map[string]*te.Array{}
+	ranges := numeric.GatherRanges(p)
 	for _, t := range p.Placeholders() {
+		if r, ok := ranges[t]; ok {
+			in[t.Name] = numeric.NewFilledIndex(t, numeric.Random, 0, r)
+			continue
+		}
 		in[t.Name] = numeric.NewFilled(t, numeric.Random, 0)
 	}
 	return in
