@@ -385,7 +385,13 @@ func simulate(m *kir.Module, in map[string]*te.Array) (res *sim.Result, stack st
 			res, stack, err = nil, string(debug.Stack()), fmt.Errorf("panic: %v", r)
 		}
 	}()
-	res, err = sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: resident})
+	// The gathers run as on a device (clamped, reported in the error
+	// record), the path the emitted code takes; ids in range leave the
+	// record clear.
+	res, err = sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: resident, DeviceGathers: true})
+	if err == nil && res.GatherError != nil {
+		return nil, "", fmt.Errorf("the device's error record: %w", res.GatherError)
+	}
 	return res, "", err
 }
 
