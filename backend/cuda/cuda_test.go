@@ -422,3 +422,36 @@ func TestEmitWith(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadGatherReports: a definition whose value is dead but gathers
+// with a reported index is still emitted, since it may write the error
+// record (the simulator's device path evaluates it, as the LLVM path does).
+func TestDeadGatherReports(t *testing.T) {
+	m := modules(t)["gather"]
+	var bounded *kir.Bounded
+	kir.WalkStmts(m.Kernels[0].Body, func(s kir.Stmt) bool {
+		kir.Exprs(s, func(e kir.Expr) {
+			kir.WalkExpr(e, func(x kir.Expr) bool {
+				if b, ok := x.(*kir.Bounded); ok && bounded == nil {
+					bounded = b
+				}
+				return true
+			})
+		})
+		return true
+	})
+	if bounded == nil {
+		t.Fatal("no gather in the gather module")
+	}
+	stage := m.Kernels[0].Body[0].(*kir.Stage)
+	dead := kir.NewVar("unused", te.I32)
+	stage.Body = append([]kir.Stmt{&kir.Let{Var: dead, Value: &kir.Bounded{X: kir.I(99), N: bounded.N, Buf: bounded.Buf,
+		Record: bounded.Record, Site: bounded.Site}}}, stage.Body...)
+	files, err := Emit(m, sm80(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := string(files.Source.Data); !strings.Contains(src, "tec_bounded(99, ") {
+		t.Errorf("the dead definition that reports is left out:\n%s", src)
+	}
+}

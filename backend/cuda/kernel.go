@@ -45,8 +45,10 @@ type kernelWriter struct {
 }
 
 // liveVars returns the variables of body whose values something other than
-// the definition of a dead variable reads. Expressions have no side
-// effects, so leaving out a dead definition changes nothing.
+// the definition of a dead variable reads, and those whose definitions
+// report a gather index out of range (kir.Bounded with a record), the one
+// side effect an expression has; leaving out the other dead definitions
+// changes nothing.
 func liveVars(body []kir.Stmt) map[*kir.Var]bool {
 	live := map[*kir.Var]bool{}
 	for changed := true; changed; {
@@ -54,13 +56,17 @@ func liveVars(body []kir.Stmt) map[*kir.Var]bool {
 		kir.WalkStmts(body, func(s kir.Stmt) bool {
 			switch d := s.(type) {
 			case *kir.Let:
-				if !live[d.Var] {
+				if !live[d.Var] && !reports(d.Value) {
 					return true
 				}
+				changed = changed || !live[d.Var]
+				live[d.Var] = true
 			case *kir.Assign:
-				if !live[d.Var] {
+				if !live[d.Var] && !reports(d.Value) {
 					return true
 				}
+				changed = changed || !live[d.Var]
+				live[d.Var] = true
 			}
 			kir.Exprs(s, func(e kir.Expr) {
 				kir.WalkExpr(e, func(e kir.Expr) bool {
@@ -75,6 +81,18 @@ func liveVars(body []kir.Stmt) map[*kir.Var]bool {
 		})
 	}
 	return live
+}
+
+// reports reports whether evaluating e may write the error record.
+func reports(e kir.Expr) bool {
+	found := false
+	kir.WalkExpr(e, func(x kir.Expr) bool {
+		if b, ok := x.(*kir.Bounded); ok && b.Record != nil {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // writtenBy returns the buffers that body stores to or updates.
