@@ -9,11 +9,17 @@ import (
 // variables, the body an element expression; ranges are inferred, every access
 // proven in bounds, and y bound to the new tensor.
 func (c *checker) defineTensor(sc *scope, s *syntax.AssignStmt) {
-	file := sc.path
-	t := s.Targets[0]
 	ec := newElemCtx()
+	ok := c.whereRanges(sc, ec, s.Where)
+	c.defineRest(sc, sc.child(), ec, s, ok)
+}
+
+// whereRanges records the ranges that where clauses state in ec, and
+// reports whether they are all well formed.
+func (c *checker) whereRanges(sc *scope, ec *elemCtx, where []*syntax.WhereClause) bool {
+	file := sc.path
 	ok := true
-	for _, w := range s.Where {
+	for _, w := range where {
 		if prev, dup := ec.where[w.Var.Name]; dup {
 			d := c.errorAt(file, w.Var.Span, "redefined", "", "the range of %s is given twice", w.Var.Name)
 			related(d, file, prev.span, "first given here")
@@ -38,7 +44,13 @@ func (c *checker) defineTensor(sc *scope, s *syntax.AssignStmt) {
 		}
 		ec.where[w.Var.Name] = &whereRange{name: w.Var.Name, extent: hi, file: file, span: w.Var.Span}
 	}
-	ds := sc.child()
+	return ok
+}
+
+// defineRest is the part of defineTensor after the where clauses.
+func (c *checker) defineRest(sc, ds *scope, ec *elemCtx, s *syntax.AssignStmt, ok bool) {
+	file := sc.path
+	t := s.Targets[0]
 	axes := make([]*te.Var, 0, len(t.Indices))
 	for _, ie := range t.Indices {
 		n, isName := ie.(*syntax.Name)

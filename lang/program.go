@@ -20,6 +20,21 @@ type builder struct {
 	// twice holds the declarations reported as declared twice, so that a
 	// loop reports a clash once, not once per iteration.
 	twice map[syntax.Node]bool
+	// updates are the in-place updates so far; updatedInputs the inputs
+	// they update, in order, which are outputs of the program.
+	updates       []*updateSite
+	updatedInputs []*te.Tensor
+}
+
+// updated records that an update writes the input t, which makes it an
+// output of the program under its own name.
+func (b *builder) updated(t *te.Tensor) {
+	for _, u := range b.updatedInputs {
+		if u == t {
+			return
+		}
+	}
+	b.updatedInputs = append(b.updatedInputs, t)
 }
 
 type placeholderSite struct {
@@ -104,6 +119,27 @@ func (b *builder) output(c *checker, it *syntax.OutputItem, tv *tensorVal, file 
 func (b *builder) finish(model string) *te.Program {
 	live := make([]bool, len(b.tensors))
 	var stack []*te.Tensor
+	for _, t := range b.tensors {
+		if t.Update != nil {
+			live[t.ID] = true
+			stack = append(stack, t)
+			for _, g := range t.Update.Gather {
+				if g != nil {
+					for _, u := range te.Inputs(g) {
+						if !live[u.ID] {
+							live[u.ID] = true
+							stack = append(stack, u)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, t := range b.updatedInputs {
+		if _, named := b.outputNames[t.Name]; !named {
+			b.outputs = append(b.outputs, outputSite{name: t.Name, t: t})
+		}
+	}
 	for _, o := range b.outputs {
 		if !live[o.t.ID] {
 			live[o.t.ID] = true

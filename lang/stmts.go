@@ -220,6 +220,10 @@ func (c *checker) execReturn(sc *scope, s *syntax.ReturnStmt) {
 
 func (c *checker) execAssign(sc *scope, s *syntax.AssignStmt) {
 	file := sc.path
+	if s.Update {
+		c.execUpdate(sc, s)
+		return
+	}
 	if len(s.Targets) == 1 {
 		c.enterStmt(s.Targets[0].Name.Name, s.Value)
 	} else {

@@ -72,6 +72,9 @@ func Evaluate(p *Program, feeds map[string]*Array, opts EvalOptions) (map[string
 		ev.vals[i] = a
 		ev.release(i)
 	}
+	if err := ev.applyUpdates(); err != nil {
+		return nil, err
+	}
 	out := make(map[string]*Array, len(p.Outputs))
 	for _, t := range p.Outputs {
 		out[t.Name] = ev.vals[ev.pos[t]]
@@ -133,6 +136,19 @@ func newEvaluator(p *Program, feeds map[string]*Array, opts EvalOptions) (*evalu
 			return nil, fmt.Errorf("te: program %q: output %q is not one of its tensors", p.Name, t.Name)
 		}
 		ev.keep[i] = true
+	}
+	for i, t := range p.Tensors {
+		if t.Update == nil {
+			continue
+		}
+		// Scattered after every tensor is computed: the update, its
+		// target and the tensors its run-time indexes read stay.
+		ev.keep[i] = true
+		for _, x := range append([]*Tensor{t.Update.Target}, updateReads(t.Update)...) {
+			if j, ok := ev.pos[x]; ok {
+				ev.keep[j] = true
+			}
+		}
 	}
 
 	// Feeds: exactly the placeholders, each with its dtype and shape.

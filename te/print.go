@@ -130,6 +130,10 @@ func writeTensor(b *strings.Builder, t *Tensor, tensors map[string]bool) {
 			fmt.Fprintf(b, ", dtype=%q", t.DType.String())
 		}
 		fmt.Fprintf(b, ", name=%q)", name)
+		if u := t.Update; u != nil {
+			b.WriteString(" -> ")
+			pr.expr(b, u.Dest(), 0)
+		}
 	}
 	var notes []string
 	if t.Kind != Compute {

@@ -123,6 +123,12 @@ type Tensor struct {
 	// outermost first, for example ["layer[3]", "attention"]. Tools use it to
 	// group the thousands of tensors of an unrolled model.
 	Scope []string
+
+	// Update, when set on a compute tensor, makes it an in-place update of
+	// an input (buffer donation): element x of the tensor is also written
+	// to the input at Update.At(x), after every read of the input in the
+	// step. See Update.
+	Update *Update
 }
 
 // NumElements returns the product of the tensor's dimensions.

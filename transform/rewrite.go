@@ -131,6 +131,11 @@ func rebuild(name string, ts []*te.Tensor, outputs []*te.Tensor) *te.Program {
 	for _, t := range outputs {
 		live[t] = true
 	}
+	for _, t := range ts {
+		if t.Update != nil { // an in-place update is a result of its own
+			live[t] = true
+		}
+	}
 	for i := len(ts) - 1; i >= 0; i-- {
 		t := ts[i]
 		if live[t] && t.Body != nil {

@@ -137,7 +137,14 @@ type Buffer struct {
 	Role  Role
 	DType te.DType
 	Shape []int
+	// InPlace marks an input that the module updates in place (buffer
+	// donation, te.Update): the caller supplies it and reads it back, and
+	// kernels may store to it, unlike other inputs.
+	InPlace bool
 }
+
+// Writable reports whether kernels may store to the buffer.
+func (b *Buffer) Writable() bool { return !b.Role.ReadOnly() || b.InPlace }
 
 // Len returns the number of elements.
 func (b *Buffer) Len() int {

@@ -366,13 +366,13 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 		v.raise(s.Var, max(ctx, u))
 	case *Store:
 		v.access(s.Buf, s.Index, s.Value, s, true)
-		if v.check && s.Buf != nil && s.Buf.Role.ReadOnly() && s.Buf.Space == Global {
+		if v.check && s.Buf != nil && !s.Buf.Writable() && s.Buf.Space == Global {
 			v.errorf("store to %s %s: %s", s.Buf.Role, s.Buf.Name, v.describe(s))
 		}
 	case *Atomic:
 		v.access(s.Buf, s.Index, s.Value, s, true)
 		if v.check && s.Buf != nil {
-			if s.Buf.Role.ReadOnly() && s.Buf.Space == Global {
+			if !s.Buf.Writable() && s.Buf.Space == Global {
 				v.errorf("atomic update of %s %s: %s", s.Buf.Role, s.Buf.Name, v.describe(s))
 			}
 			if s.Buf.Space == Local {

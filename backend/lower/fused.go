@@ -43,6 +43,9 @@ func Fused(p *te.Program, pl *partition.Plan, opts FusedOptions) (*kir.Module, e
 		}
 		l.m.Kernels = append(l.m.Kernels, k)
 	}
+	if err := l.updates(); err != nil {
+		return nil, err
+	}
 	l.m.GPU = &pl.GPU
 	if err := kir.Verify(l.m); err != nil {
 		return nil, fmt.Errorf("lower: %w", err)

@@ -89,6 +89,9 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 		}
 		l.m.Kernels = append(l.m.Kernels, k)
 	}
+	if err := l.updates(); err != nil {
+		return nil, err
+	}
 	if pl := opts.Plan; pl != nil {
 		l.m.GPU = &pl.GPU
 	}
@@ -120,6 +123,11 @@ func newLowerer(p *te.Program, opts Options) *lowerer {
 	}
 	for _, t := range p.Outputs {
 		l.m.Outputs = append(l.m.Outputs, l.bufs[t])
+	}
+	for _, u := range p.Updates() {
+		if b := l.bufs[u.Update.Target]; b != nil {
+			b.InPlace = true
+		}
 	}
 	return l
 }

@@ -314,7 +314,7 @@ func (im *importer) program(model, source string, m *onnxpb.ModelProto, outs []s
 
 // Names.
 
-var keywords = []string{"import", "const", "fn", "model", "input", "param", "output", "for", "in", "return", "where"}
+var keywords = []string{"import", "const", "fn", "model", "input", "param", "output", "for", "in", "return", "where", "update"}
 
 // reservedNames returns the names no value may take: keywords, builtins,
 // standard-library functions and the importer's own functions.

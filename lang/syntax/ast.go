@@ -164,7 +164,12 @@ type ReturnStmt struct {
 
 // AssignStmt binds names: `y[i, j] = expr where i in 0..N`, `a = f(x)`,
 // `h[l], c[l] = cell(...)`.
+//
+// With Update set it is `update x[i, pos[b], j] = expr where ...`: an
+// in-place update of the input x, with one target whose indices are
+// expressions.
 type AssignStmt struct {
+	Update  bool
 	Targets []*Target
 	Value   Expr
 	Where   []*WhereClause

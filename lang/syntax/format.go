@@ -574,6 +574,9 @@ func (p *printer) stmt(s Stmt) {
 }
 
 func (p *printer) assign(s *AssignStmt) {
+	if s.Update {
+		p.keyword("update")
+	}
 	for i, t := range s.Targets {
 		if i > 0 {
 			p.token(",")

@@ -40,7 +40,7 @@ import (
 // cannot name anything.
 func IsKeyword(s string) bool {
 	switch s {
-	case "import", "const", "fn", "model", "input", "param", "output", "for", "in", "return", "where":
+	case "import", "const", "fn", "model", "input", "param", "output", "for", "in", "return", "where", "update":
 		return true
 	}
 	return false

@@ -53,6 +53,7 @@ const MaxNesting = 1000
 //	          | "for" NAME "in" range block
 //	          | "return" expr { "," expr }
 //	          | const
+//	          | "update" NAME "[" expr { "," expr } "]" "=" expr [ "where" ... ]
 //	          | target { "," target } "=" expr [ "where" NAME "in" range { "," NAME "in" range } ]
 //	target    = NAME [ "[" [ expr { "," expr } ] "]" ]
 //	range     = expr ".." expr
@@ -479,6 +480,8 @@ func (p *parser) stmt() Stmt {
 		return p.returnStmt()
 	case t.is("const"):
 		return p.constDecl()
+	case t.is("update"):
+		return p.update()
 	case t.kind == tokIdent:
 		return p.assign()
 	}
@@ -607,6 +610,24 @@ func (p *parser) assign() *AssignStmt {
 		}
 	}
 	s.Span = Span{start, p.end()}
+	return s
+}
+
+// update parses an in-place update, `update x[i, pos[b]] = expr where ...`:
+// an assignment to one element-wise target.
+func (p *parser) update() *AssignStmt {
+	start := p.tok.span.Start
+	p.next()
+	if p.tok.kind != tokIdent {
+		p.errorExpected("the name of an input after 'update'", "an update is written 'update x[i, pos[b]] = value'")
+	}
+	s := p.assign()
+	if len(s.Targets) != 1 || s.Targets[0].Indices == nil {
+		p.fail(s.Span, "an update writes one input at the indexes in brackets",
+			"an update is written 'update x[i, pos[b]] = value'")
+	}
+	s.Update = true
+	s.Span = Span{start, s.Span.End}
 	return s
 }
 
