@@ -122,6 +122,11 @@ func NewGraph(p *te.Program) (*Graph, error) {
 		}
 		g.output[i] = true
 	}
+	for _, t := range p.Tensors {
+		if i, ok := g.lookup(t); ok && t.Update != nil { // written into an input: a result of its own
+			g.output[i] = true
+		}
+	}
 	g.reach = newReachLabels(g)
 	return g, nil
 }

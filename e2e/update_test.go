@@ -75,7 +75,7 @@ func TestDecodeUpdate(t *testing.T) {
 		}
 		bad := numeric.SeededFeeds(p, 5)
 		bad["pos"].Data[b-1] = 8
-		wantErr := fmt.Sprintf("pos[%d] = 8 is outside kc's dimension 1 [0, 8)", b-1)
+		wantErr := fmt.Sprintf("update index pos[%d] = 8 is outside kc's dimension 1 [0, 8)", b-1)
 		if _, err := te.Evaluate(p, bad, te.EvalOptions{}); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("reference with pos past the cache: %v, want %q", err, wantErr)
 		}

@@ -121,6 +121,11 @@ func Apply(p *te.Program, m Mode) *te.Program {
 	for _, t := range p.Outputs {
 		q.Outputs = append(q.Outputs, r.nu[t])
 	}
+	for _, t := range q.Tensors {
+		if u := t.Update; u != nil { // the updated input and its indexes, rewritten
+			t.Update = &te.Update{Target: r.nu[u.Target], Index: u.Index, Gather: r.gather(u.Gather)}
+		}
+	}
 	return q
 }
 

@@ -136,7 +136,7 @@ func (ev *evaluator) scatter(t *Tensor, src, dst *Array) error {
 		if err != nil {
 			return err
 		}
-		dst.Data[off] = v
+		dst.Data[off] = Round(u.Target.DType, v)
 	}
 	return nil
 }

@@ -35,7 +35,12 @@ func header(m *kir.Module, n *names, base string) string {
 		}
 		fmt.Fprintf(&b, " *\n * %s:\n", title)
 		for i, buf := range bufs {
-			fmt.Fprintf(&b, " *   [%d] %s %s\n", i, buf.Name, typeString(buf))
+			note := ""
+			if buf.InPlace {
+				// Buffer donation: the one overlap allowed.
+				note = " (an input updated in place: pass the input itself to write only the updated elements and copy nothing)"
+			}
+			fmt.Fprintf(&b, " *   [%d] %s %s%s\n", i, buf.Name, typeString(buf), note)
 		}
 	}
 	listing("Inputs", roleBuffers(m, kir.Input))
@@ -324,6 +329,12 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 	for i, buf := range m.Outputs {
 		if buf.Role == kir.Output && firstIndex(m.Outputs, buf) == i {
 			continue
+		}
+		if buf.InPlace {
+			// An input updated in place (donated): a caller that passes
+			// the input's own pointer as the output has it updated, and
+			// nothing is copied.
+			fmt.Fprintf(b, "  if (outputs[%d] != bufs[%d])\n  ", i, index[buf])
 		}
 		fmt.Fprintf(b, "  TEC_CHECK(cudaMemcpyAsync(outputs[%d], bufs[%d], %d, cudaMemcpyDeviceToDevice, stream),\n            \"copying %s to outputs[%d]\");\n",
 			i, index[buf], buf.Bytes(), buf.Name, i)

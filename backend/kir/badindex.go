@@ -44,6 +44,9 @@ type GatherSite struct {
 	Table   string `json:"table"` // the tensor gathered from
 	Dim     int    `json:"dim"`   // the dimension the index selects
 	N       int    `json:"n"`     // the dimension's size
+	// Update says the index is that of a store into an input updated in
+	// place (te.Update), which the message calls an update index.
+	Update bool `json:"update,omitempty"`
 }
 
 // Message describes the index value out of range, read at flat position at
@@ -61,7 +64,11 @@ func (g GatherSite) Message(at, value int) string {
 	if table == "" {
 		table = "the table"
 	}
-	return fmt.Sprintf("gather index %s= %d is outside %s's dimension %d [0, %d)", what, value, table, g.Dim, g.N)
+	kind := "gather"
+	if g.Update {
+		kind = "update"
+	}
+	return fmt.Sprintf("%s index %s= %d is outside %s's dimension %d [0, %d)", kind, what, value, table, g.Dim, g.N)
 }
 
 // FormatPosition writes the flat row-major index i of a buffer of shape as

@@ -119,6 +119,9 @@ type Bounded struct {
 	// At is the flat position of the index element read in the site's
 	// index tensor, or nil when there is none (the record gets -1).
 	At Expr
+	// Update marks the index of a store into an input updated in place
+	// (te.Update), which messages call an update index.
+	Update bool
 }
 
 // Type implements Expr.

@@ -46,6 +46,12 @@ func (l *lowerer) updates() error {
 			var at kir.Expr
 			if d := u.Update.Dest(); d.IsGather() {
 				at = g.gather(d).(*kir.Load).Index
+				kir.WalkExpr(at, func(x kir.Expr) bool {
+					if b, ok := x.(*kir.Bounded); ok {
+						b.Update = true
+					}
+					return true
+				})
 			} else {
 				at = g.flat(dst.Shape, d.Index)
 			}

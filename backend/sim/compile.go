@@ -655,6 +655,7 @@ func (p *program) bounded(e *kir.Bounded) vfn {
 	}
 	x := p.expr(e.X)
 	site, atExpr := kir.SiteOf(e.X, e.Buf, e.Dim, e.N)
+	site.Update = e.Update
 	var at vfn // the position the index was read at, for the message
 	if atExpr != nil {
 		at = p.expr(atExpr)

@@ -386,8 +386,8 @@ func (g *GPU) execute() error {
 		return err
 	}
 	for _, b := range g.m.Outputs {
-		if b.Role != kir.Output {
-			continue
+		if b.Role != kir.Output && !b.InPlace {
+			continue // an input or param given back as it is
 		}
 		p, ok := g.bound[b]
 		if !ok {

@@ -298,7 +298,7 @@ func (w *keyWriter) expr(e kir.Expr) {
 		w.expr(e.X)
 		w.expr(e.Mask)
 	case *kir.Bounded:
-		w.str(fmt.Sprintf("bounded %d %s %d", e.N, w.bufs[e.Buf], e.Dim))
+		w.str(fmt.Sprintf("bounded %d %s %d %t", e.N, w.bufs[e.Buf], e.Dim, e.Update))
 		w.expr(e.X)
 		if e.Record != nil {
 			// Kernels that report different gathers differ.

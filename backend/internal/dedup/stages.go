@@ -302,7 +302,7 @@ func rebaseExpr(e kir.Expr, base map[*kir.Buffer]int) kir.Expr {
 		return &kir.Shuffle{Mode: e.Mode, X: rebaseExpr(e.X, base), Offset: e.Offset, Width: e.Width, Mask: rebaseExpr(e.Mask, base)}
 	case *kir.Bounded:
 		return &kir.Bounded{X: rebaseExpr(e.X, base), N: e.N, Buf: e.Buf, Dim: e.Dim,
-			Record: e.Record, Site: e.Site, At: rebaseExpr(e.At, base)}
+			Record: e.Record, Site: e.Site, At: rebaseExpr(e.At, base), Update: e.Update}
 	}
 	return e
 }

@@ -7,11 +7,32 @@ import (
 // Programs returns small TE programs, by name, for golden tests of the
 // emitters: "softmax" (with the row maximum subtracted), "matmul" and
 // "conv" (a valid 3×3 convolution), "gather" (an embedding lookup and
-// an argmax over it) and "argmax" (argmax and argmin over rows long enough
-// for a block per row), built in Go so that the back end's tests need not
-// import the front end.
+// an argmax over it), "argmax" (argmax and argmin over rows long enough
+// for a block per row) and "update" (a cache updated in place at a
+// run-time position, te.Update), built in Go so that the back end's tests
+// need not import the front end.
 func Programs() map[string]*te.Program {
-	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather(), "argmax": argmax()}
+	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather(), "argmax": argmax(), "update": update()}
+}
+
+// update reads a cache kc, y[i, j] = kc[i, j, 0] + kc[i, j, 3], and
+// updates it in place: kc/update[i, j] = x[i, j] * 2 is written to
+// kc[i, pos[i], j]. The positions must lie in [0, 8).
+func update() *te.Program {
+	b := &builder{p: &te.Program{Name: "update"}}
+	pos := b.add(&te.Tensor{Name: "pos", Kind: te.Input, DType: te.I32, Shape: []int{2}})
+	x := b.placeholder("x", te.Input, 2, 4)
+	kc := b.placeholder("kc", te.Input, 2, 8, 4)
+	y := b.compute("y", []int{2, 8}, func(ax []te.Index) te.Expr {
+		return &te.Binary{Op: te.Add, X: ld(kc, ax[0], ax[1], te.Const(0)), Y: ld(kc, ax[0], ax[1], te.Const(3))}
+	})
+	u := b.compute("kc/update", []int{2, 4}, func(ax []te.Index) te.Expr {
+		return &te.Binary{Op: te.Mul, X: ld(x, ax[0], ax[1]), Y: &te.ConstExpr{Value: 2, DType: te.F32}}
+	})
+	u.Update = &te.Update{Target: kc, Index: []te.Index{te.VarIndex(u.Axes[0]), {}, te.VarIndex(u.Axes[1])},
+		Gather: []te.Expr{nil, ld(pos, te.VarIndex(u.Axes[0])), nil}}
+	b.p.Outputs = []*te.Tensor{y, kc}
+	return b.p
 }
 
 // gather is e[s, d] = wte[ids[s] + 1, d] and best[s] = argmax[d](e[s, d]).
