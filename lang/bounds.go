@@ -318,6 +318,9 @@ func (c *checker) boundsError(ec *elemCtx, ld *pendingLoad, d int, r interval) {
 	}
 	access := ld.name + "[" + strings.Join(ld.texts, ", ") + "]"
 	hint := fmt.Sprintf("to read past the edge on purpose (padding), guard the access: select(%s, %s, 0.0)", strings.Join(guard, " && "), access)
+	if ld.write {
+		hint = fmt.Sprintf("an update writes only inside its input, so the slot needs %s for every value of the variables", strings.Join(guard, " and "))
+	}
 	if v, ok := ix.AsVar(); ok {
 		if iv := ec.byVar[v]; iv != nil && iv.where != nil {
 			hint = fmt.Sprintf("the range of %s comes from \"where %s in 0..%d\"; should it be 0..%d?", iv.name, iv.name, iv.where.extent, size)

@@ -46,6 +46,8 @@ type pendingLoad struct {
 	file  string
 	span  syntax.Span
 	facts *factList
+	// write marks the slot of an update, which is written, not read.
+	write bool
 }
 
 func newElemCtx() *elemCtx {

@@ -187,7 +187,7 @@ func (c *checker) lowerModel(m *syntax.ModelDecl) *te.Program {
 	c.scopeNames, c.scopeSnap = nil, nil
 	sc := newScope(nil, c.main, c.main.path)
 	c.execBlock(sc, m.Body)
-	if len(c.prog.outputs) == 0 && !c.diags.HasErrors() {
+	if len(c.prog.outputs) == 0 && len(c.prog.updatedInputs) == 0 && !c.diags.HasErrors() {
 		c.errorAt(c.main.path, m.Name.Span, "type", "add an output statement: output y", "model %s has no output", m.Name.Name)
 	}
 	p := c.prog.finish(m.Name.Name)

@@ -55,7 +55,11 @@ func (c *checker) execUpdate(sc *scope, s *syntax.AssignStmt) {
 		}
 	}
 	name := c.text(file, t.Name.Span)
+	n := len(ec.loads)
 	dest := c.access(ec, ds, tv, t.Indices, t.Span, name)
+	if len(ec.loads) > n { // the slot's access comes after its indexes'
+		ec.loads[len(ec.loads)-1].write = true
+	}
 	body := c.lowerElem(ec, ds, s.Value)
 	if dest.k == sBad || body.k == sBad || !ok || !c.resolveRanges(ec) {
 		return
