@@ -49,8 +49,9 @@ model decode {
 // TestDecodeUpdate appends to a cache in place and attends up to the new
 // position, for B = 1 and 4 and positions at the first, a middle and the
 // last slot: the reference changes exactly the slots written, the
-// simulator agrees with it at every level without a race, and a position
-// past the cache is an error on both.
+// simulator agrees with it at every level without a race, the persistent
+// kernel of -O3 and -O4 writes the updates itself, and a position past the
+// cache is an error on both.
 func TestDecodeUpdate(t *testing.T) {
 	g, _ := partition.BuiltinGPU("a100")
 	for _, b := range []int{1, 4} {
@@ -71,6 +72,17 @@ func TestDecodeUpdate(t *testing.T) {
 				t.Run(fmt.Sprintf("B%d/pos%v/O%d", b, pos[:b], level), func(t *testing.T) {
 					buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, tolModel)
 				})
+			}
+		}
+		// At -O3 and above the step is one persistent kernel, the updates
+		// included (after a grid sync), not a kernel of their own.
+		for level := 3; level <= pipeline.MaxLevel; level++ {
+			res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(res.Module.Kernels); n != 1 {
+				t.Errorf("B=%d -O%d: %d kernels, want 1", b, level, n)
 			}
 		}
 		bad := numeric.SeededFeeds(p, 5)

@@ -13,7 +13,9 @@ import (
 // elements into the updated input at its slot, a run-time index bounded by
 // a kir.Bounded as a gather's is. It runs after every other kernel, so
 // that every read of the input has seen the old values; it writes only the
-// updated slots, never the rest of the input.
+// updated slots, never the rest of the input. When the last kernel has an
+// all-resident grid, the stages are appended to it after a grid sync
+// instead, so that a persistent kernel stays the step's only kernel.
 func (l *lowerer) updates() error {
 	us := l.p.Updates()
 	if len(us) == 0 {
@@ -28,6 +30,7 @@ func (l *lowerer) updates() error {
 		n = max(n, u.NumElements())
 	}
 	k := &kir.Kernel{Name: "update", Block: threads, Grid: kir.Grid{Blocks: max(1, ceilDiv(n, threads))}}
+	var stages []kir.Stmt
 	var names []string
 	for _, u := range us {
 		dst := l.bufs[u.Update.Target]
@@ -58,9 +61,18 @@ func (l *lowerer) updates() error {
 			g.emit(&kir.Store{Buf: dst, Index: at, Value: convert(kir.Ld(src, i), dst.ValueType())})
 		})
 		loop := &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(u.NumElements()), Body: inner}
-		k.Body = append(k.Body, &kir.Stage{Name: u.Name, Span: u.Span, Body: []kir.Stmt{loop}})
+		stages = append(stages, &kir.Stage{Name: u.Name, Span: u.Span, Body: []kir.Stmt{loop}})
 	}
-	k.Doc = "in-place updates: " + strings.Join(names, ", ")
+	doc := "in-place updates: " + strings.Join(names, ", ")
+	if ks := l.m.Kernels; len(ks) > 0 && ks[len(ks)-1].Grid.Resident && ks[len(ks)-1].Block == threads {
+		last := ks[len(ks)-1]
+		last.Body = append(append(last.Body, &kir.GridSync{}), stages...)
+		last.Doc += "; then " + doc
+		last.Params = nil
+		l.params(last)
+		return nil
+	}
+	k.Body, k.Doc = stages, doc
 	l.params(k)
 	l.m.Kernels = append(l.m.Kernels, k)
 	return nil
