@@ -54,5 +54,6 @@ func keywords() [][2]string {
 		{"in", "v in lo..hi: a range"},
 		{"return", "return a, b: a function's results"},
 		{"where", "where i in 0..n: states the range of an index variable or reduction axis"},
+		{"update", "update x[b, pos[b], e] = v: writes elements of the input x in place, after every read of it"},
 	}
 }
