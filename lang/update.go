@@ -69,6 +69,11 @@ func (c *checker) execUpdate(sc *scope, s *syntax.AssignStmt) {
 	if dest.k != sExpr || !isLoad {
 		return
 	}
+	if u := computedIndex(l); u != nil {
+		c.errorAt(file, t.Span, "update", "write the index from the inputs it is computed from, e.g. pos[b] + 1",
+			"the run-time index of update %s reads %s, a computed tensor; an update's index may read only inputs and params", c.text(file, t.Span), u.Name)
+		return
+	}
 	if v := undetermined(axes, l); v != nil {
 		c.errorAt(file, t.Span, "update", fmt.Sprintf("write %s alone as one of the indices, so that each element has a slot of its own", v.Name),
 			"update %s writes some slots more than once: the slot does not determine %s", c.text(file, t.Span), v.Name)
@@ -151,6 +156,25 @@ func undetermined(axes []*te.Var, l *te.Load) *te.Var {
 		}
 	}
 	return nil
+}
+
+// computedIndex returns a computed tensor that a run-time index of the
+// slot l reads, or nil when they read only placeholders: the updates are
+// applied after every kernel of the step, when a computed index may be
+// gone (inlined into its readers).
+func computedIndex(l *te.Load) *te.Tensor {
+	var found *te.Tensor
+	for _, g := range l.Gather {
+		if g == nil {
+			continue
+		}
+		for _, u := range te.Inputs(g) {
+			if u.Kind == te.Compute && found == nil {
+				found = u
+			}
+		}
+	}
+	return found
 }
 
 // disjoint reports whether two updates of one input provably write
