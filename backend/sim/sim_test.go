@@ -84,6 +84,32 @@ func twoStage(n int, sync bool) *kir.Module {
 	}
 }
 
+// inPlace reads an input updated in place, b[j] = x[n-1-j], and then
+// writes it, x[i] = i, in a later stage of the same persistent kernel,
+// with or without a grid sync between the read and the write.
+func inPlace(n int, sync bool) *kir.Module {
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F32, Shape: []int{n}, InPlace: true}
+	out := &kir.Buffer{Name: "b", Role: kir.Output, DType: te.F32, Shape: []int{n}}
+	i, j := kir.NewVar("i", te.I32), kir.NewVar("j", te.I32)
+	body := []kir.Stmt{&kir.Stage{Name: "b", Body: []kir.Stmt{
+		&kir.For{Var: j, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: []kir.Stmt{
+			&kir.Store{Buf: out, Index: j, Value: kir.Ld(x, kir.Sub(kir.I(n-1), j))},
+		}},
+	}}}
+	if sync {
+		body = append(body, &kir.GridSync{})
+	}
+	body = append(body, &kir.Stage{Name: "x/update", Body: []kir.Stmt{
+		&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: []kir.Stmt{
+			&kir.Store{Buf: x, Index: i, Value: &kir.Cast{To: te.F32, X: i}},
+		}},
+	}})
+	return &kir.Module{
+		Name: "inplace", Buffers: []*kir.Buffer{x, out}, Outputs: []*kir.Buffer{x, out},
+		Kernels: []*kir.Kernel{{Name: "fused", Grid: kir.Grid{Resident: true}, Block: 4, Params: []*kir.Buffer{x, out}, Body: body}},
+	}
+}
+
 // total sums x[n] into y[0] by every thread, atomically or not.
 func total(n int, atomic bool) *kir.Module {
 	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F32, Shape: []int{n}}
@@ -167,6 +193,9 @@ func TestRaces(t *testing.T) {
 		{"two stages", twoStage(64, true), map[string]*te.Array{"x": iota(te.F32, 64)}, "", nil},
 		{"two stages without grid sync", twoStage(64, false), map[string]*te.Array{"x": iota(te.F32, 64)},
 			"kernel fused, stage a: race on global a[8]: read by block 1 thread 3 (stage b), then write by block 2 thread 0", nil},
+		{"in place after a grid sync", inPlace(64, true), map[string]*te.Array{"x": iota(te.F32, 64)}, "", []float64{0, 1, 2, 3}},
+		{"in place without grid sync", inPlace(64, false), map[string]*te.Array{"x": iota(te.F32, 64)},
+			"kernel fused, stage x/update: race on global x[", nil},
 		{"atomic sum", total(100, true), map[string]*te.Array{"x": iota(te.F32, 100)}, "", []float64{sumIota(100)}},
 		{"non-atomic sum", total(100, false), map[string]*te.Array{"x": iota(te.F32, 100)},
 			"kernel sum, stage y: race on global y[0]: read by block 0 thread 7, then write by block 0 thread 0", nil},
