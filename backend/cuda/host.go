@@ -355,7 +355,7 @@ func writeGatherSites(b *strings.Builder, m *kir.Module) {
 		return
 	}
 	b.WriteString("// The gathers whose indexes the kernels check: the index tensor (NULL: none),\n")
-	b.WriteString("// its shape, whether the index is computed from its element, and the table's\n// dimension.\n")
+	b.WriteString("// its shape, whether the index is computed from its element, the table's\n// dimension, and whether it is a gather's or an in-place update's.\n")
 	for i, g := range m.Gathers {
 		dims := []string{"1"}
 		if len(g.SourceShape) > 0 {
@@ -367,13 +367,17 @@ func writeGatherSites(b *strings.Builder, m *kir.Module) {
 		fmt.Fprintf(b, "static const long long tec_site_shape_%d[] = {%s};\n", i, strings.Join(dims, ", "))
 	}
 	b.WriteString("static const struct {\n  const char* source;\n  int rank;\n  const long long* shape;\n  bool derived;\n")
-	b.WriteString("  const char* table;\n  int dim, n;\n} tec_sites[] = {\n")
+	b.WriteString("  const char* table;\n  int dim, n;\n  const char* kind;\n} tec_sites[] = {\n")
 	for i, g := range m.Gathers {
 		src := "nullptr"
 		if g.Source != "" {
 			src = strconv.Quote(g.Source)
 		}
-		fmt.Fprintf(b, "  {%s, %d, tec_site_shape_%d, %t, %s, %d, %d},\n", src, len(g.SourceShape), i, g.Derived, strconv.Quote(g.Table), g.Dim, g.N)
+		kind := "gather"
+		if g.Update {
+			kind = "update"
+		}
+		fmt.Fprintf(b, "  {%s, %d, tec_site_shape_%d, %t, %s, %d, %d, %q},\n", src, len(g.SourceShape), i, g.Derived, strconv.Quote(g.Table), g.Dim, g.N, kind)
 	}
 	b.WriteString("};\n")
 	fmt.Fprintf(b, `
@@ -399,8 +403,8 @@ static cudaError_t tec_bad_index(const int* rec) {
     }
     if (used < (int)sizeof what) snprintf(what + used, sizeof what - used, "] ");
   }
-  snprintf(tec_message, sizeof tec_message, "gather index %%s= %%d is outside %%s's dimension %%d [0, %%d)", what, value,
-           g.table, g.dim, g.n);
+  snprintf(tec_message, sizeof tec_message, "%%s index %%s= %%d is outside %%s's dimension %%d [0, %%d)", g.kind, what,
+           value, g.table, g.dim, g.n);
   return cudaErrorInvalidValue;
 }
 

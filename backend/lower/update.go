@@ -52,6 +52,9 @@ func (l *lowerer) updates() error {
 				kir.WalkExpr(at, func(x kir.Expr) bool {
 					if b, ok := x.(*kir.Bounded); ok {
 						b.Update = true
+						if b.Record != nil {
+							g.m.Gathers[b.Site].Update = true
+						}
 					}
 					return true
 				})
