@@ -289,8 +289,9 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
     """Evaluates a model (``tec run``) and returns its outputs.
 
     ``inputs`` and ``params`` map names to arrays (anything np.asarray takes).
-    ``device`` is ``"ref"`` (the float64 reference evaluator) or ``"sim"`` (the
-    emitted kernels in the simulator); ``level`` (0 to 4), ``gpu``,
+    ``device`` is ``"ref"`` (the float64 reference evaluator), ``"sim"`` (the
+    emitted kernels in the simulator) or ``"cuda"`` (the kernels on an NVIDIA
+    GPU, through ``tec-cuda``: docs/gpu.md); ``level`` (0 to 4), ``gpu``,
     ``deterministic`` and ``race`` are passed as -O, --gpu, --deterministic and
     --race when given. ``fill`` (``"zeros"``, ``"ones"``, ``"random"``) and
     ``seed`` fill what is not supplied; ``max_time`` (seconds, or a Go duration

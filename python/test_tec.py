@@ -154,6 +154,15 @@ class RunTest(TempDirTest):
         self.assertEqual(caught.exception.returncode, 1)
         self.assertRegex(str(caught.exception), r"\(3, 8\)|\[3, 8\]|3, 8")
 
+    def test_cuda_without_its_runtime_raises(self):
+        # tec-cuda (docs/gpu.md) where TEC_CUDA says, and not there: one
+        # clear line, status 1, whatever GPU the machine has.
+        with mock.patch.dict(os.environ, {"TEC_CUDA": os.path.join(self.tmp, "no-tec-cuda")}):
+            with self.assertRaises(tec.TecError) as caught:
+                tec.run(SOFTMAX, device="cuda", fill="random", defines={"N": 4, "D": 8})
+        self.assertEqual(caught.exception.returncode, 1)
+        self.assertIn("TEC_CUDA", str(caught.exception))
+
     def test_missing_input_raises(self):
         with self.assertRaises(tec.TecError) as caught:
             tec.run(SOFTMAX, defines={"N": 4, "D": 8})
