@@ -27,7 +27,7 @@ python=${PYTHON:-python3}
 mkdir -p "$out"
 tec="$out/.tec"
 (cd "$root" && go build -o "$tec" ./cmd/tec)
-peer_models=" bert resnext lstm efficientnet swin mmoe "
+peer_models=" bert resnext lstm efficientnet swin mmoe llama "
 
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then

@@ -44,7 +44,7 @@ dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--peers]
 dir=$(cd "$dir" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
-peer_models=" bert resnext lstm efficientnet swin mmoe "
+peer_models=" bert resnext lstm efficientnet swin mmoe llama "
 results="$dir/results.jsonl"
 : > "$results"
 if [ -z "$arch" ]; then
