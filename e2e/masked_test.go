@@ -7,7 +7,6 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/report"
-	"tec/backend/sim"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -187,23 +186,7 @@ func TestMaskedContractions(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/O%d", tt.name, gpu, level), func(t *testing.T) {
 					t.Parallel()
 					g, _ := partition.BuiltinGPU(gpu)
-					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
-					if err != nil {
-						t.Fatal(err)
-					}
-					out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-					if out.RaceCount > 0 {
-						t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-					}
-					for _, o := range p.Outputs {
-						mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tolModel)
-						if err != nil {
-							t.Fatalf("output %s: %v", o.Name, err)
-						}
-						if mm != nil {
-							t.Errorf("output %s: %s", o.Name, mm)
-						}
-					}
+					res, out := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, tolModel)
 					rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
 					for i, k := range rep.Kernels {
 						if got := out.Kernels[i].Counts; !k.Exact || k.Counts != got {

@@ -11,8 +11,9 @@ import (
 
 // buildAndCompare builds p with opts, simulates it with race and
 // initialisation checks on the inputs in, and compares every output with
-// the reference outputs want within tol.
-func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, want map[string]*te.Array, tol numeric.Tolerance) {
+// the reference outputs want within tol. It returns the build and the
+// simulation for further checks.
+func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, want map[string]*te.Array, tol numeric.Tolerance) (*pipeline.Result, *sim.Result) {
 	t.Helper()
 	res, err := pipeline.Build(p, opts)
 	if err != nil {
@@ -31,4 +32,5 @@ func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, wan
 			t.Errorf("output %s: %s", o.Name, mm)
 		}
 	}
+	return res, out
 }
