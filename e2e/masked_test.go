@@ -132,24 +132,6 @@ var tolPrecision = map[precision.Mode]numeric.Tolerance{
 	precision.TF32: {Rtol: 8.0 / 2048, Atol: 1e-2},
 }
 
-// conform rounds the feeds in of a program to the placeholders of q, the
-// program at a precision, as tec run does with f32 params.
-func conform(in map[string]*te.Array, q *te.Program) map[string]*te.Array {
-	out := map[string]*te.Array{}
-	for _, t := range q.Placeholders() {
-		a := in[t.Name]
-		if a.DType != t.DType {
-			b := te.NewArray(t.DType, t.Shape)
-			for i, v := range a.Data {
-				b.Data[i] = te.Round(t.DType, v)
-			}
-			a = b
-		}
-		out[t.Name] = a
-	}
-	return out
-}
-
 // TestMaskedContractions builds every program of maskedPrograms at every
 // level on the A100, H100 and small GPU models (and at -O0 and -O4 at each
 // half precision, against the reference of the transformed program) and
@@ -199,7 +181,7 @@ func TestMaskedContractions(t *testing.T) {
 		}
 		for _, m := range []precision.Mode{precision.F16, precision.BF16, precision.TF32} {
 			q := precision.Apply(p, m)
-			qin := conform(in, q)
+			qin := numeric.ConformFeeds(in, q)
 			ref, err := te.Evaluate(q, qin, te.EvalOptions{})
 			if err != nil {
 				t.Fatal(err)

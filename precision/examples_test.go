@@ -56,24 +56,6 @@ func tolerance(m precision.Mode, amp float64) float64 {
 // feeds are the suites' common seeded feeds (numeric.SeededFeeds).
 func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.SeededFeeds(p, seed) }
 
-// conform rounds the feeds of a program to the placeholders of q, the
-// program at a precision, as tec run does with f32 params.
-func conform(in map[string]*te.Array, q *te.Program) map[string]*te.Array {
-	out := map[string]*te.Array{}
-	for _, t := range q.Placeholders() {
-		a := in[t.Name]
-		if a.DType != t.DType {
-			b := te.NewArray(t.DType, t.Shape)
-			for i, v := range a.Data {
-				b.Data[i] = te.Round(t.DType, v)
-			}
-			a = b
-		}
-		out[t.Name] = a
-	}
-	return out
-}
-
 // relError returns max |got - want| / max |want| over the elements: the
 // error relative to the output's magnitude, which unlike an element-wise
 // relative error stays finite where an element is near zero. Where both
@@ -127,7 +109,7 @@ func TestExamples(t *testing.T) {
 		amp := amplification(t, p, in, exact, gpu)
 		for _, m := range modes {
 			q := precision.Apply(p, m)
-			qin := conform(in, q)
+			qin := numeric.ConformFeeds(in, q)
 			want, err := te.Evaluate(q, qin, te.EvalOptions{})
 			if err != nil {
 				t.Fatalf("%s at %s: %v", ex.Name, m, err)

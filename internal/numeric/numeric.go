@@ -308,3 +308,23 @@ func SeededFeeds(p *te.Program, seed uint64) map[string]*te.Array {
 	}
 	return out
 }
+
+// ConformFeeds returns the feeds in of a program rounded to the dtypes of
+// the placeholders of q, the same program at another precision (package
+// precision), as tec run rounds f32 params to f16 or bf16 ones. Feeds of
+// q's dtype are shared, not copied.
+func ConformFeeds(in map[string]*te.Array, q *te.Program) map[string]*te.Array {
+	out := map[string]*te.Array{}
+	for _, t := range q.Placeholders() {
+		a := in[t.Name]
+		if a.DType != t.DType {
+			b := te.NewArray(t.DType, t.Shape)
+			for i, v := range a.Data {
+				b.Data[i] = te.Round(t.DType, v)
+			}
+			a = b
+		}
+		out[t.Name] = a
+	}
+	return out
+}

@@ -176,3 +176,31 @@ func TestGatherRanges(t *testing.T) {
 		t.Errorf("pos: range %v, want %v", got[pos], want)
 	}
 }
+
+// TestConformFeeds checks that feeds are rounded to the dtypes of the
+// program at a precision, and shared where the dtype is already right.
+func TestConformFeeds(t *testing.T) {
+	x := &te.Tensor{Name: "x", Kind: te.Input, DType: te.F16, Shape: []int{2}}
+	ids := &te.Tensor{Name: "ids", Kind: te.Input, DType: te.I32, Shape: []int{2}}
+	y := &te.Tensor{Name: "y", Kind: te.Compute, DType: te.F32, Shape: []int{2},
+		Axes: []*te.Var{te.NewVar("i", 2)}}
+	y.Body = &te.Load{Tensor: x, Index: []te.Index{te.VarIndex(y.Axes[0])}}
+	q := &te.Program{Name: "q", Tensors: []*te.Tensor{x, ids, y}, Outputs: []*te.Tensor{y}}
+	in := map[string]*te.Array{
+		"x":   arr([]int{2}, 0.1, 1.0/3),
+		"ids": {DType: te.I32, Shape: []int{2}, Data: []float64{1, 0}},
+	}
+	got := ConformFeeds(in, q)
+	if got["x"].DType != te.F16 || got["x"].Data[0] != te.Round(te.F16, 0.1) || got["x"].Data[1] != te.Round(te.F16, 1.0/3) {
+		t.Errorf("x = %v %v, want f16 roundings of 0.1 and 1/3", got["x"].DType, got["x"].Data)
+	}
+	if got["x"].Data[0] == 0.1 {
+		t.Errorf("x[0] = 0.1 was not rounded to f16")
+	}
+	if got["ids"] != in["ids"] {
+		t.Errorf("ids of the right dtype was copied, want shared")
+	}
+	if in["x"].DType != te.F32 || in["x"].Data[0] != 0.1 {
+		t.Errorf("the caller's feed was changed: %v %v", in["x"].DType, in["x"].Data)
+	}
+}
