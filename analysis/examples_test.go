@@ -29,7 +29,7 @@ func analyseExample(t *testing.T, name string) *analysis.Analysis {
 		t.Fatalf("no example %q", name)
 	}
 	ex := examples.All()[i]
-	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 	if p == nil {
 		t.Fatalf("%s: %v", name, diags)
 	}

@@ -17,7 +17,7 @@ func BenchmarkPipeline(b *testing.B) {
 	g, _ := partition.BuiltinGPU("a100")
 	for _, name := range []string{"bert", "resnext", "lstm", "efficientnet", "swin", "mmoe"} {
 		ex, _ := examples.Lookup(name)
-		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{})
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}
@@ -40,7 +40,7 @@ func BenchmarkCompile(b *testing.B) {
 		src := ex.Source()
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				p, diags := lang.Check(ex.File(), src, lang.Config{})
+				p, diags := lang.Check(ex.File(), src, lang.Config{Model: ex.Model})
 				if diags.HasErrors() {
 					b.Fatal(diags)
 				}

@@ -30,7 +30,7 @@ func TestExamples(t *testing.T) {
 	var total time.Duration
 	for _, ex := range examples.All() {
 		t.Run(ex.Name, func(t *testing.T) {
-			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 			if diags.HasErrors() {
 				t.Fatalf("lang.Check:\n%v", diags.Error())
 			}
@@ -60,18 +60,25 @@ func TestExamples(t *testing.T) {
 					t.Errorf("output %s: %s", o.Name, mm)
 				}
 			}
-			compareReport(t, m, res)
+			compareReport(t, ex.Name, m, res)
 		})
 	}
 	t.Logf("all examples simulated in %v", total)
 }
 
-func compareReport(t *testing.T, m *kir.Module, res *sim.Result) {
+// compareReport checks that the static report of m counts what the
+// simulator counted, kernel by kernel; of an example that masks work at run
+// time (runtimeMasked), an inexact report need only bound it.
+func compareReport(t *testing.T, example string, m *kir.Module, res *sim.Result) {
 	t.Helper()
 	rep := report.Module(m, report.Config{ResidentBlocks: sim.DefaultResidentBlocks})
+	_, masked := runtimeMasked[example]
 	bad := 0
 	for i, k := range rep.Kernels {
 		got := res.Kernels[i]
+		if masked && !k.Exact && bounds(k.Counts, got.Counts) {
+			continue
+		}
 		if !k.Exact || k.Counts != got.Counts {
 			bad++
 			if bad <= 3 {

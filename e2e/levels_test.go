@@ -30,7 +30,7 @@ const resident = 1 << 20
 func TestLevels(t *testing.T) {
 	var simTime atomic.Int64
 	for _, ex := range examples.All() {
-		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 		if diags.HasErrors() {
 			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
 		}
@@ -69,8 +69,11 @@ func TestLevels(t *testing.T) {
 					rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
 					for i, k := range rep.Kernels {
 						got := out.Kernels[i].Counts
-						if cached := res.Plan.Kernels[i].Cache != nil; cached && !k.Exact && bounds(k.Counts, got) {
+						if cached := i < len(res.Plan.Kernels) && res.Plan.Kernels[i].Cache != nil; cached && !k.Exact && bounds(k.Counts, got) {
 							continue // it assumes a weight slice loaded at every use
+						}
+						if _, ok := runtimeMasked[ex.Name]; ok && !k.Exact && bounds(k.Counts, got) {
+							continue
 						}
 						if !k.Exact || k.Counts != got {
 							t.Errorf("kernel %s: report (exact %v) %v\nsimulator %v", k.Name, k.Exact, k.Counts, got)
@@ -82,6 +85,14 @@ func TestLevels(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { t.Logf("simulated in %v (sum over parallel runs)", time.Duration(simTime.Load())) })
+}
+
+// runtimeMasked are the examples whose kernels skip work under conditions
+// on run-time values, and why: their static report counts the work as if
+// every condition held, so it bounds the simulator's counts rather than
+// equalling them (bounds).
+var runtimeMasked = map[string]string{
+	"llama/decode": "attention reads the cache only where t <= pos[b], a run-time position",
 }
 
 // bounds reports whether the static counts r bound the simulator's counts

@@ -15,7 +15,7 @@ func BenchmarkCheck(b *testing.B) {
 		src := ex.Source()
 		b.Run(ex.Name, func(b *testing.B) {
 			for b.Loop() {
-				if _, diags := lang.Check(ex.File(), src, lang.Config{}); diags.HasErrors() {
+				if _, diags := lang.Check(ex.File(), src, lang.Config{Model: ex.Model}); diags.HasErrors() {
 					b.Fatal(diags)
 				}
 			}
@@ -43,7 +43,7 @@ func BenchmarkCheckLSTMSteps(b *testing.B) {
 // Run it with -benchtime=1x: one evaluation takes seconds.
 func BenchmarkEvaluateBERT(b *testing.B) {
 	ex, _ := Lookup("bert")
-	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{})
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}

@@ -22,7 +22,7 @@ func randomFeeds(p *te.Program, seed uint64) map[string]*te.Array {
 // diagnostic.
 func check(t *testing.T, ex Example, defines map[string]string) *te.Program {
 	t.Helper()
-	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines})
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
 	if diags.HasErrors() {
 		t.Fatalf("lang.Check:\n%v", diags.Error())
 	}
@@ -97,19 +97,20 @@ func TestTinyShrinks(t *testing.T) {
 // TestOutputShapes checks the outputs of every example at its full size.
 func TestOutputShapes(t *testing.T) {
 	want := map[string]map[string]string{
-		"attention":    {"y": "f32[384, 768]"},
-		"bert":         {"hidden": "f32[384, 768]", "logits": "f32[384, 2]", "start": "i32[]", "end": "i32[]"},
-		"conv_block":   {"y": "f32[1, 64, 56, 56]"},
-		"efficientnet": {"logits": "f32[1, 1000]"},
-		"layernorm":    {"y": "f32[384, 768]"},
-		"llama":        {"logits": "f32[1, 128256]", "next": "i32[1]", "k_cache": "f32[16, 1, 8, 128, 64]", "v_cache": "f32[16, 1, 8, 128, 64]"},
-		"lstm":         {"y": "f32[100, 1, 256]"},
-		"mlp":          {"y": "f32[32, 10]"},
-		"mmoe":         {"y": "f32[2, 1, 1]"},
-		"resnext":      {"logits": "f32[1, 1000]"},
-		"rope":         {"y": "f32[128, 64]"},
-		"softmax":      {"y": "f32[128, 768]"},
-		"swin":         {"logits": "f32[1, 1000]"},
+		"attention":     {"y": "f32[384, 768]"},
+		"bert":          {"hidden": "f32[384, 768]", "logits": "f32[384, 2]", "start": "i32[]", "end": "i32[]"},
+		"conv_block":    {"y": "f32[1, 64, 56, 56]"},
+		"efficientnet":  {"logits": "f32[1, 1000]"},
+		"layernorm":     {"y": "f32[384, 768]"},
+		"llama/decode":  {"logits": "f32[1, 128256]", "next": "i32[1]", "k_cache": "f32[16, 1, 8, 1024, 64]", "v_cache": "f32[16, 1, 8, 1024, 64]"},
+		"llama/prefill": {"logits": "f32[1, 128256]", "next": "i32[1]", "k_cache": "f32[16, 1, 8, 1024, 64]", "v_cache": "f32[16, 1, 8, 1024, 64]"},
+		"lstm":          {"y": "f32[100, 1, 256]"},
+		"mlp":           {"y": "f32[32, 10]"},
+		"mmoe":          {"y": "f32[2, 1, 1]"},
+		"resnext":       {"logits": "f32[1, 1000]"},
+		"rope":          {"y": "f32[128, 64]"},
+		"softmax":       {"y": "f32[128, 768]"},
+		"swin":          {"logits": "f32[1, 1000]"},
 	}
 	for _, ex := range All() {
 		t.Run(ex.Name, func(t *testing.T) {

@@ -10,7 +10,9 @@
 //	# tiny: -D S=8 -D D=16 -D NH=2
 //
 // Tests, the CLI and other packages use All to find the files and their tiny
-// configurations, and FS to read them.
+// configurations, and FS to read them. A file with several models (llama.te:
+// prefill and decode) is one example per model, named FILE/MODEL, whose Model
+// says which one to lower (lang.Config.Model, the CLI's --model).
 package examples
 
 import (
@@ -18,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -30,8 +33,12 @@ func FS() fs.FS { return files }
 
 // Example describes one example file.
 type Example struct {
-	// Name is the file's name without ".te"; the file is FS()'s Name+".te".
+	// Name is the file's name without ".te", followed for a file with
+	// several models by "/" and the model's name ("llama/decode").
 	Name string
+	// Model names the model to lower, as lang.Config.Model and --model do;
+	// empty for a file with one model.
+	Model string
 	// Tiny holds the tiny configuration: constant name -> value text, as given
 	// to lang.Config.Defines (and to the CLI as -D NAME=VALUE).
 	Tiny map[string]string
@@ -40,7 +47,10 @@ type Example struct {
 }
 
 // File returns the example's file name in FS.
-func (e Example) File() string { return e.Name + ".te" }
+func (e Example) File() string {
+	base, _, _ := strings.Cut(e.Name, "/")
+	return base + ".te"
+}
 
 // Source returns the example's source text.
 func (e Example) Source() []byte {
@@ -52,11 +62,15 @@ func (e Example) Source() []byte {
 }
 
 // TinyFlags returns the tiny configuration as command-line arguments,
-// "-D", "NAME=VALUE", ..., sorted by name.
+// "-D", "NAME=VALUE", ..., sorted by name, then "--model", Model when the
+// file has several models.
 func (e Example) TinyFlags() []string {
 	var args []string
 	for _, k := range e.tinyOrder() {
 		args = append(args, "-D", k+"="+e.Tiny[k])
+	}
+	if e.Model != "" {
+		args = append(args, "--model", e.Model)
 	}
 	return args
 }
@@ -70,7 +84,8 @@ func (e Example) tinyOrder() []string {
 	return keys
 }
 
-// All returns every example, sorted by name.
+// All returns every example, sorted by name: one per file, or one per model
+// of a file with several.
 func All() []Example {
 	ents, err := fs.ReadDir(files, ".")
 	if err != nil {
@@ -89,12 +104,35 @@ func All() []Example {
 		if err != nil {
 			panic(err) // the tests check every header
 		}
-		out = append(out, ex)
+		models := ModelNames(src)
+		if len(models) < 2 {
+			out = append(out, ex)
+			continue
+		}
+		for _, m := range models {
+			one := ex
+			one.Name, one.Model = ex.Name+"/"+m, m
+			out = append(out, one)
+		}
 	}
 	return out
 }
 
-// Lookup returns the example called name, and false if there is none.
+// modelDecl matches a model declaration at the start of a line.
+var modelDecl = regexp.MustCompile(`(?m)^model\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{`)
+
+// ModelNames returns the names of the models src declares at the start of
+// a line (as the examples do), in order.
+func ModelNames(src []byte) []string {
+	var names []string
+	for _, m := range modelDecl.FindAllSubmatch(src, -1) {
+		names = append(names, string(m[1]))
+	}
+	return names
+}
+
+// Lookup returns the example called name ("lstm", "llama/decode"), and false
+// if there is none.
 func Lookup(name string) (Example, bool) {
 	for _, e := range All() {
 		if e.Name == name {

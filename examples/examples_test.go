@@ -2,6 +2,8 @@ package examples
 
 import (
 	"io/fs"
+	"slices"
+	"strings"
 	"testing"
 
 	"tec/lang/syntax"
@@ -28,8 +30,48 @@ func TestHeaders(t *testing.T) {
 			t.Errorf("%s: the header says nothing about the example", name)
 		}
 	}
-	if got := len(All()); got != len(names) {
-		t.Errorf("All() lists %d examples, FS holds %d", got, len(names))
+	files := map[string]bool{}
+	for _, ex := range All() {
+		files[ex.File()] = true
+	}
+	if len(files) != len(names) {
+		t.Errorf("All() lists the examples of %d files, FS holds %d", len(files), len(names))
+	}
+}
+
+// TestSeveralModels checks that a file with several models is one example
+// per model, each lowering its own model, and that a file with one is one
+// example without a Model.
+func TestSeveralModels(t *testing.T) {
+	tests := []struct {
+		src  string
+		want []string
+	}{
+		{src: "model a {\n}\n", want: []string{"a"}},
+		{src: "# model x {\nmodel prefill {\n}\n\nmodel decode{\n}\n", want: []string{"prefill", "decode"}},
+		{src: "const N = 1\n", want: nil},
+	}
+	for _, tt := range tests {
+		if got := ModelNames([]byte(tt.src)); !slices.Equal(got, tt.want) {
+			t.Errorf("ModelNames(%q) = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+	var llama []string
+	for _, ex := range All() {
+		if ex.File() == "llama.te" {
+			llama = append(llama, ex.Name+" "+ex.Model)
+			if flags := ex.TinyFlags(); !slices.Equal(flags[len(flags)-2:], []string{"--model", ex.Model}) {
+				t.Errorf("%s: TinyFlags %q do not pick the model", ex.Name, flags)
+			}
+		} else if ex.Model != "" || strings.Contains(ex.Name, "/") {
+			t.Errorf("%s (model %q): a file with one model is one example without a model", ex.Name, ex.Model)
+		}
+	}
+	if want := []string{"llama/prefill prefill", "llama/decode decode"}; !slices.Equal(llama, want) {
+		t.Errorf("llama.te's examples: %q, want %q", llama, want)
+	}
+	if ex, ok := Lookup("llama/decode"); !ok || ex.File() != "llama.te" || ex.Model != "decode" {
+		t.Errorf("Lookup(llama/decode) = %+v, %v", ex, ok)
 	}
 }
 

@@ -96,7 +96,7 @@ func TestExamples(t *testing.T) {
 	accuracy := map[string]map[precision.Mode]float64{}
 	agreement := map[precision.Mode]float64{} // the largest relError/tolerance of the simulator against the reference
 	for _, ex := range examples.All() {
-		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 		if diags.HasErrors() {
 			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
 		}

@@ -20,10 +20,10 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // of a file of testdata.
 func program(t *testing.T, name string) *te.Program {
 	t.Helper()
-	file, src, defines := name+".te", []byte(nil), map[string]string(nil)
+	file, src, defines, model := name+".te", []byte(nil), map[string]string(nil), ""
 	for _, ex := range examples.All() {
 		if ex.Name == name {
-			src, defines = ex.Source(), ex.Tiny
+			file, src, defines, model = ex.File(), ex.Source(), ex.Tiny, ex.Model
 		}
 	}
 	if src == nil {
@@ -33,7 +33,7 @@ func program(t *testing.T, name string) *te.Program {
 			t.Fatal(err)
 		}
 	}
-	p, diags := lang.Check(file, src, lang.Config{Defines: defines})
+	p, diags := lang.Check(file, src, lang.Config{Defines: defines, Model: model})
 	if diags.HasErrors() {
 		t.Fatalf("%s: %v", name, diags.Error())
 	}

@@ -2,8 +2,8 @@
 """The peers: the example models in PyTorch (and JAX), on tec's own weights.
 
 Each model of examples/ that the issue's evaluation names (BERT, ResNeXt-101,
-LSTM, EfficientNet-b0, Swin-B, MMoE), and the Llama-3.2-1B-shaped prefill of
-examples/llama.te, is written here once, against a small
+LSTM, EfficientNet-b0, Swin-B, MMoE), and the Llama-3.2-1B-shaped prefill and
+decode step of examples/llama.te (``llama``, ``llama-decode``), is written here once, against a small
 namespace of operations (``ops``) that has a PyTorch and a JAX implementation.
 A model is two functions:
 
@@ -63,7 +63,22 @@ import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 EXAMPLES = REPO / "examples"
-MODELS = ("bert", "resnext", "lstm", "efficientnet", "swin", "mmoe", "llama")
+MODELS = ("bert", "resnext", "lstm", "efficientnet", "swin", "mmoe", "llama", "llama-decode")
+
+# The models that are not a file's only model: the file (examples/FILE.te)
+# and the model in it (tec's --model). Every other model is its file's only one.
+ENTRY_POINTS = {"llama": ("llama", "prefill"), "llama-decode": ("llama", "decode")}
+
+
+def source(model):
+    """The example file that holds the model, examples/FILE.te."""
+    return EXAMPLES / f"{ENTRY_POINTS.get(model, (model, None))[0]}.te"
+
+
+def model_flags(model):
+    """The tec flags that pick the model in its file: [] or ["--model", NAME]."""
+    entry = ENTRY_POINTS.get(model, (model, None))[1]
+    return ["--model", entry] if entry else []
 PRECISIONS = ("f64", "f32", "bf16", "f16")
 RUNNERS = ("eager", "compile", "compile-max", "cudagraph", "jax")
 
@@ -81,10 +96,10 @@ def _number(text):
 
 def tiny_defines(model):
     """Returns the -D NAME=VALUE pairs of the model's "# tiny:" line, in order."""
-    src = (EXAMPLES / f"{model}.te").read_text()
+    src = source(model).read_text()
     m = re.search(r"^# tiny:(.*)$", src, re.M)
     if not m:
-        raise ValueError(f"examples/{model}.te has no '# tiny:' line")
+        raise ValueError(f"{source(model)} has no '# tiny:' line")
     return re.findall(r"-D\s+(\w+)=(\S+)", m.group(1))
 
 
@@ -94,7 +109,7 @@ def config(model, size):
     Constants defined by a literal are read from the .te file; those defined by
     expressions (DH = D / NH) are computed by the model's own code.
     """
-    src = (EXAMPLES / f"{model}.te").read_text()
+    src = source(model).read_text()
     cfg = {}
     for name, value in re.findall(r"^const\s+(\w+)\s*=\s*([-0-9.eE+]+)\s*(?:#.*)?$", src, re.M):
         cfg[name] = _number(value)
@@ -168,9 +183,30 @@ class TorchOps:
                       "bf16": torch.bfloat16, "f16": torch.float16}[precision]
 
     def asarray(self, a):
-        a = np.asarray(a)
-        t = self.torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+        # A copy (np.array), never the caller's memory: a model that updates
+        # a cache in place must not change the feeds.
+        a = np.array(a, order="C")
+        t = self.torch.from_numpy(a).to(self.device)
         return t.to(self.dtype) if a.dtype.kind == "f" else t
+
+    def write_prefix(self, cache, l, new):
+        """Layer l of cache [L, B, NKV, T, DH] at positions 0..P-1 set to new
+        [B, NKV, P, DH], in place, as Hugging Face's StaticCache.update
+        (index_copy_ at the cache positions); returns the cache."""
+        cache[l, :, :, :new.shape[2]] = new
+        return cache
+
+    def write_slots(self, cache, l, pos, new):
+        """Layer l of cache [L, B, NKV, T, DH] at position pos[b] of each
+        sequence b set to new [B, NKV, DH], in place; returns the cache."""
+        cache[l, self.torch.arange(new.shape[0], device=cache.device), :, pos.long()] = new
+        return cache
+
+    def position_bias(self, pos, T):
+        """[B, T]: 0 where t <= pos[b], -inf after (the positions not yet written)."""
+        t = self.torch.arange(T, device=pos.device)
+        zero = self.torch.zeros((), dtype=self.dtype, device=pos.device)
+        return self.torch.where(t[None, :] <= pos[:, None].long(), zero, -math.inf)
 
     def to_numpy(self, x):
         return x.detach().to("cpu", self.torch.float64).numpy()
@@ -301,6 +337,16 @@ class JaxOps:
         a = np.asarray(a)
         x = self.jnp.asarray(a, dtype=self.dtype if a.dtype.kind == "f" else a.dtype)
         return self.jax.device_put(x, self.device)
+
+    def write_prefix(self, cache, l, new):
+        return cache.at[l, :, :, :new.shape[2]].set(new)
+
+    def write_slots(self, cache, l, pos, new):
+        return cache.at[l, self.jnp.arange(new.shape[0]), :, pos].set(new)
+
+    def position_bias(self, pos, T):
+        t = self.jnp.arange(T)
+        return self.jnp.where(t[None, :] <= pos[:, None], 0.0, -self.jnp.inf).astype(self.dtype)
 
     def to_numpy(self, x):
         return np.asarray(x.astype(self.jnp.float32) if x.dtype == self.jnp.bfloat16 else x, dtype=np.float64)
@@ -690,16 +736,21 @@ def mmoe_forward(ops, cfg, w, feeds):
     return {"y": ops.stack(ys, 0)}
 
 
-# Llama (examples/llama.te, its prefill): a Llama-3.2-1B-shaped decoder,
-# written as Hugging Face's LlamaForCausalLM computes it: RMSNorm, q/k/v
-# projections with [out, in] weights, RoPE by rotate_half on cos/sin tables,
-# grouped-query attention (repeat_kv) with a causal mask, SwiGLU, tied
-# embeddings. The key and value cache is every layer's keys (after RoPE) and
-# values, [L, B, NKV, P, DH].
+# Llama (examples/llama.te): a Llama-3.2-1B-shaped decoder, written as
+# Hugging Face's LlamaForCausalLM computes it: RMSNorm, q/k/v projections with
+# [out, in] weights, RoPE by rotate_half on cos/sin tables, grouped-query
+# attention (repeat_kv), SwiGLU, tied embeddings. The key and value cache is a
+# static one, as Hugging Face's StaticCache holds it: [L, B, NKV, T, DH], every
+# layer's keys (after RoPE) and values at each of T positions, written in
+# place. The prefill (llama_forward) runs a prompt of P tokens causally and
+# writes positions 0..P-1; a decode step (llama_decode_forward) runs one
+# token per sequence at position pos[b], writes that slot and attends over
+# the cache up to it; llama_generate runs the prefill and then greedy decode
+# steps, as tec generate does.
 
 
 def llama_rope_tables(cfg):
-    """The cos and sin tables [P, DH] of Llama 3's RoPE: θ^(-2i/DH) scaled by
+    """The cos and sin tables [T, DH] of Llama 3's RoPE: θ^(-2i/DH) scaled by
     rope_scaling (factor, low and high frequency factors, original context)
     as Hugging Face's _compute_llama3_parameters does, each frequency used by
     dimensions i and i + DH/2. Computed in float64, as tec's reference
@@ -713,7 +764,7 @@ def llama_rope_tables(cfg):
     smooth = (old / wavelen - low) / (high - low)
     medium = ~(wavelen < old / high) & ~(wavelen > old / low)
     freq = np.where(medium, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
-    angle = np.arange(cfg["P"], dtype=np.float64)[:, None] * np.concatenate([freq, freq])[None, :]
+    angle = np.arange(cfg["T"], dtype=np.float64)[:, None] * np.concatenate([freq, freq])[None, :]
     return np.cos(angle), np.sin(angle)
 
 
@@ -721,6 +772,8 @@ LLAMA_PARAMS = ("wte", "attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w_gate"
 
 
 def llama_prepare(ops, cfg, p, unpacker=None):
+    """The params, the RoPE tables of every cache position and the prefill's
+    causal mask [P, P]; the prefill and the decode step share them."""
     w = {n: p[n] for n in LLAMA_PARAMS}
     w["cos"], w["sin"] = llama_rope_tables(cfg)
     P = cfg["P"]
@@ -734,34 +787,92 @@ def llama_rotate_half(ops, x):
     return ops.concat([-x[..., half:], x[..., :half]], -1)
 
 
+def _llama_ffn(ops, w, l, x, eps):
+    h = ops.rmsnorm(x, w["ffn_norm"][l], eps)
+    f = ops.swish(ops.linear(h, w["w_gate"][l].T)) * ops.linear(h, w["w_up"][l].T)
+    return x + ops.linear(f, w["w_down"][l].T)
+
+
+def _llama_logits(ops, w, x, eps):
+    logits = ops.linear(ops.rmsnorm(x, w["norm"], eps), w["wte"].T)
+    return logits, ops.argmax(logits, -1)
+
+
 def llama_forward(ops, cfg, w, feeds):
-    ids = feeds["ids"]
+    """The prefill: the prompts ids [B, P], the caches written at 0..P-1."""
+    ids, kc, vc = feeds["ids"], feeds["k_cache"], feeds["v_cache"]
     B, P = ids.shape
     NH, NKV, eps = cfg["NH"], cfg["NKV"], cfg["EPS"]
     DH = cfg["D"] // NH
+    cos, sin = w["cos"][:P], w["sin"][:P]
 
     def heads(y, n):  # [B, P, n*DH] -> [B, n, P, DH]
         return ops.transpose(y.reshape(B, P, n, DH), (0, 2, 1, 3))
 
     def rope(y):
-        return y * w["cos"] + llama_rotate_half(ops, y) * w["sin"]
+        return y * cos + llama_rotate_half(ops, y) * sin
 
     x = ops.embed(w["wte"], ids)
-    ks, vs = [], []
     for l in range(cfg["L"]):
         h = ops.rmsnorm(x, w["attn_norm"][l], eps)
         q = rope(heads(ops.linear(h, w["wq"][l].T), NH))
         k = rope(heads(ops.linear(h, w["wk"][l].T), NKV))
         v = heads(ops.linear(h, w["wv"][l].T), NKV)
-        ks.append(k)
-        vs.append(v)
+        kc, vc = ops.write_prefix(kc, l, k), ops.write_prefix(vc, l, v)
         ctx = ops.attention(q, ops.repeat_kv(k, NH // NKV), ops.repeat_kv(v, NH // NKV), w["mask"])
         x = x + ops.linear(ops.transpose(ctx, (0, 2, 1, 3)).reshape(B, P, NH * DH), w["wo"][l].T)
-        h = ops.rmsnorm(x, w["ffn_norm"][l], eps)
-        f = ops.swish(ops.linear(h, w["w_gate"][l].T)) * ops.linear(h, w["w_up"][l].T)
-        x = x + ops.linear(f, w["w_down"][l].T)
-    logits = ops.linear(ops.rmsnorm(x[:, -1], w["norm"], eps), w["wte"].T)
-    return {"logits": logits, "next": ops.argmax(logits, -1), "k_cache": ops.stack(ks), "v_cache": ops.stack(vs)}
+        x = _llama_ffn(ops, w, l, x, eps)
+    logits, nxt = _llama_logits(ops, w, x[:, -1], eps)
+    return {"logits": logits, "next": nxt, "k_cache": kc, "v_cache": vc}
+
+
+def llama_decode_forward(ops, cfg, w, feeds):
+    """A decode step: each sequence's token ids [B] at position pos [B]; the
+    new key and value written at slot pos[b] of the caches, and attention
+    over slots 0..pos[b] of them, the new one included."""
+    ids, pos, kc, vc = feeds["ids"], feeds["pos"], feeds["k_cache"], feeds["v_cache"]
+    B = ids.shape[0]
+    NH, NKV, T, eps = cfg["NH"], cfg["NKV"], cfg["T"], cfg["EPS"]
+    DH = cfg["D"] // NH
+    cos, sin = ops.embed(w["cos"], pos)[:, None, :], ops.embed(w["sin"], pos)[:, None, :]  # [B, 1, DH]
+    bias = ops.position_bias(pos, T)[:, None, None, :]  # [B, 1, 1, T]
+
+    def rope(y):
+        return y * cos + llama_rotate_half(ops, y) * sin
+
+    x = ops.embed(w["wte"], ids)
+    for l in range(cfg["L"]):
+        h = ops.rmsnorm(x, w["attn_norm"][l], eps)
+        q = rope(ops.linear(h, w["wq"][l].T).reshape(B, NH, DH))
+        k = rope(ops.linear(h, w["wk"][l].T).reshape(B, NKV, DH))
+        v = ops.linear(h, w["wv"][l].T).reshape(B, NKV, DH)
+        kc, vc = ops.write_slots(kc, l, pos, k), ops.write_slots(vc, l, pos, v)
+        ctx = ops.attention(q[:, :, None, :], ops.repeat_kv(kc[l], NH // NKV), ops.repeat_kv(vc[l], NH // NKV), bias)
+        x = x + ops.linear(ctx.reshape(B, NH * DH), w["wo"][l].T)
+        x = _llama_ffn(ops, w, l, x, eps)
+    logits, nxt = _llama_logits(ops, w, x, eps)
+    return {"logits": logits, "next": nxt, "k_cache": kc, "v_cache": vc}
+
+
+def llama_generate(ops, cfg, w, prompt, steps):
+    """Greedy generation as tec generate runs it: the prefill on prompt
+    [B, P] (caches of zeros), then steps decode steps, step i feeding each
+    sequence's last token at position P + i. Returns the tokens [B, steps+1]
+    (NumPy int64): the prefill's next token, then each step's."""
+    B, P = prompt.shape
+    NKV, DH = cfg["NKV"], cfg["D"] // cfg["NH"]
+    if P + steps > cfg["T"]:
+        raise ValueError(f"{P} prompt tokens + {steps} steps > the cache's {cfg['T']} positions")
+    zeros = np.zeros((cfg["L"], B, NKV, cfg["T"], DH), np.float32)
+    out = llama_forward(ops, cfg, w, {"ids": ops.asarray(prompt), "k_cache": ops.asarray(zeros),
+                                      "v_cache": ops.asarray(zeros)})
+    tokens = [out["next"]]
+    for i in range(steps):
+        pos = ops.asarray(np.full(B, P + i, np.int32))
+        out = llama_decode_forward(ops, cfg, w, {"ids": tokens[-1], "pos": pos,
+                                                 "k_cache": out["k_cache"], "v_cache": out["v_cache"]})
+        tokens.append(out["next"])
+    return np.stack([ops.to_numpy(t).astype(np.int64) for t in tokens], 1)
 
 
 class Spec:
@@ -782,7 +893,9 @@ SPECS = {
     "mmoe": Spec("mmoe", ("x",), ("y",), mmoe_prepare, mmoe_forward),
     # next (the argmax of the logits) is not compared: a near tie may flip it
     # at a half precision; test_peers checks it against tec's at f64.
-    "llama": Spec("llama", ("ids",), ("logits", "k_cache", "v_cache"), llama_prepare, llama_forward),
+    "llama": Spec("llama", ("ids", "k_cache", "v_cache"), ("logits", "k_cache", "v_cache"), llama_prepare, llama_forward),
+    "llama-decode": Spec("llama-decode", ("ids", "pos", "k_cache", "v_cache"), ("logits", "k_cache", "v_cache"),
+                         llama_prepare, llama_decode_forward),
 }
 
 
@@ -802,10 +915,12 @@ def feed_shapes(model, cfg):
         B, IN, U, E, TS, TW = c["B"], c["IN"], c["UNITS"], c["E"], c["TASKS"], c["TOWER"]
         return {"x": (B, IN), "we": (E, IN, U), "be": (E, U), "wg": (TS, IN, E), "bg": (TS, E),
                 "wt": (TS, U, TW), "bt": (TS, TW), "wo": (TS, TW, 1), "bo": (TS, 1)}
-    if model == "llama":
-        B, P, L, D, NH, NKV, FF, V = (c[k] for k in ("B", "P", "L", "D", "NH", "NKV", "FF", "V"))
+    if model in ("llama", "llama-decode"):
+        B, P, T, L, D, NH, NKV, FF, V = (c[k] for k in ("B", "P", "T", "L", "D", "NH", "NKV", "FF", "V"))
         DH = D // NH
-        return {"ids": (B, P), "wte": (V, D), "attn_norm": (L, D), "wq": (L, NH * DH, D), "wk": (L, NKV * DH, D),
+        inputs = {"ids": (B, P)} if model == "llama" else {"ids": (B,), "pos": (B,)}
+        cache = (L, B, NKV, T, DH)
+        return {**inputs, "k_cache": cache, "v_cache": cache, "wte": (V, D), "attn_norm": (L, D), "wq": (L, NH * DH, D), "wk": (L, NKV * DH, D),
                 "wv": (L, NKV * DH, D), "wo": (L, D, NH * DH), "ffn_norm": (L, D), "w_gate": (L, FF, D),
                 "w_up": (L, FF, D), "w_down": (L, D, FF), "norm": (D,)}
     n = sum(math.prod(s) for s in packed_shapes(SPECS[model].prepare, cfg))
@@ -847,7 +962,9 @@ def random_feeds(model, cfg, seed):
 
 
 # The i32 inputs that index a table (gathers), by model: the table's length.
-INDEX_FEEDS = {"bert": {"ids": lambda c: c["V"], "seg": lambda c: 2}, "llama": {"ids": lambda c: c["V"]}}
+# A decode step's positions are in the cache's T positions.
+INDEX_FEEDS = {"bert": {"ids": lambda c: c["V"], "seg": lambda c: 2}, "llama": {"ids": lambda c: c["V"]},
+               "llama-decode": {"ids": lambda c: c["V"], "pos": lambda c: c["T"]}}
 
 
 # ---------------------------------------------------------------------------
@@ -1029,7 +1146,7 @@ def tec_feeds(model, size, seed, tmp, precisions=("f32",)):
     import tec
     spec, cfg = SPECS[model], config(model, size)
     feeds = random_feeds(model, cfg, seed)
-    path = str(EXAMPLES / f"{model}.te")
+    path = str(source(model))
     defines = [a for n, v in tiny_defines(model) for a in ("-D", f"{n}={v}")] if size == "tiny" else []
     os.makedirs(os.path.join(tmp, model), exist_ok=True)
     npz = {}
@@ -1043,7 +1160,7 @@ def tec_feeds(model, size, seed, tmp, precisions=("f32",)):
         if ref not in want:
             out = os.path.join(tmp, model, f"ref-{ref}.npz")
             cmd = [tec.binary(), "run", "--device", "ref", "--precision", ref, "--inputs", npz["inputs"],
-                   "--params", npz["params"], "--outputs", out, *defines, path]
+                   "--params", npz["params"], "--outputs", out, *model_flags(model), *defines, path]
             r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
             if r.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr}")

@@ -16,6 +16,8 @@
 # others' are tec run --fill random --seed 1's. Full-size feeds are made on
 # the GPU machine (run.sh), being too large to carry. Copy OUT to the GPU
 # machine with the repository's bench/gpu/, and run bench/gpu/run.sh there.
+# A file with several models (llama.te: prefill and decode) is prepared for
+# its first, the one its peer of the same name runs (llama: the prefill).
 set -euo pipefail
 
 out=${1:?usage: bench/gpu/prepare.sh OUT [MODEL...]}
@@ -48,8 +50,14 @@ for m in "${models[@]}"; do
   src="$root/examples/$m.te"
   [ -f "$src" ] || { echo "prepare.sh: no example $m ($src)" >&2; exit 2; }
   read -r -a tiny <<< "$(sed -n 's/^# tiny://p' "$src" | head -n 1)"
+  # The first model, when the file has several.
+  entry=()
+  if [ "$(grep -c '^model ' "$src")" -gt 1 ]; then
+    entry=(--model "$(sed -n 's/^model \([A-Za-z0-9_]*\).*/\1/p' "$src" | head -n 1)")
+  fi
+  tiny+=("${entry[@]}")
   for size in tiny full; do
-    defines=()
+    defines=("${entry[@]}")
     [ "$size" = tiny ] && defines=("${tiny[@]}")
     for level in $levels; do
       for p in $precisions; do

@@ -97,6 +97,15 @@ class CheckTest(unittest.TestCase):
             # dimension has a frequency in each of its three bands).
             ("llama", mock.patch.object(peers, "llama_rope_tables",
                                         lambda cfg, f=peers.llama_rope_tables: f({**cfg, "ROPE_FACTOR": 1.0}))),
+            # A decode step whose attention leaves out the new token (t <
+            # pos[b]), or reads every slot of the cache (no mask).
+            ("llama-decode", mock.patch.object(peers.TorchOps, "position_bias", lambda self, pos, T, f=peers.TorchOps.position_bias:
+                                               f(self, pos - 1, T))),
+            ("llama-decode", mock.patch.object(peers.TorchOps, "position_bias", lambda self, pos, T, f=peers.TorchOps.position_bias:
+                                               f(self, pos * 0 + T, T))),
+            # The new key and value written one slot late.
+            ("llama-decode", mock.patch.object(peers.TorchOps, "write_slots", lambda self, c, l, pos, new, f=peers.TorchOps.write_slots:
+                                               f(self, c, l, (pos + 1) % c.shape[3], new))),
         ]
         for model, patch in cases:
             with self.subTest(model=model, patch=patch.attribute), patch:
@@ -106,15 +115,38 @@ class CheckTest(unittest.TestCase):
     def test_llama_next_token(self):
         # The greedy next token is not among the compared outputs (a near
         # tie may flip it at a half precision); at f64 it must be tec's, and
-        # tec's must be the argmax of its own logits.
+        # tec's must be the argmax of its own logits, for the prefill and the
+        # decode step.
+        for model in ("llama", "llama-decode"):
+            with self.subTest(model=model):
+                feeds, want = tiny_feeds(model)
+                spec, cfg = peers.SPECS[model], peers.config(model, "tiny")
+                ops = peers.TorchOps("cpu", "f64")
+                out = spec.forward(ops, cfg, spec.prepare(ops, cfg, feeds),
+                                   {n: ops.asarray(feeds[n]) for n in spec.inputs})
+                ref = want["f32"]
+                np.testing.assert_array_equal(ref["next"], ref["logits"].argmax(-1))
+                np.testing.assert_array_equal(ops.to_numpy(out["next"]), ref["next"])
+                self.assertEqual(ref["next"].shape, (cfg["B"],))
+
+    def test_llama_caches_updated_in_place(self):
+        # The prefill writes positions 0..P-1 of the caches and leaves the
+        # rest as given; a decode step writes slot pos[b] of each sequence
+        # only. tec's reference agrees (the check compares the caches), and
+        # so the feeds' other slots come back unchanged.
+        cfg = peers.config("llama", "tiny")
         feeds, want = tiny_feeds("llama")
-        spec, cfg = peers.SPECS["llama"], peers.config("llama", "tiny")
-        ops = peers.TorchOps("cpu", "f64")
-        out = spec.forward(ops, cfg, spec.prepare(ops, cfg, feeds), {"ids": ops.asarray(feeds["ids"])})
-        ref = want["f32"]
-        np.testing.assert_array_equal(ref["next"], ref["logits"].argmax(-1))
-        np.testing.assert_array_equal(ops.to_numpy(out["next"]), ref["next"])
-        self.assertEqual(ref["next"].shape, (cfg["B"],))
+        for name in ("k_cache", "v_cache"):
+            got, old = want["f32"][name], feeds[name]
+            np.testing.assert_array_equal(got[:, :, :, cfg["P"]:], old[:, :, :, cfg["P"]:])
+            self.assertFalse(np.array_equal(got[:, :, :, :cfg["P"]], old[:, :, :, :cfg["P"]]))
+        feeds, want = tiny_feeds("llama-decode")
+        for name in ("k_cache", "v_cache"):
+            got, old = want["f32"][name].copy(), feeds[name]
+            for b, p in enumerate(feeds["pos"]):
+                self.assertFalse(np.array_equal(got[:, b, :, p], old[:, b, :, p]))
+                got[:, b, :, p] = old[:, b, :, p]
+            np.testing.assert_array_equal(got, old)
 
     def test_nothing_ran_is_no_pass(self):
         rows = [{"model": "m", "runner": "jax", "precision": "f32", "status": "n/a"}]
@@ -127,7 +159,7 @@ class ShapeTest(unittest.TestCase):
         # lengths counted by the peers' unpacking) must be tec's.
         for model in peers.MODELS:
             with self.subTest(model=model):
-                out = subprocess.run([tec.binary(), "te", str(peers.EXAMPLES / f"{model}.te")],
+                out = subprocess.run([tec.binary(), "te", *peers.model_flags(model), str(peers.source(model))],
                                      capture_output=True, text=True, check=True).stdout
                 want = {n: tuple(int(d) for d in dims.split(",") if d.strip())
                         for n, dims in re.findall(r'^(\w+) = placeholder\(\(([^)]*)\)', out, re.M)}

@@ -75,7 +75,7 @@ func run(w io.Writer, gpus, models []string, mode precision.Mode) error {
 			if !ok {
 				return fmt.Errorf("no example %q", name)
 			}
-			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{})
+			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 			if diags.HasErrors() {
 				return fmt.Errorf("%s: %v", name, diags.Error())
 			}

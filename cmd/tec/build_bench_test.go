@@ -70,7 +70,7 @@ func buildOnce(b *testing.B, ex examples.Example, defines map[string]string, lev
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines})
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}

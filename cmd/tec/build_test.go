@@ -179,7 +179,7 @@ func TestBuildToolchain(t *testing.T) {
 			levels := []int{0, pipeline.MaxLevel}
 			for _, level := range levels {
 				name := fmt.Sprintf("%s/%s/O%d", ex.Name, size, level)
-				p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines})
+				p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
 				if diags.HasErrors() {
 					t.Fatalf("%s: %v", name, diags)
 				}

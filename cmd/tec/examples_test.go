@@ -14,7 +14,7 @@ import (
 func TestExamplesRunOnRef(t *testing.T) {
 	for _, ex := range examples.All() {
 		t.Run(ex.Name, func(t *testing.T) {
-			args := []string{"run", filepath.Join("..", "..", "examples", ex.Name+".te"), "--device", "ref", "--fill", "random", "--json"}
+			args := []string{"run", filepath.Join("..", "..", "examples", ex.File()), "--device", "ref", "--fill", "random", "--json"}
 			args = append(args, ex.TinyFlags()...)
 			code, stdout, stderr := runTec(t, args...)
 			if code != exitOK {

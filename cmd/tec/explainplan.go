@@ -88,8 +88,15 @@ func plan(prog *te.Program, opts pipeline.Options) (*kernelPlan, error) {
 // launches returns the grid that kernel i of m, lowered from kernel i of
 // pl, is launched with: the blocks that tec build's report counts (see
 // writeReport), and why they are not the plan's grid where they are not.
+// A module may end with one kernel more than the plan, the kernel that
+// applies the program's in-place updates (te.Update), which no plan kernel
+// lowers to.
 func launches(pl *partition.Plan, m *kir.Module) ([]partition.Launch, error) {
-	if len(m.Kernels) != len(pl.Kernels) {
+	lowered := len(m.Kernels)
+	if lowered == len(pl.Kernels)+1 && len(pl.Program.Updates()) > 0 {
+		lowered--
+	}
+	if lowered != len(pl.Kernels) {
 		return nil, fmt.Errorf("the plan has %d kernels but the kernel IR %d", len(pl.Kernels), len(m.Kernels))
 	}
 	resident := residentBlocks(m, pl.GPU)
