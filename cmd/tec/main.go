@@ -11,6 +11,7 @@
 //	doc      show the standard library and the builtins
 //	explain  report the global analysis of a model
 //	fmt      format .te files
+//	generate greedy LLM generation with a file's prefill and decode models
 //	graph    draw the tensor-dependency graph of a model
 //	import   translate an ONNX model into a .te program and its weights
 //	lsp      run the language server for editors (LSP over stdio)
@@ -76,7 +77,7 @@ type command struct {
 }
 
 func commands() []*command {
-	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), explainCommand(), graphCommand(), lspCommand(), docCommand(), importCommand()}
+	return []*command{checkCommand(), buildCommand(), fmtCommand(), teCommand(), runCommand(), generateCommand(), explainCommand(), graphCommand(), lspCommand(), docCommand(), importCommand()}
 }
 
 func main() {

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"tec/backend/kir"
+	"tec/internal/generate"
+	"tec/internal/numeric"
+	"tec/internal/tensorio"
+	"tec/lang/diag"
+	"tec/pipeline"
+	"tec/precision"
+	"tec/te"
+)
+
+type generateFlags struct {
+	compileFlags
+	optFlags
+	prefill, decode string
+	device          string
+	race            bool
+	prompt          string
+	params          string
+	fill            string
+	seed            uint64
+	steps           int
+	json            bool
+	maxTime         time.Duration
+}
+
+func generateCommand() *command {
+	c := &command{
+		name:    "generate",
+		summary: "greedy LLM generation with a file's prefill and decode models",
+		usage:   "[flags] FILE",
+		help: `Generate runs greedy generation with two models of FILE: the prefill
+(--prefill, default prefill) runs the prompts, ids: i32[B, P], and the
+decode step (--decode, default decode) runs one token per sequence,
+ids: i32[B] at positions pos: i32[B]. Both output next: i32[B], the greedy
+next token, and update the same KV caches in place (inputs of the same
+names, shapes and dtypes, written with update; the decode step writes the
+slot at pos). The caches start as zeros; every other input and param is
+shared by name and fed once, from --params or filled as --fill says.
+
+The prefill runs on the prompt (--prompt FILE.npy, i32[B, P], or filled
+with token ids by --fill); then decode step i feeds each sequence's last
+token at position P + i, for --steps steps. Each sequence's tokens are the
+prefill's next token and each step's. P + steps must not exceed the
+caches' positions.
+
+  ref   the reference evaluator (float64 arithmetic)
+  sim   the kernels that "tec build" emits at -O (with --gpu), in the
+        simulator, each step checked for data races (--race)
+  cuda  not yet: the loop on a GPU with the caches resident is being
+        built into tec-cuda
+
+It prints each sequence's tokens and the time of the prefill and of each
+step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
+[...], "device": ...} on standard output.`,
+	}
+	c.run = func(e *env, args []string) int {
+		fs := newFlagSet(c)
+		gf := generateFlags{}
+		gf.register(fs)
+		gf.registerOpt(fs)
+		fs.StringVar(&gf.prefill, "prefill", "prefill", "the model that runs the prompts and fills the caches")
+		fs.StringVar(&gf.decode, "decode", "decode", "the model that runs one decode step")
+		fs.StringVar(&gf.device, "device", "ref", "where to run: ref, sim or cuda")
+		fs.BoolVar(&gf.race, "race", true, "with --device sim, detect data races and reads of memory nothing wrote (status 1 if any)")
+		fs.StringVar(&gf.prompt, "prompt", "", "the prompts, an .npy file of token ids, i32[B, P]")
+		fs.StringVar(&gf.params, "params", "", "an .npz archive of the params (and other shared inputs), by name")
+		fs.StringVar(&gf.fill, "fill", "", "fill what is not supplied (the params, the prompt): zeros, ones or random")
+		fs.Uint64Var(&gf.seed, "seed", 0, "the seed of --fill random")
+		fs.IntVar(&gf.steps, "steps", 16, "the number of decode steps: each sequence gets steps+1 tokens")
+		fs.BoolVar(&gf.json, "json", false, "print the tokens and times as JSON on standard output, and failures as JSON diagnostics")
+		fs.DurationVar(&gf.maxTime, "max-time", time.Minute, "refuse a generation estimated to take longer than this (0: no limit)")
+		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
+		if !ok {
+			return code
+		}
+		e.setJSON(gf.diagnostics, isSet(fs, "diagnostics"), gf.json)
+		gf.json = gf.json || e.json
+		if err := gf.check(fs); err != nil {
+			return e.usageError(c, "%v", err)
+		}
+		opts, err := gf.options("")
+		if err != nil {
+			return e.optionsError(c, err)
+		}
+		var fill *numeric.Fill
+		if gf.fill != "" {
+			f, err := numeric.ParseFill(gf.fill)
+			if err != nil {
+				return e.usageError(c, "--fill: %v", err)
+			}
+			fill = &f
+		}
+		if len(pos) != 1 {
+			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
+		}
+		if gf.device == "cuda" {
+			return e.failf(c, exitUser, &failure{code: codeCUDA, err: errors.New("tec generate --device cuda is not available yet: the generation loop with the caches resident on the GPU is still being built into tec-cuda" +
+				hintSep + "use --device sim to run the same kernels in the simulator, or tec run --device cuda for one step")})
+		}
+		plan, code := e.generatePlan(c, &gf, pos[0], opts.Precision)
+		if plan == nil {
+			return code
+		}
+		opts.Precision = precision.F32 // the programs are already at --precision
+		return e.runGenerate(c, &gf, plan, opts, fill)
+	}
+	return c
+}
+
+// check reports a misused command line.
+func (gf *generateFlags) check(fs *flag.FlagSet) error {
+	if err := gf.validate(); err != nil {
+		return err
+	}
+	if isSet(fs, "model") {
+		return errors.New("--model picks one model; tec generate runs two" + hintSep + "name them with --prefill NAME and --decode NAME")
+	}
+	if gf.device != "ref" && gf.device != "sim" && gf.device != "cuda" {
+		return fmt.Errorf("unknown device %q (want ref, sim or cuda)", gf.device)
+	}
+	if err := kernelFlagsNeedSim(fs, gf.device); err != nil {
+		return err
+	}
+	if gf.steps < 0 {
+		return fmt.Errorf("--steps %d: want 0 or more", gf.steps)
+	}
+	if gf.maxTime < 0 {
+		return errors.New("--max-time must not be negative")
+	}
+	if gf.prompt == "" && gf.fill == "" {
+		return errors.New("no prompt" + hintSep + "pass --prompt ids.npy (token ids, i32[B, P]), or --fill random to fill it")
+	}
+	return nil
+}
+
+// generatePlan compiles the two models of file at mode and checks that
+// they fit together; it returns nil and the exit status on failure.
+func (e *env) generatePlan(c *command, gf *generateFlags, file string, mode precision.Mode) (*generate.Plan, int) {
+	var progs [2]*te.Program
+	for i, name := range []string{gf.prefill, gf.decode} {
+		cf := gf.compileFlags
+		cf.model = name
+		prog, code := e.compile(&cf, file)
+		if prog == nil {
+			return nil, code
+		}
+		progs[i] = precision.Apply(prog, mode)
+	}
+	plan, err := generate.NewPlan(progs[0], progs[1])
+	if err != nil {
+		return nil, e.failf(c, exitUser, &failure{code: codeData, file: file, err: fmt.Errorf("%s: %w", file, err)})
+	}
+	if err := plan.CheckSteps(gf.steps); err != nil {
+		return nil, e.failf(c, exitUser, &failure{code: codeData, file: file, err: fmt.Errorf("%s: %w", file, err)})
+	}
+	return plan, exitOK
+}
+
+// generateSummary is the JSON printed by "tec generate --json"; docs/cli.md
+// documents its fields.
+type generateSummary struct {
+	Prefill   string      `json:"prefill"`
+	Decode    string      `json:"decode"`
+	Device    string      `json:"device"`
+	Tokens    [][]int     `json:"tokens"`
+	PrefillMS jsonFloat   `json:"prefill_ms"`
+	StepMS    []jsonFloat `json:"step_ms"`
+	Filled    []string    `json:"filled"`
+	// Warnings are the warnings of the run, as JSON diagnostics.
+	Warnings []diag.JSONDiagnostic `json:"warnings"`
+}
+
+// runGenerate binds the prompt and the shared feeds, runs the generation
+// on gf's device and prints the result.
+func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, opts pipeline.Options, fill *numeric.Fill) int {
+	rf := &runFlags{device: gf.device, race: gf.race, seed: gf.seed, maxTime: gf.maxTime}
+	if _, err := checkGenerateWork(plan, gf.steps, rf); err != nil {
+		return e.failf(c, exitUser, fail(codeTime, err))
+	}
+	mods := map[*te.Program]*kir.Module{}
+	if gf.device == "sim" {
+		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
+			res, err := pipeline.Build(p, opts)
+			if err != nil {
+				return e.failf(c, exitUser, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err)))
+			}
+			mods[p] = res.Module
+		}
+	}
+	prompt, err := readPrompt(plan, gf, fill)
+	if err != nil {
+		return e.failf(c, exitUser, err)
+	}
+	shared, filled, err := e.bindShared(c, plan, gf, fill)
+	if err != nil {
+		return e.failf(c, exitUser, err)
+	}
+	if gf.prompt == "" {
+		filled = append([]string{generate.IDs}, filled...)
+	}
+	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+		return e.evaluate(p, mods[p], feeds, rf, nil)
+	}
+	host, err := generate.NewHost(plan, shared, eval)
+	if err != nil {
+		return e.failf(c, exitUser, fail(codeInternal, err))
+	}
+	res, err := generate.Generate(host, plan, prompt, gf.steps)
+	if err != nil {
+		return e.failf(c, exitUser, fail(codeEval, err))
+	}
+	sum := generateSummary{Prefill: plan.Prefill.Name, Decode: plan.Decode.Name, Device: gf.device, Tokens: res.Tokens,
+		PrefillMS: millis(res.Prefill), StepMS: []jsonFloat{}, Filled: filled}
+	for _, d := range res.Steps {
+		sum.StepMS = append(sum.StepMS, millis(d))
+	}
+	if gf.json {
+		sum.Warnings = e.jsonWarnings()
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			return e.failf(c, exitUser, fail(codeIO, err))
+		}
+		return exitOK
+	}
+	printGenerate(e.stdout, &sum, gf, opts)
+	return exitOK
+}
+
+func millis(d time.Duration) jsonFloat { return jsonFloat(d.Microseconds()) / 1000 }
+
+// checkGenerateWork returns the estimated seconds of the prefill and the
+// steps decode steps on rf's device, and refuses a generation estimated
+// to take longer than --max-time.
+func checkGenerateWork(plan *generate.Plan, steps int, rf *runFlags) (float64, error) {
+	pw, dw := plan.Prefill.Work(), plan.Decode.Work()
+	n := float64(steps)
+	w := te.Work{Scalar: pw.Scalar + n*dw.Scalar, Contraction: pw.Contraction + n*dw.Contraction}
+	secs := estimateRun(w, rf)
+	if rf.maxTime == 0 || secs <= rf.maxTime.Seconds() {
+		return secs, nil
+	}
+	return secs, fmt.Errorf("the prefill and %d decode steps take about %.2g operations, some %s on %s; refusing a generation estimated over %v"+hintSep+
+		"use smaller sizes (-D NAME=VALUE) or fewer --steps, or --max-time 0 to run it anyway", steps, w.Total(), formatSeconds(secs), rf.device, rf.maxTime)
+}
+
+// readPrompt reads --prompt, or fills the prompt with token ids.
+func readPrompt(plan *generate.Plan, gf *generateFlags, fill *numeric.Fill) (*te.Array, error) {
+	ids := plan.Prefill.Lookup(generate.IDs)
+	if gf.prompt == "" {
+		r, ok := numeric.GatherRanges(plan.Prefill)[ids]
+		if !ok {
+			return numeric.NewFilled(ids, *fill, gf.seed), nil
+		}
+		return numeric.NewFilledIndex(ids, *fill, gf.seed, r), nil
+	}
+	a, err := tensorio.ReadNPYFile(gf.prompt, &tensorio.Spec{DType: te.I32, Shape: ids.Shape})
+	if err != nil {
+		f := dataFailure(gf.prompt, err).(*failure)
+		if f.code == codeData {
+			f.err = fmt.Errorf("--prompt: %w"+hintSep+"the prompt is model %s's ids: %s, token ids (int32 or int64) of B = %d sequences of P = %d tokens; set the constants that size ids to the prompt's shape (-D B=... -D P=...)",
+				err, plan.Prefill.Name, ids.TypeString(), plan.B, plan.P)
+		}
+		return nil, f
+	}
+	if err := plan.CheckPrompt(a); err != nil {
+		return nil, &failure{code: codeData, file: gf.prompt, err: fmt.Errorf("--prompt %s: %w", gf.prompt, err)}
+	}
+	return a, nil
+}
+
+// bindShared reads the shared inputs and params from --params and fills
+// the rest as --fill says; it returns them and the names it filled.
+func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fill *numeric.Fill) (map[string]*te.Array, []string, error) {
+	specs := map[string]tensorio.Spec{}
+	for _, t := range plan.Shared {
+		specs[t.Name] = tensorio.Spec{DType: t.DType, Shape: t.Shape}
+	}
+	given := map[string]*te.Array{}
+	if gf.params != "" {
+		arrays, others, err := tensorio.ReadNPZAs(gf.params, specs)
+		if err != nil {
+			return nil, nil, dataFailure(gf.params, err)
+		}
+		given = arrays
+		known := slices.Sorted(maps.Keys(specs))
+		sort.Strings(others)
+		for _, name := range others {
+			msg := fmt.Sprintf("%s holds %q, which is no shared input or param of models %s and %s", gf.params, name, plan.Prefill.Name, plan.Decode.Name)
+			switch {
+			case name == generate.IDs || name == generate.Pos:
+				msg = fmt.Sprintf("%s holds %q, which tec generate feeds itself (ids from --prompt and each step's tokens, pos from the step)", gf.params, name)
+			case isCache(plan, name):
+				msg = fmt.Sprintf("%s holds %q, a KV cache, which starts as zeros", gf.params, name)
+			default:
+				if s := diag.Suggest(name, known); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+			}
+			e.warn(c, codeData, gf.params, "%s", msg)
+		}
+	}
+	ranges := map[string][2]int{}
+	for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
+		for t, r := range numeric.GatherRanges(p) {
+			ranges[t.Name] = r
+		}
+	}
+	feeds := map[string]*te.Array{}
+	filled, missing := []string{}, []string{}
+	for _, t := range plan.Shared {
+		a, ok := given[t.Name]
+		if !ok {
+			if fill == nil {
+				missing = append(missing, t.Name)
+				continue
+			}
+			if r, isIndex := ranges[t.Name]; isIndex {
+				feeds[t.Name] = numeric.NewFilledIndex(t, *fill, gf.seed, r)
+			} else {
+				feeds[t.Name] = numeric.NewFilled(t, *fill, gf.seed)
+			}
+			filled = append(filled, t.Name)
+			continue
+		}
+		conv, err := conform(a, t)
+		if err != nil {
+			return nil, nil, &failure{code: codeData, file: gf.params, err: fmt.Errorf("%s: %s %q: %w", gf.params, t.Kind, t.Name, err)}
+		}
+		feeds[t.Name] = conv
+	}
+	if len(missing) > 0 {
+		return nil, nil, fail(codeData, fmt.Errorf("no data for %s %s of models %s and %s"+hintSep+"pass --params, or --fill zeros|ones|random",
+			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), plan.Prefill.Name, plan.Decode.Name))
+	}
+	return feeds, filled, nil
+}
+
+func isCache(plan *generate.Plan, name string) bool {
+	for _, c := range plan.Caches {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// printGenerate prints the tokens and times as text.
+func printGenerate(w io.Writer, s *generateSummary, gf *generateFlags, opts pipeline.Options) {
+	on := s.Device
+	if s.Device == "sim" {
+		on = fmt.Sprintf("sim -O%d", opts.Level)
+	}
+	fmt.Fprintf(w, "models %s and %s on %s: %d sequences, %d decode steps\n", s.Prefill, s.Decode, on, len(s.Tokens), len(s.StepMS))
+	if len(s.Filled) > 0 {
+		fmt.Fprintf(w, "filled with %s (seed %d): %s\n", gf.fill, gf.seed, strings.Join(s.Filled, ", "))
+	}
+	for b, toks := range s.Tokens {
+		words := make([]string, len(toks))
+		for i, t := range toks {
+			words[i] = fmt.Sprint(t)
+		}
+		fmt.Fprintf(w, "sequence %d: %s\n", b, strings.Join(words, " "))
+	}
+	fmt.Fprintf(w, "prefill: %.3f ms\n", s.PrefillMS)
+	if len(s.StepMS) > 0 {
+		ms := make([]string, len(s.StepMS))
+		sorted := make([]float64, len(s.StepMS))
+		for i, t := range s.StepMS {
+			ms[i] = fmt.Sprintf("%.3f", t)
+			sorted[i] = float64(t)
+		}
+		sort.Float64s(sorted)
+		fmt.Fprintf(w, "decode steps: median %.3f ms (min %.3f, max %.3f)\n  %s\n", sorted[len(sorted)/2], sorted[0], sorted[len(sorted)-1], strings.Join(ms, " "))
+	}
+}

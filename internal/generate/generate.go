@@ -1,0 +1,468 @@
+// Package generate runs greedy generation with the two entry points of a
+// language model written in .te (docs/cli.md, "tec generate"): a prefill,
+// which runs the prompts and writes their keys and values into the KV
+// caches in place, and a decode step, which runs one token per sequence at
+// a position and writes that slot of the caches.
+//
+// NewPlan checks that two programs fit together this way: the prefill takes
+// ids: i32[B, P], the decode step ids: i32[B] and pos: i32[B]; both give
+// next: i32[B]; both update the same caches (inputs of the same names,
+// shapes and dtypes) in place, the decode step at pos; every other input
+// and param of the same name is the same tensor, fed once. Generate drives
+// a Runner through the prefill and then one decode step per new token; the
+// Runner holds the params and the caches wherever the models run, so that
+// only token ids and positions go in and the next tokens come out. Host is
+// the Runner of the devices that run in this process on host arrays (the
+// reference evaluator, the simulator).
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"tec/te"
+)
+
+// The names that the protocol gives the models' inputs and output.
+const (
+	IDs  = "ids"  // the prompts [B, P] (prefill), the last tokens [B] (decode)
+	Pos  = "pos"  // the decode step's positions [B]
+	Next = "next" // the greedy next token of each sequence [B]
+)
+
+// hintSep separates an error's message from its hint, as tec prints them.
+const hintSep = "\n  hint: "
+
+// Plan is a checked pair of models for generation.
+type Plan struct {
+	Prefill, Decode *te.Program
+	// Caches are the inputs that both models update in place, as the
+	// prefill declares them, in its order.
+	Caches []*te.Tensor
+	// Shared are the other inputs and params of the two models, each fed
+	// once to both (by name): the prefill's tensor where it has one, then
+	// those only the decode step has.
+	Shared []*te.Tensor
+	// B is the number of sequences, P the prompt length, T the caches'
+	// positions: the extent of the dimension that the decode step's
+	// updates index by pos.
+	B, P, T int
+	// TCache and TDim say which cache and dimension give T, for messages.
+	TCache string
+	TDim   int
+	// Vocab is the range [0, Vocab) of token ids that the prefill's
+	// gathers accept, or 0 when unknown.
+	Vocab int
+}
+
+// NewPlan checks that prefill and decode fit the protocol and returns
+// their plan. Each error says what does not fit and how to fix it.
+func NewPlan(prefill, decode *te.Program) (*Plan, error) {
+	pl := &Plan{Prefill: prefill, Decode: decode}
+	ids, err := placeholder(prefill, IDs, "the prompts", "i32[B, P]", "--prefill")
+	if err != nil {
+		return nil, err
+	}
+	if ids.DType != te.I32 || len(ids.Shape) != 2 {
+		return nil, fmt.Errorf("model %s's input ids is %s; tec generate feeds it the prompts, ids: i32[B, P]", prefill.Name, ids.TypeString())
+	}
+	pl.B, pl.P = ids.Shape[0], ids.Shape[1]
+	want := fmt.Sprintf("i32[%d]", pl.B)
+	dids, err := placeholder(decode, IDs, "each sequence's last token", want, "--decode")
+	if err != nil {
+		return nil, err
+	}
+	pos, err := placeholder(decode, Pos, "each token's position", want, "--decode")
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range []*te.Tensor{dids, pos} {
+		if t.DType != te.I32 || len(t.Shape) != 1 || t.Shape[0] != pl.B {
+			return nil, fmt.Errorf("model %s's input %s is %s; with model %s's %d sequences (ids %s), tec generate feeds it %s: %s",
+				decode.Name, t.Name, t.TypeString(), prefill.Name, pl.B, ids.TypeString(), t.Name, want)
+		}
+	}
+	for _, p := range []*te.Program{prefill, decode} {
+		if err := checkNext(p, pl.B); err != nil {
+			return nil, err
+		}
+	}
+	if err := pl.matchCaches(); err != nil {
+		return nil, err
+	}
+	if err := pl.matchShared(); err != nil {
+		return nil, err
+	}
+	if err := pl.findT(pos); err != nil {
+		return nil, err
+	}
+	pl.Vocab = vocab(prefill, ids)
+	return pl, nil
+}
+
+// placeholder returns p's input name, or an error that says what the
+// protocol feeds it (what, of type typ) and the flag that picks the model.
+func placeholder(p *te.Program, name, what, typ, flag string) (*te.Tensor, error) {
+	t := p.Lookup(name)
+	if t == nil || t.Kind != te.Input {
+		return nil, fmt.Errorf("model %s has no input %s: tec generate feeds it %s as %s: %s"+hintSep+
+			"declare input %s: %s in it, or pick another model with %s", p.Name, name, what, name, typ, name, typ, flag)
+	}
+	return t, nil
+}
+
+// checkNext checks that p outputs next: i32[B].
+func checkNext(p *te.Program, b int) error {
+	for _, o := range p.Outputs {
+		if o.Name != Next {
+			continue
+		}
+		if o.DType != te.I32 || len(o.Shape) != 1 || o.Shape[0] != b {
+			return fmt.Errorf("model %s's output next is %s; tec generate reads the next token of each of the %d sequences from it, next: i32[%d]",
+				p.Name, o.TypeString(), b, b)
+		}
+		return nil
+	}
+	return fmt.Errorf("model %s has no output next: tec generate reads the greedy next token of each sequence from it, next: i32[%d]"+hintSep+
+		"output it, e.g. next[b] = argmax[t](logits[b, t]) and output next", p.Name, b)
+}
+
+// updated returns the inputs that p updates in place, in p's order.
+func updated(p *te.Program) []*te.Tensor {
+	var out []*te.Tensor
+	for _, t := range p.Placeholders() {
+		if t.Kind == te.Input && p.Updated(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func names(ts []*te.Tensor) string {
+	if len(ts) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = t.Name
+	}
+	return strings.Join(s, ", ")
+}
+
+// matchCaches sets the caches: the inputs that both models update in
+// place, declared alike.
+func (pl *Plan) matchCaches() error {
+	pre, dec := updated(pl.Prefill), updated(pl.Decode)
+	if len(dec) == 0 {
+		return fmt.Errorf("model %s updates no input in place: tec generate needs the KV caches that it writes at pos (update k_cache[..., pos[b], ...] = ...)", pl.Decode.Name)
+	}
+	same := len(pre) == len(dec)
+	for i := 0; same && i < len(pre); i++ {
+		same = pl.Decode.Lookup(pre[i].Name) != nil && pl.Decode.Updated(pl.Decode.Lookup(pre[i].Name))
+	}
+	if !same {
+		return fmt.Errorf("the models update different inputs in place: %s updates %s, %s updates %s; tec generate keeps one set of caches for both"+hintSep+
+			"declare the same cache inputs in both models, and update each in both", pl.Prefill.Name, names(pre), pl.Decode.Name, names(dec))
+	}
+	for _, c := range pre {
+		d := pl.Decode.Lookup(c.Name)
+		if !te.SameShape(c.Shape, d.Shape) || c.DType != d.DType {
+			return fmt.Errorf("cache %s is %s in model %s but %s in model %s; tec generate keeps one cache for both"+hintSep+
+				"declare it alike in both models", c.Name, c.TypeString(), pl.Prefill.Name, d.TypeString(), pl.Decode.Name)
+		}
+	}
+	pl.Caches = pre
+	return nil
+}
+
+// protocol reports whether name is fed by the protocol rather than shared.
+func (pl *Plan) protocol(name string) bool {
+	if name == IDs || name == Pos {
+		return true
+	}
+	for _, c := range pl.Caches {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// matchShared sets the shared placeholders and checks that those of the
+// same name are the same tensor in both models.
+func (pl *Plan) matchShared() error {
+	seen := map[string]bool{}
+	for _, p := range []*te.Program{pl.Prefill, pl.Decode} {
+		other := pl.Decode
+		if p == pl.Decode {
+			other = pl.Prefill
+		}
+		for _, t := range p.Placeholders() {
+			if pl.protocol(t.Name) || seen[t.Name] {
+				continue
+			}
+			if u := other.Lookup(t.Name); u != nil && u.Kind != te.Compute {
+				if u.Kind != t.Kind || u.DType != t.DType || !te.SameShape(u.Shape, t.Shape) {
+					return fmt.Errorf("%s %s is %s in model %s but %s %s in model %s; tec generate feeds it once to both"+hintSep+
+						"declare it alike in both models", t.Kind, t.Name, t.TypeString(), p.Name, u.Kind, u.TypeString(), other.Name)
+				}
+			}
+			seen[t.Name] = true
+			pl.Shared = append(pl.Shared, t)
+		}
+	}
+	return nil
+}
+
+// findT sets T from the dimension of each cache that the decode step's
+// update of it indexes by pos: every cache must have one, of one extent.
+func (pl *Plan) findT(pos *te.Tensor) error {
+	for _, c := range pl.Caches {
+		target := pl.Decode.Lookup(c.Name)
+		dim := -1
+		for _, u := range pl.Decode.Updates() {
+			if u.Update.Target != target {
+				continue
+			}
+			dest := u.Update.Dest()
+			for d := range target.Shape {
+				if g := dest.Gathered(d); g != nil && reads(g, pos) {
+					dim = d
+				}
+			}
+		}
+		if dim < 0 {
+			return fmt.Errorf("model %s's update of cache %s does not write the slot at pos: tec generate feeds the decode step each token's position in pos"+hintSep+
+				"index the cache's position dimension by pos[b], e.g. update %s[..., pos[b], ...] = ...", pl.Decode.Name, c.Name, c.Name)
+		}
+		if pl.T != 0 && target.Shape[dim] != pl.T {
+			return fmt.Errorf("the caches hold different numbers of positions: %s's dimension %d has %d, %s's dimension %d has %d",
+				pl.TCache, pl.TDim, pl.T, c.Name, dim, target.Shape[dim])
+		}
+		if pl.T == 0 {
+			pl.T, pl.TCache, pl.TDim = target.Shape[dim], c.Name, dim
+		}
+	}
+	return nil
+}
+
+// reads reports whether e reads tensor t.
+func reads(e te.Expr, t *te.Tensor) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if l, ok := x.(*te.Load); ok && l.Tensor == t {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// vocab returns the extent of the table that the prefill's gathers index
+// directly by ids (wte[ids[b, s], d]), or 0.
+func vocab(p *te.Program, ids *te.Tensor) int {
+	v := 0
+	for _, t := range p.Tensors {
+		if t.Body == nil {
+			continue
+		}
+		te.Walk(t.Body, func(e te.Expr) bool {
+			l, ok := e.(*te.Load)
+			if !ok {
+				return true
+			}
+			for d := range l.Index {
+				g, isLoad := l.Gathered(d).(*te.Load)
+				if c, isConst := l.Index[d].IsConst(); isLoad && isConst && c == 0 && g.Tensor == ids {
+					if v == 0 || l.Tensor.Shape[d] < v {
+						v = l.Tensor.Shape[d]
+					}
+				}
+			}
+			return true
+		})
+	}
+	return v
+}
+
+// CheckSteps checks that steps decode steps after the prompt fit in the
+// caches: P + steps positions, at most T.
+func (pl *Plan) CheckSteps(steps int) error {
+	if steps < 0 {
+		return fmt.Errorf("%d steps: want 0 or more", steps)
+	}
+	if need := pl.P + steps; need > pl.T {
+		fix := "generate fewer tokens"
+		if pl.T > pl.P {
+			fix = fmt.Sprintf("use --steps %d or fewer", pl.T-pl.P)
+		}
+		return fmt.Errorf("the prompt's %d tokens and %d decode steps need %d cache positions, but the caches hold %d (dimension %d of %s)"+hintSep+
+			"%s, or give the caches at least %d positions (the constant that sizes that dimension, e.g. -D T=%d)",
+			pl.P, steps, need, pl.T, pl.TDim, pl.TCache, fix, need, need)
+	}
+	return nil
+}
+
+// CheckPrompt checks that prompt fits the prefill's ids, and that every
+// token is in the vocabulary when the plan knows it.
+func (pl *Plan) CheckPrompt(prompt *te.Array) error {
+	if prompt.DType != te.I32 || !te.SameShape(prompt.Shape, []int{pl.B, pl.P}) {
+		ids := pl.Prefill.Lookup(IDs)
+		return fmt.Errorf("the prompt is %s, but model %s takes the prompts as ids: %s (B = %d sequences of P = %d tokens)"+hintSep+
+			"give token ids as int32 [B, P], or set the constants that size ids to the prompt's shape (-D B=... -D P=...)",
+			(&te.Tensor{DType: prompt.DType, Shape: prompt.Shape}).TypeString(), pl.Prefill.Name, ids.TypeString(), pl.B, pl.P)
+	}
+	if pl.Vocab == 0 {
+		return nil
+	}
+	for i, v := range prompt.Data {
+		if v < 0 || v >= float64(pl.Vocab) || v != math.Trunc(v) {
+			return fmt.Errorf("the prompt's token %v at [%d, %d] is not in the vocabulary [0, %d)", v, i/pl.P, i%pl.P, pl.Vocab)
+		}
+	}
+	return nil
+}
+
+// Runner runs the two models of a generation where their state lives: it
+// feeds every shared input and param, and the caches as the last run left
+// them (zeros before the first), and keeps the caches that each run
+// updates for the next.
+type Runner interface {
+	// Run runs the model named (the plan's Prefill or Decode program's
+	// name) with the step's inputs (ids, and pos for the decode step) and
+	// returns its next tokens, i32[B].
+	Run(model string, inputs map[string]*te.Array) (next *te.Array, err error)
+}
+
+// Result is a generation's tokens and times.
+type Result struct {
+	// Tokens holds, for each sequence, the prefill's next token and then
+	// each decode step's: Steps+1 tokens.
+	Tokens [][]int
+	// Prefill is the prefill's time, Steps each decode step's: the wall
+	// time of the Runner's Run.
+	Prefill time.Duration
+	Steps   []time.Duration
+}
+
+// Generate runs the prefill on prompt (i32[B, P]) and then steps decode
+// steps, step i feeding each sequence's last token at position P + i.
+func Generate(r Runner, pl *Plan, prompt *te.Array, steps int) (*Result, error) {
+	if err := pl.CheckPrompt(prompt); err != nil {
+		return nil, err
+	}
+	if err := pl.CheckSteps(steps); err != nil {
+		return nil, err
+	}
+	res := &Result{Tokens: make([][]int, pl.B)}
+	start := time.Now()
+	next, err := r.Run(pl.Prefill.Name, map[string]*te.Array{IDs: prompt})
+	res.Prefill = time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("prefill (model %s): %w", pl.Prefill.Name, err)
+	}
+	if err := res.append(pl, next); err != nil {
+		return nil, fmt.Errorf("prefill (model %s): %w", pl.Prefill.Name, err)
+	}
+	for i := range steps {
+		ids, pos := te.NewArray(te.I32, []int{pl.B}), te.NewArray(te.I32, []int{pl.B})
+		for b := range pl.B {
+			ids.Data[b] = float64(res.Tokens[b][i])
+			pos.Data[b] = float64(pl.P + i)
+		}
+		start := time.Now()
+		next, err := r.Run(pl.Decode.Name, map[string]*te.Array{IDs: ids, Pos: pos})
+		res.Steps = append(res.Steps, time.Since(start))
+		if err != nil {
+			return nil, fmt.Errorf("decode step %d (model %s, position %d): %w", i, pl.Decode.Name, pl.P+i, err)
+		}
+		if err := res.append(pl, next); err != nil {
+			return nil, fmt.Errorf("decode step %d (model %s): %w", i, pl.Decode.Name, err)
+		}
+	}
+	return res, nil
+}
+
+// append adds each sequence's next token.
+func (res *Result) append(pl *Plan, next *te.Array) error {
+	if next == nil || !te.SameShape(next.Shape, []int{pl.B}) {
+		return errors.New("the run gave no next token for each sequence")
+	}
+	for b, v := range next.Data {
+		res.Tokens[b] = append(res.Tokens[b], int(v))
+	}
+	return nil
+}
+
+// EvalFunc runs program p on feeds, one array for each of its placeholders,
+// and returns its outputs by name, the inputs it updates in place among
+// them.
+type EvalFunc func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error)
+
+// Host is the Runner of a device that runs in this process on host arrays:
+// it holds the shared feeds and the caches, and runs a model with Eval.
+type Host struct {
+	plan  *Plan
+	eval  EvalFunc
+	state map[string]*te.Array
+	// Last holds the outputs of the last run, by name.
+	Last map[string]*te.Array
+}
+
+// NewHost returns a Host for pl whose shared feeds are shared (one array
+// for each of pl.Shared, by name, conformed to it) and whose caches start
+// at zeros.
+func NewHost(pl *Plan, shared map[string]*te.Array, eval EvalFunc) (*Host, error) {
+	h := &Host{plan: pl, eval: eval, state: map[string]*te.Array{}}
+	for _, t := range pl.Shared {
+		a := shared[t.Name]
+		if a == nil {
+			return nil, fmt.Errorf("no array for %s %s", t.Kind, t.Name)
+		}
+		h.state[t.Name] = a
+	}
+	for _, c := range pl.Caches {
+		h.state[c.Name] = te.NewArray(c.DType, c.Shape)
+	}
+	return h, nil
+}
+
+// Run implements Runner.
+func (h *Host) Run(model string, inputs map[string]*te.Array) (*te.Array, error) {
+	var p *te.Program
+	switch model {
+	case h.plan.Prefill.Name:
+		p = h.plan.Prefill
+	case h.plan.Decode.Name:
+		p = h.plan.Decode
+	default:
+		return nil, fmt.Errorf("no model %s in the plan (%s, %s)", model, h.plan.Prefill.Name, h.plan.Decode.Name)
+	}
+	feeds := map[string]*te.Array{}
+	for _, t := range p.Placeholders() {
+		a := inputs[t.Name]
+		if a == nil {
+			a = h.state[t.Name]
+		}
+		if a == nil {
+			return nil, fmt.Errorf("no array for %s %s of model %s", t.Kind, t.Name, p.Name)
+		}
+		feeds[t.Name] = a
+	}
+	outs, err := h.eval(p, feeds)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range h.plan.Caches {
+		a := outs[c.Name]
+		if a == nil {
+			return nil, fmt.Errorf("model %s gave back no cache %s", p.Name, c.Name)
+		}
+		h.state[c.Name] = a
+	}
+	h.Last = outs
+	return outs[Next], nil
+}

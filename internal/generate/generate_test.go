@@ -1,0 +1,278 @@
+package generate
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/te"
+)
+
+// pair returns the prefill and decode models of src.
+func pair(t *testing.T, src string) (*te.Program, *te.Program) {
+	t.Helper()
+	var ps [2]*te.Program
+	for i, m := range []string{"prefill", "decode"} {
+		p, diags := lang.Check("pair.te", []byte(src), lang.Config{Model: m})
+		if diags.HasErrors() {
+			t.Fatalf("model %s:\n%v", m, diags.Error())
+		}
+		ps[i] = p
+	}
+	return ps[0], ps[1]
+}
+
+func pairSource(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("testdata/pair.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(src)
+}
+
+func TestNewPlan(t *testing.T) {
+	pl, err := NewPlan(pair(t, pairSource(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.B != 2 || pl.P != 3 || pl.T != 8 || pl.TCache != "kc" || pl.TDim != 1 || pl.Vocab != 5 {
+		t.Errorf("plan B %d P %d T %d (%s dim %d) vocab %d, want 2 3 8 (kc dim 1) 5", pl.B, pl.P, pl.T, pl.TCache, pl.TDim, pl.Vocab)
+	}
+	if names(pl.Caches) != "kc" || names(pl.Shared) != "emb" {
+		t.Errorf("caches %s, shared %s; want kc and emb", names(pl.Caches), names(pl.Shared))
+	}
+}
+
+// TestNewPlanErrors checks that each way two models can fail to fit the
+// protocol is an error that says so.
+func TestNewPlanErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		from, to   string // replaced once in testdata/pair.te
+		from2, to2 string
+		want       string
+	}{
+		{name: "prefill without ids", from: "input ids: i32[B, P]", to: "input tok: i32[B, P]", from2: "emb[ids[b, s], e]", to2: "emb[tok[b, s], e]",
+			want: "model prefill has no input ids: tec generate feeds it the prompts as ids: i32[B, P]"},
+		{name: "prefill ids of rank 1", from: "input ids: i32[B, P]", to: "input ids: i32[B * P]", from2: "emb[ids[b, s], e]", to2: "emb[ids[b * P + s], e] where b in 0..B, s in 0..P",
+			want: "model prefill's input ids is i32[6]"},
+		{name: "decode without pos", from: "input pos: i32[B]", to: "input at: i32[B]", from2: "", to2: "",
+			want: "model decode has no input pos"},
+		{name: "decode ids of another batch", from: "model decode {\n  input ids: i32[B]", to: "model decode {\n  input ids: i32[B + 1]", from2: "x[b, e] = emb[ids[b], e]", to2: "x[b, e] = emb[ids[b], e] where b in 0..B",
+			want: "model decode's input ids is i32[3]; with model prefill's 2 sequences"},
+		{name: "no next", from: "  output logits, next\n}\n\nmodel decode", to: "  output logits\n}\n\nmodel decode",
+			want: "model prefill has no output next"},
+		{name: "next of floats", from: "next[b] = argmax[v](logits[b, v])\n  update kc[b, pos[b], e]", to: "next[b] = max[v](logits[b, v])\n  update kc[b, pos[b], e]",
+			want: "model decode's output next is f32[2]"},
+		{name: "decode updates nothing", from: "  update kc[b, pos[b], e] = x[b, e]\n", to: "",
+			want: "model decode updates no input in place"},
+		{name: "different caches", from: "model prefill {\n  input ids: i32[B, P]\n  input kc:", to: "model prefill {\n  input ids: i32[B, P]\n  input cache:", from2: "update kc[b, s, e]", to2: "update cache[b, s, e]",
+			want: "the models update different inputs in place: prefill updates cache, decode updates kc"},
+		{name: "caches of other shapes", from: "model prefill {\n  input ids: i32[B, P]\n  input kc: f32[B, T, E]", to: "model prefill {\n  input ids: i32[B, P]\n  input kc: f32[B, T + 1, E]",
+			want: "cache kc is f32[2, 9, 4] in model prefill but f32[2, 8, 4] in model decode"},
+		{name: "shared param of other shapes", from: "model decode {\n  input ids: i32[B]\n  input pos: i32[B]\n  input kc: f32[B, T, E]\n  param emb: f32[V, E]",
+			to:   "model decode {\n  input ids: i32[B]\n  input pos: i32[B]\n  input kc: f32[B, T, E]\n  param emb: f32[V + 1, E]",
+			want: "param emb is f32[5, 4] in model prefill but param f32[6, 4] in model decode"},
+		{name: "decode update not at pos", from: "update kc[b, pos[b], e] = x[b, e]", to: "update kc[b, ids[b] % T, e] = x[b, e]",
+			want: "model decode's update of cache kc does not write the slot at pos"},
+	}
+	src := pairSource(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := strings.Replace(src, tt.from, tt.to, 1)
+			if s == src {
+				t.Fatalf("%q is not in testdata/pair.te", tt.from)
+			}
+			if tt.from2 != "" {
+				s = strings.Replace(s, tt.from2, tt.to2, 1)
+			}
+			if tt.name == "decode without pos" {
+				s = strings.ReplaceAll(s, "pos[b]", "at[b]")
+			}
+			_, err := NewPlan(pair(t, s))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewPlan: %v\nwant an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckStepsAndPrompt(t *testing.T) {
+	pl, err := NewPlan(pair(t, pairSource(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.CheckSteps(5); err != nil {
+		t.Errorf("3 + 5 steps in 8 positions: %v", err)
+	}
+	err = pl.CheckSteps(6)
+	for _, want := range []string{"the prompt's 3 tokens and 6 decode steps need 9 cache positions, but the caches hold 8 (dimension 1 of kc)", "--steps 5 or fewer", "-D T=9"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckSteps(6): %v\nwant it to say %q", err, want)
+		}
+	}
+	good := te.NewArray(te.I32, []int{2, 3})
+	if err := pl.CheckPrompt(good); err != nil {
+		t.Errorf("CheckPrompt(zeros): %v", err)
+	}
+	tests := []struct {
+		a    *te.Array
+		want string
+	}{
+		{te.NewArray(te.I32, []int{2, 4}), "the prompt is i32[2, 4], but model prefill takes the prompts as ids: i32[2, 3] (B = 2 sequences of P = 3 tokens)"},
+		{te.NewArray(te.F32, []int{2, 3}), "the prompt is f32[2, 3]"},
+		{&te.Array{DType: te.I32, Shape: []int{2, 3}, Data: []float64{0, 1, 2, 3, 4, 5}}, "the prompt's token 5 at [1, 2] is not in the vocabulary [0, 5)"},
+	}
+	for _, tt := range tests {
+		if err := pl.CheckPrompt(tt.a); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CheckPrompt(%v): %v\nwant %q", tt.a.Shape, err, tt.want)
+		}
+	}
+}
+
+// recorder is a Runner that records its calls and answers next[b] =
+// (ids[b] + pos[b] + b) mod 5 for the decode step, b for the prefill.
+type recorder struct {
+	calls []string
+}
+
+func (r *recorder) Run(model string, in map[string]*te.Array) (*te.Array, error) {
+	next := te.NewArray(te.I32, []int{2})
+	if model == "prefill" {
+		r.calls = append(r.calls, fmt.Sprintf("prefill ids %v", in[IDs].Data))
+		next.Data = []float64{0, 1}
+		return next, nil
+	}
+	r.calls = append(r.calls, fmt.Sprintf("decode ids %v pos %v", in[IDs].Data, in[Pos].Data))
+	for b := range next.Data {
+		next.Data[b] = math.Mod(in[IDs].Data[b]+in[Pos].Data[b]+float64(b), 5)
+	}
+	return next, nil
+}
+
+// TestGenerateFeedsTheProtocol checks what Generate feeds each step: the
+// prompt, then each sequence's last token at position P + i.
+func TestGenerateFeedsTheProtocol(t *testing.T) {
+	pl, err := NewPlan(pair(t, pairSource(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := &te.Array{DType: te.I32, Shape: []int{2, 3}, Data: []float64{4, 3, 2, 1, 0, 4}}
+	r := &recorder{}
+	res, err := Generate(r, pl, prompt, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"prefill ids [4 3 2 1 0 4]",
+		"decode ids [0 1] pos [3 3]", // next (0+3+0)%5 = 3, (1+3+1)%5 = 0
+		"decode ids [3 0] pos [4 4]", // (3+4)%5 = 2, (0+4+1)%5 = 0
+		"decode ids [2 0] pos [5 5]", // (2+5)%5 = 2, (0+5+1)%5 = 1
+	}
+	if !slices.Equal(r.calls, want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))
+	}
+	if got := fmt.Sprint(res.Tokens); got != "[[0 3 2 2] [1 0 0 1]]" {
+		t.Errorf("tokens %s, want [[0 3 2 2] [1 0 0 1]]", got)
+	}
+	if len(res.Steps) != 3 {
+		t.Errorf("%d step times, want 3", len(res.Steps))
+	}
+	if _, err := Generate(r, pl, prompt, 6); err == nil {
+		t.Error("Generate with 3 + 6 > 8 positions: no error")
+	}
+}
+
+// TestHostCarriesTheCaches runs the toy models on the reference evaluator
+// through Host: the cache the prefill writes reaches every decode step,
+// each of which adds its slot, so that at the end slot t holds the
+// embedding of the token at position t; and each step's next token is the
+// one the decode model gives on that cache.
+func TestHostCarriesTheCaches(t *testing.T) {
+	pre, dec := pair(t, pairSource(t))
+	pl, err := NewPlan(pre, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := numeric.NewFilled(pre.Lookup("emb"), numeric.Random, 7)
+	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+		return te.Evaluate(p, feeds, te.EvalOptions{})
+	}
+	h, err := NewHost(pl, map[string]*te.Array{"emb": emb}, eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := &te.Array{DType: te.I32, Shape: []int{2, 3}, Data: []float64{4, 3, 2, 1, 0, 4}}
+	const steps = 5
+	res, err := Generate(h, pl, prompt, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := h.state["kc"]
+	for b := range 2 {
+		seq := append(slices.Clone(prompt.Data[b*3:b*3+3]), toFloats(res.Tokens[b][:steps])...)
+		for pos, tok := range seq {
+			for e := range 4 {
+				if got, want := kc.Data[(b*8+pos)*4+e], emb.Data[int(tok)*4+e]; got != want {
+					t.Fatalf("sequence %d: kc[%d, %d, %d] = %v, want the embedding of token %v, %v", b, b, pos, e, got, tok, want)
+				}
+			}
+		}
+		for pos := len(seq); pos < 8; pos++ {
+			if kc.Data[(b*8+pos)*4] != 0 {
+				t.Errorf("sequence %d: slot %d past the last step was written", b, pos)
+			}
+		}
+		// The last token is the argmax over the vocabulary of the sum of
+		// the embeddings of every token before it.
+		var h [4]float64
+		for _, tok := range seq {
+			for e := range 4 {
+				h[e] += emb.Data[int(tok)*4+e]
+			}
+		}
+		best, bestV := 0, math.Inf(-1)
+		for v := range 5 {
+			s := 0.0
+			for e := range 4 {
+				s += h[e] * emb.Data[v*4+e]
+			}
+			if s > bestV {
+				best, bestV = v, s
+			}
+		}
+		if last := res.Tokens[b][steps]; last != best {
+			t.Errorf("sequence %d: last token %d, want %d", b, last, best)
+		}
+	}
+	if h.Last["logits"] == nil {
+		t.Error("Host.Last holds no logits")
+	}
+	if _, err := h.Run("other", nil); err == nil {
+		t.Error("Run of a model not in the plan: no error")
+	}
+}
+
+func toFloats(xs []int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func TestNewHostNeedsEveryShared(t *testing.T) {
+	pl, err := NewPlan(pair(t, pairSource(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewHost(pl, nil, nil); err == nil || !strings.Contains(err.Error(), "no array for param emb") {
+		t.Errorf("NewHost without emb: %v", err)
+	}
+}
