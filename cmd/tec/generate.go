@@ -365,7 +365,8 @@ func printGenerate(w io.Writer, s *generateSummary, gf *generateFlags, opts pipe
 	if s.Device == "sim" {
 		on = fmt.Sprintf("sim -O%d", opts.Level)
 	}
-	fmt.Fprintf(w, "models %s and %s on %s: %d sequences, %d decode steps\n", s.Prefill, s.Decode, on, len(s.Tokens), len(s.StepMS))
+	fmt.Fprintf(w, "models %s and %s on %s: %d %s, %d decode %s\n", s.Prefill, s.Decode, on,
+		len(s.Tokens), plural(len(s.Tokens), "sequence", "sequences"), len(s.StepMS), plural(len(s.StepMS), "step", "steps"))
 	if len(s.Filled) > 0 {
 		fmt.Fprintf(w, "filled with %s (seed %d): %s\n", gf.fill, gf.seed, strings.Join(s.Filled, ", "))
 	}
