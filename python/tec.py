@@ -40,6 +40,8 @@ __all__ = [
     "build",
     "check",
     "explain",
+    "Generation",
+    "generate",
     "graph",
     "run",
 ]
@@ -176,6 +178,24 @@ class Build:
     def source(self):
         """The kernels in CUDA C++ (``MODEL.cu``), or None if not emitted."""
         return self.files.get(f"{self.model}.cu")
+
+
+@dataclasses.dataclass
+class Generation:
+    """What :func:`generate` produced.
+
+    ``tokens`` is an int64 array [B, steps + 1]: each sequence's greedy
+    tokens, the prefill's then each decode step's; ``prefill_ms`` and
+    ``step_ms`` (one per step) the times tec measured; ``summary`` the whole
+    ``--json`` object; ``diagnostics`` the warnings.
+    """
+
+    tokens: np.ndarray
+    prefill_ms: float
+    step_ms: list
+    device: str
+    summary: dict
+    diagnostics: list = dataclasses.field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=None)
@@ -325,6 +345,55 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
         with np.load(os.path.join(tmp, "outputs.npz")) as archive:
             arrays = {name: archive[name] for name in archive.files}
     return Outputs(arrays, summary, diagnostics, stderr)
+
+
+def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
+             gpu=None, precision=None, race=None, fill=None, seed=None,
+             prefill=None, decode=None, max_time=None, defines=None):
+    """Greedy generation with a file's prefill and decode models (``tec
+    generate``): the prefill runs ``prompt`` (token ids [B, P]), then
+    ``steps`` decode steps each add a token per sequence, the KV caches kept
+    by tec between them (docs/cli.md, tec generate).
+
+    ``params`` maps names to arrays (the weights both models share); ``fill``
+    and ``seed`` fill what is not supplied, the prompt too when it is None.
+    ``device`` is ``"ref"`` or ``"sim"`` (with ``level``, ``gpu``, ``race``);
+    ``prefill`` and ``decode`` name the models when they are not called so.
+    Returns a :class:`Generation`.
+    """
+    with tempfile.TemporaryDirectory(prefix="tec-generate-") as tmp:
+        args = [path, "--device", device, "--steps", int(steps), "--json"]
+        if prompt is not None:
+            file = os.path.join(tmp, "prompt.npy")
+            np.save(file, np.ascontiguousarray(np.asarray(prompt, dtype=np.int32)))
+            args += ["--prompt", file]
+        if params:
+            file = os.path.join(tmp, "params.npz")
+            _save_npz(file, {n: np.asarray(a) for n, a in params.items()})
+            args += ["--params", file]
+        if level is not None:
+            args += [f"-O{int(level)}"]
+        if gpu is not None:
+            args += ["--gpu", gpu]
+        if precision is not None:
+            args += ["--precision", precision]
+        if race is not None:
+            args += [f"--race={str(bool(race)).lower()}"]
+        if fill is not None:
+            args += ["--fill", fill]
+        if seed is not None:
+            args += ["--seed", int(seed)]
+        if prefill is not None:
+            args += ["--prefill", prefill]
+        if decode is not None:
+            args += ["--decode", decode]
+        if max_time is not None:
+            args += ["--max-time", _duration(max_time)]
+        args += _common_args(defines, None)
+        summary, diagnostics, _, _ = _invoke("generate", args, json_summary=True)
+    return Generation(tokens=np.asarray(summary["tokens"], dtype=np.int64),
+                      prefill_ms=summary["prefill_ms"], step_ms=list(summary["step_ms"]),
+                      device=summary["device"], summary=summary, diagnostics=diagnostics)
 
 
 def explain(path, plan=False, level=None, gpu=None, deterministic=None,

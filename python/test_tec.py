@@ -169,6 +169,51 @@ class RunTest(TempDirTest):
         self.assertIn("x", str(caught.exception))
 
 
+LLAMA = str(REPO / "examples" / "llama.te")
+LLAMA_TINY = {"B": 2, "P": 8, "T": 32, "L": 2, "D": 32, "NH": 4, "NKV": 2, "FF": 64, "V": 64}
+
+
+class GenerateTest(TempDirTest):
+    def test_tokens_and_times(self):
+        g = tec.generate(LLAMA, fill="random", seed=3, steps=3, defines=LLAMA_TINY)
+        self.assertEqual(g.tokens.shape, (2, 4))
+        self.assertTrue(((g.tokens >= 0) & (g.tokens < 64)).all(), g.tokens)
+        self.assertEqual(len(g.step_ms), 3)
+        self.assertGreater(g.prefill_ms, 0)
+        self.assertEqual(g.device, "ref")
+        self.assertIn("ids", g.summary["filled"])
+
+    def test_prompt_and_params_from_arrays(self):
+        # The prompt and the params as tec's --fill random makes them
+        # (tec run --save-feeds with the same seed) give the tokens of the filled run,
+        # on the reference and on the kernels in the simulator.
+        feeds = os.path.join(self.tmp, "feeds")
+        subprocess.run([tec.binary(), "run", LLAMA, "--model", "prefill", "--fill", "random", "--seed", "4",
+                        "--save-feeds", feeds] + [a for n, v in LLAMA_TINY.items() for a in ("-D", f"{n}={v}")],
+                       check=True, capture_output=True)
+        arrays = {p.stem: np.load(p) for p in pathlib.Path(feeds).glob("*.npy")}
+        params = {n: a for n, a in arrays.items() if n not in ("ids", "k_cache", "v_cache")}
+        want = tec.generate(LLAMA, fill="random", seed=4, steps=2, defines=LLAMA_TINY).tokens
+        got = tec.generate(LLAMA, prompt=arrays["ids"], params=params, steps=2, defines=LLAMA_TINY)
+        np.testing.assert_array_equal(got.tokens, want)
+        self.assertEqual(got.summary["filled"], [])
+        sim = tec.generate(LLAMA, prompt=arrays["ids"], params=params, steps=2, device="sim", level=4,
+                           defines=LLAMA_TINY)
+        np.testing.assert_array_equal(sim.tokens, want)
+
+    def test_too_many_steps_raises_with_the_fix(self):
+        with self.assertRaises(tec.TecError) as caught:
+            tec.generate(LLAMA, fill="ones", steps=30, defines=LLAMA_TINY)
+        self.assertEqual(caught.exception.returncode, 1)
+        self.assertIn("need 38 cache positions, but the caches hold 32", str(caught.exception))
+        self.assertIn("--steps 24", caught.exception.diagnostics[0].hint)
+
+    def test_prompt_of_another_shape_raises(self):
+        with self.assertRaises(tec.TecError) as caught:
+            tec.generate(LLAMA, prompt=np.zeros((2, 5), np.int32), fill="ones", defines=LLAMA_TINY)
+        self.assertIn("want i32[2, 8]", str(caught.exception))
+
+
 class CommandsTest(TempDirTest):
     def test_check(self):
         self.assertEqual(tec.check(SOFTMAX), [])
