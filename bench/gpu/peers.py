@@ -35,6 +35,15 @@ Modes (run from anywhere; ``python3 bench/gpu/peers.py -h``):
     table and exits 0 only if every peer that ran matches. This is the
     contract that keeps the peers honest: CI runs
     ``python3 bench/gpu/peers.py --check --device cpu --size tiny``.
+``--generate-check``
+    greedy generation of the tiny Llama (examples/llama.te) at B = 1 and
+    B = 4: the PyTorch peer's prefill and ``--steps`` decode steps
+    (llama_generate, in f64 and f32) against ``tec generate --json`` on the
+    same random prompt and weights, on the reference and on the kernels in
+    the simulator (-O4, race-checked); every token must be the same, and no
+    sequence may be one token repeated (a check that could not tell one
+    step from another). CI runs ``python3 bench/gpu/peers.py
+    --generate-check --device cpu``.
 ``--bench``
     times every peer on the feeds of ``--feeds DIR`` (a directory of
     ``NAME.npy``), each run timed on its own (CUDA events on a GPU), and
@@ -1215,6 +1224,44 @@ def check_model(model, size, device, precisions, runners, feeds, want, perturb=N
     return rows
 
 
+def generate_check(device, batches, steps, seed, tec_devices=(("ref", None), ("sim", 4))):
+    """Greedy generation of the tiny Llama by the PyTorch peer (f64 and f32
+    eager) and by tec generate on each of tec_devices ((device, level)), on
+    the same random prompt and weights, at each B of batches. Returns the
+    table rows: "ok" where the tokens are tec's reference's, "MISMATCH"
+    where they are not or where a sequence is one token repeated."""
+    sys.path.insert(0, str(REPO / "python"))
+    import tec
+    rows = []
+    for b in batches:
+        cfg = {**config("llama", "tiny"), "B": b}
+        defines = {**dict(tiny_defines("llama")), "B": b}
+        feeds = random_feeds("llama", cfg, seed)
+        prompt = feeds["ids"]
+        params = {n: feeds[n] for n in LLAMA_PARAMS}
+        got = {}
+        for dev, level in tec_devices:
+            g = tec.generate(str(source("llama")), prompt=prompt, params=params, steps=steps,
+                             device=dev, level=level, defines=defines)
+            got[f"tec {dev}" + (f" -O{level}" if level is not None else "")] = g.tokens
+        for precision in ("f64", "f32"):
+            ops = TorchOps(device, precision)
+            with ops.torch.no_grad():
+                got[f"torch eager {precision}"] = llama_generate(ops, cfg, llama_prepare(ops, cfg, params), prompt, steps)
+        want = got["tec ref"]
+        for name, tokens in got.items():
+            row = {"model": f"llama-generate B={b}", "runner": name, "precision": "-"}
+            repeated = [i for i, seq in enumerate(tokens) if len(set(seq.tolist())) < 2]
+            if tokens.shape != want.shape or not (tokens == want).all():
+                row.update(status="MISMATCH", detail=f"tokens {tokens.tolist()}, tec's reference {want.tolist()}")
+            elif repeated:
+                row.update(status="MISMATCH", detail=f"sequences {repeated} are one token repeated: {tokens.tolist()}")
+            else:
+                row.update(status="ok", detail=f"{tokens.shape[1]} tokens x {b}: {tokens[0].tolist()}")
+            rows.append(row)
+    return rows
+
+
 def print_table(rows, out=sys.stdout):
     kinds = {p: f"{k} rtol {r:.3g} atol {a:.3g}" for p, (k, r, a) in TOLERANCES.items()}
     print("| model | runner | precision | result | max abs diff | diff / bound | tolerance | note |", file=out)
@@ -1246,6 +1293,8 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="compare every peer with tec's reference evaluator")
+    mode.add_argument("--generate-check", action="store_true",
+                      help="greedy generation of the tiny Llama: PyTorch's tokens against tec generate's")
     mode.add_argument("--bench", action="store_true", help="time every peer on --feeds")
     mode.add_argument("--make-feeds", metavar="DIR", help="write random feeds of --model to DIR/NAME.npy")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
@@ -1261,6 +1310,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed runs first (default 5)")
     ap.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE")
     ap.add_argument("--outputs", metavar="DIR", help="--bench: write each model's f32 eager outputs to DIR/MODEL.npz")
+    ap.add_argument("--steps", type=int, default=16, help="--generate-check: decode steps (default 16)")
+    ap.add_argument("--batch", help="--generate-check: comma-separated numbers of sequences (default 1,4)")
     args = ap.parse_args(argv)
 
     models = args.model or list(MODELS)
@@ -1282,7 +1333,15 @@ def main(argv=None):
         return 0
 
     rows = []
-    if args.check:
+    if args.generate_check:
+        if args.size != "tiny":
+            ap.error("--generate-check runs the tiny configuration only")
+        batches = [int(b) for b in (args.batch or "1,4").split(",")]
+        rows = generate_check(args.device, batches, args.steps, args.seed)
+        print_table(rows)
+        ok = check_passed(rows)
+        print("PyTorch's tokens are tec generate's" if ok else "peers.py --generate-check: FAILED", file=sys.stderr)
+    elif args.check:
         with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
             for m in models:
                 checked = precisions

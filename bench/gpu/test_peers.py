@@ -5,7 +5,9 @@ built tec to skip the build) and PyTorch on the CPU. Besides the check
 itself passing, they show that it can fail: a peer with a planted mistake
 (a weight off by 1e-3 of its size, a gate order swapped, the exact GELU for
 the tanh one, no shifted-window mask, Llama's RoPE on interleaved pairs or
-its query heads reading the wrong key/value heads) must not pass.
+its query heads reading the wrong key/value heads, a decode step that
+attends past its position or writes the wrong slot, generation that forgets
+the cache) must not pass.
 """
 
 import re
@@ -147,6 +149,22 @@ class CheckTest(unittest.TestCase):
                 self.assertFalse(np.array_equal(got[:, b, :, p], old[:, b, :, p]))
                 got[:, b, :, p] = old[:, b, :, p]
             np.testing.assert_array_equal(got, old)
+
+    def test_generate_check(self):
+        # PyTorch's greedy tokens are tec generate's on the reference; a
+        # decode step that forgets the cache (attends to its own token only)
+        # or generation that feeds each token one position late must not
+        # pass.
+        rows = peers.generate_check("cpu", [2], 6, 1, tec_devices=(("ref", None),))
+        self.assertTrue(peers.check_passed(rows), rows)
+        forget = mock.patch.object(peers, "llama_decode_forward", lambda ops, cfg, w, f, g=peers.llama_decode_forward: g(
+            ops, cfg, w, {**f, "k_cache": f["k_cache"] * 0, "v_cache": f["v_cache"] * 0}))
+        late = mock.patch.object(peers, "llama_decode_forward", lambda ops, cfg, w, f, g=peers.llama_decode_forward: g(
+            ops, cfg, w, {**f, "pos": f["pos"] + 1}))
+        for patch in (forget, late):
+            with self.subTest(patch=patch), patch:
+                rows = peers.generate_check("cpu", [2], 6, 1, tec_devices=(("ref", None),))
+                self.assertFalse(peers.check_passed(rows), rows)
 
     def test_nothing_ran_is_no_pass(self):
         rows = [{"model": "m", "runner": "jax", "precision": "f32", "status": "n/a"}]
