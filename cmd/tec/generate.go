@@ -17,6 +17,7 @@ import (
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
 	"tec/lang/diag"
+	"tec/lang/syntax"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/te"
@@ -150,6 +151,9 @@ func (gf *generateFlags) check(fs *flag.FlagSet) error {
 // generatePlan compiles the two models of file at mode and checks that
 // they fit together; it returns nil and the exit status on failure.
 func (e *env) generatePlan(c *command, gf *generateFlags, file string, mode precision.Mode) (*generate.Plan, int) {
+	if err := checkModelNames(file, gf.prefill, gf.decode); err != nil {
+		return nil, e.failf(c, exitUser, err)
+	}
 	var progs [2]*te.Program
 	for i, name := range []string{gf.prefill, gf.decode} {
 		cf := gf.compileFlags
@@ -168,6 +172,55 @@ func (e *env) generatePlan(c *command, gf *generateFlags, file string, mode prec
 		return nil, e.failf(c, exitUser, &failure{code: codeData, file: file, err: fmt.Errorf("%s: %w", file, err)})
 	}
 	return plan, exitOK
+}
+
+// checkModelNames reports a file that parses but lacks the model prefill
+// or decode names, with the models it has; other errors of the file are
+// left to the compiler.
+func checkModelNames(file, prefill, decode string) error {
+	src, err := readSource(file)
+	if err != nil {
+		return nil
+	}
+	f, err := syntax.Parse(file, src)
+	if err != nil {
+		return nil
+	}
+	var have []string
+	for _, d := range f.Decls {
+		if m, ok := d.(*syntax.ModelDecl); ok {
+			have = append(have, m.Name.Name)
+		}
+	}
+	var lack []string
+	for _, name := range []string{prefill, decode} {
+		if !slices.Contains(have, name) {
+			lack = append(lack, name)
+		}
+	}
+	if len(lack) == 0 {
+		return nil
+	}
+	models := "no model"
+	if len(have) > 0 {
+		models = plural(len(have), "the model ", "the models ") + strings.Join(have, ", ")
+	}
+	hint := "name the prefill and the decode step with --prefill NAME and --decode NAME (docs/cli.md, tec generate)"
+	for _, name := range lack {
+		if s := diag.Suggest(name, have); s != "" {
+			hint = fmt.Sprintf("did you mean %q? ", s) + hint
+		}
+	}
+	role := "the prefill and the decode step"
+	switch {
+	case len(lack) == 2:
+	case lack[0] == prefill:
+		role = "the prefill"
+	default:
+		role = "the decode step"
+	}
+	return &failure{code: "model", file: file, err: fmt.Errorf("%s has no model %s, which tec generate runs as %s; it has %s"+hintSep+"%s",
+		file, strings.Join(lack, " or "), role, models, hint)}
 }
 
 // generateSummary is the JSON printed by "tec generate --json"; docs/cli.md
