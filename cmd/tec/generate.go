@@ -108,10 +108,6 @@ step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
-		if gf.device == "cuda" {
-			return e.failf(c, exitUser, &failure{code: codeCUDA, err: errors.New("tec generate --device cuda is not available yet: the generation loop with the caches resident on the GPU is still being built into tec-cuda" +
-				hintSep + "use --device sim to run the same kernels in the simulator, or tec run --device cuda for one step")})
-		}
 		plan, code := e.generatePlan(c, &gf, pos[0], opts.Precision)
 		if plan == nil {
 			return code
@@ -244,15 +240,9 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if _, err := checkGenerateWork(plan, gf.steps, rf); err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
 	}
-	mods := map[*te.Program]*kir.Module{}
-	if gf.device == "sim" {
-		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
-			res, err := pipeline.Build(p, opts)
-			if err != nil {
-				return e.failf(c, exitUser, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err)))
-			}
-			mods[p] = res.Module
-		}
+	newRunner, err := e.generateRunner(rf, plan, opts)
+	if err != nil {
+		return e.failf(c, exitUser, err)
 	}
 	prompt, err := readPrompt(plan, gf, fill)
 	if err != nil {
@@ -265,14 +255,11 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if gf.prompt == "" {
 		filled = append([]string{generate.IDs}, filled...)
 	}
-	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
-		return e.evaluate(p, mods[p], feeds, rf, nil)
-	}
-	host, err := generate.NewHost(plan, shared, eval)
+	runner, err := newRunner(shared)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeInternal, err))
 	}
-	res, err := generate.Generate(host, plan, prompt, gf.steps)
+	res, err := generate.Generate(runner, plan, prompt, gf.steps)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeEval, err))
 	}
@@ -292,6 +279,33 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	}
 	printGenerate(e.stdout, &sum, gf, opts)
 	return exitOK
+}
+
+// generateRunner compiles what rf's device runs and returns the function
+// that makes its Runner from the shared feeds: on ref and sim a
+// generate.Host, which evaluates each model as tec run does (the kernels
+// of -O on sim, each run race-checked with --race).
+func (e *env) generateRunner(rf *runFlags, plan *generate.Plan, opts pipeline.Options) (func(shared map[string]*te.Array) (generate.Runner, error), error) {
+	mods := map[*te.Program]*kir.Module{}
+	switch rf.device {
+	case "sim":
+		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
+			res, err := pipeline.Build(p, opts)
+			if err != nil {
+				return nil, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err))
+			}
+			mods[p] = res.Module
+		}
+	case "cuda":
+		return nil, &failure{code: codeCUDA, err: errors.New("tec generate --device cuda is not available yet: the generation loop with the caches resident on the GPU is still being built into tec-cuda" +
+			hintSep + "use --device sim to run the same kernels in the simulator, or tec run --device cuda for one step")}
+	}
+	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+		return e.evaluate(p, mods[p], feeds, rf, nil)
+	}
+	return func(shared map[string]*te.Array) (generate.Runner, error) {
+		return generate.NewHost(plan, shared, eval)
+	}, nil
 }
 
 func millis(d time.Duration) jsonFloat { return jsonFloat(d.Microseconds()) / 1000 }
