@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 )
 
@@ -26,8 +27,15 @@ const (
 	resultFile = "result.json"
 )
 
+// The kinds of job (job.json's "kind").
+const (
+	KindRun      = "run"      // a Job: run a model (the default)
+	KindGenerate = "generate" // a GenerateJob
+)
+
 // jobJSON is job.json.
 type jobJSON struct {
+	Kind   string         `json:"kind,omitempty"` // KindRun or ""
 	Plan   *Plan          `json:"plan"`
 	Bench  int            `json:"bench"`
 	Warmup int            `json:"warmup"`
@@ -53,6 +61,11 @@ func WriteJob(dir string, j *Job) error {
 
 // ReadJob reads the job that WriteJob wrote into dir.
 func ReadJob(dir string) (*Job, error) {
+	if kind, err := JobKind(dir); err != nil {
+		return nil, err
+	} else if kind != KindRun {
+		return nil, fmt.Errorf("%s: a %s job, not a run", filepath.Join(dir, jobFile), kind)
+	}
 	var js jobJSON
 	if err := readJSON(filepath.Join(dir, jobFile), &js); err != nil {
 		return nil, err
@@ -135,4 +148,139 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// JobKind returns the kind of the job in dir: KindRun or KindGenerate.
+func JobKind(dir string) (string, error) {
+	var js struct {
+		Kind string `json:"kind"`
+	}
+	if err := readJSON(filepath.Join(dir, jobFile), &js); err != nil {
+		return "", err
+	}
+	switch js.Kind {
+	case "", KindRun:
+		return KindRun, nil
+	case KindGenerate:
+		return KindGenerate, nil
+	}
+	return "", fmt.Errorf("%s: unknown kind of job %q (want %s or %s)", filepath.Join(dir, jobFile), js.Kind, KindRun, KindGenerate)
+}
+
+// generateJSON is job.json of a generation.
+type generateJSON struct {
+	Kind    string            `json:"kind"` // KindGenerate
+	Prefill modelJSON         `json:"prefill"`
+	Decode  modelJSON         `json:"decode"`
+	Steps   int               `json:"steps"`
+	Feeds   map[string]string `json:"feeds"` // the file of each feed, by name
+}
+
+// modelJSON is a model of a generation: its plan and the file of its code.
+type modelJSON struct {
+	Plan *Plan  `json:"plan"`
+	Code string `json:"code"`
+}
+
+// WriteGenerateJob writes j into dir, which exists: job.json, each
+// model's code (prefill.ptx, decode.cubin, ...) and one file per feed.
+func WriteGenerateJob(dir string, j *GenerateJob) error {
+	js := generateJSON{Kind: KindGenerate, Steps: j.Steps, Feeds: map[string]string{}}
+	for _, m := range []struct {
+		name  string
+		model Model
+		out   *modelJSON
+	}{{"prefill", j.Prefill, &js.Prefill}, {"decode", j.Decode, &js.Decode}} {
+		if m.model.Plan == nil {
+			return fmt.Errorf("no %s model", m.name)
+		}
+		*m.out = modelJSON{Plan: m.model.Plan, Code: m.name + "." + m.model.Plan.Format}
+		if err := os.WriteFile(filepath.Join(dir, m.out.Code), m.model.Image, 0o644); err != nil {
+			return err
+		}
+	}
+	names := make([]string, 0, len(j.Feeds))
+	for name := range j.Feeds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		file := "feed-" + strconv.Itoa(i) + ".bin"
+		if err := os.WriteFile(filepath.Join(dir, file), j.Feeds[name], 0o644); err != nil {
+			return err
+		}
+		js.Feeds[name] = file
+	}
+	return writeJSON(filepath.Join(dir, jobFile), js)
+}
+
+// ReadGenerateJob reads the generation that WriteGenerateJob wrote into
+// dir and checks it as Generate does.
+func ReadGenerateJob(dir string) (*GenerateJob, error) {
+	path := filepath.Join(dir, jobFile)
+	var js generateJSON
+	if err := readJSON(path, &js); err != nil {
+		return nil, err
+	}
+	if js.Kind != KindGenerate {
+		return nil, fmt.Errorf("%s: not a %s job", path, KindGenerate)
+	}
+	j := &GenerateJob{Steps: js.Steps, Feeds: map[string][]byte{}}
+	for _, m := range []struct {
+		name string
+		in   modelJSON
+		out  *Model
+	}{{"prefill", js.Prefill, &j.Prefill}, {"decode", js.Decode, &j.Decode}} {
+		if m.in.Plan == nil {
+			return nil, fmt.Errorf("%s: no %s plan", path, m.name)
+		}
+		image, err := readLocal(dir, m.in.Code)
+		if err != nil {
+			return nil, err
+		}
+		*m.out = Model{Plan: m.in.Plan, Image: image}
+	}
+	for name, file := range js.Feeds {
+		data, err := readLocal(dir, file)
+		if err != nil {
+			return nil, err
+		}
+		j.Feeds[name] = data
+	}
+	if _, err := j.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return j, nil
+}
+
+// WriteGenerateResult writes r into dir as result.json.
+func WriteGenerateResult(dir string, r *GenerateResult) error {
+	return writeJSON(filepath.Join(dir, resultFile), r)
+}
+
+// ReadGenerateResult reads the result of j that WriteGenerateResult wrote
+// into dir, and checks that it holds Steps+1 tokens of each sequence and
+// the time of each step.
+func ReadGenerateResult(dir string, j *GenerateJob) (*GenerateResult, error) {
+	var r GenerateResult
+	path := filepath.Join(dir, resultFile)
+	if err := readJSON(path, &r); err != nil {
+		return nil, err
+	}
+	g, err := j.check()
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Tokens) != g.batch {
+		return nil, fmt.Errorf("%s: tokens of %d sequences, want %d", path, len(r.Tokens), g.batch)
+	}
+	for b, ts := range r.Tokens {
+		if len(ts) != j.Steps+1 {
+			return nil, fmt.Errorf("%s: %d tokens of sequence %d, want %d", path, len(ts), b, j.Steps+1)
+		}
+	}
+	if len(r.StepMS) != j.Steps {
+		return nil, fmt.Errorf("%s: times of %d steps, want %d", path, len(r.StepMS), j.Steps)
+	}
+	return &r, nil
 }

@@ -53,6 +53,9 @@ type Buffer struct {
 	Bytes int64  `json:"bytes"`
 	// Offset is a temporary's place in the workspace.
 	Offset int64 `json:"offset,omitempty"`
+	// InPlace marks an input that the module updates in place
+	// (kir.Buffer.InPlace): it is also an output, at the same address.
+	InPlace bool `json:"in_place,omitempty"`
 }
 
 // Fed reports whether the caller supplies the buffer's data.
@@ -101,7 +104,7 @@ func NewPlan(m *kir.Module, layout *kir.Layout, symbols map[*kir.Kernel]string, 
 	for i, b := range m.Buffers {
 		index[b] = i
 		p.Buffers = append(p.Buffers, Buffer{Name: b.Name, Role: b.Role.String(), DType: b.DType.String(),
-			Shape: append([]int{}, b.Shape...), Bytes: b.Bytes(), Offset: layout.Offsets[b]})
+			Shape: append([]int{}, b.Shape...), Bytes: b.Bytes(), Offset: layout.Offsets[b], InPlace: b.InPlace})
 	}
 	if r := m.ErrorRecord; r != nil {
 		i, ok := index[r]
@@ -184,6 +187,9 @@ func (p *Plan) Check() error {
 		case "input", "param", "output":
 		default:
 			return fmt.Errorf("plan: buffer %d (%s): unknown role %q", i, b.Name, b.Role)
+		}
+		if b.InPlace && b.Role != "input" {
+			return fmt.Errorf("plan: buffer %d (%s): a %s updated in place (only inputs are)", i, b.Name, b.Role)
 		}
 	}
 	for _, o := range p.Outputs {

@@ -90,9 +90,10 @@ func Run(d Driver, p *Plan, image []byte, feeds map[int][]byte, opts Options) (r
 	if err != nil {
 		return nil, fmt.Errorf("querying the device: %w", err)
 	}
-	r := &runner{d: d, p: p, dev: dev}
-	defer func() { err = errors.Join(err, r.free()) }()
-	if err := r.allocate(feeds); err != nil {
+	mem := &memory{d: d}
+	defer func() { err = errors.Join(err, mem.free()) }()
+	r := &runner{d: d, p: p, dev: dev, mem: mem}
+	if err := r.allocate(feeds, nil); err != nil {
 		return nil, err
 	}
 	if err := r.prepare(image); err != nil {
@@ -105,11 +106,8 @@ func Run(d Driver, p *Plan, image []byte, feeds map[int][]byte, opts Options) (r
 	if err := r.runOnce(nil); err != nil {
 		return nil, err
 	}
-	if err := d.Synchronize(); err != nil {
-		return nil, fmt.Errorf("running model %s: %w", p.Model, err)
-	}
-	if err := r.checkRecord(); err != nil {
-		return nil, err // says what it is: "gather index ids[3] = ..."
+	if err := r.wait(); err != nil {
+		return nil, err
 	}
 	if res.Outputs, err = r.download(); err != nil {
 		return nil, err
@@ -144,24 +142,69 @@ func checkFeeds(p *Plan, feeds map[int][]byte) error {
 	return nil
 }
 
-// runner holds one Run's device state.
+// memory is the device memory of a run, or of a generation: what it
+// allocates, it frees.
+type memory struct {
+	d     Driver
+	owned []Ptr
+}
+
+// alloc allocates bytes for what (e.g. "input x").
+func (m *memory) alloc(bytes int64, what string) (Ptr, error) {
+	ptr, err := m.d.Alloc(bytes)
+	if err != nil {
+		return 0, fmt.Errorf("allocating %d bytes for %s: %w", bytes, what, err)
+	}
+	m.owned = append(m.owned, ptr)
+	return ptr, nil
+}
+
+// upload allocates bytes for what and copies data (when not empty) there.
+func (m *memory) upload(bytes int64, data []byte, what string) (Ptr, error) {
+	ptr, err := m.alloc(bytes, what)
+	if err != nil {
+		return 0, err
+	}
+	if len(data) > 0 {
+		if err := m.d.CopyToDevice(ptr, data); err != nil {
+			return 0, fmt.Errorf("copying %s to the device: %w", what, err)
+		}
+	}
+	return ptr, nil
+}
+
+// free frees everything alloc allocated.
+func (m *memory) free() error {
+	var errs []error
+	for _, p := range m.owned {
+		if err := m.d.Free(p); err != nil {
+			errs = append(errs, fmt.Errorf("freeing device memory: %w", err))
+		}
+	}
+	m.owned = nil
+	return errors.Join(errs...)
+}
+
+// runner holds one model's device state: its buffers, its loaded code and
+// its launches.
 type runner struct {
 	d     Driver
 	p     *Plan
 	dev   Device
+	mem   *memory
 	ptrs  []Ptr // each buffer's address
 	ws    Ptr   // the workspace, 0 when empty
-	owned []Ptr // what to free
 	loads []Launch
 	infos []LaunchInfo
 }
 
-// allocate allocates every buffer that is not a temporary, and the
-// workspace, and uploads the feeds.
-func (r *runner) allocate(feeds map[int][]byte) error {
+// allocate places every buffer that is not a temporary (at its address in
+// given, by buffer index, or in an allocation of its own, into which its
+// data in feeds, if any, is uploaded) and allocates the workspace.
+func (r *runner) allocate(feeds map[int][]byte, given map[int]Ptr) error {
 	r.ptrs = make([]Ptr, len(r.p.Buffers))
 	if r.p.Workspace > 0 {
-		ws, err := r.alloc(r.p.Workspace, "the workspace")
+		ws, err := r.mem.alloc(r.p.Workspace, "the workspace of model "+r.p.Model)
 		if err != nil {
 			return err
 		}
@@ -172,38 +215,17 @@ func (r *runner) allocate(feeds map[int][]byte) error {
 			r.ptrs[i] = r.ws + Ptr(b.Offset)
 			continue
 		}
-		ptr, err := r.alloc(max(b.Bytes, 1), b.Role+" "+b.Name)
+		if ptr, ok := given[i]; ok {
+			r.ptrs[i] = ptr
+			continue
+		}
+		ptr, err := r.mem.upload(max(b.Bytes, 1), feeds[i], b.Role+" "+b.Name)
 		if err != nil {
 			return err
 		}
 		r.ptrs[i] = ptr
-		if data, ok := feeds[i]; ok && len(data) > 0 {
-			if err := r.d.CopyToDevice(ptr, data); err != nil {
-				return fmt.Errorf("copying %s %s to the device: %w", b.Role, b.Name, err)
-			}
-		}
 	}
 	return nil
-}
-
-func (r *runner) alloc(bytes int64, what string) (Ptr, error) {
-	ptr, err := r.d.Alloc(bytes)
-	if err != nil {
-		return 0, fmt.Errorf("allocating %d bytes for %s: %w", bytes, what, err)
-	}
-	r.owned = append(r.owned, ptr)
-	return ptr, nil
-}
-
-func (r *runner) free() error {
-	var errs []error
-	for _, p := range r.owned {
-		if err := r.d.Free(p); err != nil {
-			errs = append(errs, fmt.Errorf("freeing device memory: %w", err))
-		}
-	}
-	r.owned = nil
-	return errors.Join(errs...)
 }
 
 // prepare loads the code, looks up every kernel and works out its launch.
@@ -323,6 +345,16 @@ func coopNote(coop bool) string {
 	return ""
 }
 
+// wait waits for the queued launches and returns the error of a kernel
+// that failed, or the index out of range that the error record reports
+// ("gather index ids[3] = ...").
+func (r *runner) wait() error {
+	if err := r.d.Synchronize(); err != nil {
+		return fmt.Errorf("running model %s: %w", r.p.Model, err)
+	}
+	return r.checkRecord()
+}
+
 // clearRecord zeroes the error record, if the model has one.
 func (r *runner) clearRecord() error {
 	if r.p.ErrorRecord == 0 {
@@ -354,17 +386,27 @@ func (r *runner) checkRecord() error {
 // download copies every output to the host.
 func (r *runner) download() ([][]byte, error) {
 	outs := make([][]byte, len(r.p.Outputs))
-	for i, o := range r.p.Outputs {
-		b := r.p.Buffers[o]
-		outs[i] = make([]byte, b.Bytes)
-		if b.Bytes == 0 {
-			continue
-		}
-		if err := r.d.CopyFromDevice(outs[i], r.ptrs[o]); err != nil {
-			return nil, fmt.Errorf("copying output %s from the device: %w", b.Name, err)
+	for i := range r.p.Outputs {
+		var err error
+		if outs[i], err = r.downloadOutput(i); err != nil {
+			return nil, err
 		}
 	}
 	return outs, nil
+}
+
+// downloadOutput copies output i to the host.
+func (r *runner) downloadOutput(i int) ([]byte, error) {
+	o := r.p.Outputs[i]
+	b := r.p.Buffers[o]
+	out := make([]byte, b.Bytes)
+	if b.Bytes == 0 {
+		return out, nil
+	}
+	if err := r.d.CopyFromDevice(out, r.ptrs[o]); err != nil {
+		return nil, fmt.Errorf("copying output %s from the device: %w", b.Name, err)
+	}
+	return out, nil
 }
 
 // bench runs the model opts.Warmup times, then times opts.Bench runs.

@@ -9,6 +9,12 @@
 // kernel-IR simulator on the inputs and params in its memory and stores the
 // outputs there, so that what the host reads back is what the kernels
 // compute. Events read a clock that each launch advances by KernelTime.
+//
+// A fake GPU may run several modules (NewModules), as a generation runs a
+// prefill and a decode model: each LoadModule is one of them, told apart by
+// its code, and each module's launches are checked against its own kernels.
+// Buffers of different modules may share an address (a param or a cache
+// that both models use), which the fake reads and updates in place.
 package fakegpu
 
 import (
@@ -24,7 +30,15 @@ import (
 	"tec/te"
 )
 
-// GPU is a fake GPU that runs one kir.Module.
+// Code is a module for a fake GPU to run: its kernel IR, its code and each
+// kernel's function symbol in the code.
+type Code struct {
+	Module  *kir.Module
+	Image   []byte
+	Symbols map[*kir.Kernel]string
+}
+
+// GPU is a fake GPU that runs kir.Modules.
 type GPU struct {
 	// Dev is what Device reports.
 	Dev gpurun.Device
@@ -39,43 +53,59 @@ type GPU struct {
 	// Calls records the calls, one line each.
 	Calls []string
 
-	m       *kir.Module
-	layout  *kir.Layout
-	image   []byte
-	symbols []string // the functions, by handle
-	kernels map[string][]*kir.Kernel
-	loaded  bool
-	optIn   map[gpurun.Function]int
+	mods  []*module
+	funcs []function // by handle
+	optIn map[gpurun.Function]int
 
 	next   gpurun.Ptr
 	allocs map[gpurun.Ptr][]byte // by base address
 
-	queued   int // launches of the current run
-	bound    map[*kir.Buffer]gpurun.Ptr
-	launches map[string]int
+	launches map[string]int // by module and kernel
 	clock    float64
 	events   []float64 // each event's time; NaN until recorded
 	closed   bool
 }
 
+// module is a module the fake runs, and the state of its current run.
+type module struct {
+	m       *kir.Module
+	layout  *kir.Layout
+	image   []byte
+	kernels map[string][]*kir.Kernel // by symbol
+	loaded  bool
+	queued  int // launches of the current run
+	bound   map[*kir.Buffer]gpurun.Ptr
+}
+
+// function is a function handle's module (an index of GPU.mods) and symbol.
+type function struct {
+	mod    int
+	symbol string
+}
+
 // New returns a fake GPU that runs module m from code image, whose
-// functions are named by symbols.
+// functions are named by symbols. A nil image matches any code.
 func New(m *kir.Module, image []byte, symbols map[*kir.Kernel]string) *GPU {
+	return NewModules(Code{Module: m, Image: image, Symbols: symbols})
+}
+
+// NewModules returns a fake GPU that runs the modules of codes, each loaded
+// from its own code (LoadModule tells them apart by it).
+func NewModules(codes ...Code) *GPU {
 	g := &GPU{
 		Dev:      gpurun.Device{Name: "fake GPU", Major: 8, Minor: 0, SMs: 2, Cooperative: true, SharedPerBlockOptin: 163 << 10, Driver: "fake"},
 		PerSM:    1,
-		m:        m,
-		layout:   m.Layout(),
-		image:    image,
-		kernels:  map[string][]*kir.Kernel{},
 		optIn:    map[gpurun.Function]int{},
 		next:     0x7f0000000000,
 		allocs:   map[gpurun.Ptr][]byte{},
-		bound:    map[*kir.Buffer]gpurun.Ptr{},
 		launches: map[string]int{},
 	}
-	for _, k := range m.Kernels {
-		g.kernels[symbols[k]] = append(g.kernels[symbols[k]], k)
+	for _, c := range codes {
+		mod := &module{m: c.Module, layout: c.Module.Layout(), image: c.Image, kernels: map[string][]*kir.Kernel{}, bound: map[*kir.Buffer]gpurun.Ptr{}}
+		for _, k := range c.Module.Kernels {
+			mod.kernels[c.Symbols[k]] = append(mod.kernels[c.Symbols[k]], k)
+		}
+		g.mods = append(g.mods, mod)
 	}
 	return g
 }
@@ -157,8 +187,8 @@ func (g *GPU) CopyFromDevice(dst []byte, src gpurun.Ptr) error {
 	if err := g.call("CopyFromDevice", "%#x, %d", src, len(dst)); err != nil {
 		return err
 	}
-	if g.queued != 0 {
-		return fmt.Errorf("fakegpu: a copy from the device with %d launches of a run queued", g.queued)
+	if err := g.idle("a copy from the device"); err != nil {
+		return err
 	}
 	mem, off, err := g.find(src, int64(len(dst)))
 	if err != nil {
@@ -168,16 +198,32 @@ func (g *GPU) CopyFromDevice(dst []byte, src gpurun.Ptr) error {
 	return nil
 }
 
-// LoadModule implements gpurun.Driver.
+// idle fails when some module has launches of a run queued: what must
+// wait for the stream's work (a copy from the device) would see a run
+// half done.
+func (g *GPU) idle(what string) error {
+	for _, mod := range g.mods {
+		if mod.queued != 0 {
+			return fmt.Errorf("fakegpu: %s with %d of %d launches of a run of %s queued", what, mod.queued, len(mod.m.Kernels), mod.m.Name)
+		}
+	}
+	return nil
+}
+
+// LoadModule implements gpurun.Driver: the module is the one whose code
+// image is (a module of nil code matches any, when it is the only one).
+// Module handles are the modules' indexes plus one.
 func (g *GPU) LoadModule(image []byte) (gpurun.Module, error) {
 	if err := g.call("LoadModule", "%d bytes", len(image)); err != nil {
 		return 0, err
 	}
-	if g.image != nil && !slices.Equal(image, g.image) {
-		return 0, fmt.Errorf("fakegpu: LoadModule: not the module's code")
+	for i, mod := range g.mods {
+		if slices.Equal(image, mod.image) || mod.image == nil && len(g.mods) == 1 {
+			mod.loaded = true
+			return gpurun.Module(i + 1), nil
+		}
 	}
-	g.loaded = true
-	return 1, nil
+	return 0, fmt.Errorf("fakegpu: LoadModule: not the code of any module")
 }
 
 // Function implements gpurun.Driver.
@@ -185,30 +231,31 @@ func (g *GPU) Function(m gpurun.Module, name string) (gpurun.Function, error) {
 	if err := g.call("Function", "%s", name); err != nil {
 		return 0, err
 	}
-	if !g.loaded || m != 1 {
+	i := int(m) - 1
+	if i < 0 || i >= len(g.mods) || !g.mods[i].loaded {
 		return 0, fmt.Errorf("fakegpu: Function(%d, %s): no such module", m, name)
 	}
-	if _, ok := g.kernels[name]; !ok {
+	if _, ok := g.mods[i].kernels[name]; !ok {
 		return 0, fmt.Errorf("fakegpu: Function(%s): CUDA_ERROR_NOT_FOUND", name)
 	}
-	g.symbols = append(g.symbols, name)
-	return gpurun.Function(len(g.symbols) - 1), nil
+	g.funcs = append(g.funcs, function{mod: i, symbol: name})
+	return gpurun.Function(len(g.funcs) - 1), nil
 }
 
-func (g *GPU) symbol(f gpurun.Function) (string, error) {
-	if f < 0 || int(f) >= len(g.symbols) {
-		return "", fmt.Errorf("fakegpu: function handle %d: CUDA_ERROR_INVALID_HANDLE", f)
+func (g *GPU) function(f gpurun.Function) (function, error) {
+	if f < 0 || int(f) >= len(g.funcs) {
+		return function{}, fmt.Errorf("fakegpu: function handle %d: CUDA_ERROR_INVALID_HANDLE", f)
 	}
-	return g.symbols[f], nil
+	return g.funcs[f], nil
 }
 
 // SetMaxDynamicShared implements gpurun.Driver.
 func (g *GPU) SetMaxDynamicShared(f gpurun.Function, bytes int) error {
-	sym, err := g.symbol(f)
+	fn, err := g.function(f)
 	if err != nil {
 		return err
 	}
-	if err := g.call("SetMaxDynamicShared", "%s, %d", sym, bytes); err != nil {
+	if err := g.call("SetMaxDynamicShared", "%s, %d", fn.symbol, bytes); err != nil {
 		return err
 	}
 	if bytes > g.Dev.SharedPerBlockOptin {
@@ -220,21 +267,21 @@ func (g *GPU) SetMaxDynamicShared(f gpurun.Function, bytes int) error {
 
 // Occupancy implements gpurun.Driver.
 func (g *GPU) Occupancy(f gpurun.Function, block, shared int) (int, error) {
-	sym, err := g.symbol(f)
+	fn, err := g.function(f)
 	if err != nil {
 		return 0, err
 	}
-	if err := g.call("Occupancy", "%s, %d, %d", sym, block, shared); err != nil {
+	if err := g.call("Occupancy", "%s, %d, %d", fn.symbol, block, shared); err != nil {
 		return 0, err
 	}
 	return g.PerSM, nil
 }
 
-// Launch implements gpurun.Driver: it checks the launch against the
-// module's next kernel and, after a whole run's launches, executes the
-// module.
+// Launch implements gpurun.Driver: it checks the launch against the next
+// kernel of the function's module and, after a whole run's launches,
+// executes the module.
 func (g *GPU) Launch(l gpurun.Launch) error {
-	sym, err := g.symbol(l.Func)
+	fn, err := g.function(l.Func)
 	if err != nil {
 		return err
 	}
@@ -242,37 +289,42 @@ func (g *GPU) Launch(l gpurun.Launch) error {
 	if l.Cooperative {
 		coop = ", cooperative"
 	}
-	if err := g.call("Launch", "%s, grid %d, block %d, shared %d%s", sym, l.Grid, l.Block, l.Shared, coop); err != nil {
+	if err := g.call("Launch", "%s, grid %d, block %d, shared %d%s", fn.symbol, l.Grid, l.Block, l.Shared, coop); err != nil {
 		return err
 	}
-	if len(g.m.Kernels) == 0 {
-		return fmt.Errorf("fakegpu: a launch, but module %s has no kernels", g.m.Name)
+	mod := g.mods[fn.mod]
+	for _, o := range g.mods {
+		if o != mod && o.queued != 0 {
+			return fmt.Errorf("fakegpu: a launch of module %s with %d launches of a run of %s queued", mod.m.Name, o.queued, o.m.Name)
+		}
 	}
-	k := g.m.Kernels[g.queued]
-	if err := g.check(k, sym, l); err != nil {
-		return fmt.Errorf("fakegpu: launch %d (kernel %s): %w", g.queued, k.Name, err)
+	k := mod.m.Kernels[mod.queued] // a loaded function is a kernel's
+	if err := g.check(mod, k, fn.symbol, l); err != nil {
+		return fmt.Errorf("fakegpu: launch %d (kernel %s): %w", mod.queued, k.Name, err)
 	}
-	g.clock += g.kernelTime(k.Name)
-	g.queued++
-	if g.queued < len(g.m.Kernels) {
+	g.clock += g.kernelTime(mod.m.Name + "/" + k.Name)
+	mod.queued++
+	if mod.queued < len(mod.m.Kernels) {
 		return nil
 	}
-	g.queued = 0
-	return g.execute()
+	mod.queued = 0
+	return g.execute(mod)
 }
 
-func (g *GPU) kernelTime(name string) float64 {
-	n := g.launches[name]
-	g.launches[name]++
+// kernelTime returns the time of a launch of the kernel key (module/kernel).
+func (g *GPU) kernelTime(key string) float64 {
+	n := g.launches[key]
+	g.launches[key]++
 	if g.KernelTime == nil {
 		return 1
 	}
-	return g.KernelTime(name, n)
+	_, kernel, _ := strings.Cut(key, "/")
+	return g.KernelTime(kernel, n)
 }
 
-// check checks launch l of function sym as the launch of kernel k.
-func (g *GPU) check(k *kir.Kernel, sym string, l gpurun.Launch) error {
-	if !slices.Contains(g.kernels[sym], k) {
+// check checks launch l of function sym as the launch of mod's kernel k.
+func (g *GPU) check(mod *module, k *kir.Kernel, sym string, l gpurun.Launch) error {
+	if !slices.Contains(mod.kernels[sym], k) {
 		return fmt.Errorf("function %s is not the kernel's", sym)
 	}
 	want := k.Grid.Blocks
@@ -295,13 +347,13 @@ func (g *GPU) check(k *kir.Kernel, sym string, l gpurun.Launch) error {
 	if l.Shared > 48<<10 && g.optIn[l.Func] < l.Shared {
 		return fmt.Errorf("%d B of dynamic shared memory without opting in: CUDA_ERROR_INVALID_VALUE", l.Shared)
 	}
-	return g.checkArgs(k, l.Args)
+	return g.checkArgs(mod, k, l.Args)
 }
 
 // checkArgs checks that args point at k's buffers, in the order of the
 // emitted kernel's parameters.
-func (g *GPU) checkArgs(k *kir.Kernel, args []gpurun.Ptr) error {
-	bufs, ws := g.m.KernelArgs(k)
+func (g *GPU) checkArgs(mod *module, k *kir.Kernel, args []gpurun.Ptr) error {
+	bufs, ws := mod.m.KernelArgs(k)
 	want := len(bufs)
 	if ws {
 		want++
@@ -311,12 +363,12 @@ func (g *GPU) checkArgs(k *kir.Kernel, args []gpurun.Ptr) error {
 	}
 	if ws {
 		wsp := args[len(args)-1]
-		if _, off, err := g.find(wsp, g.layout.Bytes); err != nil || off != 0 {
-			return fmt.Errorf("the workspace argument %#x is not the start of a %d-byte allocation", wsp, g.layout.Bytes)
+		if _, off, err := g.find(wsp, mod.layout.Bytes); err != nil || off != 0 {
+			return fmt.Errorf("the workspace argument %#x is not the start of a %d-byte allocation", wsp, mod.layout.Bytes)
 		}
 		for _, b := range k.Params {
 			if b.Role == kir.Temp {
-				if err := g.bind(b, wsp+gpurun.Ptr(g.layout.Offsets[b])); err != nil {
+				if err := mod.bind(b, wsp+gpurun.Ptr(mod.layout.Offsets[b])); err != nil {
 					return err
 				}
 			}
@@ -329,9 +381,9 @@ func (g *GPU) checkArgs(k *kir.Kernel, args []gpurun.Ptr) error {
 			if err != nil {
 				return fmt.Errorf("argument %d (%s): %w", i, b.Name, err)
 			}
-			if off != g.layout.Offsets[b] || int64(len(mem)) < g.layout.Bytes {
+			if off != mod.layout.Offsets[b] || int64(len(mem)) < mod.layout.Bytes {
 				return fmt.Errorf("argument %d (temporary %s) is at byte %d of a %d-byte allocation, want byte %d of the %d-byte workspace",
-					i, b.Name, off, len(mem), g.layout.Offsets[b], g.layout.Bytes)
+					i, b.Name, off, len(mem), mod.layout.Offsets[b], mod.layout.Bytes)
 			}
 		} else {
 			mem, ok := g.allocs[p]
@@ -339,7 +391,7 @@ func (g *GPU) checkArgs(k *kir.Kernel, args []gpurun.Ptr) error {
 				return fmt.Errorf("argument %d (%s %s, %d bytes) is %#x, not an allocation of its size", i, b.Role, b.Name, b.Bytes(), p)
 			}
 		}
-		if err := g.bind(b, p); err != nil {
+		if err := mod.bind(b, p); err != nil {
 			return fmt.Errorf("argument %d: %w", i, err)
 		}
 	}
@@ -347,49 +399,50 @@ func (g *GPU) checkArgs(k *kir.Kernel, args []gpurun.Ptr) error {
 }
 
 // bind records that buffer b is at p, which it must be in every launch,
-// and which no other buffer but a temporary sharing workspace may be.
-func (g *GPU) bind(b *kir.Buffer, p gpurun.Ptr) error {
-	if q, ok := g.bound[b]; ok && q != p {
+// and which no other buffer of the module but a temporary sharing
+// workspace may be.
+func (mod *module) bind(b *kir.Buffer, p gpurun.Ptr) error {
+	if q, ok := mod.bound[b]; ok && q != p {
 		return fmt.Errorf("%s %s is at %#x, but was at %#x", b.Role, b.Name, p, q)
 	}
-	for o, q := range g.bound {
+	for o, q := range mod.bound {
 		if q == p && o != b && (o.Role != kir.Temp || b.Role != kir.Temp) && o.Bytes() > 0 && b.Bytes() > 0 {
 			return fmt.Errorf("%s %s and %s %s are both at %#x", o.Role, o.Name, b.Role, b.Name, p)
 		}
 	}
-	g.bound[b] = p
+	mod.bound[b] = p
 	return nil
 }
 
-// execute runs the module with the simulator on the inputs and params in
-// memory and stores its outputs there.
-func (g *GPU) execute() error {
+// execute runs mod with the simulator on the inputs and params in memory
+// and stores its outputs there.
+func (g *GPU) execute(mod *module) error {
 	feeds := map[string]*te.Array{}
-	for _, b := range g.m.Buffers {
+	for _, b := range mod.m.Buffers {
 		if !b.Role.ReadOnly() {
 			continue
 		}
-		a, err := g.read(b)
+		a, err := g.read(mod, b)
 		if err != nil {
 			return err
 		}
 		feeds[b.Name] = a
 	}
-	res, err := sim.Run(g.m, feeds, sim.Options{ResidentBlocks: g.Dev.SMs * g.PerSM, Race: true, DeviceGathers: true})
+	res, err := sim.Run(mod.m, feeds, sim.Options{ResidentBlocks: g.Dev.SMs * g.PerSM, Race: true, DeviceGathers: true})
 	if err != nil {
 		return fmt.Errorf("fakegpu: %w", err)
 	}
 	if res.RaceCount > 0 {
 		return fmt.Errorf("fakegpu: %d races, the first: %s", res.RaceCount, res.Races[0])
 	}
-	if err := g.writeRecord(res.ErrorRecord); err != nil {
+	if err := g.writeRecord(mod, res.ErrorRecord); err != nil {
 		return err
 	}
-	for _, b := range g.m.Outputs {
+	for _, b := range mod.m.Outputs {
 		if b.Role != kir.Output && !b.InPlace {
 			continue // an input or param given back as it is
 		}
-		p, ok := g.bound[b]
+		p, ok := mod.bound[b]
 		if !ok {
 			return fmt.Errorf("fakegpu: output %s was passed to no kernel", b.Name)
 		}
@@ -408,12 +461,12 @@ func (g *GPU) execute() error {
 
 // writeRecord stores the module's error record, as the run left it, where
 // the launches put it.
-func (g *GPU) writeRecord(words []int32) error {
-	r := g.m.ErrorRecord
+func (g *GPU) writeRecord(mod *module, words []int32) error {
+	r := mod.m.ErrorRecord
 	if r == nil {
 		return nil
 	}
-	p, ok := g.bound[r]
+	p, ok := mod.bound[r]
 	if !ok {
 		return nil // no kernel reports to it
 	}
@@ -429,8 +482,8 @@ func (g *GPU) writeRecord(words []int32) error {
 
 // read returns the data of buffer b from memory, from where the launches
 // put it.
-func (g *GPU) read(b *kir.Buffer) (*te.Array, error) {
-	p, ok := g.bound[b]
+func (g *GPU) read(mod *module, b *kir.Buffer) (*te.Array, error) {
+	p, ok := mod.bound[b]
 	if !ok {
 		return te.NewArray(b.DType, b.Shape), nil // read by no kernel
 	}
@@ -484,10 +537,7 @@ func (g *GPU) Synchronize() error {
 	if err := g.call("Synchronize", ""); err != nil {
 		return err
 	}
-	if g.queued != 0 {
-		return fmt.Errorf("fakegpu: Synchronize with %d of %d launches of a run queued", g.queued, len(g.m.Kernels))
-	}
-	return nil
+	return g.idle("Synchronize")
 }
 
 // Close implements gpurun.Driver; it fails if memory was not freed.

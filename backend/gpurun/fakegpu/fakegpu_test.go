@@ -31,7 +31,7 @@ func TestChecks(t *testing.T) {
 			return g.Free(p)
 		}, "not an allocation"},
 		{"leak", func(g *GPU) error { _, _ = g.Alloc(16); return g.Close() }, "1 allocations not freed"},
-		{"wrong code", func(g *GPU) error { _, err := g.LoadModule([]byte("other")); return err }, "not the module's code"},
+		{"wrong code", func(g *GPU) error { _, err := g.LoadModule([]byte("other")); return err }, "not the code of any module"},
 		{"unknown function", func(g *GPU) error {
 			mod, _ := g.LoadModule([]byte("ptx"))
 			_, err := g.Function(mod, "k_other")
@@ -63,5 +63,41 @@ func TestChecks(t *testing.T) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestModules: a fake GPU of several modules loads each from its own code
+// and refuses a launch of one while a run of another is half queued.
+func TestModules(t *testing.T) {
+	a, _ := kirtest.WorkspaceTemp()
+	b, _ := kirtest.WorkspaceTemp()
+	b.Name = "other"
+	sym := func(m *kir.Module) map[*kir.Kernel]string { return map[*kir.Kernel]string{m.Kernels[0]: "k_k"} }
+	g := NewModules(Code{Module: a, Image: []byte("a"), Symbols: sym(a)}, Code{Module: b, Image: []byte("b"), Symbols: sym(b)})
+	if _, err := g.LoadModule([]byte("c")); err == nil || !strings.Contains(err.Error(), "not the code of any module") {
+		t.Errorf("unknown code: %v", err)
+	}
+	ma, _ := g.LoadModule([]byte("a"))
+	mb, _ := g.LoadModule([]byte("b"))
+	if ma == mb {
+		t.Fatalf("both modules are handle %d", ma)
+	}
+	if _, err := g.Function(mb, "k_k"); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(a.Kernels) + len(b.Kernels); got != 2 {
+		t.Fatalf("%d kernels, want one each", got)
+	}
+	// One module's launches are checked against its own kernels: b's
+	// kernel with a's grid and arguments is b's.
+	mod := g.mods[1]
+	mod.queued = 1 // as if a launch of a longer run of b were queued
+	fa, _ := g.Function(ma, "k_k")
+	err := g.Launch(gpurun.Launch{Func: fa, Grid: 2, Block: 32, Cooperative: true})
+	if err == nil || !strings.Contains(err.Error(), "a launch of module ws with 1 launches of a run of other queued") {
+		t.Errorf("interleaved launch: %v", err)
+	}
+	if err := g.CopyFromDevice(nil, 0); err == nil || !strings.Contains(err.Error(), "a copy from the device with 1 of 1 launches of a run of other queued") {
+		t.Errorf("copy during a run: %v", err)
 	}
 }
