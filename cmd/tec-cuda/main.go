@@ -8,7 +8,11 @@
 //	tec-cuda [--ordinal N] DIR
 //
 // which runs it on GPU N (default 0) and writes the outputs and timings
-// into DIR (package gpurun describes the files). On failure it prints one
+// into DIR (package gpurun describes the files). tec generate --device
+// cuda writes a generation job instead (two models, prefill and decode,
+// their shared params and the number of steps), which tec-cuda runs with
+// gpurun.Generate, the caches kept on the GPU between steps, writing the
+// tokens and each step's time into DIR. On failure it prints one
 // line, "tec-cuda: ...", on standard error and exits with status 1.
 //
 // tec-cuda is a cgo program that links libcuda, built apart from tec with
@@ -57,20 +61,55 @@ func run(args []string, stderr io.Writer) error {
 		return errors.New("want one job directory")
 	}
 	dir := fs.Arg(0)
+	kind, err := gpurun.JobKind(dir)
+	if err != nil {
+		return err
+	}
+	if kind == gpurun.KindGenerate {
+		return generate(dir, *ordinal)
+	}
 	job, err := gpurun.ReadJob(dir)
 	if err != nil {
 		return err
 	}
-	d, err := newDriver(*ordinal)
-	if err != nil {
+	var res *gpurun.Result
+	err = withDriver(*ordinal, func(d *driver) (err error) {
+		res, err = gpurun.Run(d, job.Plan, job.Image, job.Feeds, job.Options)
 		return err
-	}
-	res, err := gpurun.Run(d, job.Plan, job.Image, job.Feeds, job.Options)
-	if cerr := d.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("releasing the context: %w", cerr)
-	}
+	})
 	if err != nil {
 		return err
 	}
 	return gpurun.WriteResult(dir, res)
+}
+
+// generate runs the generation job in dir (tec generate --device cuda)
+// and writes its tokens and timings there.
+func generate(dir string, ordinal int) error {
+	job, err := gpurun.ReadGenerateJob(dir)
+	if err != nil {
+		return err
+	}
+	var res *gpurun.GenerateResult
+	err = withDriver(ordinal, func(d *driver) (err error) {
+		res, err = gpurun.Generate(d, job)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return gpurun.WriteGenerateResult(dir, res)
+}
+
+// withDriver calls f with a driver on GPU ordinal, which it closes after.
+func withDriver(ordinal int, f func(d *driver) error) error {
+	d, err := newDriver(ordinal)
+	if err != nil {
+		return err
+	}
+	err = f(d)
+	if cerr := d.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("releasing the context: %w", cerr)
+	}
+	return err
 }
