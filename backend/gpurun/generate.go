@@ -71,6 +71,13 @@ type generation struct {
 	names  []string // shared's names, sorted
 }
 
+// Check reports the first way in which j does not follow the protocol, or
+// lacks or has extra feeds; Generate and ReadGenerateJob check it too.
+func (j *GenerateJob) Check() error {
+	_, err := j.check()
+	return err
+}
+
 // check checks j against the protocol and returns its layout.
 func (j *GenerateJob) check() (*generation, error) {
 	if j.Prefill.Plan == nil || j.Decode.Plan == nil {

@@ -144,27 +144,18 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 	if err != nil {
 		return nil, nil, err
 	}
-	tg, err := target.Lookup(cf.target)
-	if err != nil {
-		return nil, nil, err
-	}
 	dir, err := os.MkdirTemp("", "tec-cuda-")
 	if err != nil {
 		return nil, nil, fail(codeIO, err)
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	layout := mod.Layout()
-	image, symbols, format, err := compileForGPU(ctx, mod, layout, tg, cf.codegen, dir)
+	model, tg, err := gpuModel(ctx, prog, mod, cf, dir)
 	if err != nil {
-		return nil, nil, fail(codeBuild, fmt.Errorf("compiling model %s for the GPU: %w", prog.Name, err))
+		return nil, nil, err
 	}
-	plan, err := gpurun.NewPlan(mod, layout, symbols, format)
-	if err != nil {
-		return nil, nil, fail(codeInternal, err)
-	}
-	plan.Target = tg.Name
-	job := &gpurun.Job{Plan: plan, Options: gpurun.Options{Bench: cf.bench, Warmup: cf.warmup}, Image: image, Feeds: map[int][]byte{}}
+	plan := model.Plan
+	job := &gpurun.Job{Plan: plan, Options: gpurun.Options{Bench: cf.bench, Warmup: cf.warmup}, Image: model.Image, Feeds: map[int][]byte{}}
 	if cf.bench == 0 {
 		job.Options.Warmup = 0
 	}
@@ -178,19 +169,15 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 		}
 		job.Feeds[i] = data
 	}
-	jobDir := filepath.Join(dir, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		return nil, nil, fail(codeIO, err)
+	jobDir, err := jobDir(dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := gpurun.WriteJob(jobDir, job); err != nil {
 		return nil, nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
 	}
-	run := e.execTecCUDA
-	if run == nil {
-		run = execTecCUDA
-	}
-	if out, err := run(ctx, runner, jobDir); err != nil {
-		return nil, nil, &failure{code: codeCUDA, err: explainTecCUDA(runner, prog.Name, out, err)}
+	if err := e.callTecCUDA(ctx, runner, prog.Name, jobDir); err != nil {
+		return nil, nil, err
 	}
 	res, err := gpurun.ReadResult(jobDir, plan)
 	if err != nil {
@@ -212,6 +199,48 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 		}
 	}
 	return outs, sum, nil
+}
+
+// gpuModel compiles mod, the kernels of prog, for the GPU as cf says
+// (working in dir) and returns its plan and code, and the target.
+func gpuModel(ctx context.Context, prog *te.Program, mod *kir.Module, cf *cudaFlags, dir string) (gpurun.Model, target.Target, error) {
+	tg, err := target.Lookup(cf.target)
+	if err != nil {
+		return gpurun.Model{}, tg, fail(codeUsage, err)
+	}
+	layout := mod.Layout()
+	image, symbols, format, err := compileForGPU(ctx, mod, layout, tg, cf.codegen, dir)
+	if err != nil {
+		return gpurun.Model{}, tg, fail(codeBuild, fmt.Errorf("compiling model %s for the GPU: %w", prog.Name, err))
+	}
+	plan, err := gpurun.NewPlan(mod, layout, symbols, format)
+	if err != nil {
+		return gpurun.Model{}, tg, fail(codeInternal, err)
+	}
+	plan.Target = tg.Name
+	return gpurun.Model{Plan: plan, Image: image}, tg, nil
+}
+
+// jobDir makes the directory of tec-cuda's job in dir.
+func jobDir(dir string) (string, error) {
+	jobDir := filepath.Join(dir, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		return "", fail(codeIO, err)
+	}
+	return jobDir, nil
+}
+
+// callTecCUDA runs tec-cuda (runner) on the job in jobDir, of model, and
+// explains a failure.
+func (e *env) callTecCUDA(ctx context.Context, runner, model, jobDir string) error {
+	run := e.execTecCUDA
+	if run == nil {
+		run = execTecCUDA
+	}
+	if out, err := run(ctx, runner, jobDir); err != nil {
+		return &failure{code: codeCUDA, err: explainTecCUDA(runner, model, out, err)}
+	}
+	return nil
 }
 
 // compileForGPU returns mod's code for the GPU as codegen asks (the LLVM
