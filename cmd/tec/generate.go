@@ -36,6 +36,7 @@ type generateFlags struct {
 	steps           int
 	json            bool
 	maxTime         time.Duration
+	cuda            cudaFlags // --codegen and --target, for --device cuda
 }
 
 func generateCommand() *command {
@@ -61,8 +62,10 @@ caches' positions.
   ref   the reference evaluator (float64 arithmetic)
   sim   the kernels that "tec build" emits at -O (with --gpu), in the
         simulator, each step checked for data races (--race)
-  cuda  not yet: the loop on a GPU with the caches resident is being
-        built into tec-cuda
+  cuda  the same kernels on an NVIDIA GPU through tec-cuda, the whole
+        loop in it with the params and caches resident on the GPU
+        (--codegen, --target as for tec run); the times are those of
+        the kernels, measured with CUDA events
 
 It prints each sequence's tokens and the time of the prefill and of each
 step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
@@ -84,6 +87,7 @@ step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
 		fs.IntVar(&gf.steps, "steps", 16, "the number of decode steps: each sequence gets steps+1 tokens")
 		fs.BoolVar(&gf.json, "json", false, "print the tokens and times as JSON on standard output, and failures as JSON diagnostics")
 		fs.DurationVar(&gf.maxTime, "max-time", time.Minute, "refuse a generation estimated to take longer than this (0: no limit)")
+		gf.cuda.registerGenerate(fs)
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
@@ -130,6 +134,9 @@ func (gf *generateFlags) check(fs *flag.FlagSet) error {
 		return fmt.Errorf("unknown device %q (want ref, sim or cuda)", gf.device)
 	}
 	if err := kernelFlagsNeedSim(fs, gf.device); err != nil {
+		return err
+	}
+	if err := checkCUDAFlags(fs, gf.device, &gf.cuda); err != nil {
 		return err
 	}
 	if gf.steps < 0 {
@@ -229,6 +236,8 @@ type generateSummary struct {
 	PrefillMS jsonFloat   `json:"prefill_ms"`
 	StepMS    []jsonFloat `json:"step_ms"`
 	Filled    []string    `json:"filled"`
+	// CUDA describes the GPU run of --device cuda.
+	CUDA *cudaGeneration `json:"cuda,omitempty"`
 	// Warnings are the warnings of the run, as JSON diagnostics.
 	Warnings []diag.JSONDiagnostic `json:"warnings"`
 }
@@ -240,9 +249,15 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if _, err := checkGenerateWork(plan, gf.steps, rf); err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
 	}
-	newRunner, err := e.generateRunner(rf, plan, opts)
-	if err != nil {
-		return e.failf(c, exitUser, err)
+	mods := map[*te.Program]*kir.Module{}
+	if gf.device == "sim" || gf.device == "cuda" {
+		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
+			res, err := pipeline.Build(p, opts)
+			if err != nil {
+				return e.failf(c, exitUser, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err)))
+			}
+			mods[p] = res.Module
+		}
 	}
 	prompt, err := readPrompt(plan, gf, fill)
 	if err != nil {
@@ -255,16 +270,18 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if gf.prompt == "" {
 		filled = append([]string{generate.IDs}, filled...)
 	}
-	runner, err := newRunner(shared)
-	if err != nil {
-		return e.failf(c, exitUser, fail(codeInternal, err))
+	var res *generate.Result
+	var gpu *cudaGeneration
+	if gf.device == "cuda" {
+		res, gpu, err = e.generateOnGPU(plan, mods, prompt, shared, gf)
+	} else {
+		res, err = e.generateOnHost(plan, mods, prompt, shared, gf.steps, rf)
 	}
-	res, err := generate.Generate(runner, plan, prompt, gf.steps)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeEval, err))
 	}
 	sum := generateSummary{Prefill: plan.Prefill.Name, Decode: plan.Decode.Name, Device: gf.device, Tokens: res.Tokens,
-		PrefillMS: millis(res.Prefill), StepMS: []jsonFloat{}, Filled: filled}
+		PrefillMS: millis(res.Prefill), StepMS: []jsonFloat{}, Filled: filled, CUDA: gpu}
 	for _, d := range res.Steps {
 		sum.StepMS = append(sum.StepMS, millis(d))
 	}
@@ -281,31 +298,17 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	return exitOK
 }
 
-// generateRunner compiles what rf's device runs and returns the function
-// that makes its Runner from the shared feeds: on ref and sim a
-// generate.Host, which evaluates each model as tec run does (the kernels
-// of -O on sim, each run race-checked with --race).
-func (e *env) generateRunner(rf *runFlags, plan *generate.Plan, opts pipeline.Options) (func(shared map[string]*te.Array) (generate.Runner, error), error) {
-	mods := map[*te.Program]*kir.Module{}
-	switch rf.device {
-	case "sim":
-		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
-			res, err := pipeline.Build(p, opts)
-			if err != nil {
-				return nil, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err))
-			}
-			mods[p] = res.Module
-		}
-	case "cuda":
-		return nil, &failure{code: codeCUDA, err: errors.New("tec generate --device cuda is not available yet: the generation loop with the caches resident on the GPU is still being built into tec-cuda" +
-			hintSep + "use --device sim to run the same kernels in the simulator, or tec run --device cuda for one step")}
-	}
+// generateOnHost runs the generation in this process, on the reference
+// evaluator or in the simulator (the kernels mods).
+func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*kir.Module, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags) (*generate.Result, error) {
 	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
 		return e.evaluate(p, mods[p], feeds, rf, nil)
 	}
-	return func(shared map[string]*te.Array) (generate.Runner, error) {
-		return generate.NewHost(plan, shared, eval)
-	}, nil
+	host, err := generate.NewHost(plan, shared, eval)
+	if err != nil {
+		return nil, fail(codeInternal, err)
+	}
+	return generate.Generate(host, plan, prompt, steps)
 }
 
 func millis(d time.Duration) jsonFloat { return jsonFloat(d.Microseconds()) / 1000 }
@@ -443,6 +446,9 @@ func printGenerate(w io.Writer, s *generateSummary, gf *generateFlags, opts pipe
 			words[i] = fmt.Sprint(t)
 		}
 		fmt.Fprintf(w, "sequence %d: %s\n", b, strings.Join(words, " "))
+	}
+	if s.CUDA != nil {
+		printGenerateCUDA(w, s.CUDA)
 	}
 	fmt.Fprintf(w, "prefill: %.3f ms\n", s.PrefillMS)
 	if len(s.StepMS) > 0 {

@@ -2,14 +2,66 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"tec/backend/gpurun"
 	"tec/backend/kir"
+	"tec/backend/target"
+	"tec/internal/generate"
 	"tec/te"
 )
+
+// registerGenerate registers the flags of tec generate --device cuda:
+// those of tec run's but --bench and --warmup (every step is timed).
+func (cf *cudaFlags) registerGenerate(fs *flag.FlagSet) {
+	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
+	fs.StringVar(&cf.target, "target", target.Default, "with --device cuda, the GPU architecture to compile for: "+strings.Join(target.Names(), " or "))
+}
+
+// generateOnGPU runs the generation of plan on the GPU (tec generate
+// --device cuda): the kernels mods, the prompt and the shared feeds, the
+// whole loop in tec-cuda. The times are the kernels', from CUDA events.
+func (e *env) generateOnGPU(plan *generate.Plan, mods map[*te.Program]*kir.Module, prompt *te.Array, shared map[string]*te.Array, gf *generateFlags) (*generate.Result, *cudaGeneration, error) {
+	if err := plan.CheckPrompt(prompt); err != nil {
+		return nil, nil, err
+	}
+	if err := plan.CheckSteps(gf.steps); err != nil {
+		return nil, nil, err
+	}
+	feeds := maps.Clone(shared)
+	feeds[generate.IDs] = prompt
+	gen, err := e.generateCUDA(genModel{plan.Prefill, mods[plan.Prefill]}, genModel{plan.Decode, mods[plan.Decode]}, feeds, gf.steps, &gf.cuda)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &generate.Result{Tokens: make([][]int, len(gen.Tokens)), Prefill: duration(gen.PrefillMS)}
+	for b, toks := range gen.Tokens {
+		for _, t := range toks {
+			res.Tokens[b] = append(res.Tokens[b], int(t))
+		}
+	}
+	for _, ms := range gen.StepMS {
+		res.Steps = append(res.Steps, duration(ms))
+	}
+	return res, gen, nil
+}
+
+// duration converts milliseconds to a duration.
+func duration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// printGenerateCUDA prints the GPU and the launches of both models.
+func printGenerateCUDA(w io.Writer, g *cudaGeneration) {
+	d := g.Device
+	fmt.Fprintf(w, "gpu: %s (%s, %d SMs), %s code for %s, %d %s per prefill and %d per decode step (times of the kernels, CUDA events)\n",
+		d.Name, d.Arch(), d.SMs, g.Codegen, g.Target, len(g.PrefillLaunches), plural(len(g.PrefillLaunches), "kernel launch", "kernel launches"), len(g.DecodeLaunches))
+}
 
 // genModel is one model of a generation: its program and its kernels.
 type genModel struct {

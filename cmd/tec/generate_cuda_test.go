@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -21,7 +27,8 @@ import (
 // fakeTecCUDAGenerate does what tec-cuda does with a generation job, on a
 // fake GPU that runs both modules (checking every driver call against
 // them) and computes with the simulator.
-func fakeTecCUDAGenerate(t *testing.T, prefill, decode *kir.Module) func(ctx context.Context, runner, dir string) ([]byte, error) {
+// tweak, when not nil, changes the fake GPU first.
+func fakeTecCUDAGenerate(t *testing.T, prefill, decode *kir.Module, tweak func(*fakegpu.GPU)) func(ctx context.Context, runner, dir string) ([]byte, error) {
 	return func(_ context.Context, _, dir string) ([]byte, error) {
 		job, err := gpurun.ReadGenerateJob(dir)
 		if err != nil {
@@ -33,12 +40,22 @@ func fakeTecCUDAGenerate(t *testing.T, prefill, decode *kir.Module) func(ctx con
 			model gpurun.Model
 		}{{prefill, job.Prefill}, {decode, job.Decode}} {
 			symbols := llvm.KernelNames(m.mod)
-			if !bytes.Contains(m.model.Image, []byte(".entry "+symbols[m.mod.Kernels[0]])) {
+			if m.model.Plan.Format == gpurun.Cubin {
+				if !bytes.HasPrefix(m.model.Image, []byte("\x7fELF")) {
+					t.Fatalf("the cubin of %s is not ELF", m.mod.Name)
+				}
+				for i, k := range m.mod.Kernels {
+					symbols[k] = m.model.Plan.Kernels[i].Symbol
+				}
+			} else if !bytes.Contains(m.model.Image, []byte(".entry "+symbols[m.mod.Kernels[0]])) {
 				t.Fatalf("the PTX of %s has no entry %s", m.mod.Name, symbols[m.mod.Kernels[0]])
 			}
 			codes = append(codes, fakegpu.Code{Module: m.mod, Image: m.model.Image, Symbols: symbols})
 		}
 		gpu := fakegpu.NewModules(codes...)
+		if tweak != nil {
+			tweak(gpu)
+		}
 		res, err := gpurun.Generate(gpu, job)
 		if cerr := gpu.Close(); err == nil && cerr != nil {
 			t.Fatal(cerr)
@@ -136,7 +153,7 @@ func TestGenerateCUDA(t *testing.T) {
 			models[i] = genModel{prog: []*te.Program{pre, dec}[i], mod: buildModule(t, "testdata/toylm.te", []string{"--model", name}, level, "f32")}
 		}
 		e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return map[string]string{"TEC_CUDA": "/bin/true"}[k] },
-			execTecCUDA: fakeTecCUDAGenerate(t, models[0].mod, models[1].mod)}
+			execTecCUDA: fakeTecCUDAGenerate(t, models[0].mod, models[1].mod, nil)}
 		gen, err := e.generateCUDA(models[0], models[1], feeds, steps, &cudaFlags{codegen: "ptx", target: "sm_80"})
 		if err != nil {
 			t.Fatalf("-O%d: %v", level, err)
@@ -168,7 +185,7 @@ func TestGenerateCUDAErrors(t *testing.T) {
 	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return map[string]string{"TEC_CUDA": "/bin/true"}[k] },
 		execTecCUDA: func(ctx context.Context, runner, dir string) ([]byte, error) {
 			ran = true
-			return fakeTecCUDAGenerate(t, models[0].mod, models[1].mod)(ctx, runner, dir)
+			return fakeTecCUDAGenerate(t, models[0].mod, models[1].mod, nil)(ctx, runner, dir)
 		}}
 	// Past the cache: positions 3..16 of a 16-position cache.
 	_, err := e.generateCUDA(models[0], models[1], feeds, 14, &cudaFlags{codegen: "ptx", target: "sm_80"})
@@ -182,5 +199,156 @@ func TestGenerateCUDAErrors(t *testing.T) {
 	_, err = e.generateCUDA(models[0], models[1], feeds, 2, &cudaFlags{codegen: "ptx", target: "sm_80"})
 	if err == nil || !strings.Contains(err.Error(), "no data for param age of model prefill") || ran {
 		t.Errorf("a missing feed: %v (tec-cuda ran: %t)", err, ran)
+	}
+}
+
+// TestGenerateCUDACommand runs tec generate --device cuda with tec-cuda's
+// work done on a fake GPU: the tokens must be those of --device ref, and
+// the text and JSON must describe the GPU run.
+func TestGenerateCUDACommand(t *testing.T) {
+	tooltest.Require(t, "LLVM (Debian: llvm)", "llc", "llc-16")
+	const file = "testdata/toylm.te"
+	common := []string{"--fill", "random", "--seed", "4", "--steps", "6", "--json", file}
+	code, stdout, stderr := runTec(t, append([]string{"generate"}, common...)...)
+	if code != exitOK {
+		t.Fatalf("ref: status %d\n%s", code, stderr)
+	}
+	var want generateSummary
+	if err := json.Unmarshal([]byte(stdout), &want); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"TEC_CUDA": os.Args[0]}
+	for _, tc := range []struct {
+		level   int
+		codegen string
+	}{{4, "ptx"}, {0, "ptx"}, {2, "cu"}} {
+		t.Run(fmt.Sprintf("O%d-%s", tc.level, tc.codegen), func(t *testing.T) {
+			if tc.codegen == "cu" {
+				tooltest.NVCC(t)
+			}
+			opt := fmt.Sprintf("-O%d", tc.level)
+			fake := fakeTecCUDAGenerate(t, buildModule(t, file, []string{"--model", "prefill"}, tc.level, "f32"),
+				buildModule(t, file, []string{"--model", "decode"}, tc.level, "f32"), nil)
+			args := append([]string{"generate", "--device", "cuda", opt, "--codegen", tc.codegen}, common...)
+			code, stdout, stderr := runTecCUDA(t, vars, fake, args...)
+			if code != exitOK {
+				t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			var got generateSummary
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("%v\n%s", err, stdout)
+			}
+			if !reflect.DeepEqual(got.Tokens, want.Tokens) || got.Device != "cuda" {
+				t.Errorf("tokens %v on %s, want the reference's %v", got.Tokens, got.Device, want.Tokens)
+			}
+			c := got.CUDA
+			if c == nil || c.Device.Name != "fake GPU" || c.Codegen != tc.codegen || c.Target != "sm_80" || len(c.DecodeLaunches) == 0 ||
+				len(got.StepMS) != 6 || float64(got.StepMS[0]) != float64(len(c.DecodeLaunches)) || float64(got.PrefillMS) != float64(len(c.PrefillLaunches)) {
+				t.Errorf("summary %+v, cuda %+v: want the fake's 1 ms per kernel", got, c)
+			}
+			if tc.codegen != "ptx" {
+				return
+			}
+			code, stdout, stderr = runTecCUDA(t, vars, fake, append(args[:len(args)-2], file)...)
+			if code != exitOK {
+				t.Fatalf("text: status %d\n%s", code, stderr)
+			}
+			for _, w := range []string{"models prefill and decode on cuda: 2 sequences, 6 decode steps", "gpu: fake GPU (sm_80, 2 SMs), ptx code for sm_80, ",
+				"per decode step (times of the kernels, CUDA events)", "sequence 0: ", "decode steps: median "} {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("no %q in\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestGenerateCUDACommandErrors: a failure on the GPU is said as tec run
+// --device cuda says it (JSON code cuda), and the flags of --device cuda
+// misused are usage errors.
+func TestGenerateCUDACommandErrors(t *testing.T) {
+	const file = "testdata/toylm.te"
+	gen := []string{"generate", "--device", "cuda", "-O4", "--fill", "random", "--steps", "2", file}
+	vars := map[string]string{"TEC_CUDA": os.Args[0]}
+	var noBlock func(context.Context, string, string) ([]byte, error)
+	if tooltest.Find("llc", "llc-16") != "" {
+		noBlock = fakeTecCUDAGenerate(t, buildModule(t, file, []string{"--model", "prefill"}, 4, "f32"),
+			buildModule(t, file, []string{"--model", "decode"}, 4, "f32"), func(g *fakegpu.GPU) { g.PerSM = 0 })
+	}
+	for _, tc := range []struct {
+		name   string
+		fake   func(context.Context, string, string) ([]byte, error)
+		args   []string
+		status int
+		want   string
+	}{
+		{"not cooperative", noBlock, gen, exitUser,
+			"tec generate: running model prefill and decode on the GPU: kernel "},
+		{"json code", noBlock, append([]string{"generate", "--json"}, gen[1:]...), exitUser, `"code":"cuda"`},
+		{"codegen without cuda", nil, []string{"generate", "--codegen", "cu", "--fill", "zeros", file}, exitUsage,
+			"--codegen applies only with --device cuda; --device ref would ignore it"},
+		{"bench", nil, append([]string{"generate", "--bench", "3"}, gen[1:]...), exitUsage, "flag provided but not defined: -bench"},
+		{"race with cuda", nil, append([]string{"generate", "--race"}, gen[1:]...), exitUsage,
+			"--race checks the kernels in the simulator, which only --device sim runs"},
+		{"bad target", nil, append([]string{"generate", "--target", "sm_70"}, gen[1:]...), exitUsage, `--target: unknown target "sm_70"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.status == exitUser && tc.fake == nil {
+				t.Skip("needs llc to compile the models")
+			}
+			code, stdout, stderr := runTecCUDA(t, vars, tc.fake, tc.args...)
+			if out := stdout + stderr; code != tc.status || !strings.Contains(out, tc.want) {
+				t.Errorf("status %d, output:\n%s\nwant status %d and %q", code, out, tc.status, tc.want)
+			}
+		})
+	}
+}
+
+// TestTecCUDABinaryGenerate builds the real tec-cuda and runs the toy LM's
+// generation through it: without a GPU, tec must say so in one line;
+// with one, the tokens must be the reference's.
+func TestTecCUDABinaryGenerate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds tec-cuda with cgo")
+	}
+	tooltest.Require(t, "LLVM (Debian: llvm)", "llc", "llc-16")
+	if _, err := os.Stat("/usr/include/cuda.h"); err != nil || runtime.GOOS != "linux" {
+		if tooltest.CI() {
+			t.Fatalf("CI=true needs cuda.h (Debian's nvidia-cuda-toolkit) to build tec-cuda: %v", err)
+		}
+		t.Skip("no /usr/include/cuda.h: install Debian's nvidia-cuda-toolkit to build tec-cuda")
+	}
+	bin := filepath.Join(t.TempDir(), "tec-cuda")
+	build := exec.Command("go", "build", "-tags", "cuda", "-o", bin, "../tec-cuda")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags cuda ./cmd/tec-cuda: %v\n%s", err, out)
+	}
+	args := []string{"--fill", "random", "--seed", "9", "--steps", "10", "--json", "testdata/toylm.te"}
+	code, want, stderr := runTec(t, append([]string{"generate"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("ref: status %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runTecCUDA(t, map[string]string{"TEC_CUDA": bin}, nil, append([]string{"generate", "--device", "cuda"}, args...)...)
+	switch {
+	case code == exitOK:
+		var got, ref generateSummary
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(want), &ref); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Tokens, ref.Tokens) {
+			t.Errorf("tokens on the GPU %v, want the reference's %v", got.Tokens, ref.Tokens)
+		}
+	case strings.Contains(stdout, `no usable CUDA GPU: the CUDA driver failed to initialise (cuInit: `),
+		strings.Contains(stdout, `no CUDA driver: `):
+		// --json: the failure is a JSON diagnostic on standard output.
+		if !strings.Contains(stdout, `"code":"cuda"`) {
+			t.Errorf("no code cuda in\n%s", stdout)
+		}
+	default:
+		t.Errorf("status %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

@@ -189,7 +189,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"prompt of floats", []string{llamaFile, "--prompt", floatPrompt}, exitUser, codeData, "the header declares float32[2, 8], want i32[2, 8]"},
 		{"prompt out of the vocabulary", []string{llamaFile, "--prompt", bigPrompt, "--fill", "ones"}, exitUser, codeData, "the prompt's token 64 at [1, 1] is not in the vocabulary [0, 64)"},
 		{"missing prompt file", []string{llamaFile, "--prompt", filepath.Join(dir, "none.npy")}, exitUser, codeIO, "none.npy"},
-		{"cuda", []string{llamaFile, "--fill", "ones", "--device", "cuda"}, exitUser, codeCUDA, "tec generate --device cuda is not available yet"},
+		{"cuda without tec-cuda", []string{llamaFile, "--fill", "ones", "--device", "cuda"}, exitUser, codeCUDA, "--device cuda needs tec-cuda, the GPU runner, which is not installed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
