@@ -352,3 +352,34 @@ func TestTecCUDABinaryGenerate(t *testing.T) {
 		t.Errorf("status %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// TestGenerateCUDALlama runs the tiny Llama's generation through tec
+// generate --device cuda on the fake GPU at -O4 (every layer's K/V slot
+// written in place into the 5-dimensional caches, which stay on the
+// device): the tokens must be those of the same kernels run step by step
+// in the simulator by --device sim.
+func TestGenerateCUDALlama(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates the tiny Llama's steps")
+	}
+	tooltest.Require(t, "LLVM (Debian: llvm)", "llc", "llc-16")
+	tiny := llamaTiny(t)
+	args := append([]string{llamaFile, "-O4", "--fill", "random", "--seed", "3", "--steps", "4"}, tiny...)
+	want := runGenerateJSON(t, append([]string{"--device", "sim", "--race=false"}, args...)...)
+	mods := [2]*kir.Module{}
+	for i, name := range []string{"prefill", "decode"} {
+		mods[i] = buildModule(t, llamaFile, append(append([]string{}, tiny...), "--model", name), 4, "f32")
+	}
+	code, stdout, stderr := runTecCUDA(t, map[string]string{"TEC_CUDA": os.Args[0]}, fakeTecCUDAGenerate(t, mods[0], mods[1], nil),
+		append([]string{"generate", "--json", "--device", "cuda"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("status %d\n%s%s", code, stdout, stderr)
+	}
+	var got generateSummary
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Tokens, want.Tokens) {
+		t.Errorf("tokens %v, want --device sim's %v", got.Tokens, want.Tokens)
+	}
+}
