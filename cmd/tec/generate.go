@@ -432,8 +432,8 @@ func isCache(plan *generate.Plan, name string) bool {
 // printGenerate prints the tokens and times as text.
 func printGenerate(w io.Writer, s *generateSummary, gf *generateFlags, opts pipeline.Options) {
 	on := s.Device
-	if s.Device == "sim" {
-		on = fmt.Sprintf("sim -O%d", opts.Level)
+	if s.Device == "sim" || s.Device == "cuda" {
+		on = fmt.Sprintf("%s -O%d", s.Device, opts.Level)
 	}
 	fmt.Fprintf(w, "models %s and %s on %s: %d %s, %d decode %s\n", s.Prefill, s.Decode, on,
 		len(s.Tokens), plural(len(s.Tokens), "sequence", "sequences"), len(s.StepMS), plural(len(s.StepMS), "step", "steps"))

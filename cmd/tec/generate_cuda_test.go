@@ -253,7 +253,7 @@ func TestGenerateCUDACommand(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("text: status %d\n%s", code, stderr)
 			}
-			for _, w := range []string{"models prefill and decode on cuda: 2 sequences, 6 decode steps", "gpu: fake GPU (sm_80, 2 SMs), ptx code for sm_80, ",
+			for _, w := range []string{"models prefill and decode on cuda -O" + fmt.Sprint(tc.level) + ": 2 sequences, 6 decode steps", "gpu: fake GPU (sm_80, 2 SMs), ptx code for sm_80, ",
 				"per decode step (times of the kernels, CUDA events)", "sequence 0: ", "decode steps: median "} {
 				if !strings.Contains(stdout, w) {
 					t.Errorf("no %q in\n%s", w, stdout)
