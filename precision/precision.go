@@ -103,7 +103,7 @@ func Apply(p *te.Program, m Mode) *te.Program {
 	for _, t := range p.Outputs {
 		outputs[t] = true
 	}
-	r := &rewriter{mode: m, nu: map[*te.Tensor]*te.Tensor{}}
+	r := &rewriter{mode: m, nu: map[*te.Tensor]*te.Tensor{}, done: map[te.Expr]te.Expr{}}
 	stats := map[*te.Tensor]bool{}
 	q := &te.Program{Name: p.Name}
 	for _, t := range p.Tensors {
@@ -258,13 +258,26 @@ func sameExpr(a, b te.Expr) bool {
 }
 
 // rewriter copies bodies into the new program: loads read the new tensors
-// and the factors of contractions are rounded to the mode's precision.
+// and the factors of contractions are rounded to the mode's precision. A
+// body is a DAG: an inlined function that uses its argument twice (gelu of
+// a sum) shares the argument's node, and the copy shares it too (done),
+// so that a shared reduction stays one reduction binding its axes once.
 type rewriter struct {
 	mode Mode
 	nu   map[*te.Tensor]*te.Tensor
+	done map[te.Expr]te.Expr
 }
 
 func (r *rewriter) expr(e te.Expr) te.Expr {
+	if c, ok := r.done[e]; ok {
+		return c
+	}
+	c := r.copyExpr(e)
+	r.done[e] = c
+	return c
+}
+
+func (r *rewriter) copyExpr(e te.Expr) te.Expr {
 	switch e := e.(type) {
 	case *te.ConstExpr, *te.IndexExpr:
 		return e

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tec/examples"
+	"tec/internal/numeric"
 	"tec/lang"
 	"tec/pipeline"
 	"tec/precision"
@@ -130,5 +131,24 @@ func golden(t *testing.T, path, got string) {
 	}
 	if string(want) != got {
 		t.Errorf("%s differs (go test -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// TestSharedReduction checks that a reduction a body shares (gelu of a
+// contraction: the inlined gelu reads its argument twice) stays shared:
+// copied twice, it bound its axis twice and the reference could not
+// evaluate the program (found by the program fuzzer, issue 11).
+func TestSharedReduction(t *testing.T) {
+	src := "model m {\n  input x: f32[2, 3]\n  param w: f32[3, 4]\n  y[i, j] = gelu(sum[k](x[i, k] * w[k, j]))\n  output y\n}\n"
+	p, diags := lang.Check("gelu.te", []byte(src), lang.Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	in := map[string]*te.Array{"x": te.NewArray(te.F32, []int{2, 3}), "w": te.NewArray(te.F32, []int{3, 4})}
+	for _, m := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
+		q := precision.Apply(p, m)
+		if _, err := te.Evaluate(q, numeric.ConformFeeds(in, q), te.EvalOptions{}); err != nil {
+			t.Errorf("at %s: %v", m, err)
+		}
 	}
 }

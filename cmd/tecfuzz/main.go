@@ -39,16 +39,22 @@ func main() {
 	gpu := flag.String("gpu", "", "with -repro and -O: the GPU (a built-in name or a .json file)")
 	det := flag.Bool("deterministic", false, "with -repro and -O: deterministic reductions")
 	show := flag.Bool("print", false, "print the program of -seed and exit")
+	focusName := flag.String("focus", "", "draw one feature in every program: decode, update or precision")
 	flag.Parse()
+	focus, err := progfuzz.ParseFocus(*focusName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tecfuzz: -focus:", err)
+		os.Exit(2)
+	}
 	if *show {
-		os.Stdout.Write(progfuzz.Generate(*seed).Src)
+		os.Stdout.Write(progfuzz.GenerateFocus(*seed, focus).Src)
 		return
 	}
 	if *repro != "" {
 		os.Exit(reproduce(*repro, *seed, *level, *gpu, *det, !*noReduce, *tries))
 	}
 	sum, err := progfuzz.Campaign(progfuzz.CampaignOptions{
-		N: *n, Seed: *seed, Jobs: *jobs, Out: *out,
+		N: *n, Seed: *seed, Focus: focus, Jobs: *jobs, Out: *out,
 		Reduce: !*noReduce, ReduceKnown: *reduceKnown, MaxReduceTries: *tries,
 		NoEmit: *noEmit, NoFmt: *noFmt,
 		Progress: os.Stderr, ProgressEvery: 10 * time.Second,

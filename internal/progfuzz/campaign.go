@@ -16,7 +16,9 @@ import (
 type CampaignOptions struct {
 	N    int    // programs
 	Seed uint64 // the first program's seed; program i has seed Seed+i
-	Jobs int    // programs checked at once
+	// Focus draws one feature in every program (GenerateFocus).
+	Focus Focus
+	Jobs  int // programs checked at once
 	// Out, if set, receives one directory per new failure class: the
 	// original and the reduced program and the failing configuration.
 	Out string
@@ -78,7 +80,7 @@ func Campaign(o CampaignOptions) (*Summary, error) {
 		go func() {
 			defer wg.Done()
 			for s := range seeds {
-				p := Generate(s)
+				p := GenerateFocus(s, o.Focus)
 				cs := Configs(s)
 				fs := Run(p.Src, Options{Configs: cs, Emit: !o.NoEmit, Fmt: !o.NoFmt})
 				results <- result{s, p.Src, fs, len(cs)}

@@ -2,6 +2,7 @@ package progfuzz
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"regexp"
@@ -97,11 +98,51 @@ type gen struct {
 	dimName map[int]string
 	fnNames []string  // scalar functions declared
 	mustOut []*tensor // tensors that must be outputs
+	focus   Focus
+	mode    string             // the program's --precision: "" (f32), "tf32", "bf16" or "f16"
+	maxMag  float64            // the largest magnitude bound of a tensor defined
+	feeds   []string           // "# feed" lines
+	expect  string             // the input of a planted index outside its dimension, or ""
+	updTol  map[string]float64 // the tolerances of the inputs updated in place
+}
+
+// Focus biases generation towards one feature, for a campaign of it.
+type Focus string
+
+// The foci.
+const (
+	// FocusNone draws every feature at its usual rate.
+	FocusNone Focus = ""
+	// FocusDecode writes a decode step (run-time positions in conditions,
+	// arithmetic and read indexes) in every program.
+	FocusDecode Focus = "decode"
+	// FocusUpdate writes a decode step with in-place updates of its cache
+	// in every program.
+	FocusUpdate Focus = "update"
+	// FocusPrecision puts every program at --precision f16, bf16 or tf32,
+	// with more contractions large enough for tensor cores.
+	FocusPrecision Focus = "precision"
+)
+
+// ParseFocus returns the focus named s ("", "decode", "update" or
+// "precision").
+func ParseFocus(s string) (Focus, error) {
+	switch f := Focus(s); f {
+	case FocusNone, FocusDecode, FocusUpdate, FocusPrecision:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown focus %q (want decode, update or precision)", s)
 }
 
 // sizes are the dimension sizes the generator picks from: mostly not powers
 // of two, all small so that a simulator run takes milliseconds.
 var sizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24, 31, 33, 48}
+
+// halfSafe is the largest magnitude bound of a program put at --precision
+// f16: a program whose bounds pass it goes to bf16 instead, whose range is
+// f32's, so that the half values do not overflow f16's 65504 (the bounds
+// are loose: the values are much smaller).
+const halfSafe = 1e4
 
 // maxElems bounds a tensor's element count.
 const maxElems = 4096
@@ -110,10 +151,25 @@ const maxElems = 4096
 // access in bounds and every value bounded away from overflow, division by
 // small numbers and catastrophic cancellation.
 func Generate(seed uint64) *Program {
-	g := &gen{r: rand.New(rand.NewPCG(seed, 0x7ecf022)), used: map[string]bool{}, dimName: map[int]string{}}
+	return GenerateFocus(seed, FocusNone)
+}
+
+// GenerateFocus returns the program of seed with the features of focus
+// drawn more often (see Focus).
+func GenerateFocus(seed uint64, focus Focus) *Program {
+	g := &gen{r: rand.New(rand.NewPCG(seed, 0x7ecf022)), used: map[string]bool{}, dimName: map[int]string{},
+		focus: focus, updTol: map[string]float64{}}
 	g.program()
 	return g.finish(seed)
 }
+
+// precisionShare is the share of programs generated at a precision other
+// than f32 when no focus asks for all of them.
+const precisionShare = 0.15
+
+// plantShare is the probability that a decode step whose positions are
+// used as indexes gets one planted outside the cache.
+const plantShare = 0.05
 
 func (g *gen) intn(n int) int        { return g.r.IntN(n) }
 func (g *gen) chance(p float64) bool { return g.r.Float64() < p }
@@ -179,12 +235,26 @@ func paramMag(dims []dim) float64 {
 }
 
 func (g *gen) define(t *tensor, stmt string) *tensor {
+	g.maxMag = max(g.maxMag, t.mag)
 	g.body = append(g.body, stmt)
 	g.ts = append(g.ts, t)
 	return t
 }
 
 func (g *gen) program() {
+	if g.focus == FocusPrecision || g.chance(precisionShare) {
+		g.mode = pick(g, []string{"f16", "bf16", "tf32"})
+	}
+	if g.focus == FocusPrecision {
+		// operands of at least 16 rows and columns: tensor-core tiles
+		g.largeContraction()
+	}
+	switch g.focus {
+	case FocusDecode:
+		g.decode(false, 2*plantShare)
+	case FocusUpdate:
+		g.decode(true, 2*plantShare)
+	}
 	ninputs := 1 + g.intn(3)
 	for range ninputs {
 		dt := "f32"
@@ -250,6 +320,7 @@ func (g *gen) statement() {
 		{1.5, g.padGuard},
 		{2, g.reduction},
 		{1.5, g.contraction},
+		{0.3, g.largeContraction},
 		{1, g.cast},
 		{0.5, g.fill},
 		{2.5, g.stdlibCall},
@@ -269,6 +340,8 @@ func (g *gen) statement() {
 		{0.6, g.layout},
 		{0.8, g.gather},
 		{0.6, g.argIndex},
+		{0.4, func() { g.decode(false, plantShare) }},
+		{0.4, func() { g.decode(true, plantShare) }},
 	}
 	total := 0.0
 	for _, k := range kinds {
@@ -791,6 +864,46 @@ func (g *gen) contraction() {
 	g.define(y, fmt.Sprintf("%s[i, j] = sum[k](%s[i, %s] * %s[%s, j])%s", y.name, a.name, ai, w.name, bi, where))
 }
 
+// largeContraction defines y[i, j] = f(sum[k](a[i, k] * w[k, j]) + b[j])
+// with M, N and K of at least 16 (an input a, a new param w, sometimes a
+// bias and a GELU or tanh): large enough for the tensor-core kernels at
+// --precision f16, bf16 and tf32.
+func (g *gen) largeContraction() {
+	// up to 64 (several 64-wide tiles) in a campaign of the precision
+	// focus, up to 33 otherwise (a simulation of a few milliseconds)
+	mn, ks := []int{16, 17, 24, 32, 33}, []int{16, 17, 24, 32}
+	if g.focus == FocusPrecision {
+		mn, ks = []int{16, 17, 24, 32, 33, 48, 64}, []int{16, 17, 24, 32, 40, 48, 64}
+	}
+	var M, N dim
+	for {
+		M, N = g.newDim(pick(g, mn)), g.newDim(pick(g, mn))
+		if M.n*N.n <= maxElems {
+			break
+		}
+	}
+	K := g.newDim(pick(g, ks))
+	a := g.placeholder([]dim{M, K}, "f32", false)
+	w := g.placeholder([]dim{K, N}, "f32", true)
+	w.mag = paramMag(w.dims)
+	L := float64(K.n)
+	v := val{s: fmt.Sprintf("sum[k](%s[i, k] * %s[k, j])", a.name, w.name), mag: L * w.mag}
+	v.err = L*L*w.mag + v.mag
+	if g.chance(0.5) {
+		b := g.placeholder([]dim{N}, "f32", true)
+		v = val{s: fmt.Sprintf("%s + %s[j]", v.s, b.name), mag: v.mag + 1, err: v.err + v.mag + 1}
+	}
+	switch g.intn(3) {
+	case 0:
+		v = val{s: "gelu(" + v.s + ")", mag: v.mag + 1, err: 2*v.err + 8*(v.mag+1)}
+	case 1:
+		v = val{s: "tanh(" + v.s + ")", mag: 1, err: 1.2*v.err + 2}
+	}
+	y := &tensor{name: g.fresh("t"), dims: []dim{M, N}, dt: "f32", mag: v.mag, err: v.err + v.mag}
+	g.define(y, fmt.Sprintf("%s[i, j] = %s", y.name, v.s))
+	g.mustOut = append(g.mustOut, y) // not eliminated as dead code
+}
+
 // cast stores an expression in f16 or bf16; the reference rounds there too.
 func (g *gen) cast() {
 	src := g.any()
@@ -1198,9 +1311,25 @@ func (g *gen) finish(seed uint64) *Program {
 	p := &Program{Seed: seed, Atol: map[string]float64{}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# progfuzz seed %d\n", seed)
+	if g.mode == "f16" && g.maxMag > halfSafe {
+		g.mode = "bf16" // f32's exponent range
+	}
+	if g.mode != "" {
+		fmt.Fprintf(&b, "# precision %s\n", g.mode)
+	}
 	for _, o := range outs {
 		p.Atol[o.name] = Tolerance(o.mag, o.err)
 		fmt.Fprintf(&b, "# tol %s %g\n", o.name, p.Atol[o.name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.updTol)) {
+		p.Atol[name] = g.updTol[name]
+		fmt.Fprintf(&b, "# tol %s %g\n", name, p.Atol[name])
+	}
+	for _, f := range g.feeds {
+		b.WriteString(f + "\n")
+	}
+	if g.expect != "" {
+		fmt.Fprintf(&b, "# expect outside %s\n", g.expect)
 	}
 	for _, c := range g.consts {
 		b.WriteString(c + "\n")

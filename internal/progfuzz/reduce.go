@@ -75,7 +75,7 @@ func edit(src []byte, k int) (out []byte, ok bool) {
 	if !e.done {
 		return nil, false
 	}
-	f.Comments = slices.DeleteFunc(f.Comments, func(c syntax.Comment) bool { return !tolLine.MatchString(c.Text) })
+	f.Comments = slices.DeleteFunc(f.Comments, func(c syntax.Comment) bool { return !directive.MatchString(c.Text) })
 	out, err = syntax.Format(f, nil)
 	if err != nil {
 		return nil, true

@@ -3,10 +3,12 @@ package progfuzz
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,6 +22,7 @@ import (
 	"tec/lang/syntax"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -29,6 +32,9 @@ type Config struct {
 	GPUName       string // a built-in name, or "rand-..." for a generated one
 	GPU           partition.GPU
 	Deterministic bool
+	// Precision is the program's --precision, which Run sets from its
+	// "# precision" line.
+	Precision precision.Mode
 }
 
 // String describes the configuration as the command line says it, e.g.
@@ -37,6 +43,9 @@ func (c Config) String() string {
 	s := fmt.Sprintf("-O%d %s", c.Level, c.GPUName)
 	if c.Deterministic {
 		s += " det"
+	}
+	if c.Precision != precision.F32 {
+		s += " --precision " + c.Precision.String()
 	}
 	return s
 }
@@ -53,6 +62,9 @@ const (
 	KindSim      = "sim"       // the simulator failed (or panicked)
 	KindRace     = "race"      // the simulator found a race
 	KindMismatch = "mismatch"  // an output differs from the reference beyond its tolerance
+	// KindExpect: a program with a planted out-of-range index ("# expect
+	// outside") ran without the "is outside" error naming it.
+	KindExpect = "expect"
 )
 
 // Failure is one failed check of a program at one configuration.
@@ -98,6 +110,9 @@ func (f Failure) Class() string {
 		cfg = fmt.Sprintf("-O%d %s", c.Level, gpuClass(c))
 		if c.Deterministic {
 			cfg += " det"
+		}
+		if c.Precision != precision.F32 {
+			cfg += " " + c.Precision.String()
 		}
 	}
 	return fmt.Sprintf("%s|%s|%s", f.Kind, cfg, f.message())
@@ -160,32 +175,107 @@ func run(src []byte, opts Options) []Failure {
 	if ds.HasErrors() {
 		return []Failure{{Kind: KindCheck, Msg: firstLine(ds.Error())}}
 	}
-	in := Feeds(p)
-	want, stack, err := evaluate(p, in)
-	if err != nil {
+	mode := programPrecision(src)
+	ref := reference(src, p, mode)
+	if outside := expectedOutside(src); outside != "" {
+		return runExpectingOutside(ref, outside, opts)
+	}
+	if ref.err != nil {
 		kind := KindRef
-		if stack != "" {
+		if ref.stack != "" {
 			kind = KindRefPanic
 		}
-		return []Failure{{Kind: kind, Msg: err.Error(), Stack: stack}}
+		return []Failure{{Kind: kind, Msg: ref.err.Error(), Stack: ref.stack}}
 	}
 	if opts.Fmt {
-		if f := checkFmt(src, want); f != nil {
+		if f := checkFmt(src, mode, ref.want); f != nil {
 			fails = append(fails, *f)
 		}
 	}
 	tols := Tolerances(src)
+	if mode != precision.F32 {
+		if f := ref.measureAmplification(tols); f != nil {
+			return append(fails, *f)
+		}
+	}
 	for i := range opts.Configs {
-		c := &opts.Configs[i]
-		for _, f := range runConfig(p, in, want, tols, c, opts.Emit) {
+		c := opts.Configs[i]
+		c.Precision = mode
+		for _, f := range runConfig(ref, tols, &c, opts.Emit) {
 			if f.Config.Level == pipeline.MaxLevel && (f.Kind == KindMismatch || f.Kind == KindRace) {
-				f.OnChipCause = !failsWith(p, in, want, tols, c, f.Kind, pipeline.Options{OnChipBytes: 1})
-				f.ResidentCause = !failsWith(p, in, want, tols, c, f.Kind, pipeline.Options{ResidentBytes: 1})
+				f.OnChipCause = !failsWith(ref, tols, &c, f.Kind, pipeline.Options{OnChipBytes: 1})
+				f.ResidentCause = !failsWith(ref, tols, &c, f.Kind, pipeline.Options{ResidentBytes: 1})
 			}
 			if f.Kind == KindMismatch && f.Config.Level >= 2 && halfFull.Match(src) {
-				f.HalfFullCause = !failsAsF32(src, c)
+				f.HalfFullCause = !failsAsF32(src, &c)
 			}
 			fails = append(fails, f)
+		}
+	}
+	return fails
+}
+
+// refResult is a program's reference: the program p, the program q that
+// the precision pass makes of it (p itself at f32), the feeds of p and
+// those conformed to q's placeholders (numeric.ConformFeeds), and q's
+// float64 reference outputs, or the error (and a panic's stack) of its
+// evaluation.
+type refResult struct {
+	p, q    *te.Program
+	mode    precision.Mode
+	in, qin map[string]*te.Array
+	want    map[string]*te.Array
+	stack   string
+	err     error
+	// amp and exact are set at a precision other than f32 (see
+	// halfCompare): the f32 program's measured amplification of one
+	// rounding error, and its float64 reference outputs.
+	amp   float64
+	exact map[string]*te.Array
+}
+
+// reference evaluates the program p of src at precision mode, fed as Feeds
+// fills it and as src's "# feed" lines say.
+func reference(src []byte, p *te.Program, mode precision.Mode) *refResult {
+	r := &refResult{p: p, q: precision.Apply(p, mode), mode: mode, in: Feeds(p)}
+	applyFeeds(src, r.in)
+	r.qin = numeric.ConformFeeds(r.in, r.q)
+	r.want, r.stack, r.err = evaluate(r.q, r.qin)
+	return r
+}
+
+// runExpectingOutside checks a program fed a planted index outside its
+// dimension: the reference and every configuration's simulation must stop
+// with the "is outside" error that names the input, never compute values
+// or panic.
+func runExpectingOutside(ref *refResult, input string, opts Options) []Failure {
+	expected := func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "is outside") && strings.Contains(err.Error(), input+"[")
+	}
+	switch {
+	case ref.stack != "":
+		return []Failure{{Kind: KindRefPanic, Msg: ref.err.Error(), Stack: ref.stack}}
+	case !expected(ref.err):
+		return []Failure{{Kind: KindExpect, Msg: fmt.Sprintf("reference: %v, want an index of %s outside its dimension", ref.err, input)}}
+	}
+	var fails []Failure
+	for i := range opts.Configs {
+		c := opts.Configs[i]
+		c.Precision = ref.mode
+		f := func(kind, msg, stack string) Failure {
+			return Failure{Kind: kind, Config: &c, Msg: msg, Stack: stack}
+		}
+		res, stack, err := build(ref.p, pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Precision: c.Precision})
+		if err != nil {
+			fails = append(fails, f(KindBuild, err.Error(), stack))
+			continue
+		}
+		_, stack, err = simulate(res.Module, ref.qin)
+		switch {
+		case stack != "":
+			fails = append(fails, f(KindSim, err.Error(), stack))
+		case !expected(err):
+			fails = append(fails, f(KindExpect, fmt.Sprintf("simulator: %v, want an index of %s outside its dimension", err, input), ""))
 		}
 	}
 	return fails
@@ -201,12 +291,15 @@ func failsAsF32(src []byte, c *Config) bool {
 	if ds.HasErrors() {
 		return true
 	}
-	in := Feeds(p)
-	want, _, err := evaluate(p, in)
-	if err != nil {
+	ref := reference(src, p, c.Precision)
+	if ref.err != nil {
 		return true
 	}
-	return hasKind(runConfig(p, in, want, Tolerances(src), c, false), KindMismatch)
+	tols := Tolerances(src)
+	if c.Precision != precision.F32 && ref.measureAmplification(tols) != nil {
+		return true
+	}
+	return hasKind(runConfig(ref, tols, c, false), KindMismatch)
 }
 
 func firstLine(s string) string {
@@ -243,8 +336,9 @@ func evaluate(p *te.Program, in map[string]*te.Array) (out map[string]*te.Array,
 }
 
 // checkFmt checks that formatting is idempotent and that the formatted
-// program checks and evaluates to the same values, bit for bit.
-func checkFmt(src []byte, want map[string]*te.Array) *Failure {
+// program checks and evaluates (at precision mode) to the same values, bit
+// for bit.
+func checkFmt(src []byte, mode precision.Mode, want map[string]*te.Array) *Failure {
 	once, err := format(src)
 	if err != nil {
 		return &Failure{Kind: KindFmt, Msg: "format: " + err.Error()}
@@ -260,12 +354,12 @@ func checkFmt(src []byte, want map[string]*te.Array) *Failure {
 	if ds.HasErrors() {
 		return &Failure{Kind: KindFmt, Msg: "the formatted program does not check: " + firstLine(ds.Error())}
 	}
-	got, _, err := evaluate(p, Feeds(p))
-	if err != nil {
-		return &Failure{Kind: KindFmt, Msg: "the formatted program does not evaluate: " + err.Error()}
+	ref := reference(once, p, mode)
+	if ref.err != nil {
+		return &Failure{Kind: KindFmt, Msg: "the formatted program does not evaluate: " + ref.err.Error()}
 	}
 	for name, w := range want {
-		mm, err := numeric.Compare(got[name], w, numeric.Tolerance{})
+		mm, err := numeric.Compare(ref.want[name], w, numeric.Tolerance{})
 		if err != nil || mm != nil {
 			return &Failure{Kind: KindFmt, Msg: fmt.Sprintf("the formatted program's output %s differs: %v %v", name, mm, err)}
 		}
@@ -306,10 +400,10 @@ func tolerance(tols map[string]float64, name string) numeric.Tolerance {
 	return numeric.Tolerance{Rtol: 1e-3, Atol: 1e-4}
 }
 
-// failsWith reports whether p fails with a failure of kind at c with
-// extra's on-chip limits.
-func failsWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, kind string, extra pipeline.Options) bool {
-	return hasKind(runWith(p, in, want, tols, c, false, extra), kind)
+// failsWith reports whether the program fails with a failure of kind at
+// c with extra's on-chip limits.
+func failsWith(ref *refResult, tols map[string]float64, c *Config, kind string, extra pipeline.Options) bool {
+	return hasKind(runWith(ref, tols, c, false, extra), kind)
 }
 
 func hasKind(fs []Failure, kind string) bool {
@@ -321,19 +415,21 @@ func hasKind(fs []Failure, kind string) bool {
 	return false
 }
 
-func runConfig(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, emit bool) []Failure {
-	return runWith(p, in, want, tols, c, emit, pipeline.Options{})
+func runConfig(ref *refResult, tols map[string]float64, c *Config, emit bool) []Failure {
+	return runWith(ref, tols, c, emit, pipeline.Options{})
 }
 
-// runWith builds p at c (with extra's on-chip limits), checks the launches
-// against the GPU, emits, simulates with race detection and compares.
-func runWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float64, c *Config, emit bool, extra pipeline.Options) []Failure {
+// runWith builds the program at c (with extra's on-chip limits), checks
+// the launches against the GPU, emits, simulates with race detection and
+// compares every output, and every input the program updates in place,
+// with the reference.
+func runWith(ref *refResult, tols map[string]float64, c *Config, emit bool, extra pipeline.Options) []Failure {
 	f := func(kind, msg, stack string) Failure {
 		return Failure{Kind: kind, Config: c, Msg: msg, Stack: stack}
 	}
-	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic,
+	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Precision: c.Precision,
 		OnChipBytes: extra.OnChipBytes, ResidentBytes: extra.ResidentBytes}
-	res, stack, err := build(p, opts)
+	res, stack, err := build(ref.p, opts)
 	if err != nil {
 		return []Failure{f(KindBuild, err.Error(), stack)}
 	}
@@ -346,27 +442,49 @@ func runWith(p *te.Program, in, want map[string]*te.Array, tols map[string]float
 			fails = append(fails, f(KindEmit, msg, stack))
 		}
 	}
-	out, stack, err := simulate(res.Module, in)
+	out, stack, err := simulate(res.Module, ref.qin)
 	if err != nil {
 		return append(fails, f(KindSim, err.Error(), stack))
 	}
 	if out.RaceCount > 0 {
 		fails = append(fails, f(KindRace, out.Races[0].String(), ""))
 	}
-	for _, o := range p.Outputs {
-		got := out.Outputs[o.Name]
+	for _, name := range compared(ref.q) {
+		got := out.Outputs[name]
 		if got == nil {
-			fails = append(fails, f(KindSim, "no output "+o.Name, ""))
+			fails = append(fails, f(KindSim, "no output "+name, ""))
 			continue
 		}
-		mm, err := numeric.Compare(got, want[o.Name], tolerance(tols, o.Name))
+		if ref.mode != precision.F32 {
+			if msg := ref.halfCompare(name, got, tols); msg != "" {
+				fails = append(fails, f(KindMismatch, msg, ""))
+			}
+			continue
+		}
+		mm, err := numeric.Compare(got, ref.want[name], tolerance(tols, name))
 		if err != nil {
-			fails = append(fails, f(KindMismatch, fmt.Sprintf("output %s: %v", o.Name, err), ""))
+			fails = append(fails, f(KindMismatch, fmt.Sprintf("output %s: %v", name, err), ""))
 		} else if mm != nil {
-			fails = append(fails, f(KindMismatch, fmt.Sprintf("output %s: %s", o.Name, mm), ""))
+			fails = append(fails, f(KindMismatch, fmt.Sprintf("output %s: %s", name, mm), ""))
 		}
 	}
 	return fails
+}
+
+// compared returns the names of the arrays a run is compared on: p's
+// outputs, then the inputs it updates in place (outputs under their own
+// names).
+func compared(p *te.Program) []string {
+	var names []string
+	for _, o := range p.Outputs {
+		names = append(names, o.Name)
+	}
+	for _, u := range p.Updates() {
+		if n := u.Update.Target.Name; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 func build(p *te.Program, opts pipeline.Options) (res *pipeline.Result, stack string, err error) {
@@ -502,3 +620,130 @@ func gpuClass(c *Config) string {
 
 // isPow2 reports whether n is a power of two.
 func isPow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
+
+// ampGPU is the GPU the amplification of a program at a precision is
+// measured on, at -O0.
+const ampGPU = "a100"
+
+// measureAmplification sets ref.amp and ref.exact for a program at a
+// precision other than f32: the float64 reference of the f32 program p,
+// and the largest relError (see halfCompare) of p simulated in f32 at -O0
+// against it, in units of f32's roundoff u: how much the program amplifies
+// one rounding error. It returns a failure where p itself is not right in
+// f32 (the f32 configurations of other programs find those; here it would
+// make the measure meaningless).
+func (ref *refResult) measureAmplification(tols map[string]float64) *Failure {
+	exact, stack, err := evaluate(ref.p, ref.in)
+	if err != nil {
+		kind := KindRef
+		if stack != "" {
+			kind = KindRefPanic
+		}
+		return &Failure{Kind: kind, Msg: "the f32 program: " + err.Error(), Stack: stack}
+	}
+	g, _ := partition.BuiltinGPU(ampGPU)
+	c := &Config{Level: 0, GPUName: ampGPU, GPU: g}
+	f32 := &refResult{p: ref.p, q: ref.p, in: ref.in, qin: ref.in, want: exact}
+	if fs := runConfig(f32, tols, c, false); len(fs) > 0 {
+		fs[0].Msg = "the f32 program: " + fs[0].Msg
+		return &fs[0]
+	}
+	res, _, _ := build(ref.p, pipeline.Options{Level: 0, GPU: g})
+	out, _, _ := simulate(res.Module, ref.in)
+	ref.exact, ref.amp = exact, 1
+	for _, name := range compared(ref.p) {
+		ref.amp = max(ref.amp, relError(out.Outputs[name], exact[name])/u)
+	}
+	return nil
+}
+
+// halfUnit is the relative size of one unit in the last place of the type
+// a precision rounds to: 2^-11 for f16 and TF32 (10 fraction bits, round
+// to nearest), 2^-8 for bf16.
+func halfUnit(m precision.Mode) float64 {
+	if m == precision.BF16 {
+		return 0x1p-8
+	}
+	return 0x1p-11
+}
+
+// halfCompare compares an output of a program at a precision other than
+// f32 with the reference of the program the precision pass made, as
+// precision's TestExamples does, and returns the mismatch or "".
+//
+// Both round at the same points (half storage, TF32 operands), but the
+// simulator computes in f32 and the reference in float64, so a value just
+// beside a rounding boundary may round to the neighbouring value: one unit
+// of the rounded type where the f32 value and the float64 one straddle the
+// boundary, which the operations after it amplify as they amplify any
+// rounding error. The generator's error bounds count f32 roundings and do
+// not see the half roundings inside a statement (softmax's exponentials,
+// an RNN's steps), so the amplification is measured instead: amp, the f32
+// program's error against its float64 reference in units of u. The
+// tolerance is eight amplified units of the half type, relative to the
+// output's largest magnitude (relError), as in precision's TestExamples: a
+// rounding point missing on one side differs by half a unit at every
+// element, a half accumulator or a wrong tile by far more. An output also
+// passes within the generator's f32 tolerance (exact outputs: copies,
+// gathers, updated slots). An output whose reference at the precision
+// overflows where the f32 reference does not is not compared: past the
+// largest half value, whether an element overflows depends on the last bit
+// of a sum.
+func (ref *refResult) halfCompare(name string, got *te.Array, tols map[string]float64) string {
+	want := ref.want[name]
+	if mm, err := numeric.Compare(got, want, tolerance(tols, name)); err == nil && mm == nil {
+		return ""
+	} else if err != nil {
+		return fmt.Sprintf("output %s: %v", name, err)
+	}
+	if overflows(want, ref.exact[name]) {
+		return ""
+	}
+	tol := 8 * halfUnit(ref.mode) * ref.amp
+	if e := relError(got, want); !(e <= tol) {
+		return fmt.Sprintf("output %s: relative error %.3g against the reference at %s, want <= %.3g (8 units of %s times the f32 amplification %.3g)",
+			name, e, ref.mode, tol, ref.mode, ref.amp)
+	}
+	return ""
+}
+
+// overflows reports whether half holds an infinity or a NaN where exact,
+// the f32 program's reference, holds a finite value.
+func overflows(half, exact *te.Array) bool {
+	if exact == nil {
+		return false
+	}
+	for i, v := range half.Data {
+		w := exact.Data[i]
+		if (math.IsInf(v, 0) || math.IsNaN(v)) && !math.IsInf(w, 0) && !math.IsNaN(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// relError returns max |got - want| / max |want| over the elements, the
+// error relative to the output's magnitude (precision's TestExamples
+// measures the same): it stays finite where an element is near zero.
+// Where both hold the same infinity or both NaN at an element, the
+// element differs by nothing; NaN against a number makes the result NaN.
+func relError(got, want *te.Array) float64 {
+	var diff, scale float64
+	for i, w := range want.Data {
+		g := got.Data[i]
+		if !math.IsInf(w, 0) {
+			scale = max(scale, math.Abs(w))
+		}
+		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
+			continue
+		}
+		if math.IsNaN(g) || math.IsNaN(w) {
+			return math.NaN()
+		}
+		diff = max(diff, math.Abs(g-w))
+	}
+	if scale == 0 {
+		return diff
+	}
+	return diff / scale
+}
