@@ -13,9 +13,12 @@ import (
 // (the recover in Check would turn a panic into an "internal" diagnostic,
 // which the fuzzer reports as a failure), and a program comes back exactly
 // when there is no error. The corpus is seeded with the bad-input corpus,
-// the blocks of the language reference and the examples.
+// the programs of the newest syntax that TestHostileNewSyntax garbles
+// (update, run-time positions, **, sin and cos, argmax, gathers, params
+// declared in a loop), the blocks of the language reference and the
+// examples.
 func FuzzCheck(f *testing.F) {
-	for _, dir := range []string{"testdata/errors", "testdata/lower"} {
+	for _, dir := range []string{"testdata/errors", "testdata/lower", "testdata/hostile"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.te"))
 		for _, path := range files {
 			if src, err := os.ReadFile(path); err == nil {

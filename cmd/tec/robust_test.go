@@ -4,8 +4,10 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -191,5 +193,68 @@ func TestOutputsToAFullDevice(t *testing.T) {
 				t.Errorf("the link %s is gone: %v, %v", link, fi, err)
 			}
 		})
+	}
+}
+
+// TestHostileNewSyntax runs tec check and tec build on truncated and
+// garbled variants of the programs of the newest syntax (update, run-time
+// positions, **, sin and cos, argmax, gathers, params declared in a loop;
+// lang/testdata/hostile): each is a clear error — status 1, a diagnostic
+// with the file, line and column — never a panic. (lang's
+// TestHostileNewSyntax checks thousands of variants against the checker
+// and the pipeline; this one checks the commands' answers.)
+func TestHostileNewSyntax(t *testing.T) {
+	garbles := [][2]string{
+		{"update kc[l, b, pos[b], e]", "update kc[l, b, pos[b], e, e]"},
+		{"update kc[l, b, pos[b], e]", "update knew[l, b, pos[b], e]"},
+		{"update kc[l, b, pos[b], e]", "update kc[l, b, knew[b, e], e]"},
+		{"kc[b, pos[b], e]", "kc[b, pos, e]"},
+		{"f32(pos[b] + 1)", "f32(pos[b] + 1"},
+		{"select(t <= pos[b]", "select(t <= pos[b] <= t"},
+		{"10000.0 ** (", "10000.0 ** ** ("},
+		{"q[s, d] ** 2.0", "q[s, d] ** q"},
+		{"cos(th[s, d])", "cos(th[s, d], 1.0)"},
+		{"argmax[c](logits[s, c])", "argmax[](logits[s, c])"},
+		{"argmax[c](logits[s, c])", "argmax[c](logits[s, c]) + 0.5"},
+		{"wte[ids[s] + 1, d]", "wte[ids[s] + 1.0, d]"},
+		{"wtt[seg[s], d]", "wtt[seg[s, s], d]"},
+		{"param w: f32[width(s), c, 3, 3]", "param w: f32[width(s), c, 3, 3]\n    param w: f32[1]"},
+		{"for s in 0..STAGES {", "for s in 0..STAGES {{"},
+	}
+	files, err := filepath.Glob("../../lang/testdata/hostile/*.te")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no programs in lang/testdata/hostile: %v", err)
+	}
+	dir := t.TempDir()
+	var variants []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(b)
+		// truncated inside the model, at a third and at two thirds
+		variants = append(variants, src[:len(src)/3], src[:2*len(src)/3])
+		for _, g := range garbles {
+			if strings.Contains(src, g[0]) {
+				variants = append(variants, strings.Replace(src, g[0], g[1], 1))
+			}
+		}
+	}
+	if len(variants) < 2*len(files)+len(garbles) {
+		t.Fatalf("%d variants: some garbles match no program", len(variants))
+	}
+	position := regexp.MustCompile(`\.te:[0-9]+:[0-9]+: error\[`)
+	for i, v := range variants {
+		path := filepath.Join(dir, fmt.Sprintf("v%02d.te", i))
+		if err := os.WriteFile(path, []byte(v), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"check", path}, {"build", "-o", filepath.Join(dir, "out"), path}} {
+			code, _, stderr := runTec(t, args...)
+			if code != exitUser || !position.MatchString(stderr) || strings.Contains(stderr, "panic") || strings.Contains(stderr, "internal") {
+				t.Errorf("tec %s on\n%s\nstatus %d (want %d), stderr:\n%s", args[0], v, code, exitUser, stderr)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package syntax_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"tec/lang/syntax"
@@ -20,6 +21,20 @@ func FuzzParse(f *testing.F) {
 			}
 			f.Add(src)
 		}
+	}
+	// the programs of the newest syntax (update, run-time positions, **,
+	// argmax, params declared in a loop) that lang's TestHostileNewSyntax
+	// garbles
+	hostile, _ := filepath.Glob("../testdata/hostile/*.te")
+	if len(hostile) == 0 {
+		f.Fatal("no programs in lang/testdata/hostile")
+	}
+	for _, file := range hostile {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, err := syntax.Parse("fuzz.te", src)
