@@ -28,15 +28,19 @@ import (
 //     slot read where it is made: select(t == pos[b], knew[b, e], kc[...]).
 //
 // With a small probability (plant), one position is planted past the
-// cache: the program says "# expect outside pos", and every run must stop
-// with the "is outside" error naming it.
+// cache (past its end or before its start): the program says "# expect
+// outside pos", and every run must stop with the "is outside" error
+// naming it.
 func (g *gen) decode(updates bool, plant float64) {
 	B := g.newDim(1 + g.intn(4))
-	T := g.newDim(pick(g, []int{2, 3, 5, 8, 12, 17}))
-	E := g.newDim(pick(g, []int{2, 3, 4, 6, 8}))
+	T := g.newDim(pick(g, []int{2, 3, 5, 8, 12, 17, 33, 64}))
+	E := g.newDim(pick(g, []int{2, 3, 4, 6, 8, 16}))
 	layers := 0
 	if updates && g.chance(0.4) {
 		layers = 2 + g.intn(2)
+	}
+	for max(layers, 1)*B.n*T.n*E.n > maxElems {
+		E = g.newDim(E.n / 2)
 	}
 	// the largest constant added to a position used as an index
 	off := 0
@@ -213,9 +217,9 @@ func (g *gen) cacheUpdates(kc, knew, x *tensor, pos string, layers, off int, T d
 // feedPositions writes the "# feed" line of pos: for each of its n
 // elements the first slot, the last slot that pos + off leaves inside a
 // cache of T, or any between. Where pos is used as an index, with
-// probability plant one element is planted past the cache instead (T -
-// off + the smallest offset is not enough: T puts every use outside) and
-// the program expects the "is outside" error.
+// probability plant one element is planted outside the cache instead (T,
+// past the end for every use, or -1 - off, before the start for every
+// use) and the program expects the "is outside" error.
 func (g *gen) feedPositions(pos string, n, T, off int, indexed bool, plant float64) {
 	last := T - 1 - off
 	vs := make([]string, n)
@@ -224,7 +228,8 @@ func (g *gen) feedPositions(pos string, n, T, off int, indexed bool, plant float
 		vs[i] = fmt.Sprint(v)
 	}
 	if indexed && g.chance(plant) {
-		vs[g.intn(n)] = fmt.Sprint(T)
+		// past the end, or before the start (pos + c < 0 for every c <= off)
+		vs[g.intn(n)] = fmt.Sprint(pick(g, []int{T, -1 - off}))
 		g.expect = pos
 	}
 	g.feeds = append(g.feeds, fmt.Sprintf("# feed %s %s", pos, strings.Join(vs, " ")))

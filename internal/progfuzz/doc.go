@@ -15,7 +15,25 @@
 // stack, the standard library (softmax, layernorm, linear, matmul,
 // transpose, slices and concatenation, convolutions and pooling, gelu...)
 // and the motifs of the examples (attention, causal attention, RNN cell steps, MLP,
-// layernorm-softmax chains, convolution and pooling).
+// layernorm-softmax chains, convolution and pooling), and an LLM's decode
+// step (decode.go): run-time positions pos[b] in select conditions on
+// output indexes (a masked contraction and masked reductions over a
+// key/value cache), in arithmetic (rotary angles through sin and cos) and
+// as read indexes (kc[b, pos[b] + c, e], a position table), and in-place
+// updates of the cache at run-time and compile-time slots, one per layer,
+// with reads before and after the updates that must see the old values.
+//
+// A program carries its settings in comment lines (directives.go): "# tol"
+// (an output's tolerance), "# feed" (the values of an i32 input: the
+// positions, inside the cache), "# expect outside" (a position planted
+// outside the cache, with a small probability: the reference and every
+// configuration must stop with the "is outside" error that names it) and
+// "# precision" (a share of the programs is built at --precision f16,
+// bf16 or tf32 and compared with the reference of the program the
+// precision pass makes, at the tolerance halfCompare justifies; their
+// contractions of 16 or more rows, columns and terms run on the
+// tensor-core kernels). GenerateFocus draws one of these features in
+// every program, for a campaign of it (tecfuzz -focus).
 //
 // Run is the oracle. It checks the program (a generated program that does
 // not check is a generator bug), evaluates the float64 reference, checks
@@ -23,7 +41,8 @@
 // and for each Config (level, GPU, Deterministic) builds the program,
 // checks every kernel's launch against the GPU's block limits, runs both
 // emitters, simulates with race detection and compares every output with
-// the reference. Configs are -O0 to -O4 on the built-in GPUs and on a valid
+// the reference, and every input the program updates in place with the
+// reference's updated input. Configs are -O0 to -O4 on the built-in GPUs and on a valid
 // random GPU (RandomGPU: thread limits such as 33, 96 and 160, little shared
 // memory, one to eight SMs, few blocks per SM).
 //
