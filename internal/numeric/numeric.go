@@ -210,32 +210,38 @@ func Summarize(a *te.Array) Stats {
 }
 
 // GatherRanges returns, for each placeholder that a gather of p reads its
-// index from directly (wte[ids[s] + c, d]), the values [lo, hi) that keep
-// every such gather in range; a placeholder with no such value is left out.
+// index from directly (wte[ids[s] + c, d]), or an in-place update its slot
+// (update kc[b, pos[b], e] = ...), the values [lo, hi) that keep every such
+// gather and update in range; a placeholder with no such value is left
+// out.
 func GatherRanges(p *te.Program) map[*te.Tensor][2]int {
 	out := map[*te.Tensor][2]int{}
+	narrow := func(l *te.Load) {
+		for d := range l.Index {
+			src, off, isLoad := offsetLoad(l.Gathered(d))
+			c, isConst := l.Index[d].IsConst()
+			if !isLoad || !isConst || src.Tensor.Kind == te.Compute {
+				continue
+			}
+			c += off
+			r, seen := out[src.Tensor]
+			if !seen {
+				r = [2]int{math.MinInt, math.MaxInt}
+			}
+			r[0], r[1] = max(r[0], -c), min(r[1], l.Tensor.Shape[d]-c)
+			out[src.Tensor] = r
+		}
+	}
 	for _, t := range p.Tensors {
+		if t.Update != nil {
+			narrow(t.Update.Dest())
+		}
 		if t.Body == nil {
 			continue
 		}
 		te.Walk(t.Body, func(e te.Expr) bool {
-			l, ok := e.(*te.Load)
-			if !ok {
-				return true
-			}
-			for d := range l.Index {
-				src, off, isLoad := offsetLoad(l.Gathered(d))
-				c, isConst := l.Index[d].IsConst()
-				if !isLoad || !isConst || src.Tensor.Kind == te.Compute {
-					continue
-				}
-				c += off
-				r, seen := out[src.Tensor]
-				if !seen {
-					r = [2]int{math.MinInt, math.MaxInt}
-				}
-				r[0], r[1] = max(r[0], -c), min(r[1], l.Tensor.Shape[d]-c)
-				out[src.Tensor] = r
+			if l, ok := e.(*te.Load); ok {
+				narrow(l)
 			}
 			return true
 		})

@@ -177,6 +177,26 @@ func TestGatherRanges(t *testing.T) {
 	}
 }
 
+// TestGatherRangesUpdate checks that the run-time slot of an in-place
+// update narrows its index tensor as a gather does: update kc[b, pos[b] +
+// 1, e] on a cache of 4 slots keeps pos in [-1, 3). (tec run --fill random
+// filled such positions in [0, 8), outside the cache.)
+func TestGatherRangesUpdate(t *testing.T) {
+	pos := &te.Tensor{Name: "pos", Kind: te.Input, DType: te.I32, Shape: []int{2}}
+	x := &te.Tensor{Name: "x", Kind: te.Input, DType: te.F32, Shape: []int{2, 3}}
+	kc := &te.Tensor{Name: "kc", Kind: te.Input, DType: te.F32, Shape: []int{2, 4, 3}}
+	b, e := te.NewVar("b", 2), te.NewVar("e", 3)
+	one := &te.ConstExpr{Value: 1, DType: te.I32}
+	u := &te.Tensor{Name: "kc/update", Kind: te.Compute, DType: te.F32, Shape: []int{2, 3}, Axes: []*te.Var{b, e},
+		Body: &te.Load{Tensor: x, Index: []te.Index{te.VarIndex(b), te.VarIndex(e)}},
+		Update: &te.Update{Target: kc, Index: []te.Index{te.VarIndex(b), te.Const(0), te.VarIndex(e)},
+			Gather: []te.Expr{nil, &te.Binary{Op: te.Add, X: &te.Load{Tensor: pos, Index: []te.Index{te.VarIndex(b)}}, Y: one}, nil}}}
+	p := &te.Program{Name: "m", Tensors: []*te.Tensor{pos, x, kc, u}}
+	if got, want := GatherRanges(p)[pos], [2]int{-1, 3}; got != want {
+		t.Errorf("pos: range %v, want %v", got, want)
+	}
+}
+
 // TestConformFeeds checks that feeds are rounded to the dtypes of the
 // program at a precision, and shared where the dtype is already right.
 func TestConformFeeds(t *testing.T) {
