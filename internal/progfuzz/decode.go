@@ -227,7 +227,7 @@ func (g *gen) feedPositions(pos string, n, T, off int, indexed bool, plant float
 		v := pick(g, []int{0, last, g.intn(last + 1)})
 		vs[i] = fmt.Sprint(v)
 	}
-	if indexed && g.chance(plant) {
+	if indexed && g.expect == "" && g.chance(plant) { // one planted position per program
 		// past the end, or before the start (pos + c < 0 for every c <= off)
 		vs[g.intn(n)] = fmt.Sprint(pick(g, []int{T, -1 - off}))
 		g.expect = pos

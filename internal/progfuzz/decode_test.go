@@ -1,7 +1,9 @@
 package progfuzz
 
 import (
+	"math/rand/v2"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,5 +146,23 @@ func TestPlanted(t *testing.T) {
 	fs := Run([]byte(strings.Replace(prog, "%s", "0 2", 1)), Options{Configs: cfgs})
 	if len(fs) != 1 || fs[0].Kind != KindExpect {
 		t.Errorf("positions inside the cache, expecting an error: %v, want one %s failure", fs, KindExpect)
+	}
+}
+
+// TestOnePlant checks that a program plants one position at most: the
+// oracle expects the error of one input, and a second decode step's plant
+// made the reference stop at the first's (campaign seed 60028 of the
+// update focus).
+func TestOnePlant(t *testing.T) {
+	g := &gen{r: rand.New(rand.NewPCG(1, 2))}
+	g.feedPositions("p1", 3, 8, 0, true, 1)
+	g.feedPositions("p2", 3, 8, 0, true, 1)
+	if g.expect != "p1" {
+		t.Errorf("planted in %q, want p1 only", g.expect)
+	}
+	for _, f := range strings.Fields(strings.TrimPrefix(g.feeds[1], "# feed p2 ")) {
+		if v, err := strconv.Atoi(f); err != nil || v < 0 || v >= 8 {
+			t.Errorf("p2's feed %q: %q is not a slot of 8", g.feeds[1], f)
+		}
 	}
 }
