@@ -179,20 +179,54 @@ func (g *gen) cacheUpdates(kc, knew, x *tensor, pos string, layers, off int, T d
 	if c := g.intn(off + 1); c > 0 {
 		slot = fmt.Sprintf("%s[b] + %d", pos, c)
 	}
-	body := pick(g, []val{
-		{s: knew.name + "[b, e]", mag: knew.mag, err: knew.err},
-		{s: "tanh(" + knew.name + "[b, e])", mag: 1, err: knew.err + 2},
-		{s: x.name + "[b, e] * 0.5", mag: 0.5},
-	})
-	mag, err := max(1, body.mag), body.err
+	E := cdims[len(cdims)-1]
+	// cache reads the cache at a layer ("" without layers), the slot and
+	// the width index ei
+	cache := func(layer, slot, ei string) string {
+		if layer == "" {
+			return fmt.Sprintf("%s[b, %s, %s]", kc.name, slot, ei)
+		}
+		return fmt.Sprintf("%s[%s, b, %s, %s]", kc.name, layer, slot, ei)
+	}
+	// the body of the update of a layer at a slot, written from another
+	// layer's text other: the new key, or the cache itself read at the
+	// slot the update writes (read, modify, write), at the mirrored
+	// element of that slot (which another thread's update writes) or at
+	// another layer's slot (which another update writes): every read must
+	// see the old values
+	kind := g.intn(6)
+	if kind == 5 && layers == 0 {
+		kind = 3
+	}
+	body := func(layer, other, slot string) val {
+		switch kind {
+		case 0:
+			return val{s: knew.name + "[b, e]", mag: knew.mag, err: knew.err}
+		case 1:
+			return val{s: "tanh(" + knew.name + "[b, e])", mag: 1, err: knew.err + 2}
+		case 2:
+			return val{s: x.name + "[b, e] * 0.5", mag: 0.5}
+		case 3:
+			m := 0.5 + knew.mag
+			return val{s: fmt.Sprintf("%s * 0.5 + %s[b, e]", cache(layer, slot, "e"), knew.name), mag: m, err: knew.err + m}
+		case 4:
+			m := 1 + knew.mag
+			return val{s: fmt.Sprintf("%s + %s[b, e]", cache(layer, slot, fmt.Sprintf("%s - 1 - e", E.paren())), knew.name), mag: m, err: knew.err + m}
+		}
+		return val{s: cache(other, slot, "e") + " + 0.5", mag: 1.5, err: 1.5}
+	}
+	var mag, err float64
 	switch {
 	case layers == 0:
-		g.body = append(g.body, fmt.Sprintf("update %s[b, %s, e] = %s", kc.name, slot, body.s))
+		v := body("", "", slot)
+		mag, err = max(1, v.mag), v.err
+		g.body = append(g.body, fmt.Sprintf("update %s[b, %s, e] = %s", kc.name, slot, v.s))
 	case g.chance(0.5):
 		// one update per layer in a compile-time loop, scaled per layer
-		g.body = append(g.body, fmt.Sprintf("for l in 0..%d {\n    update %s[l, b, %s, e] = %s * (1.0 + l * 0.5)\n  }", layers, kc.name, slot, paren(body.s)))
+		v := body("l", fmt.Sprintf("(l + 1) %% %d", layers), slot)
+		g.body = append(g.body, fmt.Sprintf("for l in 0..%d {\n    update %s[l, b, %s, e] = %s * (1.0 + l * 0.5)\n  }", layers, kc.name, slot, paren(v.s)))
 		f := 1 + float64(layers-1)*0.5
-		mag, err = max(1, body.mag*f), body.err*f+2*body.mag*f
+		mag, err = max(1, v.mag*f), v.err*f+2*v.mag*f
 	default:
 		// one statement per layer, the last sometimes at a compile-time slot
 		for l := range layers {
@@ -200,7 +234,9 @@ func (g *gen) cacheUpdates(kc, knew, x *tensor, pos string, layers, off int, T d
 			if l == layers-1 && g.chance(0.5) {
 				s = pick(g, []string{"0", fmt.Sprintf("%s - 1", cdims[2].s)})
 			}
-			g.body = append(g.body, fmt.Sprintf("update %s[%d, b, %s, e] = %s", kc.name, l, s, body.s))
+			v := body(fmt.Sprint(l), fmt.Sprint((l+1)%layers), s)
+			mag, err = max(mag, 1, v.mag), max(err, v.err)
+			g.body = append(g.body, fmt.Sprintf("update %s[%d, b, %s, e] = %s", kc.name, l, s, v.s))
 		}
 	}
 	g.updTol[kc.name] = Tolerance(mag, err+mag*storageULP[kc.dt])

@@ -18,25 +18,30 @@ import (
 // contraction and masked reductions over a cache), in arithmetic, as read
 // indexes with and without a constant added, in-place updates at run-time
 // and compile-time slots (in a compile-time loop and as one statement per
-// layer), the new slot read where it is made, reads of the cache after
-// its updates, the positions' feeds and a planted position.
+// layer), the new slot read where it is made, updates whose value reads
+// the cache (at the slot written, at a slot another thread's update
+// writes, at another layer's slot), reads of the cache after its updates,
+// the positions' feeds and a planted position.
 func TestGenerateDecode(t *testing.T) {
 	forms := map[string]*regexp.Regexp{
-		"masked contraction": regexp.MustCompile(`= select\(t <=? pos\d+\[b\][^\n]*, sum\[e\]`),
-		"masked reduction":   regexp.MustCompile(`= (sum|max|min)\[t\]\(select\([^\n]*pos\d+\[b\]`),
-		"arithmetic":         regexp.MustCompile(`f32\(pos\d+\[b\]( \+ 1)?\) \* w\d+\[e\]`),
-		"read index":         regexp.MustCompile(`\[(0, )?b, pos\d+\[b\], e\] \+`),
-		"read index offset":  regexp.MustCompile(`\[(0, )?b, pos\d+\[b\] \+ \d, e\]`),
-		"table read":         regexp.MustCompile(`w\d+\[pos\d+\[b\]( \+ \d)?, e\]`),
-		"update":             regexp.MustCompile(`update x\d+\[b, pos\d+\[b\]( \+ \d)?, e\] =`),
-		"update loop":        regexp.MustCompile(`for l in 0\.\.\d \{\n +update x\d+\[l, b, pos`),
-		"update layers":      regexp.MustCompile(`update x\d+\[1, b, pos\d+\[b\]`),
-		"compile-time slot":  regexp.MustCompile(`update x\d+\[\d, b, (0|\w+ - 1), e\]`),
-		"new slot":           regexp.MustCompile(`select\(t == pos\d+\[b\], knew\d+\[b, e\]`),
-		"read after update":  regexp.MustCompile(`(?s)update x(\d+)\[.*\n  old\d+\[b, t, e\] = x(\d+)\[`),
-		"feed":               regexp.MustCompile(`(?m)^# feed pos\d+( \d+)+$`),
-		"planted":            regexp.MustCompile(`(?m)^# expect outside pos\d+$`),
-		"precision":          regexp.MustCompile(`(?m)^# precision (f16|bf16|tf32)$`),
+		"masked contraction":  regexp.MustCompile(`= select\(t <=? pos\d+\[b\][^\n]*, sum\[e\]`),
+		"masked reduction":    regexp.MustCompile(`= (sum|max|min)\[t\]\(select\([^\n]*pos\d+\[b\]`),
+		"arithmetic":          regexp.MustCompile(`f32\(pos\d+\[b\]( \+ 1)?\) \* w\d+\[e\]`),
+		"read index":          regexp.MustCompile(`\[(0, )?b, pos\d+\[b\], e\] \+`),
+		"read index offset":   regexp.MustCompile(`\[(0, )?b, pos\d+\[b\] \+ \d, e\]`),
+		"table read":          regexp.MustCompile(`w\d+\[pos\d+\[b\]( \+ \d)?, e\]`),
+		"update":              regexp.MustCompile(`update x\d+\[b, pos\d+\[b\]( \+ \d)?, e\] =`),
+		"update loop":         regexp.MustCompile(`for l in 0\.\.\d \{\n +update x\d+\[l, b, pos`),
+		"update layers":       regexp.MustCompile(`update x\d+\[1, b, pos\d+\[b\]`),
+		"compile-time slot":   regexp.MustCompile(`update x\d+\[\d, b, (0|\w+ - 1), e\]`),
+		"new slot":            regexp.MustCompile(`select\(t == pos\d+\[b\], knew\d+\[b, e\]`),
+		"update reads slot":   regexp.MustCompile(`update x(\d+)\[[^\n]*\] = \(?x\d+\[[^\n]*pos\d+\[b\]( \+ \d)?, e\] \* 0\.5`),
+		"update reads mirror": regexp.MustCompile(`update x\d+\[[^\n]*\] = \(?x\d+\[[^\n]*, \w+ - 1 - e\] \+`),
+		"update reads layer":  regexp.MustCompile(`update x\d+\[(l|\d), [^\n]*\] = \(?x\d+\[(\(l \+ 1\) % \d|\d), b, `),
+		"read after update":   regexp.MustCompile(`(?s)update x(\d+)\[.*\n  old\d+\[b, t, e\] = x(\d+)\[`),
+		"feed":                regexp.MustCompile(`(?m)^# feed pos\d+( \d+)+$`),
+		"planted":             regexp.MustCompile(`(?m)^# expect outside pos\d+$`),
+		"precision":           regexp.MustCompile(`(?m)^# precision (f16|bf16|tf32)$`),
 	}
 	found := map[string]bool{}
 	for s := range uint64(300) {

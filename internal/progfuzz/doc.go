@@ -21,7 +21,9 @@
 // key/value cache), in arithmetic (rotary angles through sin and cos) and
 // as read indexes (kc[b, pos[b] + c, e], a position table), and in-place
 // updates of the cache at run-time and compile-time slots, one per layer,
-// with reads before and after the updates that must see the old values.
+// with reads before and after the updates that must see the old values
+// (the update's own value may read the cache: at the slot it writes, at
+// one another thread's update writes, at another layer's).
 //
 // A program carries its settings in comment lines (directives.go): "# tol"
 // (an output's tolerance), "# feed" (the values of an i32 input: the
