@@ -10,6 +10,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tec/internal/tensorio"
+	"tec/lang"
+	"tec/precision"
+	"tec/te"
 )
 
 // CampaignOptions configure a campaign.
@@ -207,7 +212,19 @@ func save(dir string, n int, seed uint64, src []byte, st *ClassStats) error {
 		if f.Config.Deterministic {
 			det = " --deterministic"
 		}
-		fmt.Fprintf(&b, "reproduce: tec run %s --fill random --device sim -O%d --gpu gpu.json%s\n", prog, f.Config.Level, det)
+		prec := ""
+		if f.Config.Precision != precision.F32 {
+			prec = " --precision " + f.Config.Precision.String()
+		}
+		inputs := ""
+		if fed := fedArrays(src); len(fed) > 0 {
+			// the positions of the "# feed" lines, which --fill random does not know
+			if err := tensorio.WriteNPZ(filepath.Join(d, "feeds.npz"), fed); err != nil {
+				return fmt.Errorf("campaign: %w", err)
+			}
+			inputs = " --inputs feeds.npz"
+		}
+		fmt.Fprintf(&b, "reproduce: tec run %s%s --fill random --device sim -O%d --gpu gpu.json%s%s\n", prog, inputs, f.Config.Level, det, prec)
 		fmt.Fprintf(&b, "           go run ./cmd/tecfuzz -repro %s -O %d -gpu %s%s\n",
 			filepath.Join(d, prog), f.Config.Level, filepath.Join(d, "gpu.json"), strings.Replace(det, "--", "-", 1))
 	}
@@ -250,4 +267,26 @@ func (s *Summary) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, "%-5s %8d %10d  %s\n", k, c.Programs, c.FirstSeed, c.Class)
 	}
+}
+
+// fedArrays returns the inputs of src that its "# feed" lines give, filled
+// as Run fills them, or nil (src does not check, or has no such line).
+func fedArrays(src []byte) map[string]*te.Array {
+	lines := feedLine.FindAllSubmatch(src, -1)
+	if len(lines) == 0 {
+		return nil
+	}
+	p, ds := lang.Check("prog.te", src, lang.Config{})
+	if ds.HasErrors() {
+		return nil
+	}
+	in := Feeds(p)
+	applyFeeds(src, in)
+	out := map[string]*te.Array{}
+	for _, m := range lines {
+		if a := in[string(m[1])]; a != nil {
+			out[string(m[1])] = a
+		}
+	}
+	return out
 }

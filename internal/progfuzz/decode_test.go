@@ -2,12 +2,15 @@ package progfuzz
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"tec/backend/kir"
+	"tec/internal/tensorio"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
@@ -169,5 +172,34 @@ func TestOnePlant(t *testing.T) {
 		if v, err := strconv.Atoi(f); err != nil || v < 0 || v >= 8 {
 			t.Errorf("p2's feed %q: %q is not a slot of 8", g.feeds[1], f)
 		}
+	}
+}
+
+// TestSaveFeeds checks that a saved failure of a program with "# feed"
+// lines writes them to feeds.npz, and that its tec run line passes them
+// and the program's precision.
+func TestSaveFeeds(t *testing.T) {
+	dir := t.TempDir()
+	src := []byte("# precision f16\n# feed pos 3 1\nmodel m {\n  input pos: i32[2]\n  input kc: f32[2, 4]\n  r[b] = kc[b, pos[b]]\n  output r\n}\n")
+	cfg := builtin(2, "a100")
+	cfg.Precision = programPrecision(src)
+	st := &ClassStats{Class: "c", Example: Failure{Kind: KindMismatch, Config: &cfg, Msg: "output r: x"}}
+	if err := save(dir, 1, 9, src, st); err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(dir, "001-mismatch")
+	fed, err := tensorio.ReadNPZ(filepath.Join(d, "feeds.npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos := fed["pos"]; pos == nil || pos.Data[0] != 3 || pos.Data[1] != 1 {
+		t.Errorf("feeds.npz: pos %v, want [3 1]", pos)
+	}
+	txt, err := os.ReadFile(filepath.Join(d, "failure.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "tec run orig.te --inputs feeds.npz --fill random --device sim -O2 --gpu gpu.json --precision f16"; !strings.Contains(string(txt), want) {
+		t.Errorf("failure.txt:\n%s\nwant it to contain %q", txt, want)
 	}
 }
