@@ -3,7 +3,7 @@
 // Generate writes, from a seed, a random .te program: deterministic, well
 // typed, every access in bounds. It draws on the whole language: constants
 // for dimensions (sizes mostly not powers of two), inputs and params of f32,
-// f16, bf16 and i32, element-wise trees over every builtin function,
+// f16, bf16 and i32, element-wise trees over every builtin function (sin, cos and ** included),
 // quasi-affine accesses (strides, offsets, reversal, / and % by constants),
 // select guards for padding, branches removed by a compile-time condition,
 // where ranges, reductions (sum, max, min, prod) over one or several axes,

@@ -480,8 +480,9 @@ func (g *gen) expr(out []dim, vs []string, depth int) val {
 		default:
 			return val{s: "rsqrt(abs(" + a.s + ") + 0.5)", mag: 1.5, err: 1.5*(a.err+a.mag) + 4}
 		}
-	case 8: // bounded functions
-		f := pick(g, []string{"tanh", "sigmoid", "erf"})
+	case 8: // bounded functions (sin and cos have derivatives at most 1, and
+		// are within 10^-7 of the exact value for angles below 10^5)
+		f := pick(g, []string{"tanh", "sigmoid", "erf", "sin", "cos"})
 		return val{s: f + "(" + a.s + ")", mag: 1, err: 1.2*a.err + 2}
 	case 9:
 		f := pick(g, []string{"abs", "-"})
@@ -496,7 +497,11 @@ func (g *gen) expr(out []dim, vs []string, depth int) val {
 		base := a.mag + 0.5
 		m := math.Max(math.Pow(base, e), math.Pow(0.5, e))
 		d := math.Abs(e) * math.Max(math.Pow(base, e-1), math.Pow(0.5, e-1))
-		return val{s: fmt.Sprintf("pow(abs(%s) + 0.5, %s)", a.s, float(e)), mag: m, err: d*(a.err+base) + 4*m}
+		text := fmt.Sprintf("pow(abs(%s) + 0.5, %s)", a.s, float(e))
+		if g.chance(0.5) { // the operator
+			text = fmt.Sprintf("(abs(%s) + 0.5) ** %s", a.s, float(e))
+		}
+		return val{s: text, mag: m, err: d*(a.err+base) + 4*m}
 	case 12: // a scalar function: stdlib or the file's own
 		f := pick(g, []string{"gelu", "relu", "swish", "sigmoid_fn", "user"})
 		if f == "user" {

@@ -238,3 +238,27 @@ func TestTally(t *testing.T) {
 		t.Errorf("programs %d, runs %d, failing %d; want 3, 66, 1", s.Programs, s.Runs, s.Failing)
 	}
 }
+
+// TestGenerateOperators checks that the generator writes the ** operator,
+// and sin and cos in element expressions.
+func TestGenerateOperators(t *testing.T) {
+	forms := map[string]*regexp.Regexp{
+		"**":  regexp.MustCompile(`\) \*\* -?\d`),
+		"sin": regexp.MustCompile(`[^a-z]sin\(`),
+		"cos": regexp.MustCompile(`[^a-z]cos\(`),
+	}
+	found := map[string]bool{}
+	for s := range uint64(300) {
+		src := Generate(s).Src
+		for name, re := range forms {
+			if re.Match(src) {
+				found[name] = true
+			}
+		}
+	}
+	for name := range forms {
+		if !found[name] {
+			t.Errorf("no %s in 300 programs", name)
+		}
+	}
+}
