@@ -30,20 +30,36 @@ var garbage = []string{"]", "[", "(", ")", ",", "=", "-1", "0", "999999999999999
 
 // mutants returns the hostile variants of src: every prefix ending at a
 // token's end (a truncated file), src without each token, and src with each
-// token replaced by one of garbage (chosen by the token's position, so
+// token replaced by two of garbage (chosen by the token's position, so
 // that each replacement is tried at many sites).
 func mutants(src string) []string {
 	locs := hostileTokens.FindAllStringIndex(src, -1)
 	var out []string
 	for i, loc := range locs {
-		out = append(out, src[:loc[0]], src[:loc[1]])
+		out = append(out, src[:loc[1]])
 		out = append(out, src[:loc[0]]+src[loc[1]:])
-		for k := range 3 {
-			g := garbage[(i*3+k)%len(garbage)]
+		for k := range 2 {
+			g := garbage[(i*2+k)%len(garbage)]
+			if isBig(g) && loopBound(src, loc[0]) {
+				// a loop of 2^31 iterations stops only at the checker's
+				// budget of unrolling steps, after seconds: lang's own
+				// tests check that budget
+				continue
+			}
 			out = append(out, src[:loc[0]]+g+src[loc[1]:])
 		}
 	}
 	return out
+}
+
+// isBig reports whether g is a number of at least 2^31.
+func isBig(g string) bool { return len(g) >= 10 && strings.Trim(g, "0123456789") == "" }
+
+// loopBound reports whether the token at offset i of src is a loop's
+// upper bound (after "..") or a constant's value that one is (STAGES).
+func loopBound(src string, i int) bool {
+	before := strings.TrimRight(src[:i], " ")
+	return strings.HasSuffix(before, "..") || strings.HasSuffix(before, "STAGES =")
 }
 
 // TestHostileNewSyntax feeds truncated and garbled variants of programs
@@ -61,7 +77,7 @@ func TestHostileNewSyntax(t *testing.T) {
 	}
 	gpu, _ := partition.BuiltinGPU("a100")
 	cfg := lang.Config{ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist }}
-	checked, built := 0, 0
+	checked, built := 0, map[string]bool{}
 	for _, file := range files {
 		src, err := os.ReadFile(file)
 		if err != nil {
@@ -87,6 +103,11 @@ func TestHostileNewSyntax(t *testing.T) {
 				continue
 			}
 			checked++
+			if text := p.String(); built[text] {
+				continue // a variant that checks to a program already built (a comment garbled, say)
+			} else {
+				built[text] = true
+			}
 			if msg := evaluates(p); msg != "" {
 				t.Fatalf("%s: the reference of\n%s\n%s", file, m, msg)
 			}
@@ -95,10 +116,9 @@ func TestHostileNewSyntax(t *testing.T) {
 					t.Fatalf("%s: -O%d build of\n%s\n%s", file, level, m, msg)
 				}
 			}
-			built++
 		}
 	}
-	t.Logf("%d variants checked without error, each evaluated and built at -O0 and -O%d", built, pipeline.MaxLevel)
+	t.Logf("%d variants checked without error, %d programs evaluated and built at -O0 and -O%d", checked, len(built), pipeline.MaxLevel)
 	if checked == 0 {
 		t.Error("no variant checks: the mutations never leave a valid program")
 	}
