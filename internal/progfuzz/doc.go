@@ -10,7 +10,8 @@
 // gathers (ids read from an input that Feeds keeps inside the table, and
 // indexes computed by argmax and argmin over exact data),
 // contractions with reversed operand axes, masked contractions (a select
-// on output indexes or exact data around the sum, in either branch), casts, full/zeros/ones, scalar
+// on output indexes, exact data or a run-time scalar around the sum, in
+// either branch), casts, full/zeros/ones, scalar
 // and tensor functions with shape symbols, compile-time loops, lists and
 // stack, the standard library (softmax, layernorm, linear, matmul,
 // transpose, slices and concatenation, convolutions and pooling, gelu...)

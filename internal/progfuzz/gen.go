@@ -1194,12 +1194,35 @@ func (g *gen) maskedContraction() {
 		conds = append(conds, pick(g, exact).name+"[i, j] > 0.0")
 	}
 	cond := pick(g, conds)
+	if g.chance(0.3) {
+		cond = g.runtimeMask(M, N)
+	}
 	body := fmt.Sprintf("select(%s, %s, %s)", cond, sum, other.s)
 	if g.chance(0.3) { // the contraction in the else branch
 		body = fmt.Sprintf("select(!(%s), %s, %s)", cond, other.s, sum)
 	}
 	y := &tensor{name: g.fresh("t"), dims: []dim{M, N}, dt: "f32", mag: max(mag, other.mag), err: max(err, other.err)}
 	g.define(y, fmt.Sprintf("%s[i, j] = %s", y.name, body))
+}
+
+// runtimeMask returns a condition on the output indexes i and j of an
+// M×N contraction and a run-time scalar, an i32 input whose values the
+// program gives in a "# feed" line (any, the limits included: it is never
+// an index): the tiles a compile-time condition lets the lowering skip
+// depend here on a value known only when the kernel runs.
+func (g *gen) runtimeMask(M, N dim) string {
+	lim := g.fresh("lim")
+	n, at := 1, lim+"[0]"
+	if g.chance(0.5) {
+		n, at = M.n, lim+"[i]"
+	}
+	g.decls = append(g.decls, fmt.Sprintf("input %s: i32[%d]", lim, n))
+	vs := make([]string, n)
+	for k := range vs {
+		vs[k] = fmt.Sprint(pick(g, []int{0, N.n, g.intn(N.n + 1), g.intn(N.n + 1)}))
+	}
+	g.feeds = append(g.feeds, fmt.Sprintf("# feed %s %s", lim, strings.Join(vs, " ")))
+	return pick(g, []string{"j < " + at, "j <= i + " + at, "j >= " + at + " && j <= i", "i + j < " + at + " + 3"})
 }
 
 // causalAttention is scaled dot-product attention over one head with a

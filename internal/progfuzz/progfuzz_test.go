@@ -43,21 +43,22 @@ func TestGenerateDeterministic(t *testing.T) {
 
 // TestGenerateMasked checks that the generator writes masked contractions:
 // a select around a sum, with the sum in the then and in the else branch,
-// and causal attention.
+// a condition on a run-time scalar, and causal attention.
 func TestGenerateMasked(t *testing.T) {
 	then := regexp.MustCompile(`= select\([^\n]*, sum\[k\]\([^\n]*\), [^\n]*\)`)
 	els := regexp.MustCompile(`= select\(!\([^\n]*\), [^\n]*, sum\[k\]`)
 	causal := regexp.MustCompile(`= select\(b <= a, sum\[e\]`)
+	runtime := regexp.MustCompile(`= select\(!?\(?[^,\n]*lim\d+\[(0|i)\]`)
 	found := map[string]bool{}
 	for s := range uint64(300) {
 		src := Generate(s).Src
-		for name, re := range map[string]*regexp.Regexp{"then": then, "else": els, "causal": causal} {
+		for name, re := range map[string]*regexp.Regexp{"then": then, "else": els, "causal": causal, "runtime": runtime} {
 			if re.Match(src) {
 				found[name] = true
 			}
 		}
 	}
-	for _, name := range []string{"then", "else", "causal"} {
+	for _, name := range []string{"then", "else", "causal", "runtime"} {
 		if !found[name] {
 			t.Errorf("no masked contraction of form %q in 300 programs", name)
 		}
