@@ -191,10 +191,11 @@ func (g *gen) cacheUpdates(kc, knew, x *tensor, pos string, layers, off int, T d
 	// the body of the update of a layer at a slot, written from another
 	// layer's text other: the new key, or the cache itself read at the
 	// slot the update writes (read, modify, write), at the mirrored
-	// element of that slot (which another thread's update writes) or at
-	// another layer's slot (which another update writes): every read must
-	// see the old values
-	kind := g.intn(6)
+	// element of that slot (which another thread's update writes), over
+	// the mirrored column (a mean over the slots) or at another layer's
+	// slot (which another update writes): every read must see the old
+	// values
+	kind := g.intn(7)
 	if kind == 5 && layers == 0 {
 		kind = 3
 	}
@@ -212,6 +213,9 @@ func (g *gen) cacheUpdates(kc, knew, x *tensor, pos string, layers, off int, T d
 		case 4:
 			m := 1 + knew.mag
 			return val{s: fmt.Sprintf("%s + %s[b, e]", cache(layer, slot, fmt.Sprintf("%s - 1 - e", E.paren())), knew.name), mag: m, err: knew.err + m}
+		case 6: // a mean over the mirrored column, whose slot another thread's update writes
+			Tf := float64(T.n)
+			return val{s: fmt.Sprintf("sum[t](%s) / %s", cache(layer, "t", fmt.Sprintf("%s - 1 - e", E.paren())), float(Tf)), mag: 1, err: Tf + 2}
 		}
 		return val{s: cache(other, slot, "e") + " + 0.5", mag: 1.5, err: 1.5}
 	}

@@ -23,7 +23,7 @@ import (
 // and compile-time slots (in a compile-time loop and as one statement per
 // layer), the new slot read where it is made, updates whose value reads
 // the cache (at the slot written, at a slot another thread's update
-// writes, at another layer's slot), reads of the cache after its updates,
+// writes, over a column holding such a slot, at another layer's slot), reads of the cache after its updates,
 // the positions' feeds and a planted position.
 func TestGenerateDecode(t *testing.T) {
 	forms := map[string]*regexp.Regexp{
@@ -40,6 +40,7 @@ func TestGenerateDecode(t *testing.T) {
 		"new slot":            regexp.MustCompile(`select\(t == pos\d+\[b\], knew\d+\[b, e\]`),
 		"update reads slot":   regexp.MustCompile(`update x(\d+)\[[^\n]*\] = \(?x\d+\[[^\n]*pos\d+\[b\]( \+ \d)?, e\] \* 0\.5`),
 		"update reads mirror": regexp.MustCompile(`update x\d+\[[^\n]*\] = \(?x\d+\[[^\n]*, \w+ - 1 - e\] \+`),
+		"update reads column": regexp.MustCompile(`update x\d+\[[^\n]*\] = \(?sum\[t\]\(x\d+\[[^\n]*, \w+ - 1 - e\]\)`),
 		"update reads layer":  regexp.MustCompile(`update x\d+\[(l|\d), [^\n]*\] = \(?x\d+\[(\(l \+ 1\) % \d|\d), b, `),
 		"read after update":   regexp.MustCompile(`(?s)update x(\d+)\[.*\n  old\d+\[b, t, e\] = x(\d+)\[`),
 		"feed":                regexp.MustCompile(`(?m)^# feed pos\d+( \d+)+$`),
