@@ -85,7 +85,7 @@ func TestGenerateFocusChecks(t *testing.T) {
 // none may fail, a planted position included (every run must stop with the
 // "is outside" error).
 func TestFocusSmoke(t *testing.T) {
-	n := 6
+	n := 4
 	if testing.Short() {
 		n = 2
 	}
