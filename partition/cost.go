@@ -33,17 +33,18 @@ type coster struct {
 	keys   [][]region
 	seen   []int // seen[id] is the serial of the last segment that counted it
 	serial int
+	// touched[id] is the segment's stream (see segment) when it last
+	// touched region id.
+	touched []int64
 	// bufs[j] are ids of the buffers stage j touches (each a kernel
 	// parameter), with bufSeen playing seen's part for them.
 	bufs    [][]int
 	bufSeen []int
 	// own[j] is stage j's occupancy alone.
 	own []int
-	// sufFoot[j] and sufBufs[j] are the bytes of the distinct regions and
-	// the number of distinct buffers that stages [j, n) touch, and
-	// sufRes[j] their merged resources: bounds on what any extension of a
-	// kernel past stage j can add (see dominated).
-	sufFoot []int64
+	// sufBufs[j] is the number of distinct buffers that stages [j, n)
+	// touch, and sufRes[j] their merged resources: bounds on what any
+	// extension of a kernel past stage j can add (see dominated).
 	sufBufs []int
 	sufRes  []Resources
 }
@@ -100,29 +101,22 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		c.bufs = append(c.bufs, bs)
 	}
 	c.seen = make([]int, len(ids))
+	c.touched = make([]int64, len(ids))
 	c.bufSeen = make([]int, len(bufIDs))
 	c.suffixes()
 	return c
 }
 
-// suffixes fills sufFoot, sufBufs and sufRes, walking the stages from the
-// last: a region or buffer counts at the last stage that touches it.
+// suffixes fills sufBufs and sufRes, walking the stages from the last: a
+// buffer counts at the last stage that touches it.
 func (c *coster) suffixes() {
 	n := len(c.stages)
-	c.sufFoot = make([]int64, n+1)
 	c.sufBufs = make([]int, n+1)
 	c.sufRes = make([]Resources, n+1)
-	regionSeen := make([]bool, len(c.seen))
 	bufSeen := make([]bool, len(c.bufSeen))
 	for j := n - 1; j >= 0; j-- {
-		c.sufFoot[j], c.sufBufs[j] = c.sufFoot[j+1], c.sufBufs[j+1]
+		c.sufBufs[j] = c.sufBufs[j+1]
 		c.sufRes[j] = mergeRes(c.sufRes[j+1], c.scheds[j].Resources())
-		for _, r := range c.keys[j] {
-			if !regionSeen[r.id] {
-				regionSeen[r.id] = true
-				c.sufFoot[j] += r.bytes
-			}
-		}
 		for _, id := range c.bufs[j] {
 			if !bufSeen[id] {
 				bufSeen[id] = true
@@ -336,7 +330,10 @@ type segment struct {
 	splitSync int
 	serial    int
 	foot      int64 // working set: bytes of the distinct regions touched
-	params    int   // distinct buffers touched: the kernel's parameters
+	// stream counts the bytes moved from DRAM so far, each region each
+	// time it is (re)loaded: the clock of the regions' reuse distances.
+	stream int64
+	params int // distinct buffers touched: the kernel's parameters
 	// done[o] sums the times of the grid epochs before the current one
 	// at o blocks per SM when the working set fits in L2, each stage
 	// moving only the bytes of the regions no earlier stage of the
@@ -410,13 +407,22 @@ func (c *coster) extend(sg *segment) {
 		sg.last = j // its finishing phase follows a grid sync, which orders all before it
 	}
 	sg.syncBar = append(sg.syncBar, b)
+	// A region moves from DRAM the first time the segment touches it, and
+	// again if more than L2 holds has streamed through since its last touch
+	// (its reuse distance: LRU would have evicted it).
 	var fresh int64
+	l2 := int64(c.pl.GPU.L2Bytes)
 	for _, r := range c.keys[j] {
-		if c.seen[r.id] != sg.serial {
+		switch {
+		case c.seen[r.id] != sg.serial:
 			c.seen[r.id] = sg.serial
 			sg.foot += r.bytes
+			fallthrough
+		case sg.stream-c.touched[r.id] > l2:
 			fresh += r.bytes
+			sg.stream += r.bytes
 		}
+		c.touched[r.id] = sg.stream
 	}
 	// Occupancy only falls as the segment grows: the times at higher
 	// occupancies are never needed again.
@@ -451,12 +457,11 @@ func (c *coster) cost(sg *segment) Cost {
 	if !sg.fits {
 		return Cost{Stages: inf}
 	}
-	// Re-reads, and reads of what an earlier stage wrote, hit in L2 when
-	// the kernel's working set fits there.
-	stages := c.pre[sg.occ][sg.j] - c.pre[sg.occ][sg.i]
-	if sg.foot <= int64(g.L2Bytes) {
-		stages = sg.fit(sg.occ)
-	}
+	// Re-reads, and reads of what an earlier stage wrote, hit in L2 unless
+	// more than L2 holds streamed through in between (see extend): a
+	// kernel that streams gigabytes of weights once still finds its small
+	// activations in L2.
+	stages := sg.fit(sg.occ)
 	return Cost{
 		Launch: g.LaunchCost,
 		Sync:   float64(sg.syncs) * g.GridSyncCost,
@@ -599,18 +604,18 @@ func (sg *segment) synced() bool { return sg.last == sg.j-1 && sg.epoch == sg.j-
 // that their barriers and epochs from p-1 on are the same (each depends
 // only on producers since the last sync), and let them have the same
 // resources, so that grown by the same stages they have the same
-// occupancy o at every length. b's stages include a's, so b has touched
-// every region a has: each later stage moves no more bytes in b than in a,
-// and stage time only grows with bytes, with the chains and sums of an
-// epoch only growing with stage times. When both kernels' working sets fit
-// in L2 at every length (b's present one plus all the program's regions
-// from p on fits), a's time to any later stage k, less b's, is therefore
+// occupancy o at every length. b's stages include a's, so from a's start
+// on, every region b moves from DRAM a moves too (by induction over the
+// stages: a region b has never touched a has not either; one that b
+// touched last at a stage of a, a touched there too, and the bytes each
+// moved since then are b's no more than a's, so a's reuse distance is no
+// shorter; one b touched last before a began, a has not touched): each
+// later stage moves no more bytes in b than in a, and stage time only
+// grows with bytes, with the chains and sums of an epoch only growing
+// with stage times. a's time to any later stage k, less b's, is therefore
 // at least base - m.base + GridSyncCost × (a.syncs - m.syncs) +
 // (a.done[o] - m.done[o]): the closed epochs differ by what they are now,
-// and the open and later ones only in a's disfavour. When a's working set
-// already exceeds L2, neither fits again and both are priced from DRAM
-// (pre): the difference is base - m.base + GridSyncCost × (a.syncs -
-// m.syncs) - (pre[o][a.i] - pre[o][m.start]). Either bound is taken at
+// and the open and later ones only in a's disfavour. The bound is taken at
 // its least over the occupancies the kernels can still have (down to that
 // with the resources of every later stage merged in); b fits wherever a
 // does, having the same resources and either a's buffers or room for all
@@ -629,15 +634,7 @@ func (c *coster) dominated(a *segment, base float64, m *mark, tol float64) bool 
 	if a.params != m.params && m.params+c.sufBufs[p] > g.ParamLimit() {
 		return false
 	}
-	var diff func(o int) float64
-	switch {
-	case m.foot+c.sufFoot[p] <= int64(g.L2Bytes):
-		diff = func(o int) float64 { return a.done[o] - m.done[o] }
-	case a.foot > int64(g.L2Bytes):
-		diff = func(o int) float64 { return c.pre[o][m.start] - c.pre[o][a.i] }
-	default:
-		return false
-	}
+	diff := func(o int) float64 { return a.done[o] - m.done[o] }
 	lo, _ := g.BlocksPerSM(mergeRes(a.res, c.sufRes[p]))
 	bound := inf
 	for o := max(lo, 1); o <= a.occ; o++ {

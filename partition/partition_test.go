@@ -209,13 +209,17 @@ func TestMatVecSchedule(t *testing.T) {
 	for _, tt := range []struct {
 		m, k, n int
 		tileF   int // 0: not a MatVec
+		chunk   int // the part of K staged at once; 0: all of it
 	}{
-		{1, 512, 4096, 16}, // 256 tiles of 16 fill the SMs
-		{1, 512, 1024, 8},  // 64 tiles of 16 would not: 128 of 8
-		{2, 1152, 48, 2},   // narrowed to 2 columns (24 tiles), each thread still 9 k
-		{1, 1280, 1000, 8}, // 1000 columns: tiles of 8 divide them
-		{16, 512, 1024, 0}, // 16 rows: an ordinary tile
-		{1, 8, 64, 0},      // 16 threads per column, 8 k: an ordinary tile
+		{1, 512, 4096, 16, 0},     // 256 tiles of 16 fill the SMs
+		{1, 512, 1024, 8, 0},      // 64 tiles of 16 would not: 128 of 8
+		{2, 1152, 48, 2, 0},       // narrowed to 2 columns (24 tiles), each thread still 9 k
+		{1, 1280, 1000, 8, 0},     // 1000 columns: tiles of 8 divide them
+		{16, 512, 1024, 0, 0},     // 16 rows: an ordinary tile
+		{1, 8, 64, 0, 0},          // 16 threads per column, 8 k: an ordinary tile
+		{1, 8192, 2048, 16, 4096}, // an FFN's down projection: two chunks of 16 KB
+		{8, 2048, 2048, 16, 512},  // eight rows of 2048: four chunks
+		{1, 4608, 64, 1, 2304},    // 4096 does not divide K: the largest multiple of Split that does
 	} {
 		p := mlp(tt.m, tt.k, tt.n)
 		pl := plan(t, p, "a100", Options{Split: true, Reuse: true})
@@ -229,8 +233,11 @@ func TestMatVecSchedule(t *testing.T) {
 		switch {
 		case tt.tileF == 0 && mv != nil:
 			t.Errorf("%dx%dx%d: matvec %+v; want none", tt.m, tt.k, tt.n, mv)
-		case tt.tileF != 0 && (mv == nil || mv.TileF != tt.tileF || mv.Wide != 1 || mv.Split*mv.TileF != 256):
-			t.Errorf("%dx%dx%d: matvec %+v; want %d columns per tile", tt.m, tt.k, tt.n, mv, tt.tileF)
+		case tt.tileF != 0 && (mv == nil || mv.TileF != tt.tileF || mv.Wide != 1 || mv.Split*mv.TileF != 256 || mv.Chunk != tt.chunk):
+			t.Errorf("%dx%dx%d: matvec %+v; want %d columns per tile, chunks of %d", tt.m, tt.k, tt.n, mv, tt.tileF, tt.chunk)
+		}
+		if s := pl.Schedules[h]; mv != nil && s.SharedBytes > 4*(tt.m*4096+256*tt.m) {
+			t.Errorf("%dx%dx%d: %d B of shared memory", tt.m, tt.k, tt.n, s.SharedBytes)
 		}
 	}
 }

@@ -396,6 +396,20 @@ type MatVec struct {
 	// TileF is the wide factor's columns per tile, NT its tiles along
 	// them, Split the threads that share one column's k range.
 	TileF, NT, Split int
+	// Chunk, when not 0, is the part of K whose rows are staged in shared
+	// memory at once (a multiple of Split that divides K): a tile stages
+	// and sums K/Chunk chunks in turn, so that rows too long for shared
+	// memory (an FFN's 8192, or eight rows of 2048) still make a
+	// matrix-vector tile. 0 stages all of K.
+	Chunk int
+}
+
+// StagedK returns how much of K a tile stages in shared memory at once.
+func (mv *MatVec) StagedK(k int) int {
+	if mv.Chunk > 0 {
+		return mv.Chunk
+	}
+	return k
 }
 
 // Bounds of matrix-vector tiles.
@@ -417,7 +431,7 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 	if d.N < d.M {
 		mv.Wide, rows, cols = 0, d.N, d.M
 	}
-	if rows > matVecMaxRows || 4*rows*d.K > matVecMaxStage || s.Threads%matVecMaxTileF != 0 {
+	if rows > matVecMaxRows || s.Threads%matVecMaxTileF != 0 {
 		return false
 	}
 	// Narrower tiles make more of them, for more SMs, but split K among
@@ -431,17 +445,57 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 	if mv.Split > d.K {
 		return false // threads with no k to sum: a tile of one output per thread does better
 	}
+	if 4*rows*d.K > matVecMaxStage {
+		mv.Chunk = matVecChunk(d.K, rows, mv.Split)
+		if mv.Chunk == 0 {
+			return false
+		}
+	}
 	s.MatVec = mv
-	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.TileF, d.K, 1, 1
+	staged := mv.StagedK(d.K)
+	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.TileF, staged, 1, 1
 	if mv.Wide == 0 {
 		s.TileM, s.TileN = mv.TileF, rows
 	}
 	s.Tiles = d.Batch * mv.NT
-	s.SharedBytes = 4 * (rows*d.K + s.Threads*rows)
+	s.SharedBytes = 4 * (rows*staged + s.Threads*rows)
 	s.RegsPerThread = 32 + 2*rows
-	// The wide factor once, the rows once per tile.
-	s.Bytes = 4*int64(d.Batch)*(int64(d.K)*int64(cols)+int64(rows)*int64(d.K)*int64(mv.NT)) + out
+	// The wide factor once, the rows once per tile, each at its own
+	// element size (bf16 weights are half the bytes of f32 ones).
+	wide, narrow := d.Y, d.X
+	if mv.Wide == 0 {
+		wide, narrow = d.X, d.Y
+	}
+	s.Bytes = int64(d.Batch)*(int64(elemSize(wide))*int64(d.K)*int64(cols)+int64(elemSize(narrow))*int64(rows)*int64(d.K)*int64(mv.NT)) + out
 	return true
+}
+
+// matVecChunk returns the largest part of K, a multiple of split that
+// divides K, whose rows fit in matVecMaxStage bytes of shared memory, or 0
+// if there is none.
+func matVecChunk(k, rows, split int) int {
+	for c := matVecMaxStage / (4 * rows) / split * split; c >= split; c -= split {
+		if k%c == 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// elemSize returns the bytes of one element of the tensors e loads (the
+// widest, if they differ; 4 if it loads none).
+func elemSize(e te.Expr) int {
+	n := 0
+	te.Walk(e, func(x te.Expr) bool {
+		if l, ok := x.(*te.Load); ok {
+			n = max(n, l.Tensor.DType.Size())
+		}
+		return true
+	})
+	if n == 0 {
+		return 4
+	}
+	return n
 }
 
 // Efficiency returns the fraction of the FP32 peak that a contraction's

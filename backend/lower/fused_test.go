@@ -325,24 +325,31 @@ func onGrids(t *testing.T, m *kir.Module, p *te.Program, grids ...int) {
 // TestMatVec checks contractions tiled as matrix-vector products: a vector
 // times a matrix whose columns (1000) take tiles of 8, and a matrix times
 // a few vectors (the wide factor on the left), each right and race-free on
-// several grids.
+// several grids; and rows too long to stage at once (a vector of 4608,
+// eight of 2048), staged and summed in two and four chunks.
 func TestMatVec(t *testing.T) {
 	bld := tb.New("mv")
 	x := bld.Input("x", 1, 96)
 	w := bld.Param("w", 96, 1000)
 	a := bld.Param("a", 200, 64)
 	v := bld.Input("v", 64, 8)
+	long := bld.Input("long", 1, 4608)
+	wl := bld.Param("wl", 4608, 64)
+	rows := bld.Input("rows", 8, 2048)
+	wr := bld.Param("wr", 2048, 32)
 	y := bld.Matmul("y", x, w)
 	z := bld.Matmul("z", a, v)
-	p := bld.Program(y, z)
+	yl := bld.Matmul("yl", long, wl)
+	yr := bld.Matmul("yr", rows, wr)
+	p := bld.Program(y, z, yl, yr)
 	m, pl := fusedModule(t, p, "a100", false)
 	for _, c := range []struct {
-		t           *te.Tensor
-		wide, tileF int
-	}{{y, 1, 8}, {z, 0, 8}} {
+		t                  *te.Tensor
+		wide, tileF, chunk int
+	}{{y, 1, 8, 0}, {z, 0, 8, 0}, {yl, 1, 1, 2304}, {yr, 1, 1, 512}} {
 		mv := pl.Schedules[c.t].MatVec
-		if mv == nil || mv.Wide != c.wide || mv.TileF != c.tileF {
-			t.Errorf("%s: matvec %+v; want the wide factor %d, %d columns per tile", c.t.Name, mv, c.wide, c.tileF)
+		if mv == nil || mv.Wide != c.wide || mv.TileF != c.tileF || mv.Chunk != c.chunk {
+			t.Errorf("%s: matvec %+v; want the wide factor %d, %d columns per tile, chunks of %d", c.t.Name, mv, c.wide, c.tileF, c.chunk)
 		}
 	}
 	onGrids(t, m, p, 1, 3, 64)

@@ -165,7 +165,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 		return false
 	}
 	g := l.gen(body)
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, mv.TileF)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	inner := g.into(func() {
 		g.emit(
@@ -206,6 +206,10 @@ type entryCtx struct {
 	fAxes, aAxes       []*te.Var
 	A                  te.Expr
 	rows, K            int
+	// chunk, when not 0, is the part of K staged at once (MatVec.Chunk).
+	chunk int
+	// tileF and split are the tile's columns and the threads per column.
+	tileF, split int
 	// F, when set, is the wide factor, read from global memory at each k
 	// instead of from the cache slice at base in data.
 	F te.Expr
@@ -219,58 +223,50 @@ type entryCtx struct {
 func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.MatVec, c entryCtx) {
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
+	c.tileF, c.split, c.chunk = tf, split, rs.Chunk
 	b := kir.NewVar("b", te.I32)
 	g.emit(&kir.Let{Var: b, Value: c.b})
 	bind(g, d.BatchAxes, b)
-	e := kir.NewVar("e", te.I32)
-	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * c.K), Body: g.into(func() {
-		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
-		g.emit(
-			&kir.Let{Var: m, Value: kir.Div(e, kir.I(c.K))},
-			&kir.Let{Var: kk, Value: kir.Mod(e, kir.I(c.K))},
-		)
-		bind(g, c.aAxes, m)
-		bind(g, r.Axes, kk)
-		g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
-	})}, &kir.SyncThreads{})
-	for _, a := range append(append([]*te.Var{}, c.fAxes...), append(c.aAxes, r.Axes...)...) {
-		delete(g.env, a)
+	staged := c.K
+	if c.chunk > 0 {
+		staged = c.chunk
 	}
+	chunks := c.K / staged
 	acc := make([]*kir.Var, c.rows)
 	for m := range acc {
 		acc[m] = kir.NewVar("acc", te.F32)
 		g.emit(&kir.Let{Var: acc[m], Value: kir.F(0)})
 	}
-	kk := kir.NewVar("kk", te.I32)
-	w := kir.NewVar("w", te.F32)
+	var f *kir.Var
 	if c.F != nil {
-		f := kir.NewVar("f", te.I32)
+		f = kir.NewVar("f", te.I32)
 		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(tf)), c.col)})
-		bind(g, c.fAxes, f)
 	}
-	// Thread (kz, col) takes k = kz + i·split: a loop over i, so that the
-	// static report counts it exactly.
-	i := kir.NewVar("i", te.I32)
-	step := g.into(func() {
-		g.emit(&kir.Let{Var: kk, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))})
+	// Chunk ci stages k in [c0, c0 + staged) of every row, then each
+	// thread sums its share of them.
+	ci := kir.NewVar("ci", te.I32)
+	c0 := kir.Expr(kir.I(0))
+	if chunks > 1 {
+		c0 = kir.Mul(ci, kir.I(staged))
+	}
+	chunk := g.into(func() {
+		if chunks > 1 {
+			g.emit(&kir.SyncThreads{}) // the last chunk's reads of xs are done
+		}
+		l.stageRows(g, d, c, staged, c0)
 		if c.F != nil {
-			bind(g, r.Axes, kk)
-			g.emit(&kir.Let{Var: w, Value: convert(g.expr(c.F), te.F32)})
-		} else {
-			g.emit(&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))})
+			bind(g, c.fAxes, f)
 		}
-		for m := range acc {
-			g.emit(&kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(c.xs, kir.Add(kir.I(m*c.K), kk)), w))})
-		}
+		l.sumChunk(g, d, c, acc, staged, c0)
 	})
-	for _, a := range append(append([]*te.Var{}, c.fAxes...), r.Axes...) {
+	if chunks > 1 {
+		g.emit(&kir.For{Var: ci, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(chunks), Step: 1, Body: chunk})
+	} else {
+		g.emit(chunk...)
+	}
+	for _, a := range c.fAxes {
 		delete(g.env, a)
 	}
-	if c.K%split != 0 {
-		step = []kir.Stmt{&kir.If{Cond: kir.Lt(kk, kir.I(c.K)), Then: step[1:]}}
-		step = append([]kir.Stmt{&kir.Let{Var: kk, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))}}, step...)
-	}
-	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(ceilDiv(c.K, split)), Step: 1, Body: step})
 	if warpSplitCombine(tf, threads) {
 		combineSplitsByWarps(g, c, acc, tf, threads)
 	} else {
@@ -306,6 +302,64 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 		delete(g.done, r)
 	})
 	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+}
+
+// stageRows emits the staging of k in [c0, c0 + staged) of every row of
+// the narrow factor into xs, and the barrier after it.
+func (l *lowerer) stageRows(g *gen, d partition.Dims, c entryCtx, staged int, c0 kir.Expr) {
+	e := kir.NewVar("e", te.I32)
+	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * staged), Body: g.into(func() {
+		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
+		g.emit(
+			&kir.Let{Var: m, Value: kir.Div(e, kir.I(staged))},
+			&kir.Let{Var: kk, Value: addOffset(c0, kir.Mod(e, kir.I(staged)))},
+		)
+		bind(g, c.aAxes, m)
+		bind(g, d.Reduce.Axes, kk)
+		g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
+	})}, &kir.SyncThreads{})
+	for _, a := range append(append(append([]*te.Var{}, c.fAxes...), c.aAxes...), d.Reduce.Axes...) {
+		delete(g.env, a)
+	}
+}
+
+// sumChunk emits thread (kz, col)'s sums over its k of the chunk staged at
+// c0: k = c0 + kz + i·split, in a loop over i (so that the static report
+// counts it exactly), each row's staged element times the wide factor's.
+func (l *lowerer) sumChunk(g *gen, d partition.Dims, c entryCtx, acc []*kir.Var, staged int, c0 kir.Expr) {
+	r := d.Reduce
+	tf, split := c.tileF, c.split
+	kl, kk := kir.NewVar("kl", te.I32), kir.NewVar("kk", te.I32)
+	w := kir.NewVar("w", te.F32)
+	i := kir.NewVar("i", te.I32)
+	step := g.into(func() {
+		g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kl)})
+		if c.F != nil {
+			bind(g, r.Axes, kk)
+			g.emit(&kir.Let{Var: w, Value: convert(g.expr(c.F), te.F32)})
+		} else {
+			g.emit(&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))})
+		}
+		for m := range acc {
+			g.emit(&kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(c.xs, kir.Add(kir.I(m*staged), kl)), w))})
+		}
+	})
+	for _, a := range r.Axes {
+		delete(g.env, a)
+	}
+	if staged%split != 0 {
+		step = []kir.Stmt{&kir.If{Cond: kir.Lt(kl, kir.I(staged)), Then: step}}
+	}
+	step = append([]kir.Stmt{&kir.Let{Var: kl, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))}}, step...)
+	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(ceilDiv(staged, split)), Step: 1, Body: step})
+}
+
+// addOffset returns c0 + x, or x when c0 is the constant 0.
+func addOffset(c0, x kir.Expr) kir.Expr {
+	if k, ok := c0.(*kir.Const); ok && k.Value == 0 {
+		return x
+	}
+	return kir.Add(c0, x)
 }
 
 // warpSplitCombine reports whether the split sums of a block of threads

@@ -11,10 +11,10 @@ import (
 )
 
 // TestExplainPlan checks that "tec explain --plan" shows every kernel
-// boundary of the full-size BERT with its reason and numbers, as text and as
-// JSON.
+// boundary of the full-size EfficientNet with its reason and numbers, as
+// text and as JSON.
 func TestExplainPlan(t *testing.T) {
-	code, stdout, stderr := runTec(t, "explain", "../../examples/bert.te", "--plan", "--summary", "--json")
+	code, stdout, stderr := runTec(t, "explain", "../../examples/efficientnet.te", "--plan", "--summary", "--json")
 	if code != exitOK {
 		t.Fatalf("status %d\n%s", code, stderr)
 	}
@@ -25,7 +25,7 @@ func TestExplainPlan(t *testing.T) {
 		t.Fatalf("not JSON: %v\n%s", err, stdout)
 	}
 	if r.Plan == nil || len(r.Plan.Kernels) < 2 {
-		t.Fatalf("plan %+v: want several kernels for the full BERT", r.Plan)
+		t.Fatalf("plan %+v: want several kernels for the full EfficientNet", r.Plan)
 	}
 	if r.Plan.Level != 4 || r.Plan.GPU == "" {
 		t.Errorf("plan at -O%d on %q, want -O4 on the default GPU", r.Plan.Level, r.Plan.GPU)
