@@ -36,9 +36,9 @@ func TestMechanisms(t *testing.T) {
 		{"softmax", map[string]string{"N": "16", "D": "128"}, "small", 4, false, 0, hasBlockSync, "block-barrier reuse"},
 		{"bert", map[string]string{"L": "1", "S": "16", "D": "128", "NH": "2", "FF": "256"}, "small", 4, false, 0, hasRows, "Rows stages"},
 		{"bert", map[string]string{"L": "1", "S": "64", "D": "128", "NH": "2", "FF": "256"}, "small", 3, false, 0, hasRegTile, "register tiles"},
-		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 3, false, 0, hasSplit, "split reductions"},
-		{"softmax", map[string]string{"N": "4", "D": "4096"}, "a100", 4, true, 0, hasSplit, "split reductions"},
-		{"layernorm", map[string]string{"S": "2", "D": "4096"}, "h100", 4, true, 0, hasSplit, "split reductions"},
+		{"softmax", map[string]string{"N": "4", "D": "65536"}, "a100", 3, false, 0, hasSplit, "split reductions"},
+		{"softmax", map[string]string{"N": "4", "D": "65536"}, "a100", 4, true, 0, hasSplit, "split reductions"},
+		{"layernorm", map[string]string{"S": "2", "D": "65536"}, "h100", 4, true, 0, hasSplit, "split reductions"},
 	} {
 		name := fmt.Sprintf("%s/%v/%s/O%d/det=%v/%s", tt.example, tt.defines, tt.gpu, tt.level, tt.deterministic, tt.what)
 		t.Run(name, func(t *testing.T) {

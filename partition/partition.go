@@ -265,7 +265,10 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 }
 
 // split turns a row reduction with too few outputs to fill the GPU and a
-// long enough range into a two-phase split reduction.
+// long enough range into a two-phase split reduction, when the cost model
+// prices the split's chunks on more SMs, plus its two grid syncs, below a
+// block per output (an RMSNorm's 2048 elements of one row take less than
+// the syncs would: see stageTime).
 func split(t *te.Tensor, s *Schedule, gpu GPU) {
 	if s.Kind != RowReduce {
 		return
@@ -279,8 +282,15 @@ func split(t *te.Tensor, s *Schedule, gpu GPU) {
 	if 2*n > full || ext < splitMin {
 		return
 	}
+	chunks := max(2, min(full/n, ext/(4*s.Threads)))
+	w := float64(s.Bytes) / gpu.DRAMBandwidth
+	whole := w * float64(gpu.SMs) / float64(min(n, gpu.SMs))
+	parts := w*float64(gpu.SMs)/float64(min(n*chunks, gpu.SMs)) + 2*gpu.GridSyncCost
+	if parts >= whole {
+		return
+	}
 	s.Kind = SplitReduce
-	s.Chunks = max(2, min(full/n, ext/(4*s.Threads)))
+	s.Chunks = chunks
 	s.Tiles = n * s.Chunks
 }
 
@@ -302,12 +312,20 @@ func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, gpu GPU) {
 			continue
 		}
 		r := product(t.Axes[:l])
-		if r < gpu.SMs || product(t.Axes[l:]) < 32 {
+		if r < gpu.SMs && !fewRowsPay(s, r, gpu) || product(t.Axes[l:]) < 32 {
 			continue
 		}
 		s.Kind, s.RowAxes, s.Tiles = Rows, l, r
 		return
 	}
+}
+
+// fewRowsPay reports whether an element-wise stage s of r rows, fewer than
+// the GPU has SMs, costs less as a Rows stage (on r blocks, as stageTime
+// prices it) than the grid sync it saves: the normalisation of an RMSNorm
+// over the one row of a decode step.
+func fewRowsPay(s *Schedule, r int, gpu GPU) bool {
+	return float64(s.Bytes)/gpu.DRAMBandwidth*float64(gpu.SMs)/float64(r) < gpu.GridSyncCost
 }
 
 // rowAxes returns how many leading axes of t make its rows under schedule

@@ -85,8 +85,11 @@ func TestPartition(t *testing.T) {
 		// of 64×64 exceed the grid: Alg. 1 splits before it.
 		{"mlp/greedy", mlp(256, 64, 256), "small", Options{Strategy: Greedy}, []string{"h r|G s", "y"}},
 		{"ln/cost", layernormRows(64, 256), "a100", Options{}, []string{"mean var|G y|G"}},
-		// With reuse, var reads mean's row from the block that computed it.
-		{"ln/reuse", layernormRows(64, 256), "a100", Options{Reuse: true}, []string{"mean var|B y|G"}},
+		// With reuse, var reads mean's row from the block that computed it,
+		// and so does y: its 64 rows on 64 blocks take less than the grid
+		// sync they save (fewRowsPay), though the A100 has 108 SMs.
+		{"ln/reuse", layernormRows(64, 256), "a100", Options{Reuse: true}, []string{"mean var|B y|B"}},
+		{"ln/reuse/long", layernormRows(64, 65536), "a100", Options{Reuse: true}, []string{"mean var|B y|G"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pl := plan(t, tt.p, tt.gpu, tt.opts)
@@ -128,15 +131,24 @@ func TestSchedules(t *testing.T) {
 	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != Elementwise || r.From != pl.Program.Lookup("h") {
 		t.Errorf("r: %s (propagated from the contraction h)", r)
 	}
-	// A long reduction with few outputs is split across blocks at -O3.
-	b := tb.New("sum")
-	x := b.Input("x", 4, 8192)
-	s := b.Compute("s", tb.Shape(4), func(ax []te.Index) te.Expr {
-		return tb.Reduce(te.Sum, "k", 8192, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
-	})
-	pl = plan(t, b.Program(s), "a100", Options{Split: true})
-	if sc := pl.Schedules[s]; sc.Kind != SplitReduce || sc.Chunks < 2 || sc.Tiles != 4*sc.Chunks {
-		t.Errorf("s: %s", sc)
+	// A long reduction with few outputs is split across blocks at -O3,
+	// when its chunks save more than the split's two grid syncs cost: not
+	// 4 rows of 8192 (2.3 µs a block per row, as much split), nor the
+	// 2048 of an RMSNorm in a decode step.
+	for _, tt := range []struct {
+		rows, n int
+		split   bool
+	}{{4, 65536, true}, {4, 8192, false}, {1, 2048, false}, {1, 32768, true}} {
+		b := tb.New("sum")
+		x := b.Input("x", tt.rows, tt.n)
+		s := b.Compute("s", tb.Shape(tt.rows), func(ax []te.Index) te.Expr {
+			return tb.Reduce(te.Sum, "k", tt.n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
+		})
+		pl = plan(t, b.Program(s), "a100", Options{Split: true})
+		sc := pl.Schedules[s]
+		if got := sc.Kind == SplitReduce; got != tt.split || got && (sc.Chunks < 2 || sc.Tiles != tt.rows*sc.Chunks) {
+			t.Errorf("%d×%d: %s; want split %v", tt.rows, tt.n, sc, tt.split)
+		}
 	}
 }
 

@@ -245,9 +245,10 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 		return s, nil
 	}
 	reds := TopReduces(t.Body)
-	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin && !slices.ContainsFunc(reds, func(r *te.Reduce) bool { return r.Op.IsArg() }) {
-		// An argmax is a serial loop per output (a thread each), never a
-		// block's: see backend/lower.
+	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin {
+		// An argmax too: the block's threads merge their candidates
+		// (backend/lower's argBlockReduce), so the greedy token of a
+		// 128256-word vocabulary is not one thread's serial loop.
 		s.Kind = RowReduce
 		s.Tiles = n
 		s.SharedBytes = 4 * threads * len(reds)

@@ -20,7 +20,7 @@ import (
 // a large GPU) and its consumers: mean and max of each row, the centred
 // rows, and a matmul of them.
 func rowStats() *te.Program {
-	const m, n = 4, 4096
+	const m, n = 3, 32768
 	b := tb.New("rowstats")
 	x := b.Input("x", m, n)
 	w := b.Param("w", n, 16)
