@@ -346,6 +346,12 @@ type segment struct {
 	epoch           int // position of the current epoch's first stage
 	finish          [][]float64
 	pool            []float64
+	// When record is set, times[k][o] is stage i+k's own time at o blocks
+	// per SM and fresh[k] the bytes it moves from DRAM (see kernel).
+	record bool
+	times  [][]float64
+	fresh  []int64
+	dram   int64 // the sum of fresh
 }
 
 // newEpoch closes the current grid epoch: stage j begins the next.
@@ -434,9 +440,19 @@ func (c *coster) extend(sg *segment) {
 	}
 	fin := sg.pool[len(sg.pool) : len(sg.pool)+n]
 	sg.pool = sg.pool[:len(sg.pool)+n]
+	sg.dram += bytes
+	var times []float64
+	if sg.record {
+		times = make([]float64, n)
+		sg.times = append(sg.times, times)
+		sg.fresh = append(sg.fresh, bytes)
+	}
 	for o := 1; o <= sg.occ; o++ {
 		grid := c.pl.GPU.SMs * o
 		t := c.stageTime(s, bytes, c.own[j], grid)
+		if sg.record {
+			times[o] = t
+		}
 		start := 0.0
 		for _, e := range c.prods[j] {
 			if e.p >= sg.epoch && e.p >= sg.i {
@@ -466,12 +482,14 @@ func (c *coster) cost(sg *segment) Cost {
 		Launch: g.LaunchCost,
 		Sync:   float64(sg.syncs) * g.GridSyncCost,
 		Stages: stages,
+		DRAM:   sg.dram,
 	}
 }
 
 // kernel builds the Kernel of stages [i, e).
 func (c *coster) kernel(i, e int) *Kernel {
 	sg := c.begin(i)
+	sg.record = c.opts.Strategy != PerTE
 	for sg.j < e {
 		c.extend(sg)
 	}
@@ -498,6 +516,9 @@ func (c *coster) kernel(i, e int) *Kernel {
 	for _, s := range c.scheds[i:e] {
 		k.Cost.Bytes += s.Bytes
 		k.Cost.FLOPs += s.FLOPs
+	}
+	for j, t := range sg.times {
+		k.StageCosts = append(k.StageCosts, StageCost{Time: t[max(sg.occ, 1)], DRAM: sg.fresh[j]})
 	}
 	return k
 }

@@ -135,6 +135,9 @@ type Kernel struct {
 	GridSyncs int
 	// Cost is the predicted time of the kernel.
 	Cost Cost
+	// StageCosts[i] is what the cost model predicts of stage i alone in
+	// this kernel (cost strategy): where a kernel's time goes.
+	StageCosts []StageCost
 	// Boundary says why this kernel begins where it does; nil for the
 	// first kernel.
 	Boundary *Boundary
@@ -178,7 +181,20 @@ type Boundary struct {
 type Cost struct {
 	Launch, Sync, Stages float64
 	Bytes                int64 // predicted global traffic
-	FLOPs                int64
+	// DRAM is the predicted traffic to DRAM: each region a stage touches
+	// once per kernel, and again when it has left L2 (its reuse distance
+	// exceeds L2) — weights streamed once, activations hitting in L2.
+	DRAM  int64
+	FLOPs int64
+}
+
+// StageCost is the cost model's prediction for one stage of a kernel: its
+// own time at the kernel's occupancy (the stages of a grid epoch may
+// overlap, so a kernel's time is not their sum) and the bytes it moves
+// from DRAM.
+type StageCost struct {
+	Time float64
+	DRAM int64
 }
 
 // Total returns the predicted time.
@@ -403,6 +419,7 @@ func (pl *Plan) Stats() (kernels, gridSyncs int, cost Cost) {
 		cost.Sync += k.Cost.Sync
 		cost.Stages += k.Cost.Stages
 		cost.Bytes += k.Cost.Bytes
+		cost.DRAM += k.Cost.DRAM
 		cost.FLOPs += k.Cost.FLOPs
 	}
 	return len(pl.Kernels), gridSyncs, cost
@@ -467,7 +484,12 @@ func (pl *Plan) Format(launch []Launch) string {
 			case BlockSync:
 				bar = "syncthreads; "
 			}
-			fmt.Fprintf(&b, "    %s%s: %s\n", bar, t.Name, pl.Schedules[t])
+			cost := ""
+			if j < len(k.StageCosts) {
+				sc := k.StageCosts[j]
+				cost = fmt.Sprintf(" [%.2f µs, %s from DRAM]", sc.Time*1e6, byteSize(sc.DRAM))
+			}
+			fmt.Fprintf(&b, "    %s%s: %s%s\n", bar, t.Name, pl.Schedules[t], cost)
 		}
 	}
 	return b.String()
@@ -483,3 +505,16 @@ func mergeRes(r, s Resources) Resources {
 }
 
 var inf = math.Inf(1)
+
+// byteSize formats n bytes for people: B, KB, MB or GB (powers of 1000).
+func byteSize(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
