@@ -23,6 +23,14 @@ type Guard struct {
 	Want bool
 }
 
+// A guard's condition may also read run-time scalars: i32 inputs or params
+// at indexes that are plain index expressions (`t <= pos[b]`, the
+// positions of a decode step). A tile can decide such a condition at run
+// time when the scalar's indexes use only the contraction's batch axes,
+// which a tile holds fixed: the test loads the scalar once per tile and
+// compares it with the tile's ranges (MaskOf, Mask.Scalars). Past pos[b],
+// attention's tiles then cost nothing, so the step is O(pos), not O(T).
+
 // MaskedReduce returns the one reduction of e that may be a contraction:
 // the reduction reached from e's root without entering another reduction
 // or a select's condition, through the branches of selects. It returns the
@@ -52,7 +60,7 @@ func MaskedReduce(e te.Expr) (r *te.Reduce, guards []Guard, masked, ok bool) {
 				bad = true
 				return
 			}
-			indexOnly := !hasLoad(x.Cond)
+			indexOnly := !hasLoad(x.Cond) || readsOnlyScalars(x.Cond)
 			for _, branch := range []struct {
 				e    te.Expr
 				want bool
@@ -91,6 +99,48 @@ func MaskedReduce(e te.Expr) (r *te.Reduce, guards []Guard, masked, ok bool) {
 type Mask struct {
 	Live    te.Expr
 	M, N, B *te.Var
+	// Scalars are the run-time scalars Live reads, each a variable of
+	// Live standing for the value of a load at the contraction's batch
+	// axes (the lowering evaluates the load with those axes bound).
+	Scalars []Scalar
+	// Context, when not 0, is the value the cost model assumes every
+	// run-time scalar has, less one (a decode step at position
+	// Context-1 attends over Context positions); 0 assumes any value, so
+	// that no tile is priced as skipped (see Options.Context).
+	Context int
+}
+
+// Scalar is a run-time scalar of a mask: Var in Live is Load's value.
+type Scalar struct {
+	Var  *te.Var
+	Load *te.Load
+}
+
+// readsOnlyScalars reports whether every load in c is a run-time scalar: an
+// i32 input or param whose indexes read no tensor.
+func readsOnlyScalars(c te.Expr) bool {
+	ok := true
+	te.Walk(c, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Load:
+			if !isScalarLoad(x) {
+				ok = false
+			}
+		case *te.Reduce:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+// isScalarLoad reports whether l loads an i32 input or param at plain
+// index expressions.
+func isScalarLoad(l *te.Load) bool {
+	if l.Tensor.Kind == te.Compute || l.Tensor.DType != te.I32 || l.IsGather() {
+		return false
+	}
+	return true
 }
 
 // MaskOf returns the mask of the contraction d, or nil if it has no
@@ -108,9 +158,15 @@ func MaskOf(d Dims) *Mask {
 	flatten(sub, d.MAxes, mk.M)
 	flatten(sub, d.NAxes, mk.N)
 	flatten(sub, d.BatchAxes, mk.B)
+	batch := map[*te.Var]bool{}
+	for _, a := range d.BatchAxes {
+		batch[a] = true
+	}
 	for _, g := range d.Guards {
-		c, ok := substituteCond(g.Cond, sub)
+		n := len(mk.Scalars)
+		c, ok := mk.substituteCond(g.Cond, sub, batch)
 		if !ok {
+			mk.Scalars = mk.Scalars[:n]
 			continue
 		}
 		if !g.Want {
@@ -142,10 +198,26 @@ func flatten(sub map[*te.Var]te.Index, axes []*te.Var, v *te.Var) {
 	}
 }
 
-// substituteCond rewrites the index-only condition c over the flat
-// coordinates, and reports false for a node a tile cannot decide.
-func substituteCond(c te.Expr, sub map[*te.Var]te.Index) (te.Expr, bool) {
+// substituteCond rewrites the condition c over the flat coordinates, each
+// run-time scalar as a variable of mk.Scalars, and reports false for a
+// node a tile cannot decide (a scalar indexed by other than batch axes,
+// which varies within a tile).
+func (mk *Mask) substituteCond(c te.Expr, sub map[*te.Var]te.Index, batch map[*te.Var]bool) (te.Expr, bool) {
 	switch x := c.(type) {
+	case *te.Load:
+		if !isScalarLoad(x) {
+			return nil, false
+		}
+		for _, ix := range x.Index {
+			for _, v := range ix.Vars() {
+				if !batch[v] {
+					return nil, false
+				}
+			}
+		}
+		v := &te.Var{Name: x.Tensor.Name, Extent: 1 << 30}
+		mk.Scalars = append(mk.Scalars, Scalar{Var: v, Load: x})
+		return &te.IndexExpr{Index: te.VarIndex(v)}, true
 	case *te.ConstExpr:
 		return x, true
 	case *te.IndexExpr:
@@ -157,14 +229,14 @@ func substituteCond(c te.Expr, sub map[*te.Var]te.Index) (te.Expr, bool) {
 		if x.Op != te.Not {
 			return nil, false
 		}
-		y, ok := substituteCond(x.X, sub)
+		y, ok := mk.substituteCond(x.X, sub, batch)
 		return &te.Unary{Op: te.Not, X: y}, ok
 	case *te.Binary:
 		if !x.Op.IsComparison() && !x.Op.IsLogical() {
 			return nil, false
 		}
-		a, okA := substituteCond(x.X, sub)
-		b, okB := substituteCond(x.Y, sub)
+		a, okA := mk.substituteCond(x.X, sub, batch)
+		b, okB := mk.substituteCond(x.Y, sub, batch)
 		return &te.Binary{Op: x.Op, X: a, Y: b}, okA && okB
 	}
 	return nil, false
@@ -188,9 +260,22 @@ func (mk *Mask) Dead(r TileRange) bool {
 		case mk.B:
 			return r.B, r.B
 		}
+		if mk.Context > 0 && mk.isScalar(x) {
+			return mk.Context - 1, mk.Context - 1
+		}
 		return 0, x.Extent - 1
 	})
 	return ok && !v
+}
+
+// isScalar reports whether v stands for a run-time scalar.
+func (mk *Mask) isScalar(v *te.Var) bool {
+	for _, s := range mk.Scalars {
+		if s.Var == v {
+			return true
+		}
+	}
+	return false
 }
 
 // UsesBatch reports whether the mask depends on the batch coordinate.

@@ -94,6 +94,14 @@ type Options struct {
 	// every buffer a kernel touches is a parameter.
 	TempsInWorkspace bool
 
+	// Context, when not 0, is the context the cost model prices masks on
+	// run-time scalars at: it assumes each such scalar (pos[b] in
+	// `select(t <= pos[b], …)`) is Context-1, so that the tiles past it,
+	// which the kernel skips at run time, cost nothing — a decode step
+	// at position Context-1 of a longer cache. 0 prices every tile (the
+	// worst case: the cache full).
+	Context int
+
 	// search, for tests, turns the cost-model search's dominance cut off
 	// and counts the stages it grows kernels by.
 	search *searchProbe
@@ -232,6 +240,10 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		}
 		if opts.Split {
 			split(t, s, gpu)
+		}
+		if s.Mask != nil && len(s.Mask.Scalars) > 0 && opts.Context > 0 {
+			s.Mask.Context = opts.Context
+			s.priceMask()
 		}
 		pl.Schedules[t] = s
 		stages = append(stages, t)

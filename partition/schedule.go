@@ -87,8 +87,9 @@ type Schedule struct {
 	Mask    *Mask
 	Skipped int
 	// products are the operations of one output's reduction, and
-	// unmasked the stage's FLOPs when no tile is skipped.
-	products, unmasked int64
+	// unmasked and unmaskedBytes the stage's FLOPs and Bytes when no tile
+	// is skipped.
+	products, unmasked, unmaskedBytes int64
 	// TensorCores marks a contraction computed with tensor-core MMAs of
 	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32):
 	// in a kernel of its own, where backend/lower builds them.
@@ -118,12 +119,20 @@ func (s *Schedule) tile(tm, tn, rm, rn int, out int64) {
 	s.RegsPerThread = 32 + rm*rn + rm + rn
 	// Each tile loads its rows of X and its columns of Y over all of K.
 	s.Bytes = 4*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + out
-	if s.Mask != nil {
-		tiles, points, factors := s.skipped()
-		s.Skipped = int(tiles)
-		s.FLOPs = s.unmasked - points*s.products
-		s.Bytes -= 4 * factors
+	s.unmaskedBytes = s.Bytes
+	s.priceMask()
+}
+
+// priceMask leaves the products and factor loads of the tiles its mask
+// skips out of a masked contraction's FLOPs and Bytes.
+func (s *Schedule) priceMask() {
+	if s.Mask == nil {
+		return
 	}
+	tiles, points, factors := s.skipped()
+	s.Skipped = int(tiles)
+	s.FLOPs = s.unmasked - points*s.products
+	s.Bytes = s.unmaskedBytes - 4*factors
 }
 
 // Unfused makes a contraction's schedule the one that a kernel of its own
@@ -167,6 +176,13 @@ func (s *Schedule) String() string {
 		}
 		if s.Mask != nil {
 			str += fmt.Sprintf(" masked: %d tiles skipped", s.Skipped)
+			if n := len(s.Mask.Scalars); n > 0 {
+				str += fmt.Sprintf(" (at run time, by %d scalars", n)
+				if s.Mask.Context > 0 {
+					str += fmt.Sprintf("; priced at context %d", s.Mask.Context)
+				}
+				str += ")"
+			}
 		}
 		if s.TensorCores {
 			in := s.TensorIn.String()

@@ -696,7 +696,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		if N%TN != 0 {
 			nHi = kir.Bin(te.Min, nHi, kir.I(N-1))
 		}
-		if live := tileMask(mask, mLo, mHi, nLo, nHi, bt); live != nil {
+		if live := tileMask(g, mask, mLo, mHi, nLo, nHi, bt); live != nil {
 			// The test is the same for every thread of the block, so the
 			// barriers of the k loop stay block-uniform.
 			products = []kir.Stmt{&kir.If{Cond: live, Then: products}}

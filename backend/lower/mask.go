@@ -14,16 +14,25 @@ import (
 // other branch. The test is the one partition.Mask.Dead makes when it
 // prices the stage, computed at run time from the tile's coordinates with
 // the same integer bounds, so that the kernel skips exactly the tiles the
-// cost model leaves out.
+// cost model leaves out; a mask on run-time scalars (pos[b]) compares them
+// with the tile's ranges when the tile runs, skipping every tile past them.
 
 // tileMask returns the kir condition under which the tile with flat output
 // ranges mLo..mHi, nLo..nHi of batch entry b needs its products, or nil
-// when every tile does.
-func tileMask(mk *partition.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Expr {
+// when every tile does. The mask's run-time scalars are loaded once per
+// tile into registers (g, with the contraction's batch axes bound to the
+// tile's entry): the test stays block-uniform, since the scalars' indexes
+// use only batch axes.
+func tileMask(g *gen, mk *partition.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Expr {
 	if mk == nil {
 		return nil
 	}
 	rng := map[*te.Var][2]kir.Expr{mk.M: {mLo, mHi}, mk.N: {nLo, nHi}, mk.B: {b, b}}
+	for _, s := range mk.Scalars {
+		v := kir.NewVar(s.Var.Name, te.I32)
+		g.emit(&kir.Let{Var: v, Value: convert(g.expr(s.Load), te.I32)})
+		rng[s.Var] = [2]kir.Expr{v, v}
+	}
 	_, dead := decide(mk.Live, rng)
 	if dead == nil {
 		return nil
