@@ -415,10 +415,14 @@ func (c *coster) extend(sg *segment) {
 	sg.syncBar = append(sg.syncBar, b)
 	// A region moves from DRAM the first time the segment touches it, and
 	// again if more than L2 holds has streamed through since its last touch
-	// (its reuse distance: LRU would have evicted it).
+	// (its reuse distance: LRU would have evicted it). The stage's loads
+	// come first and its output (keys[j][0]) last, as it is written after
+	// what it reads has streamed through.
 	var fresh int64
 	l2 := int64(c.pl.GPU.L2Bytes)
-	for _, r := range c.keys[j] {
+	keys := c.keys[j]
+	for i := range keys {
+		r := keys[(i+1)%len(keys)]
 		switch {
 		case c.seen[r.id] != sg.serial:
 			c.seen[r.id] = sg.serial

@@ -33,6 +33,10 @@ func TestMaskedReduce(t *testing.T) {
 	other := tb.Reduce(te.Sum, "k", 4, func(k te.Index) te.Expr { return tb.Ld(x, k) })
 	lt := tb.Bin(te.Lt, tb.Idx(i), tb.I(2))
 	data := tb.Bin(te.Gt, tb.Ld(x, i), tb.F(0))
+	pos := &te.Tensor{Name: "pos", Kind: te.Input, DType: te.I32, Shape: []int{4}}
+	lim := &te.Tensor{Name: "lim", Kind: te.Compute, DType: te.I32, Shape: []int{4}}
+	runtime := tb.Bin(te.Le, tb.Idx(i), tb.Ld(pos, i))
+	computed := tb.Bin(te.Le, tb.Idx(i), tb.Ld(lim, i))
 	tests := []struct {
 		name           string
 		body           te.Expr
@@ -45,6 +49,8 @@ func TestMaskedReduce(t *testing.T) {
 		{"else", tb.Sel(lt, tb.F(0), sum), true, true, 1, false},
 		{"nested", tb.Sel(lt, tb.Sel(tb.Bin(te.Ge, tb.Idx(i), tb.I(1)), sum, tb.F(1)), tb.F(0)), true, true, 2, true},
 		{"data_condition", tb.Sel(data, sum, tb.F(0)), true, true, 0, false},
+		{"runtime_scalar", tb.Sel(runtime, sum, tb.F(0)), true, true, 1, true},
+		{"computed_scalar", tb.Sel(computed, sum, tb.F(0)), true, true, 0, false},
 		{"in_condition", tb.Sel(tb.Bin(te.Gt, sum, tb.F(0)), tb.F(1), tb.F(0)), false, false, 0, false},
 		{"two_reductions", tb.Sel(lt, sum, other), false, false, 0, false},
 		{"shared_node", tb.Sel(lt, sum, tb.Bin(te.Add, sum, tb.F(1))), true, true, 0, false},
@@ -130,6 +136,48 @@ func TestMaskOfFlatAxes(t *testing.T) {
 	for _, tt := range tests {
 		if got := mk.Dead(tt.r); got != tt.dead {
 			t.Errorf("Dead(%+v) = %v, want %v", tt.r, got, tt.dead)
+		}
+	}
+}
+
+// decodeScores is a decode step's attention scores over a cache of t
+// positions, masked by run-time positions: s[b, t] = select(t <= pos[b],
+// sum[e](q[b, e] · k[b, t, e]), -1e30).
+func decodeScores(batch, t, e int) *te.Program {
+	b := tb.New("decode")
+	pos := b.InputOf("pos", te.I32, batch)
+	q, k := b.Input("q", batch, e), b.Input("k", batch, t, e)
+	sc := b.Compute("sc", tb.Shape(batch, t), func(ax []te.Index) te.Expr {
+		sum := tb.Reduce(te.Sum, "e", e, func(x te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(q, ax[0], x), tb.Ld(k, ax[0], ax[1], x))
+		})
+		return tb.Sel(tb.Bin(te.Le, tb.Idx(ax[1]), tb.Ld(pos, ax[0])), sum, tb.F(-1e30))
+	})
+	return b.Program(sc)
+}
+
+// TestRuntimeMask checks the mask of a contraction on run-time positions:
+// it reads one scalar, is priced as skipping nothing without a context,
+// and at Options.Context c as skipping the tiles of each row wholly past
+// position c-1, with their products and factor loads left out.
+func TestRuntimeMask(t *testing.T) {
+	const batch, T, E = 4, 4096, 64
+	for _, tt := range []struct{ context int }{{0}, {1}, {1024}, {1025}, {4096}} {
+		pl := plan(t, decodeScores(batch, T, E), "h100", Options{Context: tt.context})
+		s := pl.Schedules[pl.Program.Lookup("sc")]
+		if s.Kind != Contraction || s.Mask == nil || len(s.Mask.Scalars) != 1 || s.Mask.Context != tt.context {
+			t.Fatalf("context %d: %s; want a contraction masked by one run-time scalar", tt.context, s)
+		}
+		perRow := T / s.TileN
+		live := perRow
+		if tt.context > 0 {
+			live = (tt.context + s.TileN - 1) / s.TileN
+		}
+		if want := batch * (perRow - live); s.Skipped != want {
+			t.Errorf("context %d: %d tiles skipped, want %d (tiles of %d)", tt.context, s.Skipped, want, s.TileN)
+		}
+		if s.Skipped > 0 && (s.FLOPs >= s.unmasked || s.Bytes >= s.unmaskedBytes) {
+			t.Errorf("context %d: FLOPs %d and bytes %d not below the unmasked %d and %d", tt.context, s.FLOPs, s.Bytes, s.unmasked, s.unmaskedBytes)
 		}
 	}
 }

