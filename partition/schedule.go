@@ -197,7 +197,10 @@ func (s *Schedule) String() string {
 		str += fmt.Sprintf(" row-axes=%d", s.RowAxes)
 	}
 	if m := s.MatVec; m != nil {
-		str += fmt.Sprintf(" matvec: %d columns per tile, %d threads per column", m.TileF, m.Split)
+		str += fmt.Sprintf(" matvec: %d columns per tile, %d threads per column", m.width(), m.Split)
+		if m.Cols > 1 {
+			str += fmt.Sprintf(", %d columns per thread", m.Cols)
+		}
 	}
 	if r := s.Resident; r != nil {
 		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
@@ -419,7 +422,18 @@ type MatVec struct {
 	// memory (an FFN's 8192, or eight rows of 2048) still make a
 	// matrix-vector tile. 0 stages all of K.
 	Chunk int
+	// Cols is the columns each thread sums (0 or 1: one): thread col of
+	// a tile takes columns col + c·TileF, c < Cols, of the tile's
+	// TileF·Cols, so that each row element it loads from shared memory
+	// serves Cols products.
+	Cols int
 }
+
+// width returns the columns of a tile: TileF × Cols.
+func (mv *MatVec) width() int { return mv.TileF * max(mv.Cols, 1) }
+
+// Width returns the columns of a tile, TileF × Cols.
+func (mv *MatVec) Width() int { return mv.width() }
 
 // StagedK returns how much of K a tile stages in shared memory at once.
 func (mv *MatVec) StagedK(k int) int {
@@ -434,6 +448,7 @@ const (
 	matVecMaxRows  = 8        // rows of the narrow factor
 	matVecMaxStage = 16 << 10 // bytes of them staged in shared memory
 	matVecMaxTileF = 16       // widest tile, in columns
+	matVecMaxCols  = 4        // columns per thread, with several rows
 	matVecMinK     = 8        // k each thread sums, at least, when tiles are narrowed
 )
 
@@ -454,11 +469,24 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 	// Narrower tiles make more of them, for more SMs, but split K among
 	// more threads: keep at least matVecMinK of it to each.
 	narrowest := min(matVecMaxTileF, nextPow2(ceilDiv(s.Threads*matVecMinK, d.K)))
-	mv.TileF = matVecMaxTileF
-	for mv.TileF > 1 && (cols%mv.TileF != 0 || (mv.TileF > narrowest && d.Batch*cols/mv.TileF < g.SMs)) {
-		mv.TileF /= 2
+	// Several rows share each thread's load of the wide factor; several
+	// columns per thread share its loads of the rows too (Efficiency), as
+	// long as the tiles still fill the SMs.
+	mv.Cols = 1
+	if rows > 1 {
+		mv.Cols = matVecMaxCols
 	}
-	mv.NT, mv.Split = cols/mv.TileF, s.Threads/mv.TileF
+	for {
+		mv.TileF = matVecMaxTileF
+		for mv.TileF > 1 && (cols%mv.width() != 0 || (mv.TileF > narrowest && d.Batch*cols/mv.width() < g.SMs)) {
+			mv.TileF /= 2
+		}
+		if mv.Cols == 1 || cols%mv.width() == 0 && d.Batch*cols/mv.width() >= g.SMs {
+			break
+		}
+		mv.Cols /= 2
+	}
+	mv.NT, mv.Split = cols/mv.width(), s.Threads/mv.TileF
 	if mv.Split > d.K {
 		return false // threads with no k to sum: a tile of one output per thread does better
 	}
@@ -470,13 +498,15 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 	}
 	s.MatVec = mv
 	staged := mv.StagedK(d.K)
-	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.TileF, staged, 1, 1
+	// A thread's outputs are rows × Cols, its loads per k rows from
+	// shared memory and Cols from global: Efficiency's RegM × RegN.
+	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.width(), staged, rows, mv.Cols
 	if mv.Wide == 0 {
-		s.TileM, s.TileN = mv.TileF, rows
+		s.TileM, s.TileN = mv.width(), rows
 	}
 	s.Tiles = d.Batch * mv.NT
-	s.SharedBytes = 4 * (rows*staged + s.Threads*rows)
-	s.RegsPerThread = 32 + 2*rows
+	s.SharedBytes = 4 * (rows*staged + s.Threads*rows*mv.Cols)
+	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
 	// The wide factor once, the rows once per tile, each at its own
 	// element size (bf16 weights are half the bytes of f32 ones).
 	wide, narrow := d.Y, d.X

@@ -355,6 +355,32 @@ func TestMatVec(t *testing.T) {
 	onGrids(t, m, p, 1, 3, 64)
 }
 
+// TestMatVecColumns checks matrix-vector tiles whose threads sum several
+// columns each (4 and 8 rows, so 4 columns per thread, on the small GPU's
+// 4 SMs), with the wide factor on either side, right and race-free on
+// several grids.
+func TestMatVecColumns(t *testing.T) {
+	bld := tb.New("mvc")
+	x := bld.Input("x", 4, 64)
+	w := bld.Param("w", 64, 256)
+	a := bld.Param("a", 256, 64)
+	v := bld.Input("v", 64, 8)
+	y := bld.Matmul("y", x, w)
+	z := bld.Matmul("z", a, v)
+	p := bld.Program(y, z)
+	m, pl := fusedModule(t, p, "small", false)
+	for _, c := range []struct {
+		t                 *te.Tensor
+		wide, tileF, cols int
+	}{{y, 1, 16, 4}, {z, 0, 16, 4}} {
+		mv := pl.Schedules[c.t].MatVec
+		if mv == nil || mv.Wide != c.wide || mv.TileF != c.tileF || mv.Cols != c.cols {
+			t.Errorf("%s: matvec %+v (%s); want the wide factor %d, %d threads across, %d columns each", c.t.Name, mv, pl.Schedules[c.t], c.wide, c.tileF, c.cols)
+		}
+	}
+	onGrids(t, m, p, 1, 3, 4)
+}
+
 // TestFusedErrors checks that a plan the lowering cannot honour is an
 // error that says why, never a wrong kernel: a kernel whose shared memory
 // exceeds the GPU's per-block limit, and a matrix-vector schedule that

@@ -63,7 +63,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	}
 	buf := l.bufs[t]
 	g := l.gen(body)
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
 	perGroup := g.into(func() {
@@ -161,11 +161,11 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 		fAxes, aAxes, F, A = d.MAxes, d.NAxes, d.X, d.Y
 	}
 	rows, K := product(aAxes), product(d.Reduce.Axes)
-	if product(fAxes) != mv.TileF*mv.NT {
+	if product(fAxes) != mv.Width()*mv.NT {
 		return false
 	}
 	g := l.gen(body)
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF, max(mv.Cols, 1))
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	inner := g.into(func() {
 		g.emit(
@@ -183,11 +183,12 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 }
 
 // matVecSetup declares the shared arrays of a matrix-vector stage in tmp
-// (the rows of the narrow factor, and the threads' partial sums) and emits
-// each thread's place: its column col of the tile and its share kz of K.
-func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, rows, K, tileF int) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
+// (the rows of the narrow factor, and the threads' partial sums of each
+// row and of each of their cols columns) and emits each thread's place:
+// its column col of the tile and its share kz of K.
+func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, rows, K, tileF, cols int) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
 	xs = &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
-	red = &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows, l.threads}}
+	red = &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows * cols, l.threads}}
 	tmp.Shared = []*kir.Buffer{xs, red}
 	tid, col, kz = kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
 	g.emit(
@@ -208,8 +209,9 @@ type entryCtx struct {
 	rows, K            int
 	// chunk, when not 0, is the part of K staged at once (MatVec.Chunk).
 	chunk int
-	// tileF and split are the tile's columns and the threads per column.
-	tileF, split int
+	// tileF and split are the tile's threads across and the threads per
+	// column; cols the columns each thread sums (MatVec.Cols, at least 1).
+	tileF, split, cols int
 	// F, when set, is the wide factor, read from global memory at each k
 	// instead of from the cache slice at base in data.
 	F te.Expr
@@ -223,7 +225,8 @@ type entryCtx struct {
 func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.MatVec, c entryCtx) {
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
-	c.tileF, c.split, c.chunk = tf, split, rs.Chunk
+	c.tileF, c.split, c.chunk, c.cols = tf, split, rs.Chunk, max(rs.Cols, 1)
+	cols, width := c.cols, tf*c.cols
 	b := kir.NewVar("b", te.I32)
 	g.emit(&kir.Let{Var: b, Value: c.b})
 	bind(g, d.BatchAxes, b)
@@ -232,15 +235,19 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 		staged = c.chunk
 	}
 	chunks := c.K / staged
-	acc := make([]*kir.Var, c.rows)
+	// acc[m·cols + j] sums row m of column col + j·tf.
+	acc := make([]*kir.Var, c.rows*cols)
 	for m := range acc {
 		acc[m] = kir.NewVar("acc", te.F32)
 		g.emit(&kir.Let{Var: acc[m], Value: kir.F(0)})
 	}
-	var f *kir.Var
+	var fs []*kir.Var
 	if c.F != nil {
-		f = kir.NewVar("f", te.I32)
-		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(tf)), c.col)})
+		for j := range cols {
+			f := kir.NewVar("f", te.I32)
+			g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), addOffset(kir.I(j*tf), c.col))})
+			fs = append(fs, f)
+		}
 	}
 	// Chunk ci stages k in [c0, c0 + staged) of every row, then each
 	// thread sums its share of them.
@@ -254,10 +261,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 			g.emit(&kir.SyncThreads{}) // the last chunk's reads of xs are done
 		}
 		l.stageRows(g, d, c, staged, c0)
-		if c.F != nil {
-			bind(g, c.fAxes, f)
-		}
-		l.sumChunk(g, d, c, acc, staged, c0)
+		l.sumChunk(g, d, c, acc, fs, staged, c0)
 	})
 	if chunks > 1 {
 		g.emit(&kir.For{Var: ci, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(chunks), Step: 1, Body: chunk})
@@ -287,17 +291,19 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 	}
 	g.emit(&kir.SyncThreads{})
 	epilogue := g.into(func() {
-		f := kir.NewVar("f", te.I32)
-		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(tf)), c.col)})
-		bind(g, c.fAxes, f)
-		for m := range acc {
-			sum := kir.NewVar("sum", te.F32)
-			g.emit(&kir.Let{Var: sum, Value: kir.Ld(c.red, kir.Add(kir.I(m*threads), c.col))})
-			g.done[r] = sum
-			mv := kir.NewVar("m", te.I32)
-			g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
-			bind(g, c.aAxes, mv)
-			g.emit(&kir.Store{Buf: c.out, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), c.out.ValueType())})
+		for j := range cols {
+			f := kir.NewVar("f", te.I32)
+			g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), addOffset(kir.I(j*tf), c.col))})
+			bind(g, c.fAxes, f)
+			for m := range c.rows {
+				sum := kir.NewVar("sum", te.F32)
+				g.emit(&kir.Let{Var: sum, Value: kir.Ld(c.red, kir.Add(kir.I((m*cols+j)*threads), c.col))})
+				g.done[r] = sum
+				mv := kir.NewVar("m", te.I32)
+				g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+				bind(g, c.aAxes, mv)
+				g.emit(&kir.Store{Buf: c.out, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), c.out.ValueType())})
+			}
 		}
 		delete(g.done, r)
 	})
@@ -326,25 +332,39 @@ func (l *lowerer) stageRows(g *gen, d partition.Dims, c entryCtx, staged int, c0
 // sumChunk emits thread (kz, col)'s sums over its k of the chunk staged at
 // c0: k = c0 + kz + i·split, in a loop over i (so that the static report
 // counts it exactly), each row's staged element times the wide factor's.
-func (l *lowerer) sumChunk(g *gen, d partition.Dims, c entryCtx, acc []*kir.Var, staged int, c0 kir.Expr) {
+func (l *lowerer) sumChunk(g *gen, d partition.Dims, c entryCtx, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
 	r := d.Reduce
-	tf, split := c.tileF, c.split
+	tf, split, cols := c.tileF, c.split, c.cols
 	kl, kk := kir.NewVar("kl", te.I32), kir.NewVar("kk", te.I32)
-	w := kir.NewVar("w", te.F32)
 	i := kir.NewVar("i", te.I32)
 	step := g.into(func() {
 		g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kl)})
-		if c.F != nil {
-			bind(g, r.Axes, kk)
-			g.emit(&kir.Let{Var: w, Value: convert(g.expr(c.F), te.F32)})
-		} else {
-			g.emit(&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))})
+		// Each row's element, read once for the thread's columns.
+		xv := make([]kir.Expr, c.rows)
+		for m := range xv {
+			xv[m] = kir.Ld(c.xs, kir.Add(kir.I(m*staged), kl))
+			if cols > 1 {
+				v := kir.NewVar("x", te.F32)
+				g.emit(&kir.Let{Var: v, Value: xv[m]})
+				xv[m] = v
+			}
 		}
-		for m := range acc {
-			g.emit(&kir.Assign{Var: acc[m], Value: kir.Add(acc[m], kir.Mul(kir.Ld(c.xs, kir.Add(kir.I(m*staged), kl)), w))})
+		for j := range cols {
+			w := kir.NewVar("w", te.F32)
+			if c.F != nil {
+				bind(g, r.Axes, kk)
+				bind(g, c.fAxes, fs[j])
+				g.emit(&kir.Let{Var: w, Value: convert(g.expr(c.F), te.F32)})
+			} else {
+				g.emit(&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))})
+			}
+			for m := range c.rows {
+				a := acc[m*cols+j]
+				g.emit(&kir.Assign{Var: a, Value: kir.Add(a, kir.Mul(xv[m], w))})
+			}
 		}
 	})
-	for _, a := range r.Axes {
+	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
 		delete(g.env, a)
 	}
 	if staged%split != 0 {
