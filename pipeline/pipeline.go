@@ -58,6 +58,11 @@ type Options struct {
 	// keeping weights reused across a kernel's stages on chip; 0 means
 	// what the GPU has left.
 	ResidentBytes int
+	// Context, when not 0, is the context the cost model prices masks on
+	// run-time positions at (partition.Options.Context): a decode step's
+	// attention past pos[b] = Context-1 is skipped at run time, and
+	// predicted so. 0 prices the whole cache.
+	Context int
 	// Precision is the arithmetic precision; the zero value, precision.F32,
 	// compiles the program as written.
 	Precision precision.Mode
@@ -132,14 +137,14 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("analysis: %w", err)
 	}
-	popts := partition.Options{Strategy: partition.PerTE}
+	popts := partition.Options{Strategy: partition.PerTE, Context: opts.Context}
 	if opts.Level >= 3 {
 		// The fused kernels reach their temporaries through the workspace
 		// (kir.Module.TempsInWorkspace), so that only inputs, params and
 		// outputs count against the kernel parameter limit. Unfused kernels
 		// take a parameter each, so that the kernels of an unrolled model
 		// that differ only in their buffers share code.
-		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes}
+		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context}
 		if popts.Strategy == partition.PerTE {
 			popts.Strategy = partition.CostModel
 		}

@@ -30,12 +30,14 @@ type optFlags struct {
 	gpu           string
 	deterministic bool
 	precision     string
+	context       int
 }
 
 func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 	fs.IntVar(&o.level, "O", pipeline.MaxLevel, fmt.Sprintf("optimisation level, -O0 to -O%d", pipeline.MaxLevel))
 	fs.BoolVar(&o.deterministic, "deterministic", false, "combine split reductions' per-block partials in a fixed order instead of with atomics: bit-identical results from run to run")
 	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: "+partition.DefaultGPU+")")
+	fs.IntVar(&o.context, "context", 0, "the context the cost model prices attention masked by run-time positions at (select(t <= pos[b], …)): tiles past position N-1 are skipped at run time and left out of the predictions; 0 prices the whole cache")
 	fs.StringVar(&o.precision, "precision", "f32", "the arithmetic precision: "+strings.Join(precision.Names(), ", ")+" (f16 and bf16 store params and activations in that type, accumulating and keeping statistics in f32; tf32 rounds contraction operands to TF32)")
 }
 
@@ -67,7 +69,10 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if err != nil {
 		return pipeline.Options{}, gpuFailure(err)
 	}
-	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec}, nil
+	if o.context < 0 {
+		return pipeline.Options{}, fmt.Errorf("--context %d: want a number of positions, at least 1 (0: the whole cache)", o.context)
+	}
+	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec, Context: o.context}, nil
 }
 
 // optionsError reports an error of optFlags.options: a usage error, or a
@@ -301,7 +306,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 		written = append(written, path)
 	}
 	if bf.report != "" {
-		if err := writeReport(bf.report, res.Module, opts.GPU, tg); err != nil {
+		if err := writeReport(bf.report, res, opts.GPU, tg); err != nil {
 			return e.failf(c, exitUser, &failure{code: codeIO, file: bf.report, err: err})
 		}
 		written = append(written, bf.report)
@@ -366,6 +371,16 @@ type reportJSON struct {
 	Exact          bool           `json:"exact"`
 	Total          countsJSON     `json:"total"`
 	Kernels        []kernelReport `json:"kernels"`
+	// Predicted is the cost model's prediction for the plan (not a
+	// measurement).
+	Predicted predictedJSON `json:"predicted"`
+}
+
+type predictedJSON struct {
+	MS        float64 `json:"ms"`
+	DRAMBytes int64   `json:"dram_bytes"`
+	GridSyncs int     `json:"grid_syncs"`
+	SyncMS    float64 `json:"grid_sync_ms"`
 }
 
 type countsJSON struct {
@@ -404,11 +419,14 @@ func residentBlocks(m *kir.Module, g partition.GPU) int {
 	return max(1, g.SMs*perSM)
 }
 
-func writeReport(path string, m *kir.Module, g partition.GPU, tg target.Target) error {
+func writeReport(path string, res *pipeline.Result, g partition.GPU, tg target.Target) error {
+	m := res.Module
 	blocks := residentBlocks(m, g)
 	r := report.Module(m, report.Config{ResidentBlocks: blocks})
+	_, syncs, cost := res.Plan.Stats()
 	out := reportJSON{Model: r.Module, Target: tg.Name, GPU: g.Name, ResidentBlocks: blocks,
-		WorkspaceBytes: r.WorkspaceBytes, Exact: r.Exact, Total: counts(r.Total), Kernels: []kernelReport{}}
+		WorkspaceBytes: r.WorkspaceBytes, Exact: r.Exact, Total: counts(r.Total), Kernels: []kernelReport{},
+		Predicted: predictedJSON{MS: cost.Total() * 1e3, DRAMBytes: cost.DRAM, GridSyncs: syncs, SyncMS: cost.Sync * 1e3}}
 	for _, k := range r.Kernels {
 		out.Kernels = append(out.Kernels, kernelReport{Name: k.Name, Blocks: k.Blocks, Resident: k.Resident, Threads: k.Threads,
 			SharedBytes: k.SharedBytes, countsJSON: counts(k.Counts), Exact: k.Exact})

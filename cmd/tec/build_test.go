@@ -50,6 +50,54 @@ func TestBuild(t *testing.T) {
 	if r.Model != "softmax" || len(r.Kernels) != 4 || r.Total.LoadBytes == 0 || r.Total.FLOPs == 0 || !r.Exact {
 		t.Errorf("report: %+v", r)
 	}
+	if p := r.Predicted; p.MS <= 0 || p.DRAMBytes <= 0 || p.GridSyncs != 0 {
+		t.Errorf("predicted: %+v", p)
+	}
+}
+
+// TestBuildContext checks --context: attention over a cache of 4096
+// positions masked by run-time positions is predicted cheaper priced at
+// a context of 128 than over the whole cache, and a negative context is
+// a usage error.
+func TestBuildContext(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "attend.te")
+	const prog = `
+model attend {
+  input pos: i32[8]
+  input q: f32[8, 64]
+  input k: f32[8, 4096, 64]
+  s[b, t] = select(t <= pos[b], sum[e](q[b, e] * k[b, t, e]), -inf)
+  output s
+}
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	predicted := func(args ...string) predictedJSON {
+		t.Helper()
+		rep := filepath.Join(dir, "report.json")
+		code, _, stderr := runTec(t, append([]string{"build", src, "-o", dir, "--emit", "cu", "--report", rep}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%v: status %d\n%s", args, code, stderr)
+		}
+		data, err := os.ReadFile(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r reportJSON
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Predicted
+	}
+	whole, short := predicted(), predicted("--context", "128")
+	if short.DRAMBytes*4 > whole.DRAMBytes || short.MS >= whole.MS {
+		t.Errorf("at context 128 %+v; over the whole cache %+v: want a quarter of the bytes or less, and less time", short, whole)
+	}
+	if code, _, stderr := runTec(t, "build", src, "-o", dir, "--emit", "cu", "--context", "-1"); code == exitOK || !strings.Contains(stderr, "--context -1") {
+		t.Errorf("--context -1: status %d\n%s", code, stderr)
+	}
 }
 
 // TestBuildReportsShuffles checks that the report counts the warp shuffles

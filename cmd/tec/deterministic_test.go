@@ -11,7 +11,7 @@ import (
 
 // A softmax over long rows takes the two-phase split reduction at -O4 on the
 // A100 model: atomics by default, per-block partials with --deterministic.
-var splitSoftmax = []string{"../../examples/softmax.te", "-D", "N=4", "-D", "D=4096", "-O4", "--gpu", "a100"}
+var splitSoftmax = []string{"../../examples/softmax.te", "-D", "N=4", "-D", "D=65536", "-O4", "--gpu", "a100"}
 
 func TestBuildDeterministic(t *testing.T) {
 	for _, tt := range []struct {
