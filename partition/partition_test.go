@@ -230,7 +230,7 @@ func TestMatVecSchedule(t *testing.T) {
 		{16, 512, 1024, 0, 0},     // 16 rows: an ordinary tile
 		{1, 8, 64, 0, 0},          // 16 threads per column, 8 k: an ordinary tile
 		{1, 8192, 2048, 16, 4096}, // an FFN's down projection: two chunks of 16 KB
-		{8, 2048, 2048, 16, 512},  // eight rows of 2048: four chunks; 4 columns per thread
+		{8, 2048, 2048, 16, 512},  // eight rows of 2048: four chunks; 2 columns per thread
 		{1, 4608, 64, 1, 2304},    // 4096 does not divide K: the largest multiple of Split that does
 	} {
 		p := mlp(tt.m, tt.k, tt.n)
@@ -248,7 +248,10 @@ func TestMatVecSchedule(t *testing.T) {
 		case tt.tileF != 0 && (mv == nil || mv.Width() != tt.tileF || mv.Wide != 1 || mv.Split*mv.TileF != 256 || mv.Chunk != tt.chunk):
 			t.Errorf("%dx%dx%d: matvec %+v; want %d columns per tile, chunks of %d", tt.m, tt.k, tt.n, mv, tt.tileF, tt.chunk)
 		}
-		if mv != nil && tt.m > 1 && mv.Cols > 1 && pl.Schedules[h].Efficiency() != 1 {
+		// Eight rows of many columns take several columns per thread (as
+		// many as their partial sums' shared memory allows), for a better
+		// efficiency than one column's.
+		if one := float64(tt.m) / float64(tt.m+1) / 2; mv != nil && tt.m == 8 && (mv.Cols < 2 || pl.Schedules[h].Efficiency() <= one) {
 			t.Errorf("%dx%dx%d: %d columns per thread, efficiency %g", tt.m, tt.k, tt.n, mv.Cols, pl.Schedules[h].Efficiency())
 		}
 		if s := pl.Schedules[h]; mv != nil && s.SharedBytes > 4*(tt.m*4096+256*tt.m*max(mv.Cols, 1)) {

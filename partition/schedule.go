@@ -472,9 +472,11 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 	// Several rows share each thread's load of the wide factor; several
 	// columns per thread share its loads of the rows too (Efficiency), as
 	// long as the tiles still fill the SMs.
+	// The threads' partial sums, rows × Cols each, take shared memory:
+	// no more than the rows staged.
 	mv.Cols = 1
-	if rows > 1 {
-		mv.Cols = matVecMaxCols
+	for rows > 1 && mv.Cols < matVecMaxCols && 4*s.Threads*rows*mv.Cols*2 <= matVecMaxStage {
+		mv.Cols *= 2
 	}
 	for {
 		mv.TileF = matVecMaxTileF
