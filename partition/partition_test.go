@@ -259,3 +259,23 @@ func TestMatVecSchedule(t *testing.T) {
 		}
 	}
 }
+
+// TestArgReduceSchedule checks that an argmax over a long row (a greedy
+// token over a vocabulary) is a block's row reduction, and one over a
+// short row a thread's loop.
+func TestArgReduceSchedule(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		kind Kind
+	}{{128256, RowReduce}, {64, RowReduce}, {32, Elementwise}} {
+		b := tb.New("greedy")
+		x := b.Input("x", 2, tt.n)
+		next := b.Compute("next", tb.Shape(2), func(ax []te.Index) te.Expr {
+			return tb.Reduce(te.Argmax, "k", tt.n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
+		})
+		pl := plan(t, b.Program(next), "h100", Options{Split: true, Reuse: true})
+		if s := pl.Schedules[next]; s.Kind != tt.kind || s.Kind == RowReduce && s.Tiles != 2 {
+			t.Errorf("argmax over %d: %s; want %s", tt.n, s, tt.kind)
+		}
+	}
+}
