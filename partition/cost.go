@@ -418,6 +418,9 @@ func (c *coster) extend(sg *segment) {
 	// (its reuse distance: LRU would have evicted it). The stage's loads
 	// come first and its output (keys[j][0]) last, as it is written after
 	// what it reads has streamed through.
+	// A masked contraction's skipped tiles load none of their factors: its
+	// inputs move in the share of its tiles that run (the whole region
+	// still counts for reuse, as the tiles that run are known only then).
 	var fresh int64
 	l2 := int64(c.pl.GPU.L2Bytes)
 	keys := c.keys[j]
@@ -429,7 +432,11 @@ func (c *coster) extend(sg *segment) {
 			sg.foot += r.bytes
 			fallthrough
 		case sg.stream-c.touched[r.id] > l2:
-			fresh += r.bytes
+			moved := r.bytes
+			if i+1 < len(keys) && s.Skipped > 0 && s.Tiles > 0 {
+				moved = moved * int64(s.Tiles-s.Skipped) / int64(s.Tiles)
+			}
+			fresh += moved
 			sg.stream += r.bytes
 		}
 		c.touched[r.id] = sg.stream

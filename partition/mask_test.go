@@ -179,5 +179,15 @@ func TestRuntimeMask(t *testing.T) {
 		if s.Skipped > 0 && (s.FLOPs >= s.unmasked || s.Bytes >= s.unmaskedBytes) {
 			t.Errorf("context %d: FLOPs %d and bytes %d not below the unmasked %d and %d", tt.context, s.FLOPs, s.Bytes, s.unmasked, s.unmaskedBytes)
 		}
+		// The inputs (the cache, mostly) move from DRAM in the share of the
+		// tiles that run; the scores are written whole.
+		var in int64
+		for _, x := range pl.Program.Placeholders() {
+			in += x.Bytes()
+		}
+		want := pl.Program.Lookup("sc").Bytes() + in*int64(s.Tiles-s.Skipped)/int64(s.Tiles)
+		if got := pl.Kernels[0].Cost.DRAM; got < want-16 || got > want+16 {
+			t.Errorf("context %d: %d B from DRAM, want about %d", tt.context, got, want)
+		}
 	}
 }
