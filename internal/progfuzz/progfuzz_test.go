@@ -108,7 +108,7 @@ func TestGenerateChecks(t *testing.T) {
 }
 
 // TestRegressions runs the program of each defect of issue 17 (F1-F9) and
-// of each this fuzzer found (N1-N3) at the configuration where it failed:
+// of each this fuzzer found (N1-N6) at the configuration where it failed:
 // each must now be right. N2 failed on a GPU with 2 KiB of shared memory
 // per block, which partition.GPU.Validate now rejects; it runs at the
 // least that Validate allows.
