@@ -10,7 +10,7 @@ import (
 // shape of an LLM's step: run-time scalars and, with updates, in-place
 // updates of the cache.
 //
-// The positions are an i32 input pos[b] whose values the program gives in
+// The positions are an i32 input (or param) pos[b] whose values the program gives in
 // a "# feed" line, inside the cache (first, last and any position between),
 // so that each is read wherever it is used:
 //
@@ -48,7 +48,11 @@ func (g *gen) decode(updates bool, plant float64) {
 		off = 1 + g.intn(2)
 	}
 	pos := g.fresh("pos")
-	g.decls = append(g.decls, fmt.Sprintf("input %s: i32[%s]", pos, B.s))
+	kind := "input"
+	if g.chance(0.2) {
+		kind = "param" // positions may be a param too
+	}
+	g.decls = append(g.decls, fmt.Sprintf("%s %s: i32[%s]", kind, pos, B.s))
 	cacheDT := "f32"
 	if g.chance(0.2) {
 		cacheDT = pick(g, []string{"f16", "bf16"})

@@ -44,6 +44,7 @@ func TestGenerateDecode(t *testing.T) {
 		"update reads layer":  regexp.MustCompile(`update x\d+\[(l|\d), [^\n]*\] = \(?x\d+\[(\(l \+ 1\) % \d|\d), b, `),
 		"read after update":   regexp.MustCompile(`(?s)update x(\d+)\[.*\n  old\d+\[b, t, e\] = x(\d+)\[`),
 		"feed":                regexp.MustCompile(`(?m)^# feed pos\d+( \d+)+$`),
+		"param positions":     regexp.MustCompile(`(?m)^  param pos\d+: i32\[`),
 		"planted":             regexp.MustCompile(`(?m)^# expect outside pos\d+$`),
 		"precision":           regexp.MustCompile(`(?m)^# precision (f16|bf16|tf32)$`),
 	}
