@@ -309,10 +309,21 @@ int main(int argc, char** argv) {
   CHECK(cudaSetDevice(device));
   std::vector<void*> in = upload(in_data);
   std::vector<void*> par = upload(par_data);
+  // An output named as an input (an input updated in place, such as a KV
+  // cache) is given the input's own memory, as a caller that donates the
+  // buffer does: the model then writes only the updated elements and copies
+  // nothing, which is what --bench should time. (An input passed through
+  // as an output unchanged is aliased too: its copy is then onto itself.)
   std::vector<void*> out;
+  std::vector<bool> owned;
   for (int i = 0; i < n_out; i++) {
     void* p = nullptr;
-    CHECK(cudaMalloc(&p, std::max<size_t>(outs[i].bytes, 1)));
+    for (int j = 0; j < n_in && !p; j++) {
+      if (strcmp(ins[j].name, outs[i].name) == 0 && ins[j].dtype == outs[i].dtype && ins[j].bytes == outs[i].bytes)
+        p = in[j];
+    }
+    owned.push_back(!p);
+    if (!p) CHECK(cudaMalloc(&p, std::max<size_t>(outs[i].bytes, 1)));
     out.push_back(p);
   }
   void* ws = nullptr;
@@ -368,7 +379,8 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamDestroy(stream));
   for (void* p : in) CHECK(cudaFree(p));
   for (void* p : par) CHECK(cudaFree(p));
-  for (void* p : out) CHECK(cudaFree(p));
+  for (int i = 0; i < n_out; i++)
+    if (owned[i]) CHECK(cudaFree(out[i]));
   if (ws) CHECK(cudaFree(ws));
   return 0;
 }
