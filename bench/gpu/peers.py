@@ -112,8 +112,9 @@ def tiny_defines(model):
     return re.findall(r"-D\s+(\w+)=(\S+)", m.group(1))
 
 
-def config(model, size):
-    """Returns the model's constants at size "tiny" or "full", by name.
+def config(model, size, defines=()):
+    """Returns the model's constants at size "tiny" or "full", by name, with
+    defines ((NAME, VALUE) pairs, as tec's -D) applied last.
 
     Constants defined by a literal are read from the .te file; those defined by
     expressions (DH = D / NH) are computed by the model's own code.
@@ -127,6 +128,8 @@ def config(model, size):
             cfg[name] = _number(value)
     elif size != "full":
         raise ValueError(f"unknown size {size!r} (want tiny or full)")
+    for name, value in defines:
+        cfg[name] = _number(str(value))
     return cfg
 
 
@@ -943,7 +946,7 @@ def _uniform(rng, shape, scale):
     return a
 
 
-def random_feeds(model, cfg, seed):
+def random_feeds(model, cfg, seed, pos=None, only_inputs=False):
     """Random feeds with the distribution of tec run --fill random (uniform in
     [-1, 1), params of rank 2 or more scaled by 1/√(size / largest
     dimension), an estimate of 1/√fan-in), except for a packed vector. tec's
@@ -955,11 +958,23 @@ def random_feeds(model, cfg, seed):
     that keeps a layer's output variance that of its input, where 1/√fan-in
     would shrink it threefold per layer and EfficientNet's first layers would
     hardly reach its logits (a wrong stem could not be seen). Inputs are
-    uniform in [-1, 1)."""
+    uniform in [-1, 1).
+
+    pos, for a decode step, puts every sequence at that position instead of
+    random ones (the timed step of bench/gpu/run.sh attends over pos + 1
+    positions). only_inputs leaves the params out; the inputs come first, so
+    they are the same as with the params.
+    """
     rng = np.random.default_rng(seed)
     spec, out = SPECS[model], {}
     for name, shape in feed_shapes(model, cfg).items():
-        if name == "wts":
+        if only_inputs and name not in spec.inputs:
+            continue
+        if name == "pos" and pos is not None:
+            if not 0 <= pos < cfg["T"]:
+                raise ValueError(f"position {pos} is outside the cache's {cfg['T']} positions (-D T=...)")
+            out[name] = np.full(shape, pos, np.int32)
+        elif name == "wts":
             parts = [_uniform(rng, s, math.sqrt(3)).reshape(-1) for s in packed_shapes(spec.prepare, cfg)]
             out[name] = np.concatenate(parts)
         elif name in INDEX_FEEDS.get(model, {}):
@@ -1224,42 +1239,67 @@ def check_model(model, size, device, precisions, runners, feeds, want, perturb=N
     return rows
 
 
-def generate_check(device, batches, steps, seed, tec_devices=(("ref", None), ("sim", 4))):
-    """Greedy generation of the tiny Llama by the PyTorch peer (f64 and f32
-    eager) and by tec generate on each of tec_devices ((device, level)), on
-    the same random prompt and weights, at each B of batches. Returns the
-    table rows: "ok" where the tokens are tec's reference's, "MISMATCH"
+def generate_check(device, batches, steps, seed, tec_devices=(("ref", None), ("sim", 4)), size="tiny",
+                   defines=(), precisions=("f64", "f32"), cuda_args=()):
+    """Greedy generation of the Llama (tiny, or full size with defines) by
+    the PyTorch peer (eager, at each of precisions) and by tec generate on
+    each of tec_devices ((device, level); "cuda" runs tec generate --device
+    cuda with cuda_args, e.g. --codegen cu --target sm_90), on the same
+    random prompt and weights, at each B of batches. Returns the table
+    rows: "ok" where the tokens are the first tec device's, "MISMATCH"
     where they are not or where a sequence is one token repeated."""
     sys.path.insert(0, str(REPO / "python"))
     import tec
     rows = []
     for b in batches:
-        cfg = {**config("llama", "tiny"), "B": b}
-        defines = {**dict(tiny_defines("llama")), "B": b}
+        cfg = {**config("llama", size, defines), "B": b}
+        tiny = dict(tiny_defines("llama")) if size == "tiny" else {}
+        defs = {**tiny, **dict(defines), "B": b}
         feeds = random_feeds("llama", cfg, seed)
         prompt = feeds["ids"]
         params = {n: feeds[n] for n in LLAMA_PARAMS}
         got = {}
         for dev, level in tec_devices:
-            g = tec.generate(str(source("llama")), prompt=prompt, params=params, steps=steps,
-                             device=dev, level=level, defines=defines)
-            got[f"tec {dev}" + (f" -O{level}" if level is not None else "")] = g.tokens
-        for precision in ("f64", "f32"):
+            name = f"tec {dev}" + (f" -O{level}" if level is not None else "")
+            if dev == "cuda":
+                got[name] = tec_generate_cuda(tec.binary(), prompt, params, steps, level, defs, cuda_args)
+            else:
+                g = tec.generate(str(source("llama")), prompt=prompt, params=params, steps=steps,
+                                 device=dev, level=level, defines=defs)
+                got[name] = g.tokens
+        for precision in precisions:
             ops = TorchOps(device, precision)
             with ops.torch.no_grad():
                 got[f"torch eager {precision}"] = llama_generate(ops, cfg, llama_prepare(ops, cfg, params), prompt, steps)
-        want = got["tec ref"]
+        want = next(iter(got.values()))
         for name, tokens in got.items():
-            row = {"model": f"llama-generate B={b}", "runner": name, "precision": "-"}
+            row = {"model": f"llama-generate {size} B={b}", "runner": name, "precision": "-"}
             repeated = [i for i, seq in enumerate(tokens) if len(set(seq.tolist())) < 2]
             if tokens.shape != want.shape or not (tokens == want).all():
-                row.update(status="MISMATCH", detail=f"tokens {tokens.tolist()}, tec's reference {want.tolist()}")
+                row.update(status="MISMATCH", detail=f"tokens {tokens.tolist()}, {next(iter(got))}'s {want.tolist()}")
             elif repeated:
                 row.update(status="MISMATCH", detail=f"sequences {repeated} are one token repeated: {tokens.tolist()}")
             else:
                 row.update(status="ok", detail=f"{tokens.shape[1]} tokens x {b}: {tokens[0].tolist()}")
             rows.append(row)
     return rows
+
+
+def tec_generate_cuda(binary, prompt, params, steps, level, defines, extra):
+    """The tokens [B, steps+1] of tec generate --device cuda (tec-cuda next
+    to binary or on PATH) on prompt and params, at -O level with defines
+    and the extra flags (--codegen, --target, --precision)."""
+    with tempfile.TemporaryDirectory(prefix="peers-generate-") as tmp:
+        np.save(os.path.join(tmp, "prompt.npy"), np.ascontiguousarray(prompt, np.int32))
+        np.savez(os.path.join(tmp, "params.npz"), **params)
+        cmd = [binary, "generate", "--device", "cuda", "--steps", str(steps), "--json", "--max-time", "0",
+               "--prompt", os.path.join(tmp, "prompt.npy"), "--params", os.path.join(tmp, "params.npz"),
+               *([f"-O{level}"] if level is not None else []), *extra,
+               *(a for n, v in defines.items() for a in ("-D", f"{n}={v}")), str(source("llama"))]
+        r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
+        return np.array(json.loads(r.stdout)["tokens"], np.int64)
 
 
 def print_table(rows, out=sys.stdout):
@@ -1312,9 +1352,24 @@ def main(argv=None):
     ap.add_argument("--outputs", metavar="DIR", help="--bench: write each model's f32 eager outputs to DIR/MODEL.npz")
     ap.add_argument("--steps", type=int, default=16, help="--generate-check: decode steps (default 16)")
     ap.add_argument("--batch", help="--generate-check: comma-separated numbers of sequences (default 1,4)")
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                    help="--bench, --make-feeds, --generate-check: override a constant of the model, as tec's -D (repeatable)")
+    ap.add_argument("--pos", type=int, help="--bench, --make-feeds of llama-decode: every sequence at this position")
+    ap.add_argument("--params-from", metavar="DIR",
+                    help="--make-feeds: link the params of DIR (made with the same seed) instead of making them")
+    ap.add_argument("--tec-devices", default="ref,sim",
+                    help="--generate-check: tec generate's devices, comma-separated (ref, sim at -O4, cuda at -O4; default ref,sim)")
+    ap.add_argument("--tec-flags", default="",
+                    help="--generate-check: more flags for tec generate --device cuda (e.g. '--codegen cu --target sm_90')")
     args = ap.parse_args(argv)
 
     models = args.model or list(MODELS)
+    defines = []
+    for d in args.defines:
+        name, eq, value = d.partition("=")
+        if not eq or not name:
+            ap.error(f"-D {d}: want NAME=VALUE")
+        defines.append((name, value))
     precisions = args.precision.split(",") if args.precision else _default_precisions(args.device)
     runners = args.runner.split(",") if args.runner else list(RUNNERS)
     for p in precisions:
@@ -1328,16 +1383,26 @@ def main(argv=None):
         if len(models) != 1:
             ap.error("--make-feeds needs one --model")
         os.makedirs(args.make_feeds, exist_ok=True)
-        for name, a in random_feeds(models[0], config(models[0], args.size), args.seed).items():
+        feeds = random_feeds(models[0], config(models[0], args.size, defines), args.seed, args.pos,
+                             only_inputs=bool(args.params_from))
+        for name, a in feeds.items():
             np.save(os.path.join(args.make_feeds, f"{name}.npy"), a)
+        if args.params_from:
+            for name in feed_shapes(models[0], config(models[0], args.size, defines)):
+                if name not in feeds:
+                    link = os.path.join(args.make_feeds, f"{name}.npy")
+                    if os.path.lexists(link):
+                        os.remove(link)
+                    os.symlink(os.path.abspath(os.path.join(args.params_from, f"{name}.npy")), link)
         return 0
 
     rows = []
     if args.generate_check:
-        if args.size != "tiny":
-            ap.error("--generate-check runs the tiny configuration only")
         batches = [int(b) for b in (args.batch or "1,4").split(",")]
-        rows = generate_check(args.device, batches, args.steps, args.seed)
+        devices = [(d, None if d == "ref" else 4) for d in args.tec_devices.split(",")]
+        gen_precisions = args.precision.split(",") if args.precision else ["f64", "f32"]
+        rows = generate_check(args.device, batches, args.steps, args.seed, devices, args.size, defines,
+                              gen_precisions, args.tec_flags.split())
         print_table(rows)
         ok = check_passed(rows)
         print("PyTorch's tokens are tec generate's" if ok else "peers.py --generate-check: FAILED", file=sys.stderr)
@@ -1362,11 +1427,17 @@ def main(argv=None):
     else:
         ok = True
         for m in models:
-            cfg = config(m, args.size)
-            feeds = load_dir(pathlib.Path(args.feeds, m)) if args.feeds else random_feeds(m, cfg, args.seed)
+            cfg = config(m, args.size, defines)
+            feeds = load_dir(pathlib.Path(args.feeds, m)) if args.feeds else random_feeds(m, cfg, args.seed, args.pos)
             for precision in precisions:
                 for runner in runners:
                     row = {"model": m, "size": args.size, "runner": runner, "precision": precision}
+                    if defines:
+                        row["defines"] = dict(defines)
+                    if m.startswith("llama"):
+                        row["batch"] = cfg["B"]
+                    if "pos" in feeds:
+                        row["pos"] = sorted({int(p) for p in np.ravel(feeds["pos"])})
                     rows.append(row)
                     try:
                         peer = make_peer(runner, SPECS[m], cfg, feeds, args.device, precision)

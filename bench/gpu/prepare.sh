@@ -16,8 +16,23 @@
 # others' are tec run --fill random --seed 1's. Full-size feeds are made on
 # the GPU machine (run.sh), being too large to carry. Copy OUT to the GPU
 # machine with the repository's bench/gpu/, and run bench/gpu/run.sh there.
-# A file with several models (llama.te: prefill and decode) is prepared for
-# its first, the one its peer of the same name runs (llama: the prefill).
+# A file with several models gives one MODEL per model: FILE for its first
+# (llama: the prefill), FILE-NAME for each other (llama-decode: model decode),
+# as bench/gpu/peers.py names them.
+#
+# llama-decode's full size is the timed decode step instead: B sequences
+# ($DECODE_BATCHES, default "1 8") each at position $DECODE_POS (default 128,
+# so the step attends over 129 positions) of caches of $DECODE_T positions
+# (default DECODE_POS + 1, all the step needs), at the levels of
+# $DECODE_LEVELS (default 4) and precisions of $DECODE_PRECISIONS (default
+# "f32 bf16"), planned for $DECODE_GPU (default h100: H200's SMs are
+# H100's) and compiled for $DECODE_TARGET (default sm_90; an A100 wants
+# DECODE_GPU=a100 DECODE_TARGET=sm_80), in OUT/llama-decode/full-bB/OLEVEL[-P],
+# with tec build's --report (report.json) and a bench.env
+# (B=, T=, POS=) for run.sh. With it, OUT/bin gets tec (CGO_ENABLED=0, runs
+# anywhere) and, where cgo and the CUDA driver's cuda.h are here, tec-cuda
+# (it needs glibc 2.34 and the GPU machine's libcuda.so.1), for run.sh's
+# tec generate --device cuda against PyTorch's greedy tokens.
 set -euo pipefail
 
 out=${1:?usage: bench/gpu/prepare.sh OUT [MODEL...]}
@@ -29,11 +44,20 @@ python=${PYTHON:-python3}
 mkdir -p "$out"
 tec="$out/.tec"
 (cd "$root" && go build -o "$tec" ./cmd/tec)
-peer_models=" bert resnext lstm efficientnet swin mmoe llama "
+peer_models=" bert resnext lstm efficientnet swin mmoe llama llama-decode "
+decode_pos=${DECODE_POS:-128}
+decode_t=${DECODE_T:-$((decode_pos + 1))}
+decode_batches=${DECODE_BATCHES:-1 8}
+decode_levels=${DECODE_LEVELS:-4}
+decode_precisions=${DECODE_PRECISIONS:-f32 bf16}
 
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then
-  for f in "$root"/examples/*.te; do models+=("$(basename "$f" .te)"); done
+  for f in "$root"/examples/*.te; do
+    base=$(basename "$f" .te)
+    models+=("$base")
+    for e in $(sed -n 's/^model \([A-Za-z0-9_]*\).*/\1/p' "$f" | tail -n +2); do models+=("$base-$e"); done
+  done
 fi
 
 # npz DIR NAME...: packs DIR/NAME.npy for each NAME given into an .npz on
@@ -47,26 +71,47 @@ PY
 }
 
 for m in "${models[@]}"; do
-  src="$root/examples/$m.te"
+  src="$root/examples/$m.te" entry=()
+  if [ ! -f "$src" ] && [[ "$m" == *-* ]] && [ -f "$root/examples/${m%%-*}.te" ]; then
+    src="$root/examples/${m%%-*}.te" entry=(--model "${m#*-}")
+    grep -q "^model ${m#*-} " "$src" || { echo "prepare.sh: $src has no model ${m#*-}" >&2; exit 2; }
+  fi
   [ -f "$src" ] || { echo "prepare.sh: no example $m ($src)" >&2; exit 2; }
   read -r -a tiny <<< "$(sed -n 's/^# tiny://p' "$src" | head -n 1)"
   # The first model, when the file has several.
-  entry=()
-  if [ "$(grep -c '^model ' "$src")" -gt 1 ]; then
+  if [ ${#entry[@]} -eq 0 ] && [ "$(grep -c '^model ' "$src")" -gt 1 ]; then
     entry=(--model "$(sed -n 's/^model \([A-Za-z0-9_]*\).*/\1/p' "$src" | head -n 1)")
   fi
   tiny+=("${entry[@]}")
-  for size in tiny full; do
-    defines=("${entry[@]}")
-    [ "$size" = tiny ] && defines=("${tiny[@]}")
-    for level in $levels; do
-      for p in $precisions; do
-        dir="$out/$m/$size/O$level"
-        [ "$p" = f32 ] || dir="$dir-$p"
-        "$tec" build -O"$level" --precision "$p" --emit cu,host "${defines[@]}" -o "$dir" "$src" > /dev/null
-      done
+  for level in $levels; do
+    for p in $precisions; do
+      dir="$out/$m/tiny/O$level"
+      [ "$p" = f32 ] || dir="$dir-$p"
+      "$tec" build -O"$level" --precision "$p" --emit cu,host "${tiny[@]}" -o "$dir" "$src" > /dev/null
     done
   done
+  if [ "$m" = llama-decode ]; then
+    for b in $decode_batches; do
+      for level in $decode_levels; do
+        for p in $decode_precisions; do
+          dir="$out/$m/full-b$b/O$level"
+          [ "$p" = f32 ] || dir="$dir-$p"
+          "$tec" build -O"$level" --precision "$p" --gpu "${DECODE_GPU:-h100}" --target "${DECODE_TARGET:-sm_90}" \
+            --emit cu,host "${entry[@]}" -D B="$b" -D T="$decode_t" \
+            -o "$dir" --report "$dir/report.json" "$src" > /dev/null
+          printf 'B=%s T=%s POS=%s\n' "$b" "$decode_t" "$decode_pos" > "$dir/bench.env"
+        done
+      done
+    done
+  else
+    for level in $levels; do
+      for p in $precisions; do
+        dir="$out/$m/full/O$level"
+        [ "$p" = f32 ] || dir="$dir-$p"
+        "$tec" build -O"$level" --precision "$p" --emit cu,host "${entry[@]}" -o "$dir" "$src" > /dev/null
+      done
+    done
+  fi
   feeds="$out/$m/tiny/feeds"
   rm -rf "$feeds"
   if [[ "$peer_models" == *" $m "* ]]; then
@@ -91,3 +136,16 @@ for m in "${models[@]}"; do
   echo "prepared $m"
 done
 rm -f "$tec"
+
+# The binaries for tec generate --device cuda on the GPU machine.
+if [[ " ${models[*]} " == *" llama-decode "* ]]; then
+  mkdir -p "$out/bin"
+  (cd "$root" && CGO_ENABLED=0 go build -o "$out/bin/tec" ./cmd/tec)
+  if (cd "$root" && CGO_ENABLED=1 go build -tags cuda -o "$out/bin/tec-cuda" ./cmd/tec-cuda) 2> "$out/bin/tec-cuda.log"; then
+    glibc=$(objdump -T "$out/bin/tec-cuda" 2> /dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1 || true)
+    echo "built $out/bin/tec and tec-cuda (needs libcuda.so.1 and ${glibc:-an unknown glibc})"
+  else
+    rm -f "$out/bin/tec-cuda"
+    echo "built $out/bin/tec; no tec-cuda (no cgo or cuda.h here: $out/bin/tec-cuda.log), so run.sh skips tec generate --device cuda" >&2
+  fi
+fi

@@ -8,14 +8,94 @@ writes DIR/results.json (all of it, with the speed-ups) and DIR/results.md:
 - correctness: every tec build and every peer against tec's reference;
 - timings at full size, per model and precision: tec at each level and every
   peer, median, min and max ms, and each tec build's speed-up: the best
-  peer's median over its own, the peers measured in the same run.
+  peer's median over its own, the peers measured in the same run;
+- the Llama decode step (DIR/peers-decode-bB.json, run.sh's llama-decode
+  rows): per B and precision, each step's median time, tec's speed-up over
+  the best peer, and the fraction of the memory-bandwidth limit reached:
+  the bytes a step must move at least (decode_bytes: the weights, the KV
+  cache read up to the position, the slots written), over the step's time,
+  over the GPU's peak DRAM bandwidth (PEAK_DRAM, by the name nvidia-smi
+  gives).
 
 Prints results.md; exits 1 if a row failed. Only the standard library.
+``report.py --tensors MODEL.h`` prints the tensors a build's C header lists
+(role, name, dtype, shape, bytes) as JSON, for run.sh to record.
 """
 
 import json
+import math
 import pathlib
+import re
 import sys
+
+# Peak DRAM bandwidth in bytes per second, by a pattern of the name
+# nvidia-smi --query-gpu=name gives; the first match counts (NVL and PCIe
+# before the SXM part). Sources: NVIDIA's datasheets: H100 Tensor Core GPU
+# datasheet (H100 SXM 3.35 TB/s, H100 PCIe 2 TB/s, H100 NVL 3.9 TB/s;
+# nvidia.com/en-us/data-center/h100/), H200 Tensor Core GPU product page and
+# datasheet (H200 SXM and NVL 4.8 TB/s; nvidia.com/en-us/data-center/h200/),
+# A100 Tensor Core GPU datasheet (A100 40GB 1,555 GB/s, A100 80GB PCIe 1,935
+# GB/s, A100 80GB SXM 2,039 GB/s; nvidia.com/en-us/data-center/a100/).
+PEAK_DRAM = [
+    (r"H100.*NVL", 3.9e12, "H100 NVL, H100 datasheet"),
+    (r"H100.*PCIe", 2.0e12, "H100 PCIe, H100 datasheet"),
+    (r"H100", 3.35e12, "H100 SXM, H100 datasheet"),
+    (r"H200", 4.8e12, "H200, H200 datasheet"),
+    (r"A100.*80GB.*PCIe|A100.*PCIE.*80GB", 1.935e12, "A100 80GB PCIe, A100 datasheet"),
+    (r"A100.*80GB", 2.039e12, "A100 80GB SXM, A100 datasheet"),
+    (r"A100", 1.555e12, "A100 40GB, A100 datasheet"),
+]
+
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "bool": 1}
+
+
+def peak_dram(name):
+    """(bytes per second, source) of the GPU nvidia-smi calls name, or
+    (None, why) for a GPU the table does not have."""
+    for pattern, bw, src in PEAK_DRAM:
+        if re.search(pattern, name or "", re.I):
+            return bw, src
+    return None, f"no peak bandwidth known for GPU {name!r} (add it to PEAK_DRAM in bench/gpu/report.py)"
+
+
+def header_tensors(text):
+    """The tensors a tec C header lists under Inputs, Params and Outputs:
+    dicts of role, name, dtype, shape, bytes and in_place."""
+    out, role = [], None
+    for line in text.splitlines():
+        m = re.match(r"^ \*\s+(Inputs|Params|Outputs):\s*$", line)
+        if m:
+            role = m.group(1)[:-1].lower()
+            continue
+        m = re.match(r"^ \*\s+\[\d+\] (\S+) (\w+)\[([\d, ]*)\](.*)$", line)
+        if m and role:
+            shape = [int(d) for d in m.group(3).split(",") if d.strip()]
+            out.append({"role": role, "name": m.group(1), "dtype": m.group(2), "shape": shape,
+                        "bytes": math.prod(shape) * DTYPE_BYTES[m.group(2)],
+                        "in_place": "updated in place" in m.group(4)})
+        elif not line.startswith(" *"):
+            role = None
+    return out
+
+
+def decode_bytes(tensors, pos, cache_t):
+    """The bytes a decode step moves at least, from its tensors: every param
+    read once (weights), every cache (an input updated in place) read at
+    positions 0..pos-1 of its axis of extent cache_t, and one slot of it
+    written per sequence. Returns (weights, kv_read, slots)."""
+    weights = sum(t["bytes"] for t in tensors if t["role"] == "param")
+    caches = [t for t in tensors if t["role"] == "input" and t["in_place"]]
+    if not caches:
+        raise ValueError("no cache: no input is updated in place")
+    kv_read = slots = 0
+    for t in caches:
+        axes = [i for i, d in enumerate(t["shape"]) if d == cache_t]
+        if len(axes) != 1:
+            raise ValueError(f"{t['name']} {t['shape']}: {len(axes)} axes of extent T = {cache_t}, want one")
+        per_position = t["bytes"] // cache_t
+        kv_read += per_position * pos
+        slots += per_position
+    return weights, kv_read, slots
 
 
 def load(dir):
@@ -24,6 +104,10 @@ def load(dir):
         if (d / "results.jsonl").exists() else []
     check = json.loads((d / "peers-check.json").read_text()) if (d / "peers-check.json").exists() else []
     bench = json.loads((d / "peers-bench.json").read_text()) if (d / "peers-bench.json").exists() else []
+    for f in sorted(d.glob("peers-decode-b*.json")):
+        bench += json.loads(f.read_text())
+    for f in sorted(d.glob("peers-generate*.json")):
+        check += json.loads(f.read_text())
     return tec, check, bench
 
 
@@ -45,28 +129,95 @@ def speedups(tec, bench):
             row["speedup"] = best["median_ms"] / row["median_ms"]
 
 
+def decode_rows(tec, bench):
+    """The Llama decode table's rows: tec's timed llama-decode builds and the
+    peers' llama-decode timings, each with its batch, precision, median,
+    min, max, the step's minimum bytes (from tec's build of the same batch
+    and precision), the bandwidth reached and its fraction of the GPU's
+    peak (None where unknown), and for tec the speed-up over the best peer."""
+    gpus = [r for r in tec if r.get("kind") == "gpu"]
+    peak, why = peak_dram(gpus[0]["name"]) if gpus else (None, "no GPU recorded")
+    builds = [r for r in tec if r.get("kind") == "tec" and r.get("model") == "llama-decode"
+              and "batch" in r and isinstance(r.get("median_ms"), float)]
+    need = {}
+    for r in builds:
+        key = (int(r["batch"]), r["precision"])
+        need[key] = sum(decode_bytes(r["tensors_json"], int(r["pos"]), int(r["cache_t"])))
+    peers = [b for b in bench if b.get("model") == "llama-decode" and b.get("size") == "full"]
+    rows = []
+    for r in builds:
+        rows.append({"who": f"tec {r['level']}", "batch": int(r["batch"]), "precision": r["precision"],
+                     "median_ms": r["median_ms"], "min_ms": r.get("min_ms"), "max_ms": r.get("max_ms")})
+    for b in peers:
+        rows.append({"who": b["runner"], "batch": int(b.get("batch", 1)), "precision": b["precision"],
+                     "median_ms": b.get("median_ms") if b.get("status") == "ok" else None,
+                     "min_ms": b.get("min_ms"), "max_ms": b.get("max_ms"),
+                     "note": "" if b.get("status") == "ok" else f"{b.get('status')}: {b.get('detail', '')}"})
+    for row in rows:
+        key = (row["batch"], row["precision"])
+        row["bytes"] = need.get(key)
+        ms = row["median_ms"]
+        if row["bytes"] and isinstance(ms, float) and ms > 0:
+            row["gbps"] = row["bytes"] / (ms * 1e-3) / 1e9
+            row["fraction"] = row["bytes"] / (ms * 1e-3) / peak if peak else None
+        if row["who"].startswith("tec") and isinstance(ms, float):
+            timed = [p for p in rows if not p["who"].startswith("tec") and (p["batch"], p["precision"]) == key
+                     and isinstance(p["median_ms"], float)]
+            if timed:
+                best = min(timed, key=lambda p: p["median_ms"])
+                row["best_peer"], row["speedup"] = best["who"], best["median_ms"] / ms
+    rows.sort(key=lambda r: (r["batch"], r["precision"], not r["who"].startswith("tec"), r["who"]))
+    return rows, peak, why
+
+
+def decode_markdown(rows, peak, why):
+    """The "Llama decode" section: one row per (B, precision, who)."""
+    if not rows:
+        return []
+    bw = f"peak DRAM bandwidth {peak / 1e12:.3g} TB/s ({why})" if peak else f"fraction n/a: {why}"
+    lines = ["", "## Llama decode (Llama-3.2-1B shape, one step; " + bw + ")", "",
+             "Minimum bytes: weights + KV cache read up to the position + slots written (from the build's "
+             "tensors); fraction: minimum bytes / median time / peak DRAM bandwidth; speed-up: the best "
+             "peer's median / tec's, same B and precision, same run.", "",
+             "| B | precision | who | median ms | min ms | max ms | min bytes (MB) | GB/s | fraction of peak | speed-up |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mb = f"{r['bytes'] / 1e6:.1f}" if r.get("bytes") else ""
+        gbps = f"{r['gbps']:.0f}" if "gbps" in r else ""
+        frac = f"{100 * r['fraction']:.1f} %" if r.get("fraction") is not None else ("n/a" if "gbps" in r else "")
+        sp = f"{r['speedup']:.2f}× (vs {r['best_peer']})" if "speedup" in r else r.get("note", "")
+        lines.append(f"| {r['batch']} | {r['precision']} | {r['who']} | {_ms(r['median_ms'])} | {_ms(r.get('min_ms'))} | "
+                     f"{_ms(r.get('max_ms'))} | {mb} | {gbps} | {frac} | {sp} |")
+    return lines
+
+
 def markdown(tec, check, bench):
     lines = ["## Correctness", "", "| what | model | size | build | check |", "|---|---|---|---|---|"]
     for r in tec:
-        what = "tec vs PyTorch eager (full)" if r.get("kind") == "full-vs-peer" else "tec vs reference"
+        if r.get("kind") == "gpu":
+            continue
+        what = {"full-vs-peer": "tec vs PyTorch eager (full)",
+                "generate-skipped": "tec generate --device cuda"}.get(r.get("kind"), "tec vs reference")
         build = r.get("level", "") + ("" if r.get("precision", "f32") == "f32" else "-" + r["precision"])
-        lines.append(f"| {what} | {r['model']} | {r['size']} | {build} | {r.get('check', '')} |")
+        size = r.get("size", "") + (f" B={r['batch']}" if "batch" in r else "")
+        lines.append(f"| {what} | {r.get('model', '')} | {size} | {build} | {r.get('check', '')} |")
     for r in check:
         lines.append(f"| peer {r['runner']} vs reference | {r['model']} | tiny | {r['precision']} | "
                      f"{r['status']} {r.get('detail', '')} |")
     lines += ["", "## Timings at full size (ms; speed-up: best peer's median / tec's)", "",
               "| model | precision | who | median | min | max | DRAM MB | speed-up |", "|---|---|---|---|---|---|---|---|"]
-    timed = [r for r in tec if r.get("size") == "full" and r.get("kind") == "tec"]
+    timed = [r for r in tec if r.get("size") == "full" and r.get("kind") == "tec" and r.get("model") != "llama-decode"]
     for r in timed:
         sp = f"{r['speedup']:.2f}× (vs {r['best_peer']})" if "speedup" in r else ""
         lines.append(f"| {r['model']} | {r['precision']} | tec {r['level']} | {_ms(r.get('median_ms'))} | "
                      f"{_ms(r.get('min_ms'))} | {_ms(r.get('max_ms'))} | {r.get('dram_mb', '')} | {sp} |")
     for b in bench:
-        if b.get("size") != "full":
+        if b.get("size") != "full" or b.get("model") == "llama-decode":
             continue
         note = "" if b.get("status") == "ok" else f"{b.get('status')}: {b.get('detail', '')}"
         lines.append(f"| {b['model']} | {b['precision']} | {b['runner']} | {_ms(b.get('median_ms'))} | "
                      f"{_ms(b.get('min_ms'))} | {_ms(b.get('max_ms'))} | | {note} |")
+    lines += decode_markdown(*decode_rows(tec, bench))
     return "\n".join(lines) + "\n"
 
 
@@ -78,6 +229,9 @@ def failed(tec, check, bench):
 
 
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--tensors":
+        print(json.dumps(header_tensors(pathlib.Path(argv[2]).read_text())))
+        return 0
     if len(argv) != 2:
         print("usage: bench/gpu/report.py DIR", file=sys.stderr)
         return 2
@@ -86,7 +240,10 @@ def main(argv):
     speedups(tec, bench)
     md = markdown(tec, check, bench)
     (d / "results.md").write_text(md)
-    (d / "results.json").write_text(json.dumps({"tec": tec, "peer_checks": check, "peer_timings": bench}, indent=1))
+    decode, peak, why = decode_rows(tec, bench)
+    (d / "results.json").write_text(json.dumps({"tec": tec, "peer_checks": check, "peer_timings": bench,
+                                                "decode": decode, "peak_dram": peak, "peak_dram_source": why},
+                                               indent=1))
     print(md)
     return 1 if failed(tec, check, bench) else 0
 

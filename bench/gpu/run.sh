@@ -21,8 +21,22 @@
 # tables, speed-ups as ratios to the best peer of the same run) and
 # DIR/results.json. It exits 1 if a check does not match or a tool fails.
 # --compile-only stops after nvcc (for machines without a GPU) and checks the
-# peers on the CPU against DIR's tiny references. --arch defaults to the
-# GPU's own (nvidia-smi). The one command on a GPU machine is
+# peers on the CPU against DIR's tiny references; it skips nvcc on the
+# full-size decode steps (a minute each on a 2-core machine) unless
+# COMPILE_FULL=1. --arch defaults to the GPU's own (nvidia-smi).
+#
+# The Llama decode step (DIR/llama-decode, prepare.sh llama-decode): each
+# full-bB build is timed as the others are, on feeds with every sequence at
+# bench.env's POS (peers.py --make-feeds -D B -D T --pos), and with --peers
+# PyTorch times the same step on the same feeds (eager, a CUDA graph of
+# eager, torch.compile max-autotune: $DECODE_RUNNERS), compares its f32
+# outputs with tec's, and, where DIR/bin has tec and a tec-cuda that loads
+# here, runs tec generate --device cuda on the tiny (B = 1, 4) and the
+# full-size Llama (B = 1, 16 steps, f32) against PyTorch's greedy tokens.
+# report.py's "Llama decode" table gives each step's time, the speed-up over
+# the best peer and the fraction of the GPU's DRAM bandwidth reached.
+#
+# The one command on a GPU machine is
 #   bench/gpu/run.sh --all DIR      (--sanitize --ncu --peers)
 set -euo pipefail
 
@@ -44,7 +58,8 @@ dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--peers]
 dir=$(cd "$dir" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
-peer_models=" bert resnext lstm efficientnet swin mmoe llama "
+peer_models=" bert resnext lstm efficientnet swin mmoe llama llama-decode "
+decode_runners=${DECODE_RUNNERS:-eager,cudagraph,compile-max}
 results="$dir/results.jsonl"
 : > "$results"
 if [ -z "$arch" ]; then
@@ -87,13 +102,17 @@ row = {}
 for kv in sys.argv[2:]:
     k, v = kv.split("=", 1)
     try:
-        row[k] = float(v) if k.endswith(("_ms", "_mb")) else v
+        row[k] = float(v) if k.endswith(("_ms", "_mb")) else json.loads(v) if k.endswith("_json") else v
     except ValueError:
         row[k] = v
 print(json.dumps(row))' x "$@" >> "$results"
 }
 
 status=0
+if [ -z "$compile_only" ]; then
+  record kind=gpu name="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" arch="$arch" \
+    driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)"
+fi
 echo "| model | size | build | check | median ms | min ms | max ms | DRAM MB |"
 echo "|---|---|---|---|---|---|---|---|"
 for build in "$dir"/*/*/O*; do
@@ -102,6 +121,17 @@ for build in "$dir"/*/*/O*; do
   level=${name%%-*}; precision=f32
   [[ "$name" == *-* ]] && precision=${name#*-}
   cu=$(ls "$build"/*.cu | grep -v '/main.cu$')
+  # A decode step's build: B sequences at position POS of caches of T.
+  B= T= POS= extra=()
+  if [ -f "$build/bench.env" ]; then
+    read -r B T POS < <(sed 's/[A-Z]*=//g' "$build/bench.env")
+    extra=(batch="$B" pos="$POS" cache_t="$T" tensors_json="$("$python" "$here/report.py" --tensors "$(ls "$build"/*.h)")")
+    size=full
+    if [ -n "$compile_only" ] && [ -z "${COMPILE_FULL:-}" ]; then
+      echo "| $model | full B=$B | $name | skipped (compile-only; COMPILE_FULL=1 compiles it) | | | | |"
+      continue
+    fi
+  fi
   if ! nvcc -O3 -arch="$arch" -o "$build/run" "$build/main.cu" "$cu" 2> "$build/nvcc.log"; then
     check="nvcc failed: $(head -c 300 "$build/nvcc.log" | tr '\n|' '  ')"
     echo "| $model | $size | $name | $check | | | | |"
@@ -133,7 +163,15 @@ for build in "$dir"/*/*/O*; do
     fi
   else
     feedargs=(--fill random)
-    if [[ "$peer_models" == *" $model "* ]]; then
+    if [ -n "$B" ]; then
+      feeds="$dir/full-feeds/b$B/$model" b1="$dir/full-feeds/b1/$model"
+      from=()
+      [ "$B" != 1 ] && [ -d "$b1" ] && from=(--params-from "$b1")
+      [ -d "$feeds" ] || "$python" "$here/peers.py" --make-feeds "$feeds" --model "$model" --size full --seed 1 \
+        -D B="$B" -D T="$T" --pos "$POS" "${from[@]}"
+      feedargs=(--inputs "$feeds" --params "$feeds" --outputs "$build/got")
+      rm -rf "$build/got"; mkdir -p "$build/got"
+    elif [[ "$peer_models" == *" $model "* ]]; then
       feeds="$dir/full-feeds/$model"
       [ -d "$feeds" ] || "$python" "$here/peers.py" --make-feeds "$feeds" --model "$model" --size full --seed 1
       feedargs=(--inputs "$feeds" --params "$feeds" --outputs "$build/got")
@@ -156,9 +194,9 @@ print("%.1f" % (sum(float(r[v].replace(",", "")) * scale.get(r[u], 1) for r in r
 ') || { mb="ncu failed"; status=1; ok=false; }
     fi
   fi
-  echo "| $model | $size | $name | $check | $ms | $lo | $hi | $mb |"
+  echo "| $model | $size${B:+ B=$B} | $name | $check | $ms | $lo | $hi | $mb |"
   record kind=tec runner=runner model="$model" size="$size" level="$level" precision="$precision" check="$check" \
-    ok="$ok" median_ms="$ms" min_ms="$lo" max_ms="$hi" dram_mb="$mb"
+    ok="$ok" median_ms="$ms" min_ms="$lo" max_ms="$hi" dram_mb="$mb" "${extra[@]}"
 done
 
 # The peers: checked against the tiny references, then timed at full size.
@@ -172,8 +210,49 @@ if [ ${#present[@]} -gt 0 ] && { [ -n "$compile_only" ] || [ -n "$peers" ]; }; t
     --json "$dir/peers-check.json" || status=1
   if [ -z "$compile_only" ]; then
     echo "== peers.py --bench --device cuda --size full"
-    "$python" "$here/peers.py" --bench --device cuda --size full --feeds "$dir/full-feeds" "${present[@]}" \
-      --iters "$bench" --outputs "$dir/peer-outputs" --json "$dir/peers-bench.json" > /dev/null || status=1
+    others=()
+    for m in $peer_models; do
+      [ "$m" != llama-decode ] && [ -f "$dir/$m/tiny/ref.npz" ] && others+=(--model "$m")
+    done
+    if [ ${#others[@]} -gt 0 ]; then
+      "$python" "$here/peers.py" --bench --device cuda --size full --feeds "$dir/full-feeds" "${others[@]}" \
+        --iters "$bench" --outputs "$dir/peer-outputs" --json "$dir/peers-bench.json" > /dev/null || status=1
+    fi
+    # The decode step: the same step as each full-bB build, on its feeds.
+    for env in "$dir"/llama-decode/full-b*/O*/bench.env; do
+      [ -f "$env" ] || continue
+      read -r B T POS < <(sed 's/[A-Z]*=//g' "$env")
+      [ -f "$dir/peers-decode-b$B.json" ] && continue
+      precs=$(ls -d "$dir/llama-decode/full-b$B"/O* | sed -n 's/.*O[0-9]-\(.*\)/\1/p; s/.*O[0-9]$/f32/p' | sort -u | paste -sd,)
+      echo "== peers.py --bench llama-decode B=$B T=$T pos=$POS ($precs; $decode_runners)"
+      "$python" "$here/peers.py" --bench --device cuda --size full --model llama-decode -D B="$B" -D T="$T" \
+        --pos "$POS" --feeds "$dir/full-feeds/b$B" --runner "$decode_runners" --precision "$precs" \
+        --iters "$bench" --outputs "$dir/peer-outputs/b$B" --json "$dir/peers-decode-b$B.json" > /dev/null || status=1
+      for got in "$dir/llama-decode/full-b$B"/O[0-9]/got; do
+        [ -f "$dir/peer-outputs/b$B/llama-decode.npz" ] || continue
+        level=$(basename "$(dirname "$got")")
+        check=$(compare "$dir/peer-outputs/b$B/llama-decode.npz" "$got" 1e-2 1e-3) || status=1
+        echo "full llama-decode B=$B $level against PyTorch eager: $check"
+        record kind=full-vs-peer model=llama-decode size="full B=$B" level="$level" precision=f32 check="$check"
+      done
+    done
+    # tec generate --device cuda against PyTorch's greedy tokens.
+    if [ -d "$dir/llama-decode" ] && [ -x "$dir/bin/tec" ]; then
+      if [ -x "$dir/bin/tec-cuda" ] && ldd "$dir/bin/tec-cuda" > /dev/null 2>&1 && ! ldd "$dir/bin/tec-cuda" | grep -q 'not found'; then
+        target=sm_80
+        [[ "$arch" == sm_9* ]] && target=sm_90
+        flags="--codegen cu --target $target"
+        echo "== peers.py --generate-check: tec generate --device cuda ($flags) against PyTorch"
+        TEC="$dir/bin/tec" "$python" "$here/peers.py" --generate-check --device cuda --tec-devices cuda \
+          --tec-flags "$flags" --precision f32 --batch 1,4 --json "$dir/peers-generate.json" || status=1
+        TEC="$dir/bin/tec" "$python" "$here/peers.py" --generate-check --device cuda --tec-devices cuda \
+          --tec-flags "$flags" --precision f32 --size full -D T=160 --batch 1 --steps 16 \
+          --json "$dir/peers-generate-full.json" || status=1
+      else
+        echo "== no tec generate --device cuda: $dir/bin/tec-cuda is missing or does not load here ($(ldd "$dir/bin/tec-cuda" 2>&1 | grep -m1 'not found\|GLIBC' || echo missing))"
+        record kind=generate-skipped model=llama-decode check="tec-cuda missing or does not load"
+      fi
+    fi
     # tec's full-size f32 outputs against PyTorch eager's on the same feeds
     for got in "$dir"/*/full/O[0-9]/got; do
       m=$(basename "$(dirname "$(dirname "$(dirname "$got")")")")
