@@ -28,7 +28,8 @@
 # "f32 bf16"), planned for $DECODE_GPU (default h100: H200's SMs are
 # H100's) and compiled for $DECODE_TARGET (default sm_90; an A100 wants
 # DECODE_GPU=a100 DECODE_TARGET=sm_80), in OUT/llama-decode/full-bB/OLEVEL[-P],
-# with tec build's --report (report.json) and a bench.env
+# with tec build's --report (report.json) and a bench.env (B, T, POS and the
+# DEFINES that DECODE_SIZE=tiny gives: the tiny sizes but for B and T)
 # (B=, T=, POS=) for run.sh. With it, OUT/bin gets tec (CGO_ENABLED=0, runs
 # anywhere) and, where cgo and the CUDA driver's cuda.h are here, tec-cuda
 # (it needs glibc 2.34 and the GPU machine's libcuda.so.1), for run.sh's
@@ -91,15 +92,24 @@ for m in "${models[@]}"; do
     done
   done
   if [ "$m" = llama-decode ]; then
+    # DECODE_SIZE=tiny: the tiny model's sizes but for B and T, to try the
+    # GPU machine's whole decode path in seconds before the real one.
+    shrink=()
+    if [ "${DECODE_SIZE:-full}" = tiny ]; then
+      read -r -a pairs <<< "$(sed -n 's/^# tiny://p' "$src" | head -n 1)"  # -D NAME=VALUE ...
+      for ((i = 0; i + 1 < ${#pairs[@]}; i += 2)); do
+        case ${pairs[i+1]} in B=* | T=* | P=*) ;; *) shrink+=("${pairs[i]}" "${pairs[i+1]}") ;; esac
+      done
+    fi
     for b in $decode_batches; do
       for level in $decode_levels; do
         for p in $decode_precisions; do
           dir="$out/$m/full-b$b/O$level"
           [ "$p" = f32 ] || dir="$dir-$p"
           "$tec" build -O"$level" --precision "$p" --gpu "${DECODE_GPU:-h100}" --target "${DECODE_TARGET:-sm_90}" \
-            --emit cu,host "${entry[@]}" -D B="$b" -D T="$decode_t" \
+            --emit cu,host "${entry[@]}" "${shrink[@]}" -D B="$b" -D T="$decode_t" \
             -o "$dir" --report "$dir/report.json" "$src" > /dev/null
-          printf 'B=%s T=%s POS=%s\n' "$b" "$decode_t" "$decode_pos" > "$dir/bench.env"
+          printf 'B=%s\nT=%s\nPOS=%s\nDEFINES="%s"\n' "$b" "$decode_t" "$decode_pos" "${shrink[*]}" > "$dir/bench.env"
         done
       done
     done

@@ -147,7 +147,8 @@ def decode_rows(tec, bench):
     rows = []
     for r in builds:
         rows.append({"who": f"tec {r['level']}", "batch": int(r["batch"]), "precision": r["precision"],
-                     "median_ms": r["median_ms"], "min_ms": r.get("min_ms"), "max_ms": r.get("max_ms")})
+                     "median_ms": r["median_ms"], "min_ms": r.get("min_ms"), "max_ms": r.get("max_ms"),
+                     "dram_mb": r.get("dram_mb", "")})
     for b in peers:
         rows.append({"who": b["runner"], "batch": int(b.get("batch", 1)), "precision": b["precision"],
                      "median_ms": b.get("median_ms") if b.get("status") == "ok" else None,
@@ -179,15 +180,15 @@ def decode_markdown(rows, peak, why):
              "Minimum bytes: weights + KV cache read up to the position + slots written (from the build's "
              "tensors); fraction: minimum bytes / median time / peak DRAM bandwidth; speed-up: the best "
              "peer's median / tec's, same B and precision, same run.", "",
-             "| B | precision | who | median ms | min ms | max ms | min bytes (MB) | GB/s | fraction of peak | speed-up |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| B | precision | who | median ms | min ms | max ms | min bytes (MB) | DRAM MB (ncu) | GB/s | fraction of peak | speed-up |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         mb = f"{r['bytes'] / 1e6:.1f}" if r.get("bytes") else ""
         gbps = f"{r['gbps']:.0f}" if "gbps" in r else ""
         frac = f"{100 * r['fraction']:.1f} %" if r.get("fraction") is not None else ("n/a" if "gbps" in r else "")
         sp = f"{r['speedup']:.2f}× (vs {r['best_peer']})" if "speedup" in r else r.get("note", "")
         lines.append(f"| {r['batch']} | {r['precision']} | {r['who']} | {_ms(r['median_ms'])} | {_ms(r.get('min_ms'))} | "
-                     f"{_ms(r.get('max_ms'))} | {mb} | {gbps} | {frac} | {sp} |")
+                     f"{_ms(r.get('max_ms'))} | {mb} | {r.get('dram_mb', '')} | {gbps} | {frac} | {sp} |")
     return lines
 
 

@@ -122,9 +122,9 @@ for build in "$dir"/*/*/O*; do
   [[ "$name" == *-* ]] && precision=${name#*-}
   cu=$(ls "$build"/*.cu | grep -v '/main.cu$')
   # A decode step's build: B sequences at position POS of caches of T.
-  B= T= POS= extra=()
+  B= T= POS= DEFINES= extra=()
   if [ -f "$build/bench.env" ]; then
-    read -r B T POS < <(sed 's/[A-Z]*=//g' "$build/bench.env")
+    . "$build/bench.env"
     extra=(batch="$B" pos="$POS" cache_t="$T" tensors_json="$("$python" "$here/report.py" --tensors "$(ls "$build"/*.h)")")
     size=full
     if [ -n "$compile_only" ] && [ -z "${COMPILE_FULL:-}" ]; then
@@ -167,8 +167,9 @@ for build in "$dir"/*/*/O*; do
       feeds="$dir/full-feeds/b$B/$model" b1="$dir/full-feeds/b1/$model"
       from=()
       [ "$B" != 1 ] && [ -d "$b1" ] && from=(--params-from "$b1")
+      # shellcheck disable=SC2086 # DEFINES: -D NAME=VALUE words
       [ -d "$feeds" ] || "$python" "$here/peers.py" --make-feeds "$feeds" --model "$model" --size full --seed 1 \
-        -D B="$B" -D T="$T" --pos "$POS" "${from[@]}"
+        $DEFINES -D B="$B" -D T="$T" --pos "$POS" "${from[@]}"
       feedargs=(--inputs "$feeds" --params "$feeds" --outputs "$build/got")
       rm -rf "$build/got"; mkdir -p "$build/got"
     elif [[ "$peer_models" == *" $model "* ]]; then
@@ -221,11 +222,13 @@ if [ ${#present[@]} -gt 0 ] && { [ -n "$compile_only" ] || [ -n "$peers" ]; }; t
     # The decode step: the same step as each full-bB build, on its feeds.
     for env in "$dir"/llama-decode/full-b*/O*/bench.env; do
       [ -f "$env" ] || continue
-      read -r B T POS < <(sed 's/[A-Z]*=//g' "$env")
+      B= T= POS= DEFINES=
+      . "$env"
       [ -f "$dir/peers-decode-b$B.json" ] && continue
       precs=$(ls -d "$dir/llama-decode/full-b$B"/O* | sed -n 's/.*O[0-9]-\(.*\)/\1/p; s/.*O[0-9]$/f32/p' | sort -u | paste -sd,)
       echo "== peers.py --bench llama-decode B=$B T=$T pos=$POS ($precs; $decode_runners)"
-      "$python" "$here/peers.py" --bench --device cuda --size full --model llama-decode -D B="$B" -D T="$T" \
+      # shellcheck disable=SC2086
+      "$python" "$here/peers.py" --bench --device cuda --size full --model llama-decode $DEFINES -D B="$B" -D T="$T" \
         --pos "$POS" --feeds "$dir/full-feeds/b$B" --runner "$decode_runners" --precision "$precs" \
         --iters "$bench" --outputs "$dir/peer-outputs/b$B" --json "$dir/peers-decode-b$B.json" > /dev/null || status=1
       for got in "$dir/llama-decode/full-b$B"/O[0-9]/got; do

@@ -41,7 +41,7 @@ def lines(gpu, tec_ms, peers):
     rows = [{"kind": "gpu", "name": gpu},
             {"kind": "tec", "model": "llama-decode", "size": "full", "level": "O4", "precision": "bf16",
              "check": "ran", "ok": "true", "median_ms": tec_ms, "min_ms": tec_ms, "max_ms": tec_ms,
-             "batch": "2", "pos": str(POS), "cache_t": str(T), "tensors_json": tensors}]
+             "dram_mb": 0.7, "batch": "2", "pos": str(POS), "cache_t": str(T), "tensors_json": tensors}]
     bench = [{"model": "llama-decode", "size": "full", "runner": r, "precision": "bf16", "batch": 2,
               "status": "ok", "median_ms": ms, "min_ms": ms, "max_ms": ms} for r, ms in peers]
     return rows, bench
@@ -92,6 +92,7 @@ class ReportTest(unittest.TestCase):
         self.assertNotIn("speedup", by["eager"])
         md = "\n".join(report.decode_markdown(rows, peak, _))
         self.assertIn("| 2 | bf16 | tec O4 | 0.500 |", md)
+        self.assertIn("| 0.0 | 0.7 | 0 |", md)  # min bytes, ncu's, GB/s of tec's row
         self.assertIn("1.60× (vs compile-max)", md)
         self.assertIn("3.35 TB/s", md)
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/gpu/test_fake_gpu.sh [DIR]: the GPU machine's path of run.sh --all,
+# tried without a GPU. prepare.sh prepares llama-decode with its decode
+# builds at the tiny sizes (DECODE_SIZE=tiny, B = 1 and 2 at position 5),
+# and run.sh --all runs with stand-ins for the GPU's tools (bench/gpu/fake:
+# nvidia-smi naming an H100 SXM, nvcc making a "runner" that gives tec's
+# reference outputs on its feeds and a fixed 0.5 ms, ncu, compute-sanitizer,
+# and a Python that runs the peers' --device cuda on the CPU). It checks
+# that every step ran and agreed (the tiny checks, PyTorch eager's decode
+# outputs against the runner's on the same feeds) and that results.json
+# has the Llama decode rows with their bytes and bandwidth fractions; tec
+# generate --device cuda is skipped, as it is where tec-cuda cannot load.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+python=${PYTHON:-python3}
+dir=${1:-$(mktemp -d)}
+LEVELS=4 PRECISIONS=f32 DECODE_SIZE=tiny DECODE_BATCHES="1 2" DECODE_POS=5 DECODE_PRECISIONS=f32 \
+  PYTHON=$python "$here/prepare.sh" "$dir" llama-decode
+rm -f "$dir/bin/tec-cuda"
+FAKE_PYTHON=$python FAKE_TEC=$dir/bin/tec FAKE_SRC=$root/examples/llama.te PATH="$here/fake:$PATH" \
+  PYTHON="$here/fake/python" DECODE_RUNNERS=eager "$here/run.sh" --all --bench 3 "$dir" > "$dir/run.log" 2>&1 ||
+  { cat "$dir/run.log"; echo "test_fake_gpu.sh: run.sh --all failed" >&2; exit 1; }
+"$python" - "$dir" <<'PY'
+import json, math, sys
+d = sys.argv[1]
+out = json.load(open(f"{d}/results.json"))
+rows = {(r["batch"], r["who"]): r for r in out["decode"]}
+assert out["peak_dram"] == 3.35e12, out["peak_dram"]
+assert set(rows) == {(1, "tec O4"), (1, "eager"), (2, "tec O4"), (2, "eager")}, sorted(rows)
+for (b, who), r in rows.items():
+    assert r["bytes"] > 0 and isinstance(r["median_ms"], float), r
+    want = r["bytes"] / (r["median_ms"] * 1e-3) / 3.35e12
+    assert math.isclose(r["fraction"], want), (r, want)
+assert rows[(1, "tec O4")]["median_ms"] == 0.5 and "speedup" in rows[(1, "tec O4")]
+vs = [r for r in out["tec"] if r.get("kind") == "full-vs-peer"]
+assert len(vs) == 2 and all(r["check"] == "ok" for r in vs), vs
+tiny = [r for r in out["tec"] if r.get("kind") == "tec" and r["size"] == "tiny"]
+assert tiny and all(r["check"].startswith("ok; memcheck clean") for r in tiny), tiny
+assert any(r.get("kind") == "generate-skipped" for r in out["tec"])
+print(f"test_fake_gpu.sh: ok ({len(rows)} decode rows, {len(vs)} full-size comparisons with PyTorch)")
+PY
