@@ -203,6 +203,38 @@ class ShapeTest(unittest.TestCase):
         self.assertGreater(np.abs(f["we"]).max(), 0.5 / np.sqrt(3 * 6 * 4 / 6))
 
 
+class DecodeBenchTest(unittest.TestCase):
+    """What run.sh asks of peers.py for the timed decode step."""
+
+    def test_feeds_at_a_position_with_shared_params(self):
+        with tempfile.TemporaryDirectory() as d:
+            b1, b3 = f"{d}/b1", f"{d}/b3"
+            peers.main(["--make-feeds", b1, "--model", "llama-decode", "-D", "B=1", "-D", "T=7", "--pos", "6"])
+            peers.main(["--make-feeds", b3, "--model", "llama-decode", "-D", "B=3", "-D", "T=7", "--pos", "6",
+                        "--params-from", b1])
+            f1, f3 = peers.load_dir(b1), peers.load_dir(b3)
+            cfg = peers.config("llama-decode", "tiny", [("B", "3"), ("T", "7")])
+            self.assertEqual(f3["pos"].tolist(), [6, 6, 6])
+            self.assertEqual(f3["k_cache"].shape, (cfg["L"], 3, cfg["NKV"], 7, cfg["D"] // cfg["NH"]))
+            self.assertEqual(f3["ids"].shape, (3,))
+            np.testing.assert_array_equal(f1["wq"], f3["wq"])  # the same weights, linked
+            self.assertEqual(set(f1), set(f3))
+            with self.assertRaisesRegex(ValueError, "position 7 is outside the cache's 7"):
+                peers.main(["--make-feeds", f"{d}/bad", "--model", "llama-decode", "-D", "T=7", "--pos", "7"])
+
+    def test_bench_rows_name_the_batch_and_position(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc = peers.main(["--bench", "--device", "cpu", "--model", "llama-decode", "-D", "B=2", "--pos", "3",
+                             "--runner", "eager,cudagraph", "--precision", "f32", "--iters", "2", "--warmup", "1",
+                             "--json", f"{d}/rows.json"])
+            self.assertEqual(rc, 0)
+            rows = {r["runner"]: r for r in __import__("json").load(open(f"{d}/rows.json"))}
+            self.assertEqual((rows["eager"]["batch"], rows["eager"]["pos"], rows["eager"]["status"]), (2, [3], "ok"))
+            self.assertEqual(rows["eager"]["defines"], {"B": "2"})
+            self.assertEqual(rows["eager"]["runs"], 2)
+            self.assertEqual(rows["cudagraph"]["status"], "n/a")
+
+
 class CompareTest(unittest.TestCase):
     def test_tolerances(self):
         want = np.array([1.0, -2.0, 0.0])
