@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--peers] [--bench N] [--arch sm_XX] DIR
+# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--peers] [--bench N] [--arch sm_XX] [--append] DIR
 #
 # Runs, on a machine with an NVIDIA GPU, nvcc and Python 3 with NumPy (no Go
 # needed), what bench/gpu/prepare.sh put in DIR. For each MODEL/SIZE/BUILD
@@ -36,11 +36,17 @@
 # report.py's "Llama decode" table gives each step's time, the speed-up over
 # the best peer and the fraction of the GPU's DRAM bandwidth reached.
 #
+# To fit a time limit, a run can be split: BUILDS (a glob under DIR, default
+# "*/*/O*") picks the builds, DECODE_RUNNERS the decode peers (one file per
+# B and set of runners, not run again if present), GENERATE=0 skips tec
+# generate, and --append adds to DIR/results.jsonl instead of starting it
+# afresh; report.py reads all of it.
+#
 # The one command on a GPU machine is
 #   bench/gpu/run.sh --all DIR      (--sanitize --ncu --peers)
 set -euo pipefail
 
-compile_only= sanitize= ncu= peers= bench=20 arch=
+compile_only= sanitize= ncu= peers= bench=20 arch= append=
 while [ $# -gt 1 ]; do
   case $1 in
     --compile-only) compile_only=1 ;;
@@ -50,6 +56,7 @@ while [ $# -gt 1 ]; do
     --all) sanitize=1 ncu=1 peers=1 ;;
     --bench) bench=$2; shift ;;
     --arch) arch=$2; shift ;;
+    --append) append=1 ;;
     *) echo "run.sh: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
@@ -61,7 +68,7 @@ python=${PYTHON:-python3}
 peer_models=" bert resnext lstm efficientnet swin mmoe llama llama-decode "
 decode_runners=${DECODE_RUNNERS:-eager,cudagraph,compile-max}
 results="$dir/results.jsonl"
-: > "$results"
+[ -n "$append" ] || : > "$results"
 if [ -z "$arch" ]; then
   if [ -n "$compile_only" ]; then
     arch=sm_80
@@ -115,7 +122,7 @@ if [ -z "$compile_only" ]; then
 fi
 echo "| model | size | build | check | median ms | min ms | max ms | DRAM MB |"
 echo "|---|---|---|---|---|---|---|---|"
-for build in "$dir"/*/*/O*; do
+for build in "$dir"/${BUILDS:-*/*/O*}; do
   [ -f "$build/main.cu" ] || continue
   name=$(basename "$build"); size=$(basename "$(dirname "$build")"); model=$(basename "$(dirname "$(dirname "$build")")")
   level=${name%%-*}; precision=f32
@@ -224,13 +231,14 @@ if [ ${#present[@]} -gt 0 ] && { [ -n "$compile_only" ] || [ -n "$peers" ]; }; t
       [ -f "$env" ] || continue
       B= T= POS= DEFINES=
       . "$env"
-      [ -f "$dir/peers-decode-b$B.json" ] && continue
+      out_json="$dir/peers-decode-b$B-${decode_runners//,/-}.json"
+      [ -f "$out_json" ] && continue
       precs=$(ls -d "$dir/llama-decode/full-b$B"/O* | sed -n 's/.*O[0-9]-\(.*\)/\1/p; s/.*O[0-9]$/f32/p' | sort -u | paste -sd,)
       echo "== peers.py --bench llama-decode B=$B T=$T pos=$POS ($precs; $decode_runners)"
       # shellcheck disable=SC2086
       "$python" "$here/peers.py" --bench --device cuda --size full --model llama-decode $DEFINES -D B="$B" -D T="$T" \
         --pos "$POS" --feeds "$dir/full-feeds/b$B" --runner "$decode_runners" --precision "$precs" \
-        --iters "$bench" --outputs "$dir/peer-outputs/b$B" --json "$dir/peers-decode-b$B.json" > /dev/null || status=1
+        --iters "$bench" --outputs "$dir/peer-outputs/b$B" --json "$out_json" > /dev/null || status=1
       for got in "$dir/llama-decode/full-b$B"/O[0-9]/got; do
         [ -f "$dir/peer-outputs/b$B/llama-decode.npz" ] || continue
         level=$(basename "$(dirname "$got")")
@@ -240,7 +248,7 @@ if [ ${#present[@]} -gt 0 ] && { [ -n "$compile_only" ] || [ -n "$peers" ]; }; t
       done
     done
     # tec generate --device cuda against PyTorch's greedy tokens.
-    if [ -d "$dir/llama-decode" ] && [ -x "$dir/bin/tec" ]; then
+    if [ -d "$dir/llama-decode" ] && [ -x "$dir/bin/tec" ] && [ "${GENERATE:-1}" != 0 ]; then
       if [ -x "$dir/bin/tec-cuda" ] && ldd "$dir/bin/tec-cuda" > /dev/null 2>&1 && ! ldd "$dir/bin/tec-cuda" | grep -q 'not found'; then
         target=sm_80
         [[ "$arch" == sm_9* ]] && target=sm_90

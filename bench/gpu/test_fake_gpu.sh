@@ -8,8 +8,9 @@
 # and a Python that runs the peers' --device cuda on the CPU). It checks
 # that every step ran and agreed (the tiny checks, PyTorch eager's decode
 # outputs against the runner's on the same feeds) and that results.json
-# has the Llama decode rows with their bytes and bandwidth fractions; tec
-# generate --device cuda is skipped, as it is where tec-cuda cannot load.
+# has the Llama decode rows with their bytes and bandwidth fractions, also
+# after a second part run with --append; tec generate --device cuda is
+# skipped, as it is where tec-cuda cannot load.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,6 +22,14 @@ rm -f "$dir/bin/tec-cuda"
 FAKE_PYTHON=$python FAKE_TEC=$dir/bin/tec FAKE_SRC=$root/examples/llama.te PATH="$here/fake:$PATH" \
   PYTHON="$here/fake/python" DECODE_RUNNERS=eager "$here/run.sh" --all --bench 3 "$dir" > "$dir/run.log" 2>&1 ||
   { cat "$dir/run.log"; echo "test_fake_gpu.sh: run.sh --all failed" >&2; exit 1; }
+# A second part (--append, no builds, the same decode peers: not timed
+# again) keeps the first part's rows.
+FAKE_PYTHON=$python FAKE_TEC=$dir/bin/tec FAKE_SRC=$root/examples/llama.te PATH="$here/fake:$PATH" \
+  PYTHON="$here/fake/python" DECODE_RUNNERS=eager BUILDS=none GENERATE=0 "$here/run.sh" --peers --append "$dir" \
+  > "$dir/run2.log" 2>&1 || { cat "$dir/run2.log"; echo "test_fake_gpu.sh: run.sh --append failed" >&2; exit 1; }
+if grep -q "peers.py --bench llama-decode" "$dir/run2.log"; then
+  echo "test_fake_gpu.sh: run.sh --append timed the decode peers again" >&2; exit 1
+fi
 "$python" - "$dir" <<'PY'
 import json, math, sys
 d = sys.argv[1]
