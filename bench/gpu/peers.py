@@ -1247,7 +1247,7 @@ def generate_check(device, batches, steps, seed, tec_devices=(("ref", None), ("s
     cuda with cuda_args, e.g. --codegen cu --target sm_90), on the same
     random prompt and weights, at each B of batches. Returns the table
     rows: "ok" where the tokens are the first tec device's, "MISMATCH"
-    where they are not or where a sequence is one token repeated."""
+    where they are not or where a tiny sequence is one token repeated."""
     sys.path.insert(0, str(REPO / "python"))
     import tec
     rows = []
@@ -1274,7 +1274,9 @@ def generate_check(device, batches, steps, seed, tec_devices=(("ref", None), ("s
         want = next(iter(got.values()))
         for name, tokens in got.items():
             row = {"model": f"llama-generate {size} B={b}", "runner": name, "precision": "-"}
-            repeated = [i for i, seq in enumerate(tokens) if len(set(seq.tolist())) < 2]
+            # A tiny model's varied tokens show that the check tells one step
+            # from another; random full-size weights may well repeat a token.
+            repeated = [i for i, seq in enumerate(tokens) if len(set(seq.tolist())) < 2] if size == "tiny" else []
             if tokens.shape != want.shape or not (tokens == want).all():
                 row.update(status="MISMATCH", detail=f"tokens {tokens.tolist()}, {next(iter(got))}'s {want.tolist()}")
             elif repeated:

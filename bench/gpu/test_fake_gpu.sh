@@ -15,7 +15,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 python=${PYTHON:-python3}
-dir=${1:-$(mktemp -d)}
+if [ $# -gt 0 ]; then
+  dir=$1
+else
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+fi
 LEVELS=4 PRECISIONS=f32 DECODE_SIZE=tiny DECODE_BATCHES="1 2" DECODE_POS=5 DECODE_PRECISIONS=f32 \
   PYTHON=$python "$here/prepare.sh" "$dir" llama-decode
 rm -f "$dir/bin/tec-cuda"
