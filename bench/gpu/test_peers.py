@@ -10,6 +10,7 @@ attends past its position or writes the wrong slot, generation that forgets
 the cache) must not pass.
 """
 
+import json
 import re
 import subprocess
 import sys
@@ -228,7 +229,8 @@ class DecodeBenchTest(unittest.TestCase):
                              "--runner", "eager,cudagraph", "--precision", "f32", "--iters", "2", "--warmup", "1",
                              "--json", f"{d}/rows.json"])
             self.assertEqual(rc, 0)
-            rows = {r["runner"]: r for r in __import__("json").load(open(f"{d}/rows.json"))}
+            with open(f"{d}/rows.json") as f:
+                rows = {r["runner"]: r for r in json.load(f)}
             self.assertEqual((rows["eager"]["batch"], rows["eager"]["pos"], rows["eager"]["status"]), (2, [3], "ok"))
             self.assertEqual(rows["eager"]["defines"], {"B": "2"})
             self.assertEqual(rows["eager"]["runs"], 2)
