@@ -22,6 +22,11 @@ type Counts struct {
 	GridSyncs     int64 // GridSyncs passed, once per grid
 	Shuffles      int64 // warp shuffles, once per thread
 	MMAs          int64 // tensor-core MMAs, once per warp
+	// CounterSignals and CounterWaits count the counter Signals and Waits
+	// executed, once per block; their accesses to the counters are not
+	// among the bytes, nor their block barriers among BlockBarriers.
+	CounterSignals int64
+	CounterWaits   int64
 }
 
 // Add adds d to c.
@@ -33,6 +38,8 @@ func (c *Counts) Add(d Counts) {
 	c.GridSyncs += d.GridSyncs
 	c.Shuffles += d.Shuffles
 	c.MMAs += d.MMAs
+	c.CounterSignals += d.CounterSignals
+	c.CounterWaits += d.CounterWaits
 }
 
 // String formats the counts for people.
@@ -44,6 +51,9 @@ func (c Counts) String() string {
 	}
 	if c.MMAs > 0 {
 		s += fmt.Sprintf(", %d mma", c.MMAs)
+	}
+	if c.CounterSignals > 0 || c.CounterWaits > 0 {
+		s += fmt.Sprintf(", %d counter signals, %d counter waits", c.CounterSignals, c.CounterWaits)
 	}
 	return s
 }

@@ -186,6 +186,10 @@ func (p *printer) stmt(s Stmt, depth int) {
 		p.line(depth, "syncthreads")
 	case *GridSync:
 		p.line(depth, "gridsync")
+	case *Signal:
+		p.line(depth, "signal %s[%s]", s.Counter.Name, p.expr(s.Index))
+	case *Wait:
+		p.line(depth, "wait %s[%s] >= %s", s.Counter.Name, p.expr(s.Index), p.expr(s.Target))
 	case *Stage:
 		if s.Span.IsValid() {
 			p.line(depth, "stage %s @ %s {", s.Name, s.Span)

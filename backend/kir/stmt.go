@@ -5,7 +5,8 @@ import "tec/te"
 // Stmt is a statement of a kernel body. The concrete types are *Let, *Assign,
 // *Store, *Atomic, *If, *For, *SyncThreads, *GridSync and *Stage, and the
 // warp-level and 16-byte statements of warp.go: *MMA, *LdMatrix, *VecCopy,
-// *CopyAsync, *CommitGroup and *WaitGroup.
+// *CopyAsync, *CommitGroup and *WaitGroup, and the counter statements of
+// counter.go: *Signal and *Wait.
 type Stmt interface {
 	stmtNode()
 }
@@ -168,5 +169,10 @@ func Exprs(s Stmt, f func(Expr)) {
 		f(s.SrcIndex)
 	case *LdMatrix:
 		f(s.Index)
+	case *Signal:
+		f(s.Index)
+	case *Wait:
+		f(s.Index)
+		f(s.Target)
 	}
 }

@@ -39,7 +39,11 @@ const maxErrors = 20
 //     executes an MMA or LdMatrix with all its lanes);
 //   - SyncThreads occurs only under control flow uniform across each block,
 //     and GridSync only under control flow uniform across the grid, and only
-//     in a kernel with an all-resident grid.
+//     in a kernel with an all-resident grid;
+//   - a counter Signal or Wait (counter.go) has an i32 global temporary as
+//     its counter, an index in bounds where constant, block-uniform
+//     operands and control flow, and a Wait is only in a kernel with an
+//     all-resident grid.
 //
 // Messages name the kernel and stage and quote the offending statement.
 func Verify(m *Module) error {
@@ -439,6 +443,8 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 		v.stage = outer
 	case *MMA, *LdMatrix, *VecCopy, *CopyAsync, *CommitGroup, *WaitGroup:
 		v.warpStmt(s)
+	case *Signal, *Wait:
+		v.counterStmt(s, ctx)
 	case nil:
 		v.errorf("nil statement")
 	default:

@@ -207,7 +207,8 @@ func (*WaitGroup) stmtNode()   {}
 // Accesses calls f for each buffer that statement s itself accesses other
 // than through a Load in its expressions, and whether it writes it: the
 // buffer of a Store or Atomic, both buffers of a VecCopy or CopyAsync, the
-// arrays of an LdMatrix and the fragments of an MMA.
+// arrays of an LdMatrix, the fragments of an MMA, and the counter of a
+// Signal (a write) or a Wait (a read).
 func Accesses(s Stmt, f func(b *Buffer, write bool)) {
 	switch s := s.(type) {
 	case *Store:
@@ -223,6 +224,10 @@ func Accesses(s Stmt, f func(b *Buffer, write bool)) {
 	case *LdMatrix:
 		f(s.Src, false)
 		f(s.Dst.Buf, true)
+	case *Signal:
+		f(s.Counter, true)
+	case *Wait:
+		f(s.Counter, false)
 	case *MMA:
 		f(s.A.Buf, false)
 		f(s.B.Buf, false)

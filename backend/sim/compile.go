@@ -34,6 +34,11 @@ type program struct {
 	// hasAsync says that the kernel issues cp.async, whose groups each
 	// block tracks.
 	hasAsync bool
+	// counters says that the kernel signals or waits on counters, so
+	// that each block keeps a vector clock; counterBufs are the buffers
+	// it uses as counters.
+	counters    bool
+	counterBufs map[*kir.Buffer]bool
 
 	// syncs says what spans a grid sync; ownRegs, ownScratch and ownLists
 	// say, by slot, which vectors every block has a copy of, and common
@@ -74,6 +79,13 @@ type block struct {
 	yield   func(struct{}) bool
 	counts  kir.Counts
 	async   *asyncState // nil unless the kernel issues cp.async
+	// clock is the block's vector clock of counter signals (see
+	// counter.go), nil in a kernel without counters; wait is the counter
+	// wait it yielded at, nil when none; launch is the grid epoch at which
+	// its kernel was launched.
+	clock  []int32
+	wait   *blockedWait
+	launch int32
 }
 
 func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
@@ -83,6 +95,8 @@ func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
 		assigned: map[*kir.Var]bool{},
 		syncs:    findSyncs(k.Body),
 	}
+	p.counterBufs = counterBuffers(k)
+	p.counters = len(p.counterBufs) > 0
 	for i, b := range k.Shared {
 		p.shared[b] = i
 	}
@@ -203,6 +217,11 @@ func (b *block) reset(id int) {
 	b.epoch = 0
 	b.stage = -1
 	b.counts = kir.Counts{}
+	b.launch = b.m.gepoch
+	b.wait = nil
+	if b.prog.counters {
+		b.clock = make([]int32, b.grid)
+	}
 	for _, s := range b.prog.bidSlots {
 		v := b.scratch[s]
 		for l := range v {
@@ -340,6 +359,10 @@ func (p *program) stmt(s kir.Stmt) sfn {
 				panic(errStopped)
 			}
 		}
+	case *kir.Signal:
+		return p.signal(s)
+	case *kir.Wait:
+		return p.wait(s)
 	case *kir.MMA:
 		return p.mma(s)
 	case *kir.LdMatrix:
@@ -514,6 +537,10 @@ func (p *program) store(buf *kir.Buffer, index, value kir.Expr, op kir.AtomicOp)
 		mem := p.m.mem[buf]
 		data, sh := mem.data, mem.shadow
 		size := int64(dt.Size())
+		var cs *counterState
+		if p.counterBufs[buf] {
+			cs = p.m.counters(buf) // a store starts a counter afresh
+		}
 		return func(b *block, act []int32) {
 			mem.touch(b.m.gepoch)
 			ix, v := idx(b, act), val(b, act)
@@ -524,6 +551,9 @@ func (p *program) store(buf *kir.Buffer, index, value kir.Expr, op kir.AtomicOp)
 				}
 				if sh != nil {
 					b.checkWrite(sh, buf, i, l, atomic)
+				}
+				if cs != nil {
+					cs.cell(b, i).joined = nil
 				}
 				if atomic {
 					data[i] = atomicOp(op, data[i], v[l])

@@ -7,6 +7,7 @@ type rec struct {
 	thread int32 // block·blockDim + thread + 1; 0 for none
 	bepoch int32 // the block's barrier count at the access
 	gepoch int32 // the machine's grid epoch at the access
+	sig    int32 // the block's own counter signals before the access
 	stage  int16 // index of the stage executing, -1 for none
 	atomic bool
 }
@@ -27,17 +28,20 @@ func (sh *shadow) clear() {
 	clear(sh.r2)
 }
 
-// ordered reports whether access p happens before access c: the same thread,
-// a grid sync or kernel boundary between them, or a block barrier between
-// two threads of one block.
-func ordered(p, c rec, threads int32) bool {
+// ordered reports whether access p happens before access c of block b:
+// the same thread, a grid sync or kernel boundary between them, a block
+// barrier between two threads of one block, or a signal of p's block after
+// p that b has acquired by a counter wait (see counter.go).
+func (b *block) ordered(p, c rec) bool {
+	threads := b.threads
 	return p.thread == c.thread || p.gepoch < c.gepoch ||
-		(p.thread-1)/threads == (c.thread-1)/threads && p.bepoch < c.bepoch
+		(p.thread-1)/threads == (c.thread-1)/threads && p.bepoch < c.bepoch ||
+		b.acquired(p)
 }
 
 // current returns the record of an access by lane of b now.
 func (b *block) current(lane int32, atomic bool) rec {
-	return rec{thread: int32(b.id)*b.threads + lane + 1, bepoch: b.epoch, gepoch: b.m.gepoch, stage: b.stage, atomic: atomic}
+	return rec{thread: int32(b.id)*b.threads + lane + 1, bepoch: b.epoch, gepoch: b.m.gepoch, sig: b.ownSig(), stage: b.stage, atomic: atomic}
 }
 
 // checkRead records a read of element i and reports a race with an earlier
@@ -49,7 +53,7 @@ func (b *block) checkRead(sh *shadow, buf *kir.Buffer, i int, lane int32, initch
 		if initcheck {
 			b.m.race(Race{Kernel: b.prog.k.Name, Buffer: buf.Name, Space: buf.Space, Index: i, Uninit: true, Second: b.access(c, false)})
 		}
-	case !ordered(w, c, b.threads):
+	case !b.ordered(w, c):
 		b.report(buf, i, w, true, c, false)
 	}
 	if r := sh.r1[i]; r.thread != c.thread {
@@ -62,11 +66,11 @@ func (b *block) checkRead(sh *shadow, buf *kir.Buffer, i int, lane int32, initch
 // race with an earlier unordered access.
 func (b *block) checkWrite(sh *shadow, buf *kir.Buffer, i int, lane int32, atomic bool) {
 	c := b.current(lane, atomic)
-	if w := sh.w[i]; w.thread != 0 && !(w.atomic && atomic) && !ordered(w, c, b.threads) {
+	if w := sh.w[i]; w.thread != 0 && !(w.atomic && atomic) && !b.ordered(w, c) {
 		b.report(buf, i, w, true, c, true)
 	} else {
 		for _, r := range [2]rec{sh.r1[i], sh.r2[i]} {
-			if r.thread != 0 && !ordered(r, c, b.threads) {
+			if r.thread != 0 && !b.ordered(r, c) {
 				b.report(buf, i, r, false, c, true)
 				break
 			}

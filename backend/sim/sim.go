@@ -351,6 +351,8 @@ type machine struct {
 	res         *Result
 	gepoch      int32      // grid epoch: advanced by every kernel launch and grid sync
 	done        kir.Counts // the work of the kernels finished, for Options.Progress
+	// ctrs holds what the race check knows of the counters' signals.
+	ctrs map[*kir.Buffer]*counterState
 }
 
 // progress reports the work done: the finished kernels' and current, that of
@@ -415,7 +417,7 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 			}
 		}
 	}()
-	if !k.HasGridSync() {
+	if !k.HasGridSync() && !prog.counters {
 		b := prog.newBlock(grid)
 		cur = b
 		for id := range grid {
@@ -427,7 +429,8 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 		return st, nil
 	}
 
-	// An all-resident grid: blocks are coroutines that yield at grid syncs.
+	// An all-resident grid: blocks are coroutines that yield at grid syncs
+	// and at counter waits not yet satisfied.
 	blocks := make([]*block, grid)
 	nexts := make([]func() (struct{}, bool), grid)
 	for id := range grid {
@@ -448,28 +451,43 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 		defer stop()
 		nexts[id] = next
 	}
+	atSync := make([]bool, grid)
 	live := grid
 	for live > 0 {
-		arrived, finished := 0, 0
+		ran := false
 		for id, next := range nexts {
-			if next == nil {
+			b := blocks[id]
+			if next == nil || atSync[id] || b.wait != nil && !b.wait.satisfied() {
 				continue
 			}
-			cur = blocks[id]
-			if _, ok := next(); ok {
-				arrived++
-			} else {
-				finished++
+			ran = true
+			cur = b
+			if _, ok := next(); !ok {
+				live--
 				nexts[id] = nil
-				st.Counts.Add(blocks[id].counts)
+				st.Counts.Add(b.counts)
+			} else if b.wait == nil {
+				atSync[id] = true
 			}
 		}
 		cur = nil
-		live -= finished
-		if arrived > 0 && finished > 0 {
+		if ran && live > 0 {
+			continue
+		}
+		arrived := 0
+		for _, at := range atSync {
+			if at {
+				arrived++
+			}
+		}
+		switch {
+		case arrived < live:
+			return st, deadlock(k, blocks, atSync)
+		case arrived > 0 && live < grid:
 			return st, errors.New("grid sync reached by some blocks while others finished")
 		}
 		if arrived > 0 {
+			clear(atSync)
 			s.gepoch++
 			st.GridSyncs++
 		}
@@ -500,7 +518,7 @@ func (s *machine) gridSize(k *kir.Kernel) (int, error) {
 	if n := k.SharedBytes(); n > int64(g.SharedPerBlock) {
 		return 0, fmt.Errorf("kernel %s: launch with %d B of shared memory per block, more than the %d B of GPU %s", k.Name, n, g.SharedPerBlock, g.Name)
 	}
-	if !k.HasGridSync() {
+	if !k.HasGridSync() && !k.HasCounters() {
 		return grid, nil
 	}
 	fit := g.ResidentBlocks(partition.Resources{Threads: k.Block, SharedBytes: int(k.SharedBytes())})

@@ -51,7 +51,8 @@ func (si *syncInfo) stmts(body []kir.Stmt, scope []*kir.Var) bool {
 func (si *syncInfo) stmt(s kir.Stmt, scope []*kir.Var) bool {
 	found := false
 	switch s := s.(type) {
-	case *kir.GridSync:
+	case *kir.GridSync, *kir.Wait:
+		// A block also hands over at a counter wait not yet satisfied.
 		for _, v := range scope {
 			si.live[v] = true
 		}
