@@ -93,6 +93,9 @@ type Options struct {
 	// outputs (and that pointer) count against GPU.ParamLimit. Without it
 	// every buffer a kernel touches is a parameter.
 	TempsInWorkspace bool
+	// Counters says where grid syncs give way to per-tile counters
+	// (counters.go); the zero value decides by cost.
+	Counters CounterMode
 
 	// Context, when not 0, is the context the cost model prices masks on
 	// run-time scalars at: it assumes each such scalar (pos[b] in
@@ -164,6 +167,11 @@ type Kernel struct {
 	// Cache, when set, is the kernel's shared-memory cache of the weights
 	// that its Resident stages read (-O4).
 	Cache *WeightCache
+	// Counters[j], when set, replaces the grid sync before stage j
+	// (Sync[j] stays GridSync) by waits on per-tile counters that its
+	// producers' tiles signal: the dependences of stage j's tiles
+	// (counters.go). GridSyncs and Cost count the counters, not the sync.
+	Counters map[int][]TileDep
 }
 
 // Barrier separates a stage from the one before it in its kernel.
@@ -289,6 +297,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		pl.Kernels = append(pl.Kernels, k)
 	}
 	propagate(a, pl)
+	if opts.Strategy != PerTE {
+		placeCounters(pl, opts.Counters)
+	}
 	return pl, nil
 }
 
@@ -493,6 +504,13 @@ func (pl *Plan) Format(launch []Launch) string {
 			switch k.Sync[j] {
 			case GridSync:
 				bar = "grid.sync; "
+				if deps := k.Counters[j]; deps != nil {
+					var ds []string
+					for _, d := range deps {
+						ds = append(ds, d.String())
+					}
+					bar = "wait " + strings.Join(ds, ", ") + "; "
+				}
 			case BlockSync:
 				bar = "syncthreads; "
 			}

@@ -63,6 +63,9 @@ type Options struct {
 	// attention past pos[b] = Context-1 is skipped at run time, and
 	// predicted so. 0 prices the whole cache.
 	Context int
+	// Counters says where the fused kernels (-O3 and up) wait on per-tile
+	// counters instead of grid syncs; the zero value decides by cost.
+	Counters partition.CounterMode
 	// Precision is the arithmetic precision; the zero value, precision.F32,
 	// compiles the program as written.
 	Precision precision.Mode
@@ -144,7 +147,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		// outputs count against the kernel parameter limit. Unfused kernels
 		// take a parameter each, so that the kernels of an unrolled model
 		// that differ only in their buffers share code.
-		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context}
+		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context, Counters: opts.Counters}
 		if popts.Strategy == partition.PerTE {
 			popts.Strategy = partition.CostModel
 		}

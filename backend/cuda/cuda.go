@@ -273,6 +273,25 @@ static __device__ __forceinline__ int tec_bounded(int x, int n, int* rec, int si
   return x < 0 ? 0 : n - 1;
 }
 `},
+		{"tec_signal", `
+// A per-tile counter's signal (kir.Signal), after a block barrier: a
+// release add at GPU scope, so that the block's earlier stores are visible
+// to whoever acquires the count.
+static __device__ __forceinline__ void tec_signal(int* c) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(c) : "memory");
+}
+`},
+		{"tec_wait", `
+// A per-tile counter's wait (kir.Wait), before a block barrier: acquire
+// loads at GPU scope until the count reaches target, so that the
+// signallers' stores are visible after it.
+static __device__ __forceinline__ void tec_wait(const int* c, int target) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
+  } while (v < target);
+}
+`},
 		{"tec_atomic_max", `
 // Atomic max of f32 values, by compare-and-swap; NaN wins.
 static __device__ __forceinline__ void tec_atomic_max(float* addr, float v) {

@@ -306,6 +306,14 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 		w.warpStmt(s, depth)
 	case *kir.GridSync:
 		w.line(depth, "grid.sync();")
+	case *kir.Signal:
+		w.names.used["tec_signal"] = true
+		w.line(depth, "__syncthreads();")
+		w.line(depth, "if (threadIdx.x == 0) tec_signal(&%s[%s]);", w.names.buf(s.Counter), w.expr(s.Index))
+	case *kir.Wait:
+		w.names.used["tec_wait"] = true
+		w.line(depth, "if (threadIdx.x == 0) tec_wait(&%s[%s], %s);", w.names.buf(s.Counter), w.expr(s.Index), w.expr(s.Target))
+		w.line(depth, "__syncthreads();")
 	case *kir.Stage:
 		// Variables are unique within a kernel, so a stage needs no scope
 		// of its own.

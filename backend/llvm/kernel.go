@@ -132,6 +132,10 @@ func (kg *kgen) stmt(s kir.Stmt) {
 		kg.g.barrier(kg.cur)
 	case *kir.GridSync:
 		kg.cur.NewCall(kg.g.gridSync())
+	case *kir.Signal:
+		kg.signal(s)
+	case *kir.Wait:
+		kg.wait(s)
 	case *kir.MMA, *kir.LdMatrix, *kir.VecCopy, *kir.CopyAsync, *kir.CommitGroup, *kir.WaitGroup:
 		kg.warpStmt(s)
 	case *kir.Stage:

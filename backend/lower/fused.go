@@ -150,6 +150,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	if len(inits) > 0 {
 		body = append(append(inits, &kir.GridSync{}), body...)
 	}
+	body = l.counters(pk, pl, body)
 	k.Body = append(clear, body...)
 	k.Grid = kir.Grid{Resident: true, Blocks: max(1, min(pk.Grid, max(tiles, span)))}
 	k.Doc = fmt.Sprintf("%d stages: %s", len(docs), strings.Join(docs, ", "))

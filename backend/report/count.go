@@ -123,6 +123,13 @@ func (c *counter) stmt(s kir.Stmt) {
 		c.counts.BlockBarriers += c.count() / int64(c.threads)
 	case *kir.GridSync:
 		c.counts.GridSyncs += c.count() / (int64(c.threads) * int64(c.grid))
+	case *kir.Signal:
+		c.cost(s.Index)
+		c.counts.CounterSignals += c.count() / int64(c.threads)
+	case *kir.Wait:
+		c.cost(s.Index)
+		c.cost(s.Target)
+		c.counts.CounterWaits += c.count() / int64(c.threads)
 	case *kir.Stage:
 		c.stmts(s.Body)
 	case *kir.MMA:

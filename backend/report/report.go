@@ -93,13 +93,23 @@ func Module(m *kir.Module, cfg Config) *Report {
 	return r
 }
 
-// Fprint writes the report as a table.
+// Fprint writes the report as a table; the counts of counter signals and
+// waits (kir.Signal, kir.Wait) have columns where some kernel has them.
 func (r *Report) Fprint(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "kernel\tgrid\tblock\tshared B\tload B\tstore B\tFLOPs\tbarriers\tgrid syncs\tshuffles\tmma\t\n")
+	counters := r.Total.CounterSignals > 0 || r.Total.CounterWaits > 0
+	head := "kernel\tgrid\tblock\tshared B\tload B\tstore B\tFLOPs\tbarriers\tgrid syncs\tshuffles\tmma\t"
+	if counters {
+		head += "signals\twaits\t"
+	}
+	fmt.Fprintf(tw, "%s\n", head)
 	row := func(name, grid string, block string, k Kernel) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, grid, block, k.SharedBytes,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t", name, grid, block, k.SharedBytes,
 			k.LoadBytes, k.StoreBytes, k.FLOPs, k.BlockBarriers, k.GridSyncs, k.Shuffles, k.MMAs)
+		if counters {
+			fmt.Fprintf(tw, "%d\t%d\t", k.CounterSignals, k.CounterWaits)
+		}
+		fmt.Fprintln(tw)
 	}
 	for _, k := range r.Kernels {
 		grid := fmt.Sprint(k.Blocks)

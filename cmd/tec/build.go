@@ -391,6 +391,10 @@ type countsJSON struct {
 	GridSyncs     int64 `json:"grid_syncs"`
 	Shuffles      int64 `json:"shuffles"`
 	MMAs          int64 `json:"mmas"`
+	// CounterSignals and CounterWaits count per-tile counter signals and
+	// waits (kir.Signal, kir.Wait), once per block; absent when none.
+	CounterSignals int64 `json:"counter_signals,omitempty"`
+	CounterWaits   int64 `json:"counter_waits,omitempty"`
 }
 
 type kernelReport struct {
@@ -404,7 +408,8 @@ type kernelReport struct {
 }
 
 func counts(c kir.Counts) countsJSON {
-	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs, Shuffles: c.Shuffles, MMAs: c.MMAs}
+	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs, Shuffles: c.Shuffles, MMAs: c.MMAs,
+		CounterSignals: c.CounterSignals, CounterWaits: c.CounterWaits}
 }
 
 // residentBlocks estimates the blocks of an all-resident grid on g: every SM

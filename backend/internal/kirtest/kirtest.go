@@ -19,7 +19,7 @@ import (
 // Shuffles ("shuffles"), RowStats lowered with blocks of 128 threads
 // ("rowstats"), and the warp-level modules: Pipeline ("pipeline"), MMA of
 // bf16 and of tf32 ("mma_m16n8k16_bf16", "mma_m16n8k8_f32") and Vectors
-// ("vectors").
+// ("vectors"), and Counters without a bug ("counters").
 func Modules() (map[string]*kir.Module, error) {
 	ms := map[string]*kir.Module{"features": Features()}
 	for name, p := range Programs() {
@@ -57,6 +57,7 @@ func Modules() (map[string]*kir.Module, error) {
 		ms[m.Name] = m
 	}
 	ms["vectors"] = Vectors(0)
+	ms["counters"] = Counters(6, 10, 0, NoCounterBug)
 	return ms, nil
 }
 

@@ -1,0 +1,301 @@
+package lower
+
+import (
+	"slices"
+
+	"tec/backend/kir"
+	"tec/partition"
+	"tec/te"
+)
+
+// Where the plan replaces the grid sync before a stage by per-tile
+// counters (partition.Kernel.Counters), the fused lowering gives each
+// producer stage a counter array in the workspace, one i32 per tile
+// (NAME.ready), signals it at the end of each tile (kir.Signal), and makes
+// each of the stage's tiles wait for the producer tiles it reads
+// (kir.Wait, target 1) before its work; the grid sync becomes a block
+// barrier, for the shared memory the stages may reuse. The kernel zeroes
+// the counters in a stage of its own before its first grid sync, which
+// must come before every producer (the plan chose only such syncs), so
+// that the zeroing is ordered before every signal and a kernel boundary
+// orders the previous launch's waits before it.
+//
+// The lowering checks the shape it relies on: the stage and each producer
+// are Stages of the kernel body whose work is a grid-stride loop over their
+// tiles (rotated or not), and the grid sync is the statement before the
+// stage. Where a check fails the grid sync stays, which is always sound.
+
+// counterKernel is the state of placing counters in one kernel's body.
+type counterKernel struct {
+	l       *lowerer
+	body    []kir.Stmt
+	threads int
+	ready   map[*te.Tensor]*kir.Buffer // counter arrays by producer
+	order   []*kir.Buffer
+	tiles   map[*kir.Stage]tileWork // stages already in tile form
+}
+
+// tileWork is a stage's work in tile form: the tile index (block-uniform)
+// and the statements run for each tile by every thread of the block, to
+// which waits are prepended and signals appended.
+type tileWork struct {
+	tile *kir.Var
+	body *[]kir.Stmt
+}
+
+// counters replaces, in body (a fused kernel's, in order), the grid syncs
+// that pk.Counters names, and returns the new body.
+func (l *lowerer) counters(pk *partition.Kernel, pl *partition.Plan, body []kir.Stmt) []kir.Stmt {
+	if len(pk.Counters) == 0 {
+		return body
+	}
+	ck := &counterKernel{l: l, body: body, threads: pl.Threads, ready: map[*te.Tensor]*kir.Buffer{}, tiles: map[*kir.Stage]tileWork{}}
+	zeroAt := firstGridSync(body)
+	var js []int
+	for j := range pk.Counters {
+		js = append(js, j)
+	}
+	slices.Sort(js)
+	for _, j := range js {
+		ck.replace(pk.Stages[j], pk.Counters[j], pl, zeroAt)
+	}
+	if len(ck.order) == 0 {
+		return body
+	}
+	return slices.Insert(ck.body, zeroAt, ck.zeroStage())
+}
+
+// firstGridSync returns the index of the first statement of body that is
+// or holds a grid sync, or len(body).
+func firstGridSync(body []kir.Stmt) int {
+	for i, s := range body {
+		found := false
+		kir.WalkStmts([]kir.Stmt{s}, func(x kir.Stmt) bool {
+			_, ok := x.(*kir.GridSync)
+			found = found || ok
+			return !found
+		})
+		if found {
+			return i
+		}
+	}
+	return len(body)
+}
+
+// replace puts counters in place of the grid sync before stage y, if the
+// body has the shape they need and the producers come after the zeroing
+// at zeroAt.
+func (ck *counterKernel) replace(y *te.Tensor, deps []partition.TileDep, pl *partition.Plan, zeroAt int) {
+	iy := stageIndex(ck.body, y.Name)
+	if iy < 1 {
+		return
+	}
+	if _, ok := ck.body[iy-1].(*kir.GridSync); !ok {
+		return
+	}
+	// Check every stage before changing any.
+	if len(deps) == 0 || !ck.tileable(ck.body[iy].(*kir.Stage), deps[0].Chunks) {
+		return
+	}
+	var us []*kir.Stage
+	for _, d := range deps {
+		iu := stageIndex(ck.body, d.Producer.Name)
+		if iu <= zeroAt || iu >= iy || !ck.tileable(ck.body[iu].(*kir.Stage), d.ProducerChunks) || pl.Schedules[d.Producer].Tiles < 1 {
+			return
+		}
+		us = append(us, ck.body[iu].(*kir.Stage))
+	}
+	w := ck.tileForm(ck.body[iy].(*kir.Stage), deps[0].Chunks)
+	var waits []kir.Stmt
+	for i, d := range deps {
+		c, fresh := ck.counter(d.Producer, pl.Schedules[d.Producer].Tiles)
+		if fresh {
+			u := ck.tileForm(us[i], d.ProducerChunks)
+			*u.body = append(*u.body, &kir.Signal{Counter: c, Index: u.tile})
+		}
+		waits = append(waits, waitFor(c, w.tile, d)...)
+	}
+	*w.body = append(waits, *w.body...)
+	ck.body[iy-1] = &kir.SyncThreads{}
+}
+
+// tileable reports whether stage st's work is a loop over its tiles that
+// tileForm can take: a grid-stride loop over tiles, or for an element-wise
+// stage (chunks) a thread-stride loop over its elements.
+func (ck *counterKernel) tileable(st *kir.Stage, chunks bool) bool {
+	if _, done := ck.tiles[st]; done {
+		return true
+	}
+	kind := kir.GridStride
+	if chunks {
+		kind = kir.ThreadStride
+	}
+	return topLoop(st, kind) != nil
+}
+
+// tileForm puts stage st's work in tile form, once, and returns it. A
+// grid-stride loop over tiles is in tile form already: its trip, or in
+// the rotated form (rotate) its guarded body, is a tile. A thread-stride
+// loop over the elements of an element-wise stage becomes a grid-stride
+// loop over chunks of blockDim elements, each thread taking the element
+// of its index in the chunk, which gives every element to the thread that
+// had it; a chunk is a tile, less the rotation's shift.
+func (ck *counterKernel) tileForm(st *kir.Stage, chunks bool) tileWork {
+	if w, done := ck.tiles[st]; done {
+		return w
+	}
+	var w tileWork
+	if !chunks {
+		loop := topLoop(st, kir.GridStride)
+		w = tileWork{loop.Var, &loop.Body}
+		if let, guard := rotated(loop); let != nil {
+			w = tileWork{let.Var, &guard.Then}
+		}
+		ck.tiles[st] = w
+		return w
+	}
+	loop := topLoop(st, kir.ThreadStride)
+	b := ck.threads
+	hi := int(loop.Hi.(*kir.Const).Value)
+	shift := 0
+	if let, _ := rotated(loop); let != nil {
+		shift = int(let.Value.(*kir.Binary).Y.(*kir.Const).Value) / b
+	}
+	c := kir.NewVar(loop.Var.Name+"_c", te.I32)
+	tile := kir.NewVar(loop.Var.Name+"_t", te.I32)
+	work := []kir.Stmt{
+		&kir.Let{Var: loop.Var, Value: kir.Add(kir.Mul(c, kir.I(b)), kir.Tid())},
+		&kir.If{Cond: kir.Lt(loop.Var, kir.I(hi)), Then: loop.Body},
+	}
+	guard := &kir.If{Cond: kir.Ge(tile, kir.I(0)), Then: work}
+	*loop = kir.For{Var: c, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(ceilDiv(hi, b)), Body: []kir.Stmt{
+		&kir.Let{Var: tile, Value: kir.Sub(c, kir.I(shift))},
+		guard,
+	}}
+	w = tileWork{tile, &guard.Then}
+	ck.tiles[st] = w
+	return w
+}
+
+// counter returns the counter array of producer u, of tiles elements, and
+// whether it is new.
+func (ck *counterKernel) counter(u *te.Tensor, tiles int) (*kir.Buffer, bool) {
+	if c, ok := ck.ready[u]; ok {
+		return c, false
+	}
+	c := &kir.Buffer{Name: u.Name + ".ready", Space: kir.Global, Role: kir.Temp, DType: te.I32, Shape: []int{tiles}}
+	ck.l.m.Buffers = append(ck.l.m.Buffers, c)
+	ck.ready[u] = c
+	ck.order = append(ck.order, c)
+	return c, true
+}
+
+// zeroStage returns the stage that zeroes every counter array of the
+// kernel.
+func (ck *counterKernel) zeroStage() kir.Stmt {
+	var body []kir.Stmt
+	for _, c := range ck.order {
+		i := kir.NewVar("i", te.I32)
+		body = append(body, &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(c.Len()), Body: []kir.Stmt{
+			&kir.Store{Buf: c, Index: i, Value: kir.I(0)},
+		}})
+	}
+	return &kir.Stage{Name: "counters.zero", Body: body}
+}
+
+// waitFor returns the waits of consumer tile r for the producer tiles that
+// d says it reads, [lo, hi) (see partition.TileDep.Range): one wait where
+// every tile reads one, otherwise as many as the most any tile reads, each
+// but the first under a block-uniform condition that its tile is below
+// hi, which keeps the static report's counts exact.
+func waitFor(c *kir.Buffer, r *kir.Var, d partition.TileDep) []kir.Stmt {
+	first := kir.Mul(r, kir.I(d.Tile))
+	lo := kir.Div(kir.Mul(kir.Div(first, kir.I(d.Prefix)), kir.I(d.Span)), kir.I(d.Width))
+	if d.Single() {
+		return []kir.Stmt{&kir.Wait{Counter: c, Index: lo, Target: kir.I(1)}}
+	}
+	last := kir.Sub(kir.Bin(te.Min, kir.Add(first, kir.I(d.Tile)), kir.I(d.N)), kir.I(1))
+	hi := kir.Div(kir.Add(kir.Mul(kir.Add(kir.Div(last, kir.I(d.Prefix)), kir.I(1)), kir.I(d.Span)), kir.I(d.Width-1)), kir.I(d.Width))
+	l, h := kir.NewVar("wlo", te.I32), kir.NewVar("whi", te.I32)
+	out := []kir.Stmt{&kir.Let{Var: l, Value: lo}, &kir.Let{Var: h, Value: hi}}
+	for k := range d.Most() {
+		at := kir.Add(l, kir.I(k))
+		out = append(out, &kir.If{Cond: kir.Lt(at, h), Then: []kir.Stmt{&kir.Wait{Counter: c, Index: at, Target: kir.I(1)}}})
+	}
+	return out
+}
+
+// stageIndex returns the index in body of the Stage named name, or -1.
+func stageIndex(body []kir.Stmt, name string) int {
+	for i, s := range body {
+		if st, ok := s.(*kir.Stage); ok && st.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// topLoop returns the loop of kind over a stage's work, starting at 0 and
+// ending at a constant, when the stage's body is block-uniform Lets and
+// that loop, and its body has no grid sync; otherwise nil. A thread-stride
+// loop must have a block's multiple of elements per rotation shift, as
+// rotate makes them.
+func topLoop(st *kir.Stage, kind kir.LoopKind) *kir.For {
+	var loop *kir.For
+	for _, s := range st.Body {
+		switch s := s.(type) {
+		case *kir.Let:
+			continue
+		case *kir.For:
+			if loop != nil || s.Kind != kind {
+				return nil
+			}
+			loop = s
+		default:
+			return nil
+		}
+	}
+	if loop == nil || hasSync(loop.Body) {
+		return nil
+	}
+	lo, lok := loop.Lo.(*kir.Const)
+	_, hok := loop.Hi.(*kir.Const)
+	if !lok || !hok || lo.Value != 0 {
+		return nil
+	}
+	if let, _ := rotated(loop); let != nil {
+		if _, ok := let.Value.(*kir.Binary).Y.(*kir.Const); !ok {
+			return nil
+		}
+	}
+	return loop
+}
+
+// rotated returns the Let and the guard of a loop in rotate's form, whose
+// body is "let t = u - shift; if t >= 0 { work }", or nils.
+func rotated(loop *kir.For) (*kir.Let, *kir.If) {
+	if len(loop.Body) != 2 {
+		return nil, nil
+	}
+	let, lok := loop.Body[0].(*kir.Let)
+	guard, gok := loop.Body[1].(*kir.If)
+	if !lok || !gok || len(guard.Else) != 0 {
+		return nil, nil
+	}
+	b, ok := let.Value.(*kir.Binary)
+	if !ok || b.Op != te.Sub || b.X != kir.Expr(loop.Var) {
+		return nil, nil
+	}
+	return let, guard
+}
+
+// hasSync reports whether body holds a grid sync.
+func hasSync(body []kir.Stmt) bool {
+	found := false
+	kir.WalkStmts(body, func(s kir.Stmt) bool {
+		_, ok := s.(*kir.GridSync)
+		found = found || ok
+		return !found
+	})
+	return found
+}

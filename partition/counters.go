@@ -1,0 +1,272 @@
+package partition
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"tec/te"
+)
+
+// A persistent kernel separates a stage that reads what other blocks wrote
+// from those writes by a grid sync. Where each tile of the stage reads only
+// some tiles of the stages before it, hand-written megakernels wait instead
+// on per-tile counters in global memory that the producing tiles signal
+// (kir.Signal, kir.Wait): a block waits only for the tiles it reads, and
+// the rest of the grid moves on. placeCounters finds the grid syncs that
+// such counters can replace, from the exact row dependences of the stages,
+// and keeps those that the cost model says pay: Kernel.Counters.
+//
+// A stage's tiles are its grid-stride loop's trips (see Schedule.Tiles);
+// the dependences the plan knows exactly are those between stages that
+// work by rows (row reductions and Rows stages): consumer tile r, the flat
+// index of its first rows axes, reads its producer only where the
+// producer's first l axes are r's (readsRows), so only the producer tiles
+// whose rows hold those elements.
+
+// CounterMode says where a plan replaces grid syncs by per-tile counters.
+type CounterMode int
+
+// The counter modes.
+const (
+	// CountersByCost replaces a grid sync where counters are sound and
+	// the cost model predicts them cheaper (the default).
+	CountersByCost CounterMode = iota
+	// CountersOff keeps every grid sync.
+	CountersOff
+	// CountersWherever replaces every grid sync that counters soundly
+	// can, whatever they cost: for tests.
+	CountersWherever
+)
+
+// The cost of counters, seconds on a block's critical path: a signal is a
+// block barrier, a GPU-scope fence that waits for the block's stores to
+// reach L2, and a reduction; a wait already satisfied is one acquire load
+// from L2 and a block barrier. Each is taken as one L2 round trip with the
+// barrier, a quarter of a microsecond: Jia et al. measure about 200 cycles
+// of L2 hit latency on Volta and Turing ("Dissecting the NVIDIA Volta GPU
+// Architecture via Microbenchmarking", 2018; "... Turing T4 GPU ...",
+// 2019), 0.15 µs at the 1.4 GHz of an A100, which the fence and barrier
+// round up. A grid sync (GPU.GridSyncCost, 1 µs) does the same fence,
+// atomic and spin in every block, and then waits for the slowest block.
+// Both are estimates of this model, not measurements of ours.
+const (
+	CounterSignalCost = 0.25e-6
+	CounterWaitCost   = 0.25e-6
+)
+
+// TileDep is the dependence of a stage's tiles on a producer stage of its
+// kernel. Consumer tile r computes the consumer's elements [r·Tile,
+// min((r+1)·Tile, N)) of its flat index, and reads the producer only at
+// the elements whose first axes are those elements' first axes: producer
+// elements [p·Span, (p+1)·Span) for each p from first/Prefix to
+// last/Prefix. Producer tile t writes its elements [t·Width,
+// (t+1)·Width). Chunked marks a producer (ProducerChunks) or consumer
+// (Chunks) whose tiles are an element-wise stage's blocks' worth of
+// elements, which the lowering takes in a grid-stride loop over chunks
+// rather than a thread-stride loop.
+type TileDep struct {
+	Producer                     *te.Tensor
+	Tile, N, Prefix, Span, Width int
+	Chunks, ProducerChunks       bool
+}
+
+// Range returns the producer tiles [lo, hi) whose elements consumer tile r
+// reads.
+func (d TileDep) Range(r int) (lo, hi int) {
+	first := r * d.Tile
+	last := min(first+d.Tile, d.N) - 1
+	return first / d.Prefix * d.Span / d.Width, ceilDiv((last/d.Prefix+1)*d.Span, d.Width)
+}
+
+// Single reports whether every consumer tile reads exactly one producer
+// tile.
+func (d TileDep) Single() bool {
+	for r := range ceilDiv(d.N, d.Tile) {
+		if lo, hi := d.Range(r); hi-lo != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// Most returns the most producer tiles that a consumer tile reads.
+func (d TileDep) Most() int {
+	most := 0
+	for r := range ceilDiv(d.N, d.Tile) {
+		lo, hi := d.Range(r)
+		most = max(most, hi-lo)
+	}
+	return most
+}
+
+// MaxWaits bounds the producer tiles one consumer tile may wait for: a
+// stage whose tiles each read more is nearer an all-to-all dependence,
+// which a grid sync serves better.
+const MaxWaits = 8
+
+// String formats the dependence for plans, e.g. "mu (at most 1 tile per
+// tile)".
+func (d TileDep) String() string {
+	return fmt.Sprintf("%s (at most %d tiles per tile)", d.Producer.Name, d.Most())
+}
+
+// tiling returns how stage t's tiles cover its elements under schedule s
+// with blocks of threads: the elements of a tile, and whether tiles are
+// chunks of an element-wise stage; false if its tiles are not runs of
+// elements (contractions, split reductions, epilogues).
+func tiling(t *te.Tensor, s *Schedule, threads int) (width int, chunks, ok bool) {
+	if s.EpilogueOf != nil {
+		return 0, false, false
+	}
+	switch s.Kind {
+	case RowReduce:
+		return 1, false, true
+	case Rows:
+		return product(t.Axes[s.RowAxes:]), false, true
+	case Elementwise:
+		return threads, true, true
+	}
+	return 0, false, false
+}
+
+// rowDep returns the dependence of stage y's tiles on stage u's, when
+// both take runs of elements as tiles and y reads u only at its own first
+// axes (readsRows), as many as it can.
+func rowDep(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads int) (TileDep, bool) {
+	ty, cy, oky := tiling(y, sy, threads)
+	tu, cu, oku := tiling(u, su, threads)
+	if !oky || !oku {
+		return TileDep{}, false
+	}
+	for l := min(len(y.Shape), len(u.Shape)); l >= 1; l-- {
+		if readsRows(y, u, l) {
+			return TileDep{Producer: u, Tile: ty, N: y.NumElements(), Prefix: product(y.Axes[l:]), Span: product(u.Axes[l:]), Width: tu,
+				Chunks: cy, ProducerChunks: cu}, true
+		}
+	}
+	return TileDep{}, false
+}
+
+// placeCounters decides, for each kernel of pl, which of its grid syncs
+// counters replace (see the comment at the top of this file). A grid sync
+// before stage j can go when:
+//
+//   - stage j takes runs of its elements as tiles (rows of a row
+//     reduction or a Rows stage, blocks' worth of an element-wise stage),
+//     and so does every stage it reads that was computed since the last
+//     grid sync kept (its epoch, which grows as syncs go), which is not
+//     kept on chip and is read only at j's own leading axes (rowDep): j
+//     then waits for exactly the producer tiles of its tile;
+//   - no stage after j before the next grid sync reads a stage of that
+//     epoch computed before j, since those reads were ordered by the sync;
+//   - a grid sync precedes the epoch (one kept, a split reduction's, or the
+//     one after the split reductions' initialisation), before which the
+//     kernel zeroes its counters;
+//   - in CountersByCost mode, the signals of the producers that signal
+//     for the first time and j's waits, a tile per block's share of the
+//     grid at a time, cost less than a grid sync.
+//
+// It updates each kernel's GridSyncs and its predicted Sync time.
+func placeCounters(pl *Plan, mode CounterMode) {
+	if mode == CountersOff {
+		return
+	}
+	for _, k := range pl.Kernels {
+		k.placeCounters(pl, mode)
+	}
+}
+
+func (k *Kernel) placeCounters(pl *Plan, mode CounterMode) {
+	synced := false // a grid sync precedes the current epoch
+	for _, t := range k.Stages {
+		if pl.Schedules[t].Kind == SplitReduce {
+			synced = true // the initialisation's grid sync starts the kernel
+		}
+	}
+	onChip := map[*te.Tensor]bool{}
+	for _, t := range k.OnChip {
+		onChip[t] = true
+	}
+	signals := map[*te.Tensor]bool{}
+	start := 0 // the current epoch's first stage
+	for j := 1; j < len(k.Stages); j++ {
+		if pl.Schedules[k.Stages[j-1]].Kind == SplitReduce {
+			// Its grid sync lies between its two phases; its finishing
+			// pass writes by threads, in the epoch that follows.
+			start, synced = j-1, true
+		}
+		if k.Sync[j] != GridSync {
+			continue
+		}
+		deps, cost, ok := k.counterDeps(pl, j, start, onChip, signals)
+		if ok && synced && (mode == CountersWherever || cost < pl.GPU.GridSyncCost) {
+			if k.Counters == nil {
+				k.Counters = map[int][]TileDep{}
+			}
+			k.Counters[j] = deps
+			for _, d := range deps {
+				signals[d.Producer] = true
+			}
+			k.GridSyncs--
+			k.Cost.Sync += cost - pl.GPU.GridSyncCost
+			continue
+		}
+		start, synced = j, true
+	}
+}
+
+// counterDeps returns the dependences of stage j on the stages of the
+// epoch that begins at stage start, and what counters instead of the grid
+// sync before j would cost, or false if counters cannot order j after
+// them (see placeCounters).
+func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip, signals map[*te.Tensor]bool) ([]TileDep, float64, bool) {
+	y := k.Stages[j]
+	sy := pl.Schedules[y]
+	epoch := map[*te.Tensor]int{}
+	for i := start; i < j; i++ {
+		epoch[k.Stages[i]] = i
+	}
+	// Stages computed in a resident stage's tiles write where their
+	// producer's tiles do, which no row dependence describes.
+	for t, s := range pl.Schedules {
+		if s.EpilogueOf != nil {
+			if _, in := epoch[s.EpilogueOf]; in {
+				epoch[t] = -1
+			}
+		}
+	}
+	var deps []TileDep
+	grid := max(k.Grid, 1)
+	cost := 0.0
+	for _, u := range te.Inputs(y.Body) {
+		i, in := epoch[u]
+		if !in {
+			continue
+		}
+		if i < 0 || onChip[u] {
+			return nil, 0, false
+		}
+		d, ok := rowDep(y, sy, u, pl.Schedules[u], pl.Threads)
+		if !ok || d.Most() > MaxWaits {
+			return nil, 0, false
+		}
+		deps = append(deps, d)
+		if !signals[u] {
+			cost += float64(ceilDiv(pl.Schedules[u].Tiles, grid)) * CounterSignalCost
+		}
+		cost += float64(ceilDiv(sy.Tiles, grid)*d.Most()) * CounterWaitCost
+	}
+	if len(deps) == 0 {
+		return nil, 0, false
+	}
+	for f := j + 1; f < len(k.Stages) && k.Sync[f] != GridSync; f++ {
+		for _, u := range te.Inputs(k.Stages[f].Body) {
+			if _, in := epoch[u]; in {
+				return nil, 0, false
+			}
+		}
+	}
+	slices.SortFunc(deps, func(a, b TileDep) int { return strings.Compare(a.Producer.Name, b.Producer.Name) })
+	return deps, cost, true
+}
