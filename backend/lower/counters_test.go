@@ -1,0 +1,118 @@
+package lower_test
+
+import (
+	"strings"
+	"testing"
+
+	"tec/analysis"
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/backend/sim"
+	tb "tec/internal/tebuild"
+	"tec/partition"
+	"tec/te"
+)
+
+// projNorm is a projection h = x·w followed by layer normalisation of
+// h's rows.
+func projNorm(m, k, n int) *te.Program {
+	b := tb.New("projnorm")
+	x, w := b.Input("x", m, k), b.Param("w", k, n)
+	h := b.Matmul("h", x, w)
+	mean := b.Compute("mean", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "j", n, func(j te.Index) te.Expr { return tb.Ld(h, ax[0], j) }), tb.F(float64(n)))
+	})
+	vr := b.Compute("var", tb.Shape(m), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "j", n, func(j te.Index) te.Expr {
+			d := tb.Bin(te.Sub, tb.Ld(h, ax[0], j), tb.Ld(mean, ax[0]))
+			return tb.Bin(te.Mul, d, d)
+		}), tb.F(float64(n)))
+	})
+	y := b.Compute("y", tb.Shape(m, n), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Bin(te.Sub, tb.Ld(h, ax...), tb.Ld(mean, ax[0])), tb.Un(te.Rsqrt, tb.Bin(te.Add, tb.Ld(vr, ax[0]), tb.F(1e-5))))
+	})
+	return b.Program(y)
+}
+
+// counterModule lowers p fused on gpu with counters wherever sound, and
+// without reuse (-O3), so that the row statistics are separated by grid
+// syncs that counters can replace.
+func counterModule(t *testing.T, p *te.Program, gpu string, mode partition.CounterMode) *kir.Module {
+	t.Helper()
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := partition.BuiltinGPU(gpu)
+	pl, err := partition.Partition(a, g, partition.Options{Split: true, Counters: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := lower.Fused(p, pl, lower.FusedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestCounters checks the lowering of counters on projNorm: the kernel
+// zeroes the counters before its one remaining grid sync (after the
+// contraction, whose columns every row needs), the statistics' tiles
+// signal, the variance's rows and the element-wise stage's chunks wait for
+// them, and the result is right and race-free on several grids. Dropping
+// the element-wise stage's waits (a planted bug) is reported.
+func TestCounters(t *testing.T) {
+	p := projNorm(24, 16, 40)
+	m := counterModule(t, p, "small", partition.CountersWherever)
+	text := m.String()
+	for _, want := range []string{
+		"stage counters.zero {", "] = 0\n", "gridsync\n",
+		"signal mean.ready[", "wait mean.ready[", "signal var.ready[", "wait var.ready[",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in the module:\n%s", want, text)
+		}
+	}
+	if z, g, u := strings.Index(text, "stage counters.zero"), strings.Index(text, "gridsync"), strings.Index(text, "stage mean"); !(z < g && g < u) {
+		t.Errorf("the counters are zeroed at %d, the grid sync at %d, the first signalling stage at %d: want them in that order", z, g, u)
+	}
+	if n := strings.Count(text, "gridsync"); n != 1 {
+		t.Errorf("%d grid syncs, want 1:\n%s", n, text)
+	}
+	onGrids(t, m, p, 1, 3, 4)
+
+	// The planted bug: the element-wise stage reads the statistics
+	// without waiting.
+	k := m.Kernels[0]
+	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+		if st, ok := s.(*kir.Stage); ok && st.Name == "y" {
+			kir.WalkStmts(st.Body, func(x kir.Stmt) bool {
+				if iff, ok := x.(*kir.If); ok {
+					iff.Then = dropWaits(iff.Then)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	res, err := sim.Run(m, randomFeeds(p), sim.Options{Race: true, ResidentBlocks: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RaceCount == 0 {
+		t.Fatal("no race reported without the element-wise stage's waits")
+	}
+	if r := res.Races[0].String(); !strings.Contains(r, "stage y") {
+		t.Errorf("race %q, want one in stage y", r)
+	}
+}
+
+func dropWaits(body []kir.Stmt) []kir.Stmt {
+	var out []kir.Stmt
+	for _, s := range body {
+		if _, ok := s.(*kir.Wait); !ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
