@@ -10,7 +10,10 @@
 // and cuda_bf16.h); i32 division and modulo round towards negative infinity
 // (plain / and % where the dividend is provably non-negative and the divisor
 // a positive constant, small helpers elsewhere); a GridSync becomes
-// cooperative groups' grid.sync(), and kernels with an all-resident grid are
+// cooperative groups' grid.sync(), a counter Signal a block barrier and one
+// thread's red.release.gpu.global.add.u32, a counter Wait one thread's spin
+// on ld.acquire.gpu.global.u32 and a block barrier (inline PTX, the
+// helpers tec_signal and tec_wait), and kernels with an all-resident grid are
 // launched with cudaLaunchCooperativeKernel with as many blocks as fit on
 // the device at once (occupancy × SM count), after checking that at least
 // one does. Shared arrays beyond the static limit (48 KiB) are carved out of

@@ -35,6 +35,15 @@
 // all-resident. A kernel with a fixed grid (Grid.Blocks, not Resident) may
 // have more blocks than fit, which run in any order.
 //
+// Signal and Wait (counter.go) are per-tile dependency counters in the
+// workspace: a block signals after its stores of a tile (a block barrier,
+// then one thread's release add at GPU scope), and a block that reads the
+// tile waits until the counter reaches a target (one thread's acquire
+// loads, then a block barrier). A satisfied wait orders after it the
+// stores that the signalling blocks made before their signals, and no
+// others; it replaces a GridSync where a stage's tiles read only some
+// tiles of the stages before it. Waits need an all-resident grid.
+//
 // Atomic updates a global or shared f32 element indivisibly; atomics to the
 // same element by different threads do not race with one another, but they do
 // race with plain loads and stores not ordered by a barrier.
@@ -61,7 +70,8 @@
 // A kernel's body is a tree of statements. Stage groups the statements that
 // compute one tensor expression, so that reports (races, costs) and emitted
 // code can name it; a multi-stage persistent kernel is a sequence of Stages
-// separated by GridSyncs where a stage reads what another block wrote.
+// separated by GridSyncs (or counter Waits) where a stage reads what another
+// block wrote.
 //
 // Values are typed: f32, i32 and bool scalars (te.F32, te.I32, te.Bool).
 // Buffers have a storage dtype, which may also be f16 or bf16: a load of an f16

@@ -27,6 +27,10 @@
 // once, which the launcher guarantees for kernels with an all-resident grid,
 // and only one grid-synchronised kernel of a loaded module may run at a time.
 //
+// Counter signals and waits (kir.Signal, kir.Wait) are inline PTX at GPU
+// scope, red.release and ld.acquire (counter.go), which llc-16's NVPTX
+// back end cannot select from atomic instructions with those orderings.
+//
 // Math follows kir's semantics with the NVPTX approximations that CUDA's
 // --use_fast_math uses for exp and log (ex2.approx, lg2.approx) and
 // rsqrt.approx; sqrt and division are IEEE. tanh, erf and pow are computed

@@ -32,6 +32,13 @@
 // orders (a block barrier between threads of one block, a grid sync or a
 // kernel boundary between any threads) and that are not both atomic, are a
 // data race, reported with kernel, stage, buffer, element and both threads.
+// A satisfied counter Wait (kir.Wait) orders after it exactly the accesses
+// that the blocks whose signals it acquired made before those signals
+// (vector clocks, see counter.go), so a missing wait, a wait on the wrong
+// tile's counter or a target too low leaves reads unordered, reported as
+// races; a block whose wait is not yet satisfied yields to the others like
+// a block at a grid sync, and when no block can run while some wait, the
+// run stops with a deadlock error naming the block and the counter.
 // The same shadow memory serves an initialisation check, as
 // compute-sanitizer's initcheck does on a GPU: a read of a shared-memory
 // element that no thread of the block has written, or of a workspace

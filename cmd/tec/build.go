@@ -114,6 +114,12 @@ type buildFlags struct {
 	report     string
 	dumpAfter  string
 	cpuprofile string
+	counters   string
+}
+
+// counterModes are the values of tec build's --counters.
+var counterModes = map[string]partition.CounterMode{
+	"cost": partition.CountersByCost, "off": partition.CountersOff, "everywhere": partition.CountersWherever,
 }
 
 func buildCommand() *command {
@@ -148,6 +154,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
 		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the program after a pass: te, precision (with --precision other than f32), "+strings.Join(pipeline.Passes(pipeline.MaxLevel), ", ")+", cu, ll, or all")
 		fs.StringVar(&bf.cpuprofile, "cpuprofile", "", "write a CPU profile of the build to this file, for go tool pprof")
+		fs.StringVar(&bf.counters, "counters", "cost", "where -O3 and -O4 kernels wait on per-tile counters instead of grid syncs: cost (where sound and predicted cheaper), off, or everywhere (where sound)")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
@@ -174,6 +181,11 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if err != nil {
 			return e.optionsError(c, err)
 		}
+		mode, ok := counterModes[bf.counters]
+		if !ok {
+			return e.usageError(c, "--counters %s: want cost, off or everywhere", bf.counters)
+		}
+		opts.Counters = mode
 		dumps, err := parseDumps(bf.dumpAfter, opts)
 		if err != nil {
 			return e.usageError(c, "--dump-after: %v", err)
