@@ -27,7 +27,7 @@ func syncCounts(rep *report.Report) (syncs, waits int64) {
 // the simulator's, and every grid sync that counters replaced is gone.
 func TestCountersEverywhere(t *testing.T) {
 	for _, ex := range examples.All() {
-		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 		if diags.HasErrors() {
 			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
 		}
@@ -79,16 +79,16 @@ func TestCountersEverywhere(t *testing.T) {
 	}
 }
 
-// TestCounterSyncs counts the grid syncs of the tiny Llama at -O4 on the
+// TestCounterSyncs counts the grid syncs of the tiny Llama prefill at -O4 on the
 // H100 model with and without per-tile counters, where the cost model
 // chooses them (the default): fewer grid syncs, some counter waits, a
 // lower predicted time, and the same outputs, race-free, in the simulator.
 func TestCounterSyncs(t *testing.T) {
-	ex, ok := examples.Lookup("llama")
+	ex, ok := examples.Lookup("llama/prefill")
 	if !ok {
-		t.Fatal("no example llama")
+		t.Fatal("no example llama/prefill")
 	}
-	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
