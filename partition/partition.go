@@ -242,6 +242,8 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			if !s.unfusedTensorCores(t, opts.Threads) {
 				s.Unfused(t.Bytes())
 			}
+		} else {
+			s.fusedTensorCores(t, opts.Threads, gpu)
 		}
 		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 {
 			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; use a smaller block (now %d threads)", t.Name, gpu.Name, why, opts.Threads)

@@ -91,10 +91,13 @@ type Schedule struct {
 	// is skipped.
 	products, unmasked, unmaskedBytes int64
 	// TensorCores marks a contraction computed with tensor-core MMAs of
-	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32):
-	// in a kernel of its own, where backend/lower builds them.
+	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32), in
+	// a kernel of its own or a fused one, as backend/lower builds them.
 	TensorCores bool
 	TensorIn    te.DType
+	// WarpsM×WarpsN is the grid of a tensor-core block's warps over its
+	// tile (TCBlock).
+	WarpsM, WarpsN int
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is

@@ -58,8 +58,8 @@ func (g GPU) TensorPeak(in te.DType) float64 {
 }
 
 // The shape of a tensor-core contraction's blocks, as backend/lower
-// builds them: TensorCoreWarps warps over a TensorCoreTile(M) ×
-// TensorCoreTile(N) tile of outputs, staging TensorCoreTileK of the
+// builds them (TensorCoreBlock): TensorCoreWarps warps in a kernel of its
+// own, the kernel's block in a fused one, staging TensorCoreTileK of the
 // reduction at a time.
 const (
 	TensorCoreWarps = 4
@@ -73,6 +73,77 @@ func TensorCoreTile(n int) int {
 		return 32
 	}
 	return 64
+}
+
+// TCBlock is the shape of a tensor-core block: TM×TN outputs, its warps a
+// WGM×WGN grid, each computing a (TM/WGM)×(TN/WGN) warp tile of m16n8 MMA
+// tiles.
+type TCBlock struct {
+	TM, TN, WGM, WGN int
+}
+
+// WarpTile returns the MMA tiles of one warp along M and N.
+func (b TCBlock) WarpTile() (mt, nt int) { return b.TM / b.WGM / 16, b.TN / b.WGN / 8 }
+
+// TensorCoreBlock returns the block of a tensor-core contraction of M
+// rows and N columns in a kernel of its own: TensorCoreWarps warps as 2×2
+// over a TensorCoreTile(M) × TensorCoreTile(N) tile.
+func TensorCoreBlock(M, N int) TCBlock {
+	return TCBlock{TM: TensorCoreTile(M), TN: TensorCoreTile(N), WGM: 2, WGN: 2}
+}
+
+// TensorCoreBlocks returns the blocks that warps warps (a power of two, at
+// least TensorCoreWarps) can form over a contraction of M rows and N
+// columns, one per tile: tiles of 16 (along M), 32, 64 or 128 along each
+// extent (no larger than the extent needs), each with the warp grid whose warp tiles
+// have the most MMAs per fragment load, then the squarest. A fused
+// kernel's stage takes the one its cost model prefers
+// (Schedule.fusedTensorCores).
+func TensorCoreBlocks(M, N, warps int) []TCBlock {
+	if warps < TensorCoreWarps || warps&(warps-1) != 0 {
+		return nil
+	}
+	var out []TCBlock
+	for _, tm := range []int{16, 32, 64, 128} {
+		for _, tn := range []int{32, 64, 128} {
+			if tm > max(16, nextPow2(M)) || tn > max(32, nextPow2(N)) {
+				continue
+			}
+			if b, ok := warpGrid(tm, tn, warps); ok {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// warpGrid returns the block of warps warps over a tm×tn tile whose warp
+// tiles have the most MMAs per fragment load (then are the squarest), and
+// whether one gives every warp whole MMAs.
+func warpGrid(tm, tn, warps int) (TCBlock, bool) {
+	b, best := TCBlock{TM: tm, TN: tn}, -1.0
+	for wgm := 1; wgm <= warps; wgm *= 2 {
+		c := TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / wgm}
+		if !c.Valid(warps) {
+			continue
+		}
+		mt, nt := c.WarpTile()
+		score := float64(mt*nt) / float64(mt+nt)
+		if score > best || score == best && abs(tm/wgm-tn/c.WGN) < abs(tm/b.WGM-tn/b.WGN) {
+			best, b = score, c
+		}
+	}
+	return b, best > 0
+}
+
+// Valid reports whether b is a block of warps warps in which every warp
+// computes whole m16n8 MMA tiles.
+func (b TCBlock) Valid(warps int) bool {
+	if b.WGM <= 0 || b.WGN <= 0 || b.WGM*b.WGN != warps || b.TM%b.WGM != 0 || b.TN%b.WGN != 0 {
+		return false
+	}
+	wm, wn := b.TM/b.WGM, b.TN/b.WGN
+	return wm >= 16 && wn >= 8 && wm%16 == 0 && wn%8 == 0
 }
 
 // TensorCoreFits reports whether a contraction of extents M, N, K with
@@ -96,16 +167,58 @@ const tensorCoreSync = 0.5
 
 // unfusedTensorCores makes the schedule of contraction t, in a kernel of
 // its own with blocks of at most threads threads, the tensor-core one
-// that backend/lower.Unfused builds where it applies, and reports whether
-// it did.
+// that backend/lower.Unfused builds where it applies (TensorCoreBlock),
+// and reports whether it did.
 func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int) bool {
-	if s.Kind != Contraction || threads < TensorCoreWarps*32 {
+	if threads < TensorCoreWarps*32 || s.Kind != Contraction {
 		return false
 	}
 	d, ok := ContractionDims(t)
-	if !ok || d.Masked {
-		return false // a masked contraction skips SIMT tiles (MaskedReduce)
+	if !ok {
+		return false
 	}
+	return s.tensorCores(t, d, TensorCoreBlock(d.M, d.N))
+}
+
+// fusedTensorCores makes the schedule of contraction t, a stage of a fused
+// kernel whose blocks have threads threads, a tensor-core one that
+// backend/lower.Fused builds, with the block of the kernel's warps
+// (TensorCoreBlocks) that the cost model predicts fastest on g (the
+// tiles' fraction of the tensor peak, times the share of the SMs they
+// keep busy), where it applies and is faster than the SIMT tile, and
+// reports whether it did. A matrix-vector schedule (a factor of at most
+// eight rows, too few for an MMA's sixteen) is kept.
+func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
+	if s.Kind != Contraction || s.MatVec != nil || threads%32 != 0 {
+		return false
+	}
+	d, ok := ContractionDims(t)
+	if !ok {
+		return false
+	}
+	simt := *s
+	rate := func(s *Schedule, peak float64) float64 {
+		return peak * s.Efficiency() * min(1, float64(s.Tiles)/float64(g.SMs))
+	}
+	best, bestRate := *s, rate(s, g.FP32Peak)
+	for _, b := range TensorCoreBlocks(d.M, d.N, threads/32) {
+		*s = simt
+		if !s.tensorCores(t, d, b) {
+			break
+		}
+		if r := rate(s, g.TensorPeak(s.TensorIn)); r > bestRate {
+			best, bestRate = *s, r
+		}
+	}
+	*s = best
+	return s.TensorCores
+}
+
+// tensorCores makes the schedule of contraction t (of dimensions d) the
+// tensor-core one of block b, where t's operands and extents allow it,
+// and reports whether it did. A masked contraction skips the tiles its
+// mask removes (Schedule.Mask), priced as the SIMT tiles are.
+func (s *Schedule) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	in, ok := TensorCoreType(d.X, d.Y)
 	if !ok || !TensorCoreFits(in, d.M, d.N, d.K) {
 		return false
@@ -114,18 +227,27 @@ func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int) bool {
 	if in == te.F32 {
 		size = 4
 	}
+	warps := b.WGM * b.WGN
 	s.TensorCores, s.TensorIn = true, in
 	s.MatVec = nil
-	s.Threads = TensorCoreWarps * 32
+	s.Threads = warps * 32
 	s.RegM, s.RegN = 1, 1
-	s.TileM, s.TileN, s.TileK = TensorCoreTile(d.M), TensorCoreTile(d.N), TensorCoreTileK
+	s.TileM, s.TileN, s.TileK = b.TM, b.TN, TensorCoreTileK
+	s.WarpsM, s.WarpsN = b.WGM, b.WGN
 	mt, nt := ceilDiv(d.M, s.TileM), ceilDiv(d.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
-	s.SharedBytes = size * (s.TileM*s.TileK + s.TileK*s.TileN)
-	// A warp's accumulators (a quarter of the tile over 32 lanes), its
-	// fragments and the indexes.
-	s.RegsPerThread = 32 + s.TileM*s.TileN/4/32 + 16
+	// Two stages of operands (the lowering double-buffers those it can
+	// copy asynchronously).
+	s.SharedBytes = 2 * size * (s.TileM*s.TileK + s.TileK*s.TileN)
+	// A warp's accumulators, its fragments and the indexes.
+	s.RegsPerThread = 32 + s.TileM*s.TileN/warps/32 + 16
 	s.Bytes = int64(size)*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + t.Bytes()
+	if s.Mask != nil {
+		tiles, points, factors := s.skipped()
+		s.Skipped = int(tiles)
+		s.FLOPs = s.unmasked - points*s.products
+		s.Bytes -= int64(size) * factors
+	}
 	return true
 }
 
@@ -138,7 +260,7 @@ func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int) bool {
 func (s *Schedule) tensorCoreEfficiency() float64 {
 	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
 	used := float64(s.M*s.N) / float64(mt*s.TileM*nt*s.TileN)
-	wm, wn := s.TileM/2/16, s.TileN/2/8 // MMA tiles of a warp
+	wm, wn := TCBlock{s.TileM, s.TileN, max(s.WarpsM, 1), max(s.WarpsN, 1)}.WarpTile()
 	ratio := min(1, float64(wm*wn)/float64(wm+wn)/3)
 	return used * ratio * tensorCoreSync
 }

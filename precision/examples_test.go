@@ -83,8 +83,10 @@ func relError(got, want *te.Array) float64 {
 	return diff / scale
 }
 
-// TestExamples: every example at its tiny configuration, at -O0, -O2 and
-// -O4 and every precision, simulated with race detection, equals the
+// TestExamples: every example at its tiny configuration, at every level
+// and every precision on the A100 model, and at the fused levels (whose
+// tensor-core tiles the cost model picks per GPU) on the H100 and small
+// models too, simulated with race detection, equals the
 // reference evaluator of the program the precision pass made within
 // tolerance; the error of the simulator at -O4 at each precision against
 // the float64 reference of the f32 program is logged (docs/benchmarks.md,
@@ -121,10 +123,11 @@ func TestExamples(t *testing.T) {
 				accuracy[ex.Name][m] = math.Inf(1)
 				continue
 			}
-			for _, level := range []int{0, 2, 4} {
-				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, m, level), func(t *testing.T) {
+			for _, run := range levelRuns() {
+				level, g := run.level, run.gpu
+				t.Run(fmt.Sprintf("%s/%s/O%d/%s", ex.Name, m, level, run.name), func(t *testing.T) {
 					t.Parallel()
-					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: gpu, Precision: m})
+					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g, Precision: m})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -147,7 +150,7 @@ func TestExamples(t *testing.T) {
 							t.Errorf("output %s: relative error %.3g against the reference at %s, want <= %.3g", o.Name, e, m, tolerance(m, amp))
 						}
 					}
-					if level == 4 {
+					if level == 4 && run.name == "a100" {
 						worst := 0.0
 						for _, o := range p.Outputs {
 							worst = max(worst, relError(out.Outputs[o.Name], exact[o.Name]))
@@ -181,6 +184,29 @@ func TestExamples(t *testing.T) {
 		}
 		t.Log("\n" + b.String())
 	})
+}
+
+// levelRun is one level on one GPU model.
+type levelRun struct {
+	level int
+	name  string
+	gpu   partition.GPU
+}
+
+// levelRuns returns the levels and GPU models TestExamples builds at: every
+// level on the A100 model, -O3 and -O4 on the H100 and small models (below
+// -O3 the target does not change the kernels).
+func levelRuns() []levelRun {
+	var runs []levelRun
+	for _, name := range []string{"a100", "h100", "small"} {
+		g, _ := partition.BuiltinGPU(name)
+		for level := 0; level <= pipeline.MaxLevel; level++ {
+			if level >= 3 || name == "a100" {
+				runs = append(runs, levelRun{level, name, g})
+			}
+		}
+	}
+	return runs
 }
 
 // amplification returns how many times p amplifies one rounding error: the

@@ -111,6 +111,12 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 				}
 				break
 			}
+			if s.TensorCores {
+				if err := l.tensorCoreStage(t, s, tmp, &stage); err != nil {
+					return nil, fmt.Errorf("lower: stage %s: %w", t.Name, err)
+				}
+				break
+			}
 			if s.MatVec != nil {
 				if !l.matVec(t, s, tmp, &stage) {
 					return nil, fmt.Errorf("lower: stage %s: the plan tiles it as matrix-vector products, but it is not one", t.Name)
@@ -135,6 +141,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		}
 		shared := len(tmp.Shared) > 0
 		l.mergeShared(k, tmp, stage)
+		mergeLocals(k, tmp)
 		if j > 0 {
 			switch {
 			case pk.Sync[j] == partition.GridSync:
@@ -258,6 +265,21 @@ func replaceBuf(body []kir.Stmt, old, new *kir.Buffer) {
 		case *kir.Atomic:
 			if s.Buf == old {
 				s.Buf = new
+			}
+		case *kir.LdMatrix:
+			if s.Src == old {
+				s.Src = new
+			}
+		case *kir.CopyAsync:
+			if s.Dst == old {
+				s.Dst = new
+			}
+		case *kir.VecCopy:
+			if s.Dst == old {
+				s.Dst = new
+			}
+			if s.Src == old {
+				s.Src = new
 			}
 		}
 		kir.Exprs(s, fix)

@@ -565,15 +565,14 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		}
 	}
 	M, N, K, NB := product(ms), product(ns), extent(r), product(batch)
-	// A masked contraction keeps the SIMT tiles, which skip masked tiles.
-	if in, ok := l.tensorCoreType(X, Y, M, N, K); ok && !masked {
-		l.mmaContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, k, body)
+	mask := partition.MaskOf(partition.Dims{M: M, N: N, Batch: NB, MAxes: ms, NAxes: ns, BatchAxes: batch, Guards: guards})
+	if in, blk, ok := l.tensorCoreType(X, Y, M, N, K); ok {
+		l.mmaContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, blk, mask, k, body)
 		return true
 	}
 	if l.tm == 0 && (M < 8 || N < 8 || K < 4) {
 		return false
 	}
-	mask := partition.MaskOf(partition.Dims{M: M, N: N, Batch: NB, MAxes: ms, NAxes: ns, BatchAxes: batch, Guards: guards})
 	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
 	rm, rn := 1, 1
 	switch s := l.schedule(t); {

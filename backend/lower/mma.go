@@ -35,22 +35,23 @@ func mmaShape(in te.DType) kir.MMAShape {
 	return kir.M16N8K16
 }
 
-// tensorCoreType returns the operand type of a tensor-core lowering of
-// the contraction sum(X·Y) over extents M, N, K, and whether it applies:
-// both operands of one MMA type, extents of at least an MMA's, and a block
-// of four warps within the plan's.
-func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, bool) {
+// tensorCoreType returns the operand type and the block of a tensor-core
+// lowering of the contraction sum(X·Y) over extents M, N, K in a kernel of
+// its own, and whether it applies: both operands of one MMA type, extents
+// of at least an MMA's, and a block of four warps within the plan's. A
+// fused kernel's stages take the plan's word instead (tensorCoreStage).
+func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, partition.TCBlock, bool) {
 	if l.tm > 0 {
-		return 0, false // a fused kernel's stage: the kernel fixes the threads
+		return 0, partition.TCBlock{}, false // a fused kernel's SIMT stage
 	}
 	if l.opts.Plan != nil && l.opts.Plan.Threads < partition.TensorCoreWarps*kir.WarpSize {
-		return 0, false
+		return 0, partition.TCBlock{}, false
 	}
 	x, ok := partition.TensorCoreType(X, Y)
 	if !ok || !partition.TensorCoreFits(x, M, N, K) {
-		return 0, false
+		return 0, partition.TCBlock{}, false
 	}
-	return x, true
+	return x, partition.TensorCoreBlock(M, N), true
 }
 
 // affine returns the expression base + cg·g + ct·t, the row or column of
@@ -77,16 +78,19 @@ func fragIndex(shape kir.MMAShape, op kir.MMAOperand, i int, g, t kir.Expr) (row
 }
 
 // mmaContraction lowers t = f(sum[k](X·Y)) with tensor-core MMAs of
-// operands of type in (see the file comment). ms, ns and batch are t's
-// axes of X only, Y only and both; M, N, K and NB their extents.
-func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, k *kir.Kernel, body *[]kir.Stmt) {
+// operands of type in (see the file comment), in blocks of shape blk. ms,
+// ns and batch are t's axes of X only, Y only and both; M, N, K and NB
+// their extents. Where mask is set (a masked contraction), a tile that
+// mask removes entirely skips its staging and k loop, as the SIMT tiles
+// do (tileMask), and its epilogue writes the select's other branch.
+func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk partition.TCBlock, mask *partition.Mask, k *kir.Kernel, body *[]kir.Stmt) {
 	shape := mmaShape(in)
 	_, _, mk := shape.Dims()
-	TM, TN, tk := partition.TensorCoreTile(M), partition.TensorCoreTile(N), partition.TensorCoreTileK
-	WM, WN := TM/2, TN/2
-	mt, nt := WM/16, WN/8 // MMA tiles of a warp
+	TM, TN, tk := blk.TM, blk.TN, partition.TensorCoreTileK
+	WM, WN := TM/blk.WGM, TN/blk.WGN
+	mt, nt := blk.WarpTile() // MMA tiles of a warp
 	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
-	k.Block = partition.TensorCoreWarps * kir.WarpSize
+	k.Block = blk.WGM * blk.WGN * kir.WarpSize
 	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles}
 	// Operands that cp.async can stage are double-buffered: the copies of
 	// the next k step are in flight while the warps compute this one.
@@ -121,9 +125,12 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		gen.emit(&kir.For{Var: z, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(acc.Len()), Step: 1,
 			Body: []kir.Stmt{&kir.Store{Buf: acc, Index: z, Value: kir.F(0)}}})
 		k0 := kir.NewVar("k0", te.I32)
+		var products []kir.Stmt
 		if async {
-			l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.I(0), kir.I(0), kir.I(0), TM, TN, tk, M, N)
-			gen.emit(&kir.CommitGroup{})
+			products = gen.into(func() {
+				l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.I(0), kir.I(0), kir.I(0), TM, TN, tk, M, N)
+				gen.emit(&kir.CommitGroup{})
+			})
 		}
 		kloop := gen.into(func() {
 			var xoff, yoff kir.Expr = kir.I(0), kir.I(0)
@@ -150,7 +157,13 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 			gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
 			gen.emit(&kir.SyncThreads{})
 		})
-		gen.emit(&kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		products = append(products, &kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		if live := mmaTileLive(mask, mi, ni, bt, TM, TN, M, N); live != nil {
+			// The same for every thread of the block: the barriers of the
+			// k loop stay block-uniform.
+			products = []kir.Stmt{&kir.If{Cond: live, Then: products}}
+		}
+		gen.emit(products...)
 		for _, a := range r.Axes {
 			delete(gen.env, a)
 		}
@@ -182,9 +195,27 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		&kir.Let{Var: g, Value: kir.Div(lane, kir.I(4))},
 		&kir.Let{Var: tg, Value: kir.Mod(lane, kir.I(4))},
 		&kir.Let{Var: w, Value: kir.Div(tid, kir.I(kir.WarpSize))},
-		&kir.Let{Var: wm, Value: kir.Div(w, kir.I(2))},
-		&kir.Let{Var: wn, Value: kir.Mod(w, kir.I(2))},
+		&kir.Let{Var: wm, Value: digit(w, blk.WGN, blk.WGM)},
+		&kir.Let{Var: wn, Value: digit(w, 1, blk.WGN)},
 		&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles), Body: inner})
+}
+
+// mmaTileLive returns the condition under which tile (mi, ni) of batch
+// entry b, TM×TN outputs of an M×N contraction, needs its products under
+// mask, or nil when every tile does.
+func mmaTileLive(mask *partition.Mask, mi, ni, b kir.Expr, TM, TN, M, N int) kir.Expr {
+	if mask == nil {
+		return nil
+	}
+	mLo, nLo := kir.Mul(mi, kir.I(TM)), kir.Mul(ni, kir.I(TN))
+	mHi, nHi := kir.Add(mLo, kir.I(TM-1)), kir.Add(nLo, kir.I(TN-1))
+	if M%TM != 0 {
+		mHi = kir.Bin(te.Min, mHi, kir.I(M-1))
+	}
+	if N%TN != 0 {
+		nHi = kir.Bin(te.Min, nHi, kir.I(N-1))
+	}
+	return tileMask(mask, mLo, mHi, nLo, nHi, b)
 }
 
 // stageOperand stages a rows×cols tile of operand e (X: rows of m by

@@ -1,0 +1,61 @@
+package lower
+
+import (
+	"fmt"
+
+	"tec/backend/kir"
+	"tec/partition"
+	"tec/te"
+)
+
+// A contraction stage of a fused kernel (-O3, -O4) whose schedule is a
+// tensor-core one (partition.Schedule.TensorCores) is lowered as in a
+// kernel of its own (mmaContraction), with the kernel's block: its warps
+// form the schedule's WarpsM×WarpsN grid over a TileM×TileN tile
+// (partition.TensorCoreBlock). The stage's epilogue (bias, GELU, a
+// residual, a mask's select...) is evaluated on each f32 accumulator
+// element of the C fragments, where the fragment layout places it
+// (kir.FragElem). A fused plan never keeps a contraction's result on chip
+// nor reads it in the same tile (its readers follow a grid sync), so no
+// later stage depends on which thread computed an output.
+
+// tensorCoreStage lowers contraction t of a fused kernel under its
+// tensor-core schedule s into body, with k receiving its shared and local
+// arrays. It fails where the schedule and the contraction disagree, which
+// is a partitioner bug, not bad input.
+func (l *lowerer) tensorCoreStage(t *te.Tensor, s *partition.Schedule, k *kir.Kernel, body *[]kir.Stmt) error {
+	d, ok := partition.ContractionDims(t)
+	if !ok {
+		return fmt.Errorf("the plan puts it on tensor cores, but it is not a contraction")
+	}
+	in, ok := partition.TensorCoreType(d.X, d.Y)
+	if !ok || in != s.TensorIn || !partition.TensorCoreFits(in, d.M, d.N, d.K) {
+		return fmt.Errorf("the plan puts it on tensor cores for %s operands, which it does not have", s.TensorIn)
+	}
+	blk := partition.TCBlock{TM: s.TileM, TN: s.TileN, WGM: s.WarpsM, WGN: s.WarpsN}
+	if l.threads%kir.WarpSize != 0 || !blk.Valid(l.threads/kir.WarpSize) {
+		return fmt.Errorf("the plan's tensor-core block %+v is not one of %d threads", blk, l.threads)
+	}
+	l.mmaContraction(t, d.Reduce, d.X, d.Y, in, d.MAxes, d.NAxes, d.BatchAxes, d.M, d.N, d.K, d.Batch, blk, partition.MaskOf(d), k, body)
+	return nil
+}
+
+// mergeLocals moves the local arrays of a stage lowered into tmp to k,
+// renaming one whose name k already has (two tensor-core stages each have
+// fragments and accumulators; their lives do not overlap, and the
+// compiler gives them the same registers).
+func mergeLocals(k, tmp *kir.Kernel) {
+	taken := map[string]bool{}
+	for _, b := range k.Locals {
+		taken[b.Name] = true
+	}
+	for _, b := range tmp.Locals {
+		name := b.Name
+		for i := 2; taken[name]; i++ {
+			name = fmt.Sprintf("%s%d", b.Name, i)
+		}
+		b.Name = name
+		taken[name] = true
+		k.Locals = append(k.Locals, b)
+	}
+}
