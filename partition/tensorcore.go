@@ -197,21 +197,38 @@ func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 		return false
 	}
 	simt := *s
-	rate := func(s *Schedule, peak float64) float64 {
-		return peak * s.Efficiency() * min(1, float64(s.Tiles)/float64(g.SMs))
-	}
-	best, bestRate := *s, rate(s, g.FP32Peak)
+	best, bestTime := *s, soloTime(s, g)
 	for _, b := range TensorCoreBlocks(d.M, d.N, threads/32) {
 		*s = simt
 		if !s.tensorCores(t, d, b) {
 			break
 		}
-		if r := rate(s, g.TensorPeak(s.TensorIn)); r > bestRate {
-			best, bestRate = *s, r
+		if tt := soloTime(s, g); tt < bestTime {
+			best, bestTime = *s, tt
 		}
 	}
 	*s = best
 	return s.TensorCores
+}
+
+// soloTime is the cost model's time of contraction stage s on g with the
+// whole GPU to itself, as coster.stageTime prices it with every block
+// resident: its FLOPs at the fraction of the peak its tiles reach, or its
+// tiles' loads through L2, whichever is longer, stretched where it has
+// fewer tiles than g has SMs.
+func soloTime(s *Schedule, g GPU) float64 {
+	peak := g.FP32Peak
+	if s.TensorCores {
+		peak = g.TensorPeak(s.TensorIn)
+	}
+	t := float64(s.FLOPs) / (peak * s.Efficiency())
+	if g.L2Bandwidth > 0 {
+		t = max(t, float64(s.Bytes)/g.L2Bandwidth)
+	}
+	if s.Tiles < g.SMs {
+		t *= float64(g.SMs) / float64(max(s.Tiles, 1))
+	}
+	return t
 }
 
 // tensorCores makes the schedule of contraction t (of dimensions d) the
