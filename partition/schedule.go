@@ -96,8 +96,8 @@ type Schedule struct {
 	TensorCores bool
 	TensorIn    te.DType
 	// WarpsM×WarpsN is the grid of a tensor-core block's warps over its
-	// tile (TCBlock).
-	WarpsM, WarpsN int
+	// tile, KSlices its groups of such warps along K (TCBlock).
+	WarpsM, WarpsN, KSlices int
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is
@@ -192,7 +192,10 @@ func (s *Schedule) String() string {
 			if s.TensorIn == te.F32 {
 				in = "tf32"
 			}
-			str += " tensor cores " + in
+			str += fmt.Sprintf(" tensor cores %s, %dx%d warps", in, max(s.WarpsM, 1), max(s.WarpsN, 1))
+			if s.KSlices > 1 {
+				str += fmt.Sprintf(" × %d k slices", s.KSlices)
+			}
 		}
 	case SplitReduce:
 		str += fmt.Sprintf(" chunks=%d", s.Chunks)

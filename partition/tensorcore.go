@@ -75,15 +75,24 @@ func TensorCoreTile(n int) int {
 	return 64
 }
 
-// TCBlock is the shape of a tensor-core block: TM×TN outputs, its warps a
-// WGM×WGN grid, each computing a (TM/WGM)×(TN/WGN) warp tile of m16n8 MMA
-// tiles.
+// TCBlock is the shape of a tensor-core block: TM×TN outputs, its warps
+// Slices groups (sliced K: group g computes the g-th share of every staged
+// k step, and the groups' accumulators are summed in shared memory before
+// the epilogue), each a WGM×WGN grid of warps computing a
+// (TM/WGM)×(TN/WGN) warp tile of m16n8 MMA tiles. Slices 0 means 1.
 type TCBlock struct {
-	TM, TN, WGM, WGN int
+	TM, TN, WGM, WGN, Slices int
 }
 
 // WarpTile returns the MMA tiles of one warp along M and N.
 func (b TCBlock) WarpTile() (mt, nt int) { return b.TM / b.WGM / 16, b.TN / b.WGN / 8 }
+
+// KSlices returns the block's groups of warps along K, at least 1.
+func (b TCBlock) KSlices() int { return max(b.Slices, 1) }
+
+// ReduceBytes returns the shared memory in which the groups after the
+// first leave their accumulators for the first to sum.
+func (b TCBlock) ReduceBytes() int { return 4 * (b.KSlices() - 1) * b.TM * b.TN }
 
 // TensorCoreBlock returns the block of a tensor-core contraction of M
 // rows and N columns in a kernel of its own: TensorCoreWarps warps as 2×2
@@ -118,33 +127,46 @@ func TensorCoreBlocks(M, N, warps int) []TCBlock {
 }
 
 // warpGrid returns the block of warps warps over a tm×tn tile whose warp
-// tiles have the most MMAs per fragment load (then are the squarest), and
-// whether one gives every warp whole MMAs.
+// tiles have the most MMAs per fragment load (then that slices K the
+// least, then whose warp tiles are the squarest), and whether one gives
+// every warp whole MMAs. Slicing K in two halves the warps of a grid and
+// doubles their warp tiles, for the price of a sum of accumulators in
+// shared memory once per tile.
 func warpGrid(tm, tn, warps int) (TCBlock, bool) {
-	b, best := TCBlock{TM: tm, TN: tn}, -1.0
-	for wgm := 1; wgm <= warps; wgm *= 2 {
-		c := TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / wgm}
-		if !c.Valid(warps) {
-			continue
-		}
-		mt, nt := c.WarpTile()
-		score := float64(mt*nt) / float64(mt+nt)
-		if score > best || score == best && abs(tm/wgm-tn/c.WGN) < abs(tm/b.WGM-tn/b.WGN) {
-			best, b = score, c
+	var b TCBlock
+	best := -1.0
+	for _, slices := range []int{1, 2} {
+		for wgm := 1; wgm*slices <= warps; wgm *= 2 {
+			c := TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / slices / wgm, Slices: slices}
+			if !c.Valid(warps) {
+				continue
+			}
+			mt, nt := c.WarpTile()
+			score := float64(mt*nt) / float64(mt+nt)
+			if score > best || score == best && c.Slices == b.Slices && abs(tm/wgm-tn/c.WGN) < abs(tm/b.WGM-tn/b.WGN) {
+				best, b = score, c
+			}
 		}
 	}
 	return b, best > 0
 }
 
 // Valid reports whether b is a block of warps warps in which every warp
-// computes whole m16n8 MMA tiles.
+// computes whole m16n8 MMA tiles, at most maxWarpMMAs of them, and every group of a sliced K a whole
+// number of an MMA's k (16; 8 for TF32) of each staged k step.
 func (b TCBlock) Valid(warps int) bool {
-	if b.WGM <= 0 || b.WGN <= 0 || b.WGM*b.WGN != warps || b.TM%b.WGM != 0 || b.TN%b.WGN != 0 {
+	sl := b.KSlices()
+	if b.WGM <= 0 || b.WGN <= 0 || b.WGM*b.WGN*sl != warps || b.TM%b.WGM != 0 || b.TN%b.WGN != 0 || TensorCoreTileK%(16*sl) != 0 {
 		return false
 	}
 	wm, wn := b.TM/b.WGM, b.TN/b.WGN
-	return wm >= 16 && wn >= 8 && wm%16 == 0 && wn%8 == 0
+	return wm >= 16 && wn >= 8 && wm%16 == 0 && wn%8 == 0 && wm/16*wn/8 <= maxWarpMMAs
 }
+
+// maxWarpMMAs bounds a warp tile's m16n8 tiles: 16 of them hold 64 f32
+// accumulators per thread, which with the fragments and the indexes stay
+// within the registers a thread can have without spilling.
+const maxWarpMMAs = 16
 
 // TensorCoreFits reports whether a contraction of extents M, N, K with
 // operands of type in (see TensorCoreType) is large enough for tensor
@@ -211,6 +233,11 @@ func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 	return s.TensorCores
 }
 
+// TCBlock returns the tensor-core block of schedule s.
+func (s *Schedule) TCBlock() TCBlock {
+	return TCBlock{TM: s.TileM, TN: s.TileN, WGM: max(s.WarpsM, 1), WGN: max(s.WarpsN, 1), Slices: s.KSlices}
+}
+
 // soloTime is the cost model's time of contraction stage s on g with the
 // whole GPU to itself, as coster.stageTime prices it with every block
 // resident: its FLOPs at the fraction of the peak its tiles reach, or its
@@ -244,20 +271,20 @@ func (s *Schedule) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	if in == te.F32 {
 		size = 4
 	}
-	warps := b.WGM * b.WGN
+	warps := b.WGM * b.WGN * b.KSlices()
 	s.TensorCores, s.TensorIn = true, in
 	s.MatVec = nil
 	s.Threads = warps * 32
 	s.RegM, s.RegN = 1, 1
 	s.TileM, s.TileN, s.TileK = b.TM, b.TN, TensorCoreTileK
-	s.WarpsM, s.WarpsN = b.WGM, b.WGN
+	s.WarpsM, s.WarpsN, s.KSlices = b.WGM, b.WGN, b.KSlices()
 	mt, nt := ceilDiv(d.M, s.TileM), ceilDiv(d.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
 	// Two stages of operands (the lowering double-buffers those it can
 	// copy asynchronously).
-	s.SharedBytes = 2 * size * (s.TileM*s.TileK + s.TileK*s.TileN)
+	s.SharedBytes = 2*size*(s.TileM*s.TileK+s.TileK*s.TileN) + b.ReduceBytes()
 	// A warp's accumulators, its fragments and the indexes.
-	s.RegsPerThread = 32 + s.TileM*s.TileN/warps/32 + 16
+	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16
 	s.Bytes = int64(size)*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + t.Bytes()
 	if s.Mask != nil {
 		tiles, points, factors := s.skipped()
@@ -277,7 +304,7 @@ func (s *Schedule) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 func (s *Schedule) tensorCoreEfficiency() float64 {
 	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
 	used := float64(s.M*s.N) / float64(mt*s.TileM*nt*s.TileN)
-	wm, wn := TCBlock{s.TileM, s.TileN, max(s.WarpsM, 1), max(s.WarpsN, 1)}.WarpTile()
+	wm, wn := s.TCBlock().WarpTile()
 	ratio := min(1, float64(wm*wn)/float64(wm+wn)/3)
 	return used * ratio * tensorCoreSync
 }

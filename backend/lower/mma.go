@@ -90,7 +90,8 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 	WM, WN := TM/blk.WGM, TN/blk.WGN
 	mt, nt := blk.WarpTile() // MMA tiles of a warp
 	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
-	k.Block = blk.WGM * blk.WGN * kir.WarpSize
+	slices, group := blk.KSlices(), blk.WGM*blk.WGN // warps of a k slice
+	k.Block = slices * group * kir.WarpSize
 	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles}
 	// Operands that cp.async can stage are double-buffered: the copies of
 	// the next k step are in flight while the warps compute this one.
@@ -106,12 +107,18 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 	fb := &kir.Buffer{Name: "fb", Space: kir.Local, DType: in, Shape: []int{nt, nb}}
 	acc := &kir.Buffer{Name: "acc", Space: kir.Local, DType: te.F32, Shape: []int{mt, nt, 4}}
 	k.Shared = []*kir.Buffer{xs, ys}
+	var kred *kir.Buffer // the accumulators of the k slices after the first
+	if slices > 1 {
+		kred = &kir.Buffer{Name: "kred", Space: kir.Shared, DType: te.F32, Shape: []int{(slices - 1) * acc.Len() * group * kir.WarpSize}}
+		k.Shared = append(k.Shared, kred)
+	}
 	k.Locals = []*kir.Buffer{fa, fb, acc}
 	buf := l.bufs[t]
 
 	tid, tile := kir.NewVar("tid", te.I32), kir.NewVar("tile", te.I32)
 	lane, g, tg := kir.NewVar("lane", te.I32), kir.NewVar("g", te.I32), kir.NewVar("t", te.I32)
 	wm, wn := kir.NewVar("wm", te.I32), kir.NewVar("wn", te.I32)
+	kg, tig := kir.NewVar("kg", te.I32), kir.NewVar("tig", te.I32) // k slice, thread in it
 	gen := l.gen(nil)
 	inner := gen.into(func() {
 		bt, mi, ni := kir.NewVar("b", te.I32), kir.NewVar("mt", te.I32), kir.NewVar("nt", te.I32)
@@ -154,10 +161,20 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 			gen.emit(&kir.SyncThreads{})
 			ks := kir.NewVar("ks", te.I32)
 			step := mmaStep(shape, in, xs, ys, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN, tk, TN)
-			gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
+			if slices == 1 {
+				gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
+			} else {
+				// Slice kg takes the kg-th share of the staged k.
+				kk := kir.NewVar("kk", te.I32)
+				step = append([]kir.Stmt{&kir.Let{Var: ks, Value: kir.Add(kir.Mul(kg, kir.I(tk/slices)), kk)}}, step...)
+				gen.emit(&kir.For{Var: kk, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk / slices), Step: mk, Body: step})
+			}
 			gen.emit(&kir.SyncThreads{})
 		})
 		products = append(products, &kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		if slices > 1 {
+			products = append(products, sumSlices(acc, kred, kg, tig, slices, group*kir.WarpSize)...)
+		}
 		if live := mmaTileLive(mask, mi, ni, bt, TM, TN, M, N); live != nil {
 			// The same for every thread of the block: the barriers of the
 			// k loop stay block-uniform.
@@ -167,26 +184,14 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		for _, a := range r.Axes {
 			delete(gen.env, a)
 		}
-		// The epilogue on each accumulator element.
-		for i := range mt {
-			for j := range nt {
-				for c := range 4 {
-					row, col := fragIndex(shape, kir.OperandC, c, g, tg)
-					m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
-					gen.emit(
-						&kir.Let{Var: m, Value: kir.Add(kir.Add(kir.Mul(mi, kir.I(TM)), kir.Mul(wm, kir.I(WM))), kir.Add(row, kir.I(16*i)))},
-						&kir.Let{Var: n, Value: kir.Add(kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(wn, kir.I(WN))), kir.Add(col, kir.I(8*j)))},
-					)
-					gen.done[r] = kir.Ld(acc, kir.I((i*nt+j)*4+c))
-					epi := gen.into(func() {
-						bind(gen, ms, m)
-						bind(gen, ns, n)
-						gen.emit(&kir.Store{Buf: buf, Index: gen.flat(t.Shape, axisIndexes(t)), Value: convert(gen.expr(t.Body), buf.ValueType())})
-					})
-					gen.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
-				}
-			}
+		// The epilogue on each accumulator element, by the first k slice.
+		epilogue := gen.into(func() {
+			mmaEpilogue(gen, t, r, buf, acc, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
+		})
+		if slices > 1 {
+			epilogue = []kir.Stmt{&kir.If{Cond: kir.Eq(kg, kir.I(0)), Then: epilogue}}
 		}
+		gen.emit(epilogue...)
 	})
 	w := kir.NewVar("w", te.I32)
 	*body = append(*body,
@@ -197,7 +202,65 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		&kir.Let{Var: w, Value: kir.Div(tid, kir.I(kir.WarpSize))},
 		&kir.Let{Var: wm, Value: digit(w, blk.WGN, blk.WGM)},
 		&kir.Let{Var: wn, Value: digit(w, 1, blk.WGN)},
-		&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles), Body: inner})
+	)
+	if slices > 1 {
+		*body = append(*body,
+			&kir.Let{Var: kg, Value: kir.Div(w, kir.I(group))},
+			&kir.Let{Var: tig, Value: kir.Mod(tid, kir.I(group*kir.WarpSize))})
+	}
+	*body = append(*body, &kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles), Body: inner})
+}
+
+// mmaEpilogue evaluates t's body on each accumulator element of a warp's
+// tile (mi, ni), where the C fragment layout places it, and stores it.
+func mmaEpilogue(gen *gen, t *te.Tensor, r *te.Reduce, buf, acc *kir.Buffer, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
+	mt, nt := WM/16, WN/8
+	for i := range mt {
+		for j := range nt {
+			for c := range 4 {
+				row, col := fragIndex(shape, kir.OperandC, c, g, tg)
+				m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
+				gen.emit(
+					&kir.Let{Var: m, Value: kir.Add(kir.Add(kir.Mul(mi, kir.I(TM)), kir.Mul(wm, kir.I(WM))), kir.Add(row, kir.I(16*i)))},
+					&kir.Let{Var: n, Value: kir.Add(kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(wn, kir.I(WN))), kir.Add(col, kir.I(8*j)))},
+				)
+				gen.done[r] = kir.Ld(acc, kir.I((i*nt+j)*4+c))
+				epi := gen.into(func() {
+					bind(gen, ms, m)
+					bind(gen, ns, n)
+					gen.emit(&kir.Store{Buf: buf, Index: gen.flat(t.Shape, axisIndexes(t)), Value: convert(gen.expr(t.Body), buf.ValueType())})
+				})
+				gen.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
+			}
+		}
+	}
+}
+
+// sumSlices returns the statements that add the accumulators of k slices
+// 1 to slices-1 to slice 0's: each thread tig of a later slice kg stores
+// its acc in kred (element z of slice kg at ((kg-1)·len(acc) + z)·threads
+// + tig, consecutive threads at consecutive words), a barrier, and the
+// same thread of slice 0 adds them. The next tile's k loop, whose first
+// barrier slice 0 reaches only after these reads, orders them before the
+// next writes.
+func sumSlices(acc, kred *kir.Buffer, kg, tig *kir.Var, slices, threads int) []kir.Stmt {
+	n := acc.Len()
+	at := func(s kir.Expr, z *kir.Var) kir.Expr {
+		return kir.Add(kir.Mul(kir.Add(kir.Mul(s, kir.I(n)), z), kir.I(threads)), tig)
+	}
+	z, z2 := kir.NewVar("z", te.I32), kir.NewVar("z", te.I32)
+	put := &kir.For{Var: z, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(n), Step: 1, Body: []kir.Stmt{
+		&kir.Store{Buf: kred, Index: at(kir.Sub(kg, kir.I(1)), z), Value: kir.Ld(acc, z)}}}
+	var add []kir.Stmt
+	for s := 1; s < slices; s++ {
+		add = append(add, &kir.Store{Buf: acc, Index: z2, Value: kir.Add(kir.Ld(acc, z2), kir.Ld(kred, at(kir.I(s-1), z2)))})
+	}
+	return []kir.Stmt{
+		&kir.If{Cond: kir.Ge(kg, kir.I(1)), Then: []kir.Stmt{put}},
+		&kir.SyncThreads{},
+		&kir.If{Cond: kir.Eq(kg, kir.I(0)), Then: []kir.Stmt{
+			&kir.For{Var: z2, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(n), Step: 1, Body: add}}},
+	}
 }
 
 // mmaTileLive returns the condition under which tile (mi, ni) of batch

@@ -32,7 +32,7 @@ func (l *lowerer) tensorCoreStage(t *te.Tensor, s *partition.Schedule, k *kir.Ke
 	if !ok || in != s.TensorIn || !partition.TensorCoreFits(in, d.M, d.N, d.K) {
 		return fmt.Errorf("the plan puts it on tensor cores for %s operands, which it does not have", s.TensorIn)
 	}
-	blk := partition.TCBlock{TM: s.TileM, TN: s.TileN, WGM: s.WarpsM, WGN: s.WarpsN}
+	blk := s.TCBlock()
 	if l.threads%kir.WarpSize != 0 || !blk.Valid(l.threads/kir.WarpSize) {
 		return fmt.Errorf("the plan's tensor-core block %+v is not one of %d threads", blk, l.threads)
 	}
