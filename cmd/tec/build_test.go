@@ -193,7 +193,11 @@ func TestRunSim(t *testing.T) {
 // TestBuildToolchain is the back end's check against real toolchains: every
 // example at its tiny configuration and at full size, at -O0 and -O4, is
 // built, its CUDA C++ compiled with nvcc for sm_80 and sm_90, and its
-// LLVM IR compiled with llc and assembled with ptxas for both targets. It
+// LLVM IR compiled with llc and assembled with ptxas for both targets.
+// At full size and -O4 it also builds each example at --precision f16,
+// compiled by nvcc for both with ptxas -v, whose kernels with MMAs must
+// have HMMA in their SASS and whose functions must not spill (halfJobs),
+// and at --precision bf16 through llc and ptxas. It
 // takes minutes, so it runs only in CI (CI=true) or with
 // TEC_TOOLCHAIN=all; .ci/run runs it on its own and reports the time,
 // passing TEC_TOOLCHAIN=later to its main "go test ./...".
@@ -206,17 +210,14 @@ func TestBuildToolchain(t *testing.T) {
 	}
 	nvcc := tooltest.NVCC(t)
 	tooltest.PTXAS(t)
+	cuobjdump := tooltest.Require(t, "Debian's nvidia-cuda-toolkit", "cuobjdump")
 	var targets []target.Target
 	for _, name := range target.Names() {
 		tg, _ := target.Lookup(name)
 		tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
 		targets = append(targets, tg)
 	}
-	type job struct {
-		name string
-		run  func() error
-	}
-	var jobs []job
+	var jobs []toolJob
 	root := t.TempDir()
 	for _, ex := range examples.All() {
 		for _, size := range []string{"tiny", "full"} {
@@ -249,8 +250,8 @@ func TestBuildToolchain(t *testing.T) {
 					}
 				}
 				cu := files[0].Name
-				jobs = append(jobs, job{name + " nvcc", func() error {
-					return runTool(dir, nvcc, "-c", "-o", strings.TrimSuffix(cu, ".cu")+".o", cu,
+				jobs = append(jobs, toolJob{name + " nvcc", func() (string, error) {
+					return "", runTool(dir, nvcc, "-c", "-o", strings.TrimSuffix(cu, ".cu")+".o", cu,
 						"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90")
 				}})
 				for _, tg := range targets {
@@ -259,21 +260,26 @@ func TestBuildToolchain(t *testing.T) {
 						t.Fatalf("%s: %v", name, err)
 					}
 					ll := []byte(mod.String())
-					jobs = append(jobs, job{name + " llc+ptxas " + tg.Name, func() error {
+					jobs = append(jobs, toolJob{name + " llc+ptxas " + tg.Name, func() (string, error) {
 						ptx, err := llvm.PTX(context.Background(), ll, tg)
 						if err == nil {
 							_, err = llvm.Assemble(context.Background(), ptx, tg)
 						}
-						return err
+						return "", err
 					}})
 				}
 			}
 		}
+		half, err := halfJobs(ex, root, nvcc, cuobjdump, targets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, half...)
 	}
 	// The runner links against one model.
-	jobs = append(jobs, job{"softmax runner", func() error {
+	jobs = append(jobs, toolJob{"softmax runner", func() (string, error) {
 		dir := filepath.Join(root, "softmax", "tiny", "0")
-		return runTool(dir, nvcc, "-o", "run", "main.cu", "softmax.cu", "-arch=sm_80")
+		return "", runTool(dir, nvcc, "-o", "run", "main.cu", "softmax.cu", "-arch=sm_80")
 	}})
 
 	start := time.Now()
@@ -286,9 +292,12 @@ func TestBuildToolchain(t *testing.T) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			t0 := time.Now()
-			err := j.run()
+			note, err := j.run()
 			mu.Lock()
 			defer mu.Unlock()
+			if note != "" {
+				t.Logf("%s: %s", j.name, note)
+			}
 			if err != nil {
 				t.Errorf("%s: %v", j.name, err)
 			} else if d := time.Since(t0); d > 10*time.Second {
