@@ -175,7 +175,7 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		if slices > 1 {
 			products = append(products, sumSlices(acc, kred, kg, tig, slices, group*kir.WarpSize)...)
 		}
-		if live := mmaTileLive(mask, mi, ni, bt, TM, TN, M, N); live != nil {
+		if live := mmaTileLive(gen, mask, mi, ni, bt, TM, TN, M, N); live != nil {
 			// The same for every thread of the block: the barriers of the
 			// k loop stay block-uniform.
 			products = []kir.Stmt{&kir.If{Cond: live, Then: products}}
@@ -265,8 +265,9 @@ func sumSlices(acc, kred *kir.Buffer, kg, tig *kir.Var, slices, threads int) []k
 
 // mmaTileLive returns the condition under which tile (mi, ni) of batch
 // entry b, TM×TN outputs of an M×N contraction, needs its products under
-// mask, or nil when every tile does.
-func mmaTileLive(mask *partition.Mask, mi, ni, b kir.Expr, TM, TN, M, N int) kir.Expr {
+// mask, or nil when every tile does; g receives the loads of the mask's
+// run-time scalars (see tileMask).
+func mmaTileLive(g *gen, mask *partition.Mask, mi, ni, b kir.Expr, TM, TN, M, N int) kir.Expr {
 	if mask == nil {
 		return nil
 	}
@@ -278,7 +279,7 @@ func mmaTileLive(mask *partition.Mask, mi, ni, b kir.Expr, TM, TN, M, N int) kir
 	if N%TN != 0 {
 		nHi = kir.Bin(te.Min, nHi, kir.I(N-1))
 	}
-	return tileMask(mask, mLo, mHi, nLo, nHi, b)
+	return tileMask(g, mask, mLo, mHi, nLo, nHi, b)
 }
 
 // stageOperand stages a rows×cols tile of operand e (X: rows of m by
