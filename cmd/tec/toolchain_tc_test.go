@@ -46,7 +46,7 @@ const callSpill = "it makes calls (outlined stage functions, or sinf/cosf's slow
 // nvcc for sm_80 and sm_90 with ptxas -v, then the checks of checkHalfSASS;
 // at --precision bf16, llc and ptxas for each of targets.
 func halfJobs(ex examples.Example, dir, nvcc, cuobjdump string, targets []target.Target) ([]toolJob, error) {
-	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{})
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s: %v", ex.Name, diags)
 	}
@@ -241,7 +241,7 @@ func TestHalfSASSChecks(t *testing.T) {
 	var m *kir.Module
 	var mma *kir.Kernel
 	for _, ex := range examples.All() {
-		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny})
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
