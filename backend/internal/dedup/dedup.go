@@ -241,6 +241,15 @@ func (w *keyWriter) stmt(s kir.Stmt) {
 	case *kir.WaitGroup:
 		w.str("wait ")
 		w.int(int64(s.N))
+	case *kir.Signal:
+		w.str("signal ")
+		w.str(w.bufs[s.Counter])
+		w.expr(s.Index)
+	case *kir.Wait:
+		w.str("waitcounter ")
+		w.str(w.bufs[s.Counter])
+		w.expr(s.Index)
+		w.expr(s.Target)
 	default:
 		w.str(fmt.Sprintf("%T", s))
 	}

@@ -31,9 +31,17 @@ func TestGroups(t *testing.T) {
 	k4 := scale("k4", h, b, 2) // another dtype
 	k5 := scale("k5", e, e, 2) // another length
 	k6 := scale("k6", b, c, 2) // same code again
-	m := &kir.Module{Kernels: []*kir.Kernel{k1, k2, k3, k4, k5, k6}}
+	cnt := buf("cnt", te.I32, 4)
+	signalled := func(name string, at int) *kir.Kernel {
+		k := scale(name, a, b, 2)
+		k.Params = append(k.Params, cnt)
+		k.Body = append(k.Body, &kir.Signal{Counter: cnt, Index: kir.I(at)})
+		return k
+	}
+	k7, k8, k9 := signalled("k7", 0), signalled("k8", 1), signalled("k9", 0) // another counter tile; the same
+	m := &kir.Module{Kernels: []*kir.Kernel{k1, k2, k3, k4, k5, k6, k7, k8, k9}}
 	g := Groups(m)
-	want := map[*kir.Kernel]*kir.Kernel{k1: k1, k2: k1, k3: k3, k4: k4, k5: k5, k6: k1}
+	want := map[*kir.Kernel]*kir.Kernel{k1: k1, k2: k1, k3: k3, k4: k4, k5: k5, k6: k1, k7: k7, k8: k8, k9: k7}
 	for k, w := range want {
 		if g[k] != w {
 			t.Errorf("Groups[%s] = %s, want %s", k.Name, g[k].Name, w.Name)

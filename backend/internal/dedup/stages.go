@@ -148,6 +148,8 @@ func stageBuffers(s *kir.Stage) ([]*kir.Buffer, bool) {
 			add(st.Buf)
 		case *kir.Atomic:
 			add(st.Buf)
+		case *kir.Signal, *kir.Wait:
+			ok = false // a stage's counters are its own
 		}
 		if kir.IsWarpLevel(st) {
 			ok = false // fragments are local arrays, copies are not rebased

@@ -33,6 +33,12 @@ func TestStages(t *testing.T) {
 func TestStagesInline(t *testing.T) {
 	buf := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{8}}
 	outer := kir.NewVar("o", te.I32)
+	counter := &kir.Buffer{Name: "c", Role: kir.Temp, DType: te.I32, Shape: []int{1}}
+	counted := func(s kir.Stmt, c kir.Stmt) kir.Stmt {
+		st := s.(*kir.Stage)
+		st.Body = append(st.Body, c)
+		return st
+	}
 	stage := func(index kir.Expr) kir.Stmt {
 		return &kir.Stage{Name: "s", Body: []kir.Stmt{&kir.Store{Buf: buf, Index: index, Value: kir.F(1)}}}
 	}
@@ -44,6 +50,8 @@ func TestStagesInline(t *testing.T) {
 		{"same code at other offsets", stage(kir.I(1)), stage(kir.I(5)), 1},
 		{"a variable from outside", stage(outer), stage(outer), 0},
 		{"a negative offset keeps its pointer", stage(kir.Sub(kir.Tid(), kir.I(1))), stage(kir.Sub(kir.Tid(), kir.I(2))), 0},
+		{"a stage's counters are its own", counted(stage(kir.I(1)), &kir.Signal{Counter: counter, Index: kir.I(0)}),
+			counted(stage(kir.I(5)), &kir.Signal{Counter: counter, Index: kir.I(0)}), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &kir.Kernel{Name: "k", Block: 32, Grid: kir.Grid{Blocks: 1}, Params: []*kir.Buffer{buf},
