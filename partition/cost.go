@@ -418,8 +418,9 @@ func (c *coster) extend(sg *segment) {
 	// (its reuse distance: LRU would have evicted it). The stage's loads
 	// come first and its output (keys[j][0]) last, as it is written after
 	// what it reads has streamed through.
-	// A masked contraction's skipped tiles load none of their factors: its
-	// inputs move in the share of its tiles that run (the whole region
+	// A masked contraction's skipped tiles (and a k-masked one's skipped
+	// k) load none of their factors: its inputs move in the share of its
+	// tiles (and k) that run (the whole region
 	// still counts for reuse, as the tiles that run are known only then).
 	var fresh int64
 	l2 := int64(c.pl.GPU.L2Bytes)
@@ -433,8 +434,9 @@ func (c *coster) extend(sg *segment) {
 			fallthrough
 		case sg.stream-c.touched[r.id] > l2:
 			moved := r.bytes
-			if i+1 < len(keys) && s.Skipped > 0 && s.Tiles > 0 {
-				moved = moved * int64(s.Tiles-s.Skipped) / int64(s.Tiles)
+			if i+1 < len(keys) {
+				num, den := s.runShare()
+				moved = moved * num / den
 			}
 			fresh += moved
 			sg.stream += r.bytes

@@ -108,6 +108,10 @@ type Mask struct {
 	// Context-1 attends over Context positions); 0 assumes any value, so
 	// that no tile is priced as skipped (see Options.Context).
 	Context int
+	// K, when set, makes Live a k mask (KMaskOf): a condition on the
+	// flat reduction coordinate K as well, false where the products are
+	// exactly 0, so that a tile skips the k it makes false throughout.
+	K *te.Var
 }
 
 // Scalar is a run-time scalar of a mask: Var in Live is Load's value.

@@ -255,6 +255,10 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			s.Mask.Context = opts.Context
 			s.priceMask()
 		}
+		if s.KMask != nil && len(s.KMask.Scalars) > 0 && opts.Context > 0 {
+			s.KMask.Context = opts.Context
+			s.priceKMask()
+		}
 		pl.Schedules[t] = s
 		stages = append(stages, t)
 	}

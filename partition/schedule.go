@@ -86,6 +86,11 @@ type Schedule struct {
 	// and factor loads out.
 	Mask    *Mask
 	Skipped int
+	// KMask, when set, is the k mask of a matrix-vector contraction (see
+	// KMaskOf): its tiles skip the k where a factor is exactly 0, and
+	// LiveK of its K are priced as run (all of K unless Context is set).
+	KMask *Mask
+	LiveK int
 	// products are the operations of one output's reduction, and
 	// unmasked and unmaskedBytes the stage's FLOPs and Bytes when no tile
 	// is skipped.
@@ -138,6 +143,36 @@ func (s *Schedule) priceMask() {
 	s.Bytes = s.unmaskedBytes - 4*factors
 }
 
+// priceKMask leaves the products and factor loads of the k its k mask
+// skips, at its Context, out of a matrix-vector contraction's FLOPs and
+// Bytes.
+func (s *Schedule) priceKMask() {
+	if s.KMask == nil || s.K == 0 {
+		return
+	}
+	live := s.KMask.LiveK()
+	if live == s.LiveK {
+		return
+	}
+	s.FLOPs = s.FLOPs * int64(live) / int64(s.LiveK)
+	s.Bytes = s.Bytes * int64(live) / int64(s.LiveK)
+	s.LiveK = live
+}
+
+// runShare returns the share num/den of a contraction's factor loads
+// that its tiles make: those of the tiles its mask does not skip, and
+// of the k its k mask does not.
+func (s *Schedule) runShare() (num, den int64) {
+	num, den = 1, 1
+	if s.Skipped > 0 && s.Tiles > 0 {
+		num, den = int64(s.Tiles-s.Skipped), int64(s.Tiles)
+	}
+	if s.KMask != nil && s.LiveK < s.K && s.K > 0 {
+		num, den = num*int64(s.LiveK), den*int64(s.K)
+	}
+	return num, den
+}
+
 // Unfused makes a contraction's schedule the one that a kernel of its own
 // runs (-O0 to -O2, backend/lower.Unfused): a tile of up to 16×16 outputs,
 // one per thread, halved along its longer side until it has at most the
@@ -185,6 +220,12 @@ func (s *Schedule) String() string {
 					str += fmt.Sprintf("; priced at context %d", s.Mask.Context)
 				}
 				str += ")"
+			}
+		}
+		if s.KMask != nil {
+			str += fmt.Sprintf(" zero past a mask: %d of K=%d live", s.LiveK, s.K)
+			if s.KMask.Context > 0 {
+				str += fmt.Sprintf(" (priced at context %d)", s.KMask.Context)
 			}
 		}
 		if s.TensorCores {
@@ -263,6 +304,9 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 			s.products = opsOf(d.Reduce, map[*te.Reduce]bool{})
 			s.unmasked = s.FLOPs
 		} else if s.matVec(d, g, t.Bytes()) {
+			if s.KMask = KMaskOf(d); s.KMask != nil {
+				s.LiveK = s.K
+			}
 			return s, nil
 		}
 		tm, tn := tileShape(d.M, d.N, threads)

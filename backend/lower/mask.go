@@ -40,6 +40,42 @@ func tileMask(g *gen, mk *partition.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Ex
 	return &kir.Unary{Op: te.Not, X: dead}
 }
 
+// kLive returns the test of the k mask mk for batch entry b of a
+// matrix-vector tile: a function giving the kir condition under which the
+// products at some k in [lo, hi] may be nonzero, or nil when mk is nil or
+// the test cannot be decided. The mask's run-time scalars are loaded once
+// (the contraction's batch axes bound to b).
+func kLive(g *gen, mk *partition.Mask, b kir.Expr) func(lo, hi kir.Expr) kir.Expr {
+	if mk == nil {
+		return nil
+	}
+	rng := map[*te.Var][2]kir.Expr{
+		mk.M: {kir.I(0), kir.I(mk.M.Extent - 1)},
+		mk.N: {kir.I(0), kir.I(mk.N.Extent - 1)},
+		mk.B: {b, b},
+	}
+	for _, s := range mk.Scalars {
+		v := kir.NewVar(s.Var.Name, te.I32)
+		g.emit(&kir.Let{Var: v, Value: convert(g.expr(s.Load), te.I32)})
+		rng[s.Var] = [2]kir.Expr{v, v}
+	}
+	probe := map[*te.Var][2]kir.Expr{mk.K: {kir.I(0), kir.I(0)}}
+	for v, r := range rng {
+		probe[v] = r
+	}
+	if _, dead := decide(mk.Live, probe); dead == nil {
+		return nil
+	}
+	return func(lo, hi kir.Expr) kir.Expr {
+		at := map[*te.Var][2]kir.Expr{mk.K: {lo, hi}}
+		for v, r := range rng {
+			at[v] = r
+		}
+		_, dead := decide(mk.Live, at)
+		return &kir.Unary{Op: te.Not, X: dead}
+	}
+}
+
 // decide returns conditions under which c is true, and false, at every
 // point of the ranges rng (by te.ConditionUnder's rules); nil where it
 // cannot tell.

@@ -215,6 +215,9 @@ type entryCtx struct {
 	// F, when set, is the wide factor, read from global memory at each k
 	// instead of from the cache slice at base in data.
 	F te.Expr
+	// liveK, when set, gives the condition under which the products at
+	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
+	liveK func(lo, hi kir.Expr) kir.Expr
 }
 
 // matVecEntry emits one batch entry of a matrix-vector tile (resident or
@@ -230,6 +233,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 	b := kir.NewVar("b", te.I32)
 	g.emit(&kir.Let{Var: b, Value: c.b})
 	bind(g, d.BatchAxes, b)
+	c.liveK = kLive(g, partition.KMaskOf(d), b)
 	staged := c.K
 	if c.chunk > 0 {
 		staged = c.chunk
@@ -263,6 +267,11 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 		l.stageRows(g, d, c, staged, c0)
 		l.sumChunk(g, d, c, acc, fs, staged, c0)
 	})
+	if c.liveK != nil && chunks > 1 {
+		// A chunk wholly past the k mask stages and sums nothing (the
+		// test is block-uniform: it reads only the tile's batch entry).
+		chunk = []kir.Stmt{&kir.If{Cond: c.liveK(c0, kir.Add(c0, kir.I(staged-1))), Then: chunk}}
+	}
 	if chunks > 1 {
 		g.emit(&kir.For{Var: ci, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(chunks), Step: 1, Body: chunk})
 	} else {
@@ -322,7 +331,14 @@ func (l *lowerer) stageRows(g *gen, d partition.Dims, c entryCtx, staged int, c0
 		)
 		bind(g, c.aAxes, m)
 		bind(g, d.Reduce.Axes, kk)
-		g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
+		store := g.into(func() {
+			g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
+		})
+		if c.liveK != nil {
+			// sumChunk reads no element at a k the mask makes zero.
+			store = []kir.Stmt{&kir.If{Cond: c.liveK(kk, kk), Then: store}}
+		}
+		g.emit(store...)
 	})}, &kir.SyncThreads{})
 	for _, a := range append(append(append([]*te.Var{}, c.fAxes...), c.aAxes...), d.Reduce.Axes...) {
 		delete(g.env, a)
@@ -366,6 +382,12 @@ func (l *lowerer) sumChunk(g *gen, d partition.Dims, c entryCtx, acc, fs []*kir.
 	})
 	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
 		delete(g.env, a)
+	}
+	if c.liveK != nil {
+		// No load of either factor, and no product, at a k where one of
+		// them is exactly 0 (partition.ZeroPast).
+		step = append([]kir.Stmt{&kir.Let{Var: kk, Value: addOffset(c0, kl)}},
+			&kir.If{Cond: c.liveK(kk, kk), Then: step[1:]})
 	}
 	if staged%split != 0 {
 		step = []kir.Stmt{&kir.If{Cond: kir.Lt(kl, kir.I(staged)), Then: step}}

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// valueSkipSource is the value side of a decode step's attention: the
+// scores sc are an input (so that only the value side can skip), masked by
+// the run-time positions; p is exactly 0 past pos[b], and o's sum over t
+// is a matrix-vector product that skips those t.
+const valueSkipSource = `
+const B = 4
+const T = 1024
+const D = 16
+
+model decode {
+  input pos: i32[B]
+  input sc: f32[B, T]
+  input vc: f32[B, T, D]
+  s[b, t] = select(t <= pos[b], sc[b, t], -inf)
+  m[b] = max[t](s[b, t])
+  p[b, t] = exp(s[b, t] - m[b])
+  den[b] = sum[t](p[b, t])
+  o[b, e] = sum[t](p[b, t] * vc[b, t, e]) / den[b]
+  output o
+}
+`
+
+// TestDecodeSkipsValues runs the value side of attention at every level
+// in the simulator (race-free, against the reference) for positions at
+// the first, a middle and the last slot and mixed per sequence. At -O3
+// and -O4 o is a matrix-vector stage with a k mask (partition.KMaskOf):
+// against every position at the last slot, the step loads 4 bytes of vc
+// fewer per column, and none of p's staging, for each t past pos[b],
+// counted point by point.
+func TestDecodeSkipsValues(t *testing.T) {
+	p, diags := lang.Check("values.te", []byte(valueSkipSource), lang.Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, _ := partition.BuiltinGPU("a100")
+	last := []float64{1023, 1023, 1023, 1023}
+	full := map[int]int64{}
+	for _, pos := range [][]float64{last, {0, 0, 0, 0}, {511, 512, 513, 256}, {1023, 0, 300, 700}} {
+		in := numeric.SeededFeeds(p, 7)
+		copy(in["pos"].Data, pos)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for level := 0; level <= pipeline.MaxLevel; level++ {
+			t.Run(fmt.Sprintf("pos%v/O%d", pos, level), func(t *testing.T) {
+				res, out := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, tolModel)
+				if level < 3 {
+					return
+				}
+				s := res.Plan.Schedules[res.Plan.Program.Lookup("o")]
+				if s.MatVec == nil || s.KMask == nil || len(s.KMask.Scalars) != 1 {
+					t.Fatalf("o: %s; want a matrix-vector stage with a k mask on the run-time pos", s)
+				}
+				loads := out.Total().LoadBytes
+				if slices.Equal(pos, last) {
+					full[level] = loads
+					return
+				}
+				// Each t past pos[b] leaves out vc's row (4·D bytes) and,
+				// in each of the NT tiles of b, the staging of p[b, t]
+				// (its loads of sc, pos and m: 12 bytes).
+				dead := livePoints(last, 1024) - livePoints(pos, 1024)
+				perT := int64(4*16 + s.MatVec.NT*12)
+				if got := full[level] - loads; got != dead*perT {
+					t.Errorf("%d bytes fewer loaded than at the last slot; the %d t past pos at %d bytes each: %d", got, dead, perT, dead*perT)
+				}
+			})
+		}
+	}
+}
