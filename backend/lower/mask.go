@@ -54,10 +54,10 @@ func kLive(g *gen, mk *partition.Mask, b kir.Expr) func(lo, hi kir.Expr) kir.Exp
 		mk.N: {kir.I(0), kir.I(mk.N.Extent - 1)},
 		mk.B: {b, b},
 	}
-	for _, s := range mk.Scalars {
-		v := kir.NewVar(s.Var.Name, te.I32)
-		g.emit(&kir.Let{Var: v, Value: convert(g.expr(s.Load), te.I32)})
-		rng[s.Var] = [2]kir.Expr{v, v}
+	vars := make([]*kir.Var, len(mk.Scalars))
+	for i, s := range mk.Scalars {
+		vars[i] = kir.NewVar(s.Var.Name, te.I32)
+		rng[s.Var] = [2]kir.Expr{vars[i], vars[i]}
 	}
 	probe := map[*te.Var][2]kir.Expr{mk.K: {kir.I(0), kir.I(0)}}
 	for v, r := range rng {
@@ -65,6 +65,9 @@ func kLive(g *gen, mk *partition.Mask, b kir.Expr) func(lo, hi kir.Expr) kir.Exp
 	}
 	if _, dead := decide(mk.Live, probe); dead == nil {
 		return nil
+	}
+	for i, s := range mk.Scalars {
+		g.emit(&kir.Let{Var: vars[i], Value: convert(g.expr(s.Load), te.I32)})
 	}
 	return func(lo, hi kir.Expr) kir.Expr {
 		at := map[*te.Var][2]kir.Expr{mk.K: {lo, hi}}
