@@ -188,7 +188,8 @@ func renameCond(c te.Expr, sub map[*te.Var]te.Index) (te.Expr, bool) {
 // condition on the flat reduction coordinate K (and on the output
 // coordinates and run-time scalars, as MaskOf's) that is false wherever a
 // factor is exactly 0 (ZeroPast), so that a tile may skip those k, or nil
-// when no factor has such a condition a tile can decide.
+// when no factor has such a condition a tile can decide or the condition
+// reads no run-time scalar (the positions of a decode step).
 func KMaskOf(d Dims) *Mask {
 	if d.Reduce == nil {
 		return nil
@@ -225,8 +226,8 @@ func KMaskOf(d Dims) *Mask {
 			mk.Live = &te.Binary{Op: te.And, X: mk.Live, Y: c}
 		}
 	}
-	if mk.Live == nil {
-		return nil
+	if mk.Live == nil || len(mk.Scalars) == 0 {
+		return nil // a mask on indexes alone is left to the tiled path
 	}
 	return mk
 }

@@ -103,3 +103,30 @@ func TestKMaskOf(t *testing.T) {
 		t.Errorf("DeadK: [5, %d] should be dead and [4, %d] not", T-1, T-1)
 	}
 }
+
+// TestKMaskOfStatic checks that a k mask on indexes alone (a causal
+// value side, t <= i) is not made: only run-time positions are.
+func TestKMaskOfStatic(t *testing.T) {
+	const M, T, E = 2, 16, 8
+	b := tb.New("causal")
+	sc, v := b.Input("sc", M, T), b.Input("v", T, E)
+	p := b.Compute("p", tb.Shape(M, T), func(ax []te.Index) te.Expr {
+		return tb.Un(te.Exp, tb.Sel(tb.Bin(te.Le, tb.Idx(ax[1]), tb.Idx(ax[0])), tb.Ld(sc, ax[0], ax[1]), tb.F(math.Inf(-1))))
+	})
+	o := b.Compute("o", tb.Shape(M, E), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "t", T, func(k te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(p, ax[0], k), tb.Ld(v, k, ax[1]))
+		})
+	})
+	b.Program(o)
+	d, ok := ContractionDims(o)
+	if !ok {
+		t.Fatal("o is not a contraction")
+	}
+	if _, ok := ZeroPast(d.X); !ok {
+		t.Errorf("p: no zero past the causal mask")
+	}
+	if mk := KMaskOf(d); mk != nil {
+		t.Errorf("k mask %v on indexes alone", mk.Live)
+	}
+}
