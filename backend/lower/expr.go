@@ -2,6 +2,7 @@ package lower
 
 import (
 	"math"
+	"tec/partition"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -361,6 +362,45 @@ func (g *gen) argReduce(e *te.Reduce) kir.Expr {
 	return at
 }
 
+// zeroPastPositions returns the condition outside which the terms of the
+// sum e are exactly 0 (partition.ZeroPast), when it reads a run-time
+// scalar (a decode step's positions) and one of e's axes.
+func zeroPastPositions(e *te.Reduce) (te.Expr, bool) {
+	if e.Op != te.Sum {
+		return nil, false
+	}
+	c, ok := partition.ZeroPast(e.Body)
+	if !ok {
+		return nil, false
+	}
+	scalar, axis := false, false
+	te.Walk(c, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Load:
+			scalar = true
+		case *te.IndexExpr:
+			for _, a := range e.Axes {
+				axis = axis || x.Index.Uses(a)
+			}
+		}
+		return true
+	})
+	return c, scalar && axis
+}
+
+// addTerm emits acc = acc op r's body, r's axes bound; for a sum whose
+// terms are exactly 0 past run-time positions (zeroPastPositions), only
+// where they may not be: no loads and no adds past the positions.
+func (g *gen) addTerm(r *te.Reduce, acc *kir.Var, t te.DType) {
+	add := g.into(func() {
+		g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(r.Body), t))})
+	})
+	if c, ok := zeroPastPositions(r); ok {
+		add = []kir.Stmt{&kir.If{Cond: g.expr(c), Then: add}}
+	}
+	g.emit(add...)
+}
+
 // reduce emits serial loops that reduce e into a register, and returns it.
 func (g *gen) reduce(e *te.Reduce) kir.Expr {
 	if e.Op.IsArg() {
@@ -375,9 +415,7 @@ func (g *gen) reduce(e *te.Reduce) kir.Expr {
 		g.env[a] = v
 		loops = append(loops, &kir.For{Var: v, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
 	}
-	inner := g.into(func() {
-		g.emit(&kir.Assign{Var: acc, Value: combine(e.Op, acc, convert(g.expr(e.Body), t))})
-	})
+	inner := g.into(func() { g.addTerm(e, acc, t) })
 	for i := len(loops) - 1; i >= 0; i-- {
 		loops[i].Body = inner
 		inner = []kir.Stmt{loops[i]}

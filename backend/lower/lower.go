@@ -480,7 +480,7 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 			j := kir.NewVar("r", te.I32)
 			part := g.into(func() {
 				bind(g, r.Axes, j)
-				g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(r.Body), rt))})
+				g.addTerm(r, acc, rt)
 			})
 			g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
 			g.done[r] = treeReduce(g, r.Op, red, tid, acc, threads)
