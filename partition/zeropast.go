@@ -19,7 +19,8 @@ import (
 // it: -inf minus or plus a value, exp(-inf) = 0, 0 times or divided by a
 // value, a cast, a load of a computed tensor at plain indexes.
 //
-// The derivation assumes the other operands finite, as the key side's
+// The derivation assumes the other operands finite (and a divisor of a
+// zero nonzero), as the key side's
 // skipping does for the products it leaves out: with a finite v, 0 × v is
 // ±0 and the skipped terms leave the float sum unchanged, so that the
 // result is identical to the reference's. Where v holds an infinity or a
