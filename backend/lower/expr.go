@@ -388,15 +388,57 @@ func zeroPastPositions(e *te.Reduce) (te.Expr, bool) {
 	return c, scalar && axis
 }
 
-// addTerm emits acc = acc op r's body, r's axes bound; for a sum whose
-// terms are exactly 0 past run-time positions (zeroPastPositions), only
-// where they may not be: no loads and no adds past the positions.
-func (g *gen) addTerm(r *te.Reduce, acc *kir.Var, t te.DType) {
+// zeroTest returns the test of the terms of r that may be nonzero
+// (zeroPastPositions), or nil when every term may be. Its run-time
+// scalars that do not vary with r's axes are loaded here, once, before
+// r's loops; done forgets them after the loops.
+func (g *gen) zeroTest(r *te.Reduce) (test te.Expr, done func()) {
+	c, ok := zeroPastPositions(r)
+	if !ok {
+		return nil, func() {}
+	}
+	var hoisted []*te.Var
+	var hoist func(c te.Expr) te.Expr
+	hoist = func(c te.Expr) te.Expr {
+		switch x := c.(type) {
+		case *te.Load:
+			for _, ix := range x.Index {
+				for _, a := range r.Axes {
+					if ix.Uses(a) {
+						return x
+					}
+				}
+			}
+			v := kir.NewVar(x.Tensor.Name, te.I32)
+			g.emit(&kir.Let{Var: v, Value: convert(g.expr(x), te.I32)})
+			tv := &te.Var{Name: x.Tensor.Name, Extent: 1 << 30}
+			g.env[tv] = v
+			hoisted = append(hoisted, tv)
+			return &te.IndexExpr{Index: te.VarIndex(tv)}
+		case *te.Unary:
+			return &te.Unary{Op: x.Op, X: hoist(x.X)}
+		case *te.Binary:
+			return &te.Binary{Op: x.Op, X: hoist(x.X), Y: hoist(x.Y)}
+		}
+		return c
+	}
+	test = hoist(c)
+	return test, func() {
+		for _, v := range hoisted {
+			delete(g.env, v)
+		}
+	}
+}
+
+// addTerm emits acc = acc op r's body, r's axes bound; under test (see
+// zeroTest) when it is set: no loads and no adds past the run-time
+// positions, where the terms are exactly 0.
+func (g *gen) addTerm(r *te.Reduce, acc *kir.Var, t te.DType, test te.Expr) {
 	add := g.into(func() {
 		g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(r.Body), t))})
 	})
-	if c, ok := zeroPastPositions(r); ok {
-		add = []kir.Stmt{&kir.If{Cond: g.expr(c), Then: add}}
+	if test != nil {
+		add = []kir.Stmt{&kir.If{Cond: g.expr(test), Then: add}}
 	}
 	g.emit(add...)
 }
@@ -415,7 +457,9 @@ func (g *gen) reduce(e *te.Reduce) kir.Expr {
 		g.env[a] = v
 		loops = append(loops, &kir.For{Var: v, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
 	}
-	inner := g.into(func() { g.addTerm(e, acc, t) })
+	test, forget := g.zeroTest(e)
+	defer forget()
+	inner := g.into(func() { g.addTerm(e, acc, t, test) })
 	for i := len(loops) - 1; i >= 0; i-- {
 		loops[i].Body = inner
 		inner = []kir.Stmt{loops[i]}

@@ -478,10 +478,12 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 			acc := kir.NewVar("acc", rt)
 			g.emit(&kir.Let{Var: acc, Value: identity(r.Op, rt)})
 			j := kir.NewVar("r", te.I32)
+			test, forget := g.zeroTest(r)
 			part := g.into(func() {
 				bind(g, r.Axes, j)
-				g.addTerm(r, acc, rt)
+				g.addTerm(r, acc, rt, test)
 			})
+			forget()
 			g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
 			g.done[r] = treeReduce(g, r.Op, red, tid, acc, threads)
 			for _, a := range r.Axes {
