@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"tec/backend/kir"
+	"tec/backend/lower"
 	"tec/backend/sim"
 	"tec/internal/numeric"
 	tb "tec/internal/tebuild"
@@ -16,7 +18,8 @@ import (
 // exactly 0 past pos[b]: a matrix-vector stage with a k mask, staged at
 // once (T = 64) or in chunks (T = 4608), right and race-free on several
 // grids at positions from the first slot to the last, and loading at
-// least v's row (4·E bytes) fewer for each t past pos[b] than at the last.
+// least v's row (4·E bytes) fewer for each t past pos[b] than at the last;
+// and the same unfused (-O0), where o is a row reduction per output.
 func TestMatVecKMask(t *testing.T) {
 	const B, E = 2, 8
 	for _, c := range []struct {
@@ -37,38 +40,46 @@ func TestMatVecKMask(t *testing.T) {
 				})
 			})
 			prog := bld.Program(o)
-			m, pl := fusedModule(t, prog, "a100", false)
+			fused, pl := fusedModule(t, prog, "a100", false)
 			s := pl.Schedules[o]
 			if s.MatVec == nil || s.KMask == nil || (s.MatVec.Chunk > 0) != c.chunks {
 				t.Fatalf("o: %s; want a matrix-vector stage with a k mask, chunked %v", s, c.chunks)
 			}
-			var full int64
-			for _, at := range [][]float64{{float64(T - 1), float64(T - 1)}, {0, 0}, {float64(T / 2), 3}} {
-				in := randomFeeds(prog)
-				copy(in["pos"].Data, at)
-				want, err := te.Evaluate(prog, in, te.EvalOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, blocks := range []int{1, 3, 64} {
-					res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: blocks})
+			// Unfused, o is a row reduction per output whose terms test
+			// their position.
+			unfused, err := lower.Unfused(prog, lower.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []*kir.Module{fused, unfused} {
+				var full int64
+				for _, at := range [][]float64{{float64(T - 1), float64(T - 1)}, {0, 0}, {float64(T / 2), 3}} {
+					in := randomFeeds(prog)
+					copy(in["pos"].Data, at)
+					want, err := te.Evaluate(prog, in, te.EvalOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if res.RaceCount > 0 {
-						t.Fatalf("pos %v, %d blocks: %d races; first: %s", at, blocks, res.RaceCount, res.Races[0])
-					}
-					if mm, err := numeric.Compare(res.Outputs["o"], want["o"], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5}); err != nil || mm != nil {
-						t.Errorf("pos %v, %d blocks: %v %v", at, blocks, err, mm)
-					}
-					loads := res.Total().LoadBytes
-					if at[0] == float64(T-1) {
-						full = loads
-						continue
-					}
-					dead := int64(2*(T-1) - int(at[0]) - int(at[1]))
-					if got := full - loads; got < 4*E*dead {
-						t.Errorf("pos %v, %d blocks: %d bytes fewer loaded than at the last slot; want at least v's %d of the %d t past pos", at, blocks, got, 4*E*dead, dead)
+					for _, blocks := range []int{1, 3, 64} {
+						res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: blocks})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if res.RaceCount > 0 {
+							t.Fatalf("pos %v, %d blocks: %d races; first: %s", at, blocks, res.RaceCount, res.Races[0])
+						}
+						if mm, err := numeric.Compare(res.Outputs["o"], want["o"], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5}); err != nil || mm != nil {
+							t.Errorf("pos %v, %d blocks: %v %v", at, blocks, err, mm)
+						}
+						loads := res.Total().LoadBytes
+						if at[0] == float64(T-1) {
+							full = loads
+							continue
+						}
+						dead := int64(2*(T-1) - int(at[0]) - int(at[1]))
+						if got := full - loads; got < 4*E*dead {
+							t.Errorf("pos %v, %d blocks: %d bytes fewer loaded than at the last slot; want at least v's %d of the %d t past pos", at, blocks, got, 4*E*dead, dead)
+						}
 					}
 				}
 			}
