@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"tec/backend/internal/sign"
 	"tec/backend/kir"
@@ -44,11 +45,23 @@ type counter struct {
 	counts  kir.Counts
 	traffic map[*kir.Buffer]*Traffic
 	exact   bool
-	memo    map[string]int64
+	memo    map[string]enumerated // by key
+	enums   int                   // enumerations done
 	facts   *sign.Facts
 }
 
 func kernel(k *kir.Kernel, cfg Config) Kernel {
+	c := newCounter(k, cfg)
+	c.stmts(k.Body)
+	return Kernel{
+		Name: k.Name, Blocks: c.grid, Threads: k.Block, Resident: k.Grid.Resident,
+		SharedBytes: k.SharedBytes(), Counts: c.counts, Exact: c.exact,
+		Traffic: c.trafficList(k),
+	}
+}
+
+// newCounter returns a counter for k, at the start of its body.
+func newCounter(k *kir.Kernel, cfg Config) *counter {
 	grid := k.Grid.Size(cfg.ResidentBlocks)
 	c := &counter{
 		cfg: cfg, grid: grid, threads: k.Block, exact: true,
@@ -57,7 +70,8 @@ func kernel(k *kir.Kernel, cfg Config) Kernel {
 			{reg: kir.ThreadIdx, lo: 0, hi: k.Block, step: 1},
 		},
 		defs: map[*kir.Var]kir.Expr{}, opaque: map[*kir.Var]bool{},
-		traffic: map[*kir.Buffer]*Traffic{}, facts: sign.Analyze(k.Body),
+		traffic: map[*kir.Buffer]*Traffic{}, memo: map[string]enumerated{},
+		facts: sign.Analyze(k.Body),
 	}
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		if a, ok := s.(*kir.Assign); ok {
@@ -65,12 +79,7 @@ func kernel(k *kir.Kernel, cfg Config) Kernel {
 		}
 		return true
 	})
-	c.stmts(k.Body)
-	return Kernel{
-		Name: k.Name, Blocks: grid, Threads: k.Block, Resident: k.Grid.Resident,
-		SharedBytes: k.SharedBytes(), Counts: c.counts, Exact: c.exact,
-		Traffic: c.trafficList(k),
-	}
+	return c
 }
 
 func (c *counter) stmts(body []kir.Stmt) {
@@ -208,7 +217,6 @@ func (c *counter) loop(s *kir.For) {
 		drop(kir.ThreadIdx)
 	}
 	c.dims = append(c.dims, d)
-	c.memo = nil
 	if from != nil {
 		c.conds = append(c.conds, cond{e: from})
 	}
@@ -217,7 +225,6 @@ func (c *counter) loop(s *kir.For) {
 		c.conds = c.conds[:len(c.conds)-1]
 	}
 	c.dims = saved
-	c.memo = nil
 }
 
 func constInt(e kir.Expr) (int, bool) {
@@ -275,13 +282,10 @@ func (c *counter) cost(e kir.Expr) {
 			return
 		}
 		c.conds = append(c.conds, cond{e: e.Cond})
-		c.memo = nil
 		c.cost(e.Then)
 		c.conds[len(c.conds)-1].neg = true
-		c.memo = nil
 		c.cost(e.Else)
 		c.conds = c.conds[:len(c.conds)-1]
-		c.memo = nil
 	}
 }
 
@@ -316,39 +320,124 @@ func (c *counter) count() int64 {
 		return n
 	}
 	key := c.key()
-	if n, ok := c.memo[key]; ok {
-		return n
+	if m, ok := c.memo[key]; ok {
+		c.exact = c.exact && m.exact
+		return m.n
 	}
+	exact := c.exact
+	c.exact = true
 	n := c.enumerate()
-	if c.memo == nil {
-		c.memo = map[string]int64{}
-	}
-	c.memo[key] = n
+	c.enums++
+	c.memo[key] = enumerated{n: n, exact: c.exact}
+	c.exact = exact && c.exact
 	return n
 }
 
+// enumerated is a count that enumerate returned and whether it was exact.
+type enumerated struct {
+	n     int64
+	exact bool
+}
+
+// key names the question count answers: the domain's dimensions and the
+// conditions, each written as compile reads it (variables by their
+// dimension, definitions inlined), so that loops and statements of the same
+// shape, as a persistent kernel's stages are, share one enumeration.
 func (c *counter) key() string {
-	b := make([]byte, 0, 16*len(c.conds))
-	for _, k := range c.conds {
-		b = append(b, []byte(ptrString(k.e))...)
-		if k.neg {
-			b = append(b, '!')
+	var b strings.Builder
+	for _, d := range c.dims {
+		if d.v == nil {
+			fmt.Fprintf(&b, "r%d", d.reg)
 		}
-		b = append(b, ';')
+		fmt.Fprintf(&b, "[%d:%d:%d]", d.lo, d.hi, d.step)
 	}
-	return string(b)
+	for _, k := range c.conds {
+		b.WriteByte(';')
+		if k.neg {
+			b.WriteByte('!')
+		}
+		c.canon(&b, k.e)
+	}
+	return b.String()
+}
+
+// canon writes e as compile reads it: variables and special registers by
+// their dimension, definitions inlined, constants by value, and '?' for
+// what compile cannot read (then the whole condition is data-dependent).
+// Two conditions with the same text compile to the same function of the
+// domain's points, or both fail to compile.
+func (c *counter) canon(b *strings.Builder, e kir.Expr) {
+	switch e := e.(type) {
+	case *kir.Const:
+		fmt.Fprintf(b, "%v", e.Value)
+	case *kir.Special:
+		switch e.Reg {
+		case kir.BlockDim:
+			fmt.Fprintf(b, "%d", c.threads)
+			return
+		case kir.GridDim:
+			fmt.Fprintf(b, "%d", c.grid)
+			return
+		}
+		for i, d := range c.dims {
+			if d.v == nil && d.reg == e.Reg {
+				fmt.Fprintf(b, "d%d", i)
+				return
+			}
+		}
+		b.WriteByte('?')
+	case *kir.Var:
+		for i, d := range c.dims {
+			if d.v == e {
+				fmt.Fprintf(b, "d%d", i)
+				return
+			}
+		}
+		if def, ok := c.defs[e]; ok && !c.opaque[e] {
+			c.canon(b, def)
+			return
+		}
+		b.WriteByte('?')
+	case *kir.Unary:
+		fmt.Fprintf(b, "(u%d ", e.Op)
+		c.canon(b, e.X)
+		b.WriteByte(')')
+	case *kir.Binary:
+		if e.X.Type() == te.F32 {
+			b.WriteByte('?')
+			return
+		}
+		fmt.Fprintf(b, "(b%d ", e.Op)
+		c.canon(b, e.X)
+		b.WriteByte(' ')
+		c.canon(b, e.Y)
+		b.WriteByte(')')
+	case *kir.Select:
+		b.WriteString("(s ")
+		c.canon(b, e.Cond)
+		b.WriteByte(' ')
+		c.canon(b, e.Then)
+		b.WriteByte(' ')
+		c.canon(b, e.Else)
+		b.WriteByte(')')
+	case *kir.Cast:
+		if e.X.Type() == te.F32 {
+			b.WriteByte('?')
+			return
+		}
+		fmt.Fprintf(b, "(c%t ", e.To == te.Bool)
+		c.canon(b, e.X)
+		b.WriteByte(')')
+	default:
+		b.WriteByte('?')
+	}
 }
 
 // enumerate counts the points that satisfy the conditions: conditions that
 // share dimensions form groups, whose dimensions are enumerated together;
 // dimensions no condition uses multiply the count.
 func (c *counter) enumerate() int64 {
-	type compiled struct {
-		f    func(p []float64) float64
-		deps []int
-		neg  bool
-	}
-	var cs []compiled
+	var cs []condition
 	for _, k := range c.conds {
 		deps := map[int]bool{}
 		f, ok := c.compile(k.e, deps)
@@ -362,7 +451,7 @@ func (c *counter) enumerate() int64 {
 				ds = append(ds, i)
 			}
 		}
-		cs = append(cs, compiled{f: f, deps: ds, neg: k.neg})
+		cs = append(cs, condition{f: f, deps: ds, neg: k.neg})
 	}
 	// Union-find over dimensions.
 	parent := make([]int, len(c.dims))
@@ -391,67 +480,170 @@ func (c *counter) enumerate() int64 {
 		}
 	}
 	groups := map[int][]int{}
+	var roots []int
 	for i := range c.dims {
 		if used[i] {
-			groups[find(i)] = append(groups[find(i)], i)
+			r := find(i)
+			if groups[r] == nil {
+				roots = append(roots, r)
+			}
+			groups[r] = append(groups[r], i)
 		}
 	}
-	point := make([]float64, len(c.dims))
-	for _, dims := range groups {
-		var gc []compiled
+	for _, r := range roots {
+		var gc []condition
 		for _, k := range cs {
-			if len(k.deps) > 0 && find(k.deps[0]) == find(dims[0]) {
+			if len(k.deps) > 0 && find(k.deps[0]) == r {
 				gc = append(gc, k)
 			}
 		}
-		size := int64(1)
-		for _, d := range dims {
-			size *= int64(c.dims[d].size())
-		}
+		hits, seen, size := c.enumerateGroup(groups[r], gc)
 		if size == 0 {
 			return 0
 		}
-		// A group too large to enumerate is sampled at EnumLimit points
-		// drawn by a fixed generator (regular strides would alias with the
-		// periodic structure of tiled indexes).
-		sampled := size > int64(c.cfg.EnumLimit)
-		n := size
-		if sampled {
-			n = int64(c.cfg.EnumLimit)
-			c.exact = false
-		}
-		rng := rand.New(rand.NewPCG(1, uint64(size)))
-		var hits, seen int64
-		for j := int64(0); j < n; j++ {
-			q := j
-			if sampled {
-				q = rng.Int64N(size)
-			}
-			for i := len(dims) - 1; i >= 0; i-- {
-				d := c.dims[dims[i]]
-				n := int64(d.size())
-				point[dims[i]] = float64(d.lo + int(q%n)*d.step)
-				q /= n
-			}
-			ok := true
-			for _, k := range gc {
-				if (k.f(point) != 0) == k.neg {
-					ok = false
-					break
-				}
-			}
-			seen++
-			if ok {
-				hits++
-			}
-		}
-		if !sampled {
+		if seen == size {
 			total *= hits
 		} else {
+			c.exact = false
 			total = int64(math.Round(float64(total) * float64(hits) * float64(size) / float64(seen)))
 		}
 	}
 	return total
+}
+
+// condition is a compiled condition: f of a domain point, the dimensions it
+// depends on (ascending), and whether it must be false.
+type condition struct {
+	f    func(p []float64) float64
+	deps []int
+	neg  bool
+}
+
+// enumerateGroup returns how many of the points it visits of the
+// dimensions dims (ascending) satisfy every condition of gc, how many it
+// visits and how many there are: all of them, or, for a group too large to
+// enumerate, EnumLimit points drawn by a fixed generator (regular strides
+// would alias with the periodic structure of tiled indexes).
+//
+// A condition that depends on few of the group's dimensions (fewer points
+// than half those visited) is evaluated once per point of its own
+// dimensions, into a table the visit then looks up.
+func (c *counter) enumerateGroup(dims []int, gc []condition) (hits, seen, size int64) {
+	size = 1
+	sizes := make([]int64, len(dims))
+	slot := make([]int, len(c.dims)) // dimension -> position in dims
+	for i, d := range dims {
+		sizes[i] = int64(c.dims[d].size())
+		size *= sizes[i]
+		slot[d] = i
+	}
+	if size == 0 {
+		return 0, 0, 0
+	}
+	sampled := size > int64(c.cfg.EnumLimit)
+	n := size
+	if sampled {
+		n = int64(c.cfg.EnumLimit)
+	}
+	point := make([]float64, len(c.dims))
+	coord := make([]int64, len(dims))
+	// Tabulated conditions first: a point they reject needs no other test.
+	var tables []condTable
+	var rest []condition
+	for _, k := range gc {
+		if t, ok := c.tabulate(k, slot, sizes, point, n/2); ok {
+			tables = append(tables, t)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(size)))
+	for j := int64(0); j < n; j++ {
+		q := j
+		if sampled {
+			q = rng.Int64N(size)
+		}
+		for i := len(dims) - 1; i >= 0; i-- {
+			coord[i] = q % sizes[i]
+			q /= sizes[i]
+		}
+		seen++
+		if c.satisfies(tables, rest, dims, coord, point) {
+			hits++
+		}
+	}
+	return hits, seen, size
+}
+
+// satisfies reports whether the point of the group's dimensions dims at
+// coordinates coord satisfies the tabulated conditions and the rest; point
+// is scratch space.
+func (c *counter) satisfies(tables []condTable, rest []condition, dims []int, coord []int64, point []float64) bool {
+	for _, t := range tables {
+		if !t.holds(coord) {
+			return false
+		}
+	}
+	if len(rest) == 0 {
+		return true
+	}
+	for i, d := range dims {
+		point[d] = float64(c.dims[d].lo + int(coord[i])*c.dims[d].step)
+	}
+	for _, k := range rest {
+		if (k.f(point) != 0) == k.neg {
+			return false
+		}
+	}
+	return true
+}
+
+// condTable holds a condition's truth at every point of its dimensions, in
+// mixed radix over them.
+type condTable struct {
+	truth   []bool
+	pos     []int   // the condition's dimensions' positions in the group
+	strides []int64 // their strides in truth
+}
+
+// holds reports whether the condition holds at the point whose
+// coordinates in the group are coord.
+func (t condTable) holds(coord []int64) bool {
+	var at int64
+	for i, p := range t.pos {
+		at += coord[p] * t.strides[i]
+	}
+	return t.truth[at]
+}
+
+// tabulate evaluates k at every point of its own dimensions when there
+// are at most limit of them, and reports whether it did; slot maps a
+// dimension to its position in the group, sizes gives the group's
+// dimensions' sizes, point is scratch space.
+func (c *counter) tabulate(k condition, slot []int, sizes []int64, point []float64, limit int64) (condTable, bool) {
+	n := int64(1)
+	pos := make([]int, len(k.deps))
+	strides := make([]int64, len(k.deps))
+	for i := len(k.deps) - 1; i >= 0; i-- {
+		pos[i] = slot[k.deps[i]]
+		strides[i] = n
+		n *= sizes[pos[i]]
+	}
+	if n > limit {
+		return condTable{}, false
+	}
+	t := condTable{truth: make([]bool, n), pos: pos, strides: strides}
+	for at := int64(0); at < n; at++ {
+		q := at
+		for i := len(k.deps) - 1; i >= 0; i-- {
+			d := c.dims[k.deps[i]]
+			size := sizes[pos[i]]
+			point[k.deps[i]] = float64(d.lo + int(q%size)*d.step)
+			q /= size
+		}
+		t.truth[at] = (k.f(point) != 0) != k.neg
+	}
+	return t, true
 }
 
 // compile turns an index expression into a function of a domain point,
@@ -587,8 +779,6 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
-
-func ptrString(e kir.Expr) string { return fmt.Sprintf("%p", e) }
 
 func (c *counter) bufTraffic(b *kir.Buffer) *Traffic {
 	t := c.traffic[b]

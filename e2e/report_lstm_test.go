@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"tec/backend/kir"
+	"tec/backend/report"
+	"tec/examples"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+)
+
+// TestReportLSTMTime reports the LSTM at its published shape at -O4: one
+// persistent kernel of thousands of stages, whose report took 100 s when
+// each stage's conditions were enumerated anew (and sampled, the domains
+// being too large). The counts are those that report gave.
+func TestReportLSTMTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the LSTM at its published shape")
+	}
+	ex := exampleNamed(t, "lstm")
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, _ := partition.BuiltinGPU("a100")
+	res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := report.Module(res.Module, report.Config{ResidentBlocks: 864}) // as tec build --report
+	elapsed := time.Since(start)
+	want := kir.Counts{LoadBytes: 2253239232, StoreBytes: 6244352, FLOPs: 1078640128, BlockBarriers: 256620,
+		GridSyncs: 111, Shuffles: 18542592}
+	if r.Total != want || r.Exact {
+		t.Errorf("report (exact %v) %v, want (not exact) %v", r.Exact, r.Total, want)
+	}
+	// A few seconds on a loaded two-core machine; it took 100.
+	if limit := 20 * time.Second; elapsed > limit {
+		t.Errorf("the report took %v, more than %v", elapsed, limit)
+	}
+	t.Logf("report in %v", elapsed)
+}
+
+// exampleNamed returns the example called name.
+func exampleNamed(t *testing.T, name string) examples.Example {
+	t.Helper()
+	for _, ex := range examples.All() {
+		if ex.Name == name {
+			return ex
+		}
+	}
+	t.Fatalf("no example %s", name)
+	return examples.Example{}
+}
