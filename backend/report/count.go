@@ -548,13 +548,14 @@ func (c *counter) enumerateGroup(dims []int, gc []condition) (hits, seen, size i
 	point := make([]float64, len(c.dims))
 	coord := make([]int64, len(dims))
 	// Tabulated conditions first: a point they reject needs no other test.
+	// Conditions on the same dimensions share a table.
 	var tables []condTable
 	var rest []condition
-	for _, k := range gc {
-		if t, ok := c.tabulate(k, slot, sizes, point, n/2); ok {
+	for _, ks := range byDeps(gc) {
+		if t, ok := c.tabulate(ks, slot, sizes, point, n/2); ok {
 			tables = append(tables, t)
 		} else {
-			rest = append(rest, k)
+			rest = append(rest, ks...)
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(size)))
@@ -598,15 +599,15 @@ func (c *counter) satisfies(tables []condTable, rest []condition, dims []int, co
 	return true
 }
 
-// condTable holds a condition's truth at every point of its dimensions, in
-// mixed radix over them.
+// condTable holds whether conditions on the same dimensions all hold at
+// every point of those dimensions, in mixed radix over them.
 type condTable struct {
 	truth   []bool
 	pos     []int   // the condition's dimensions' positions in the group
 	strides []int64 // their strides in truth
 }
 
-// holds reports whether the condition holds at the point whose
+// holds reports whether the conditions hold at the point whose
 // coordinates in the group are coord.
 func (t condTable) holds(coord []int64) bool {
 	var at int64
@@ -616,16 +617,36 @@ func (t condTable) holds(coord []int64) bool {
 	return t.truth[at]
 }
 
-// tabulate evaluates k at every point of its own dimensions when there
-// are at most limit of them, and reports whether it did; slot maps a
-// dimension to its position in the group, sizes gives the group's
-// dimensions' sizes, point is scratch space.
-func (c *counter) tabulate(k condition, slot []int, sizes []int64, point []float64, limit int64) (condTable, bool) {
+// byDeps splits conditions by the dimensions they depend on, in order of
+// first appearance.
+func byDeps(ks []condition) [][]condition {
+	var sets [][]condition
+	at := map[string]int{}
+	for _, k := range ks {
+		key := fmt.Sprint(k.deps)
+		i, ok := at[key]
+		if !ok {
+			i = len(sets)
+			at[key] = i
+			sets = append(sets, nil)
+		}
+		sets[i] = append(sets[i], k)
+	}
+	return sets
+}
+
+// tabulate evaluates the conditions ks, which depend on the same
+// dimensions, at every point of those dimensions when there are at most
+// limit of them, and reports whether it did; slot maps a dimension to its
+// position in the group, sizes gives the group's dimensions' sizes, point
+// is scratch space.
+func (c *counter) tabulate(ks []condition, slot []int, sizes []int64, point []float64, limit int64) (condTable, bool) {
+	deps := ks[0].deps
 	n := int64(1)
-	pos := make([]int, len(k.deps))
-	strides := make([]int64, len(k.deps))
-	for i := len(k.deps) - 1; i >= 0; i-- {
-		pos[i] = slot[k.deps[i]]
+	pos := make([]int, len(deps))
+	strides := make([]int64, len(deps))
+	for i := len(deps) - 1; i >= 0; i-- {
+		pos[i] = slot[deps[i]]
 		strides[i] = n
 		n *= sizes[pos[i]]
 	}
@@ -635,13 +656,19 @@ func (c *counter) tabulate(k condition, slot []int, sizes []int64, point []float
 	t := condTable{truth: make([]bool, n), pos: pos, strides: strides}
 	for at := int64(0); at < n; at++ {
 		q := at
-		for i := len(k.deps) - 1; i >= 0; i-- {
-			d := c.dims[k.deps[i]]
+		for i := len(deps) - 1; i >= 0; i-- {
+			d := c.dims[deps[i]]
 			size := sizes[pos[i]]
-			point[k.deps[i]] = float64(d.lo + int(q%size)*d.step)
+			point[deps[i]] = float64(d.lo + int(q%size)*d.step)
 			q /= size
 		}
-		t.truth[at] = (k.f(point) != 0) != k.neg
+		t.truth[at] = true
+		for _, k := range ks {
+			if (k.f(point) != 0) == k.neg {
+				t.truth[at] = false
+				break
+			}
+		}
 	}
 	return t, true
 }

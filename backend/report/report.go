@@ -13,7 +13,10 @@
 // block-stride loop the thread index, a thread-stride loop both. Conditions
 // are grouped by the loop variables they depend on and each group's
 // variables are enumerated; a group too large to enumerate is sampled, and
-// the report says it is not exact.
+// the report says it is not exact. A domain and conditions of the same
+// shape as ones already counted (a persistent kernel's stages) are not
+// enumerated again, and a condition on few of its group's variables is
+// evaluated once per point of those, into a table.
 package report
 
 import (
