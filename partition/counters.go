@@ -65,9 +65,18 @@ const (
 // (Chunks) whose tiles are an element-wise stage's blocks' worth of
 // elements, which the lowering takes in a grid-stride loop over chunks
 // rather than a thread-stride loop.
+//
+// Offset shifts the producer elements read (Offset + p·Span, a slice of
+// a concatenated projection). Group, when above 1, makes Group
+// consecutive producer tiles share one counter, which each of them
+// signals (a matrix-vector producer's narrow tiles): a consumer tile
+// then waits for every tile of each group its range touches, which is
+// sound (it waits for more than it reads) and takes one wait per group
+// instead of one per tile.
 type TileDep struct {
 	Producer                     *te.Tensor
 	Tile, N, Prefix, Span, Width int
+	Offset, Group, Tiles         int
 	Chunks, ProducerChunks       bool
 }
 
@@ -76,25 +85,43 @@ type TileDep struct {
 func (d TileDep) Range(r int) (lo, hi int) {
 	first := r * d.Tile
 	last := min(first+d.Tile, d.N) - 1
-	return first / d.Prefix * d.Span / d.Width, ceilDiv((last/d.Prefix+1)*d.Span, d.Width)
+	return (d.Offset + first/d.Prefix*d.Span) / d.Width, ceilDiv(d.Offset+(last/d.Prefix+1)*d.Span, d.Width)
 }
 
-// Single reports whether every consumer tile reads exactly one producer
-// tile.
+// group returns the producer tiles per counter, at least 1.
+func (d TileDep) group() int { return max(d.Group, 1) }
+
+// Waits returns the counters [lo, hi) that consumer tile r waits on: the
+// groups of the producer tiles it reads.
+func (d TileDep) Waits(r int) (lo, hi int) {
+	lo, hi = d.Range(r)
+	return lo / d.group(), ceilDiv(hi, d.group())
+}
+
+// Target returns the signals counter g receives: the producer tiles of its
+// group.
+func (d TileDep) Target(g int) int {
+	if d.Tiles <= 0 {
+		return d.group()
+	}
+	return min(d.group(), d.Tiles-g*d.group())
+}
+
+// Single reports whether every consumer tile waits on exactly one counter.
 func (d TileDep) Single() bool {
 	for r := range ceilDiv(d.N, d.Tile) {
-		if lo, hi := d.Range(r); hi-lo != 1 {
+		if lo, hi := d.Waits(r); hi-lo != 1 {
 			return false
 		}
 	}
 	return true
 }
 
-// Most returns the most producer tiles that a consumer tile reads.
+// Most returns the most counters that a consumer tile waits on.
 func (d TileDep) Most() int {
 	most := 0
 	for r := range ceilDiv(d.N, d.Tile) {
-		lo, hi := d.Range(r)
+		lo, hi := d.Waits(r)
 		most = max(most, hi-lo)
 	}
 	return most
@@ -108,6 +135,9 @@ const MaxWaits = 8
 // String formats the dependence for plans, e.g. "mu (at most 1 tile per
 // tile)".
 func (d TileDep) String() string {
+	if d.group() > 1 {
+		return fmt.Sprintf("%s (at most %d counters of %d tiles per tile)", d.Producer.Name, d.Most(), d.group())
+	}
 	return fmt.Sprintf("%s (at most %d tiles per tile)", d.Producer.Name, d.Most())
 }
 
@@ -188,8 +218,8 @@ func (k *Kernel) placeCounters(pl *Plan, mode CounterMode) {
 	for _, t := range k.OnChip {
 		onChip[t] = true
 	}
-	signals := map[*te.Tensor]bool{}
-	start := 0 // the current epoch's first stage
+	groups := map[*te.Tensor]int{} // the producers that signal, and their tiles per counter
+	start := 0                     // the current epoch's first stage
 	for j := 1; j < len(k.Stages); j++ {
 		if pl.Schedules[k.Stages[j-1]].Kind == SplitReduce {
 			// Its grid sync lies between its two phases; its finishing
@@ -199,14 +229,16 @@ func (k *Kernel) placeCounters(pl *Plan, mode CounterMode) {
 		if k.Sync[j] != GridSync {
 			continue
 		}
-		deps, cost, ok := k.counterDeps(pl, j, start, onChip, signals)
+		deps, cost, ok := k.counterDeps(pl, j, start, onChip, groups)
 		if ok && synced && (mode == CountersWherever || cost < pl.GPU.GridSyncCost) {
 			if k.Counters == nil {
 				k.Counters = map[int][]TileDep{}
 			}
-			k.Counters[j] = deps
-			for _, d := range deps {
-				signals[d.Producer] = true
+			for f, ds := range deps {
+				k.Counters[f] = ds
+				for _, d := range ds {
+					groups[d.Producer] = d.group()
+				}
 			}
 			k.GridSyncs--
 			k.Cost.Sync += cost - pl.GPU.GridSyncCost
@@ -216,13 +248,13 @@ func (k *Kernel) placeCounters(pl *Plan, mode CounterMode) {
 	}
 }
 
-// counterDeps returns the dependences of stage j on the stages of the
-// epoch that begins at stage start, and what counters instead of the grid
-// sync before j would cost, or false if counters cannot order j after
-// them (see placeCounters).
-func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip, signals map[*te.Tensor]bool) ([]TileDep, float64, bool) {
-	y := k.Stages[j]
-	sy := pl.Schedules[y]
+// counterDeps returns the dependences on the stages of the epoch that
+// begins at stage start of stage j and of the stages after it before the
+// next grid sync that read the epoch (by stage index), and what counters
+// instead of the grid sync before j would cost, or false if counters
+// cannot order them after the epoch (see placeCounters). groups holds the
+// producers that signal already, with their tiles per counter.
+func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool, groups map[*te.Tensor]int) (map[int][]TileDep, float64, bool) {
 	epoch := map[*te.Tensor]int{}
 	for i := start; i < j; i++ {
 		epoch[k.Stages[i]] = i
@@ -236,37 +268,70 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip, signals map[*te.Ten
 			}
 		}
 	}
-	var deps []TileDep
 	grid := max(k.Grid, 1)
+	signalled := map[*te.Tensor]int{}
+	for u, g := range groups {
+		signalled[u] = g
+	}
+	out := map[int][]TileDep{}
 	cost := 0.0
-	for _, u := range te.Inputs(y.Body) {
-		i, in := epoch[u]
-		if !in {
-			continue
-		}
-		if i < 0 || onChip[u] {
-			return nil, 0, false
-		}
-		d, ok := rowDep(y, sy, u, pl.Schedules[u], pl.Threads)
-		if !ok || d.Most() > MaxWaits {
-			return nil, 0, false
-		}
-		deps = append(deps, d)
-		if !signals[u] {
-			cost += float64(ceilDiv(pl.Schedules[u].Tiles, grid)) * CounterSignalCost
-		}
-		cost += float64(ceilDiv(sy.Tiles, grid)*d.Most()) * CounterWaitCost
-	}
-	if len(deps) == 0 {
-		return nil, 0, false
-	}
-	for f := j + 1; f < len(k.Stages) && k.Sync[f] != GridSync; f++ {
-		for _, u := range te.Inputs(k.Stages[f].Body) {
-			if _, in := epoch[u]; in {
+	for f := j; f < len(k.Stages) && (f == j || k.Sync[f] != GridSync); f++ {
+		y := k.Stages[f]
+		sy := pl.Schedules[y]
+		var deps []TileDep
+		for _, u := range te.Inputs(y.Body) {
+			i, in := epoch[u]
+			if !in {
+				continue
+			}
+			if i < 0 || onChip[u] {
 				return nil, 0, false
 			}
+			ds, ok := k.stageDeps(pl, y, sy, u, signalled)
+			if !ok {
+				return nil, 0, false
+			}
+			if _, done := signalled[u]; !done {
+				cost += float64(ceilDiv(pl.Schedules[u].Tiles, grid)) * CounterSignalCost
+				signalled[u] = ds[0].group()
+			}
+			for _, d := range ds {
+				cost += float64(ceilDiv(sy.Tiles, grid)*d.Most()) * CounterWaitCost
+			}
+			deps = append(deps, ds...)
 		}
+		if len(deps) == 0 {
+			if f == j {
+				return nil, 0, false
+			}
+			continue
+		}
+		slices.SortStableFunc(deps, func(a, b TileDep) int { return strings.Compare(a.Producer.Name, b.Producer.Name) })
+		out[f] = deps
 	}
-	slices.SortFunc(deps, func(a, b TileDep) int { return strings.Compare(a.Producer.Name, b.Producer.Name) })
-	return deps, cost, true
+	return out, cost, true
+}
+
+// stageDeps returns the dependences of stage y's tiles on producer u, at
+// most MaxWaits waits each: a row dependence, or those on a
+// matrix-vector producer (matVecDeps), grouped as u signals already.
+func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, signalled map[*te.Tensor]int) ([]TileDep, bool) {
+	su := pl.Schedules[u]
+	group, done := signalled[u]
+	if _, ok := matVecWidth(u, su); ok {
+		ds, ok := matVecDeps(y, sy, u, su, pl.Threads, group)
+		if !ok || waits(ds) > MaxWaits {
+			return nil, false
+		}
+		return ds, true
+	}
+	if done && group > 1 {
+		return nil, false
+	}
+	d, ok := rowDep(y, sy, u, su, pl.Threads)
+	if !ok || d.Most() > MaxWaits {
+		return nil, false
+	}
+	d.Tiles = su.Tiles
+	return []TileDep{d}, true
 }

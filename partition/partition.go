@@ -170,7 +170,9 @@ type Kernel struct {
 	// Counters[j], when set, replaces the grid sync before stage j
 	// (Sync[j] stays GridSync) by waits on per-tile counters that its
 	// producers' tiles signal: the dependences of stage j's tiles
-	// (counters.go). GridSyncs and Cost count the counters, not the sync.
+	// (counters.go). Where Sync[j] is not GridSync, stage j follows such
+	// a stage before the next grid sync and reads the same epoch: its
+	// tiles wait too. GridSyncs and Cost count the counters, not the sync.
 	Counters map[int][]TileDep
 }
 
@@ -519,6 +521,13 @@ func (pl *Plan) Format(launch []Launch) string {
 				}
 			case BlockSync:
 				bar = "syncthreads; "
+			}
+			if deps := k.Counters[j]; deps != nil && k.Sync[j] != GridSync {
+				var ds []string
+				for _, d := range deps {
+					ds = append(ds, d.String())
+				}
+				bar += "wait " + strings.Join(ds, ", ") + "; "
 			}
 			cost := ""
 			if j < len(k.StageCosts) {

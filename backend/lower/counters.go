@@ -53,11 +53,21 @@ func (l *lowerer) counters(pk *partition.Kernel, pl *partition.Plan, body []kir.
 	zeroAt := firstGridSync(body)
 	var js []int
 	for j := range pk.Counters {
-		js = append(js, j)
+		if pk.Sync[j] == partition.GridSync {
+			js = append(js, j)
+		}
 	}
 	slices.Sort(js)
 	for _, j := range js {
-		ck.replace(pk.Stages[j], pk.Counters[j], pl, zeroAt)
+		// The stage whose grid sync goes, and those after it before the
+		// next grid sync that wait too: all or none.
+		set := []*te.Tensor{pk.Stages[j]}
+		for f := j + 1; f < len(pk.Stages) && pk.Sync[f] != partition.GridSync; f++ {
+			if pk.Counters[f] != nil {
+				set = append(set, pk.Stages[f])
+			}
+		}
+		ck.replace(set, pk, pl, zeroAt)
 	}
 	if len(ck.order) == 0 {
 		return body
@@ -82,11 +92,20 @@ func firstGridSync(body []kir.Stmt) int {
 	return len(body)
 }
 
-// replace puts counters in place of the grid sync before stage y, if the
-// body has the shape they need and the producers come after the zeroing
-// at zeroAt.
-func (ck *counterKernel) replace(y *te.Tensor, deps []partition.TileDep, pl *partition.Plan, zeroAt int) {
-	iy := stageIndex(ck.body, y.Name)
+// replace puts counters in place of the grid sync before the first stage
+// of set, whose other stages (after it, before the next grid sync) wait
+// too, if the body has the shape they need and the producers come after
+// the zeroing at zeroAt.
+func (ck *counterKernel) replace(set []*te.Tensor, pk *partition.Kernel, pl *partition.Plan, zeroAt int) {
+	deps := map[*te.Tensor][]partition.TileDep{}
+	for j, t := range pk.Stages {
+		for _, y := range set {
+			if t == y {
+				deps[y] = pk.Counters[j]
+			}
+		}
+	}
+	iy := stageIndex(ck.body, set[0].Name)
 	if iy < 1 {
 		return
 	}
@@ -94,28 +113,39 @@ func (ck *counterKernel) replace(y *te.Tensor, deps []partition.TileDep, pl *par
 		return
 	}
 	// Check every stage before changing any.
-	if len(deps) == 0 || !ck.tileable(ck.body[iy].(*kir.Stage), deps[0].Chunks) {
-		return
-	}
-	var us []*kir.Stage
-	for _, d := range deps {
-		iu := stageIndex(ck.body, d.Producer.Name)
-		if iu <= zeroAt || iu >= iy || !ck.tileable(ck.body[iu].(*kir.Stage), d.ProducerChunks) || pl.Schedules[d.Producer].Tiles < 1 {
+	for _, y := range set {
+		i := stageIndex(ck.body, y.Name)
+		ds := deps[y]
+		if i < iy || len(ds) == 0 || !ck.tileable(ck.body[i].(*kir.Stage), ds[0].Chunks) {
 			return
 		}
-		us = append(us, ck.body[iu].(*kir.Stage))
-	}
-	w := ck.tileForm(ck.body[iy].(*kir.Stage), deps[0].Chunks)
-	var waits []kir.Stmt
-	for i, d := range deps {
-		c, fresh := ck.counter(d.Producer, pl.Schedules[d.Producer].Tiles)
-		if fresh {
-			u := ck.tileForm(us[i], d.ProducerChunks)
-			*u.body = append(*u.body, &kir.Signal{Counter: c, Index: u.tile})
+		for _, d := range ds {
+			iu := stageIndex(ck.body, d.Producer.Name)
+			if iu <= zeroAt || iu >= iy || !ck.tileable(ck.body[iu].(*kir.Stage), d.ProducerChunks) || pl.Schedules[d.Producer].Tiles < 1 {
+				return
+			}
 		}
-		waits = append(waits, waitFor(c, w.tile, d)...)
 	}
-	*w.body = append(waits, *w.body...)
+	for _, y := range set {
+		ds := deps[y]
+		w := ck.tileForm(ck.body[stageIndex(ck.body, y.Name)].(*kir.Stage), ds[0].Chunks)
+		var waits []kir.Stmt
+		for _, d := range ds {
+			tiles := pl.Schedules[d.Producer].Tiles
+			group := max(d.Group, 1)
+			c, fresh := ck.counter(d.Producer, ceilDiv(tiles, group))
+			if fresh {
+				u := ck.tileForm(ck.body[stageIndex(ck.body, d.Producer.Name)].(*kir.Stage), d.ProducerChunks)
+				var index kir.Expr = u.tile
+				if group > 1 {
+					index = kir.Div(u.tile, kir.I(group))
+				}
+				*u.body = append(*u.body, &kir.Signal{Counter: c, Index: index})
+			}
+			waits = append(waits, waitFor(c, w.tile, d)...)
+		}
+		*w.body = append(waits, *w.body...)
+	}
 	ck.body[iy-1] = &kir.SyncThreads{}
 }
 
@@ -203,24 +233,32 @@ func (ck *counterKernel) zeroStage() kir.Stmt {
 	return &kir.Stage{Name: "counters.zero", Body: body}
 }
 
-// waitFor returns the waits of consumer tile r for the producer tiles that
-// d says it reads, [lo, hi) (see partition.TileDep.Range): one wait where
-// every tile reads one, otherwise as many as the most any tile reads, each
-// but the first under a block-uniform condition that its tile is below
-// hi, which keeps the static report's counts exact.
+// waitFor returns the waits of consumer tile r on the counters that d
+// says it reads, [lo, hi) (see partition.TileDep.Waits): one wait where
+// every tile waits on one, otherwise as many as the most any tile waits
+// on, each but the first under a block-uniform condition that its counter
+// is below hi, which keeps the static report's counts exact. A counter
+// of a group of producer tiles waits for each tile of the group.
 func waitFor(c *kir.Buffer, r *kir.Var, d partition.TileDep) []kir.Stmt {
+	group := max(d.Group, 1)
 	first := kir.Mul(r, kir.I(d.Tile))
-	lo := kir.Div(kir.Mul(kir.Div(first, kir.I(d.Prefix)), kir.I(d.Span)), kir.I(d.Width))
+	lo := kir.Div(kir.Add(kir.Mul(kir.Div(first, kir.I(d.Prefix)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group))
+	target := func(g kir.Expr) kir.Expr {
+		if d.Tiles%group == 0 {
+			return kir.I(group)
+		}
+		return kir.Bin(te.Min, kir.I(group), kir.Sub(kir.I(d.Tiles), kir.Mul(g, kir.I(group))))
+	}
 	if d.Single() {
-		return []kir.Stmt{&kir.Wait{Counter: c, Index: lo, Target: kir.I(1)}}
+		return []kir.Stmt{&kir.Wait{Counter: c, Index: lo, Target: target(lo)}}
 	}
 	last := kir.Sub(kir.Bin(te.Min, kir.Add(first, kir.I(d.Tile)), kir.I(d.N)), kir.I(1))
-	hi := kir.Div(kir.Add(kir.Mul(kir.Add(kir.Div(last, kir.I(d.Prefix)), kir.I(1)), kir.I(d.Span)), kir.I(d.Width-1)), kir.I(d.Width))
+	hi := kir.Div(kir.Add(kir.Add(kir.Mul(kir.Add(kir.Div(last, kir.I(d.Prefix)), kir.I(1)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group-1)), kir.I(d.Width*group))
 	l, h := kir.NewVar("wlo", te.I32), kir.NewVar("whi", te.I32)
 	out := []kir.Stmt{&kir.Let{Var: l, Value: lo}, &kir.Let{Var: h, Value: hi}}
 	for k := range d.Most() {
 		at := kir.Add(l, kir.I(k))
-		out = append(out, &kir.If{Cond: kir.Lt(at, h), Then: []kir.Stmt{&kir.Wait{Counter: c, Index: at, Target: kir.I(1)}}})
+		out = append(out, &kir.If{Cond: kir.Lt(at, h), Then: []kir.Stmt{&kir.Wait{Counter: c, Index: at, Target: target(at)}}})
 	}
 	return out
 }

@@ -116,3 +116,70 @@ func dropWaits(body []kir.Stmt) []kir.Stmt {
 	}
 	return out
 }
+
+// ropeProj is a decode step's rotary embedding of a concatenated q·k
+// projection of one row, h = 2x·w (a matrix-vector stage after a grid
+// sync, before which the kernel zeroes its counters), q's nh heads
+// and k's nkv of dh columns each: rq reads the columns of its head and,
+// under a select on the head's index, its partner ±dh/2 (rk in k's
+// slice, from column nh·dh on).
+func ropeProj(k, nh, nkv, dh int) *te.Program {
+	b := tb.New("rope")
+	x, w := b.Input("x", 1, k), b.Param("w", k, (nh+nkv)*dh)
+	xs := b.Compute("xs", tb.Shape(1, k), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax...), tb.F(2)) })
+	h := b.Matmul("h", xs, w)
+	rope := func(name string, heads, offset int) *te.Tensor {
+		return b.Compute(name, tb.Shape(heads, dh), func(ax []te.Index) te.Expr {
+			col := ax[0].Scale(dh).Add(ax[1]).AddConst(offset)
+			row := te.Index{}
+			partner := tb.Sel(tb.Bin(te.Lt, tb.Idx(ax[1]), tb.I(dh/2)),
+				tb.Un(te.Neg, tb.Ld(h, row, col.AddConst(dh/2))), tb.Ld(h, row, col.AddConst(-dh/2)))
+			return tb.Bin(te.Add, tb.Bin(te.Mul, tb.Ld(h, row, col), tb.F(0.5)), tb.Bin(te.Mul, partner, tb.F(0.25)))
+		})
+	}
+	rq := rope("rq", nh, 0)
+	rk := rope("rk", nkv, nh*dh)
+	return b.Program(rq, rk)
+}
+
+// TestMatVecCounters checks counters after a matrix-vector stage: rq and
+// rk, after the one grid sync that counters replace, wait on groups of
+// h's column tiles, and the result is right and race-free on several
+// grids. A planted wrong range (rk waits on q's columns) is reported.
+func TestMatVecCounters(t *testing.T) {
+	p := ropeProj(64, 8, 4, 32)
+	m := counterModule(t, p, "h100", partition.CountersWherever)
+	text := m.String()
+	for _, want := range []string{"signal h.ready[", "wait h.ready["} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("no %q in the module:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, "gridsync"); n != 1 {
+		t.Errorf("%d grid syncs, want 1 (before h):\n%s", n, text)
+	}
+	onGrids(t, m, p, 1, 3, 4, 16)
+
+	// The planted bug: rk waits on the counters of q's columns.
+	kir.WalkStmts(m.Kernels[0].Body, func(s kir.Stmt) bool {
+		if st, ok := s.(*kir.Stage); ok && st.Name == "rk" {
+			kir.WalkStmts(st.Body, func(x kir.Stmt) bool {
+				if w, ok := x.(*kir.Wait); ok {
+					w.Index = kir.I(0)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	res, err := sim.Run(m, randomFeeds(p), sim.Options{Race: true, ResidentBlocks: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RaceCount == 0 {
+		t.Fatalf("no race reported with rk waiting on q's columns:\n%s", text)
+	}
+	if r := res.Races[0].String(); !strings.Contains(r, "stage rk") {
+		t.Errorf("race %q, want one in stage rk", r)
+	}
+}

@@ -1,0 +1,337 @@
+package partition
+
+import (
+	"slices"
+
+	"tec/te"
+)
+
+// A matrix-vector stage (Schedule.MatVec) with one row computes, in tile
+// t, its output columns [t·W, (t+1)·W): a run of W elements, like a Rows
+// stage's tile. Its consumers in a decode step read it at columns that
+// depend on theirs in ways readsRows does not describe: RoPE reads the
+// columns of its head in a slice of a concatenated projection, and its
+// partner ±DH/2 under a select on the head's index; SwiGLU reads gate and
+// up at its own column, in two slices of one concatenation. fitDeps finds
+// such dependences by evaluating the consumer's loads of the producer at
+// every point of the consumer, following selects whose conditions depend
+// on indices alone, and fits them to TileDep's form: consumer elements
+// sharing their first l axes read producer elements [Offset + p·Span,
+// Offset + (p+1)·Span) for their prefix p, checked at every point. A
+// consumer that reads every column (another matrix-vector stage) fits no
+// narrow span and keeps its grid sync.
+
+// maxFitPoints bounds the consumer points fitDeps evaluates.
+const maxFitPoints = 1 << 16
+
+// matVecWidth returns the columns of a tile of u when u is a matrix-vector
+// stage with one row and no batch, whose tile t computes its elements
+// [t·W, (t+1)·W).
+func matVecWidth(u *te.Tensor, s *Schedule) (int, bool) {
+	mv := s.MatVec
+	if s.Kind != Contraction || mv == nil || s.EpilogueOf != nil || mv.Wide != 1 || s.TileM != 1 || s.Tiles != mv.NT {
+		return 0, false
+	}
+	if s.Tiles*mv.Width() != u.NumElements() {
+		return 0, false
+	}
+	return mv.Width(), true
+}
+
+// matVecDeps returns the dependences of stage y's tiles on the
+// matrix-vector stage u (see the top of this file), one per slice of u
+// that y reads, with the producer tiles grouped so that a tile of y waits
+// on as few counters as it can; group is u's group if an earlier
+// dependence fixed it, else 0.
+func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads, group int) ([]TileDep, bool) {
+	w, ok := matVecWidth(u, su)
+	if !ok {
+		return nil, false
+	}
+	ty, cy, ok := tiling(y, sy, threads)
+	if !ok {
+		return nil, false
+	}
+	reads, ok := readPoints(y, u)
+	if !ok {
+		return nil, false
+	}
+	base := TileDep{Producer: u, Tile: ty, N: y.NumElements(), Width: w, Tiles: su.Tiles, Chunks: cy}
+	// The fit that reads the fewest producer tiles: all loads together,
+	// or each load apart.
+	var best []TileDep
+	if d, ok := fitReads(base, y, reads, nil); ok {
+		best = []TileDep{d}
+	}
+	// One dependence per load of u (a slice of a concatenation each).
+	var each []TileDep
+	for _, ld := range loadsOf(y, u) {
+		d, ok := fitReads(base, y, reads, ld)
+		if !ok {
+			each = nil
+			break
+		}
+		if !containsDep(each, d) {
+			each = append(each, d)
+		}
+	}
+	if each != nil && (best == nil || waits(each) < waits(best)) {
+		best = each
+	}
+	return grouped(best, group), best != nil
+}
+
+// grouped gives deps the group of producer tiles per counter: group, or
+// where it is 0 the best for the first dependence.
+func grouped(deps []TileDep, group int) []TileDep {
+	if len(deps) > 0 && group == 0 {
+		group = bestGroup(deps[0])
+	}
+	for i := range deps {
+		deps[i].Group = group
+	}
+	return deps
+}
+
+// waits returns the most waits of a consumer tile on deps (the most
+// producer tiles it reads, before grouping).
+func waits(deps []TileDep) int {
+	n := 0
+	for _, d := range deps {
+		n += d.Most()
+	}
+	return n
+}
+
+// containsDep reports whether deps holds d.
+func containsDep(deps []TileDep, d TileDep) bool {
+	for _, x := range deps {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// bestGroup returns the tiles per counter, a power of two no larger than
+// the most tiles a consumer tile reads, that makes the fewest waits per
+// consumer tile, the smallest such.
+func bestGroup(d TileDep) int {
+	d.Group = 1
+	most := d.Most()
+	best, fewest := 1, most
+	for g := 2; g <= most; g *= 2 {
+		d.Group = g
+		if m := d.Most(); m < fewest {
+			best, fewest = g, m
+		}
+	}
+	return best
+}
+
+// A read is one load of the producer at one consumer point: the consumer
+// element's flat index, the producer element's, and the load.
+type read struct {
+	at, elem int
+	load     *te.Load
+}
+
+// readPoints returns every read of u by y, or false where y's reads of u
+// depend on data or on reduction axes, or y has too many points.
+func readPoints(y, u *te.Tensor) ([]read, bool) {
+	n := y.NumElements()
+	if n > maxFitPoints || len(y.Axes) != len(y.Shape) {
+		return nil, false
+	}
+	env := map[*te.Var]int{}
+	val := func(v *te.Var) int {
+		x, ok := env[v]
+		if !ok {
+			return -1 << 40
+		}
+		return x
+	}
+	var reads []read
+	ok := true
+	for at := range n {
+		rest := at
+		for d := len(y.Shape) - 1; d >= 0; d-- {
+			env[y.Axes[d]] = rest % y.Shape[d]
+			rest /= y.Shape[d]
+		}
+		var visit func(e te.Expr)
+		visit = func(e te.Expr) {
+			te.Walk(e, func(x te.Expr) bool {
+				switch x := x.(type) {
+				case *te.Select:
+					if c, known := indexCond(x.Cond, val); known {
+						if c {
+							visit(x.Then)
+						} else {
+							visit(x.Else)
+						}
+						return false
+					}
+				case *te.Reduce:
+					if slices.Contains(te.Inputs(x.Body), u) {
+						ok = false
+					}
+					return false
+				case *te.Load:
+					if x.Tensor != u {
+						return true
+					}
+					if x.IsGather() {
+						ok = false
+						return false
+					}
+					elem := 0
+					for d, ix := range x.Index {
+						for _, v := range ix.Vars() {
+							if _, bound := env[v]; !bound {
+								ok = false
+							}
+						}
+						elem = elem*u.Shape[d] + ix.Eval(val)
+					}
+					reads = append(reads, read{at, elem, x})
+				}
+				return ok
+			})
+		}
+		visit(y.Body)
+		if !ok {
+			return nil, false
+		}
+	}
+	return reads, len(reads) > 0
+}
+
+// loadsOf returns y's loads of u.
+func loadsOf(y, u *te.Tensor) []*te.Load {
+	var out []*te.Load
+	te.Walk(y.Body, func(x te.Expr) bool {
+		if ld, ok := x.(*te.Load); ok && ld.Tensor == u {
+			out = append(out, ld)
+		}
+		return true
+	})
+	return out
+}
+
+// indexCond evaluates a condition on indices alone (comparisons of index
+// expressions and constants, and their conjunctions and disjunctions) at
+// the point val binds, or reports it unknown.
+func indexCond(e te.Expr, val func(*te.Var) int) (bool, bool) {
+	b, ok := e.(*te.Binary)
+	if !ok {
+		return false, false
+	}
+	if b.Op.IsLogical() {
+		x, xok := indexCond(b.X, val)
+		y, yok := indexCond(b.Y, val)
+		if !xok || !yok {
+			return false, false
+		}
+		if b.Op == te.And {
+			return x && y, true
+		}
+		return x || y, true
+	}
+	if !b.Op.IsComparison() {
+		return false, false
+	}
+	x, xok := indexValue(b.X, val)
+	y, yok := indexValue(b.Y, val)
+	if !xok || !yok {
+		return false, false
+	}
+	switch b.Op {
+	case te.Lt:
+		return x < y, true
+	case te.Le:
+		return x <= y, true
+	case te.Gt:
+		return x > y, true
+	case te.Ge:
+		return x >= y, true
+	case te.Eq:
+		return x == y, true
+	case te.Ne:
+		return x != y, true
+	}
+	return false, false
+}
+
+// indexValue evaluates an index expression or an integral constant.
+func indexValue(e te.Expr, val func(*te.Var) int) (int, bool) {
+	switch e := e.(type) {
+	case *te.IndexExpr:
+		for _, v := range e.Index.Vars() {
+			if val(v) < 0 {
+				return 0, false
+			}
+		}
+		return e.Index.Eval(val), true
+	case *te.ConstExpr:
+		if e.Value == float64(int(e.Value)) {
+			return int(e.Value), true
+		}
+	}
+	return 0, false
+}
+
+// fitReads fits the reads (those of load ld, or all where ld is nil) to
+// base with the most leading axes of y it can: the consumer elements of
+// prefix p read within [Offset + p·Span, Offset + (p+1)·Span), which
+// lies in the producer.
+func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, bool) {
+	for l := len(y.Shape); l >= 0; l-- {
+		prefix := product(y.Axes[l:])
+		lo, hi := map[int]int{}, map[int]int{}
+		var ps []int
+		for _, r := range reads {
+			if ld != nil && r.load != ld {
+				continue
+			}
+			p := r.at / prefix
+			if _, seen := lo[p]; !seen {
+				lo[p], hi[p] = r.elem, r.elem
+				ps = append(ps, p)
+			}
+			lo[p], hi[p] = min(lo[p], r.elem), max(hi[p], r.elem)
+		}
+		if len(ps) == 0 {
+			return TileDep{}, false
+		}
+		p0 := ps[0]
+		for _, p := range ps {
+			p0 = min(p0, p)
+		}
+		span := hi[p0] - lo[p0] + 1
+		for _, p := range ps {
+			if p != p0 {
+				if (lo[p]-lo[p0])%(p-p0) != 0 {
+					span = 0
+					break
+				}
+				span = (lo[p] - lo[p0]) / (p - p0)
+				break
+			}
+		}
+		if span < 1 {
+			continue
+		}
+		off := lo[p0] - p0*span
+		fits := off >= 0 && off+ceilDiv(base.N, prefix)*span <= base.Width*base.Tiles
+		for _, p := range ps {
+			fits = fits && lo[p] >= off+p*span && hi[p] < off+(p+1)*span
+		}
+		if fits {
+			d := base
+			d.Prefix, d.Span, d.Offset = prefix, span, off
+			return d, true
+		}
+	}
+	return TileDep{}, false
+}

@@ -1,0 +1,104 @@
+package partition
+
+import (
+	"fmt"
+	"testing"
+
+	tb "tec/internal/tebuild"
+	"tec/te"
+)
+
+// matVecProgram is a decode step's stages after one-row projections: xs
+// (element-wise, so that a grid sync precedes the projections), h = xs·w
+// with q's nh and k's nkv heads of dh columns, their rotary embeddings rq
+// and rk (the partner ±dh/2 under a select on the head's index), g =
+// xs·wg with gate and up halves of ff columns, act = gate·up at the same
+// column, and y = act·wd, which reads every column of act.
+func matVecProgram(k, nh, nkv, dh, ff int) *te.Program {
+	b := tb.New("decode")
+	x, w := b.Input("x", 1, k), b.Param("w", k, (nh+nkv)*dh)
+	wg, wd := b.Param("wg", k, 2*ff), b.Param("wd", ff, k)
+	xs := b.Compute("xs", tb.Shape(1, k), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax...), tb.F(2)) })
+	h := b.Matmul("h", xs, w)
+	row := te.Index{}
+	rope := func(name string, heads, offset int) *te.Tensor {
+		return b.Compute(name, tb.Shape(heads, dh), func(ax []te.Index) te.Expr {
+			col := ax[0].Scale(dh).Add(ax[1]).AddConst(offset)
+			partner := tb.Sel(tb.Bin(te.Lt, tb.Idx(ax[1]), tb.I(dh/2)),
+				tb.Un(te.Neg, tb.Ld(h, row, col.AddConst(dh/2))), tb.Ld(h, row, col.AddConst(-dh/2)))
+			return tb.Bin(te.Add, tb.Ld(h, row, col), partner)
+		})
+	}
+	rq, rk := rope("rq", nh, 0), rope("rk", nkv, nh*dh)
+	g := b.Matmul("g", xs, wg)
+	act := b.Compute("act", tb.Shape(1, ff), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Ld(g, ax...), tb.Ld(g, ax[0], ax[1].AddConst(ff)))
+	})
+	y := b.Matmul("y", act, wd)
+	return b.Program(rq, rk, y)
+}
+
+// TestMatVecDeps checks the dependences fitted on one-row matrix-vector
+// producers: rq on the columns of its heads in q's slice (one fit for the
+// head and its partner), rk on k's slice from column nh·dh, act on gate's
+// and up's slices apart (two dependences), each grouped to one counter
+// per consumer tile; y, which reads every column of act, none.
+func TestMatVecDeps(t *testing.T) {
+	p := matVecProgram(64, 8, 4, 32, 512)
+	pl := plan(t, p, "h100", Options{Strategy: CostModel, Split: true, Counters: CountersOff})
+	byName := map[string]*te.Tensor{}
+	for _, k := range pl.Kernels {
+		for _, s := range k.Stages {
+			byName[s.Name] = s
+		}
+	}
+	tests := []struct {
+		y, u string
+		want string // the dependences, or "none"
+	}{
+		{"rq", "h", "[{Prefix:32 Span:32 Offset:0 Most:1} ]"},
+		{"rk", "h", "[{Prefix:32 Span:32 Offset:256 Most:1} ]"},
+		{"act", "g", "[{Prefix:1 Span:1 Offset:0 Most:1} {Prefix:1 Span:1 Offset:512 Most:1} ]"},
+		{"y", "act", "none"},
+	}
+	for _, tt := range tests {
+		y, u := byName[tt.y], byName[tt.u]
+		if y == nil || u == nil {
+			t.Fatalf("no stage %s or %s in\n%s", tt.y, tt.u, pl)
+		}
+		ds, ok := matVecDeps(y, pl.Schedules[y], u, pl.Schedules[u], pl.Threads, 0)
+		got := "none"
+		if ok {
+			got = "["
+			for _, d := range ds {
+				got += fmt.Sprintf("{Prefix:%d Span:%d Offset:%d Most:%d} ", d.Prefix, d.Span, d.Offset, d.Most())
+			}
+			got += "]"
+		}
+		if got != tt.want {
+			t.Errorf("%s on %s: %s, want %s\n%s", tt.y, tt.u, got, tt.want, pl)
+		}
+	}
+}
+
+// TestPlaceMatVecCounters checks the grid syncs that counters replace
+// after one-row projections: the one before rq (rk, after it before the
+// next sync, waits too) and the one before act; not the one before y.
+func TestPlaceMatVecCounters(t *testing.T) {
+	pl := plan(t, matVecProgram(64, 8, 4, 32, 512), "h100", Options{Strategy: CostModel, Split: true, Counters: CountersWherever})
+	got := ""
+	for _, k := range pl.Kernels {
+		for j, s := range k.Stages {
+			if deps := k.Counters[j]; deps != nil {
+				got += fmt.Sprintf("%s %v: ", s.Name, k.Sync[j] == GridSync)
+				for _, d := range deps {
+					got += d.String() + "; "
+				}
+			}
+		}
+	}
+	want := "rq true: h (at most 1 counters of 16 tiles per tile); rk false: h (at most 1 counters of 16 tiles per tile); act true: g (at most 1 counters of 16 tiles per tile); g (at most 1 counters of 16 tiles per tile); "
+	if got != want {
+		t.Errorf("counters %q, want %q\n%s", got, want, pl)
+	}
+}
