@@ -12,15 +12,21 @@ import (
 	"tec/te"
 )
 
-// TestMatVecCountersDecode builds the tiny Llama decode step at B = 1,
-// whose projections are one-row matrix-vector stages, at -O3 and -O4 on
+// TestMatVecCountersDecode builds the tiny Llama decode step at B = 1 and
+// 2, whose projections are matrix-vector stages of B rows, at -O3 and -O4 on
 // the H100 model with counters wherever sound and by cost: RoPE's and
 // SwiGLU's waits on the projections' column tiles replace grid syncs
 // (fewer than with counters off), and the simulator, with race detection
 // on several resident grids, gives the reference's outputs race-free with
 // the static report's counts.
 func TestMatVecCountersDecode(t *testing.T) {
-	_, p := llamaPair(t, 1)
+	for _, b := range []int{1, 2} {
+		_, p := llamaPair(t, b)
+		t.Run(fmt.Sprintf("B%d", b), func(t *testing.T) { matVecCountersDecode(t, p) })
+	}
+}
+
+func matVecCountersDecode(t *testing.T, p *te.Program) {
 	in := feeds(p, 1)
 	want, err := te.Evaluate(p, in, te.EvalOptions{})
 	if err != nil {

@@ -73,18 +73,37 @@ const (
 // then waits for every tile of each group its range touches, which is
 // sound (it waits for more than it reads) and takes one wait per group
 // instead of one per tile.
+//
+// Row, when above 0, is the consumer elements per row of a producer of
+// several rows whose tiles are column runs of every row (a matrix-vector
+// stage of a few rows): the producer "elements" are then its columns,
+// and consumer elements count within their row, a tile that spans rows
+// reading the columns of every prefix of a row.
 type TileDep struct {
 	Producer                     *te.Tensor
 	Tile, N, Prefix, Span, Width int
-	Offset, Group, Tiles         int
+	Offset, Group, Tiles, Row    int
 	Chunks, ProducerChunks       bool
+}
+
+// elements returns the first and last consumer elements of tile r, within
+// their row where Row is set (a whole row where the tile spans rows).
+func (d TileDep) elements(r int) (first, last int) {
+	first = r * d.Tile
+	last = min(first+d.Tile, d.N) - 1
+	if d.Row > 0 {
+		if first/d.Row != last/d.Row {
+			return 0, d.Row - 1
+		}
+		return first % d.Row, last % d.Row
+	}
+	return first, last
 }
 
 // Range returns the producer tiles [lo, hi) whose elements consumer tile r
 // reads.
 func (d TileDep) Range(r int) (lo, hi int) {
-	first := r * d.Tile
-	last := min(first+d.Tile, d.N) - 1
+	first, last := d.elements(r)
 	return (d.Offset + first/d.Prefix*d.Span) / d.Width, ceilDiv(d.Offset+(last/d.Prefix+1)*d.Span, d.Width)
 }
 
@@ -318,7 +337,7 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, signalled map[*te.Tensor]int) ([]TileDep, bool) {
 	su := pl.Schedules[u]
 	group, done := signalled[u]
-	if _, ok := matVecWidth(u, su); ok {
+	if _, _, ok := matVecWidth(u, su); ok {
 		ds, ok := matVecDeps(y, sy, u, su, pl.Threads, group)
 		if !ok || waits(ds) > MaxWaits {
 			return nil, false

@@ -24,18 +24,18 @@ import (
 // maxFitPoints bounds the consumer points fitDeps evaluates.
 const maxFitPoints = 1 << 16
 
-// matVecWidth returns the columns of a tile of u when u is a matrix-vector
-// stage with one row and no batch, whose tile t computes its elements
-// [t·W, (t+1)·W).
-func matVecWidth(u *te.Tensor, s *Schedule) (int, bool) {
+// matVecWidth returns the columns of a tile of u, and its rows, when u
+// is a matrix-vector stage of rows × cols with no batch, whose tile t
+// computes its columns [t·W, (t+1)·W) of every row.
+func matVecWidth(u *te.Tensor, s *Schedule) (w, rows int, ok bool) {
 	mv := s.MatVec
-	if s.Kind != Contraction || mv == nil || s.EpilogueOf != nil || mv.Wide != 1 || s.TileM != 1 || s.Tiles != mv.NT {
-		return 0, false
+	if s.Kind != Contraction || mv == nil || s.EpilogueOf != nil || mv.Wide != 1 || s.Tiles != mv.NT || len(u.Shape) != 2 {
+		return 0, 0, false
 	}
-	if s.Tiles*mv.Width() != u.NumElements() {
-		return 0, false
+	if u.Shape[0] != s.TileM || u.Shape[1] != s.Tiles*mv.Width() {
+		return 0, 0, false
 	}
-	return mv.Width(), true
+	return mv.Width(), s.TileM, true
 }
 
 // matVecDeps returns the dependences of stage y's tiles on the
@@ -44,7 +44,7 @@ func matVecWidth(u *te.Tensor, s *Schedule) (int, bool) {
 // on as few counters as it can; group is u's group if an earlier
 // dependence fixed it, else 0.
 func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads, group int) ([]TileDep, bool) {
-	w, ok := matVecWidth(u, su)
+	w, rows, ok := matVecWidth(u, su)
 	if !ok {
 		return nil, false
 	}
@@ -52,11 +52,20 @@ func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads,
 	if !ok {
 		return nil, false
 	}
-	reads, ok := readPoints(y, u)
+	// With several rows, y must read u in the row of its first index
+	// only; its elements then count within their row, and u's by column.
+	row := 0
+	if rows > 1 {
+		if len(y.Shape) < 2 || y.Shape[0] != rows || !readsRows(y, u, 1) {
+			return nil, false
+		}
+		row = y.NumElements() / rows
+	}
+	reads, ok := readPoints(y, u, rows > 1)
 	if !ok {
 		return nil, false
 	}
-	base := TileDep{Producer: u, Tile: ty, N: y.NumElements(), Width: w, Tiles: su.Tiles, Chunks: cy}
+	base := TileDep{Producer: u, Tile: ty, N: y.NumElements(), Width: w, Tiles: su.Tiles, Row: row, Chunks: cy}
 	// The fit that reads the fewest producer tiles: all loads together,
 	// or each load apart.
 	var best []TileDep
@@ -137,8 +146,9 @@ type read struct {
 }
 
 // readPoints returns every read of u by y, or false where y's reads of u
-// depend on data or on reduction axes, or y has too many points.
-func readPoints(y, u *te.Tensor) ([]read, bool) {
+// depend on data or on reduction axes, or y has too many points. byColumn
+// records u's element by its column (its last index), not its flat index.
+func readPoints(y, u *te.Tensor, byColumn bool) ([]read, bool) {
 	n := y.NumElements()
 	if n > maxFitPoints || len(y.Axes) != len(y.Shape) {
 		return nil, false
@@ -193,6 +203,9 @@ func readPoints(y, u *te.Tensor) ([]read, bool) {
 							}
 						}
 						elem = elem*u.Shape[d] + ix.Eval(val)
+					}
+					if byColumn {
+						elem %= u.Shape[len(u.Shape)-1]
 					}
 					reads = append(reads, read{at, elem, x})
 				}
@@ -294,7 +307,11 @@ func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, b
 			if ld != nil && r.load != ld {
 				continue
 			}
-			p := r.at / prefix
+			at := r.at
+			if base.Row > 0 {
+				at %= base.Row
+			}
+			p := at / prefix
 			if _, seen := lo[p]; !seen {
 				lo[p], hi[p] = r.elem, r.elem
 				ps = append(ps, p)
@@ -323,7 +340,11 @@ func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, b
 			continue
 		}
 		off := lo[p0] - p0*span
-		fits := off >= 0 && off+ceilDiv(base.N, prefix)*span <= base.Width*base.Tiles
+		n := base.N
+		if base.Row > 0 {
+			n = base.Row
+		}
+		fits := off >= 0 && off+ceilDiv(n, prefix)*span <= base.Width*base.Tiles
 		for _, p := range ps {
 			fits = fits && lo[p] >= off+p*span && hi[p] < off+(p+1)*span
 		}

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	tb "tec/internal/tebuild"
@@ -100,5 +101,44 @@ func TestPlaceMatVecCounters(t *testing.T) {
 	want := "rq true: h (at most 1 counters of 16 tiles per tile); rk false: h (at most 1 counters of 16 tiles per tile); act true: g (at most 1 counters of 16 tiles per tile); g (at most 1 counters of 16 tiles per tile); "
 	if got != want {
 		t.Errorf("counters %q, want %q\n%s", got, want, pl)
+	}
+}
+
+// TestTileDepRangeRows checks TileDep.Range with Row set against the
+// columns found element by element: a tile within a row reads exactly
+// the column tiles of its elements' prefixes within the row, a tile that
+// spans rows those of every prefix of a row.
+func TestTileDepRangeRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		rows, prefixes, q, span := 1+rng.IntN(4), 1+rng.IntN(8), 1+rng.IntN(6), 1+rng.IntN(6)
+		row := prefixes * q
+		d := TileDep{Tile: 1 + rng.IntN(2*row), N: rows * row, Prefix: q, Span: span, Width: 1 + rng.IntN(8), Offset: rng.IntN(5), Row: row}
+		for r := range ceilDiv(d.N, d.Tile) {
+			want := map[int]bool{}
+			first, last := r*d.Tile, min((r+1)*d.Tile, d.N)-1
+			for e := first; e <= last; e++ {
+				p := e % row / q
+				for x := d.Offset + p*span; x < d.Offset+(p+1)*span; x++ {
+					want[x/d.Width] = true
+				}
+			}
+			if first/row != last/row {
+				for p := range prefixes {
+					for x := d.Offset + p*span; x < d.Offset+(p+1)*span; x++ {
+						want[x/d.Width] = true
+					}
+				}
+			}
+			lo, hi := d.Range(r)
+			if hi-lo != len(want) {
+				t.Fatalf("%+v: tile %d: range [%d, %d), want %d tiles", d, r, lo, hi, len(want))
+			}
+			for p := lo; p < hi; p++ {
+				if !want[p] {
+					t.Fatalf("%+v: tile %d: range [%d, %d) holds %d, which it does not read", d, r, lo, hi, p)
+				}
+			}
+		}
 	}
 }

@@ -242,6 +242,14 @@ func (ck *counterKernel) zeroStage() kir.Stmt {
 func waitFor(c *kir.Buffer, r *kir.Var, d partition.TileDep) []kir.Stmt {
 	group := max(d.Group, 1)
 	first := kir.Mul(r, kir.I(d.Tile))
+	last := kir.Sub(kir.Bin(te.Min, kir.Add(first, kir.I(d.Tile)), kir.I(d.N)), kir.I(1))
+	if d.Row > 0 {
+		// Within the row, or the whole row where the tile spans rows
+		// (partition.TileDep).
+		same := kir.Eq(kir.Div(first, kir.I(d.Row)), kir.Div(last, kir.I(d.Row)))
+		first, last = &kir.Select{Cond: same, Then: kir.Mod(first, kir.I(d.Row)), Else: kir.I(0)},
+			&kir.Select{Cond: same, Then: kir.Mod(last, kir.I(d.Row)), Else: kir.I(d.Row - 1)}
+	}
 	lo := kir.Div(kir.Add(kir.Mul(kir.Div(first, kir.I(d.Prefix)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group))
 	target := func(g kir.Expr) kir.Expr {
 		if d.Tiles%group == 0 {
@@ -252,7 +260,6 @@ func waitFor(c *kir.Buffer, r *kir.Var, d partition.TileDep) []kir.Stmt {
 	if d.Single() {
 		return []kir.Stmt{&kir.Wait{Counter: c, Index: lo, Target: target(lo)}}
 	}
-	last := kir.Sub(kir.Bin(te.Min, kir.Add(first, kir.I(d.Tile)), kir.I(d.N)), kir.I(1))
 	hi := kir.Div(kir.Add(kir.Add(kir.Mul(kir.Add(kir.Div(last, kir.I(d.Prefix)), kir.I(1)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group-1)), kir.I(d.Width*group))
 	l, h := kir.NewVar("wlo", te.I32), kir.NewVar("whi", te.I32)
 	out := []kir.Stmt{&kir.Let{Var: l, Value: lo}, &kir.Let{Var: h, Value: hi}}
