@@ -94,7 +94,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 			}
 			bs = append(bs, id)
 		}
-		if s.Kind == SplitReduce && !opts.TempsInWorkspace { // its accumulators
+		if s.InnerSync() && !opts.TempsInWorkspace { // its accumulators or partials
 			bs = append(bs, len(bufIDs))
 			bufIDs[&te.Tensor{}] = len(bufIDs)
 		}
@@ -218,8 +218,11 @@ func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 	if conc < g.SMs {
 		t *= float64(g.SMs) / float64(conc)
 	}
-	if s.Kind == SplitReduce {
+	switch {
+	case s.Kind == SplitReduce:
 		t += 2 * g.GridSyncCost
+	case s.KSplit > 1:
+		t += s.splitKTime(g)
 	}
 	return max(t, stageFloor)
 }
@@ -405,11 +408,14 @@ func (c *coster) extend(sg *segment) {
 		sg.syncs++
 		sg.last = j
 	}
-	if b == GridSync || s.Kind == SplitReduce || (j > sg.epoch && c.scheds[j-1].Kind == SplitReduce) {
+	if b == GridSync || s.InnerSync() || (j > sg.epoch && c.scheds[j-1].InnerSync()) {
 		sg.newEpoch(j)
 	}
-	if s.Kind == SplitReduce {
+	if s.InnerSync() {
 		sg.splitSync += 2
+		if s.KSplit > 1 {
+			sg.splitSync-- // no initialisation phase
+		}
 		sg.last = j // its finishing phase follows a grid sync, which orders all before it
 	}
 	sg.syncBar = append(sg.syncBar, b)

@@ -240,7 +240,7 @@ func (k *Kernel) placeCounters(pl *Plan, mode CounterMode) {
 	groups := map[*te.Tensor]int{} // the producers that signal, and their tiles per counter
 	start := 0                     // the current epoch's first stage
 	for j := 1; j < len(k.Stages); j++ {
-		if pl.Schedules[k.Stages[j-1]].Kind == SplitReduce {
+		if pl.Schedules[k.Stages[j-1]].InnerSync() {
 			// Its grid sync lies between its two phases; its finishing
 			// pass writes by threads, in the epoch that follows.
 			start, synced = j-1, true

@@ -355,7 +355,7 @@ func (c *coster) epilogue(k *Kernel, ix *stageIndex, st *stationary) *epilogue {
 	pt := pos[t]
 	epoch := 0
 	for p := pt; p > 0; p-- {
-		if k.Sync[p] == GridSync || c.pl.Schedules[k.Stages[p]].Kind == SplitReduce {
+		if k.Sync[p] == GridSync || c.pl.Schedules[k.Stages[p]].InnerSync() {
 			epoch = p
 			break
 		}

@@ -103,6 +103,11 @@ type Schedule struct {
 	// WarpsM×WarpsN is the grid of a tensor-core block's warps over its
 	// tile, KSlices its groups of such warps along K (TCBlock).
 	WarpsM, WarpsN, KSlices int
+	// KSplit is the number of blocks that share each output tile of a
+	// tensor-core contraction, each summing its chunk of K (KChunk) into
+	// f32 partials that a finishing pass, after a grid sync, adds in chunk
+	// order before the epilogue; 0 or 1 means none.
+	KSplit, KChunk int
 
 	// FLOPs and Bytes estimate the stage's arithmetic and its global
 	// traffic (each tile's loads of the factors for a contraction); Foot is
@@ -236,6 +241,9 @@ func (s *Schedule) String() string {
 			str += fmt.Sprintf(" tensor cores %s, %dx%d warps", in, max(s.WarpsM, 1), max(s.WarpsN, 1))
 			if s.KSlices > 1 {
 				str += fmt.Sprintf(" × %d k slices", s.KSlices)
+			}
+			if s.KSplit > 1 {
+				str += fmt.Sprintf(", k split over %d blocks", s.KSplit)
 			}
 		}
 	case SplitReduce:

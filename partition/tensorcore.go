@@ -225,12 +225,65 @@ func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 		if !s.tensorCores(t, d, b) {
 			break
 		}
-		if tt := soloTime(s, g); tt < bestTime {
-			best, bestTime = *s, tt
+		whole := *s
+		for split := 1; split == 1 || s.splitK(split, g); split *= 2 {
+			if tt := soloTime(s, g); tt < bestTime {
+				best, bestTime = *s, tt
+			}
+			*s = whole
 		}
 	}
 	*s = best
 	return s.TensorCores
+}
+
+// InnerSync reports whether s's stage has a grid sync between two phases
+// of its own: a split reduction's, or a tensor-core contraction's whose K
+// is split over blocks (KSplit).
+func (s *Schedule) InnerSync() bool { return s.Kind == SplitReduce || s.KSplit > 1 }
+
+// splitK makes tensor-core schedule s split its K over split blocks per
+// output tile, each summing an equal chunk of K that is a multiple of two
+// staged k steps (so that every chunk's pipeline starts in the first
+// stage, and every block's k loop has the same trips), where the output
+// tiles alone keep fewer blocks busy than g has SMs; it reports whether it
+// did.
+// A masked contraction (dead tiles write the select's other branch; a
+// mask on K prices a live share of it) is not split.
+func (s *Schedule) splitK(split int, g GPU) bool {
+	if s.Mask != nil || s.KMask != nil || s.Tiles*split/2 >= g.SMs {
+		return false
+	}
+	if split < 2 || s.K%(split*2*TensorCoreTileK) != 0 {
+		return false
+	}
+	s.KSplit, s.KChunk = split, s.K/split
+	s.Tiles *= split
+	return true
+}
+
+// splitKTime is the cost model's time of the finishing pass of a
+// tensor-core contraction whose K is split over blocks: the grid sync
+// after the partials, and the partials read back through L2 (their
+// KSplit f32 sums per output, written and read while L2 holds them).
+func (s *Schedule) splitKTime(g GPU) float64 {
+	if s.KSplit <= 1 {
+		return 0
+	}
+	bw := g.L2Bandwidth
+	if bw <= 0 {
+		bw = g.DRAMBandwidth
+	}
+	return g.GridSyncCost + 2*float64(s.PartialBytes())/bw
+}
+
+// PartialBytes returns the f32 partial sums of a tensor-core contraction
+// whose K is split over blocks: KSplit per output.
+func (s *Schedule) PartialBytes() int64 {
+	if s.KSplit <= 1 {
+		return 0
+	}
+	return 4 * int64(s.KSplit) * int64(s.Batch) * int64(s.M) * int64(s.N)
 }
 
 // TCBlock returns the tensor-core block of schedule s.
@@ -255,7 +308,7 @@ func soloTime(s *Schedule, g GPU) float64 {
 	if s.Tiles < g.SMs {
 		t *= float64(g.SMs) / float64(max(s.Tiles, 1))
 	}
-	return t
+	return t + s.splitKTime(g)
 }
 
 // tensorCores makes the schedule of contraction t (of dimensions d) the

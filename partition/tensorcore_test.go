@@ -127,3 +127,44 @@ func TestTensorCoreBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitK checks that a fused f16 contraction with too few output tiles
+// for the A100's 108 SMs (BERT's second FFN matmul: 384×768 outputs, K
+// 3072) splits its K over blocks, in equal chunks of whole staged pairs of
+// k steps, because the cost model predicts it faster than the unsplit
+// schedule of the same block; that one with outputs enough (4096 rows)
+// does not; and that a split stage has its own grid sync (InnerSync).
+func TestSplitK(t *testing.T) {
+	matmul := func(m, k, n int) *te.Program {
+		b := tb.New("mm")
+		x, w := b.InputOf("x", te.F16, m, k), b.ParamOf("w", te.F16, k, n)
+		y := b.Compute("y", tb.Shape(m, n), func(ax []te.Index) te.Expr {
+			return tb.Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax[0], kk), tb.Ld(w, kk, ax[1])) })
+		})
+		return b.Program(y)
+	}
+	g, _ := BuiltinGPU("a100")
+	for _, tc := range []struct {
+		m     int
+		split bool
+	}{{384, true}, {4096, false}} {
+		p := matmul(tc.m, 3072, 768)
+		pl := plan(t, p, "a100", Options{Split: true, Reuse: true, Threads: 256})
+		s := pl.Schedules[p.Outputs[0]]
+		if !s.TensorCores || (s.KSplit > 1) != tc.split || s.InnerSync() != tc.split {
+			t.Fatalf("%d rows: schedule %s, want tensor cores, split K %v", tc.m, s, tc.split)
+		}
+		if !tc.split {
+			continue
+		}
+		if s.KSplit*s.KChunk != s.K || s.KChunk%(2*TensorCoreTileK) != 0 {
+			t.Errorf("K %d split as %d × %d", s.K, s.KSplit, s.KChunk)
+		}
+		whole := *s
+		whole.Tiles /= s.KSplit
+		whole.KSplit, whole.KChunk = 0, 0
+		if split, unsplit := soloTime(s, g), soloTime(&whole, g); split >= unsplit {
+			t.Errorf("split over %d blocks predicted %.3g s, unsplit %.3g s", s.KSplit, split, unsplit)
+		}
+	}
+}

@@ -84,6 +84,18 @@ func fragIndex(shape kir.MMAShape, op kir.MMAOperand, i int, g, t kir.Expr) (row
 // mask removes entirely skips its staging and k loop, as the SIMT tiles
 // do (tileMask), and its epilogue writes the select's other branch.
 func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk partition.TCBlock, mask *partition.Mask, k *kir.Kernel, body *[]kir.Stmt) {
+	l.mmaSplitContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, blk, mask, 1, K, k, body)
+}
+
+// mmaSplitContraction is mmaContraction with K split over split blocks
+// per output tile (a fused kernel's stage, partition.Schedule.KSplit),
+// block c of a tile summing k in [c·chunk, (c+1)·chunk), chunk = K/split a
+// multiple of two staged k steps. Each stores its tile's accumulators as
+// f32 partials, in a global array of split × t's elements; after a grid
+// sync, a finishing pass gives each thread an output, whose partials it
+// adds in chunk order (the same sum on every run) before it evaluates t's
+// body (the epilogue) on the sum. With split 1 it is mmaContraction.
+func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk partition.TCBlock, mask *partition.Mask, split, chunk int, k *kir.Kernel, body *[]kir.Stmt) {
 	shape := mmaShape(in)
 	_, _, mk := shape.Dims()
 	TM, TN, tk := blk.TM, blk.TN, partition.TensorCoreTileK
@@ -92,7 +104,13 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
 	slices, group := blk.KSlices(), blk.WGM*blk.WGN // warps of a k slice
 	k.Block = slices * group * kir.WarpSize
-	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles}
+	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles * split}
+	var part *kir.Buffer // the partials of a split K
+	size := t.NumElements()
+	if split > 1 {
+		part = &kir.Buffer{Name: t.Name + ".part", Space: kir.Global, Role: kir.Temp, DType: te.F32, Shape: []int{split, size}}
+		l.m.Buffers = append(l.m.Buffers, part)
+	}
 	// Operands that cp.async can stage are double-buffered: the copies of
 	// the next k step are in flight while the warps compute this one.
 	xl, yl, async := asyncOperands(X, Y, ns, r, N, K)
@@ -122,24 +140,43 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 	gen := l.gen(nil)
 	inner := gen.into(func() {
 		bt, mi, ni := kir.NewVar("b", te.I32), kir.NewVar("mt", te.I32), kir.NewVar("nt", te.I32)
+		ot, c := tile, kir.NewVar("c", te.I32) // output tile, K chunk
+		var klo kir.Expr = kir.I(0)
+		if split > 1 {
+			ot = kir.NewVar("ot", te.I32)
+			kl := kir.NewVar("klo", te.I32)
+			gen.emit(
+				&kir.Let{Var: c, Value: kir.Mod(tile, kir.I(split))},
+				&kir.Let{Var: ot, Value: kir.Div(tile, kir.I(split))},
+				&kir.Let{Var: kl, Value: kir.Mul(c, kir.I(chunk))},
+			)
+			klo = kl
+		}
 		gen.emit(
-			&kir.Let{Var: bt, Value: kir.Div(tile, kir.I(mtiles*ntiles))},
-			&kir.Let{Var: mi, Value: digit(tile, ntiles, mtiles)},
-			&kir.Let{Var: ni, Value: digit(tile, 1, ntiles)},
+			&kir.Let{Var: bt, Value: kir.Div(ot, kir.I(mtiles*ntiles))},
+			&kir.Let{Var: mi, Value: digit(ot, ntiles, mtiles)},
+			&kir.Let{Var: ni, Value: digit(ot, 1, ntiles)},
 		)
 		bind(gen, batch, bt)
 		z := kir.NewVar("z", te.I32)
 		gen.emit(&kir.For{Var: z, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(acc.Len()), Step: 1,
 			Body: []kir.Stmt{&kir.Store{Buf: acc, Index: z, Value: kir.F(0)}}})
-		k0 := kir.NewVar("k0", te.I32)
+		// k0 runs over the block's chunk, kc over its offset in it.
+		k0, kc := kir.NewVar("k0", te.I32), kir.NewVar("k0", te.I32)
+		if split == 1 {
+			kc = k0
+		}
 		var products []kir.Stmt
 		if async {
 			products = gen.into(func() {
-				l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.I(0), kir.I(0), kir.I(0), TM, TN, tk, M, N)
+				l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, klo, kir.I(0), kir.I(0), TM, TN, tk, M, N)
 				gen.emit(&kir.CommitGroup{})
 			})
 		}
 		kloop := gen.into(func() {
+			if split > 1 {
+				gen.emit(&kir.Let{Var: k0, Value: kir.Add(klo, kc)})
+			}
 			var xoff, yoff kir.Expr = kir.I(0), kir.I(0)
 			if async {
 				// Stage s holds this step; the next goes to the other,
@@ -151,7 +188,7 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 					l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.Add(k0, kir.I(tk)),
 						kir.Mul(other, kir.I(TM*tk)), kir.Mul(other, kir.I(tk*TN)), TM, TN, tk, M, N)
 				})
-				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(k0, kir.I(tk)), kir.I(K)), Then: next},
+				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(kc, kir.I(tk)), kir.I(chunk)), Then: next},
 					&kir.CommitGroup{}, &kir.WaitGroup{N: 1})
 				xoff, yoff = kir.Mul(st, kir.I(TM*tk)), kir.Mul(st, kir.I(tk*TN))
 			} else {
@@ -171,7 +208,7 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 			}
 			gen.emit(&kir.SyncThreads{})
 		})
-		products = append(products, &kir.For{Var: k0, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(K), Step: tk, Body: kloop})
+		products = append(products, &kir.For{Var: kc, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(chunk), Step: tk, Body: kloop})
 		if slices > 1 {
 			products = append(products, sumSlices(acc, kred, kg, tig, slices, group*kir.WarpSize)...)
 		}
@@ -186,7 +223,7 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 		}
 		// The epilogue on each accumulator element, by the first k slice.
 		epilogue := gen.into(func() {
-			mmaEpilogue(gen, t, r, buf, acc, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
+			mmaEpilogue(gen, t, r, buf, acc, part, c, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
 		})
 		if slices > 1 {
 			epilogue = []kir.Stmt{&kir.If{Cond: kir.Eq(kg, kir.I(0)), Then: epilogue}}
@@ -208,27 +245,59 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 			&kir.Let{Var: kg, Value: kir.Div(w, kir.I(group))},
 			&kir.Let{Var: tig, Value: kir.Mod(tid, kir.I(group*kir.WarpSize))})
 	}
-	*body = append(*body, &kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles), Body: inner})
+	*body = append(*body, &kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles * split), Body: inner})
+	if split > 1 {
+		*body = append(*body, &kir.GridSync{}, l.finishSplit(t, r, part, split, size))
+	}
+}
+
+// finishSplit returns the finishing pass of a contraction t = f(r) whose K
+// is split over blocks: a thread per output adds its split partials of
+// part in chunk order and evaluates t's body on the sum.
+func (l *lowerer) finishSplit(t *te.Tensor, r *te.Reduce, part *kir.Buffer, split, size int) kir.Stmt {
+	i := kir.NewVar("i", te.I32)
+	g := l.gen(nil)
+	buf := l.bufs[t]
+	fin := g.into(func() {
+		bind(g, t.Axes, i)
+		sum, c := kir.NewVar("acc", te.F32), kir.NewVar("c", te.I32)
+		g.emit(
+			&kir.Let{Var: sum, Value: kir.Ld(part, i)},
+			&kir.For{Var: c, Kind: kir.Serial, Lo: kir.I(1), Hi: kir.I(split), Step: 1, Body: []kir.Stmt{
+				&kir.Assign{Var: sum, Value: kir.Add(sum, kir.Ld(part, kir.Add(kir.Mul(c, kir.I(size)), i)))},
+			}},
+		)
+		g.done[r] = sum
+		g.emit(&kir.Store{Buf: buf, Index: i, Value: convert(g.expr(t.Body), buf.ValueType())})
+	})
+	return &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(size), Body: fin}
 }
 
 // mmaEpilogue evaluates t's body on each accumulator element of a warp's
-// tile (mi, ni), where the C fragment layout places it, and stores it.
-func mmaEpilogue(gen *gen, t *te.Tensor, r *te.Reduce, buf, acc *kir.Buffer, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
+// tile (mi, ni), where the C fragment layout places it, and stores it; or,
+// where part is set (a split K), stores the element itself as chunk c's
+// partial of its output.
+func mmaEpilogue(gen *gen, t *te.Tensor, r *te.Reduce, buf, acc, part *kir.Buffer, c kir.Expr, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
 	mt, nt := WM/16, WN/8
 	for i := range mt {
 		for j := range nt {
-			for c := range 4 {
-				row, col := fragIndex(shape, kir.OperandC, c, g, tg)
+			for c0 := range 4 {
+				row, col := fragIndex(shape, kir.OperandC, c0, g, tg)
 				m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
 				gen.emit(
 					&kir.Let{Var: m, Value: kir.Add(kir.Add(kir.Mul(mi, kir.I(TM)), kir.Mul(wm, kir.I(WM))), kir.Add(row, kir.I(16*i)))},
 					&kir.Let{Var: n, Value: kir.Add(kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(wn, kir.I(WN))), kir.Add(col, kir.I(8*j)))},
 				)
-				gen.done[r] = kir.Ld(acc, kir.I((i*nt+j)*4+c))
+				gen.done[r] = kir.Ld(acc, kir.I((i*nt+j)*4+c0))
 				epi := gen.into(func() {
 					bind(gen, ms, m)
 					bind(gen, ns, n)
-					gen.emit(&kir.Store{Buf: buf, Index: gen.flat(t.Shape, axisIndexes(t)), Value: convert(gen.expr(t.Body), buf.ValueType())})
+					at := gen.flat(t.Shape, axisIndexes(t))
+					if part != nil {
+						gen.emit(&kir.Store{Buf: part, Index: kir.Add(kir.Mul(c, kir.I(t.NumElements())), at), Value: kir.Ld(acc, kir.I((i*nt+j)*4+c0))})
+						return
+					}
+					gen.emit(&kir.Store{Buf: buf, Index: at, Value: convert(gen.expr(t.Body), buf.ValueType())})
 				})
 				gen.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
 			}

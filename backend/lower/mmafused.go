@@ -36,7 +36,14 @@ func (l *lowerer) tensorCoreStage(t *te.Tensor, s *partition.Schedule, k *kir.Ke
 	if l.threads%kir.WarpSize != 0 || !blk.Valid(l.threads/kir.WarpSize) {
 		return fmt.Errorf("the plan's tensor-core block %+v is not one of %d threads", blk, l.threads)
 	}
-	l.mmaContraction(t, d.Reduce, d.X, d.Y, in, d.MAxes, d.NAxes, d.BatchAxes, d.M, d.N, d.K, d.Batch, blk, partition.MaskOf(d), k, body)
+	split, chunk, mask := max(s.KSplit, 1), s.KChunk, partition.MaskOf(d)
+	if split == 1 {
+		chunk = d.K
+	}
+	if split > 1 && (mask != nil || chunk%(2*partition.TensorCoreTileK) != 0 || split*chunk != d.K) {
+		return fmt.Errorf("the plan splits its K of %d over %d blocks of %d, which is not a split in equal whole staged pairs of k steps without a mask", d.K, split, chunk)
+	}
+	l.mmaSplitContraction(t, d.Reduce, d.X, d.Y, in, d.MAxes, d.NAxes, d.BatchAxes, d.M, d.N, d.K, d.Batch, blk, mask, split, chunk, k, body)
 	return nil
 }
 

@@ -16,13 +16,16 @@ import (
 // halfMLP is y = tanh(h·w2 + b2) + r with h = f16(tanh(x·w1 + b1)): two
 // contractions of f16 operands, the second reading the first, each with an
 // epilogue.
-func halfMLP(M, K, H, N int) *te.Program {
+func halfMLP(M, K, H, N int) *te.Program { return halfMLPOf(te.F16, M, K, H, N) }
+
+// halfMLPOf is halfMLP with operands and h of type dt (te.F16 or te.BF16).
+func halfMLPOf(dt te.DType, M, K, H, N int) *te.Program {
 	b := newBuilder("half_mlp")
-	x := b.input("x", te.F16, M, K)
-	w1, b1 := b.param("w1", te.F16, K, H), b.param("b1", te.F32, H)
-	w2, b2 := b.param("w2", te.F16, H, N), b.param("b2", te.F32, N)
+	x := b.input("x", dt, M, K)
+	w1, b1 := b.param("w1", dt, K, H), b.param("b1", te.F32, H)
+	w2, b2 := b.param("w2", dt, H, N), b.param("b2", te.F32, N)
 	r := b.input("r", te.F32, M, N)
-	h := b.compute("h", te.F16, shp(M, H), func(a []te.Index) te.Expr {
+	h := b.compute("h", dt, shp(M, H), func(a []te.Index) te.Expr {
 		s := sum1(K, func(k te.Index) te.Expr { return mul(ld(x, a[0], k), ld(w1, k, a[1])) })
 		return un(te.Tanh, add(s, ld(b1, a[1])))
 	})
@@ -202,6 +205,93 @@ func TestMaskedTensorCores(t *testing.T) {
 			}
 			if rep := report.Module(tc.m, report.Config{}); rep.Total != res.Total() {
 				t.Errorf("static report counts %v, the simulator %v", rep.Total, res.Total())
+			}
+		})
+	}
+}
+
+// TestSplitKTensorCores plans MLPs whose contractions have few output
+// tiles and long reductions (K of 1024 and 2048 for one or two 64×64
+// tiles; 48×40 outputs of K 1152 for ragged tiles), which the cost model
+// splits over blocks along K (KSplit, each block an equal chunk of whole
+// staged pairs of k steps), and checks in the simulator, with race
+// detection, that the partials combined after the grid sync, with the
+// epilogue applied once to their sum, equal the reference, in f16 and
+// bf16, deterministic or not (the combine is ordered either way, so two
+// runs agree to the bit); and that the MMAs are those of the unsplit
+// contractions: no chunk computes another's steps.
+func TestSplitKTensorCores(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		p             *te.Program
+		deterministic bool
+	}{
+		{"f16", halfMLPOf(te.F16, 64, 1024, 2048, 64), false},
+		{"f16/deterministic", halfMLPOf(te.F16, 64, 1024, 2048, 64), true},
+		{"bf16/ragged", halfMLPOf(te.BF16, 48, 1152, 96, 40), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := fusedPlan(t, tc.p, "a100", 128)
+			split, mmas := 0, int64(0)
+			for _, k := range pl.Kernels {
+				for _, st := range k.Stages {
+					s := pl.Schedules[st]
+					if !s.TensorCores {
+						continue
+					}
+					if s.KSplit > 1 {
+						split++
+					}
+					mt, nt := s.TCBlock().WarpTile()
+					warps := int64(s.WarpsM * s.WarpsN * max(s.KSlices, 1))
+					mmas += int64(s.Batch*ceilDiv(s.M, s.TileM)*ceilDiv(s.N, s.TileN)) * warps * int64(mt*nt) * int64(ceilDiv(s.K, 32)*32/16/max(s.KSlices, 1))
+				}
+			}
+			if split == 0 {
+				t.Fatalf("no contraction splits its K:\n%s", pl)
+			}
+			m, err := Fused(tc.p, pl, FusedOptions{Deterministic: tc.deterministic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			feeds := randFeeds(tc.p, 3)
+			want, err := te.Evaluate(tc.p, feeds, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []float64
+			for run := range 2 {
+				res, err := sim.Run(m, feeds, sim.Options{Race: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RaceCount > 0 {
+					t.Fatalf("%d races; first: %s", res.RaceCount, res.Races[0])
+				}
+				got, ref := res.Outputs["y"].Data, want["y"].Data
+				scale := 0.0
+				for _, v := range ref {
+					scale = max(scale, math.Abs(v))
+				}
+				for i := range ref {
+					if math.Abs(got[i]-ref[i]) > scale*0x1p-7 {
+						t.Fatalf("y[%d] = %v, want %v", i, got[i], ref[i])
+					}
+				}
+				if run == 1 {
+					for i := range got {
+						if got[i] != first[i] {
+							t.Fatalf("run 2: y[%d] = %v, run 1 %v", i, got[i], first[i])
+						}
+					}
+				}
+				first = got
+				if n := res.Total().MMAs; n != mmas {
+					t.Errorf("%d MMAs, want %d", n, mmas)
+				}
+				if rep := report.Module(m, report.Config{}); rep.Total != res.Total() {
+					t.Errorf("static report counts %v, the simulator %v", rep.Total, res.Total())
+				}
 			}
 		})
 	}
