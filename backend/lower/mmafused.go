@@ -18,6 +18,13 @@ import (
 // (kir.FragElem). A fused plan never keeps a contraction's result on chip
 // nor reads it in the same tile (its readers follow a grid sync), so no
 // later stage depends on which thread computed an output.
+//
+// Where the plan splits the contraction's K over blocks (KSplit: too few
+// output tiles for the GPU's SMs), each block sums one chunk of K for its
+// tile into f32 partials, and after a grid sync a finishing pass adds an
+// output's partials in chunk order (the same sum on every run, with or
+// without --deterministic: no atomics) and evaluates the epilogue once on
+// the sum (mmaSplitContraction).
 
 // tensorCoreStage lowers contraction t of a fused kernel under its
 // tensor-core schedule s into body, with k receiving its shared and local
