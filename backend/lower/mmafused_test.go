@@ -10,6 +10,7 @@ import (
 	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/partition"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -214,10 +215,11 @@ func TestMaskedTensorCores(t *testing.T) {
 // tiles and long reductions (K of 1024 and 2048 for one or two 64×64
 // tiles; 48×40 outputs of K 1152 for ragged tiles), which the cost model
 // splits over blocks along K (KSplit, each block an equal chunk of whole
-// staged pairs of k steps), and checks in the simulator, with race
+// staged pairs of k steps; in TF32, with 36 columns, the operands are
+// staged element by element, not by cp.async), and checks in the simulator, with race
 // detection, that the partials combined after the grid sync, with the
 // epilogue applied once to their sum, equal the reference, in f16 and
-// bf16, deterministic or not (the combine is ordered either way, so two
+// bf16 and TF32, deterministic or not (the combine is ordered either way, so two
 // runs agree to the bit); and that the MMAs are those of the unsplit
 // contractions: no chunk computes another's steps.
 func TestSplitKTensorCores(t *testing.T) {
@@ -229,6 +231,7 @@ func TestSplitKTensorCores(t *testing.T) {
 		{"f16", halfMLPOf(te.F16, 64, 1024, 2048, 64), false},
 		{"f16/deterministic", halfMLPOf(te.F16, 64, 1024, 2048, 64), true},
 		{"bf16/ragged", halfMLPOf(te.BF16, 48, 1152, 96, 40), false},
+		{"tf32/ragged", precision.Apply(halfMLPOf(te.F32, 48, 1152, 96, 36), precision.TF32), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := fusedPlan(t, tc.p, "a100", 128)
@@ -244,7 +247,11 @@ func TestSplitKTensorCores(t *testing.T) {
 					}
 					mt, nt := s.TCBlock().WarpTile()
 					warps := int64(s.WarpsM * s.WarpsN * max(s.KSlices, 1))
-					mmas += int64(s.Batch*ceilDiv(s.M, s.TileM)*ceilDiv(s.N, s.TileN)) * warps * int64(mt*nt) * int64(ceilDiv(s.K, 32)*32/16/max(s.KSlices, 1))
+					mk := 16 // an MMA's k
+					if s.TensorIn == te.F32 {
+						mk = 8
+					}
+					mmas += int64(s.Batch*ceilDiv(s.M, s.TileM)*ceilDiv(s.N, s.TileN)) * warps * int64(mt*nt) * int64(ceilDiv(s.K, 32)*32/mk/max(s.KSlices, 1))
 				}
 			}
 			if split == 0 {
