@@ -243,9 +243,8 @@ func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 func (s *Schedule) InnerSync() bool { return s.Kind == SplitReduce || s.KSplit > 1 }
 
 // splitK makes tensor-core schedule s split its K over split blocks per
-// output tile, each summing an equal chunk of K that is a multiple of two
-// staged k steps (so that every chunk's pipeline starts in the first
-// stage, and every block's k loop has the same trips), where the output
+// output tile, each summing an equal chunk of K that is a multiple of the
+// staged k (so that every block's k loop has the same trips), where the output
 // tiles alone keep fewer blocks busy than g has SMs; it reports whether it
 // did.
 // A masked contraction (dead tiles write the select's other branch; a
@@ -254,7 +253,7 @@ func (s *Schedule) splitK(split int, g GPU) bool {
 	if s.Mask != nil || s.KMask != nil || s.Tiles*split/2 >= g.SMs {
 		return false
 	}
-	if split < 2 || s.K%(split*2*TensorCoreTileK) != 0 {
+	if split < 2 || s.K%(split*TensorCoreTileK) != 0 {
 		return false
 	}
 	s.KSplit, s.KChunk = split, s.K/split

@@ -130,8 +130,8 @@ func TestTensorCoreBlocks(t *testing.T) {
 
 // TestSplitK checks that a fused f16 contraction with too few output tiles
 // for the A100's 108 SMs (BERT's second FFN matmul: 384×768 outputs, K
-// 3072) splits its K over blocks, in equal chunks of whole staged pairs of
-// k steps, because the cost model predicts it faster than the unsplit
+// 3072) splits its K over blocks, in equal chunks of whole staged k
+// steps, because the cost model predicts it faster than the unsplit
 // schedule of the same block; that one with outputs enough (4096 rows)
 // does not; and that a split stage has its own grid sync (InnerSync).
 func TestSplitK(t *testing.T) {
@@ -157,7 +157,7 @@ func TestSplitK(t *testing.T) {
 		if !tc.split {
 			continue
 		}
-		if s.KSplit*s.KChunk != s.K || s.KChunk%(2*TensorCoreTileK) != 0 {
+		if s.KSplit*s.KChunk != s.K || s.KChunk%TensorCoreTileK != 0 {
 			t.Errorf("K %d split as %d × %d", s.K, s.KSplit, s.KChunk)
 		}
 		whole := *s

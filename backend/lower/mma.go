@@ -90,7 +90,7 @@ func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te
 // mmaSplitContraction is mmaContraction with K split over split blocks
 // per output tile (a fused kernel's stage, partition.Schedule.KSplit),
 // block c of a tile summing k in [c·chunk, (c+1)·chunk), chunk = K/split a
-// multiple of two staged k steps. Each stores its tile's accumulators as
+// multiple of the staged k (each chunk's pipeline starts in stage 0). Each stores its tile's accumulators as
 // f32 partials, in a global array of split × t's elements; after a grid
 // sync, a finishing pass gives each thread an output, whose partials it
 // adds in chunk order (the same sum on every run) before it evaluates t's
@@ -182,7 +182,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 				// Stage s holds this step; the next goes to the other,
 				// which every warp finished reading at the last barrier.
 				st := kir.NewVar("s", te.I32)
-				gen.emit(&kir.Let{Var: st, Value: kir.Mod(kir.Div(k0, kir.I(tk)), kir.I(2))})
+				gen.emit(&kir.Let{Var: st, Value: kir.Mod(kir.Div(kc, kir.I(tk)), kir.I(2))})
 				other := kir.Sub(kir.I(1), st)
 				next := gen.into(func() {
 					l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.Add(k0, kir.I(tk)),

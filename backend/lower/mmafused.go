@@ -47,8 +47,8 @@ func (l *lowerer) tensorCoreStage(t *te.Tensor, s *partition.Schedule, k *kir.Ke
 	if split == 1 {
 		chunk = d.K
 	}
-	if split > 1 && (mask != nil || chunk%(2*partition.TensorCoreTileK) != 0 || split*chunk != d.K) {
-		return fmt.Errorf("the plan splits its K of %d over %d blocks of %d, which is not a split in equal whole staged pairs of k steps without a mask", d.K, split, chunk)
+	if split > 1 && (mask != nil || chunk%partition.TensorCoreTileK != 0 || split*chunk != d.K) {
+		return fmt.Errorf("the plan splits its K of %d over %d blocks of %d, which is not a split in equal whole staged k steps without a mask", d.K, split, chunk)
 	}
 	l.mmaSplitContraction(t, d.Reduce, d.X, d.Y, in, d.MAxes, d.NAxes, d.BatchAxes, d.M, d.N, d.K, d.Batch, blk, mask, split, chunk, k, body)
 	return nil

@@ -215,7 +215,7 @@ func TestMaskedTensorCores(t *testing.T) {
 // tiles and long reductions (K of 1024 and 2048 for one or two 64×64
 // tiles; 48×40 outputs of K 1152 for ragged tiles), which the cost model
 // splits over blocks along K (KSplit, each block an equal chunk of whole
-// staged pairs of k steps; in TF32, with 36 columns, the operands are
+// staged k steps; in TF32, with 36 columns, the operands are
 // staged element by element, not by cp.async), and checks in the simulator, with race
 // detection, that the partials combined after the grid sync, with the
 // epilogue applied once to their sum, equal the reference, in f16 and
