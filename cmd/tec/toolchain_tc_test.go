@@ -41,6 +41,16 @@ var knownSpills = map[[2]string]string{}
 // __noinline__) or to the slow path of sinf and cosf for large arguments.
 const callSpill = "it makes calls (outlined stage functions, or sinf/cosf's slow path), around which the calling convention saves live registers on the stack"
 
+// stageSpill is why an outlined stage function (a static __device__
+// __noinline__ s_NAME the CUDA emitter shares between stages) may spill: it
+// is compiled under the calling convention, within the register budget
+// that its callers' __launch_bounds__ leave it, with no say in it.
+const stageSpill = "an outlined stage function, compiled under the calling convention within the registers its kernels' launch bounds leave"
+
+// stageFunction matches the mangled name of an outlined stage function: a
+// length-prefixed identifier s_NAME ending the name (_ZN...<n>s_NAME E...).
+var stageFunction = regexp.MustCompile(`\d+s_[A-Za-z0-9_]+E`)
+
 // halfJobs returns the jobs of TestBuildToolchain's half-precision sweep
 // for example ex at full size, built at -O4 under dir: at --precision f16,
 // nvcc for sm_80 and sm_90 with ptxas -v, then the checks of checkHalfSASS;
@@ -136,14 +146,18 @@ func checkHalfSASS(ex string, m *kir.Module, log, sass string) (string, error) {
 	}
 	notes = append(notes, fmt.Sprintf("%d HMMA", total))
 	for fn, bytes := range spills(log) {
-		why, known := "", false
+		why, known, kernel := "", false, false
 		for _, k := range m.Kernels {
 			if isSymbolOf(fn, names[k]) {
 				why, known = knownSpills[[2]string{ex, names[k]}]
+				kernel = true
 			}
 		}
 		if !known && calls["sm_80"][fn]+calls["sm_90"][fn] > 0 {
 			why, known = callSpill, true
+		}
+		if !known && !kernel && stageFunction.MatchString(fn) {
+			why, known = stageSpill, true
 		}
 		if !known {
 			errs = append(errs, fmt.Sprintf("%s spills %d bytes (ptxas -v)", fn, bytes))
@@ -271,6 +285,9 @@ func TestHalfSASSChecks(t *testing.T) {
 	clean := fmt.Sprintf("ptxas info    : Compiling entry function '%s' for 'sm_80'\nptxas info    : Function properties for %s\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n", sym, sym)
 	spilling := strings.Replace(clean, "0 bytes spill stores", "8 bytes spill stores", 1)
 	calling := sass("sm_80", "sm_90") + "        /*0200*/   CALL.REL.NOINC 0x300 ;\n"
+	stageLog := func(fn string) string { // a device function's 32 bytes of spills
+		return fmt.Sprintf("ptxas info    : Function properties for %s\n    32 bytes stack frame, 32 bytes spill stores, 32 bytes spill loads\n", fn)
+	}
 	for _, tc := range []struct {
 		name, log, sass string
 		ok              bool
@@ -279,6 +296,8 @@ func TestHalfSASSChecks(t *testing.T) {
 		{"no sm_90 HMMA", clean, sass("sm_80"), false},
 		{"spills", spilling, sass("sm_80", "sm_90"), false},
 		{"spills around calls", spilling, calling, true},
+		{"a stage function spills", clean + stageLog("_ZN37_INTERNAL_61c6e811_7_lstm_cu_ada8348824s_hcat_lstm_cell_g_19_10EPK6__halfPf"), sass("sm_80", "sm_90"), true},
+		{"another function spills", clean + stageLog("_Z6helperPf"), sass("sm_80", "sm_90"), false},
 	} {
 		note, err := checkHalfSASS("t", m, tc.log, tc.sass)
 		if (err == nil) != tc.ok {
