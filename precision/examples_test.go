@@ -56,33 +56,6 @@ func tolerance(m precision.Mode, amp float64) float64 {
 // feeds are the suites' common seeded feeds (numeric.SeededFeeds).
 func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.SeededFeeds(p, seed) }
 
-// relError returns max |got - want| / max |want| over the elements: the
-// error relative to the output's magnitude, which unlike an element-wise
-// relative error stays finite where an element is near zero. Where both
-// hold the same infinity or both NaN at an element (an f16 overflow the
-// simulator and the reference share), the element differs by nothing; NaN
-// against a number makes the result NaN.
-func relError(got, want *te.Array) float64 {
-	var diff, scale float64
-	for i, w := range want.Data {
-		g := got.Data[i]
-		if !math.IsInf(w, 0) {
-			scale = max(scale, math.Abs(w))
-		}
-		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
-			continue
-		}
-		if math.IsNaN(g) || math.IsNaN(w) {
-			return math.NaN()
-		}
-		diff = max(diff, math.Abs(g-w))
-	}
-	if scale == 0 {
-		return diff
-	}
-	return diff / scale
-}
-
 // TestExamples: every example at its tiny configuration, at every level
 // and every precision on the A100, H100 and small (4-SM) models (whose
 // tensor-core tiles the cost model picks per GPU), simulated with race
@@ -141,7 +114,7 @@ func TestExamples(t *testing.T) {
 						if got := out.Outputs[o.Name].DType; got != o.DType {
 							t.Errorf("output %s is %s, want its declared %s", o.Name, got, o.DType)
 						}
-						e := relError(out.Outputs[o.Name], want[o.Name])
+						e := numeric.RelError(out.Outputs[o.Name], want[o.Name])
 						mu.Lock()
 						agreement[m] = max(agreement[m], e/tolerance(m, amp))
 						mu.Unlock()
@@ -152,7 +125,7 @@ func TestExamples(t *testing.T) {
 					if level == 4 && run.name == "a100" {
 						worst := 0.0
 						for _, o := range p.Outputs {
-							worst = max(worst, relError(out.Outputs[o.Name], exact[o.Name]))
+							worst = max(worst, numeric.RelError(out.Outputs[o.Name], exact[o.Name]))
 						}
 						mu.Lock()
 						accuracy[ex.Name][m] = worst
@@ -221,7 +194,7 @@ func amplification(t *testing.T, p *te.Program, in, exact map[string]*te.Array, 
 	}
 	amp := 0.0
 	for _, o := range p.Outputs {
-		amp = max(amp, relError(out.Outputs[o.Name], exact[o.Name])/unit(precision.F32))
+		amp = max(amp, numeric.RelError(out.Outputs[o.Name], exact[o.Name])/unit(precision.F32))
 	}
 	return amp
 }

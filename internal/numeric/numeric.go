@@ -334,3 +334,28 @@ func ConformFeeds(in map[string]*te.Array, q *te.Program) map[string]*te.Array {
 	}
 	return out
 }
+
+// RelError returns max |got - want| / max |want| over the elements, the
+// error relative to the output's magnitude: it stays finite where an
+// element is near zero. Where both hold the same infinity or both NaN at an element, the
+// element differs by nothing; NaN against a number makes the result NaN.
+func RelError(got, want *te.Array) float64 {
+	var diff, scale float64
+	for i, w := range want.Data {
+		g := got.Data[i]
+		if !math.IsInf(w, 0) && !math.IsNaN(w) {
+			scale = max(scale, math.Abs(w))
+		}
+		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
+			continue
+		}
+		if math.IsNaN(g) || math.IsNaN(w) {
+			return math.NaN()
+		}
+		diff = max(diff, math.Abs(g-w))
+	}
+	if scale == 0 {
+		return diff
+	}
+	return diff / scale
+}

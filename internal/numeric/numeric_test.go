@@ -224,3 +224,25 @@ func TestConformFeeds(t *testing.T) {
 		t.Errorf("the caller's feed was changed: %v %v", in["x"].DType, in["x"].Data)
 	}
 }
+
+func TestRelError(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	arr := func(xs ...float64) *te.Array { return &te.Array{Shape: []int{len(xs)}, Data: xs} }
+	for _, tc := range []struct {
+		name      string
+		got, want *te.Array
+		rel       float64 // NaN: want NaN
+	}{
+		{"equal", arr(1, -2), arr(1, -2), 0},
+		{"relative to the largest", arr(1.5, 4), arr(1, 4), 0.125},
+		{"all zero", arr(0.5), arr(0), 0.5},
+		{"same infinity", arr(inf, 2), arr(inf, 2), 0},
+		{"both NaN", arr(nan, 2), arr(nan, 2), 0},
+		{"NaN against a number", arr(nan, 2), arr(1, 2), nan},
+	} {
+		got := RelError(tc.got, tc.want)
+		if math.IsNaN(tc.rel) != math.IsNaN(got) || (!math.IsNaN(got) && got != tc.rel) {
+			t.Errorf("%s: RelError = %v, want %v", tc.name, got, tc.rel)
+		}
+	}
+}

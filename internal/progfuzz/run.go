@@ -652,7 +652,7 @@ func (ref *refResult) measureAmplification(tols map[string]float64) *Failure {
 	out, _, _ := simulate(res.Module, ref.in)
 	ref.exact, ref.amp = exact, 1
 	for _, name := range compared(ref.p) {
-		ref.amp = max(ref.amp, relError(out.Outputs[name], exact[name])/u)
+		ref.amp = max(ref.amp, numeric.RelError(out.Outputs[name], exact[name])/u)
 	}
 	return nil
 }
@@ -700,7 +700,7 @@ func (ref *refResult) halfCompare(name string, got *te.Array, tols map[string]fl
 		return ""
 	}
 	tol := 8 * halfUnit(ref.mode) * ref.amp
-	if e := relError(got, want); !(e <= tol) {
+	if e := numeric.RelError(got, want); !(e <= tol) {
 		return fmt.Sprintf("output %s: relative error %.3g against the reference at %s, want <= %.3g (8 units of %s times the f32 amplification %.3g)",
 			name, e, ref.mode, tol, ref.mode, ref.amp)
 	}
@@ -720,30 +720,4 @@ func overflows(half, exact *te.Array) bool {
 		}
 	}
 	return false
-}
-
-// relError returns max |got - want| / max |want| over the elements, the
-// error relative to the output's magnitude (precision's TestExamples
-// measures the same): it stays finite where an element is near zero.
-// Where both hold the same infinity or both NaN at an element, the
-// element differs by nothing; NaN against a number makes the result NaN.
-func relError(got, want *te.Array) float64 {
-	var diff, scale float64
-	for i, w := range want.Data {
-		g := got.Data[i]
-		if !math.IsInf(w, 0) {
-			scale = max(scale, math.Abs(w))
-		}
-		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
-			continue
-		}
-		if math.IsNaN(g) || math.IsNaN(w) {
-			return math.NaN()
-		}
-		diff = max(diff, math.Abs(g-w))
-	}
-	if scale == 0 {
-		return diff
-	}
-	return diff / scale
 }
