@@ -241,7 +241,7 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("partition: %w", err)
 		}
 		if opts.Strategy == PerTE {
-			if !s.unfusedTensorCores(t, opts.Threads) {
+			if !s.unfusedTensorCores(t, opts.Threads, gpu) {
 				s.Unfused(t.Bytes())
 			}
 		} else {

@@ -191,7 +191,7 @@ const tensorCoreSync = 0.5
 // its own with blocks of at most threads threads, the tensor-core one
 // that backend/lower.Unfused builds where it applies (TensorCoreBlock),
 // and reports whether it did.
-func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int) bool {
+func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 	if threads < TensorCoreWarps*32 || s.Kind != Contraction {
 		return false
 	}
@@ -199,7 +199,20 @@ func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int) bool {
 	if !ok {
 		return false
 	}
-	return s.tensorCores(t, d, TensorCoreBlock(d.M, d.N))
+	simt := *s
+	if !s.tensorCores(t, d, TensorCoreBlock(d.M, d.N)) || !fits(s, g) {
+		*s = simt
+		return false
+	}
+	return true
+}
+
+// fits reports whether a block of s's stage fits on an SM of g (its shared
+// memory, registers and threads): a tensor-core tile that does not is left
+// for the SIMT one.
+func fits(s *Schedule, g GPU) bool {
+	n, _ := g.BlocksPerSM(s.Resources())
+	return n > 0
 }
 
 // fusedTensorCores makes the schedule of contraction t, a stage of a fused
@@ -224,6 +237,9 @@ func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 		*s = simt
 		if !s.tensorCores(t, d, b) {
 			break
+		}
+		if !fits(s, g) {
+			continue
 		}
 		whole := *s
 		for split := 1; split == 1 || s.splitK(split, g); split *= 2 {

@@ -4,7 +4,7 @@ package progfuzz
 // fixed, each matched by its exact signature (kind, level, GPU, message):
 // a campaign counts them apart from new classes so that a long run goes on
 // finding others, and the table names them. It is empty while every class
-// found is fixed: issue 17's F1-F9 and the N1-N7 this fuzzer found are
+// found is fixed: issue 17's F1-F9 and the N1-N8 this fuzzer found are
 // fixed, and each of their programs is a case of TestRegressions. The smoke
 // test fails on any failure, known or not.
 var knownDefects []struct {

@@ -108,7 +108,7 @@ func TestGenerateChecks(t *testing.T) {
 }
 
 // TestRegressions runs the program of each defect of issue 17 (F1-F9) and
-// of each this fuzzer found (N1-N7) at the configuration where it failed,
+// of each this fuzzer found (N1-N8) at the configuration where it failed,
 // both emitters included:
 // each must now be right. N2 failed on a GPU with 2 KiB of shared memory
 // per block, which partition.GPU.Validate now rejects; it runs at the
@@ -155,6 +155,10 @@ func TestRegressions(t *testing.T) {
 		// function without the counter among its parameters, and the LLVM
 		// emitter crashed on the unbound buffer at -O3/-O4.
 		{"N7", "# progfuzz seed 194\n# precision f16\n# tol t23 9.953975768439705e-05\n# tol o13 0.0028555393228089088\n# tol rd15 0.002856016159967112\n# feed pos3 5 7\nconst A = 8\nconst B = 3\nconst C = 2\nconst D = 4\n\nmodel m {\n  input x1: bf16[31]\n  input x2: f16[A, B]\n  input pos3: i32[C]\n  input x4: f32[C, D]\n  input x5: f32[C, A, D]\n  param w6: f32[D, D]\n  param w8: f32[D, D]\n  input x19: f32[D, C, B]\n  param w20: f32[B, B]\n  param w21: f32[B, B]\n  q7[b, e] = sum[d](x4[b, d] * w6[d, e])\n  knew9[b, e] = sum[d](x4[b, d] * w8[d, e])\n  k10[b, t, e] = select(t == pos3[b], knew9[b, e], x5[b, t, e]) where t in 0..A\n  s11[b, t] = select(!(t > pos3[b]), sum[e](q7[b, e] * k10[b, t, e]) * 0.25, -1e30)\n  m14[b] = max[t](s11[b, t])\n  p12[b, t] = exp(s11[b, t] - m14[b])\n  o13[b, e] = sum[t](p12[b, t] * k10[b, t, e]) / sum[t](p12[b, t])\n  rd15[b, e] = x5[b, pos3[b], e] + o13[b, e]\n  t16[i, j] = w8[i, j + 3] where i in 0..D, j in 0..D - 3\n  c17 = full(f16[C, D], 1.5)\n  t18 = rd15 * c17 + rd15\n  h22 = zeros(f32[C, B])\n  for t in 0..D {\n    h22[n, j] = h22[n, j] * sigmoid(sum[k](x19[t, n, k] * w20[k, j])) + tanh(sum[k](h22[n, k] * w21[k, j])) * 0.5\n  }\n  t23 = h22 * 1.0\n  output t23, o13, rd15\n}\n", builtin(4, "a100")},
+		// N8 (a -focus precision campaign, seed 424311): the tensor-core
+		// tile asked for 24 KiB of shared memory on a GPU with 20 KiB per
+		// block, and the build failed instead of using the SIMT tile.
+		{"N8", "# precision tf32\nmodel m {\n  input x1: f32[33, 16]\n  param w2: f32[16, 16]\n  t4[i, j] = sum[k](x1[i, k] * w2[k, j])\n  output t4\n}\n", Config{Level: 0, GPUName: "rand-20k", GPU: withShared(20 << 10)}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 	}
 	for _, tt := range tests {
