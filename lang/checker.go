@@ -16,6 +16,7 @@ const (
 	maxSteps     = 2_000_000
 	tensorCost   = 10 // steps per tensor made
 	maxCallDepth = 200
+	maxErrors    = 100 // errors reported before the check stops
 )
 
 // checker holds the state of one call to Check.
@@ -29,10 +30,11 @@ type checker struct {
 	prelude *fileScope
 	main    *fileScope
 
-	prog  *builder // the program being lowered
-	frame *frame   // the innermost function call or model body being executed
-	steps int
-	info  *Info
+	prog   *builder // the program being lowered
+	frame  *frame   // the innermost function call or model body being executed
+	steps  int
+	errors int // errors reported
+	info   *Info
 
 	// scopeNames are the loop iterations and calls being executed, outermost
 	// first; scopeSnap is a copy shared by the tensors made in one place.
@@ -67,6 +69,15 @@ func (c *checker) errorAt(file string, span syntax.Span, code, hint, format stri
 	d := &diag.Diagnostic{File: file, Span: span, Severity: diag.Error, Code: code, Message: msg, Hint: hint}
 	c.addCallers(d, file)
 	c.diags.Add(d)
+	c.errors++
+	if c.errors == maxErrors {
+		// An error in a long loop, found again with other values at every
+		// iteration, would otherwise be reported thousands of times.
+		c.diags.Add(&diag.Diagnostic{File: file, Span: span, Severity: diag.Error, Code: "range",
+			Message: fmt.Sprintf("too many errors: the check stops after %d", maxErrors),
+			Hint:    "fix the first errors; an error inside a loop or function is found again at every iteration or call"})
+		panic(abort{})
+	}
 	return d
 }
 
@@ -98,6 +109,19 @@ func (c *checker) work(file string, span syntax.Span, n int) {
 			"the program is too large: unrolling it takes more than %d steps", maxSteps)
 		panic(abort{})
 	}
+}
+
+// tripsFit reports whether a loop or comprehension over lo..hi, one step per
+// trip at least, fits the unrolling budget left; if it does not, it reports
+// the range at once instead of unrolling until the budget runs out (a bound
+// of 2^31 would otherwise take seconds, or minutes for an empty body).
+func (c *checker) tripsFit(file string, r *syntax.RangeExpr, lo, hi int) bool {
+	if hi-lo <= maxSteps-c.steps {
+		return true
+	}
+	c.errorAt(file, r.Span, "range", "reduce the loop trip counts, or check them with smaller -D values",
+		"the program is too large: %s runs %d times, and unrolling takes at most %d steps", c.text(file, r.Span), hi-lo, maxSteps)
+	return false
 }
 
 // text returns the source text of span in file, on one line, for messages.

@@ -67,7 +67,7 @@ func (c *checker) eval(sc *scope, e syntax.Expr) Value {
 		return &listVal{elems: elems}
 	case *syntax.Comprehension:
 		lo, hi, ok := c.evalRange(sc, e.Range)
-		if !ok {
+		if !ok || !c.tripsFit(file, e.Range, lo, hi) {
 			return poison{}
 		}
 		elems := make([]Value, 0, max(hi-lo, 0))

@@ -181,10 +181,11 @@ func (c *checker) execOutput(sc *scope, s *syntax.OutputStmt) {
 
 func (c *checker) execFor(sc *scope, s *syntax.ForStmt) {
 	lo, hi, ok := c.evalRange(sc, s.Range)
-	if !ok {
+	if !ok || !c.tripsFit(sc.path, s.Range, lo, hi) {
 		return
 	}
 	for i := lo; i < hi && !c.frame.returned; i++ {
+		c.step(sc.path, s.Range.Span)
 		c.assignLocal(sc, s.Var, intNum(i))
 		c.pushScopeName(fmt.Sprintf("%s[%d]", s.Var.Name, i))
 		c.frame.iters = append(c.frame.iters, i)
