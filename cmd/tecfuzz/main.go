@@ -38,6 +38,7 @@ func main() {
 	level := flag.Int("O", -1, "with -repro: only this level")
 	gpu := flag.String("gpu", "", "with -repro and -O: the GPU (a built-in name or a .json file)")
 	det := flag.Bool("deterministic", false, "with -repro and -O: deterministic reductions")
+	counters := flag.String("counters", "cost", "with -repro and -O: where -O3 and -O4 kernels wait on per-tile counters: cost or everywhere")
 	show := flag.Bool("print", false, "print the program of -seed and exit")
 	focusName := flag.String("focus", "", "draw one feature in every program: decode, update or precision")
 	flag.Parse()
@@ -51,7 +52,16 @@ func main() {
 		return
 	}
 	if *repro != "" {
-		os.Exit(reproduce(*repro, *seed, *level, *gpu, *det, !*noReduce, *tries))
+		mode := partition.CountersByCost
+		switch *counters {
+		case "cost":
+		case "everywhere":
+			mode = partition.CountersWherever
+		default:
+			fmt.Fprintf(os.Stderr, "tecfuzz: -counters %s: want cost or everywhere\n", *counters)
+			os.Exit(2)
+		}
+		os.Exit(reproduce(*repro, *seed, *level, *gpu, *det, mode, !*noReduce, *tries))
 	}
 	sum, err := progfuzz.Campaign(progfuzz.CampaignOptions{
 		N: *n, Seed: *seed, Focus: focus, Jobs: *jobs, Out: *out,
@@ -70,7 +80,7 @@ func main() {
 }
 
 // reproduce checks one file and reduces its first failure.
-func reproduce(path string, seed uint64, level int, gpu string, det, reduce bool, tries int) int {
+func reproduce(path string, seed uint64, level int, gpu string, det bool, counters partition.CounterMode, reduce bool, tries int) int {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tecfuzz:", err)
@@ -91,7 +101,7 @@ func reproduce(path string, seed uint64, level int, gpu string, det, reduce bool
 		if _, builtin := partition.BuiltinGPU(spec); builtin {
 			name = spec
 		}
-		configs = []progfuzz.Config{{Level: level, GPUName: name, GPU: g, Deterministic: det}}
+		configs = []progfuzz.Config{{Level: level, GPUName: name, GPU: g, Deterministic: det, Counters: counters}}
 	}
 	fails := progfuzz.Run(src, progfuzz.Options{Configs: configs, Emit: true, Fmt: true})
 	if len(fails) == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"tec/internal/tensorio"
 	"tec/lang"
+	"tec/partition"
 	"tec/precision"
 	"tec/te"
 )
@@ -212,6 +213,10 @@ func save(dir string, n int, seed uint64, src []byte, st *ClassStats) error {
 		if f.Config.Deterministic {
 			det = " --deterministic"
 		}
+		counters := ""
+		if f.Config.Counters == partition.CountersWherever {
+			counters = " --counters everywhere" // tec run has no --counters: tecfuzz's -repro sets them
+		}
 		prec := ""
 		if f.Config.Precision != precision.F32 {
 			prec = " --precision " + f.Config.Precision.String()
@@ -224,9 +229,11 @@ func save(dir string, n int, seed uint64, src []byte, st *ClassStats) error {
 			}
 			inputs = " --inputs feeds.npz"
 		}
-		fmt.Fprintf(&b, "reproduce: tec run %s%s --fill random --device sim -O%d --gpu gpu.json%s%s\n", prog, inputs, f.Config.Level, det, prec)
+		if counters == "" {
+			fmt.Fprintf(&b, "reproduce: tec run %s%s --fill random --device sim -O%d --gpu gpu.json%s%s\n", prog, inputs, f.Config.Level, det, prec)
+		}
 		fmt.Fprintf(&b, "           go run ./cmd/tecfuzz -repro %s -O %d -gpu %s%s\n",
-			filepath.Join(d, prog), f.Config.Level, filepath.Join(d, "gpu.json"), strings.Replace(det, "--", "-", 1))
+			filepath.Join(d, prog), f.Config.Level, filepath.Join(d, "gpu.json"), strings.ReplaceAll(det+counters, "--", "-"))
 	}
 	if f.Stack != "" {
 		fmt.Fprintf(&b, "\nstack:\n%s\n", f.Stack)

@@ -157,10 +157,15 @@ func Generate(seed uint64) *Program {
 // GenerateFocus returns the program of seed with the features of focus
 // drawn more often (see Focus).
 func GenerateFocus(seed uint64, focus Focus) *Program {
-	g := &gen{r: rand.New(rand.NewPCG(seed, 0x7ecf022)), used: map[string]bool{}, dimName: map[int]string{},
-		focus: focus, updTol: map[string]float64{}}
+	g := newGen(seed, focus)
 	g.program()
 	return g.finish(seed)
+}
+
+// newGen returns the generator of seed's program, with nothing generated.
+func newGen(seed uint64, focus Focus) *gen {
+	return &gen{r: rand.New(rand.NewPCG(seed, 0x7ecf022)), used: map[string]bool{}, dimName: map[int]string{},
+		focus: focus, updTol: map[string]float64{}}
 }
 
 // precisionShare is the share of programs generated at a precision other
@@ -249,10 +254,12 @@ func (g *gen) program() {
 		// operands of at least 16 rows and columns: tensor-core tiles
 		g.largeContraction()
 	}
-	switch g.focus {
-	case FocusDecode:
+	switch {
+	case (g.focus == FocusDecode || g.focus == FocusUpdate) && g.chance(0.4):
+		g.llmStep(2 * plantShare)
+	case g.focus == FocusDecode:
 		g.decode(false, 2*plantShare)
-	case FocusUpdate:
+	case g.focus == FocusUpdate:
 		g.decode(true, 2*plantShare)
 	}
 	ninputs := 1 + g.intn(3)
@@ -342,6 +349,7 @@ func (g *gen) statement() {
 		{0.6, g.argIndex},
 		{0.4, func() { g.decode(false, plantShare) }},
 		{0.4, func() { g.decode(true, plantShare) }},
+		{0.3, func() { g.llmStep(plantShare) }},
 	}
 	total := 0.0
 	for _, k := range kinds {

@@ -32,6 +32,9 @@ type Config struct {
 	GPUName       string // a built-in name, or "rand-..." for a generated one
 	GPU           partition.GPU
 	Deterministic bool
+	// Counters is where the fused kernels (-O3 and up) wait on per-tile
+	// counters instead of grid syncs; the zero value decides by cost.
+	Counters partition.CounterMode
 	// Precision is the program's --precision, which Run sets from its
 	// "# precision" line.
 	Precision precision.Mode
@@ -43,6 +46,9 @@ func (c Config) String() string {
 	s := fmt.Sprintf("-O%d %s", c.Level, c.GPUName)
 	if c.Deterministic {
 		s += " det"
+	}
+	if c.Counters == partition.CountersWherever {
+		s += " --counters everywhere"
 	}
 	if c.Precision != precision.F32 {
 		s += " --precision " + c.Precision.String()
@@ -110,6 +116,9 @@ func (f Failure) Class() string {
 		cfg = fmt.Sprintf("-O%d %s", c.Level, gpuClass(c))
 		if c.Deterministic {
 			cfg += " det"
+		}
+		if c.Counters == partition.CountersWherever {
+			cfg += " counters"
 		}
 		if c.Precision != precision.F32 {
 			cfg += " " + c.Precision.String()
@@ -265,7 +274,7 @@ func runExpectingOutside(ref *refResult, input string, opts Options) []Failure {
 		f := func(kind, msg, stack string) Failure {
 			return Failure{Kind: kind, Config: &c, Msg: msg, Stack: stack}
 		}
-		res, stack, err := build(ref.p, pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Precision: c.Precision})
+		res, stack, err := build(ref.p, pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Counters: c.Counters, Precision: c.Precision})
 		if err != nil {
 			fails = append(fails, f(KindBuild, err.Error(), stack))
 			continue
@@ -427,7 +436,7 @@ func runWith(ref *refResult, tols map[string]float64, c *Config, emit bool, extr
 	f := func(kind, msg, stack string) Failure {
 		return Failure{Kind: kind, Config: c, Msg: msg, Stack: stack}
 	}
-	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Precision: c.Precision,
+	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Counters: c.Counters, Precision: c.Precision,
 		OnChipBytes: extra.OnChipBytes, ResidentBytes: extra.ResidentBytes}
 	res, stack, err := build(ref.p, opts)
 	if err != nil {
@@ -572,11 +581,27 @@ func RandomGPU(r *rand.Rand) (string, partition.GPU) {
 	return g.Name, g
 }
 
+// SlowGPU returns the A100 with 8 SMs, slow arithmetic (1 GFLOP/s, tensor
+// cores 16 times faster) and almost free launches and grid syncs: costs
+// that change the plans the cost model picks, never what they compute,
+// under which even the fuzzer's small tensor-core contractions split K
+// over blocks.
+func SlowGPU() partition.GPU {
+	g, _ := partition.BuiltinGPU("a100")
+	g.Name = "a100-slow"
+	g.SMs = 8
+	g.FP32Peak, g.TF32Peak, g.FP16Peak = 1e9, 8e9, 16e9
+	g.GridSyncCost, g.LaunchCost = 1e-9, 1e-9
+	return g
+}
+
 // Configs returns the configurations a program of seed is checked at:
 // -O0 to -O2 (which depend on the target only through its block limits)
 // on the A100, the small GPU (256 threads per block) and a random GPU; -O3
-// and -O4 on those and the H100, each with and without Deterministic:
-// every level on at least three GPU descriptions.
+// and -O4 on those and the H100, each with and without Deterministic;
+// -O3 and -O4 on the A100 with counters wherever they are sound (tec build
+// --counters everywhere) and on SlowGPU (split K): every level on at least
+// three GPU descriptions.
 func Configs(seed uint64) []Config {
 	rname, rgpu := RandomGPU(rand.New(rand.NewPCG(seed, 0x69b)))
 	type named struct {
@@ -600,7 +625,13 @@ func Configs(seed uint64) []Config {
 				}
 				cs = append(cs, Config{Level: level, GPUName: g.name, GPU: g.gpu, Deterministic: det})
 			}
+			if level >= 3 && g.name == "a100" {
+				cs = append(cs, Config{Level: level, GPUName: g.name, GPU: g.gpu, Counters: partition.CountersWherever})
+			}
 		}
+	}
+	for level := 3; level <= pipeline.MaxLevel; level++ {
+		cs = append(cs, Config{Level: level, GPUName: "a100-slow", GPU: SlowGPU()})
 	}
 	return cs
 }
