@@ -13,9 +13,11 @@ import (
 //   - matrix-vector projections of B = 1..8 rows (weights laid out [out,
 //     in] as Llama's proj, or [in, out]), whose consumers may wait on
 //     per-tile counters instead of a grid sync;
-//   - rotary embeddings at run-time positions that read the partner column
-//     ±E/2 of the projection (select(e < E/2, -q[b, e + E/2], q[b, e -
-//     E/2])), a consumer's column range per producer tile;
+//   - heads of DH columns (one to four query heads, grouped over as many
+//     key/value heads or one), rotary embeddings at run-time positions
+//     that read each column's partner ±DH/2 in its head (select(e < DH/2,
+//     -q[b, n * DH + e + DH/2], q[b, n * DH + e - DH/2])), a consumer's
+//     column range per producer tile;
 //   - attention over a key cache and a separate value cache masked at
 //     t <= pos[b] with -inf, then exp and a weighted sum over the values:
 //     the value-side loads past pos[b] are skipped (the factor is exactly
@@ -26,18 +28,32 @@ import (
 //   - in-place updates of both caches at pos[b], inside the fused kernel.
 func (g *gen) llmStep(plant float64) {
 	B := g.newDim(1 + g.intn(8))
-	E := g.newDim(pick(g, []int{4, 8, 16, 32}))
-	H := g.newDim(E.n / 2)
+	// NH query heads of width DH over NKV key/value heads (grouped-query
+	// attention: query head n reads key/value head n / GQ)
+	DH := g.newDim(pick(g, []int{4, 8, 16}))
+	NH := pick(g, []int{1, 1, 2, 4})
+	GQ := pick(g, []int{1, NH})
+	NKV := NH / GQ
+	H := g.newDim(DH.n / 2)
 	D := g.newDim(pick(g, []int{16, 24, 32, 48, 64}))
+	for D.n*NH*DH.n > maxElems {
+		D = g.newDim(D.n / 2)
+	}
+	EQ, EKV := g.newDim(NH*DH.n), g.newDim(NKV*DH.n)
 	F := g.newDim(pick(g, []int{8, 16, 32}))
 	for 2*F.n*D.n > maxElems {
 		F = g.newDim(F.n / 2)
 	}
 	T := g.newDim(pick(g, []int{3, 5, 8, 12, 17, 33}))
-	for B.n*T.n*E.n > maxElems {
+	for B.n*NKV*T.n*DH.n > maxElems {
 		T = g.newDim(T.n / 2)
 	}
-	Df, Ef, Tf := float64(D.n), float64(E.n), float64(T.n)
+	NKVd := g.newDim(NKV)
+	Df, DHf, Tf := float64(D.n), float64(DH.n), float64(T.n)
+	kvHead := "n"
+	if GQ > 1 {
+		kvHead = fmt.Sprintf("n / %d", GQ)
+	}
 
 	pos := g.fresh("pos")
 	g.decls = append(g.decls, fmt.Sprintf("input %s: i32[%s]", pos, B.s))
@@ -46,8 +62,8 @@ func (g *gen) llmStep(plant float64) {
 		cacheDT = pick(g, []string{"f16", "bf16"})
 	}
 	x := g.placeholder([]dim{B, D}, "f32", false)
-	kc := g.placeholder([]dim{B, T, E}, cacheDT, false)
-	vc := g.placeholder([]dim{B, T, E}, cacheDT, false)
+	kc := g.placeholder([]dim{B, NKVd, T, DH}, cacheDT, false)
+	vc := g.placeholder([]dim{B, NKVd, T, DH}, cacheDT, false)
 
 	// rmsnorm of a [B, D] tensor, with rsqrt of at least 0.5
 	rmsnorm := func(in *tensor) *tensor {
@@ -87,79 +103,89 @@ func (g *gen) llmStep(plant float64) {
 	}
 
 	h := rmsnorm(x)
-	q, k, v := proj("q", h, D, E), proj("k", h, D, E), proj("v", h, D, E)
+	q, k, v := proj("q", h, D, EQ), proj("k", h, D, EKV), proj("v", h, D, EKV)
 
 	// rotary embeddings at pos[b]: cos and sin of f32(pos[b]) * freq[e % H]
 	freq := g.placeholder([]dim{H}, "f32", true)
 	cs, sn := g.fresh("cs"), g.fresh("sn")
 	g.body = append(g.body,
-		fmt.Sprintf("%s[b, e] = cos(f32(%s[b]) * %s[e %% %s]) where b in 0..%s, e in 0..%s", cs, pos, freq.name, H.paren(), B.s, E.s),
-		fmt.Sprintf("%s[b, e] = sin(f32(%s[b]) * %s[e %% %s]) where b in 0..%s, e in 0..%s", sn, pos, freq.name, H.paren(), B.s, E.s))
-	rope := func(in *tensor) *tensor {
-		y := &tensor{name: g.fresh("r" + in.name[:1]), dims: in.dims, dt: "f32", mag: 2 * in.mag}
-		y.err = 2*in.err + 2*in.mag*(Tf+2) + 2*y.mag
-		return g.define(y, fmt.Sprintf("%[1]s[b, e] = %[2]s[b, e] * %[3]s[b, e] + select(e < %[5]s, -%[2]s[b, e + %[5]s], %[2]s[b, e - %[5]s]) * %[4]s[b, e] where b in 0..%[6]s, e in 0..%[7]s",
-			y.name, in.name, cs, sn, H.paren(), B.s, E.s))
+		fmt.Sprintf("%s[b, e] = cos(f32(%s[b]) * %s[e %% %s]) where b in 0..%s, e in 0..%s", cs, pos, freq.name, H.paren(), B.s, DH.s),
+		fmt.Sprintf("%s[b, e] = sin(f32(%s[b]) * %s[e %% %s]) where b in 0..%s, e in 0..%s", sn, pos, freq.name, H.paren(), B.s, DH.s))
+	// heads splits a projection into heads of DH, rotated (reading each
+	// column's partner ±DH/2 in the head) or not
+	heads := func(in *tensor, nh int, rotate bool) *tensor {
+		nhd := g.newDim(nh)
+		col := func(off string) string {
+			c := "e" + off
+			if nh > 1 {
+				c = fmt.Sprintf("n * %s + e%s", DH.paren(), off)
+			}
+			return fmt.Sprintf("%s[b, %s]", in.name, c)
+		}
+		y := &tensor{name: g.fresh("h" + in.name[:1]), dims: []dim{B, nhd, DH}, dt: "f32", mag: in.mag, err: in.err}
+		where := fmt.Sprintf(" where b in 0..%s, n in 0..%s, e in 0..%s", B.s, nhd.s, DH.s)
+		if !rotate {
+			return g.define(y, fmt.Sprintf("%s[b, n, e] = %s%s", y.name, col(""), where))
+		}
+		y.mag, y.err = 2*in.mag, 2*in.err+2*in.mag*(Tf+2)+4*in.mag
+		return g.define(y, fmt.Sprintf("%s[b, n, e] = %s * %s[b, e] + select(e < %s, -%s, %s) * %s[b, e]%s",
+			y.name, col(""), cs, H.paren(), col(" + "+H.paren()), col(" - "+H.paren()), sn, where))
 	}
-	qr := q
-	if g.chance(0.8) {
-		qr = rope(q)
-	}
-	kr := k
-	if g.chance(0.8) {
-		kr = rope(k)
-	}
+	qr := heads(q, NH, g.chance(0.8))
+	kr := heads(k, NKV, g.chance(0.8))
+	vh := heads(v, NKV, false)
 
 	// the caches as they are after this step, or as they were (the new
 	// slot not attended to)
 	cacheMag := func(c *tensor, nw *tensor) (float64, float64) {
 		return max(1, nw.mag), nw.err + nw.mag*storageULP[c.dt]
 	}
-	kt, kread := kc, kc.name+"[b, t, e]"
-	if g.chance(0.7) {
-		m, e := cacheMag(kc, kr)
-		kt = &tensor{name: g.fresh("kt"), dims: []dim{B, T, E}, dt: "f32", mag: m, err: e}
-		g.define(kt, fmt.Sprintf("%s[b, t, e] = select(t == %s[b], %s[b, e], %s[b, t, e]) where t in 0..%s", kt.name, pos, kr.name, kc.name, T.s))
-		kread = kt.name + "[b, t, e]"
+	withSlot := func(c, nw *tensor, p float64) (*tensor, string) {
+		if !g.chance(p) {
+			return c, c.name + "[b, " + kvHead + ", t, e]"
+		}
+		m, e := cacheMag(c, nw)
+		y := &tensor{name: g.fresh(c.name[:1] + "t"), dims: []dim{B, NKVd, T, DH}, dt: "f32", mag: m, err: e}
+		g.define(y, fmt.Sprintf("%s[b, g, t, e] = select(t == %s[b], %s[b, g, e], %s[b, g, t, e]) where t in 0..%s", y.name, pos, nw.name, c.name, T.s))
+		return y, y.name + "[b, " + kvHead + ", t, e]"
 	}
-	vt, vread := vc, vc.name+"[b, t, e]"
-	if g.chance(0.5) {
-		m, e := cacheMag(vc, v)
-		vt = &tensor{name: g.fresh("vt"), dims: []dim{B, T, E}, dt: "f32", mag: m, err: e}
-		g.define(vt, fmt.Sprintf("%s[b, t, e] = select(t == %s[b], %s[b, e], %s[b, t, e]) where t in 0..%s", vt.name, pos, v.name, vc.name, T.s))
-		vread = vt.name + "[b, t, e]"
-	}
+	kt, kread := withSlot(kc, kr, 0.7)
+	vt, vread := withSlot(vc, vh, 0.5)
 
 	// scores masked at t <= pos[b] with -inf, scaled to at most 4
-	sm := Ef * qr.mag * kt.mag
+	sm := DHf * qr.mag * kt.mag
 	scale := 0.5
 	if sm > 4 {
 		scale = 1 / math.Ceil(sm/4)
 	}
-	se := (Ef*qr.err*kt.mag+Ef*kt.err*qr.mag+Ef*Ef*qr.mag*kt.mag)*scale + 2*sm*scale
-	sc := &tensor{name: g.fresh("sc"), dims: []dim{B, T}, dt: "f32", mag: sm * scale, err: se}
-	g.define(sc, fmt.Sprintf("%s[b, t] = select(t <= %s[b], sum[e](%s[b, e] * %s) * %s, -inf)", sc.name, pos, qr.name, kread, float(scale)))
+	se := (DHf*qr.err*kt.mag+DHf*kt.err*qr.mag+DHf*DHf*qr.mag*kt.mag)*scale + 2*sm*scale
+	sc := &tensor{name: g.fresh("sc"), dims: []dim{B, g.newDim(NH), T}, dt: "f32", mag: sm * scale, err: se}
+	g.define(sc, fmt.Sprintf("%s[b, n, t] = select(t <= %s[b], sum[e](%s[b, n, e] * %s) * %s, -inf)", sc.name, pos, qr.name, kread, float(scale)))
 	pe := 4*se + 8*Tf + 8 // as softmax's
-	ctx := &tensor{name: g.fresh("ctx"), dims: []dim{B, E}, dt: "f32", mag: vt.mag}
+	ctx := &tensor{name: g.fresh("ctx"), dims: []dim{B, g.newDim(NH), DH}, dt: "f32", mag: vt.mag}
 	ctx.err = 4*(Tf*pe*vt.mag+Tf*Tf*vt.mag+Tf*vt.err) + 8*vt.mag
 	mx, pr, den := g.fresh("mx"), g.fresh("pr"), g.fresh("den")
 	switch g.intn(3) {
 	case 0:
-		g.define(ctx, fmt.Sprintf("%s = softmax(%s)\n  %s[b, e] = sum[t](%s[b, t] * %s)", pr, sc.name, ctx.name, pr, vread))
-	case 1:
-		g.define(ctx, fmt.Sprintf("%s[b] = max[t](%s[b, t])\n  %s[b, t] = exp(%s[b, t] - %s[b])\n  %s[b] = sum[t](%s[b, t])\n  %s[b, e] = sum[t](%s[b, t] * %s) / %s[b]",
+		g.define(ctx, fmt.Sprintf("%s[b, n] = max[t](%s[b, n, t])\n  %s[b, n, t] = exp(%s[b, n, t] - %s[b, n])\n  %s[b, n] = sum[t](%s[b, n, t])\n  %s[b, n, e] = sum[t](%s[b, n, t] * %s) / %s[b, n]",
 			mx, sc.name, pr, sc.name, mx, den, pr, ctx.name, pr, vread, den))
+	case 1:
+		// the weights normalised before the weighted sum, as softmax's
+		g.define(ctx, fmt.Sprintf("%s[b, n] = max[t](%s[b, n, t])\n  %s[b, n] = sum[t](exp(%s[b, n, t] - %s[b, n]))\n  %s[b, n, t] = exp(%s[b, n, t] - %s[b, n]) / %s[b, n]\n  %s[b, n, e] = sum[t](%s[b, n, t] * %s)",
+			mx, sc.name, den, sc.name, mx, pr, sc.name, mx, den, ctx.name, pr, vread))
 	default:
 		// unnormalised: the weighted sum alone, each weight at most 1
 		ctx.mag = Tf * vt.mag
 		ctx.err = Tf*pe*vt.mag + Tf*vt.err + Tf*Tf*vt.mag + ctx.mag
-		g.define(ctx, fmt.Sprintf("%s[b] = max[t](%s[b, t])\n  %s[b, e] = sum[t](exp(%s[b, t] - %s[b]) * %s)",
+		g.define(ctx, fmt.Sprintf("%s[b, n] = max[t](%s[b, n, t])\n  %s[b, n, e] = sum[t](exp(%s[b, n, t] - %s[b, n]) * %s)",
 			mx, sc.name, ctx.name, sc.name, mx, vread))
 	}
 	g.mustOut = append(g.mustOut, ctx)
 
-	// the output projection and the residual
-	o := proj("o", ctx, E, D)
+	// the heads concatenated, the output projection and the residual
+	oc := &tensor{name: g.fresh("oc"), dims: []dim{B, EQ}, dt: "f32", mag: ctx.mag, err: ctx.err}
+	g.define(oc, fmt.Sprintf("%s[b, c] = %s[b, c / %s, c %% %s] where c in 0..%s", oc.name, ctx.name, DH.paren(), DH.paren(), EQ.s))
+	o := proj("o", oc, EQ, D)
 	res := &tensor{name: g.fresh("res"), dims: []dim{B, D}, dt: "f32", mag: 1 + o.mag, err: o.err + 1 + o.mag}
 	g.define(res, fmt.Sprintf("%s = %s + %s", res.name, x.name, o.name))
 
@@ -188,10 +214,10 @@ func (g *gen) llmStep(plant float64) {
 
 	// the caches updated in place at pos[b]
 	km, ke := cacheMag(kc, kr)
-	vm, ve := cacheMag(vc, v)
+	vm, ve := cacheMag(vc, vh)
 	g.body = append(g.body,
-		fmt.Sprintf("update %s[b, %s[b], e] = %s[b, e]", kc.name, pos, kr.name),
-		fmt.Sprintf("update %s[b, %s[b], e] = %s[b, e]", vc.name, pos, v.name))
+		fmt.Sprintf("update %s[b, g, %s[b], e] = %s[b, g, e]", kc.name, pos, kr.name),
+		fmt.Sprintf("update %s[b, g, %s[b], e] = %s[b, g, e]", vc.name, pos, vh.name))
 	g.updTol[kc.name] = Tolerance(km, ke)
 	g.updTol[vc.name] = Tolerance(vm, ve)
 	g.feedPositions(pos, B.n, T.n, 0, true, plant)
