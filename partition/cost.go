@@ -197,10 +197,14 @@ func boxKey(lo, hi []int) string {
 // saturate the GPU (SMs × its own occupancy) that run concurrently, and
 // when fewer blocks than SMs run, by the share of the SMs they keep busy.
 func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
+	return stageTimeOn(c.pl.GPU, s, bytes, own, grid)
+}
+
+// stageTimeOn is stageTime on the GPU g.
+func stageTimeOn(g GPU, s *Schedule, bytes int64, own, grid int) float64 {
 	if s.EpilogueOf != nil {
 		return 0 // part of its producer's tiles
 	}
-	g := c.pl.GPU
 	peak := g.FP32Peak
 	if s.TensorCores {
 		peak = g.TensorPeak(s.TensorIn)
@@ -284,12 +288,13 @@ func (c *coster) sameThread(p, j int) bool {
 }
 
 // sameBlock reports whether stage j reads stage p's elements only where the
-// same block wrote them: both work by rows (row reductions, Rows stages)
-// over the same leading axes, so that the grid-stride loop gives row r to
-// the same block in both, and j loads p only in its own row.
+// same block wrote them: both work by rows (row reductions, Rows stages,
+// contractions with a tile per batch entry: blockRows) over the same
+// leading axes, so that the grid-stride loop gives row r to the same block
+// in both, and j loads p only in its own row.
 func (c *coster) sameBlock(p, j int) bool {
 	tp, tj := c.stages[p], c.stages[j]
-	lp, lj := rowAxes(tp, c.scheds[p]), rowAxes(tj, c.scheds[j])
+	lp, lj := blockRows(tp, c.scheds[p]), blockRows(tj, c.scheds[j])
 	return lp > 0 && lp == lj && readsRows(tj, tp, lp)
 }
 
@@ -844,7 +849,9 @@ func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
 		}
 		last, ok := pos, true
 		for _, u := range a.Graph.Consumers(t) {
-			if !in[u] || c.need(p, c.pos[u]) != BlockSync {
+			// Readers by rows only: the lowering reads a slot in row
+			// stages (a contraction's staged factors read global memory).
+			if !in[u] || c.need(p, c.pos[u]) != BlockSync || rowAxes(u, c.scheds[c.pos[u]]) == 0 {
 				ok = false
 				break
 			}

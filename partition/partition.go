@@ -246,6 +246,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			}
 		} else {
 			s.fusedTensorCores(t, opts.Threads, gpu)
+			if opts.Reuse {
+				alignRows(t, s, pl.Schedules, gpu) // blocklocal.go
+			}
 		}
 		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 {
 			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; use a smaller block (now %d threads)", t.Name, gpu.Name, why, opts.Threads)

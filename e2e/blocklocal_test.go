@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+
+	"tec/backend/kir"
+	"tec/backend/sim"
+	"tec/examples"
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// headDefines is a small Llama decode step whose attention is a
+// block-local chain at -O4: head dim 32 (two 16-column matrix-vector
+// tiles per head unless aligned), a context of 64 (row reductions for
+// the maximum and the sum).
+var headDefines = map[string]string{"P": "8", "T": "64", "L": "2", "D": "128", "NH": "4", "NKV": "2", "FF": "64", "V": "64"}
+
+func headDecode(t *testing.T, b int) *te.Program {
+	t.Helper()
+	ex, ok := examples.Lookup("llama/decode")
+	if !ok {
+		t.Fatal("no example llama/decode")
+	}
+	defines := maps.Clone(headDefines)
+	defines["B"] = fmt.Sprint(b)
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
+// TestBlockLocalAttention builds a small decode step at B = 1 and 2 on
+// the H100 model at every level and checks, in the simulator with race
+// detection on several resident grids, that it gives the reference's
+// outputs race-free. At -O4 each layer's attention is block-local: the
+// scores, their maximum and sum and the context take one tile per head
+// (the context's tiles aligned with the heads), separated by block
+// barriers, not grid syncs. A planted misalignment (the context's tiles
+// shifted by one head onto other blocks) is reported as a race.
+func TestBlockLocalAttention(t *testing.T) {
+	g, _ := partition.BuiltinGPU("h100")
+	for _, b := range []int{1, 2} {
+		p := headDecode(t, b)
+		in := feeds(p, 3)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for level := 0; level <= pipeline.MaxLevel; level++ {
+			t.Run(fmt.Sprintf("B%d/O%d", b, level), func(t *testing.T) {
+				res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, blocks := range []int{resident, 3} {
+					out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: blocks})
+					if out.RaceCount > 0 {
+						t.Errorf("%d resident blocks: %d races; first: %s", blocks, out.RaceCount, out.Races[0])
+					}
+					for _, o := range p.Outputs {
+						if mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tolModel); err != nil || mm != nil {
+							t.Errorf("%d resident blocks: output %s: %v %v", blocks, o.Name, err, mm)
+						}
+					}
+				}
+				if level == pipeline.MaxLevel {
+					checkBlockLocal(t, res, b)
+					misaligned(t, res.Module, in)
+				}
+			})
+		}
+	}
+}
+
+// checkBlockLocal checks that each layer's scores, maximum, sum and
+// context are one kernel's stages with a tile per head each and no grid
+// sync among them.
+func checkBlockLocal(t *testing.T, res *pipeline.Result, b int) {
+	t.Helper()
+	heads := b * 4
+	for _, suffix := range []string{"", ".1"} {
+		k, at := stageOf(res.Plan, "sc"+suffix)
+		if k == nil {
+			t.Fatalf("no stage sc%s in the plan", suffix)
+		}
+		for i, name := range []string{"sc", "mx", "den", "ctx"} {
+			name += suffix
+			if at+i >= len(k.Stages) || k.Stages[at+i].Name != name {
+				t.Fatalf("stage %d after sc%s is not %s:\n%s", i, suffix, name, res.Plan)
+			}
+			if s := res.Plan.Schedules[k.Stages[at+i]]; s.Tiles != heads {
+				t.Errorf("%s has %d tiles, want one per head (%d)", name, s.Tiles, heads)
+			}
+			if i > 0 && k.Sync[at+i] != partition.BlockSync {
+				t.Errorf("%s follows a %v, want a block barrier:\n%s", name, k.Sync[at+i], res.Plan)
+			}
+		}
+	}
+}
+
+// stageOf returns the kernel of pl holding the stage named name, and its
+// position there.
+func stageOf(pl *partition.Plan, name string) (*partition.Kernel, int) {
+	for _, k := range pl.Kernels {
+		for i, s := range k.Stages {
+			if s.Name == name {
+				return k, i
+			}
+		}
+	}
+	return nil, -1
+}
+
+// misaligned shifts the tiles of the first layer's context one head on
+// (tile r runs on the block after the one that computed head r's scores,
+// maximum and sum) in a copy of m's kernel IR and checks that the
+// simulator reports a race in stage ctx.
+func misaligned(t *testing.T, m *kir.Module, in map[string]*te.Array) {
+	t.Helper()
+	shifted := false
+	for _, k := range m.Kernels {
+		for _, s := range k.Body {
+			st, ok := s.(*kir.Stage)
+			if !ok || st.Name != "ctx" {
+				continue
+			}
+			for i, x := range st.Body {
+				if f, ok := x.(*kir.For); ok && f.Kind == kir.GridStride {
+					st.Body[i] = shiftTiles(f)
+					shifted = true
+				}
+			}
+		}
+	}
+	if !shifted {
+		t.Fatal("no grid-stride loop in stage ctx to shift")
+	}
+	out, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: resident})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.RaceCount == 0 {
+		t.Fatal("no race reported with the context's tiles shifted by one head")
+	}
+	if r := out.Races[0].String(); !strings.Contains(r, "stage ctx") {
+		t.Errorf("race %q, want one in stage ctx", r)
+	}
+}
+
+// shiftTiles returns loop f (over tiles [0, n), f's body the tile's work)
+// made to run tile r on the block that its trip r+1 lands on: a loop
+// over [0, n+1) whose trip u computes tile u-1.
+func shiftTiles(f *kir.For) *kir.For {
+	hi := f.Hi.(*kir.Const)
+	u := kir.NewVar(f.Var.Name+"_shift", te.I32)
+	return &kir.For{Var: u, Kind: f.Kind, Lo: f.Lo, Hi: kir.I(int(hi.Value) + 1), Body: []kir.Stmt{
+		&kir.Let{Var: f.Var, Value: kir.Sub(u, kir.I(1))},
+		&kir.If{Cond: kir.Ge(f.Var, kir.I(0)), Then: f.Body},
+	}}
+}

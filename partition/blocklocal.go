@@ -1,0 +1,133 @@
+package partition
+
+import "tec/te"
+
+// Block-local chains. A decode step's attention is, per query head, a
+// chain of small stages: the scores (a batched contraction over the
+// head's keys), their maximum and sum (row reductions), and the context
+// (a batched matrix-vector product over the head's values). Each stage
+// reads the ones before it only at its own head, so when every stage of
+// the chain gives a head to one tile, the grid-stride loops of a fused
+// kernel give head r to the same block in all of them (backend/lower
+// rotates the stages of an epoch that read one another together), and
+// the chain needs block barriers between its stages instead of grid
+// syncs. blockRows extends the row stages that sameBlock knows (row
+// reductions and Rows stages) to contractions whose tile is one entry of
+// their batch, and alignRows tiles a matrix-vector stage so, one tile per
+// batch entry, where the grid sync that saves pays for the SMs that fewer,
+// larger tiles leave idle.
+
+// blockRows returns how many leading axes of t make its rows under
+// schedule s, one block computing each row: a row reduction's or a Rows
+// stage's (rowAxes), or a row contraction's (contractionRows); 0 if s
+// does not give each row to one block.
+func blockRows(t *te.Tensor, s *Schedule) int {
+	if l := rowAxes(t, s); l > 0 {
+		return l
+	}
+	return contractionRows(t, s)
+}
+
+// contractionRows returns l when s computes the contraction t one tile
+// per entry of its batch, and the batch axes are t's first l axes, so
+// that tile r computes the row of t whose first l axes flatten to r: a
+// SIMT tile covering all of M and N, or a matrix-vector tile covering
+// all the wide factor's columns. Tensor-core, split-K and resident
+// schedules, whose tiles map otherwise, return 0.
+func contractionRows(t *te.Tensor, s *Schedule) int {
+	if s.Kind != Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil ||
+		s.Batch < 1 || s.Tiles != s.Batch {
+		return 0
+	}
+	d, ok := ContractionDims(t)
+	if !ok || d.Batch != s.Batch || len(d.BatchAxes) == 0 {
+		return 0
+	}
+	for i, a := range d.BatchAxes {
+		if t.Axes[i] != a {
+			return 0
+		}
+	}
+	return len(d.BatchAxes)
+}
+
+// alignRows gives the matrix-vector stage t (schedule s) a tile per entry
+// of its batch when it reads a stage of scheds that works by rows over
+// its batch axes (blockRows), only in its own row (readsRows), and its
+// time on the GPU g so tiled is less than now plus the grid sync that its
+// reads of that stage then no longer need. It reports whether it did.
+func alignRows(t *te.Tensor, s *Schedule, scheds map[*te.Tensor]*Schedule, g GPU) bool {
+	if s.Kind != Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
+		return false
+	}
+	d, ok := ContractionDims(t)
+	if !ok || len(d.BatchAxes) == 0 || d.BatchAxes[0] != t.Axes[0] {
+		return false
+	}
+	l := len(d.BatchAxes)
+	rowProducer := false
+	for _, u := range te.Inputs(t.Body) {
+		if su := scheds[u]; su != nil && blockRows(u, su) == l && readsRows(t, u, l) {
+			rowProducer = true
+		}
+	}
+	if !rowProducer {
+		return false
+	}
+	a := *s
+	if !a.alignedMatVec(d, g, t.Bytes()) || contractionRows(t, &a) != l {
+		return false
+	}
+	if solo(g, &a) >= solo(g, s)+g.GridSyncCost {
+		return false
+	}
+	*s = a
+	return true
+}
+
+// alignedMatVec gives the matrix-vector schedule s (of the contraction d)
+// one tile per batch entry, covering all the wide factor's columns, and
+// reports whether it could: of the columns per thread (Cols, up to
+// matVecMaxCols) that make such a tile fit the block, the one predicted
+// fastest on g alone (solo), then the one with the fewest registers,
+// which bound the occupancy of the kernel it joins.
+func (s *Schedule) alignedMatVec(d Dims, g GPU, out int64) bool {
+	wide := s.MatVec.Wide
+	rows, cols := d.M, d.N
+	if wide == 0 {
+		rows, cols = d.N, d.M
+	}
+	if rows > matVecMaxRows {
+		return false
+	}
+	var best *Schedule
+	bestTime := inf
+	for c := 1; c <= matVecMaxCols; c *= 2 {
+		tf := cols / c
+		if tf*c != cols || tf < 1 || s.Threads%tf != 0 {
+			continue
+		}
+		try := *s
+		if !try.setMatVec(d, &MatVec{Wide: wide, TileF: tf, Cols: c}, out) {
+			continue
+		}
+		if t := solo(g, &try); best == nil || t < bestTime || t == bestTime && try.RegsPerThread < best.RegsPerThread {
+			best, bestTime = &try, t
+		}
+	}
+	if best == nil {
+		return false
+	}
+	*s = *best
+	return true
+}
+
+// solo returns the time of stage s alone on the GPU g, at its own
+// occupancy over the whole grid (stageTimeOn).
+func solo(g GPU, s *Schedule) float64 {
+	own, _ := g.BlocksPerSM(s.Resources())
+	if own == 0 {
+		return inf
+	}
+	return stageTimeOn(g, s, s.Bytes, own, g.SMs*own)
+}
