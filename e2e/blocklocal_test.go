@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,9 @@ func headDecode(t *testing.T, b int) *te.Program {
 // outputs race-free. At -O4 each layer's attention is block-local: the
 // scores, their maximum and sum and the context take one tile per head
 // (the context's tiles aligned with the heads), separated by block
-// barriers, not grid syncs. A planted misalignment (the context's tiles
+// barriers, not grid syncs, and the scores wait on per-tile counters for
+// the rotated keys of their key head (the rotated queries come from the
+// same block); the kernels keep exactly the plan's grid syncs. A planted misalignment (the context's tiles
 // shifted by one head onto other blocks) is reported as a race.
 func TestBlockLocalAttention(t *testing.T) {
 	g, _ := partition.BuiltinGPU("h100")
@@ -72,6 +75,7 @@ func TestBlockLocalAttention(t *testing.T) {
 					}
 				}
 				if level == pipeline.MaxLevel {
+					noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
 					checkBlockLocal(t, res, b)
 					misaligned(t, res.Module, in)
 				}
@@ -101,6 +105,26 @@ func checkBlockLocal(t *testing.T, res *pipeline.Result, b int) {
 			}
 			if i > 0 && k.Sync[at+i] != partition.BlockSync {
 				t.Errorf("%s follows a %v, want a block barrier:\n%s", name, k.Sync[at+i], res.Plan)
+			}
+			if i == 0 && k.Sync[at] == partition.GridSync && k.Counters[at] == nil {
+				t.Errorf("%s follows a grid sync, want counters:\n%s", name, res.Plan)
+			}
+		}
+	}
+}
+
+// noGridSyncBefore checks that no grid sync precedes a stage of m named
+// one of names or one of them with a layer's suffix (sc.1).
+func noGridSyncBefore(t *testing.T, m *kir.Module, names ...string) {
+	t.Helper()
+	for _, k := range m.Kernels {
+		for i, s := range k.Body {
+			st, ok := s.(*kir.Stage)
+			if !ok || i == 0 || !slices.Contains(names, strings.SplitN(st.Name, ".", 2)[0]) {
+				continue
+			}
+			if _, sync := k.Body[i-1].(*kir.GridSync); sync {
+				t.Errorf("kernel %s: a grid sync before stage %s", k.Name, st.Name)
 			}
 		}
 	}

@@ -131,3 +131,121 @@ func solo(g GPU, s *Schedule) float64 {
 	}
 	return stageTimeOn(g, s, s.Bytes, own, g.SMs*own)
 }
+
+// sameRows reports whether stage y reads stage u only in rows that the
+// same block computed: both work by rows over the same leading axes
+// (blockRows), and y loads u only in its own row (readsRows).
+func sameRows(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) bool {
+	l := blockRows(y, sy)
+	return l > 0 && blockRows(u, su) == l && readsRows(y, u, l)
+}
+
+// rowsForReaders makes each element-wise stage of stages a Rows stage
+// over its first l axes when every stage that reads it works by rows
+// over l axes (blockRows) and reads it only in its own row, its rows
+// have at least 32 elements, and it costs no more so (on as many blocks
+// as rows) than as it is plus the grid sync it saves: RoPE's rotated
+// query heads, computed by the block that then computes the head's
+// scores.
+func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g GPU) {
+	readers := map[*te.Tensor][]*te.Tensor{}
+	for _, y := range stages {
+		for _, u := range te.Inputs(y.Body) {
+			readers[u] = append(readers[u], y)
+		}
+	}
+	for _, t := range stages {
+		s := scheds[t]
+		if s.Kind != Elementwise || len(readers[t]) == 0 {
+			continue
+		}
+		l := blockRows(readers[t][0], scheds[readers[t][0]])
+		if l <= 0 || l >= len(t.Shape) || product(t.Axes[l:]) < 32 {
+			continue
+		}
+		ok := true
+		for _, y := range readers[t] {
+			ok = ok && blockRows(y, scheds[y]) == l && readsRows(y, t, l)
+		}
+		if !ok {
+			continue
+		}
+		r := *s
+		r.Kind, r.RowAxes, r.Tiles = Rows, l, product(t.Axes[:l])
+		if solo(g, &r) >= solo(g, s)+g.GridSyncCost {
+			continue
+		}
+		*s = r
+	}
+}
+
+// fitDep returns the dependence of stage y's tiles on stage u's, both
+// taking runs of elements as tiles, fitted to y's reads of u point by
+// point (readPoints, fitReads): finer than rowDep where the reads are not
+// at y's own leading axes, as a query head's scores read the key head
+// that its group of heads shares (TileDep.Div).
+func fitDep(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads int) (TileDep, bool) {
+	ty, cy, oky := tiling(y, sy, threads)
+	tu, cu, oku := tiling(u, su, threads)
+	if !oky || !oku {
+		return TileDep{}, false
+	}
+	reads, ok := readPoints(y, u, false, true)
+	if !ok {
+		return TileDep{}, false
+	}
+	base := TileDep{Producer: u, Tile: ty, N: y.NumElements(), Width: tu, Tiles: su.Tiles, Chunks: cy, ProducerChunks: cu}
+	return fitReads(base, y, reads, nil)
+}
+
+// preferredGroups returns, for each matrix-vector stage of the epoch that
+// does not signal yet, the tiles per counter (a power of two) that make
+// the fewest waits, priced as counterDeps prices them, over all the
+// stages that would wait on it if counters replaced the grid sync before
+// stage j: the first reader's best group may cost the others many waits
+// (a head's RoPE reads 4 column tiles, the keys' elementwise chunks 16).
+func (k *Kernel) preferredGroups(pl *Plan, j int, epoch map[*te.Tensor]int, signalled map[*te.Tensor]int) map[*te.Tensor]int {
+	grid := max(k.Grid, 1)
+	type reader struct {
+		y  *te.Tensor
+		sy *Schedule
+	}
+	readers := map[*te.Tensor][]reader{}
+	for f := j; f < len(k.Stages) && (f == j || k.Sync[f] != GridSync); f++ {
+		y := k.Stages[f]
+		sy := pl.Schedules[y]
+		for _, u := range te.Inputs(y.Body) {
+			su := pl.Schedules[u]
+			if i, in := epoch[u]; !in || i < 0 || su == nil || pl.reuse && sameRows(y, sy, u, su) {
+				continue
+			}
+			if _, done := signalled[u]; done {
+				continue
+			}
+			if _, _, ok := matVecWidth(u, su); ok {
+				readers[u] = append(readers[u], reader{y, sy})
+			}
+		}
+	}
+	prefer := map[*te.Tensor]int{}
+	for u, rs := range readers {
+		su := pl.Schedules[u]
+		best, fewest := 0, inf
+		for g := 1; g <= su.Tiles; g *= 2 {
+			n := 0.0
+			for _, r := range rs {
+				ds, ok := matVecDeps(r.y, r.sy, u, su, pl.Threads, g)
+				if !ok {
+					n = inf
+					break
+				}
+				n += float64(ceilDiv(r.sy.Tiles, grid) * waits(ds))
+			}
+			if n < fewest {
+				best, fewest = g, n
+			}
+		}
+		prefer[u] = best
+	}
+	return prefer
+}

@@ -74,6 +74,11 @@ const (
 // sound (it waits for more than it reads) and takes one wait per group
 // instead of one per tile.
 //
+// Div, when above 1, makes Div consecutive prefixes read one run of
+// Span producer elements: prefix p reads [Offset + (p/Div)·Span,
+// Offset + (p/Div+1)·Span), as the Div query heads of a grouped-query
+// attention read the one key/value head they share.
+//
 // Row, when above 0, is the consumer elements per row of a producer of
 // several rows whose tiles are column runs of every row (a matrix-vector
 // stage of a few rows): the producer "elements" are then its columns,
@@ -83,6 +88,7 @@ type TileDep struct {
 	Producer                     *te.Tensor
 	Tile, N, Prefix, Span, Width int
 	Offset, Group, Tiles, Row    int
+	Div                          int
 	Chunks, ProducerChunks       bool
 }
 
@@ -104,8 +110,12 @@ func (d TileDep) elements(r int) (first, last int) {
 // reads.
 func (d TileDep) Range(r int) (lo, hi int) {
 	first, last := d.elements(r)
-	return (d.Offset + first/d.Prefix*d.Span) / d.Width, ceilDiv(d.Offset+(last/d.Prefix+1)*d.Span, d.Width)
+	return (d.Offset + first/d.Prefix/d.div()*d.Span) / d.Width, ceilDiv(d.Offset+(last/d.Prefix/d.div()+1)*d.Span, d.Width)
 }
+
+// div returns the prefixes that share a run of producer elements, at
+// least 1.
+func (d TileDep) div() int { return max(d.Div, 1) }
 
 // group returns the producer tiles per counter, at least 1.
 func (d TileDep) group() int { return max(d.Group, 1) }
@@ -175,6 +185,10 @@ func tiling(t *te.Tensor, s *Schedule, threads int) (width int, chunks, ok bool)
 		return product(t.Axes[s.RowAxes:]), false, true
 	case Elementwise:
 		return threads, true, true
+	case Contraction:
+		if l := contractionRows(t, s); l > 0 { // blocklocal.go
+			return product(t.Axes[l:]), false, true
+		}
 	}
 	return 0, false, false
 }
@@ -292,6 +306,7 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 	for u, g := range groups {
 		signalled[u] = g
 	}
+	prefer := k.preferredGroups(pl, j, epoch, signalled) // blocklocal.go
 	out := map[int][]TileDep{}
 	cost := 0.0
 	for f := j; f < len(k.Stages) && (f == j || k.Sync[f] != GridSync); f++ {
@@ -306,7 +321,10 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 			if i < 0 || onChip[u] {
 				return nil, 0, false
 			}
-			ds, ok := k.stageDeps(pl, y, sy, u, signalled)
+			if pl.reuse && sameRows(y, sy, u, pl.Schedules[u]) {
+				continue // the same block wrote it, before the block barrier that stays
+			}
+			ds, ok := k.stageDeps(pl, y, sy, u, signalled, prefer[u])
 			if !ok {
 				return nil, 0, false
 			}
@@ -333,11 +351,15 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 
 // stageDeps returns the dependences of stage y's tiles on producer u, at
 // most MaxWaits waits each: a row dependence, or those on a
-// matrix-vector producer (matVecDeps), grouped as u signals already.
-func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, signalled map[*te.Tensor]int) ([]TileDep, bool) {
+// matrix-vector producer (matVecDeps), grouped as u signals already or
+// else by prefer (if not 0).
+func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, signalled map[*te.Tensor]int, prefer int) ([]TileDep, bool) {
 	su := pl.Schedules[u]
 	group, done := signalled[u]
 	if _, _, ok := matVecWidth(u, su); ok {
+		if !done {
+			group = prefer
+		}
 		ds, ok := matVecDeps(y, sy, u, su, pl.Threads, group)
 		if !ok || waits(ds) > MaxWaits {
 			return nil, false
@@ -348,6 +370,9 @@ func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, s
 		return nil, false
 	}
 	d, ok := rowDep(y, sy, u, su, pl.Threads)
+	if f, fits := fitDep(y, sy, u, su, pl.Threads); fits && (!ok || f.Most() < d.Most()) {
+		d, ok = f, true // blocklocal.go
+	}
 	if !ok || d.Most() > MaxWaits {
 		return nil, false
 	}

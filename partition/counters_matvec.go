@@ -61,7 +61,7 @@ func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads,
 		}
 		row = y.NumElements() / rows
 	}
-	reads, ok := readPoints(y, u, rows > 1)
+	reads, ok := readPoints(y, u, rows > 1, false)
 	if !ok {
 		return nil, false
 	}
@@ -146,9 +146,17 @@ type read struct {
 }
 
 // readPoints returns every read of u by y, or false where y's reads of u
-// depend on data or on reduction axes, or y has too many points. byColumn
-// records u's element by its column (its last index), not its flat index.
-func readPoints(y, u *te.Tensor, byColumn bool) ([]read, bool) {
+// depend on data, or y has too many points. byColumn records u's element
+// by its column (its last index), not its flat index. A load under a
+// reduction whose indexes do not use the reduction's axes reads at the
+// consumer point's own element. One whose indexes do reads at every point
+// of the reduction's range: with ranges set, where its indexes are affine
+// in the reduction's axes (plain terms, no division), the reads at the
+// corners of that range bound them, and readPoints records those;
+// otherwise it fails (a row statistic of a matrix-vector stage reads all
+// its columns, which a grid sync serves better than one counter that
+// every tile signals).
+func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 	n := y.NumElements()
 	if n > maxFitPoints || len(y.Axes) != len(y.Shape) {
 		return nil, false
@@ -161,6 +169,7 @@ func readPoints(y, u *te.Tensor, byColumn bool) ([]read, bool) {
 		}
 		return x
 	}
+	ranging := map[*te.Var]bool{} // axes of the reductions around
 	var reads []read
 	ok := true
 	for at := range n {
@@ -183,8 +192,15 @@ func readPoints(y, u *te.Tensor, byColumn bool) ([]read, bool) {
 						return false
 					}
 				case *te.Reduce:
-					if slices.Contains(te.Inputs(x.Body), u) {
-						ok = false
+					if !slices.Contains(te.Inputs(x.Body), u) {
+						return false
+					}
+					for _, a := range x.Axes {
+						ranging[a] = true
+					}
+					visit(x.Body)
+					for _, a := range x.Axes {
+						delete(ranging, a)
 					}
 					return false
 				case *te.Load:
@@ -195,19 +211,30 @@ func readPoints(y, u *te.Tensor, byColumn bool) ([]read, bool) {
 						ok = false
 						return false
 					}
-					elem := 0
-					for d, ix := range x.Index {
-						for _, v := range ix.Vars() {
-							if _, bound := env[v]; !bound {
-								ok = false
+					corners, affine := rangingVars(x, env, ranging)
+					if !affine || len(corners) > 0 && !ranges {
+						ok = false
+						return false
+					}
+					for c := range 1 << len(corners) {
+						for i, v := range corners {
+							env[v] = 0
+							if c>>i&1 == 1 {
+								env[v] = v.Extent - 1
 							}
 						}
-						elem = elem*u.Shape[d] + ix.Eval(val)
+						elem := 0
+						for d, ix := range x.Index {
+							elem = elem*u.Shape[d] + ix.Eval(val)
+						}
+						if byColumn {
+							elem %= u.Shape[len(u.Shape)-1]
+						}
+						reads = append(reads, read{at, elem, x})
 					}
-					if byColumn {
-						elem %= u.Shape[len(u.Shape)-1]
+					for _, v := range corners {
+						delete(env, v)
 					}
-					reads = append(reads, read{at, elem, x})
 				}
 				return ok
 			})
@@ -218,6 +245,37 @@ func readPoints(y, u *te.Tensor, byColumn bool) ([]read, bool) {
 		}
 	}
 	return reads, len(reads) > 0
+}
+
+// maxCornerVars bounds the reduction axes one load's index may range
+// over in readPoints (its corners are 2 to that power).
+const maxCornerVars = 4
+
+// rangingVars returns the axes of the reductions around load x (ranging)
+// that its indexes use, and whether every other variable they use is bound
+// in env and the reduction axes appear only as plain terms, so that the
+// load's element is affine in them.
+func rangingVars(x *te.Load, env map[*te.Var]int, ranging map[*te.Var]bool) ([]*te.Var, bool) {
+	var corners []*te.Var
+	for _, ix := range x.Index {
+		for _, v := range ix.Vars() {
+			if _, bound := env[v]; bound {
+				continue
+			}
+			if !ranging[v] {
+				return nil, false
+			}
+			if !slices.Contains(corners, v) {
+				corners = append(corners, v)
+			}
+		}
+		for _, t := range ix.Terms {
+			if t.Atom.Op != te.AtomVar && slices.ContainsFunc(t.Atom.Arg.Vars(), func(v *te.Var) bool { return ranging[v] }) {
+				return nil, false
+			}
+		}
+	}
+	return corners, len(corners) <= maxCornerVars
 }
 
 // loadsOf returns y's loads of u.
@@ -297,7 +355,9 @@ func indexValue(e te.Expr, val func(*te.Var) int) (int, bool) {
 // fitReads fits the reads (those of load ld, or all where ld is nil) to
 // base with the most leading axes of y it can: the consumer elements of
 // prefix p read within [Offset + p·Span, Offset + (p+1)·Span), which
-// lies in the producer.
+// lies in the producer, or failing that within [Offset + (p/Div)·Span,
+// Offset + (p/Div+1)·Span) for Div consecutive prefixes that read alike
+// (see TileDep.Div).
 func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, bool) {
 	for l := len(y.Shape); l >= 0; l-- {
 		prefix := product(y.Axes[l:])
@@ -321,38 +381,81 @@ func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, b
 		if len(ps) == 0 {
 			return TileDep{}, false
 		}
-		p0 := ps[0]
-		for _, p := range ps {
-			p0 = min(p0, p)
-		}
-		span := hi[p0] - lo[p0] + 1
-		for _, p := range ps {
-			if p != p0 {
-				if (lo[p]-lo[p0])%(p-p0) != 0 {
-					span = 0
-					break
-				}
-				span = (lo[p] - lo[p0]) / (p - p0)
-				break
-			}
-		}
-		if span < 1 {
-			continue
-		}
-		off := lo[p0] - p0*span
+		slices.Sort(ps)
 		n := base.N
 		if base.Row > 0 {
 			n = base.Row
 		}
-		fits := off >= 0 && off+ceilDiv(n, prefix)*span <= base.Width*base.Tiles
-		for _, p := range ps {
-			fits = fits && lo[p] >= off+p*span && hi[p] < off+(p+1)*span
-		}
-		if fits {
-			d := base
-			d.Prefix, d.Span, d.Offset = prefix, span, off
-			return d, true
+		for _, div := range []int{1, sameRun(ps, lo, hi)} {
+			if div < 1 || div > 1 && (ps[0] != 0 || ceilDiv(n, prefix)%div != 0) {
+				continue
+			}
+			if span, off, ok := fitSpan(ps, lo, hi, div, ceilDiv(n, prefix)/div, base.Width*base.Tiles); ok {
+				d := base
+				d.Prefix, d.Span, d.Offset = prefix, span, off
+				if div > 1 {
+					d.Div = div
+				}
+				return d, true
+			}
 		}
 	}
 	return TileDep{}, false
+}
+
+// sameRun returns how many prefixes from the first of ps (sorted) read
+// the same range, or 0 if that is all of them.
+func sameRun(ps []int, lo, hi map[int]int) int {
+	for i, p := range ps {
+		if p != ps[0]+i {
+			return 0
+		}
+		if lo[p] != lo[ps[0]] || hi[p] != hi[ps[0]] {
+			return i
+		}
+	}
+	return 0
+}
+
+// fitSpan fits the ranges [lo[p], hi[p]] of prefixes ps, each prefix p
+// taken as q = p/div, to [off + q·span, off + (q+1)·span) for q < groups,
+// within the producer's size elements, and returns span and off.
+func fitSpan(ps []int, lo, hi map[int]int, div, groups, size int) (span, off int, ok bool) {
+	q0 := ps[0] / div
+	for _, p := range ps {
+		q0 = min(q0, p/div)
+	}
+	loQ := lo[ps[0]]
+	for _, p := range ps {
+		if p/div == q0 {
+			loQ = min(loQ, lo[p])
+		}
+	}
+	hiQ := loQ
+	for _, p := range ps {
+		if p/div == q0 {
+			hiQ = max(hiQ, hi[p])
+		}
+	}
+	span = hiQ - loQ + 1
+	for _, p := range ps {
+		if q := p / div; q != q0 {
+			if (lo[p]-loQ)%(q-q0) != 0 {
+				span = 0
+				break
+			}
+			span = (lo[p] - loQ) / (q - q0)
+			break
+		}
+	}
+	if span < 1 {
+		return 0, 0, false
+	}
+	off = loQ - q0*span
+	ok = off >= 0 && off+groups*span <= size
+	for _, p := range ps {
+		q := p / div
+		ok = ok && lo[p] >= off+q*span && hi[p] < off+(q+1)*span
+	}
+	return span, off, ok
 }

@@ -126,6 +126,9 @@ type Plan struct {
 	Threads   int
 	Schedules map[*te.Tensor]*Schedule
 	Kernels   []*Kernel
+	// reuse is Options.Reuse: stages may read what their own block
+	// wrote after a block barrier (sameBlock, sameRows).
+	reuse bool
 }
 
 // Kernel is one subprogram: the stages that one persistent kernel computes.
@@ -230,7 +233,7 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		opts.Scheduler = Analytic{}
 	}
 	p := a.Program
-	pl := &Plan{GPU: gpu, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}}
+	pl := &Plan{GPU: gpu, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}, reuse: opts.Reuse}
 	var stages []*te.Tensor
 	for _, t := range p.Tensors {
 		if t.Kind != te.Compute {
@@ -273,6 +276,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 	if opts.Reuse {
 		for _, t := range stages {
 			rows(t, pl.Schedules, gpu)
+		}
+		if opts.Strategy != PerTE {
+			rowsForReaders(stages, pl.Schedules, gpu) // blocklocal.go
 		}
 	}
 	c := newCoster(pl, stages, opts)

@@ -250,7 +250,13 @@ func waitFor(c *kir.Buffer, r *kir.Var, d partition.TileDep) []kir.Stmt {
 		first, last = &kir.Select{Cond: same, Then: kir.Mod(first, kir.I(d.Row)), Else: kir.I(0)},
 			&kir.Select{Cond: same, Then: kir.Mod(last, kir.I(d.Row)), Else: kir.I(d.Row - 1)}
 	}
-	lo := kir.Div(kir.Add(kir.Mul(kir.Div(first, kir.I(d.Prefix)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group))
+	prefix := func(e kir.Expr) kir.Expr { // e's run of producer elements
+		if d.Div > 1 {
+			return kir.Div(e, kir.I(d.Prefix*d.Div))
+		}
+		return kir.Div(e, kir.I(d.Prefix))
+	}
+	lo := kir.Div(kir.Add(kir.Mul(prefix(first), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group))
 	target := func(g kir.Expr) kir.Expr {
 		if d.Tiles%group == 0 {
 			return kir.I(group)
@@ -260,7 +266,7 @@ func waitFor(c *kir.Buffer, r *kir.Var, d partition.TileDep) []kir.Stmt {
 	if d.Single() {
 		return []kir.Stmt{&kir.Wait{Counter: c, Index: lo, Target: target(lo)}}
 	}
-	hi := kir.Div(kir.Add(kir.Add(kir.Mul(kir.Add(kir.Div(last, kir.I(d.Prefix)), kir.I(1)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group-1)), kir.I(d.Width*group))
+	hi := kir.Div(kir.Add(kir.Add(kir.Mul(kir.Add(prefix(last), kir.I(1)), kir.I(d.Span)), kir.I(d.Offset)), kir.I(d.Width*group-1)), kir.I(d.Width*group))
 	l, h := kir.NewVar("wlo", te.I32), kir.NewVar("whi", te.I32)
 	out := []kir.Stmt{&kir.Let{Var: l, Value: lo}, &kir.Let{Var: h, Value: hi}}
 	for k := range d.Most() {

@@ -48,7 +48,7 @@ func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 	pinned := onChipStages(pk)
 	for start := 0; start < n; {
 		end := start + 1
-		for end < n && pk.Sync[end] != partition.GridSync && !fixed(end) && !fixed(end-1) {
+		for end < n && !gridSynced(pk, end) && !fixed(end) && !fixed(end-1) {
 			end++
 		}
 		// Groups of the epoch [start, end), by union-find.
@@ -105,6 +105,14 @@ func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 		start = end
 	}
 	return off, span
+}
+
+// gridSynced reports whether a grid sync precedes stage j of pk: one the
+// plan places and does not replace by counters. Counters order only the
+// tiles a stage reads, which the same block may have computed
+// (partition's sameRows), so an epoch of rotations runs across them.
+func gridSynced(pk *partition.Kernel, j int) bool {
+	return pk.Sync[j] == partition.GridSync && pk.Counters[j] == nil
 }
 
 // onChipStages returns the stages of pk that write or read a result it
