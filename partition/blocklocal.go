@@ -15,7 +15,8 @@ import "tec/te"
 // reductions and Rows stages) to contractions whose tile is one entry of
 // their batch, and alignRows tiles a matrix-vector stage so, one tile per
 // batch entry, where the grid sync that saves pays for the SMs that fewer,
-// larger tiles leave idle.
+// larger tiles leave idle, and rowsForReaders makes an element-wise
+// producer of such a chain (RoPE's queries) rows of it too.
 
 // blockRows returns how many leading axes of t make its rows under
 // schedule s, one block computing each row: a row reduction's or a Rows
@@ -51,38 +52,54 @@ func contractionRows(t *te.Tensor, s *Schedule) int {
 	return len(d.BatchAxes)
 }
 
-// alignRows gives the matrix-vector stage t (schedule s) a tile per entry
-// of its batch when it reads a stage of scheds that works by rows over
+// alignRows gives each matrix-vector stage of stages a tile per entry of
+// its batch when it reads, or is read by, a stage that works by rows over
 // its batch axes (blockRows), only in its own row (readsRows), and its
-// time on the GPU g so tiled is less than now plus the grid sync that its
-// reads of that stage then no longer need. It reports whether it did.
-func alignRows(t *te.Tensor, s *Schedule, scheds map[*te.Tensor]*Schedule, g GPU) bool {
-	if s.Kind != Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
-		return false
-	}
-	d, ok := ContractionDims(t)
-	if !ok || len(d.BatchAxes) == 0 || d.BatchAxes[0] != t.Axes[0] {
-		return false
-	}
-	l := len(d.BatchAxes)
-	rowProducer := false
-	for _, u := range te.Inputs(t.Body) {
-		if su := scheds[u]; su != nil && blockRows(u, su) == l && readsRows(t, u, l) {
-			rowProducer = true
+// time on the GPU g so tiled is less than now plus the grid sync that
+// those reads then no longer need.
+func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g GPU) {
+	readers := map[*te.Tensor][]*te.Tensor{}
+	for _, y := range stages {
+		for _, u := range te.Inputs(y.Body) {
+			readers[u] = append(readers[u], y)
 		}
 	}
-	if !rowProducer {
-		return false
+	for _, t := range stages {
+		s := scheds[t]
+		if s.Kind != Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
+			continue
+		}
+		d, ok := ContractionDims(t)
+		if !ok || len(d.BatchAxes) == 0 {
+			continue
+		}
+		l := len(d.BatchAxes)
+		rowNeighbour := false
+		for _, u := range te.Inputs(t.Body) {
+			if su := scheds[u]; su != nil && blockRows(u, su) == l && readsRows(t, u, l) {
+				rowNeighbour = true
+			}
+		}
+		for _, y := range readers[t] {
+			if blockRows(y, scheds[y]) == l && readsRows(y, t, l) {
+				rowNeighbour = true
+			}
+		}
+		if !rowNeighbour {
+			continue
+		}
+		a := *s
+		if !a.alignedMatVec(d, g, t.Bytes()) || contractionRows(t, &a) != l {
+			continue
+		}
+		if a.KMask != nil && a.LiveK < a.K {
+			a.Bytes = a.Bytes * int64(a.LiveK) / int64(a.K) // as priceKMask left it
+		}
+		if solo(g, &a) >= solo(g, s)+g.GridSyncCost {
+			continue
+		}
+		*s = a
 	}
-	a := *s
-	if !a.alignedMatVec(d, g, t.Bytes()) || contractionRows(t, &a) != l {
-		return false
-	}
-	if solo(g, &a) >= solo(g, s)+g.GridSyncCost {
-		return false
-	}
-	*s = a
-	return true
 }
 
 // alignedMatVec gives the matrix-vector schedule s (of the contraction d)

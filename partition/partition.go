@@ -249,9 +249,6 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 			}
 		} else {
 			s.fusedTensorCores(t, opts.Threads, gpu)
-			if opts.Reuse {
-				alignRows(t, s, pl.Schedules, gpu) // blocklocal.go
-			}
 		}
 		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 {
 			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; use a smaller block (now %d threads)", t.Name, gpu.Name, why, opts.Threads)
@@ -274,6 +271,9 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		return pl, nil
 	}
 	if opts.Reuse {
+		if opts.Strategy != PerTE {
+			alignRows(stages, pl.Schedules, gpu) // blocklocal.go
+		}
 		for _, t := range stages {
 			rows(t, pl.Schedules, gpu)
 		}

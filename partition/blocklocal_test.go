@@ -1,0 +1,134 @@
+package partition
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	tb "tec/internal/tebuild"
+	"tec/te"
+)
+
+// gqaAttention is a decode step's grouped-query attention over a cache of
+// t positions: nh query heads of dh, scaled (rq, element-wise), g of
+// them sharing each key/value head (rk, element-wise); the scores of a
+// head read its key head's new key at position 0 and the cache after it,
+// then the maximum, the sum and the context (a matrix-vector product of
+// the head's probabilities and its value head) as the Llama example
+// writes them.
+func gqaAttention(nh, nkv, dh, t int) *te.Program {
+	g := nh / nkv
+	b := tb.New("gqa")
+	q, k := b.Input("q", nh, dh), b.Input("k", nkv, dh)
+	kc, vc := b.Input("kc", nkv, t, dh), b.Input("vc", nkv, t, dh)
+	// A statistic of all of q, which the rotations follow after a grid
+	// sync (as they follow a projection in a decode step).
+	ss := b.Compute("ss", tb.Shape(1), func(ax []te.Index) te.Expr {
+		return tb.ReduceN(te.Sum, []string{"n", "e"}, []int{nh, dh}, func(ks []te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(q, ks...), tb.Ld(q, ks...))
+		})
+	})
+	scale := tb.Ld(ss, te.Const(0))
+	rq := b.Compute("rq", tb.Shape(nh, dh), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(q, ax...), scale) })
+	rk := b.Compute("rk", tb.Shape(nkv, dh), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(k, ax...), scale) })
+	sc := b.Compute("sc", tb.Shape(nh, t), func(ax []te.Index) te.Expr {
+		n, p := ax[0], ax[1]
+		return tb.Reduce(te.Sum, "e", dh, func(e te.Index) te.Expr {
+			key := tb.Sel(tb.Bin(te.Eq, tb.Idx(p), tb.I(0)), tb.Ld(rk, n.Div(g), e), tb.Ld(kc, n.Div(g), p, e))
+			return tb.Bin(te.Mul, tb.Ld(rq, n, e), key)
+		})
+	})
+	mx := b.Compute("mx", tb.Shape(nh), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.ReduceMax, "t", t, func(p te.Index) te.Expr { return tb.Ld(sc, ax[0], p) })
+	})
+	pr := func(n, p te.Index) te.Expr { return tb.Un(te.Exp, tb.Bin(te.Sub, tb.Ld(sc, n, p), tb.Ld(mx, n))) }
+	den := b.Compute("den", tb.Shape(nh), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "t", t, func(p te.Index) te.Expr { return pr(ax[0], p) })
+	})
+	ctx := b.Compute("ctx", tb.Shape(nh, dh), func(ax []te.Index) te.Expr {
+		n, e := ax[0], ax[1]
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "t", t, func(p te.Index) te.Expr {
+			return tb.Bin(te.Mul, pr(n, p), tb.Ld(vc, n.Div(g), p, e))
+		}), tb.Ld(den, n))
+	})
+	return b.Program(ctx)
+}
+
+// TestBlockLocalAttention checks the plan of gqaAttention at -O4 (Reuse)
+// on the H100 model: one kernel in which the scores, maximum, sum and
+// context each take one tile per head (the context's matrix-vector tiles
+// aligned with the heads, not four 16-column tiles per head), separated
+// by block barriers; the rotated queries are rows of the heads on the
+// same blocks, and counters for the rotated keys replace the grid sync
+// before the scores: one grid sync is left (after ss). Without Reuse each
+// of the stages after ss but rk follows a grid sync, and the plan is
+// predicted slower by those syncs less the counters that replace one.
+func TestBlockLocalAttention(t *testing.T) {
+	p := gqaAttention(8, 2, 64, 128)
+	pl := plan(t, p, "h100", Options{Strategy: CostModel, Split: true, Reuse: true})
+	if len(pl.Kernels) != 1 {
+		t.Fatalf("%d kernels, want 1:\n%s", len(pl.Kernels), pl)
+	}
+	k := pl.Kernels[0]
+	at := map[string]int{}
+	for j, s := range k.Stages {
+		at[s.Name] = j
+	}
+	for _, name := range []string{"rq", "sc", "mx", "den", "ctx"} {
+		s := pl.Schedules[k.Stages[at[name]]]
+		if s.Tiles != 8 {
+			t.Errorf("%s: %d tiles, want one per head (8):\n%s", name, s.Tiles, pl)
+		}
+	}
+	if s := pl.Schedules[k.Stages[at["rq"]]]; s.Kind != Rows || s.RowAxes != 1 {
+		t.Errorf("rq: %v over %d axes, want rows of the heads", s.Kind, s.RowAxes)
+	}
+	for _, name := range []string{"mx", "den", "ctx"} {
+		if b := k.Sync[at[name]]; b != BlockSync {
+			t.Errorf("%s follows barrier %d, want a block barrier:\n%s", name, b, pl)
+		}
+	}
+	deps := k.Counters[at["sc"]]
+	if k.Sync[at["sc"]] != GridSync || len(deps) != 1 || deps[0].Producer.Name != "rk" || deps[0].Most() != 1 || deps[0].Div != 4 {
+		t.Errorf("sc waits on %v, want counters for the one tile of rk its key head lies in (Div 4):\n%s", deps, pl)
+	}
+	if k.GridSyncs != 1 {
+		t.Errorf("%d grid syncs, want 1 (after ss):\n%s", k.GridSyncs, pl)
+	}
+	apart := plan(t, p, "h100", Options{Strategy: CostModel, Split: true})
+	_, syncs, cost := apart.Stats()
+	_, _, local := pl.Stats()
+	if syncs < 4 || cost.Total()-local.Total() < float64(syncs-1)*pl.GPU.GridSyncCost-(CounterSignalCost+CounterWaitCost) {
+		t.Errorf("without Reuse %d grid syncs, %.2f µs; with %.2f µs: want the syncs' cost saved", syncs, cost.Total()*1e6, local.Total()*1e6)
+	}
+}
+
+// TestTileDepDiv checks TileDep.Range with Div against the tiles found
+// element by element: consumer element e, of prefix p = e/Prefix, reads
+// producer elements [Offset + (p/Div)·Span, Offset + (p/Div+1)·Span).
+func TestTileDepDiv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		div := 1 + rng.IntN(5)
+		prefixes := div * (1 + rng.IntN(6))
+		q, span := 1+rng.IntN(9), 1+rng.IntN(9)
+		d := TileDep{Tile: 1 + rng.IntN(20), N: prefixes * q, Prefix: q, Span: span, Width: 1 + rng.IntN(20), Offset: rng.IntN(10), Div: div}
+		for r := range ceilDiv(d.N, d.Tile) {
+			want := map[int]bool{}
+			for e := r * d.Tile; e < min((r+1)*d.Tile, d.N); e++ {
+				g := e / d.Prefix / div
+				for x := d.Offset + g*span; x < d.Offset+(g+1)*span; x++ {
+					want[x/d.Width] = true
+				}
+			}
+			lo, hi := d.Range(r)
+			if hi-lo != len(want) {
+				t.Fatalf("%+v: tile %d: range [%d, %d), want %d tiles", d, r, lo, hi, len(want))
+			}
+			for p := lo; p < hi; p++ {
+				if !want[p] {
+					t.Fatalf("%+v: tile %d: range [%d, %d) holds %d, which it does not read", d, r, lo, hi, p)
+				}
+			}
+		}
+	}
+}
