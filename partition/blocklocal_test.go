@@ -5,53 +5,7 @@ import (
 	"testing"
 
 	tb "tec/internal/tebuild"
-	"tec/te"
 )
-
-// gqaAttention is a decode step's grouped-query attention over a cache of
-// t positions: nh query heads of dh, scaled (rq, element-wise), g of
-// them sharing each key/value head (rk, element-wise); the scores of a
-// head read its key head's new key at position 0 and the cache after it,
-// then the maximum, the sum and the context (a matrix-vector product of
-// the head's probabilities and its value head) as the Llama example
-// writes them.
-func gqaAttention(nh, nkv, dh, t int) *te.Program {
-	g := nh / nkv
-	b := tb.New("gqa")
-	q, k := b.Input("q", nh, dh), b.Input("k", nkv, dh)
-	kc, vc := b.Input("kc", nkv, t, dh), b.Input("vc", nkv, t, dh)
-	// A statistic of all of q, which the rotations follow after a grid
-	// sync (as they follow a projection in a decode step).
-	ss := b.Compute("ss", tb.Shape(1), func(ax []te.Index) te.Expr {
-		return tb.ReduceN(te.Sum, []string{"n", "e"}, []int{nh, dh}, func(ks []te.Index) te.Expr {
-			return tb.Bin(te.Mul, tb.Ld(q, ks...), tb.Ld(q, ks...))
-		})
-	})
-	scale := tb.Ld(ss, te.Const(0))
-	rq := b.Compute("rq", tb.Shape(nh, dh), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(q, ax...), scale) })
-	rk := b.Compute("rk", tb.Shape(nkv, dh), func(ax []te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(k, ax...), scale) })
-	sc := b.Compute("sc", tb.Shape(nh, t), func(ax []te.Index) te.Expr {
-		n, p := ax[0], ax[1]
-		return tb.Reduce(te.Sum, "e", dh, func(e te.Index) te.Expr {
-			key := tb.Sel(tb.Bin(te.Eq, tb.Idx(p), tb.I(0)), tb.Ld(rk, n.Div(g), e), tb.Ld(kc, n.Div(g), p, e))
-			return tb.Bin(te.Mul, tb.Ld(rq, n, e), key)
-		})
-	})
-	mx := b.Compute("mx", tb.Shape(nh), func(ax []te.Index) te.Expr {
-		return tb.Reduce(te.ReduceMax, "t", t, func(p te.Index) te.Expr { return tb.Ld(sc, ax[0], p) })
-	})
-	pr := func(n, p te.Index) te.Expr { return tb.Un(te.Exp, tb.Bin(te.Sub, tb.Ld(sc, n, p), tb.Ld(mx, n))) }
-	den := b.Compute("den", tb.Shape(nh), func(ax []te.Index) te.Expr {
-		return tb.Reduce(te.Sum, "t", t, func(p te.Index) te.Expr { return pr(ax[0], p) })
-	})
-	ctx := b.Compute("ctx", tb.Shape(nh, dh), func(ax []te.Index) te.Expr {
-		n, e := ax[0], ax[1]
-		return tb.Bin(te.Div, tb.Reduce(te.Sum, "t", t, func(p te.Index) te.Expr {
-			return tb.Bin(te.Mul, pr(n, p), tb.Ld(vc, n.Div(g), p, e))
-		}), tb.Ld(den, n))
-	})
-	return b.Program(ctx)
-}
 
 // TestBlockLocalAttention checks the plan of gqaAttention at -O4 (Reuse)
 // on the H100 model: one kernel in which the scores, maximum, sum and
@@ -63,7 +17,7 @@ func gqaAttention(nh, nkv, dh, t int) *te.Program {
 // of the stages after ss but rk follows a grid sync, and the plan is
 // predicted slower by those syncs less the counters that replace one.
 func TestBlockLocalAttention(t *testing.T) {
-	p := gqaAttention(8, 2, 64, 128)
+	p := tb.GQAAttention(8, 2, 64, 128)
 	pl := plan(t, p, "h100", Options{Strategy: CostModel, Split: true, Reuse: true})
 	if len(pl.Kernels) != 1 {
 		t.Fatalf("%d kernels, want 1:\n%s", len(pl.Kernels), pl)
