@@ -76,7 +76,7 @@ func TestBlockLocalAttention(t *testing.T) {
 				}
 				if level == pipeline.MaxLevel {
 					noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
-					checkBlockLocal(t, res, b)
+					checkBlockLocal(t, res, b*4, 2)
 					misaligned(t, res.Module, in)
 				}
 			})
@@ -84,13 +84,17 @@ func TestBlockLocalAttention(t *testing.T) {
 	}
 }
 
-// checkBlockLocal checks that each layer's scores, maximum, sum and
-// context are one kernel's stages with a tile per head each and no grid
-// sync among them.
-func checkBlockLocal(t *testing.T, res *pipeline.Result, b int) {
+// checkBlockLocal checks that each of the layers' scores, maximum, sum
+// and context are one kernel's stages with a tile per head each (heads
+// in all the sequences) and no grid sync among them or before the scores
+// (counters instead).
+func checkBlockLocal(t *testing.T, res *pipeline.Result, heads, layers int) {
 	t.Helper()
-	heads := b * 4
-	for _, suffix := range []string{"", ".1"} {
+	for l := range layers {
+		suffix := ""
+		if l > 0 {
+			suffix = fmt.Sprintf(".%d", l)
+		}
 		k, at := stageOf(res.Plan, "sc"+suffix)
 		if k == nil {
 			t.Fatalf("no stage sc%s in the plan", suffix)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"tec/backend/report"
@@ -17,7 +18,9 @@ import (
 // and checks what the issue asks of its static report, as predictions:
 // one kernel per step; DRAM bytes within 5 % of the weights, the KV cache
 // read and the slots written, both by the report's model of the kernel IR
-// and by the plan's cost model; and B = 8 predicted within 1.3× of B = 1.
+// and by the plan's cost model; B = 8 predicted within 1.3× of B = 1;
+// and each layer's attention block-local per head, with no grid sync
+// from the rotations to the context.
 // The predicted times are logged (docs/benchmarks.md has the table).
 func TestDecodeReport(t *testing.T) {
 	if testing.Short() {
@@ -41,6 +44,11 @@ func TestDecodeReport(t *testing.T) {
 		if n := len(res.Module.Kernels); n != 1 {
 			t.Errorf("B=%s: %d kernels, want 1", b, n)
 		}
+		// Attention is block-local per head in every layer (32 query
+		// heads a sequence, 16 layers).
+		heads, _ := strconv.Atoi(b)
+		checkBlockLocal(t, res, 32*heads, 16)
+		noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
 		var weights, cache, slots int64
 		for _, x := range res.Program.Tensors {
 			switch {
