@@ -312,6 +312,11 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 			s.products = opsOf(d.Reduce, map[*te.Reduce]bool{})
 			s.unmasked = s.FLOPs
 		} else if s.matVec(d, g, t.Bytes()) {
+			narrow := d.X
+			if s.MatVec.Wide == 0 {
+				narrow = d.Y
+			}
+			s.priceHoisted(t, d, narrow)
 			if s.KMask = KMaskOf(d); s.KMask != nil {
 				s.LiveK = s.K
 			}
@@ -660,16 +665,17 @@ type Dims struct {
 
 // ContractionDims reports whether t is a contraction worth tiling (a single
 // top-level f32 sum of a product of two factors, with N ≥ 8 and K ≥ 4; M
-// may be 1, a matrix-vector product) and returns its dimensions. The sum
-// may lie under selects (a masked contraction, see MaskedReduce) if its
-// factors load in bounds at every output point, where the tiles compute
-// them whether the select uses them or not.
+// may be 1, a matrix-vector product; a reduction nested in the factors must
+// not use the sum's axes, see HoistedReductions) and returns its
+// dimensions. The sum may lie under selects (a masked contraction, see
+// MaskedReduce) if its factors load in bounds at every output point, where
+// the tiles compute them whether the select uses them or not.
 func ContractionDims(t *te.Tensor) (Dims, bool) {
 	r, guards, masked, ok := MaskedReduce(t.Body)
 	if !ok {
 		return Dims{}, false
 	}
-	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) || masked && !te.LoadsInBounds(r.Body) {
+	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || !nestedInvariant(r) || masked && !te.LoadsInBounds(r.Body) {
 		return Dims{}, false
 	}
 	others := false

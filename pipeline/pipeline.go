@@ -6,7 +6,10 @@
 //	-O1  + horizontal transform (independent TEs concatenated)
 //	-O2  + vertical transform (one-relies-on-one chains inlined)
 //	-O3  + global sync: the program partitioned into grid-synced persistent
-//	     kernels, two-phase split reductions
+//	     kernels, two-phase split reductions, and cheap producers of
+//	     matrix-vector products recomputed in each of their tiles where
+//	     the cost model prices that below the grid sync it saves
+//	     (transform.Recompute)
 //	-O4  + subprogram-level reuse: a stage reads its own block's rows of an
 //	     earlier stage after a block barrier instead of a grid sync, and row
 //	     statistics read only so stay in shared memory (slots shared by
@@ -93,6 +96,9 @@ func Passes(level int) []string {
 	if level >= 2 {
 		ps = append(ps, "vertical")
 	}
+	if level >= 3 {
+		ps = append(ps, "recompute")
+	}
 	return append(ps, "plan", "kir")
 }
 
@@ -136,10 +142,6 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		}
 		dump("vertical", p.String)
 	}
-	a, err := analysis.Analyze(p, analysis.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("analysis: %w", err)
-	}
 	popts := partition.Options{Strategy: partition.PerTE, Context: opts.Context}
 	if opts.Level >= 3 {
 		// The fused kernels reach their temporaries through the workspace
@@ -152,9 +154,15 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 			popts.Strategy = partition.CostModel
 		}
 	}
-	pl, err := partition.Partition(a, opts.GPU, popts)
+	pl, err := plan(p, opts.GPU, popts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Level >= 3 {
+		if p, pl, err = recompute(p, pl, opts.GPU, popts); err != nil {
+			return nil, err
+		}
+		dump("recompute", p.String)
 	}
 	dump("plan", pl.String)
 	var m *kir.Module
@@ -241,4 +249,39 @@ func kernelBoxes(stages []*te.Tensor) map[*te.Tensor]int64 {
 		out[t] = n
 	}
 	return out
+}
+
+// plan analyses and partitions p.
+func plan(p *te.Program, gpu partition.GPU, popts partition.Options) (*partition.Plan, error) {
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("analysis: %w", err)
+	}
+	return partition.Partition(a, gpu, popts)
+}
+
+// recompute returns p with the producers that the cost model would rather
+// recompute in their consumers' tiles so recomputed (transform.Recompute,
+// each consumer decided by partition.RecomputePays), and its plan, if the
+// plan of the whole is predicted faster than pl, p's own; else p and pl.
+// (A producer that the plan would compute in a weight-cached stage's
+// epilogue for free is no saving: only the whole plan tells.)
+func recompute(p *te.Program, pl *partition.Plan, gpu partition.GPU, popts partition.Options) (*te.Program, *partition.Plan, error) {
+	pays := func(old, nu *te.Tensor, removed []*te.Tensor) bool {
+		return partition.RecomputePays(gpu, popts.Threads, old, nu, removed)
+	}
+	q, err := transform.Recompute(p, pays)
+	if err != nil || len(q.Tensors) == len(p.Tensors) {
+		return p, pl, err
+	}
+	ql, err := plan(q, gpu, popts)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, _, was := pl.Stats()
+	_, _, now := ql.Stats()
+	if now.Total() >= was.Total() {
+		return p, pl, nil
+	}
+	return q, ql, nil
 }

@@ -64,6 +64,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	buf := l.bufs[t]
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1)
+	hs, pro := hoisted(tmp, A, rows)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
 	perGroup := g.into(func() {
@@ -112,7 +113,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 				l.matVecEntry(g, t, d, &rs.MatVec, entryCtx{
 					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
 					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
-					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K,
+					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro,
 				})
 			}
 			// The stages in the epilogue: thread col wrote every entry of
@@ -166,6 +167,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 	}
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF, max(mv.Cols, 1))
+	hs, pro := hoisted(tmp, A, rows)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	inner := g.into(func() {
 		g.emit(
@@ -175,7 +177,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, b
 		)
 		l.matVecEntry(g, t, d, mv, entryCtx{
 			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
-			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F,
+			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro,
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -215,6 +217,10 @@ type entryCtx struct {
 	// F, when set, is the wide factor, read from global memory at each k
 	// instead of from the cache slice at base in data.
 	F te.Expr
+	// hoisted are the reductions of A that the tile computes once per row
+	// in its prologue, into pro (see prologue).
+	hoisted []*te.Reduce
+	pro     *kir.Buffer
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
@@ -253,6 +259,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partit
 			fs = append(fs, f)
 		}
 	}
+	l.prologue(g, c)
 	// Chunk ci stages k in [c0, c0 + staged) of every row, then each
 	// thread sums its share of them.
 	ci := kir.NewVar("ci", te.I32)
@@ -331,9 +338,11 @@ func (l *lowerer) stageRows(g *gen, d partition.Dims, c entryCtx, staged int, c0
 		)
 		bind(g, c.aAxes, m)
 		bind(g, d.Reduce.Axes, kk)
+		forget := useHoisted(g, c, m)
 		store := g.into(func() {
 			g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
 		})
+		forget()
 		if c.liveK != nil {
 			// sumChunk reads no element at a k the mask makes zero.
 			store = []kir.Stmt{&kir.If{Cond: c.liveK(kk, kk), Then: store}}

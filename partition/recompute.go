@@ -1,0 +1,185 @@
+package partition
+
+import (
+	"tec/te"
+)
+
+// Recomputation instead of a grid sync (Souffle's redundant computation):
+// transform.Recompute substitutes a cheap producer of a matrix-vector
+// product into the product's narrow factor — SwiGLU's
+// gate·sigmoid(gate)·up, or RMSNorm's x·rsqrt(ms + eps)·g with its mean of
+// squares ms, a reduction that then lies nested in the product's own. A
+// matrix-vector tile stages its rows once per tile, evaluating the factor,
+// and computes such a nested reduction once per tile and row in a
+// prologue (HoistedReductions, backend/lower), so each tile redoes the
+// producer's work for its rows: the redundant loads hit in L2 and the
+// arithmetic is a few operations per element. The stage the producer was,
+// and the grid sync before its reader, are gone. RecomputePays prices the
+// trade with the cost model that prices the plan.
+
+// HoistedReductions returns the reductions nested in a contraction's factor
+// x (outermost first, none inside another) that a matrix-vector tile
+// computes once per row in a prologue: f32 sums, maxima and minima. x is a
+// factor of a contraction whose ContractionDims hold, so none of them uses
+// the contraction's reduction axes.
+func HoistedReductions(x te.Expr) []*te.Reduce {
+	var rs []*te.Reduce
+	te.Walk(x, func(e te.Expr) bool {
+		r, ok := e.(*te.Reduce)
+		if !ok {
+			return true
+		}
+		if hoistableOp(r) {
+			rs = append(rs, r)
+		}
+		return false
+	})
+	return rs
+}
+
+// hoistableOp reports whether a nested reduction r is one that a block's
+// threads can compute together (an f32 sum, max or min).
+func hoistableOp(r *te.Reduce) bool {
+	return te.TypeOf(r) == te.F32 && (r.Op == te.Sum || r.Op == te.ReduceMax || r.Op == te.ReduceMin)
+}
+
+// nestedInvariant reports whether every reduction nested in r's body is
+// invariant in r's axes: computed once for all of r's points, it could be
+// hoisted out of r's loop.
+func nestedInvariant(r *te.Reduce) bool {
+	ok := true
+	te.Walk(r.Body, func(e te.Expr) bool {
+		n, isReduce := e.(*te.Reduce)
+		if !isReduce || !ok {
+			return ok
+		}
+		used := te.UsedVars(n.Body)
+		for _, a := range r.Axes {
+			if used[a] {
+				ok = false
+			}
+		}
+		return false
+	})
+	return ok
+}
+
+// priceHoisted corrects the prediction of matrix-vector stage t (dims d,
+// narrow factor x) for the reductions hoisted out of x: each tile computes
+// them once per row (their loads from L2, their arithmetic), not once per
+// product as the general count has it, and keeps them in shared memory.
+// Each element of x costs its distinct loads (a recomputed producer's
+// inputs, not one stored element).
+func (s *Schedule) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
+	mv := s.MatVec
+	rows := d.M
+	if mv.Wide == 0 {
+		rows = d.N
+	}
+	tiles, perElem := int64(d.Batch*mv.NT), elementBytes(x)
+	if one := int64(elemSize(x)); perElem > one {
+		s.Bytes += tiles * int64(rows) * int64(d.K) * (perElem - one)
+	}
+	hs := HoistedReductions(x)
+	if len(hs) == 0 {
+		return
+	}
+	seen := map[*te.Reduce]bool{}
+	var bytes, ops int64
+	for _, h := range hs {
+		seen[h] = true
+		bytes += int64(product(h.Axes)) * elementBytes(h.Body)
+		ops += opsOf(h, map[*te.Reduce]bool{})
+	}
+	s.Bytes += tiles * int64(rows) * bytes
+	s.FLOPs = int64(t.NumElements())*opsOf(t.Body, seen) + tiles*int64(rows)*ops
+	s.SharedBytes += 4 * len(hs) * rows
+}
+
+// elementBytes returns the bytes that one point of e loads: each distinct
+// load (tensor and indexes) once, at its element size, leaving out the
+// loads of reductions nested in e.
+func elementBytes(e te.Expr) int64 {
+	seen := map[string]bool{}
+	var n int64
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			return false
+		case *te.Load:
+			if k := te.FormatExpr(x); !seen[k] {
+				seen[k] = true
+				n += int64(x.Tensor.DType.Size())
+			}
+		}
+		return true
+	})
+	return n
+}
+
+// RecomputePays reports whether consumer nu, stage old with the producers
+// removed recomputed in it, is predicted faster on g with threads per
+// block: nu must be a matrix-vector stage (whose tiles stage the
+// recomputed rows once each), and its time, with the redundant loads from
+// L2 and arithmetic of its tiles, must be below old's plus the removed
+// producers' stages and the grid sync before old that no longer has
+// anything to wait for. Both are priced as the plan prices stages: at
+// their own occupancy on the whole GPU, the weights read from DRAM once.
+func RecomputePays(g GPU, threads int, old, nu *te.Tensor, removed []*te.Tensor) bool {
+	if threads == 0 {
+		threads = min(256, g.MaxThreadsPerBlock)
+	}
+	sn, ok := fusedSchedule(nu, g, threads)
+	if !ok || sn.Kind != Contraction || sn.MatVec == nil || sn.TensorCores {
+		return false
+	}
+	so, ok := fusedSchedule(old, g, threads)
+	if !ok {
+		return false
+	}
+	dram := dramBytes(old, so)
+	after := stageAlone(g, sn, dram)
+	before := stageAlone(g, so, dram) + g.GridSyncCost
+	for _, r := range removed {
+		sr, ok := fusedSchedule(r, g, threads)
+		if !ok {
+			return false
+		}
+		before += stageAlone(g, sr, sr.Bytes)
+	}
+	return after < before
+}
+
+// fusedSchedule returns t's schedule in a fused kernel, as Partition makes
+// it.
+func fusedSchedule(t *te.Tensor, g GPU, threads int) (*Schedule, bool) {
+	s, err := Analytic{}.Schedule(t, nil, g, threads)
+	if err != nil {
+		return nil, false
+	}
+	s.fusedTensorCores(t, threads, g)
+	return s, true
+}
+
+// dramBytes returns what stage t moves from DRAM when the activations it
+// reads hit in L2: its output, and its wide factor's bytes if it is a
+// matrix-vector stage (the weights, read once); else all it requests.
+func dramBytes(t *te.Tensor, s *Schedule) int64 {
+	d, ok := ContractionDims(t)
+	if !ok || s.MatVec == nil {
+		return s.Bytes
+	}
+	wide, cols := d.Y, d.N
+	if s.MatVec.Wide == 0 {
+		wide, cols = d.X, d.M
+	}
+	return int64(d.Batch)*int64(elemSize(wide))*int64(d.K)*int64(cols) + t.Bytes()
+}
+
+// stageAlone is stageTime for a stage at its own occupancy on the whole
+// GPU, moving dram bytes from DRAM.
+func stageAlone(g GPU, s *Schedule, dram int64) float64 {
+	c := &coster{pl: &Plan{GPU: g}}
+	occ, _ := g.BlocksPerSM(s.Resources())
+	return c.stageTime(s, dram, occ, g.SMs*max(occ, 1))
+}

@@ -1,0 +1,273 @@
+package transform
+
+import "tec/te"
+
+// recomputeMaxRows bounds the elements of a row reduction that a consumer
+// recomputes (each of its tiles computes all of them, before it stages its
+// rows): a matrix-vector product's few rows.
+const recomputeMaxRows = 8
+
+// RecomputePays decides whether consumer old, rewritten as nu with the
+// producers removed recomputed in it, is worth it: the cost model's
+// answer (partition.RecomputePays), given the redundant work against the
+// barriers and stages saved.
+type RecomputePays func(old, nu *te.Tensor, removed []*te.Tensor) bool
+
+// Recompute returns p with cheap producers of reductions recomputed in
+// their consumers where pays says so, instead of being stored by one stage
+// and read by another after a grid-wide barrier (Souffle's redundant
+// computation instead of a global synchronisation). A producer qualifies
+// when the consumer is its only reader, it is no output, it reads it inside
+// the consumer's reductions and not as a gather's table, and it is
+//
+//   - element-wise (no reduction): SwiGLU's gate·sigmoid(gate)·up read by
+//     the down projection, or RMSNorm's x·rsqrt(ms + eps)·g read by the
+//     projections after it; or
+//   - a reduction of at most 8 elements (RMSNorm's mean of squares) read
+//     only by the consumer or by such an element-wise producer: it is
+//     inlined, so that the consumer's body holds a reduction nested in its
+//     own, which uses none of the consumer's reduction axes.
+//
+// The vertical transform leaves these producers alone because its
+// consumers reread each element thousands of times (the columns of a
+// matrix-vector product); a matrix-vector tile stages its rows once per
+// tile, and hoists a nested reduction into a prologue computed once per
+// tile (backend/lower), so that the redundant work is a tile's, which the
+// cost model prices. Each substituted producer yields what it would have
+// stored (see Vertical).
+func Recompute(p *te.Program, pays RecomputePays) (*te.Program, error) {
+	outputs := map[*te.Tensor]bool{}
+	for _, t := range p.Outputs {
+		outputs[t] = true
+	}
+	readers := map[*te.Tensor][]*te.Tensor{}
+	for _, t := range p.Tensors {
+		if t.Body == nil {
+			continue
+		}
+		for _, u := range te.Inputs(t.Body) {
+			readers[u] = append(readers[u], t)
+		}
+	}
+	// only reports whether t is a compute tensor, no output, read by r
+	// alone.
+	only := func(t, r *te.Tensor) bool {
+		rs := readers[t]
+		return t.Kind == te.Compute && t.Update == nil && !outputs[t] && len(rs) == 1 && rs[0] == r
+	}
+	nu := map[*te.Tensor]*te.Tensor{}
+	var ts []*te.Tensor
+	for _, t := range p.Tensors {
+		if t.Kind != te.Compute {
+			nu[t] = t
+			ts = append(ts, t)
+			continue
+		}
+		u := t
+		if body := relink(t.Body, pointAt(nu), map[te.Expr]te.Expr{}); body != t.Body {
+			u = copyTensor(t, body)
+		}
+		if hasReduce(t.Body) {
+			if v, removed := recomputed(t, u, nu, only); v != nil && pays(u, v, removed) {
+				u = v
+			}
+		}
+		nu[t] = u
+		ts = append(ts, u)
+	}
+	outs := make([]*te.Tensor, len(p.Outputs))
+	for i, t := range p.Outputs {
+		outs[i] = nu[t]
+	}
+	return rebuild(p.Name, ts, outs), nil
+}
+
+// pointAt returns a load hook that points loads at the rewritten tensors nu.
+func pointAt(nu map[*te.Tensor]*te.Tensor) func(*te.Load) te.Expr {
+	return func(l *te.Load) te.Expr {
+		if v := nu[l.Tensor]; v != nil && v != l.Tensor {
+			return &te.Load{Tensor: v, Index: l.Index, Gather: l.Gather}
+		}
+		return nil
+	}
+}
+
+// recomputed returns t's rewritten form u (its loads pointed at the
+// rewritten tensors nu) with the producers that qualify
+// (see Recompute) substituted, and those producers, or nil if none does.
+// only(x, r) reports whether x is a compute tensor read by r alone.
+func recomputed(t, u *te.Tensor, nu map[*te.Tensor]*te.Tensor, only func(x, r *te.Tensor) bool) (*te.Tensor, []*te.Tensor) {
+	var removed []*te.Tensor
+	inlined := map[*te.Tensor]te.Expr{} // producer → its body with its reductions inlined
+	for _, x := range te.Inputs(t.Body) {
+		if !only(x, t) || !readInReductions(t.Body, x) {
+			continue
+		}
+		body, rs, ok := elementwise(x, only)
+		if small(x) {
+			body, rs, ok = x.Body, nil, true // a small reduction read directly
+		}
+		if !ok {
+			continue
+		}
+		removed = append(removed, x)
+		removed = append(removed, rs...)
+		inlined[x] = body
+	}
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	inline := func(l *te.Load) te.Expr {
+		body, ok := inlined[l.Tensor]
+		if !ok || l.IsGather() {
+			return nil
+		}
+		return substitute(l.Tensor, body, l.Index)
+	}
+	// The substituted bodies load the original tensors: point them, and
+	// t's other loads, at the rewritten ones.
+	body := relink(relink(t.Body, inline, map[te.Expr]te.Expr{}), pointAt(nu), map[te.Expr]te.Expr{})
+	return copyTensor(u, te.FoldSelects(body)), removed
+}
+
+// elementwise returns x's body with the small reductions it reads (at most
+// recomputeMaxRows elements) inlined, if x itself has no reduction and
+// is the only reader of each; and those reductions.
+func elementwise(x *te.Tensor, only func(x, r *te.Tensor) bool) (te.Expr, []*te.Tensor, bool) {
+	if hasReduce(x.Body) {
+		return nil, nil, false
+	}
+	var rs []*te.Tensor
+	ok := true
+	r := &rewriter{}
+	r.load = func(l *te.Load) te.Expr {
+		y := l.Tensor
+		if !small(y) {
+			return nil // read as it is stored
+		}
+		if !only(y, x) || l.IsGather() {
+			ok = false
+			return nil
+		}
+		rs = append(rs, y)
+		return substitute(y, y.Body, l.Index)
+	}
+	body := r.expr(x.Body)
+	return body, dedupe(rs), ok
+}
+
+// small reports whether x is a reduction of at most recomputeMaxRows
+// elements, which a consumer's tile recomputes whole.
+func small(x *te.Tensor) bool {
+	return x.Kind == te.Compute && hasReduce(x.Body) && x.NumElements() <= recomputeMaxRows
+}
+
+// substitute returns producer v's body (or body, a rewriting of it over
+// the same axes) at index idx, as storing it in v would round it.
+func substitute(v *te.Tensor, body te.Expr, idx []te.Index) te.Expr {
+	sub := map[*te.Var]te.Index{}
+	for d, a := range v.Axes {
+		sub[a] = idx[d]
+	}
+	return asStored(v, (&rewriter{sub: sub}).expr(body))
+}
+
+// readInReductions reports whether e loads x only inside reductions.
+func readInReductions(e te.Expr, x *te.Tensor) bool {
+	ok := true
+	te.Walk(e, func(y te.Expr) bool {
+		switch y := y.(type) {
+		case *te.Reduce:
+			return false
+		case *te.Load:
+			if y.Tensor == x {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok && slicesContains(te.Inputs(e), x)
+}
+
+func slicesContains(ts []*te.Tensor, x *te.Tensor) bool {
+	for _, t := range ts {
+		if t == x {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(ts []*te.Tensor) []*te.Tensor {
+	seen := map[*te.Tensor]bool{}
+	var out []*te.Tensor
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// relink returns e with each load replaced by what load returns for it (its
+// gathered indexes relinked first), or kept where load returns nil. Nodes
+// that nothing under them changes are kept, and a node that occurs more
+// than once in e (a reduction the vertical transform shares among its
+// readers) is rewritten once, so that it stays one node: memo holds the
+// nodes done.
+func relink(e te.Expr, load func(*te.Load) te.Expr, memo map[te.Expr]te.Expr) te.Expr {
+	if y, ok := memo[e]; ok {
+		return y
+	}
+	y := relinked(e, load, memo)
+	memo[e] = y
+	return y
+}
+
+func relinked(e te.Expr, load func(*te.Load) te.Expr, memo map[te.Expr]te.Expr) te.Expr {
+	switch e := e.(type) {
+	case *te.Load:
+		l := e
+		if e.Gather != nil {
+			gs := make([]te.Expr, len(e.Gather))
+			changed := false
+			for d, g := range e.Gather {
+				if g != nil {
+					gs[d] = relink(g, load, memo)
+					changed = changed || gs[d] != g
+				}
+			}
+			if changed {
+				l = &te.Load{Tensor: e.Tensor, Index: e.Index, Gather: gs}
+			}
+		}
+		if y := load(l); y != nil {
+			return y
+		}
+		return l
+	case *te.Unary:
+		if x := relink(e.X, load, memo); x != e.X {
+			return &te.Unary{Op: e.Op, X: x}
+		}
+	case *te.Binary:
+		x, y := relink(e.X, load, memo), relink(e.Y, load, memo)
+		if x != e.X || y != e.Y {
+			return &te.Binary{Op: e.Op, X: x, Y: y}
+		}
+	case *te.Select:
+		c, t, f := relink(e.Cond, load, memo), relink(e.Then, load, memo), relink(e.Else, load, memo)
+		if c != e.Cond || t != e.Then || f != e.Else {
+			return &te.Select{Cond: c, Then: t, Else: f}
+		}
+	case *te.Cast:
+		if x := relink(e.X, load, memo); x != e.X {
+			return &te.Cast{To: e.To, X: x}
+		}
+	case *te.Reduce:
+		if b := relink(e.Body, load, memo); b != e.Body {
+			return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: b}
+		}
+	}
+	return e
+}
