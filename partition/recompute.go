@@ -1,8 +1,6 @@
 package partition
 
-import (
-	"tec/te"
-)
+import "tec/te"
 
 // Recomputation instead of a grid sync (Souffle's redundant computation):
 // transform.Recompute substitutes a cheap producer of a matrix-vector
@@ -65,34 +63,36 @@ func nestedInvariant(r *te.Reduce) bool {
 }
 
 // priceHoisted corrects the prediction of matrix-vector stage t (dims d,
-// narrow factor x) for the reductions hoisted out of x: each tile computes
-// them once per row (their loads from L2, their arithmetic), not once per
-// product as the general count has it, and keeps them in shared memory.
-// Each element of x costs its distinct loads (a recomputed producer's
-// inputs, not one stored element).
+// narrow factor x) for what its tiles do: each element of x is evaluated
+// once per tile as its rows are staged (its distinct loads from L2, its
+// arithmetic), not once per product as the general count has it, and
+// the reductions nested in x are computed once per tile and row
+// (HoistedReductions) and kept in shared memory.
 func (s *Schedule) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
 	mv := s.MatVec
-	rows := d.M
+	rows, wide := d.M, d.Y
 	if mv.Wide == 0 {
-		rows = d.N
+		rows, wide = d.N, d.X
 	}
 	tiles, perElem := int64(d.Batch*mv.NT), elementBytes(x)
+	staged := tiles * int64(rows) * int64(d.K) // elements of x staged
 	if one := int64(elemSize(x)); perElem > one {
-		s.Bytes += tiles * int64(rows) * int64(d.K) * (perElem - one)
+		s.Bytes += staged * (perElem - one)
 	}
 	hs := HoistedReductions(x)
-	if len(hs) == 0 {
-		return
-	}
-	seen := map[*te.Reduce]bool{}
+	nested := map[*te.Reduce]bool{}
 	var bytes, ops int64
 	for _, h := range hs {
-		seen[h] = true
+		nested[h] = true
 		bytes += int64(product(h.Axes)) * elementBytes(h.Body)
 		ops += opsOf(h, map[*te.Reduce]bool{})
 	}
 	s.Bytes += tiles * int64(rows) * bytes
-	s.FLOPs = int64(t.NumElements())*opsOf(t.Body, seen) + tiles*int64(rows)*ops
+	// Per output: its epilogue, and a multiply-add and the wide factor's
+	// arithmetic per k; per staged element, x's.
+	epilogue := opsOf(t.Body, map[*te.Reduce]bool{d.Reduce: true})
+	perK := 2 + opsOf(wide, map[*te.Reduce]bool{})
+	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*opsOf(x, nested) + tiles*int64(rows)*ops
 	s.SharedBytes += 4 * len(hs) * rows
 }
 
