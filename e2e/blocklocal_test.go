@@ -14,6 +14,7 @@ import (
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -75,12 +76,39 @@ func TestBlockLocalAttention(t *testing.T) {
 					}
 				}
 				if level == pipeline.MaxLevel {
+					blockLocalBF16(t, p, in, g)
 					noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
 					checkBlockLocal(t, res, b*4, 2)
 					misaligned(t, res.Module, in)
 				}
 			})
 		}
+	}
+}
+
+// blockLocalBF16 builds p at -O4 and --precision bf16 on g and checks,
+// race-checked in the simulator, that its logits equal those of the
+// reference evaluation of the bf16 program (the same rounding points), and
+// that its attention is still block-local.
+func blockLocalBF16(t *testing.T, p *te.Program, in map[string]*te.Array, g partition.GPU) {
+	t.Helper()
+	q := precision.Apply(p, precision.BF16)
+	qin := numeric.ConformFeeds(in, q)
+	want, err := te.Evaluate(q, qin, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pipeline.Build(p, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, Precision: precision.BF16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
+	out := simulate(t, res.Module, qin, sim.Options{Race: true, ResidentBlocks: resident})
+	if out.RaceCount > 0 {
+		t.Errorf("bf16: %d races; first: %s", out.RaceCount, out.Races[0])
+	}
+	if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
+		t.Errorf("bf16: logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
 	}
 }
 
