@@ -14,7 +14,9 @@
 // that reads, element for element, what the same thread wrote (an
 // element-wise consumer of an element-wise producer of the same size) needs
 // none; a stage that reads row results of a row reduction with the same
-// tiling needs only a block barrier (Reuse).
+// tiling needs only a block barrier (Reuse), and so does a chain of such
+// row stages and contractions with a tile per batch entry, such as a
+// decode step's attention per head (blocklocal.go).
 //
 // At -O4 the plan asks two things of the lowering that hold only if every
 // thread reads what the right thread wrote, and the lowering checks both
