@@ -72,6 +72,12 @@ type Options struct {
 	// Precision is the arithmetic precision; the zero value, precision.F32,
 	// compiles the program as written.
 	Precision precision.Mode
+	// FlashChunks says how softmax-weighted reductions over a long axis
+	// (attention) are split across blocks (flash-decoding, flash.go): 0
+	// lets the cost model choose at -O3 and up (none below), 1 never
+	// splits, N > 1 splits each in N chunks at every level where N divides
+	// its axis.
+	FlashChunks int
 	// Dump, if set, receives the text of each pass's result as it is made:
 	// "precision", "horizontal", "vertical" (TE programs), "plan", "kir".
 	Dump func(pass, text string)
@@ -130,6 +136,9 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		p = precision.Apply(p, opts.Precision)
 		dump("precision", p.String)
 	}
+	if p, err = splitSoftmax(p, opts); err != nil {
+		return nil, err
+	}
 	if opts.Level >= 1 {
 		if p, err = transform.Horizontal(p); err != nil {
 			return nil, err
@@ -142,18 +151,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		}
 		dump("vertical", p.String)
 	}
-	popts := partition.Options{Strategy: partition.PerTE, Context: opts.Context}
-	if opts.Level >= 3 {
-		// The fused kernels reach their temporaries through the workspace
-		// (kir.Module.TempsInWorkspace), so that only inputs, params and
-		// outputs count against the kernel parameter limit. Unfused kernels
-		// take a parameter each, so that the kernels of an unrolled model
-		// that differ only in their buffers share code.
-		popts = partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context, Counters: opts.Counters}
-		if popts.Strategy == partition.PerTE {
-			popts.Strategy = partition.CostModel
-		}
-	}
+	popts := partitionOptions(opts)
 	pl, err := plan(p, opts.GPU, popts)
 	if err != nil {
 		return nil, err
@@ -177,6 +175,23 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	m.TempsInWorkspace = popts.TempsInWorkspace
 	dump("kir", m.String)
 	return &Result{Program: p, Plan: pl, Module: m}, nil
+}
+
+// partitionOptions returns the partitioner's options at opts.Level.
+func partitionOptions(opts Options) partition.Options {
+	if opts.Level < 3 {
+		return partition.Options{Strategy: partition.PerTE, Context: opts.Context}
+	}
+	// The fused kernels reach their temporaries through the workspace
+	// (kir.Module.TempsInWorkspace), so that only inputs, params and
+	// outputs count against the kernel parameter limit. Unfused kernels
+	// take a parameter each, so that the kernels of an unrolled model
+	// that differ only in their buffers share code.
+	popts := partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context, Counters: opts.Counters}
+	if popts.Strategy == partition.PerTE {
+		popts.Strategy = partition.CostModel
+	}
+	return popts
 }
 
 // Footprint returns, for kernel k of the result's module and a global

@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/partition"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// TestFlashDecodeLlama runs the tiny Llama's decode step over a cache of
+// 256 positions with its attention split across blocks in 8 chunks of 32
+// positions (flash-decoding, pipeline.Options.FlashChunks), at every level
+// in the simulator (race-free) against the reference of the unsplit
+// program, for positions at the first, a middle and the last slot and
+// mixed per sequence (B = 4): whole chunks past pos[b] are dropped from
+// the merge, and the kept ones rescaled to the merged max.
+func TestFlashDecodeLlama(t *testing.T) {
+	src, err := os.ReadFile("../examples/llama.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]string{"B": "4", "T": "256", "L": "2", "D": "32", "NH": "4", "NKV": "2", "FF": "64", "V": "64"}
+	p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: defs})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, _ := partition.BuiltinGPU("h100")
+	for _, pos := range [][]float64{{0, 0, 0, 0}, {127, 128, 129, 64}, {255, 255, 255, 255}, {255, 0, 77, 200}} {
+		in := numeric.SeededFeeds(p, 11)
+		copy(in["pos"].Data, pos)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for level := 0; level <= pipeline.MaxLevel; level++ {
+			t.Run(fmt.Sprintf("pos%v/O%d", pos, level), func(t *testing.T) {
+				res, _ := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g, FlashChunks: 8}, in, want, tolModel)
+				chunks := 0
+				for _, u := range res.Program.Tensors {
+					if strings.HasSuffix(u.Name, "/chunk") {
+						chunks++
+					}
+				}
+				if chunks != 3*2 { // m_c, l_c and o_c of each layer
+					t.Errorf("%d partial tensors; want 6 (flash-decoding not applied)", chunks)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"tec/analysis"
+	"tec/partition"
+	"tec/te"
+	"tec/transform"
+)
+
+// The chunk counts the cost model tries for flash-decoding: up to
+// maxFlashChunks chunks of at least minFlashChunk positions each (a
+// chunk shorter than a warp's worth of positions leaves its block's
+// threads idle, and more chunks than this only add merge terms).
+const (
+	minFlashChunk  = 32
+	maxFlashChunks = 64
+	// flashMargin is how much faster than the unsplit softmax the
+	// cost model must predict a split, so that a split is not made for
+	// a gain within the model's error.
+	flashMargin = 0.98
+)
+
+// splitSoftmax splits p's softmax-weighted reductions across blocks
+// (transform.SplitSoftmax, flash-decoding) as opts.FlashChunks says: by
+// the cost model at -O3 and up when 0, never when 1, in that many chunks
+// otherwise.
+func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
+	switch {
+	case opts.FlashChunks == 1, opts.FlashChunks == 0 && opts.Level < 3:
+		return p, nil
+	case opts.FlashChunks > 1:
+		return transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) int {
+			if s.Length%opts.FlashChunks != 0 {
+				return 1
+			}
+			return opts.FlashChunks
+		})
+	case opts.FlashChunks < 0:
+		return nil, fmt.Errorf("flash-decoding: %d chunks: want 0 (the cost model decides), 1 (no split) or more", opts.FlashChunks)
+	}
+	var firstErr error
+	chosen := map[string]int{} // by the site's canonical text
+	q, err := transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) int {
+		c, err := FlashChunksFor(s, opts, chosen)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return c
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return q, err
+}
+
+// FlashChunksFor returns the chunk count the cost model predicts fastest
+// for site s under opts (1: no split): it partitions the site alone
+// (transform.SoftmaxSite.Subprogram), unsplit and split in each of
+// s.ChunkCounts(32, 64), with the partitioner's options at opts.Level
+// (FlashCandidates), and keeps a split predicted at least 2 % faster whose
+// kernels keep as many blocks per SM as the unsplit site's: a split whose
+// stages need more of an SM lowers the occupancy of the whole kernel
+// around them, every other stage's too (the weights' streaming), which
+// the site alone does not show. The prediction prices what the split
+// changes: the partial results' round trip through global memory, the
+// merge's stages and grid sync, the occupancy of more, shorter rows and
+// of grouped rows' tiles, and the positions past a run-time mask at
+// opts.Context skipped in each. cache, when not nil, holds the counts
+// chosen for sites of the same text (the layers of a model).
+func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int) (int, error) {
+	sub := s.Subprogram()
+	key := canonicalText(sub)
+	if c, ok := cache[key]; ok {
+		return c, nil
+	}
+	cands, err := FlashCandidates(s, opts)
+	if err != nil {
+		return 1, err
+	}
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if c.BlocksPerSM >= cands[0].BlocksPerSM && c.Time < best.Time*flashMargin {
+			best = c
+		}
+	}
+	if cache != nil {
+		cache[key] = best.Chunks
+	}
+	return best.Chunks, nil
+}
+
+// FlashCandidate is the cost model's prediction for a softmax site split
+// in Chunks chunks (1: unsplit), priced alone.
+type FlashCandidate struct {
+	Chunks int
+	// Time is the predicted time of the site's kernel, in seconds.
+	Time float64
+	// BlocksPerSM is its kernel's occupancy.
+	BlocksPerSM int
+}
+
+// FlashCandidates returns the predictions for site s unsplit, then split
+// in each of s.ChunkCounts(32, 64), under opts.
+func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, error) {
+	if opts.GPU.Name == "" {
+		opts.GPU, _ = partition.BuiltinGPU(partition.DefaultGPU)
+	}
+	sub := s.Subprogram()
+	t, occ, err := subprogramTime(sub, opts)
+	if err != nil {
+		return nil, fmt.Errorf("flash-decoding: pricing %s: %w", s.Max.Name, err)
+	}
+	cands := []FlashCandidate{{Chunks: 1, Time: t, BlocksPerSM: occ}}
+	sites := transform.SoftmaxSites(sub)
+	if len(sites) != 1 {
+		return cands, nil
+	}
+	for _, c := range sites[0].ChunkCounts(minFlashChunk, maxFlashChunks) {
+		q, err := transform.SplitSoftmax(sub, func(*transform.SoftmaxSite) int { return c })
+		if err != nil {
+			return nil, err
+		}
+		t, occ, err := subprogramTime(q, opts)
+		if err != nil {
+			return nil, fmt.Errorf("flash-decoding: pricing %s in %d chunks: %w", s.Max.Name, c, err)
+		}
+		cands = append(cands, FlashCandidate{Chunks: c, Time: t, BlocksPerSM: occ})
+	}
+	return cands, nil
+}
+
+// subprogramTime returns the predicted time of p through the passes and
+// the partitioner that Build runs at opts.Level, and the least occupancy
+// (blocks per SM) of its kernels.
+func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
+	var err error
+	if opts.Level >= 2 {
+		if p, err = transform.Vertical(p); err != nil {
+			return 0, 0, err
+		}
+	}
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	pl, err := partition.Partition(a, opts.GPU, partitionOptions(opts))
+	if err != nil {
+		return 0, 0, err
+	}
+	_, _, cost := pl.Stats()
+	occ := 0
+	for i, k := range pl.Kernels {
+		if i == 0 || k.BlocksPerSM < occ {
+			occ = k.BlocksPerSM
+		}
+	}
+	return cost.Total(), occ, nil
+}
+
+// canonicalText returns p's text with its tensors renamed by position and
+// their source locations dropped: equal for the same site in every layer.
+func canonicalText(p *te.Program) string {
+	for i, t := range p.Tensors {
+		t.Name = fmt.Sprintf("t%d", i)
+		t.Span, t.Scope = te.Span{}, nil
+	}
+	return p.String()
+}

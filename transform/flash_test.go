@@ -1,0 +1,143 @@
+package transform
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/te"
+)
+
+// decodeAttention is a decode step's attention over a cache of T
+// positions, masked past the run-time pos[b], with grouped-query heads
+// (query head n reads key/value head n / 2), as examples/llama.te writes
+// it.
+const decodeAttention = `
+const B = 4
+const T = 64
+const NH = 4
+const DH = 8
+
+model decode {
+  input pos: i32[B]
+  input q: f32[B, NH, DH]
+  input kc: f32[B, NH / 2, T, DH]
+  input vc: f32[B, NH / 2, T, DH]
+  sc[b, n, t] = select(t <= pos[b], sum[e](q[b, n, e] * kc[b, n / 2, t, e]) * 2.0, -inf)
+  mx[b, n] = max[t](sc[b, n, t])
+  pr[b, n, t] = exp(sc[b, n, t] - mx[b, n])
+  den[b, n] = sum[t](pr[b, n, t])
+  ctx[b, n, e] = sum[t](pr[b, n, t] * vc[b, n / 2, t, e]) / den[b, n]
+  output ctx
+}
+`
+
+func checkProgram(t *testing.T, name, src string) *te.Program {
+	t.Helper()
+	p, diags := lang.Check(name, []byte(src), lang.Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
+// TestSplitSoftmax splits the attention into 2 to 64 chunks (down to one
+// position each) and compares the outputs with the unsplit program's in
+// the reference evaluator for positions at the first, a middle and the
+// last slot and mixed per sequence, where whole chunks lie past pos[b]
+// (their partials NaN, dropped by the merge). The chunks' maxima differ
+// by far more than the tolerance, so that a merge that did not rescale
+// the partials to the merged max fails.
+func TestSplitSoftmax(t *testing.T) {
+	p := checkProgram(t, "attn.te", decodeAttention)
+	sites := SoftmaxSites(p)
+	if len(sites) != 1 {
+		t.Fatalf("%d softmax sites; want 1", len(sites))
+	}
+	s := sites[0]
+	if s.Max.Name != "mx" || s.Scores.Name != "sc" || s.Length != 64 || len(s.Weights) != 1 || len(s.Sums) != 2 {
+		t.Fatalf("site: max %s, scores %s, length %d, %d weights, %d sums", s.Max.Name, s.Scores.Name, s.Length, len(s.Weights), len(s.Sums))
+	}
+	if got, want := fmt.Sprint(s.ChunkCounts(8, 64)), "[2 4 8]"; got != want {
+		t.Errorf("ChunkCounts(8, 64) = %s; want %s", got, want)
+	}
+	for _, c := range []int{2, 4, 16, 64} {
+		q, err := SplitSoftmax(p, func(*SoftmaxSite) int { return c })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"mx/chunk", "den/chunk", "ctx/chunk"} {
+			if q.Lookup(name) == nil {
+				t.Fatalf("C=%d: no %s in\n%s", c, name, q)
+			}
+		}
+		for _, pos := range [][]float64{{0, 0, 0, 0}, {31, 32, 33, 17}, {63, 63, 63, 63}, {63, 0, 9, 40}} {
+			in := numeric.SeededFeeds(p, 3)
+			copy(in["pos"].Data, pos)
+			want, err := te.Evaluate(p, in, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := te.Evaluate(q, in, te.EvalOptions{KeepAll: true})
+			if err != nil {
+				t.Fatalf("C=%d pos %v: %v", c, pos, err)
+			}
+			if e := numeric.RelError(got["ctx"], want["ctx"]); !(e < 1e-5) {
+				t.Errorf("C=%d pos %v: relative error %g", c, pos, e)
+			}
+			if c == 4 && pos[0] == 63 && pos[1] == 63 {
+				if spread := chunkSpread(got["mx/chunk"]); spread < 1 {
+					t.Errorf("the chunks' maxima differ by %g: too little to test the rescale", spread)
+				}
+			}
+		}
+	}
+}
+
+// chunkSpread returns the largest difference between two chunks' maxima
+// of one row of m_c (its last axis the chunks).
+func chunkSpread(mc *te.Array) float64 {
+	c := mc.Shape[len(mc.Shape)-1]
+	spread := 0.0
+	for r := 0; r < len(mc.Data); r += c {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range mc.Data[r : r+c] {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		spread = max(spread, hi-lo)
+	}
+	return spread
+}
+
+// TestSoftmaxSitesRefused checks the forms SplitSoftmax leaves alone: the
+// weights an output, read by something other than a sum over the axis,
+// or summed non-linearly.
+func TestSoftmaxSitesRefused(t *testing.T) {
+	for _, tc := range []struct{ name, change, to string }{
+		{"weights an output", "output ctx", "output ctx, pr"},
+		{"weights read element-wise", "output ctx", "w2[b, n, t] = pr[b, n, t] * 2.0\n  output ctx, w2"},
+		{"sum not linear", "sum[t](pr[b, n, t])", "sum[t](pr[b, n, t] * pr[b, n, t])"},
+		{"max of a sum", "exp(sc[b, n, t] - mx[b, n])", "exp(sc[b, n, t] - mx[b, n]) + 1.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(decodeAttention, tc.change, tc.to, 1)
+			p := checkProgram(t, "attn.te", src)
+			if sites := SoftmaxSites(p); len(sites) != 0 {
+				t.Errorf("%d sites; want none", len(sites))
+			}
+		})
+	}
+}
+
+// TestSplitSoftmaxRejectsRagged reports a chunk count that does not divide
+// the axis.
+func TestSplitSoftmaxRejectsRagged(t *testing.T) {
+	p := checkProgram(t, "attn.te", decodeAttention)
+	_, err := SplitSoftmax(p, func(*SoftmaxSite) int { return 3 })
+	if err == nil || !strings.Contains(err.Error(), "3 chunks do not divide mx's 64 positions") {
+		t.Errorf("err = %v", err)
+	}
+}
