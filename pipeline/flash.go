@@ -59,17 +59,21 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 // for site s under opts (1: no split): it partitions the site alone
 // (transform.SoftmaxSite.Subprogram), unsplit and split in each of
 // s.ChunkCounts(32, 64), with the partitioner's options at opts.Level
-// (FlashCandidates), and keeps a split predicted at least 2 % faster whose
-// kernels keep as many blocks per SM as the unsplit site's: a split whose
-// stages need more of an SM lowers the occupancy of the whole kernel
-// around them, every other stage's too (the weights' streaming), which
-// the site alone does not show. The prediction prices what the split
+// (FlashCandidates), and keeps a split predicted at least 2 % faster. A
+// split whose stages need more of an SM than the unsplit site's would
+// lower the occupancy of the whole kernel around them, every other
+// stage's too (the weights' streaming), which the site alone does not
+// show: it must be faster by the launches of a kernel of its own (two
+// boundaries), where it costs the rest nothing. The prediction prices what the split
 // changes: the partial results' round trip through global memory, the
 // merge's stages and grid sync, the occupancy of more, shorter rows and
 // of grouped rows' tiles, and the positions past a run-time mask at
 // opts.Context skipped in each. cache, when not nil, holds the counts
 // chosen for sites of the same text (the layers of a model).
 func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int) (int, error) {
+	if opts.GPU.Name == "" {
+		opts.GPU, _ = partition.BuiltinGPU(partition.DefaultGPU)
+	}
 	sub := s.Subprogram()
 	key := canonicalText(sub)
 	if c, ok := cache[key]; ok {
@@ -80,9 +84,14 @@ func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int
 		return 1, err
 	}
 	best := cands[0]
+	isolate := 2 * opts.GPU.LaunchCost // the site's own kernel: a boundary before and after
 	for _, c := range cands[1:] {
-		if c.BlocksPerSM >= cands[0].BlocksPerSM && c.Time < best.Time*flashMargin {
-			best = c
+		t := c.Time
+		if c.BlocksPerSM < cands[0].BlocksPerSM {
+			t += isolate
+		}
+		if t < best.Time*flashMargin {
+			best, best.Time = c, t
 		}
 	}
 	if cache != nil {
@@ -95,7 +104,8 @@ func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int
 // in Chunks chunks (1: unsplit), priced alone.
 type FlashCandidate struct {
 	Chunks int
-	// Time is the predicted time of the site's kernel, in seconds.
+	// Time is the predicted time of the site's kernel, in seconds (with
+	// FlashChunksFor's penalty, when it returns it).
 	Time float64
 	// BlocksPerSM is its kernel's occupancy.
 	BlocksPerSM int

@@ -31,6 +31,7 @@ type optFlags struct {
 	deterministic bool
 	precision     string
 	context       int
+	flashChunks   int
 }
 
 func (o *optFlags) registerOpt(fs *flag.FlagSet) {
@@ -38,6 +39,7 @@ func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 	fs.BoolVar(&o.deterministic, "deterministic", false, "combine split reductions' per-block partials in a fixed order instead of with atomics: bit-identical results from run to run")
 	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: "+partition.DefaultGPU+")")
 	fs.IntVar(&o.context, "context", 0, "the context the cost model prices attention masked by run-time positions at (select(t <= pos[b], …)): tiles past position N-1 are skipped at run time and left out of the predictions; 0 prices the whole cache")
+	fs.IntVar(&o.flashChunks, "flash-chunks", 0, "split attention's softmax-weighted reductions over a long axis across blocks in N chunks (flash-decoding): 0 lets the cost model decide at -O3 and -O4, 1 never splits, N splits in N chunks at every level where N divides the axis")
 	fs.StringVar(&o.precision, "precision", "f32", "the arithmetic precision: "+strings.Join(precision.Names(), ", ")+" (f16 and bf16 store params and activations in that type, accumulating and keeping statistics in f32; tf32 rounds contraction operands to TF32)")
 }
 
@@ -72,7 +74,10 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if o.context < 0 {
 		return pipeline.Options{}, fmt.Errorf("--context %d: want a number of positions, at least 1 (0: the whole cache)", o.context)
 	}
-	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec, Context: o.context}, nil
+	if o.flashChunks < 0 {
+		return pipeline.Options{}, fmt.Errorf("--flash-chunks %d: want 0 (the cost model decides), 1 (no split) or a number of chunks", o.flashChunks)
+	}
+	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec, Context: o.context, FlashChunks: o.flashChunks}, nil
 }
 
 // optionsError reports an error of optFlags.options: a usage error, or a
