@@ -43,6 +43,11 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 	var firstErr error
 	chosen := map[string]int{} // by the site's canonical text
 	q, err := transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) int {
+		if s.Max.NumElements() >= s.Length {
+			// more rows than positions (a prompt's, an encoder's
+			// attention): its rows fill the GPU, and it is no decode
+			return 1
+		}
 		c, err := FlashChunksFor(s, opts, chosen)
 		if err != nil && firstErr == nil {
 			firstErr = err
