@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"tec/lang"
@@ -49,6 +50,58 @@ func TestFlashChunksFor(t *testing.T) {
 		c, err := FlashChunksFor(sites[0], opts, nil)
 		if err != nil || (c > 1) != tc.split {
 			t.Errorf("B=%d context %d: %d chunks, %v; want a split: %v (candidates %+v)", tc.b, tc.context, c, err, tc.split, cands)
+		}
+	}
+}
+
+// attentionSource is a decode step's attention over 64 positions, masked
+// past the run-time pos[b].
+const attentionSource = `
+model decode {
+  input pos: i32[2]
+  input q: f32[2, 2, 8]
+  input kc: f32[2, 2, 64, 8]
+  input vc: f32[2, 2, 64, 8]
+  sc[b, n, t] = select(t <= pos[b], sum[e](q[b, n, e] * kc[b, n, t, e]), -inf) where t in 0..64
+  mx[b, n] = max[t](sc[b, n, t])
+  pr[b, n, t] = exp(sc[b, n, t] - mx[b, n])
+  den[b, n] = sum[t](pr[b, n, t])
+  ctx[b, n, e] = sum[t](pr[b, n, t] * vc[b, n, t, e]) / den[b, n]
+  output ctx
+}
+`
+
+// TestFlashChunksOption checks what Options.FlashChunks does at each
+// level: a count splits at every level where it divides the axis, 1 and
+// a count that does not divide never split, 0 leaves -O0 to -O2 alone,
+// and a negative count is an error.
+func TestFlashChunksOption(t *testing.T) {
+	p, diags := lang.Check("attn.te", []byte(attentionSource), lang.Config{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	for _, tc := range []struct {
+		level, chunks int
+		split         bool
+		err           string
+	}{
+		{0, 4, true, ""}, {2, 8, true, ""}, {4, 16, true, ""},
+		{4, 1, false, ""}, {0, 3, false, ""}, {2, 0, false, ""},
+		{4, -2, false, "flash-decoding: -2 chunks"},
+	} {
+		res, err := Build(p, Options{Level: tc.level, FlashChunks: tc.chunks})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("-O%d, %d chunks: err %v; want %q", tc.level, tc.chunks, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("-O%d, %d chunks: %v", tc.level, tc.chunks, err)
+		}
+		split := strings.Contains(res.Program.String(), "/chunk")
+		if split != tc.split {
+			t.Errorf("-O%d, %d chunks: split %v; want %v", tc.level, tc.chunks, split, tc.split)
 		}
 	}
 }
