@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"tec/examples"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
+	"tec/transform"
 )
 
 // TestFlashDecodeLlama runs the tiny Llama's decode step over a cache of
@@ -68,5 +70,52 @@ func TestFlashDecodeLlama(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFlashExamples splits the softmax of every example that has one
+// (transform.SoftmaxSites, at its tiny configuration) in the fewest
+// chunks that divide its axis, at every level, and compares the
+// simulator's outputs (race-free) with the reference of the unsplit
+// program.
+func TestFlashExamples(t *testing.T) {
+	g, _ := partition.BuiltinGPU("a100")
+	tried := 0
+	for _, ex := range examples.All() {
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
+		if diags.HasErrors() {
+			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
+		}
+		sites := transform.SoftmaxSites(p)
+		if len(sites) == 0 {
+			continue
+		}
+		chunks := 0
+		for c := 2; c <= sites[0].Length; c++ {
+			if sites[0].Length%c == 0 {
+				chunks = c
+				break
+			}
+		}
+		if chunks == 0 {
+			continue
+		}
+		tried++
+		in := feeds(p, 1)
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for level := 0; level <= pipeline.MaxLevel; level++ {
+			t.Run(fmt.Sprintf("%s/C%d/O%d", ex.Name, chunks, level), func(t *testing.T) {
+				res, _ := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g, FlashChunks: chunks}, in, want, tolModel)
+				if !strings.Contains(res.Program.String(), "/chunk") {
+					t.Errorf("not split")
+				}
+			})
+		}
+	}
+	if tried < 3 {
+		t.Errorf("%d examples with a softmax to split; want at least 3 (attention, BERT, Llama)", tried)
 	}
 }
