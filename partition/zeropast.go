@@ -267,6 +267,9 @@ func (mk *Mask) LiveK() int {
 	if mk.Context == 0 {
 		return mk.K.Extent
 	}
+	if n, ok := mk.liveKAveraged(); ok {
+		return n
+	}
 	live := 0
 	for k := range mk.K.Extent {
 		if !mk.DeadK(k, k) {

@@ -1,0 +1,58 @@
+package partition
+
+import "tec/te"
+
+// maxAveragedRows bounds the values of an output variable over which
+// liveKAveraged averages a k mask.
+const maxAveragedRows = 1024
+
+// liveKAveraged returns how many k of K a k mask leaves live on average
+// over the one output variable its condition reads besides k and the
+// run-time scalars, with every scalar at Context-1, and whether the mask
+// has such a variable. A softmax split in chunks (flash-decoding) masks
+// its partials with c*S + j <= pos[b]: at position 127 of chunks of 1024,
+// chunk 0 has 128 live j and the others none, 16 on average over 8
+// chunks, where DeadK over every c at once would price 128 in each.
+func (mk *Mask) liveKAveraged() (int, bool) {
+	var row *te.Var
+	ok := true
+	te.Walk(mk.Live, func(e te.Expr) bool {
+		x, isIndex := e.(*te.IndexExpr)
+		if !isIndex {
+			return true
+		}
+		for _, v := range x.Index.Vars() {
+			switch {
+			case v == mk.K || mk.isScalar(v):
+			case row == nil:
+				row = v
+			case row != v:
+				ok = false
+			}
+		}
+		return ok
+	})
+	if !ok || row == nil || row.Extent > maxAveragedRows {
+		return 0, false
+	}
+	live := 0
+	for r := range row.Extent {
+		for k := range mk.K.Extent {
+			isLive, decided := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
+				switch {
+				case x == mk.K:
+					return k, k
+				case x == row:
+					return r, r
+				case mk.isScalar(x):
+					return mk.Context - 1, mk.Context - 1
+				}
+				return 0, x.Extent - 1
+			})
+			if !decided || isLive {
+				live++
+			}
+		}
+	}
+	return (live + row.Extent/2) / row.Extent, true
+}
