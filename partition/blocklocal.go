@@ -247,15 +247,20 @@ func (k *Kernel) preferredGroups(pl *Plan, j int, epoch map[*te.Tensor]int, sign
 	prefer := map[*te.Tensor]int{}
 	for u, rs := range readers {
 		su := pl.Schedules[u]
+		// Each reader's fit is the same for every group: fit once.
+		fits := make([][]TileDep, len(rs))
+		fitted := true
+		for i, r := range rs {
+			fits[i], fitted = pl.matVecFit(r.y, r.sy, u, su)
+			if !fitted {
+				break
+			}
+		}
 		best, fewest := 0, inf
-		for g := 1; g <= su.Tiles; g *= 2 {
+		for g := 1; fitted && g <= su.Tiles; g *= 2 {
 			n := 0.0
-			for _, r := range rs {
-				ds, ok := matVecDeps(r.y, r.sy, u, su, pl.Threads, g)
-				if !ok {
-					n = inf
-					break
-				}
+			for i, r := range rs {
+				ds := grouped(fits[i], g)
 				n += float64(ceilDiv(r.sy.Tiles, grid) * waits(ds))
 			}
 			if n < fewest {

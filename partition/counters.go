@@ -235,6 +235,8 @@ func placeCounters(pl *Plan, mode CounterMode) {
 	if mode == CountersOff {
 		return
 	}
+	pl.fits = map[fitKey]fitResult{}
+	defer func() { pl.fits = nil }()
 	for _, k := range pl.Kernels {
 		k.placeCounters(pl, mode)
 	}
@@ -360,7 +362,8 @@ func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, s
 		if !done {
 			group = prefer
 		}
-		ds, ok := matVecDeps(y, sy, u, su, pl.Threads, group)
+		fit, ok := pl.matVecFit(y, sy, u, su)
+		ds := grouped(fit, group)
 		if !ok || waits(ds) > MaxWaits {
 			return nil, false
 		}

@@ -44,6 +44,43 @@ func matVecWidth(u *te.Tensor, s *Schedule) (w, rows int, ok bool) {
 // on as few counters as it can; group is u's group if an earlier
 // dependence fixed it, else 0.
 func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads, group int) ([]TileDep, bool) {
+	best, ok := matVecFit(y, sy, u, su, threads)
+	return grouped(best, group), ok
+}
+
+// fitKey names a matVecFit: the reading stage and the producer under
+// their schedules.
+type fitKey struct {
+	y, u   *te.Tensor
+	sy, su *Schedule
+}
+
+// fitResult is a matVecFit's answer.
+type fitResult struct {
+	deps []TileDep
+	ok   bool
+}
+
+// matVecFit is the package's matVecFit for pl's threads, remembered in
+// pl.fits while that is set. The dependences are a copy the caller may
+// group.
+func (pl *Plan) matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) ([]TileDep, bool) {
+	key := fitKey{y, u, sy, su}
+	r, known := pl.fits[key]
+	if !known {
+		r.deps, r.ok = matVecFit(y, sy, u, su, pl.Threads)
+		if pl.fits != nil {
+			pl.fits[key] = r
+		}
+	}
+	return slices.Clone(r.deps), r.ok
+}
+
+// matVecFit returns the dependences of matVecDeps before grouping: the
+// fit of y's reads of u that waits on the fewest producer tiles. Finding
+// it evaluates every read of y, so callers that try several groups fit
+// once and group copies (see preferredGroups).
+func matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads int) ([]TileDep, bool) {
 	w, rows, ok := matVecWidth(u, su)
 	if !ok {
 		return nil, false
@@ -87,7 +124,7 @@ func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads,
 	if each != nil && (best == nil || waits(each) < waits(best)) {
 		best = each
 	}
-	return grouped(best, group), best != nil
+	return best, best != nil
 }
 
 // grouped gives deps the group of producer tiles per counter: group, or

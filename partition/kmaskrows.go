@@ -37,22 +37,35 @@ func (mk *Mask) liveKAveraged() (int, bool) {
 	}
 	live := 0
 	for r := range row.Extent {
-		for k := range mk.K.Extent {
-			isLive, decided := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
-				switch {
-				case x == mk.K:
-					return k, k
-				case x == row:
-					return r, r
-				case mk.isScalar(x):
-					return mk.Context - 1, mk.Context - 1
-				}
-				return 0, x.Extent - 1
-			})
-			if !decided || isLive {
-				live++
-			}
-		}
+		live += mk.liveKInRow(row, r, 0, mk.K.Extent-1)
 	}
 	return (live + row.Extent/2) / row.Extent, true
+}
+
+// liveKInRow counts the k in lo..hi that the mask leaves live in row r of
+// the output variable row (undecided counts as live), bisecting k's range
+// until the condition is decided over each part: a mask monotone in k,
+// as causal and position masks are, takes O(log K) evaluations, not K.
+func (mk *Mask) liveKInRow(row *te.Var, r, lo, hi int) int {
+	isLive, decided := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
+		switch {
+		case x == mk.K:
+			return lo, hi
+		case x == row:
+			return r, r
+		case mk.isScalar(x):
+			return mk.Context - 1, mk.Context - 1
+		}
+		return 0, x.Extent - 1
+	})
+	switch {
+	case decided && isLive:
+		return hi - lo + 1
+	case decided:
+		return 0
+	case lo == hi:
+		return 1
+	}
+	mid := lo + (hi-lo)/2
+	return mk.liveKInRow(row, r, lo, mid) + mk.liveKInRow(row, r, mid+1, hi)
 }

@@ -131,6 +131,9 @@ type Plan struct {
 	// reuse is Options.Reuse: stages may read what their own block
 	// wrote after a block barrier (sameBlock, sameRows).
 	reuse bool
+	// fits caches matVecFit while counters are placed (placeCounters),
+	// which asks for the same stage pair's fit many times.
+	fits map[fitKey]fitResult
 }
 
 // Kernel is one subprogram: the stages that one persistent kernel computes.
