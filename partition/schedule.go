@@ -537,8 +537,10 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 	// long as the tiles still fill the SMs.
 	// The threads' partial sums, rows × Cols each, take shared memory:
 	// no more than the rows staged.
+	// On a GPU of little shared memory, the partials take at most half
+	// of a block's, the rows staged the rest.
 	mv.Cols = 1
-	for rows > 1 && mv.Cols < matVecMaxCols && 4*s.Threads*rows*mv.Cols*2 <= matVecMaxStage {
+	for rows > 1 && mv.Cols < matVecMaxCols && 4*s.Threads*rows*mv.Cols*2 <= min(matVecMaxStage, g.SharedPerBlock/2) {
 		mv.Cols *= 2
 	}
 	for {
@@ -567,8 +569,9 @@ func (s *Schedule) setMatVec(d Dims, mv *MatVec, out int64) bool {
 	if mv.Split > d.K {
 		return false // threads with no k to sum: a tile of one output per thread does better
 	}
-	if 4*rows*d.K > matVecMaxStage {
-		mv.Chunk = matVecChunk(d.K, rows, mv.Split)
+	stage := min(matVecMaxStage, g.SharedPerBlock-4*s.Threads*rows*mv.Cols)
+	if 4*rows*d.K > stage {
+		mv.Chunk = matVecChunk(d.K, rows, mv.Split, stage)
 		if mv.Chunk == 0 {
 			return false
 		}
@@ -595,10 +598,10 @@ func (s *Schedule) setMatVec(d Dims, mv *MatVec, out int64) bool {
 }
 
 // matVecChunk returns the largest part of K, a multiple of split that
-// divides K, whose rows fit in matVecMaxStage bytes of shared memory, or 0
-// if there is none.
-func matVecChunk(k, rows, split int) int {
-	for c := matVecMaxStage / (4 * rows) / split * split; c >= split; c -= split {
+// divides K, whose rows fit in stage bytes of shared memory, or 0 if there
+// is none.
+func matVecChunk(k, rows, split, stage int) int {
+	for c := stage / (4 * rows) / split * split; c >= split; c -= split {
 		if k%c == 0 {
 			return c
 		}

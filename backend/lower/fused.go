@@ -63,6 +63,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	tiles := 1
 	var inits, body []kir.Stmt
 	prevShared := false
+	scratch := map[*kir.Buffer]bool{} // the stages' shared arrays, which later stages may take
 	// Results kept on chip live in shared arrays for this kernel, one per
 	// slot of the plan: results whose lives do not overlap share one, and
 	// the block barrier before every row reduction orders a slot's last
@@ -140,7 +141,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			l.elementwise(t, tmp, &stage)
 		}
 		shared := len(tmp.Shared) > 0
-		l.mergeShared(k, tmp, stage)
+		l.mergeShared(k, tmp, stage, scratch)
 		mergeLocals(k, tmp)
 		if j > 0 {
 			switch {
@@ -213,12 +214,19 @@ func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]
 }
 
 // mergeShared moves the shared arrays of a stage lowered into tmp to k,
-// sharing an array of k with the same name and type (stages that use
-// shared memory are separated by block barriers), grown to the larger of
-// the two sizes: a kernel's shared memory is the most any stage needs, as
-// the partitioner assumes, not the sum.
-func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt) {
-	find := func(name string) *kir.Buffer {
+// where each takes the place of a scratch array of an earlier stage
+// (scratch: the arrays mergeShared added; results kept on chip and the
+// weight cache outlive their stages and are never taken): the one of the
+// same name and type, else one of the same type that the stage does not
+// use yet, the smallest that holds it or else the largest, grown to the
+// larger size. Stages that use shared memory are separated by block
+// barriers, so a kernel's shared memory is the most any stage needs, as
+// the partitioner assumes, not the sum (arrays of different names used to
+// add up: a 16 KiB matrix-vector stage beside a row reduction's and a
+// tile's arrays passed a 20 KiB GPU's limit the plan had kept).
+func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt, scratch map[*kir.Buffer]bool) {
+	taken := map[*kir.Buffer]bool{}
+	byName := func(name string) *kir.Buffer {
 		for _, c := range k.Shared {
 			if c.Name == name {
 				return c
@@ -226,24 +234,64 @@ func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt) {
 		}
 		return nil
 	}
+	// bestFit is the scratch array of type b's that b may take: the
+	// smallest that holds it, or else the largest.
+	bestFit := func(b *kir.Buffer) *kir.Buffer {
+		var fit, largest *kir.Buffer
+		for _, c := range k.Shared {
+			if !scratch[c] || taken[c] || c.DType != b.DType {
+				continue
+			}
+			if c.Len() >= b.Len() && (fit == nil || c.Len() < fit.Len()) {
+				fit = c
+			}
+			if largest == nil || c.Len() > largest.Len() {
+				largest = c
+			}
+		}
+		if fit != nil {
+			return fit
+		}
+		return largest
+	}
+	var rest []*kir.Buffer
 	for _, b := range tmp.Shared {
 		if l.m.Buffer(b.Name) != nil {
 			b.Name += "_smem" // a global buffer has its name
 		}
-		c := find(b.Name)
-		if c != nil && c.DType != b.DType {
+		c := byName(b.Name)
+		if c != nil && (c.DType != b.DType || !scratch[c] || taken[c]) {
 			b.Name = fmt.Sprintf("%s_%s", b.Name, b.DType)
-			c = find(b.Name)
+			c = byName(b.Name)
 		}
-		if c != nil {
-			if b.Len() > c.Len() {
-				c.Shape = []int{b.Len()} // addressing is flat
-			}
-			replaceBuf(stage, b, c)
+		for n := 2; c != nil && (!scratch[c] || taken[c] || c.DType != b.DType); n++ {
+			b.Name = fmt.Sprintf("%s_%d", strings.TrimRight(b.Name, "_0123456789"), n)
+			c = byName(b.Name)
+		}
+		if c == nil {
+			rest = append(rest, b)
+			continue
+		}
+		take(c, b, stage)
+		taken[c] = true
+	}
+	for _, b := range rest {
+		if c := bestFit(b); c != nil {
+			take(c, b, stage)
+			taken[c] = true
 			continue
 		}
 		k.Shared = append(k.Shared, b)
+		scratch[b], taken[b] = true, true
 	}
+}
+
+// take makes stage's accesses of b access c instead, grown to hold b.
+func take(c, b *kir.Buffer, stage []kir.Stmt) {
+	if b.Len() > c.Len() {
+		c.Shape = []int{b.Len()} // addressing is flat
+	}
+	replaceBuf(stage, b, c)
 }
 
 // replaceBuf makes every access of body to old access new.

@@ -2,6 +2,7 @@ package progfuzz
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -159,6 +160,22 @@ func TestRegressions(t *testing.T) {
 		// tile asked for 24 KiB of shared memory on a GPU with 20 KiB per
 		// block, and the build failed instead of using the SIMT tile.
 		{"N8", "# precision tf32\nmodel m {\n  input x1: f32[33, 16]\n  param w2: f32[16, 16]\n  t4[i, j] = sum[k](x1[i, k] * w2[k, j])\n  output t4\n}\n", Config{Level: 0, GPUName: "rand-20k", GPU: withShared(20 << 10)}},
+		// N9 (a -focus decode campaign with whole decode steps, seed
+		// 740035): the fused kernel's stages used shared arrays of
+		// different names (a row reduction's, a matrix-vector stage's
+		// 16 KiB of partials, a tile's), which the lowering added up
+		// past the 20 KiB the plan had kept to by reusing them.
+		{"N9", "# feed pos1 21 0 10 32\nmodel m {\n  input pos1: i32[4]\n  input x2: f32[4, 17]\n  input x3: f32[4, 33, 16]\n  input x4: f32[4, 33, 16]\n" +
+			"  param w12: f32[16, 17]\n  v13[b, n] = sum[k](x2[b, k] * w12[n, k])\n  sc18[b, t] = sum[e](1.0 * x3[b, t, e])\n" +
+			"  update x4[b, pos1[b], e] = v13[b, e]\n  output ctx19 = sc18\n}\n", Config{Level: 3, GPUName: "rand-1024t-3sm-20k-2b", GPU: randGPU(1024, 4096, 3, 20, 40, 2)}},
+		// N10 (the same campaign, seed 740299): the matrix-vector tile of
+		// q, k and v fused horizontally (8 rows) staged 16 KiB of partials
+		// and 2 KiB of rows, past a GPU of 16 KiB per block, and the build
+		// stopped instead of taking fewer columns per thread.
+		{"N10", "model m {\n  input x2: f32[8, 64]\n  input x4: f32[8, 1, 32]\n  param w8: f32[64, 32]\n  param w10: f32[32, 64]\n  param w12: f32[32, 64]\n" +
+			"  q9[b, n] = sum[k](x2[b, k] * w8[k, n])\n  k11[b, n] = sum[k](x2[b, k] * w10[n, k])\n  v13[b, n] = sum[k](x2[b, k] * w12[n, k])\n" +
+			"  sc21[b, t] = sum[e](q9[b, e] * (k11[b, e] + x4[b, t, e]))\n  ctx22[b, e] = sum[t](sc21[b, t] * v13[b, e])\n  output ctx22\n}\n",
+			Config{Level: 3, GPUName: "rand-512t-3sm-16k-3b", GPU: randGPU(512, 512, 3, 16, 16, 3)}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 	}
 	for _, tt := range tests {
@@ -198,6 +215,19 @@ func builtin(level int, name string) Config {
 		}
 	}
 	panic("no configuration " + name)
+}
+
+// randGPU returns a GPU as RandomGPU makes them: threads per block and per
+// SM, SMs, KiB of shared memory per block and per SM, and blocks per SM.
+func randGPU(threads, threadsPerSM, sms, sharedK, sharedSMK, blocks int) partition.GPU {
+	return partition.GPU{
+		Name: fmt.Sprintf("rand-%dt-%dsm-%dk-%db", threads, sms, sharedK, blocks), CC: "8.0", SMs: sms,
+		SharedPerBlock: sharedK << 10, SharedPerSM: sharedSMK << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerBlock: threads, MaxThreadsPerSM: threadsPerSM, MaxBlocksPerSM: blocks,
+		L2Bytes: 1 << 20, DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	}
 }
 
 // withThreads returns the small GPU with a limit of n threads per block.
