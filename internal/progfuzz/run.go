@@ -599,9 +599,9 @@ func SlowGPU() partition.GPU {
 // -O0 to -O2 (which depend on the target only through its block limits)
 // on the A100, the small GPU (256 threads per block) and a random GPU; -O3
 // and -O4 on those and the H100, each with and without Deterministic;
-// -O3 and -O4 on the A100 with counters wherever they are sound (tec build
-// --counters everywhere) and on SlowGPU (split K): every level on at least
-// three GPU descriptions.
+// with counters wherever they are sound (tec build --counters everywhere)
+// -O3 on the random GPU and -O4 on the A100; and -O3 and -O4 on SlowGPU
+// (split K): every level on at least three GPU descriptions.
 func Configs(seed uint64) []Config {
 	rname, rgpu := RandomGPU(rand.New(rand.NewPCG(seed, 0x69b)))
 	type named struct {
@@ -625,7 +625,7 @@ func Configs(seed uint64) []Config {
 				}
 				cs = append(cs, Config{Level: level, GPUName: g.name, GPU: g.gpu, Deterministic: det})
 			}
-			if level >= 3 && g.name == "a100" {
+			if level == 3 && g.name == rname || level == 4 && g.name == "a100" {
 				cs = append(cs, Config{Level: level, GPUName: g.name, GPU: g.gpu, Counters: partition.CountersWherever})
 			}
 		}
