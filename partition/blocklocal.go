@@ -125,7 +125,7 @@ func (s *Schedule) alignedMatVec(d Dims, g GPU, out int64) bool {
 			continue
 		}
 		try := *s
-		if !try.setMatVec(d, &MatVec{Wide: wide, TileF: tf, Cols: c}, out) {
+		if !try.setMatVec(d, &MatVec{Wide: wide, TileF: tf, Cols: c}, g, out) {
 			continue
 		}
 		if t := solo(g, &try); best == nil || t < bestTime || t == bestTime && try.RegsPerThread < best.RegsPerThread {

@@ -553,14 +553,15 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 		}
 		mv.Cols /= 2
 	}
-	return s.setMatVec(d, mv, out)
+	return s.setMatVec(d, mv, g, out)
 }
 
 // setMatVec gives the contraction d the matrix-vector schedule mv, whose
 // Wide, TileF and Cols are chosen, and reports whether it is one: every
 // thread has k to sum, and the rows fit in shared memory (in chunks of K
-// if need be). out is the size of the output in bytes.
-func (s *Schedule) setMatVec(d Dims, mv *MatVec, out int64) bool {
+// if need be, beside the partials in g's shared memory per block). out is
+// the size of the output in bytes.
+func (s *Schedule) setMatVec(d Dims, mv *MatVec, g GPU, out int64) bool {
 	rows, cols := d.M, d.N
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M
