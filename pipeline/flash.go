@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 
-	"tec/analysis"
 	"tec/partition"
 	"tec/te"
 	"tec/transform"
@@ -147,7 +146,7 @@ func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, 
 }
 
 // subprogramTime returns the predicted time of p through the passes and
-// the partitioner that Build runs at opts.Level, and the least occupancy
+// the partitioner (and recomputation) that Build runs at opts.Level, and the least occupancy
 // (blocks per SM) of its kernels.
 func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
 	var err error
@@ -156,13 +155,15 @@ func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
 			return 0, 0, err
 		}
 	}
-	a, err := analysis.Analyze(p, analysis.Options{})
+	popts := partitionOptions(opts)
+	pl, err := plan(p, opts.GPU, popts)
 	if err != nil {
 		return 0, 0, err
 	}
-	pl, err := partition.Partition(a, opts.GPU, partitionOptions(opts))
-	if err != nil {
-		return 0, 0, err
+	if opts.Level >= 3 {
+		if _, pl, err = recompute(p, pl, opts.GPU, popts); err != nil {
+			return 0, 0, err
+		}
 	}
 	_, _, cost := pl.Stats()
 	occ := 0
