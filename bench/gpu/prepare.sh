@@ -34,6 +34,10 @@
 # anywhere) and, where cgo and the CUDA driver's cuda.h are here, tec-cuda
 # (it needs glibc 2.34 and the GPU machine's libcuda.so.1), for run.sh's
 # tec generate --device cuda against PyTorch's greedy tokens.
+#
+# $TEC, if set, is a tec binary built from this tree to use instead of
+# building one (CI builds it once for all its steps); TEC_CUDA=0 skips
+# OUT/bin/tec-cuda (test_fake_gpu.sh, which cannot load it).
 set -euo pipefail
 
 out=${1:?usage: bench/gpu/prepare.sh OUT [MODEL...]}
@@ -43,8 +47,12 @@ precisions=${PRECISIONS:-f32 f16 bf16}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 python=${PYTHON:-python3}
 mkdir -p "$out"
-tec="$out/.tec"
-(cd "$root" && go build -o "$tec" ./cmd/tec)
+if [ -n "${TEC:-}" ]; then
+  tec=$TEC
+else
+  tec="$out/.tec"
+  (cd "$root" && go build -o "$tec" ./cmd/tec)
+fi
 peer_models=" bert resnext lstm efficientnet swin mmoe llama llama-decode "
 decode_pos=${DECODE_POS:-128}
 decode_t=${DECODE_T:-$((decode_pos + 1))}
@@ -145,13 +153,15 @@ for m in "${models[@]}"; do
   done
   echo "prepared $m"
 done
-rm -f "$tec"
+[ -n "${TEC:-}" ] || rm -f "$tec"
 
 # The binaries for tec generate --device cuda on the GPU machine.
 if [[ " ${models[*]} " == *" llama-decode "* ]]; then
   mkdir -p "$out/bin"
   (cd "$root" && CGO_ENABLED=0 go build -o "$out/bin/tec" ./cmd/tec)
-  if (cd "$root" && CGO_ENABLED=1 go build -tags cuda -o "$out/bin/tec-cuda" ./cmd/tec-cuda) 2> "$out/bin/tec-cuda.log"; then
+  if [ "${TEC_CUDA:-1}" = 0 ]; then
+    echo "built $out/bin/tec; no tec-cuda (TEC_CUDA=0)"
+  elif (cd "$root" && CGO_ENABLED=1 go build -tags cuda -o "$out/bin/tec-cuda" ./cmd/tec-cuda) 2> "$out/bin/tec-cuda.log"; then
     glibc=$(objdump -T "$out/bin/tec-cuda" 2> /dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1 || true)
     echo "built $out/bin/tec and tec-cuda (needs libcuda.so.1 and ${glibc:-an unknown glibc})"
   else

@@ -22,8 +22,7 @@ else
   trap 'rm -rf "$dir"' EXIT
 fi
 LEVELS=4 PRECISIONS=f32 DECODE_SIZE=tiny DECODE_BATCHES="1 2" DECODE_POS=5 DECODE_PRECISIONS=f32 \
-  PYTHON=$python "$here/prepare.sh" "$dir" llama-decode
-rm -f "$dir/bin/tec-cuda"
+  TEC_CUDA=0 PYTHON=$python "$here/prepare.sh" "$dir" llama-decode
 FAKE_PYTHON=$python FAKE_TEC=$dir/bin/tec FAKE_SRC=$root/examples/llama.te PATH="$here/fake:$PATH" \
   PYTHON="$here/fake/python" DECODE_RUNNERS=eager "$here/run.sh" --all --bench 3 "$dir" > "$dir/run.log" 2>&1 ||
   { cat "$dir/run.log"; echo "test_fake_gpu.sh: run.sh --all failed" >&2; exit 1; }

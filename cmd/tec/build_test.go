@@ -1,24 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"tec/backend/llvm"
-	"tec/backend/target"
-	"tec/examples"
-	"tec/internal/tooltest"
-	"tec/lang"
-	"tec/pipeline"
 )
 
 func TestBuild(t *testing.T) {
@@ -188,135 +175,6 @@ func TestRunSim(t *testing.T) {
 			t.Errorf("sim %s: %s", level, out)
 		}
 	}
-}
-
-// TestBuildToolchain is the back end's check against real toolchains: every
-// example at its tiny configuration and at full size, at -O0 and -O4, is
-// built, its CUDA C++ compiled with nvcc for sm_80 and sm_90, and its
-// LLVM IR compiled with llc and assembled with ptxas for both targets.
-// At full size and -O4 it also builds each example at --precision f16,
-// compiled by nvcc for both with ptxas -v, whose kernels with MMAs must
-// have HMMA in their SASS and whose functions must not spill (halfJobs),
-// and at --precision bf16 through llc and ptxas. It
-// takes minutes, so it runs only in CI (CI=true) or with
-// TEC_TOOLCHAIN=all; .ci/run runs it on its own and reports the time,
-// passing TEC_TOOLCHAIN=later to its main "go test ./...".
-func TestBuildToolchain(t *testing.T) {
-	switch mode := os.Getenv("TEC_TOOLCHAIN"); {
-	case mode == "later":
-		t.Skip("TEC_TOOLCHAIN=later: .ci/run runs this test on its own")
-	case !tooltest.CI() && mode != "all":
-		t.Skip("compiles every example with nvcc, llc and ptxas: set CI=true or TEC_TOOLCHAIN=all to run")
-	}
-	nvcc := tooltest.NVCC(t)
-	tooltest.PTXAS(t)
-	cuobjdump := tooltest.Require(t, "Debian's nvidia-cuda-toolkit", "cuobjdump")
-	var targets []target.Target
-	for _, name := range target.Names() {
-		tg, _ := target.Lookup(name)
-		tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
-		targets = append(targets, tg)
-	}
-	var jobs []toolJob
-	root := t.TempDir()
-	for _, ex := range examples.All() {
-		for _, size := range []string{"tiny", "full"} {
-			defines := ex.Tiny
-			if size == "full" {
-				defines = nil
-			}
-			levels := []int{0, pipeline.MaxLevel}
-			for _, level := range levels {
-				name := fmt.Sprintf("%s/%s/O%d", ex.Name, size, level)
-				p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
-				if diags.HasErrors() {
-					t.Fatalf("%s: %v", name, diags)
-				}
-				res, err := pipeline.Build(p, pipeline.Options{Level: level})
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				dir := filepath.Join(root, ex.Name, size, fmt.Sprint(level))
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				files, err := buildFiles(context.Background(), res.Module, res.Module.Layout(), targets[0], map[string]bool{"cu": true, "host": true}, nil, func(string, string) {})
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				for _, f := range files {
-					if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				cu := files[0].Name
-				jobs = append(jobs, toolJob{name + " nvcc", func() (string, error) {
-					return "", runTool(dir, nvcc, "-c", "-o", strings.TrimSuffix(cu, ".cu")+".o", cu,
-						"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90")
-				}})
-				for _, tg := range targets {
-					mod, err := llvm.Emit(res.Module, tg)
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					ll := []byte(mod.String())
-					jobs = append(jobs, toolJob{name + " llc+ptxas " + tg.Name, func() (string, error) {
-						ptx, err := llvm.PTX(context.Background(), ll, tg)
-						if err == nil {
-							_, err = llvm.Assemble(context.Background(), ptx, tg)
-						}
-						return "", err
-					}})
-				}
-			}
-		}
-		half, err := halfJobs(ex, root, nvcc, cuobjdump, targets)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, half...)
-	}
-	// The runner links against one model.
-	jobs = append(jobs, toolJob{"softmax runner", func() (string, error) {
-		dir := filepath.Join(root, "softmax", "tiny", "0")
-		return "", runTool(dir, nvcc, "-o", "run", "main.cu", "softmax.cu", "-arch=sm_80")
-	}})
-
-	start := time.Now()
-	sem := make(chan struct{}, runtime.NumCPU())
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			t0 := time.Now()
-			note, err := j.run()
-			mu.Lock()
-			defer mu.Unlock()
-			if note != "" {
-				t.Logf("%s: %s", j.name, note)
-			}
-			if err != nil {
-				t.Errorf("%s: %v", j.name, err)
-			} else if d := time.Since(t0); d > 10*time.Second {
-				t.Logf("%s: %.1fs", j.name, d.Seconds())
-			}
-		}()
-	}
-	wg.Wait()
-	t.Logf("%d compilations in %.1fs on %d CPUs", len(jobs), time.Since(start).Seconds(), runtime.NumCPU())
-}
-
-func runTool(dir, tool string, args ...string) error {
-	cmd := exec.Command(tool, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", filepath.Base(tool), strings.Join(args, " "), err, out)
-	}
-	return nil
 }
 
 // TestBuildCPUProfile checks that --cpuprofile writes a profile that

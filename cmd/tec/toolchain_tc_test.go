@@ -3,31 +3,289 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"tec/backend/cuda"
 	"tec/backend/kir"
 	"tec/backend/llvm"
 	"tec/backend/target"
 	"tec/examples"
+	"tec/internal/tooltest"
 	"tec/lang"
 	"tec/pipeline"
 	"tec/precision"
 )
 
+// TestBuildToolchain is the back end's check against real toolchains: every
+// example at its tiny configuration and at full size, at -O0 and -O4, is
+// built, its CUDA C++ compiled with nvcc for sm_80 and sm_90, and its
+// LLVM IR compiled with llc and assembled with ptxas for both targets.
+// At full size and -O4 it also builds each example at --precision f16,
+// compiled by nvcc for both with ptxas -v, whose kernels with MMAs must
+// have HMMA in their SASS and whose functions must not spill (halfJobs),
+// and at --precision bf16 through llc and ptxas. Only the tiny builds'
+// nvcc compiles the host code too (cudafe++ and the host compiler): the
+// host code of a full-size build differs from the tiny one's only in its
+// constants, and the device compilation's front end already checks every
+// host function (docs/testing.md, "The toolchain sweep"). It takes
+// minutes, so it runs only in CI (CI=true) or with TEC_TOOLCHAIN=all;
+// .ci/run runs it on its own and reports the time, passing
+// TEC_TOOLCHAIN=later to its main "go test ./...".
+func TestBuildToolchain(t *testing.T) {
+	switch mode := os.Getenv("TEC_TOOLCHAIN"); {
+	case mode == "later":
+		t.Skip("TEC_TOOLCHAIN=later: .ci/run runs this test on its own")
+	case !tooltest.CI() && mode != "all":
+		t.Skip("compiles every example with nvcc, llc and ptxas: set CI=true or TEC_TOOLCHAIN=all to run")
+	}
+	tools := sweepTools{nvcc: tooltest.NVCC(t), ptxas: tooltest.PTXAS(t), cuobjdump: tooltest.Require(t, "Debian's nvidia-cuda-toolkit", "cuobjdump")}
+	for _, name := range target.Names() {
+		tg, _ := target.Lookup(name)
+		tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
+		tools.targets = append(tools.targets, tg)
+	}
+	root := t.TempDir()
+	prep := time.Now()
+	jobs, err := sweepJobs(examples.All(), root, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner links against one model.
+	jobs = append(jobs, toolJob{"softmax runner", nvccCost(0, true), func() (string, error) {
+		dir := filepath.Join(root, "softmax", "tiny", "0")
+		return runTool(dir, tools.nvcc, "-o", "run", "main.cu", "softmax.cu", "-arch=sm_80")
+	}})
+	t.Logf("%d compilations prepared (front end, emitters) in %.1fs", len(jobs), time.Since(prep).Seconds())
+	runJobs(t, jobs)
+}
+
+// sweepTools are the tools and targets of TestBuildToolchain.
+type sweepTools struct {
+	nvcc, ptxas, cuobjdump string
+	targets                []target.Target
+}
+
 // toolJob is one compilation of TestBuildToolchain: run returns a note to
-// log, or an error.
+// log, or an error. cost estimates its CPU time in milliseconds, so that
+// the longest start first.
 type toolJob struct {
 	name string
+	cost int
 	run  func() (string, error)
+}
+
+// nvccCost estimates the CPU time in milliseconds of nvcc compiling a .cu
+// of n bytes for both architectures, and its host code if host: about
+// 2.5 s for the headers and 10 ms per KB of kernels, and 4 s for the host
+// side (measured on the examples, docs/testing.md).
+func nvccCost(n int, host bool) int {
+	c := 2500 + n/100
+	if host {
+		c += 4000
+	}
+	return c
+}
+
+// llcCost estimates the CPU time in milliseconds of llc and ptxas on n
+// bytes of LLVM IR.
+func llcCost(n int) int { return 500 + n/200 }
+
+// sweepJobs builds each example in every configuration of the sweep, two
+// at a time (one per CPU), writing the CUDA C++ under root, and returns
+// their compilations in the examples' order.
+func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob, error) {
+	perExample := make([][]toolJob, len(exs))
+	errs := make([]error, len(exs))
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for i, ex := range exs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			perExample[i], errs[i] = exampleJobs(ex, root, tools)
+			if errs[i] == nil {
+				var half []toolJob
+				half, errs[i] = halfJobs(ex, root, tools)
+				perExample[i] = append(perExample[i], half...)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var jobs []toolJob
+	for _, js := range perExample {
+		jobs = append(jobs, js...)
+	}
+	return jobs, nil
+}
+
+// sweepArchs are the architectures nvcc compiles each build for.
+var sweepArchs = []string{"sm_80", "sm_90"}
+
+// sweepPTX is the virtual architecture whose PTX ptxas compiles for each
+// of sweepArchs: cicc, nvcc's front end and the most of its time, runs
+// once per build instead of once per architecture. The PTX that cicc
+// writes for compute_90 is compute_80's but for the .target line (the CUDA
+// C++ does not depend on __CUDA_ARCH__, and the f32 and f16 code takes no
+// sm_90 path of the CUDA headers; docs/testing.md).
+const sweepPTX = "compute_80"
+
+// gencode is nvcc's flag compiling sweepPTX's PTX for every arch of
+// sweepArchs.
+var gencode = fmt.Sprintf("-gencode=arch=%s,code=[%s]", sweepPTX, strings.Join(sweepArchs, ","))
+
+// exampleJobs returns the f32 compilations of ex: tiny and full size, at
+// -O0 and -O4, the CUDA C++ by nvcc for both architectures (host code too
+// at the tiny size, the device code alone into a fatbinary at full size)
+// and the LLVM IR by llc and ptxas for each target.
+func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
+	var jobs []toolJob
+	for _, size := range []string{"tiny", "full"} {
+		defines := ex.Tiny
+		if size == "full" {
+			defines = nil
+		}
+		for _, level := range []int{0, pipeline.MaxLevel} {
+			name := fmt.Sprintf("%s/%s/O%d", ex.Name, size, level)
+			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
+			if diags.HasErrors() {
+				return nil, fmt.Errorf("%s: %v", name, diags)
+			}
+			res, err := pipeline.Build(p, pipeline.Options{Level: level})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			dir := filepath.Join(root, ex.Name, size, fmt.Sprint(level))
+			files, err := writeBuild(dir, res.Module, tools.targets[0], true)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			cu, n := files[0].Name, len(files[0].Data)
+			mode, out := "-c", ".o" // host and device code
+			if size == "full" {
+				mode, out = "-fatbin", ".fatbin" // device code alone
+			}
+			jobs = append(jobs, toolJob{name + " nvcc", nvccCost(n, size == "tiny"), func() (string, error) {
+				return runTool(dir, tools.nvcc, mode, "-o", strings.TrimSuffix(cu, ".cu")+out, cu, gencode)
+			}})
+			for _, tg := range tools.targets {
+				job, err := llcJob(name, res.Module, tg)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, job)
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// writeBuild writes m's CUDA C++ (and, with host, its runner) for tg to
+// dir and returns the files, the .cu first.
+func writeBuild(dir string, m *kir.Module, tg target.Target, host bool) ([]cuda.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	files, err := buildFiles(context.Background(), m, m.Layout(), tg, map[string]bool{"cu": true, "host": host}, nil, func(string, string) {})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// llcJob emits m as LLVM IR for tg and returns the job compiling it with
+// llc and assembling the PTX with ptxas.
+func llcJob(name string, m *kir.Module, tg target.Target) (toolJob, error) {
+	mod, err := llvm.Emit(m, tg)
+	if err != nil {
+		return toolJob{}, fmt.Errorf("%s: %w", name, err)
+	}
+	ll := []byte(mod.String())
+	return toolJob{name + " llc+ptxas " + tg.Name, llcCost(len(ll)), func() (string, error) {
+		ptx, err := llvm.PTX(context.Background(), ll, tg)
+		if err == nil {
+			_, err = llvm.Assemble(context.Background(), ptx, tg)
+		}
+		return "", err
+	}}, nil
+}
+
+// runJobs runs jobs, the costliest first, one per CPU, and logs each
+// one's wall time and note, and the CPU time of them all.
+func runJobs(t *testing.T, jobs []toolJob) {
+	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].cost > jobs[j].cost })
+	start := time.Now()
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t0 := time.Now()
+			note, err := j.run()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("%s: %v", j.name, err)
+				return
+			}
+			if note != "" {
+				note = ", " + note
+			}
+			t.Logf("%s: %.1fs wall%s", j.name, time.Since(t0).Seconds(), note)
+		}()
+	}
+	wg.Wait()
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	t.Logf("%d compilations in %.1fs on %d CPUs; CPU time (user+sys) of the tools %.0fs, of the test process %.0fs",
+		len(jobs), time.Since(start).Seconds(), runtime.NumCPU(), cpuSeconds(children), cpuSeconds(self))
+}
+
+// cpuSeconds is the user and system time of u in seconds.
+func cpuSeconds(u syscall.Rusage) float64 {
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
+}
+
+// runTool runs tool with args in dir and returns the CPU time (user +
+// sys) it took, as a note.
+func runTool(dir, tool string, args ...string) (string, error) {
+	cmd := exec.Command(tool, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v\n%s", filepath.Base(tool), strings.Join(args, " "), err, out)
+	}
+	return cpuNote(cmd), nil
+}
+
+// cpuNote says how much CPU time (user + sys) cmd, which has run, took.
+func cpuNote(cmd *exec.Cmd) string {
+	return fmt.Sprintf("%.1fs CPU", (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 }
 
 // knownSpills explains the kernels (example, CUDA kernel name) that may
@@ -52,10 +310,12 @@ const stageSpill = "an outlined stage function, compiled under the calling conve
 var stageFunction = regexp.MustCompile(`\d+s_[A-Za-z0-9_]+E`)
 
 // halfJobs returns the jobs of TestBuildToolchain's half-precision sweep
-// for example ex at full size, built at -O4 under dir: at --precision f16,
-// nvcc for sm_80 and sm_90 with ptxas -v, then the checks of checkHalfSASS;
-// at --precision bf16, llc and ptxas for each of targets.
-func halfJobs(ex examples.Example, dir, nvcc, cuobjdump string, targets []target.Target) ([]toolJob, error) {
+// for example ex at full size, built at -O4 under root: at --precision
+// f16, nvcc's PTX for sweepPTX (the device code alone), ptxas -v on it for
+// each of sweepArchs, then the checks of checkHalfSASS on that
+// architecture's log and SASS; at --precision bf16, llc and ptxas for
+// each target.
+func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
 	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s: %v", ex.Name, diags)
@@ -68,80 +328,84 @@ func halfJobs(ex examples.Example, dir, nvcc, cuobjdump string, targets []target
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if mode == precision.BF16 {
-			for _, tg := range targets {
-				mod, err := llvm.Emit(res.Module, tg)
+			for _, tg := range tools.targets {
+				job, err := llcJob(name, res.Module, tg)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", name, err)
+					return nil, err
 				}
-				ll := []byte(mod.String())
-				jobs = append(jobs, toolJob{name + " llc+ptxas " + tg.Name, func() (string, error) {
-					ptx, err := llvm.PTX(context.Background(), ll, tg)
-					if err == nil {
-						_, err = llvm.Assemble(context.Background(), ptx, tg)
-					}
-					return "", err
-				}})
+				jobs = append(jobs, job)
 			}
 			continue
 		}
-		d := filepath.Join(dir, ex.Name, "full", "f16")
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-		files, err := buildFiles(context.Background(), res.Module, res.Module.Layout(), targets[0], map[string]bool{"cu": true}, nil, func(string, string) {})
+		d := filepath.Join(root, ex.Name, "full", "f16")
+		files, err := writeBuild(d, res.Module, tools.targets[0], false)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		for _, f := range files {
-			if err := os.WriteFile(filepath.Join(d, f.Name), f.Data, 0o644); err != nil {
-				return nil, err
-			}
-		}
 		cu, m := files[0].Name, res.Module
-		jobs = append(jobs, toolJob{name + " nvcc, HMMA and spills", func() (string, error) {
-			obj := strings.TrimSuffix(cu, ".cu") + ".o"
-			cmd := exec.Command(nvcc, "-c", "-o", obj, cu, "-Xptxas", "-v",
-				"-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90")
-			cmd.Dir = d
-			log, err := cmd.CombinedOutput()
-			if err != nil {
-				return "", fmt.Errorf("nvcc: %v\n%s", err, log)
-			}
-			sass, err := exec.Command(cuobjdump, "-sass", filepath.Join(d, obj)).Output()
-			if err != nil {
-				return "", fmt.Errorf("cuobjdump -sass: %v", err)
-			}
-			return checkHalfSASS(ex.Name, m, string(log), string(sass))
+		jobs = append(jobs, toolJob{name + " nvcc, ptxas, HMMA and spills", nvccCost(len(files[0].Data), false), func() (string, error) {
+			return halfCompile(ex.Name, m, d, cu, tools)
 		}})
 	}
 	return jobs, nil
 }
 
-// checkHalfSASS checks an f16 build of module m (example ex) against the
-// output of ptxas -v (log) and cuobjdump -sass (sass): every kernel that
-// issues MMAs has HMMA instructions in its SASS for each architecture, and
-// no function spills registers unless knownSpills says why (which it
-// returns as a note). It also notes each kernel's HMMA count.
-func checkHalfSASS(ex string, m *kir.Module, log, sass string) (string, error) {
+// halfCompile compiles the f16 build cu of module m (example ex) in dir to
+// PTX for sweepPTX with nvcc, then for each of sweepArchs with ptxas -v,
+// and checks each architecture's log and SASS (checkHalfSASS). It
+// returns the CPU time it took and the checks' notes.
+func halfCompile(ex string, m *kir.Module, dir, cu string, tools sweepTools) (string, error) {
+	base := strings.TrimSuffix(cu, ".cu")
+	cpu, err := runTool(dir, tools.nvcc, "-ptx", "-o", base+".ptx", cu, "-arch="+sweepPTX)
+	if err != nil {
+		return "", err
+	}
+	notes := []string{"nvcc " + cpu}
+	for _, arch := range sweepArchs {
+		cubin := base + "." + arch + ".cubin"
+		cmd := exec.Command(tools.ptxas, "-v", "-arch="+arch, "-o", cubin, base+".ptx")
+		cmd.Dir = dir
+		log, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("ptxas -arch=%s: %v\n%s", arch, err, log)
+		}
+		sass, err := exec.Command(tools.cuobjdump, "-sass", filepath.Join(dir, cubin)).Output()
+		if err != nil {
+			return "", fmt.Errorf("cuobjdump -sass %s: %v", cubin, err)
+		}
+		note, err := checkHalfSASS(ex, m, arch, string(log), string(sass))
+		if err != nil {
+			return "", err
+		}
+		notes = append(notes, fmt.Sprintf("%s: ptxas %s; %s", arch, cpuNote(cmd), note))
+	}
+	return strings.Join(notes, "; "), nil
+}
+
+// checkHalfSASS checks an f16 build of module m (example ex) for arch
+// against the output of ptxas -v (log) and cuobjdump -sass (sass): every
+// kernel that issues MMAs has HMMA instructions in its SASS for arch, and
+// no function spills registers unless knownSpills, its calls or its being
+// an outlined stage function say why (which it returns as a note). It
+// also notes the HMMA count.
+func checkHalfSASS(ex string, m *kir.Module, arch, log, sass string) (string, error) {
 	names := cuda.KernelNames(m)
-	hmma, calls := sassCount(sass, "HMMA"), sassCount(sass, "CALL")
+	hmma, calls := sassCount(sass, "HMMA")[arch], sassCount(sass, "CALL")[arch]
 	var errs, notes []string
 	total := 0
 	for _, k := range m.Kernels {
 		if !issuesMMA(k) {
 			continue
 		}
-		for _, arch := range []string{"sm_80", "sm_90"} {
-			n := 0
-			for fn, c := range hmma[arch] {
-				if isSymbolOf(fn, names[k]) {
-					n += c
-				}
+		n := 0
+		for fn, c := range hmma {
+			if isSymbolOf(fn, names[k]) {
+				n += c
 			}
-			total += n
-			if n == 0 {
-				errs = append(errs, fmt.Sprintf("kernel %s issues MMAs, but its %s SASS has no HMMA", k.Name, arch))
-			}
+		}
+		total += n
+		if n == 0 {
+			errs = append(errs, fmt.Sprintf("kernel %s issues MMAs, but its %s SASS has no HMMA", k.Name, arch))
 		}
 	}
 	notes = append(notes, fmt.Sprintf("%d HMMA", total))
@@ -153,14 +417,14 @@ func checkHalfSASS(ex string, m *kir.Module, log, sass string) (string, error) {
 				kernel = true
 			}
 		}
-		if !known && calls["sm_80"][fn]+calls["sm_90"][fn] > 0 {
+		if !known && calls[fn] > 0 {
 			why, known = callSpill, true
 		}
 		if !known && !kernel && stageFunction.MatchString(fn) {
 			why, known = stageSpill, true
 		}
 		if !known {
-			errs = append(errs, fmt.Sprintf("%s spills %d bytes (ptxas -v)", fn, bytes))
+			errs = append(errs, fmt.Sprintf("%s spills %d bytes for %s (ptxas -v)", fn, bytes, arch))
 			continue
 		}
 		notes = append(notes, fmt.Sprintf("%s spills %d bytes: %s", fn, bytes, why))
@@ -185,7 +449,10 @@ func issuesMMA(k *kir.Kernel) bool {
 }
 
 var (
-	sassArch     = regexp.MustCompile(`arch = (sm_\d+)`)
+	// sassArch matches the line naming the architecture of the listing
+	// that follows: "arch = sm_80" in an object's fatbinary, "code for
+	// sm_80" in a cubin's.
+	sassArch     = regexp.MustCompile(`(?:arch = |code for )(sm_\d+)`)
 	sassFunction = regexp.MustCompile(`Function : (\S+)`)
 	sassInstr    = regexp.MustCompile(`^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]*)`)
 	ptxasEntry   = regexp.MustCompile(`Function properties for (\S+)`)
@@ -245,9 +512,12 @@ func spills(log string) map[string]int {
 }
 
 // TestHalfSASSChecks runs the half-precision sweep's checks on listings
-// in the form ptxas -v and cuobjdump -sass print: a kernel with MMAs and
-// HMMA for both architectures passes, and so does one that spills around
-// calls; one without HMMA for sm_90, or one that spills without a reason,
+// in the form ptxas -v and cuobjdump -sass print, one architecture at a
+// time as the sweep does: a kernel with MMAs and HMMA for both
+// architectures passes, and so does one that spills around calls or an
+// outlined stage function that spills; one without HMMA for sm_90, one
+// checked against another architecture's listing, or one that spills
+// without a reason (or with calls only in another architecture's SASS),
 // fails.
 func TestHalfSASSChecks(t *testing.T) {
 	// The first example whose tiny configuration at f16 -O0 has a
@@ -275,33 +545,55 @@ func TestHalfSASSChecks(t *testing.T) {
 	m.Kernels = []*kir.Kernel{mma}
 	name := cuda.KernelNames(m)[mma]
 	sym := fmt.Sprintf("_Z%d%sPK6__halfPf", len(name), name)
-	sass := func(archs ...string) string {
+	// listing is cuobjdump -sass's listing of the kernel in a cubin for
+	// arch, with HMMA and a call as asked.
+	listing := func(arch string, hmma, call bool) string {
 		var b strings.Builder
-		for _, a := range archs {
-			fmt.Fprintf(&b, "\tarch = %s\n\t\tFunction : %s\n        /*0100*/   HMMA.16816.F32 R4, R8, R12, R4 ;\n", a, sym)
+		fmt.Fprintf(&b, "\n\tcode for %s\n\t\tFunction : %s\n", arch, sym)
+		if hmma {
+			b.WriteString("        /*0100*/   HMMA.16816.F32 R4, R8, R12, R4 ;\n")
+		}
+		if call {
+			b.WriteString("        /*0200*/   CALL.REL.NOINC 0x300 ;\n")
 		}
 		return b.String()
 	}
-	clean := fmt.Sprintf("ptxas info    : Compiling entry function '%s' for 'sm_80'\nptxas info    : Function properties for %s\n    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n", sym, sym)
-	spilling := strings.Replace(clean, "0 bytes spill stores", "8 bytes spill stores", 1)
-	calling := sass("sm_80", "sm_90") + "        /*0200*/   CALL.REL.NOINC 0x300 ;\n"
+	// log is ptxas -v's log for arch, with the kernel spilling 8 bytes if
+	// spill.
+	log := func(arch string, spill bool) string {
+		n := 0
+		if spill {
+			n = 8
+		}
+		return fmt.Sprintf("ptxas info    : Compiling entry function '%s' for '%s'\nptxas info    : Function properties for %s\n    0 bytes stack frame, %d bytes spill stores, 0 bytes spill loads\n", sym, arch, sym, n)
+	}
 	stageLog := func(fn string) string { // a device function's 32 bytes of spills
 		return fmt.Sprintf("ptxas info    : Function properties for %s\n    32 bytes stack frame, 32 bytes spill stores, 32 bytes spill loads\n", fn)
 	}
+	const stageFn = "_ZN37_INTERNAL_61c6e811_7_lstm_cu_ada8348824s_hcat_lstm_cell_g_19_10EPK6__halfPf"
 	for _, tc := range []struct {
-		name, log, sass string
-		ok              bool
+		name string
+		log  func(arch string) string
+		sass func(arch string) string
+		ok   bool
 	}{
-		{"clean", clean, sass("sm_80", "sm_90"), true},
-		{"no sm_90 HMMA", clean, sass("sm_80"), false},
-		{"spills", spilling, sass("sm_80", "sm_90"), false},
-		{"spills around calls", spilling, calling, true},
-		{"a stage function spills", clean + stageLog("_ZN37_INTERNAL_61c6e811_7_lstm_cu_ada8348824s_hcat_lstm_cell_g_19_10EPK6__halfPf"), sass("sm_80", "sm_90"), true},
-		{"another function spills", clean + stageLog("_Z6helperPf"), sass("sm_80", "sm_90"), false},
+		{"clean", func(a string) string { return log(a, false) }, func(a string) string { return listing(a, true, false) }, true},
+		{"no sm_90 HMMA", func(a string) string { return log(a, false) }, func(a string) string { return listing(a, a != "sm_90", false) }, false},
+		{"sm_80's listing checked for sm_90", func(a string) string { return log(a, false) }, func(string) string { return listing("sm_80", true, false) }, false},
+		{"spills", func(a string) string { return log(a, true) }, func(a string) string { return listing(a, true, false) }, false},
+		{"spills around calls", func(a string) string { return log(a, true) }, func(a string) string { return listing(a, true, true) }, true},
+		{"spills for sm_90, calls for sm_80 only", func(a string) string { return log(a, a == "sm_90") }, func(a string) string { return listing(a, true, a == "sm_80") }, false},
+		{"a stage function spills", func(a string) string { return log(a, false) + stageLog(stageFn) }, func(a string) string { return listing(a, true, false) }, true},
+		{"another function spills", func(a string) string { return log(a, false) + stageLog("_Z6helperPf") }, func(a string) string { return listing(a, true, false) }, false},
 	} {
-		note, err := checkHalfSASS("t", m, tc.log, tc.sass)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: note %q, error %v; want ok %v", tc.name, note, err, tc.ok)
+		var errs []error
+		var notes []string
+		for _, arch := range sweepArchs {
+			note, err := checkHalfSASS("t", m, arch, tc.log(arch), tc.sass(arch))
+			notes, errs = append(notes, note), append(errs, err)
+		}
+		if err := errors.Join(errs...); (err == nil) != tc.ok {
+			t.Errorf("%s: notes %q, error %v; want ok %v", tc.name, notes, err, tc.ok)
 		}
 	}
 }
