@@ -43,7 +43,9 @@ import (
 // host function (docs/testing.md, "The toolchain sweep"). It takes
 // minutes, so it runs only in CI (CI=true) or with TEC_TOOLCHAIN=all;
 // .ci/run runs it on its own and reports the time, passing
-// TEC_TOOLCHAIN=later to its main "go test ./...".
+// TEC_TOOLCHAIN=later to its main "go test ./...". TEC_TOOLCHAIN_EXAMPLES
+// (comma-separated names, "lstm,llama/prefill") limits it to those
+// examples, for trying a change.
 func TestBuildToolchain(t *testing.T) {
 	switch mode := os.Getenv("TEC_TOOLCHAIN"); {
 	case mode == "later":
@@ -59,7 +61,11 @@ func TestBuildToolchain(t *testing.T) {
 	}
 	root := t.TempDir()
 	prep := time.Now()
-	jobs, err := sweepJobs(examples.All(), root, tools)
+	exs, err := sweepExamples(os.Getenv("TEC_TOOLCHAIN_EXAMPLES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := sweepJobs(exs, root, tools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +76,23 @@ func TestBuildToolchain(t *testing.T) {
 	}})
 	t.Logf("%d compilations prepared (front end, emitters) in %.1fs", len(jobs), time.Since(prep).Seconds())
 	runJobs(t, jobs)
+}
+
+// sweepExamples returns the examples named in list (comma-separated), or
+// every example if list is empty.
+func sweepExamples(list string) ([]examples.Example, error) {
+	if list == "" {
+		return examples.All(), nil
+	}
+	var exs []examples.Example
+	for _, name := range strings.Split(list, ",") {
+		ex, ok := examples.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("TEC_TOOLCHAIN_EXAMPLES: no example %q", name)
+		}
+		exs = append(exs, ex)
+	}
+	return exs, nil
 }
 
 // sweepTools are the tools and targets of TestBuildToolchain.
@@ -595,5 +618,22 @@ func TestHalfSASSChecks(t *testing.T) {
 		if err := errors.Join(errs...); (err == nil) != tc.ok {
 			t.Errorf("%s: notes %q, error %v; want ok %v", tc.name, notes, err, tc.ok)
 		}
+	}
+}
+
+// TestSweepExamples checks TEC_TOOLCHAIN_EXAMPLES's list: empty is every
+// example, names give those examples in order, and an unknown name is an
+// error that names it.
+func TestSweepExamples(t *testing.T) {
+	all, err := sweepExamples("")
+	if err != nil || len(all) != len(examples.All()) {
+		t.Errorf(`sweepExamples(""): %d examples, error %v; want %d`, len(all), err, len(examples.All()))
+	}
+	some, err := sweepExamples("lstm,llama/prefill")
+	if err != nil || len(some) != 2 || some[0].Name != "lstm" || some[1].Name != "llama/prefill" {
+		t.Errorf("sweepExamples(lstm,llama/prefill): %v, error %v", some, err)
+	}
+	if _, err := sweepExamples("lstm,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("sweepExamples(lstm,nope): error %v, want one naming nope", err)
 	}
 }
