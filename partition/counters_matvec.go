@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"slices"
 
 	"tec/te"
@@ -176,10 +177,11 @@ func bestGroup(d TileDep) int {
 }
 
 // A read is one load of the producer at one consumer point: the consumer
-// element's flat index, the producer element's, and the load.
+// element's flat index, the least and greatest producer elements it reads
+// there (one, or the corners of the reductions around it), and the load.
 type read struct {
-	at, elem int
-	load     *te.Load
+	at, lo, hi int
+	load       *te.Load
 }
 
 // readPoints returns every read of u by y, or false where y's reads of u
@@ -206,75 +208,115 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 		}
 		return x
 	}
+	// What does not change from point to point is found once: whether a
+	// reduction reads u, and a load's corner variables under the
+	// reductions around it (named by the chain of those reductions).
+	readsU := map[*te.Reduce]bool{}
+	type frame struct {
+		outer int
+		red   *te.Reduce
+	}
+	frames := map[frame]int{}
+	type cornerKey struct {
+		load  *te.Load
+		frame int
+	}
+	type cornerSet struct {
+		vars   []*te.Var
+		affine bool
+	}
+	corners := map[cornerKey]cornerSet{}
 	ranging := map[*te.Var]bool{} // axes of the reductions around
-	var reads []read
+	reads := make([]read, 0, n)
 	ok := true
-	for at := range n {
+	at, cur := 0, 0
+	var visit func(e te.Expr)
+	visit = func(e te.Expr) {
+		te.Walk(e, func(x te.Expr) bool {
+			switch x := x.(type) {
+			case *te.Select:
+				if c, known := indexCond(x.Cond, val); known {
+					if c {
+						visit(x.Then)
+					} else {
+						visit(x.Else)
+					}
+					return false
+				}
+			case *te.Reduce:
+				in, seen := readsU[x]
+				if !seen {
+					in = slices.Contains(te.Inputs(x.Body), u)
+					readsU[x] = in
+				}
+				if !in {
+					return false
+				}
+				f := frame{cur, x}
+				id, known := frames[f]
+				if !known {
+					id = len(frames) + 1
+					frames[f] = id
+				}
+				outer := cur
+				cur = id
+				for _, a := range x.Axes {
+					ranging[a] = true
+				}
+				visit(x.Body)
+				for _, a := range x.Axes {
+					delete(ranging, a)
+				}
+				cur = outer
+				return false
+			case *te.Load:
+				if x.Tensor != u {
+					return true
+				}
+				if x.IsGather() {
+					ok = false
+					return false
+				}
+				key := cornerKey{x, cur}
+				cs, known := corners[key]
+				if !known {
+					cs.vars, cs.affine = rangingVars(x, env, ranging)
+					corners[key] = cs
+				}
+				if !cs.affine || len(cs.vars) > 0 && !ranges {
+					ok = false
+					return false
+				}
+				r := read{at: at, lo: math.MaxInt, hi: math.MinInt, load: x}
+				for c := range 1 << len(cs.vars) {
+					for i, v := range cs.vars {
+						env[v] = 0
+						if c>>i&1 == 1 {
+							env[v] = v.Extent - 1
+						}
+					}
+					elem := 0
+					for d, ix := range x.Index {
+						elem = elem*u.Shape[d] + ix.Eval(val)
+					}
+					if byColumn {
+						elem %= u.Shape[len(u.Shape)-1]
+					}
+					r.lo, r.hi = min(r.lo, elem), max(r.hi, elem)
+				}
+				reads = append(reads, r)
+				for _, v := range cs.vars {
+					delete(env, v)
+				}
+			}
+			return ok
+		})
+	}
+	for at = range n {
 		rest := at
 		for d := len(y.Shape) - 1; d >= 0; d-- {
 			env[y.Axes[d]] = rest % y.Shape[d]
 			rest /= y.Shape[d]
-		}
-		var visit func(e te.Expr)
-		visit = func(e te.Expr) {
-			te.Walk(e, func(x te.Expr) bool {
-				switch x := x.(type) {
-				case *te.Select:
-					if c, known := indexCond(x.Cond, val); known {
-						if c {
-							visit(x.Then)
-						} else {
-							visit(x.Else)
-						}
-						return false
-					}
-				case *te.Reduce:
-					if !slices.Contains(te.Inputs(x.Body), u) {
-						return false
-					}
-					for _, a := range x.Axes {
-						ranging[a] = true
-					}
-					visit(x.Body)
-					for _, a := range x.Axes {
-						delete(ranging, a)
-					}
-					return false
-				case *te.Load:
-					if x.Tensor != u {
-						return true
-					}
-					if x.IsGather() {
-						ok = false
-						return false
-					}
-					corners, affine := rangingVars(x, env, ranging)
-					if !affine || len(corners) > 0 && !ranges {
-						ok = false
-						return false
-					}
-					for c := range 1 << len(corners) {
-						for i, v := range corners {
-							env[v] = 0
-							if c>>i&1 == 1 {
-								env[v] = v.Extent - 1
-							}
-						}
-						elem := 0
-						for d, ix := range x.Index {
-							elem = elem*u.Shape[d] + ix.Eval(val)
-						}
-						if byColumn {
-							elem %= u.Shape[len(u.Shape)-1]
-						}
-						reads = append(reads, read{at, elem, x})
-					}
-					for _, v := range corners {
-						delete(env, v)
-					}
-				}
-				return ok
-			})
 		}
 		visit(y.Body)
 		if !ok {
@@ -410,10 +452,10 @@ func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, b
 			}
 			p := at / prefix
 			if _, seen := lo[p]; !seen {
-				lo[p], hi[p] = r.elem, r.elem
+				lo[p], hi[p] = r.lo, r.hi
 				ps = append(ps, p)
 			}
-			lo[p], hi[p] = min(lo[p], r.elem), max(hi[p], r.elem)
+			lo[p], hi[p] = min(lo[p], r.lo), max(hi[p], r.hi)
 		}
 		if len(ps) == 0 {
 			return TileDep{}, false
