@@ -107,7 +107,7 @@ func recomputed(t, u *te.Tensor, nu map[*te.Tensor]*te.Tensor, only func(x, r *t
 		if small(x) {
 			body, rs, ok = x.Body, nil, true // a small reduction read directly
 		}
-		if !ok {
+		if !ok || !inBoundsEverywhere(t.Body, x, body) {
 			continue
 		}
 		removed = append(removed, x)
@@ -270,4 +270,20 @@ func relinked(e te.Expr, load func(*te.Load) te.Expr, memo map[te.Expr]te.Expr) 
 		}
 	}
 	return e
+}
+
+// inBoundsEverywhere reports whether body, substituted for each load of x
+// in e, loads only in bounds for every value of the variables, as a
+// matrix-vector tile evaluates it: for all its rows, also those where a
+// select of e would not choose the load (a horizontal concatenation of
+// two projections with different rows reads x at b - 2 only where b >= 2).
+func inBoundsEverywhere(e te.Expr, x *te.Tensor, body te.Expr) bool {
+	ok := true
+	te.Walk(e, func(y te.Expr) bool {
+		if l, isLoad := y.(*te.Load); isLoad && l.Tensor == x {
+			ok = ok && !l.IsGather() && te.LoadsInBounds(substitute(x, body, l.Index))
+		}
+		return ok
+	})
+	return ok
 }

@@ -176,6 +176,14 @@ func TestRegressions(t *testing.T) {
 			"  q9[b, n] = sum[k](x2[b, k] * w8[k, n])\n  k11[b, n] = sum[k](x2[b, k] * w10[n, k])\n  v13[b, n] = sum[k](x2[b, k] * w12[n, k])\n" +
 			"  sc21[b, t] = sum[e](q9[b, e] * (k11[b, e] + x4[b, t, e]))\n  ctx22[b, e] = sum[t](sc21[b, t] * v13[b, e])\n  output ctx22\n}\n",
 			Config{Level: 3, GPUName: "rand-512t-3sm-16k-3b", GPU: randGPU(512, 512, 3, 16, 16, 3)}},
+		// N11 (CI's campaign, seed 100640, after recomputation landed):
+		// the horizontal fusion of two projections with 2 and 1 rows read
+		// the second's input at b - 2 under a select; recomputing its
+		// RMSNorm-like row sum in every row of the tile loaded x6[-32].
+		{"N11", "model m {\n  input x6: f32[1, 16]\n  input x7: f32[2, 2, 17, 16]\n  param w32: f32[16, 16]\n  param w41: f32[16, 16]\n" +
+			"  sc26[b, n, t] = sum[e](x7[b, n, t, e])\n  oc31[b, c] = sc26[b, c / 16, 16] where c in 0..16\n  o33[b, n] = sum[k](oc31[b, k] * w32[n, k])\n" +
+			"  ms36[b] = sum[d](x6[b, d])\n  hn37[b, d] = x6[b, d] * ms36[b]\n  dn42[b, n] = sum[k](hn37[b, k] * w41[n, k])\n  output out43 = dn42, res34 = o33\n}\n",
+			Config{Level: 3, GPUName: "rand-64t-2sm-24k-1b", GPU: randGPU(64, 256, 2, 24, 24, 1)}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 	}
 	for _, tt := range tests {
