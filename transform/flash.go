@@ -629,25 +629,7 @@ func (ch *chunked) mergedSum(u, part *te.Tensor) te.Expr {
 	live := &te.Binary{Op: te.Gt, X: mc, Y: negInf()}
 	merged := &te.Reduce{Op: te.Sum, Axes: []*te.Var{c},
 		Body: &te.Select{Cond: live, Then: scaled, Else: &te.ConstExpr{Value: 0, DType: te.F32}}}
-	return replaceNode(u.Body, sh.reduce, merged)
-}
-
-// replaceNode returns e with the node old replaced by nu (the rest shared).
-func replaceNode(e, old, nu te.Expr) te.Expr {
-	if e == old {
-		return nu
-	}
-	switch x := e.(type) {
-	case *te.Unary:
-		return &te.Unary{Op: x.Op, X: replaceNode(x.X, old, nu)}
-	case *te.Binary:
-		return &te.Binary{Op: x.Op, X: replaceNode(x.X, old, nu), Y: replaceNode(x.Y, old, nu)}
-	case *te.Select:
-		return &te.Select{Cond: replaceNode(x.Cond, old, nu), Then: replaceNode(x.Then, old, nu), Else: replaceNode(x.Else, old, nu)}
-	case *te.Cast:
-		return &te.Cast{To: x.To, X: replaceNode(x.X, old, nu)}
-	}
-	return e
+	return replaceExpr(u.Body, sh.reduce, merged)
 }
 
 // freshAxes returns new variables like axes and the substitution of them
