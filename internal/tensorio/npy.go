@@ -23,7 +23,9 @@
 // declares. Callers that know what they expect say so with a Spec
 // (ReadNPYAs, ReadNPYFile, ReadNPZAs): the header is checked against it
 // before any data is read or decompressed, and no more than the declared
-// data is read.
+// data is read. Each entry of a .npz archive holds exactly one array and
+// must match the CRC-32 its archive records, as NumPy requires: a corrupt
+// entry is an error naming the file, the entry and both CRCs.
 //
 // Writers never remove a path they were given: files are written to a
 // temporary file beside the target and renamed into place, devices are

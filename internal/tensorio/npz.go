@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"slices"
@@ -84,13 +85,50 @@ func readNPZ(path string, want map[string]Spec) (map[string]*te.Array, []string,
 	return arrays, others, nil
 }
 
+// readEntry reads the array of one archive entry. The entry must hold
+// exactly one .npy array, and its bytes must match the CRC-32 the archive's
+// central directory records for it, as NumPy (Python's zipfile) requires:
+// archive/zip checks a CRC only once an entry is read to its end, and then
+// not where the recorded CRC is 0, so readEntry computes its own.
 func readEntry(zf *zip.File, want *Spec) (*te.Array, error) {
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	return readNPY(bufio.NewReaderSize(rc, chunk), want)
+	sum := crc32.NewIEEE()
+	br := bufio.NewReaderSize(io.TeeReader(rc, sum), chunk)
+	cr := &countingReader{r: br}
+	a, err := readNPY(cr, want)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever of the entry bufio has not read yet is read here, up to its
+	// end or to the first byte the array does not account for. At the end,
+	// archive/zip reports its own CRC check (zip.ErrChecksum) where it made
+	// one; the message below says more.
+	if _, err := br.ReadByte(); err == nil {
+		return nil, fmt.Errorf("%d bytes follow the array's data (the entry holds %d bytes; the header and data %d)",
+			int64(zf.UncompressedSize64)-cr.n, zf.UncompressedSize64, cr.n)
+	} else if err != io.EOF && !errors.Is(err, zip.ErrChecksum) {
+		return nil, err
+	}
+	if got := sum.Sum32(); got != zf.CRC32 {
+		return nil, fmt.Errorf("bad CRC-32: the entry's bytes have 0x%08x, the archive records 0x%08x (the file is corrupt)", got, zf.CRC32)
+	}
+	return a, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // WriteNPZ writes arrays to the file at path as an uncompressed .npz

@@ -14,18 +14,6 @@ import (
 	"tec/te"
 )
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
-
 // TestReadAsChecksTheHeaderFirst: a header that does not meet the caller's
 // Spec is an error before any data is read, and a header that does is
 // followed by exactly its data, however much more the stream holds.
@@ -66,7 +54,7 @@ func TestReadAsChecksTheHeaderFirst(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.err)
 				}
-				if r.n > header {
+				if r.n > int64(header) {
 					t.Errorf("read %d bytes; the header has %d", r.n, header)
 				}
 				return
@@ -77,7 +65,7 @@ func TestReadAsChecksTheHeaderFirst(t *testing.T) {
 			if a.DType != tt.dtype || !te.SameShape(a.Shape, tt.want.Shape) {
 				t.Errorf("read %s%v, want %s%v", a.DType, a.Shape, tt.dtype, tt.want.Shape)
 			}
-			if r.n != len(file) {
+			if r.n != int64(len(file)) {
 				t.Errorf("read %d bytes, want exactly the file's %d", r.n, len(file))
 			}
 		})
