@@ -2,12 +2,17 @@ package lang
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
+	"tec/internal/safefile"
 	"tec/lang/diag"
 	"tec/lang/stdlib"
 	"tec/lang/syntax"
@@ -165,8 +170,14 @@ func (c *checker) loadFile(path string, src []byte, state map[string]int, stack 
 			}
 			continue
 		}
-		data, err := c.readFile(target)
-		if err != nil {
+		data, err := c.readImport(target)
+		var nr *NotRegularError
+		switch {
+		case errors.As(err, &nr):
+			c.errorAt(path, imp.PathSpan, "import", "an import names a .te source file",
+				"cannot import %q: it is %s", imp.Path, nr.kind())
+			continue
+		case err != nil:
 			c.errorAt(path, imp.PathSpan, "import", "the path is relative to the importing file",
 				"cannot read import %q: %v", imp.Path, unwrapPathError(err))
 			continue
@@ -188,11 +199,84 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-func (c *checker) readFile(path string) ([]byte, error) {
+// MaxSourceBytes bounds a file that Check imports when Config.ReadFile is
+// nil: 16 MiB, the limit of tec's commands for a source file.
+const MaxSourceBytes = 16 << 20
+
+// readImport reads an imported file. Whatever reads it (Config.ReadFile, or
+// ReadSource), a path that names something other than a regular file is
+// refused before it is opened: an import of /dev/stdin, /proc/self/fd/0, a
+// terminal or a named pipe would otherwise read the stream of the process
+// that checks (a language server's own protocol), or wait for ever on a
+// pipe nobody writes to. A path that does not exist on disk goes to
+// Config.ReadFile, which may know it (an editor's unsaved document).
+func (c *checker) readImport(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
 	if c.cfg.ReadFile != nil {
 		return c.cfg.ReadFile(path)
 	}
-	return osReadFile(path)
+	return ReadSource(path, MaxSourceBytes)
+}
+
+// NotRegularError reports a source file that is not a regular file: a
+// directory, a device, a named pipe or a socket.
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s", e.Path, e.kind())
+}
+
+// kind says what the file is instead of a regular file.
+func (e *NotRegularError) kind() string {
+	var what string
+	switch m := e.Mode; {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device (a terminal, or a device such as /dev/null)"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	default:
+		return "not a regular file"
+	}
+	return what + ", not a regular file"
+}
+
+// ReadSource reads the source file at path: a regular file of at most limit
+// bytes (a longer one is a *safefile.TooLargeError). Anything else is a
+// *NotRegularError. The file is opened without blocking and checked once
+// open, so that a named pipe that nobody writes to, or a path swapped for
+// one after a check, is refused rather than waited on.
+func ReadSource(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, &safefile.TooLargeError{Path: path, Limit: limit}
+	}
+	return data, nil
 }
 
 // declare adds the constants, functions and models of a file to scope f.

@@ -63,6 +63,13 @@ func startServer(t testing.TB, opts Options) *client {
 	t.Helper()
 	clientR, serverW := io.Pipe()
 	serverR, clientW := io.Pipe()
+	return startServerOver(t, opts, clientR, serverW, serverR, clientW)
+}
+
+// startServerOver runs a server with opts reading serverR and writing
+// serverW, and returns a client that reads clientR and writes clientW.
+func startServerOver(t testing.TB, opts Options, clientR io.ReadCloser, serverW io.WriteCloser, serverR io.ReadCloser, clientW io.WriteCloser) *client {
+	t.Helper()
 	c := &client{t: t, w: clientW, done: make(chan error, 1), pending: map[int]chan message{}, notes: make(chan message, 10000)}
 	if opts.StdlibDir == "" {
 		opts.StdlibDir = t.TempDir()

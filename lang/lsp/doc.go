@@ -13,7 +13,11 @@
 // protocol requires; mapper converts them to byte offsets. Every request
 // runs in its own goroutine with a context that $/cancelRequest cancels, and
 // recovers from panics, so that no input and no sequence of edits can take
-// the server down. A well-framed message that is not valid JSON-RPC 2.0 is
+// the server down. Files the editor has not opened (imports, a request about
+// a file on disk) are read with lang.ReadSource: regular files of at most 16
+// MiB, read in a request's or a check's goroutine, never on the connection's
+// reader, so that an import of /dev/stdin (the server's own protocol stream)
+// or of a named pipe is an error at the import, not a wedge. A well-framed message that is not valid JSON-RPC 2.0 is
 // answered with -32700 (parse error) or -32600 (invalid request) and the
 // server carries on (see guardedStream); only a broken frame ends the
 // connection.

@@ -47,7 +47,7 @@ func (s *server) handle(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc
 	if fn == nil {
 		return reply(ctx, nil, jsonrpc2.NewError(jsonrpc2.MethodNotFound, fmt.Sprintf("method not supported: %s", req.Method())))
 	}
-	doc := s.docOf(req.Params())
+	doc, diskURI := s.docOf(req.Params())
 	rctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	s.inflight[call.ID()] = cancel
@@ -59,6 +59,11 @@ func (s *server) handle(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc
 			s.mu.Unlock()
 			cancel()
 		}()
+		if doc == nil && diskURI != "" {
+			// Read here, not on the connection's reader: a slow file
+			// holds up this request alone.
+			doc = s.readDocument(diskURI)
+		}
 		res, err := s.run(rctx, req.Method(), fn, doc, req.Params())
 		if rctx.Err() != nil && ctx.Err() == nil {
 			res, err = nil, jsonrpc2.NewError(protocol.CodeRequestCancelled, "request cancelled")
@@ -108,30 +113,38 @@ func (s *server) requestFunc(method string) requestFunc {
 	return nil
 }
 
-// docOf returns the open document that params name in textDocument.uri, or
-// nil.
-func (s *server) docOf(params json.RawMessage) *document {
+// docOf returns the open document that params name in textDocument.uri;
+// if the editor has not opened it, it returns nil and the URI, which
+// readDocument reads from disk.
+func (s *server) docOf(params json.RawMessage) (*document, protocol.DocumentURI) {
 	var p struct {
 		TextDocument struct {
 			URI protocol.DocumentURI `json:"uri"`
 		} `json:"textDocument"`
 	}
 	if json.Unmarshal(params, &p) != nil || p.TextDocument.URI == "" {
-		return nil
+		return nil, ""
 	}
 	s.mu.Lock()
 	d := s.docs[p.TextDocument.URI]
 	s.mu.Unlock()
 	if d != nil {
-		return d
+		return d, ""
 	}
-	// A file the editor has not opened is read from disk.
-	path := uriPath(p.TextDocument.URI)
+	return nil, p.TextDocument.URI
+}
+
+// readDocument reads a file the editor has not opened from disk, or returns
+// nil if it cannot be read (Options.ReadFile refuses what is not a regular
+// file, so that a request about a named pipe or a device waits for nothing).
+func (s *server) readDocument(u protocol.DocumentURI) *document {
+	path := uriPath(u)
 	text, err := s.opts.ReadFile(path)
 	if err != nil {
+		s.logf("reading %s: %v", path, err)
 		return nil
 	}
-	return &document{uri: p.TextDocument.URI, path: path, version: -1, text: text}
+	return &document{uri: u, path: path, version: -1, text: text}
 }
 
 // notify handles a notification, recovering from a panic in it.

@@ -11,7 +11,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
-	"tec/internal/safefile"
+	"tec/lang"
 )
 
 // DefaultDebounce is how long the server waits after a change before it
@@ -28,7 +28,8 @@ type Options struct {
 	// directory under os.UserCacheDir.
 	StdlibDir string
 	// ReadFile reads files that are not open in the editor; nil means
-	// reading them as os.ReadFile does, up to maxFileBytes.
+	// lang.ReadSource up to maxFileBytes, which refuses anything but a
+	// regular file.
 	ReadFile func(path string) ([]byte, error)
 	// Logf, when not nil, receives one line per internal failure worth
 	// knowing about (a panic recovered in a handler, say).
@@ -76,7 +77,7 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, opts Options) error {
 		opts.Debounce = DefaultDebounce
 	}
 	if opts.ReadFile == nil {
-		opts.ReadFile = func(path string) ([]byte, error) { return safefile.ReadFile(path, maxFileBytes) }
+		opts.ReadFile = func(path string) ([]byte, error) { return lang.ReadSource(path, maxFileBytes) }
 	}
 	s := &server{
 		opts:      opts,
