@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"tec/backend/kir"
 	"tec/backend/sim"
@@ -151,10 +152,14 @@ type memLimit struct {
 }
 
 // parseMemoryLimit parses --max-memory: "auto" (the memory available, as
-// availableMemory reads it with read), "0" (no limit) or a size.
+// availableMemory reads it with read, or less where the process's resource
+// limits leave less: rlimitMemory), "0" (no limit) or a size.
 func parseMemoryLimit(s string, read func(string) ([]byte, error)) (memLimit, error) {
 	if s == "auto" {
 		n, source := availableMemory(read)
+		if m, msource, ok := rlimitMemory(read, syscall.Getrlimit); ok && m < n {
+			n, source = m, msource
+		}
 		return memLimit{bytes: n, source: source}, nil
 	}
 	n, err := parseSize(s)
@@ -205,6 +210,53 @@ func availableMemory(read func(string) ([]byte, error)) (int64, string) {
 		}
 	}
 	return n, source
+}
+
+// runtimeReserve is the address space and data that rlimitMemory counts
+// as taken where /proc/self/status cannot be read: about what the Go
+// runtime has reserved by the time the limit is read (0.7 to 1.6 GB of
+// address space on amd64, depending on the limit).
+const runtimeReserve = 2 << 30
+
+// rlimitMemory returns the memory a run may take under the soft limits of
+// the process's address space (RLIMIT_AS, ulimit -v) and data segment
+// (RLIMIT_DATA, ulimit -d), the smaller of the two, and where that figure
+// comes from; ok is false where neither is set. A process past either
+// limit gets no more memory from the kernel, and the Go runtime then dies
+// with "fatal error: out of memory" instead of returning an error, so such
+// a run must be refused before it starts. A run may take two thirds of what
+// a limit leaves (the limit less VmSize or VmData of /proc/self/status,
+// read with read): the rest is headroom for the runtime's own mappings,
+// thread stacks and the garbage the collector has not yet freed. Measured
+// with prlimit --as, a run needing 1.6 GB fits in what the limit leaves
+// with 3 % to spare (docs/cli.md), so the third is a 1.5-fold margin.
+func rlimitMemory(read func(string) ([]byte, error), getrlimit func(resource int, lim *syscall.Rlimit) error) (n int64, source string, ok bool) {
+	status, _ := read("/proc/self/status")
+	limits := []struct {
+		resource int
+		field    string // the field of /proc/self/status the limit bounds
+		name     string
+	}{
+		{syscall.RLIMIT_AS, "VmSize", "the address-space limit (RLIMIT_AS, ulimit -v)"},
+		{syscall.RLIMIT_DATA, "VmData", "the data-segment limit (RLIMIT_DATA, ulimit -d)"},
+	}
+	for _, l := range limits {
+		var lim syscall.Rlimit
+		// RLIM_INFINITY is the largest uint64: no limit.
+		if err := getrlimit(l.resource, &lim); err != nil || lim.Cur > math.MaxInt64 {
+			continue
+		}
+		used, found := memInfoField(status, l.field)
+		if !found {
+			used = runtimeReserve
+		}
+		left := max(int64(lim.Cur)-used, 0) / 3 * 2
+		if !ok || left < n {
+			n, ok = left, true
+			source = fmt.Sprintf("that %s of %s leaves a run (two thirds of what the process has not taken)", l.name, formatBytes(int64(lim.Cur)))
+		}
+	}
+	return n, source, ok
 }
 
 // memInfoField returns the value in bytes of a field of /proc/meminfo.
