@@ -57,7 +57,11 @@ The prefill runs on the prompt (--prompt FILE.npy, i32[B, P], or filled
 with token ids by --fill); then decode step i feeds each sequence's last
 token at position P + i, for --steps steps. Each sequence's tokens are the
 prefill's next token and each step's. P + steps must not exceed the
-caches' positions.
+caches' positions. Where next is the argmax of a tensor's rows
+(next[b] = argmax[t](logits[b, t])), each run gives that tensor too, and
+a row that holds a NaN or a +Inf, or nothing but -Inf, stops the
+generation with an error naming the step and the sequence: argmax would
+pass over the NaN and pick a token all the same.
 
   ref   the reference evaluator (float64 arithmetic)
   sim   the kernels that "tec build" emits at -O (with --gpu), in the

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,12 @@ type Plan struct {
 	// Vocab is the range [0, Vocab) of token ids that the prefill's
 	// gathers accept, or 0 when unknown.
 	Vocab int
+	// Logits holds, by model name, the tensor whose rows each model's
+	// next picks from, where next is next[b] = argmax[t](L[b, t]); NewPlan
+	// makes it an output of its model, so that every run gives it and
+	// CheckLogits can check it. A model whose next is defined otherwise
+	// has none.
+	Logits map[string]*te.Tensor
 }
 
 // NewPlan checks that prefill and decode fit the protocol and returns
@@ -100,7 +107,102 @@ func NewPlan(prefill, decode *te.Program) (*Plan, error) {
 		return nil, err
 	}
 	pl.Vocab = vocab(prefill, ids)
+	pl.Logits = map[string]*te.Tensor{}
+	for _, p := range []*te.Program{prefill, decode} {
+		if l := logits(p); l != nil {
+			pl.Logits[p.Name] = l
+			if !slices.Contains(p.Outputs, l) {
+				p.Outputs = append(p.Outputs, l)
+			}
+		}
+	}
 	return pl, nil
+}
+
+// logits returns the tensor L of p's next[b] = argmax[t](L[b, t]), read
+// through a cast or not, or nil where next is defined otherwise.
+func logits(p *te.Program) *te.Tensor {
+	next := p.Lookup(Next)
+	if next == nil || len(next.Axes) != 1 {
+		return nil
+	}
+	r, ok := next.Body.(*te.Reduce)
+	if !ok || r.Op != te.Argmax || len(r.Axes) != 1 {
+		return nil
+	}
+	body := r.Body
+	if c, ok := body.(*te.Cast); ok {
+		body = c.X
+	}
+	l, ok := body.(*te.Load)
+	if !ok || l.IsGather() || len(l.Index) != 2 || len(l.Tensor.Shape) != 2 ||
+		!isVar(l.Index[0], next.Axes[0]) || !isVar(l.Index[1], r.Axes[0]) || l.Tensor.Shape[1] != r.Axes[0].Extent {
+		return nil
+	}
+	return l.Tensor
+}
+
+// isVar reports whether x is the variable v alone.
+func isVar(x te.Index, v *te.Var) bool {
+	return x.Const == 0 && len(x.Terms) == 1 && x.Terms[0].Coef == 1 &&
+		x.Terms[0].Atom.Op == te.AtomVar && x.Terms[0].Atom.Var == v
+}
+
+// CheckLogits checks the logits that model's run gave (the array of
+// pl.Logits[model], [B, V]): greedy generation picks each sequence's next
+// token as the position of the greatest of its row, and stops with an
+// error naming the sequence where that pick means nothing. A row that
+// holds a NaN, all NaN or only some (a NaN upstream, which argmax would
+// pass over for the greatest of the others), or a +Inf (an overflow,
+// which argmax would pick), or nothing but -Inf (every token masked), is
+// such a row. The error names the sequence, the count and the first
+// position.
+func (pl *Plan) CheckLogits(model string, logits *te.Array) error {
+	l := pl.Logits[model]
+	if l == nil {
+		return nil
+	}
+	if logits == nil || !te.SameShape(logits.Shape, l.Shape) {
+		return fmt.Errorf("the run gave no logits %s: %s", l.Name, l.TypeString())
+	}
+	v := l.Shape[1]
+	for b := range l.Shape[0] {
+		row := logits.Data[b*v : (b+1)*v]
+		nan, inf, ninf, first := 0, 0, 0, -1
+		for t, x := range row {
+			switch {
+			case math.IsNaN(x):
+				nan++
+			case math.IsInf(x, 1):
+				inf++
+			case math.IsInf(x, -1):
+				ninf++
+				continue
+			default:
+				continue
+			}
+			if first < 0 {
+				first = t
+			}
+		}
+		var what string
+		switch {
+		case nan == v:
+			what = fmt.Sprintf("are all NaN (%d values): there is no greatest to pick", v)
+		case nan > 0:
+			what = fmt.Sprintf("hold %d NaN of %d values (the first at %s[%d, %d]): the greatest of the others would be a guess", nan, v, l.Name, b, first)
+		case inf > 0:
+			what = fmt.Sprintf("hold %d +Inf of %d values (the first at %s[%d, %d]): an overflow, not a greatest", inf, v, l.Name, b, first)
+		case ninf == v:
+			what = fmt.Sprintf("are all -Inf (%d values): every token is masked", v)
+		default:
+			continue
+		}
+		return fmt.Errorf("sequence %d: the logits it picks its next token from, %s[%d, :], %s"+hintSep+
+			"a NaN or Inf upstream, from the params or the constants (-D); tec run --model %s on the same feeds reports each output's NaNs and Infs",
+			b, l.Name, b, what, model)
+	}
+	return nil
 }
 
 // placeholder returns p's input name, or an error that says what the
@@ -333,7 +435,8 @@ func (pl *Plan) CheckPrompt(prompt *te.Array) error {
 type Runner interface {
 	// Run runs the model named (the plan's Prefill or Decode program's
 	// name) with the step's inputs (ids, and pos for the decode step) and
-	// returns its next tokens, i32[B].
+	// returns its next tokens, i32[B]. It fails where the plan's
+	// CheckLogits fails on the run's logits, if it can see them.
 	Run(model string, inputs map[string]*te.Array) (next *te.Array, err error)
 }
 
@@ -464,5 +567,10 @@ func (h *Host) Run(model string, inputs map[string]*te.Array) (*te.Array, error)
 		h.state[c.Name] = a
 	}
 	h.Last = outs
+	if l := h.plan.Logits[p.Name]; l != nil {
+		if err := h.plan.CheckLogits(p.Name, outs[l.Name]); err != nil {
+			return nil, err
+		}
+	}
 	return outs[Next], nil
 }

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -274,5 +275,163 @@ func TestNewHostNeedsEveryShared(t *testing.T) {
 	}
 	if _, err := NewHost(pl, nil, nil); err == nil || !strings.Contains(err.Error(), "no array for param emb") {
 		t.Errorf("NewHost without emb: %v", err)
+	}
+}
+
+// TestCheckLogits checks which rows of logits stop a generation: a NaN
+// anywhere in the row, a +Inf, or nothing but -Inf; -Inf among finite
+// values is a mask, and fine.
+func TestCheckLogits(t *testing.T) {
+	pl, err := NewPlan(pair(t, pairSource(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan, inf := math.NaN(), math.Inf(1)
+	tests := []struct {
+		name string
+		row1 []float64 // sequence 1's row; sequence 0's is finite
+		want string    // "" for no error
+	}{
+		{"finite", []float64{1, 2, 3, 4, 5}, ""},
+		{"masked", []float64{-inf, 2, -inf, 4, 5}, ""},
+		{"all NaN", []float64{nan, nan, nan, nan, nan},
+			"sequence 1: the logits it picks its next token from, logits[1, :], are all NaN (5 values): there is no greatest to pick"},
+		{"some NaN", []float64{1, 2, nan, 4, nan},
+			"sequence 1: the logits it picks its next token from, logits[1, :], hold 2 NaN of 5 values (the first at logits[1, 2]): the greatest of the others would be a guess"},
+		{"an overflow", []float64{1, inf, 3, 4, 5},
+			"sequence 1: the logits it picks its next token from, logits[1, :], hold 1 +Inf of 5 values (the first at logits[1, 1]): an overflow, not a greatest"},
+		{"all masked", []float64{-inf, -inf, -inf, -inf, -inf},
+			"sequence 1: the logits it picks its next token from, logits[1, :], are all -Inf (5 values): every token is masked"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &te.Array{DType: te.F32, Shape: []int{2, 5}, Data: append([]float64{0, 0, 0, 0, 0}, tt.row1...)}
+			for _, model := range []string{"prefill", "decode"} {
+				err := pl.CheckLogits(model, a)
+				if tt.want == "" {
+					if err != nil {
+						t.Errorf("%s: %v", model, err)
+					}
+					continue
+				}
+				if err == nil || !strings.HasPrefix(err.Error(), tt.want+hintSep) {
+					t.Errorf("%s: %v\nwant %q", model, err, tt.want)
+				}
+			}
+		})
+	}
+	if err := pl.CheckLogits("decode", nil); err == nil {
+		t.Error("CheckLogits(nil): no error")
+	}
+}
+
+// TestGenerateStopsAtTheStep checks that the error names the step and the
+// sequence: the decode step at position 5 gives sequence 1 NaN logits.
+func TestGenerateStopsAtTheStep(t *testing.T) {
+	pre, dec := pair(t, pairSource(t))
+	pl, err := NewPlan(pre, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := numeric.NewFilled(pre.Lookup("emb"), numeric.Random, 7)
+	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+		outs, err := te.Evaluate(p, feeds, te.EvalOptions{})
+		if err == nil && p.Name == "decode" && feeds[Pos].Data[0] == 5 {
+			outs["logits"].Data[7] = math.NaN()
+		}
+		return outs, err
+	}
+	h, err := NewHost(pl, map[string]*te.Array{"emb": emb}, eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := &te.Array{DType: te.I32, Shape: []int{2, 3}, Data: []float64{4, 3, 2, 1, 0, 4}}
+	_, err = Generate(h, pl, prompt, 4)
+	want := "decode step 2 (model decode, position 5): sequence 1: the logits it picks its next token from, logits[1, :], hold 1 NaN of 5 values (the first at logits[1, 2])"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Generate: %v\nwant %q...", err, want)
+	}
+}
+
+// TestGenerateNaNLlama is the configuration: examples/llama.te at
+// README's tiny sizes on the reference evaluator, made NaN by a negative
+// EPS (the RMS norm's square root of a negative), THETA = 0 (the rotary
+// frequencies 0^(-x)) or a NaN in wte. It used to print tokens 0 0 0 0.
+func TestGenerateNaNLlama(t *testing.T) {
+	src, err := os.ReadFile("../../examples/llama.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiny := map[string]string{"B": "1", "P": "8", "T": "32", "L": "2", "D": "32", "NH": "4", "NKV": "2", "FF": "64", "V": "64"}
+	const all = "prefill (model prefill): sequence 0: the logits it picks its next token from, logits[0, :], are all NaN (64 values)"
+	tests := []struct {
+		name    string
+		defines map[string]string
+		nanWTE  int // the row of wte set to NaN, or -1
+		prompt  float64
+		want    string // "" for no error
+	}{
+		{"finite", nil, -1, 3, ""},
+		{"EPS=-1", map[string]string{"EPS": "-1"}, -1, 3, all},
+		{"THETA=0", map[string]string{"THETA": "0"}, -1, 3, all},
+		{"NaN in a prompt token's row of wte", nil, 3, 3, all},
+		{"NaN in another row of wte", nil, 9, 3,
+			"prefill (model prefill): sequence 0: the logits it picks its next token from, logits[0, :], hold 1 NaN of 64 values (the first at logits[0, 9])"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defines := maps.Clone(tiny)
+			maps.Copy(defines, tt.defines)
+			var ps [2]*te.Program
+			for i, m := range []string{"prefill", "decode"} {
+				p, diags := lang.Check("llama.te", src, lang.Config{Model: m, Defines: defines})
+				if diags.HasErrors() {
+					t.Fatalf("model %s:\n%v", m, diags.Error())
+				}
+				ps[i] = p
+			}
+			pl, err := NewPlan(ps[0], ps[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl.Logits["prefill"] == nil || pl.Logits["decode"] == nil {
+				t.Fatalf("no logits found: %v", pl.Logits)
+			}
+			shared := map[string]*te.Array{}
+			for _, s := range pl.Shared {
+				shared[s.Name] = numeric.NewFilled(s, numeric.Random, 0)
+			}
+			if tt.nanWTE >= 0 {
+				wte := shared["wte"]
+				d := wte.Shape[1]
+				for i := range d {
+					wte.Data[tt.nanWTE*d+i] = math.NaN()
+				}
+			}
+			eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+				return te.Evaluate(p, feeds, te.EvalOptions{})
+			}
+			h, err := NewHost(pl, shared, eval)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := te.NewArray(te.I32, []int{1, 8})
+			for i := range prompt.Data {
+				prompt.Data[i] = tt.prompt
+			}
+			res, err := Generate(h, pl, prompt, 3)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Tokens[0]) != 4 {
+					t.Errorf("tokens %v, want 4", res.Tokens)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Generate: %v (tokens %v)\nwant %q...", err, res, tt.want)
+			}
+		})
 	}
 }
