@@ -3,8 +3,10 @@ package lang
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 
+	"tec/lang/syntax"
 	"tec/te"
 )
 
@@ -276,9 +278,15 @@ func indexRange(ix te.Index, facts *factList) (iv interval, dead bool) {
 	return r, r.lo > r.hi
 }
 
-// checkBounds proves every recorded access of a definition in bounds.
+// checkBounds proves every recorded access of a definition in bounds. It
+// first proves every value its indexes compute exact — within ±maxExact for
+// every value of the variables, so that neither the proof's own arithmetic
+// nor an evaluator's can wrap or round — and then the indexes in bounds.
 func (c *checker) checkBounds(ec *elemCtx) {
 	for _, ld := range ec.loads {
+		if !c.checkExact(ld) {
+			continue
+		}
 		for d, ix := range ld.ix {
 			r, dead := indexRange(ix, ld.facts)
 			if dead {
@@ -327,4 +335,92 @@ func (c *checker) boundsError(ec *elemCtx, ld *pendingLoad, d int, r interval) {
 		}
 	}
 	c.errorAt(ld.file, ld.span, "bounds", hint, "%s", msg)
+}
+
+// extentRange is the range of a variable over its whole extent.
+func extentRange(v *te.Var) (int, int) { return 0, v.Extent - 1 }
+
+// checkExact reports the first index of ld, or computed sub-expression of
+// one, whose values may leave ±maxExact when the variables range over their
+// extents, and returns whether there was none.
+func (c *checker) checkExact(ld *pendingLoad) bool {
+	for d, ix := range ld.ix {
+		var p *indexPart
+		if d < len(ld.parts) {
+			p = ld.parts[d]
+		}
+		if bad := inexactPart(p); bad != nil {
+			c.exactError(bad.file, bad.span, bad.ix)
+			return false
+		}
+		if _, _, ok := ix.ExactBounds(extentRange, maxExact); !ok {
+			c.exactError(ld.file, ld.span, ix)
+			return false
+		}
+	}
+	return true
+}
+
+// inexactPart returns the first part under p, innermost first, whose values
+// may leave ±maxExact, or nil.
+func inexactPart(p *indexPart) *indexPart {
+	if p == nil {
+		return nil
+	}
+	for _, a := range p.args {
+		if bad := inexactPart(a); bad != nil {
+			return bad
+		}
+	}
+	if _, _, ok := p.ix.ExactBounds(extentRange, maxExact); !ok {
+		return p
+	}
+	return nil
+}
+
+// exactError reports that the index arithmetic at span, which computes ix,
+// may exceed maxExact.
+func (c *checker) exactError(file string, span syntax.Span, ix te.Index) {
+	lo, hi := bigBounds(ix)
+	var vars []string
+	for _, v := range ix.Vars() {
+		vars = append(vars, fmt.Sprintf("%s in 0..%d", v.Name, v.Extent))
+	}
+	what := "it is " + hi.String()
+	if lo.Cmp(hi) != 0 {
+		what = fmt.Sprintf("it ranges over %s..%s", lo, hi)
+	}
+	if len(vars) > 0 {
+		what += " for " + strings.Join(vars, ", ")
+	}
+	c.errorAt(file, span, "bounds", exactHint, "index arithmetic %s exceeds 2^53: %s", c.text(file, span), what)
+}
+
+// bigBounds returns the least and greatest values of ix over its variables'
+// extents (inclusive), as Index.Bounds does but without overflow: for
+// messages.
+func bigBounds(ix te.Index) (lo, hi *big.Int) {
+	lo, hi = big.NewInt(int64(ix.Const)), big.NewInt(int64(ix.Const))
+	for _, t := range ix.Terms {
+		var alo, ahi *big.Int
+		switch t.Atom.Op {
+		case te.AtomVar:
+			alo, ahi = big.NewInt(0), big.NewInt(int64(t.Atom.Var.Extent-1))
+		case te.AtomDiv:
+			l, h := bigBounds(*t.Atom.Arg)
+			d := big.NewInt(int64(t.Atom.Divisor))
+			// Div rounds towards negative infinity, as floor division does
+			// for a positive divisor.
+			alo, ahi = new(big.Int).Div(l, d), new(big.Int).Div(h, d)
+		default:
+			alo, ahi = big.NewInt(0), big.NewInt(int64(t.Atom.Divisor-1))
+		}
+		c := big.NewInt(int64(t.Coef))
+		if t.Coef < 0 {
+			alo, ahi = ahi, alo
+		}
+		lo.Add(lo, new(big.Int).Mul(c, alo))
+		hi.Add(hi, new(big.Int).Mul(c, ahi))
+	}
+	return lo, hi
 }

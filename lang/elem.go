@@ -43,6 +43,8 @@ type pendingLoad struct {
 	shape []int
 	ix    []te.Index
 	texts []string // each index as written
+	// parts are the computed sub-expressions of each index, if any.
+	parts []*indexPart
 	file  string
 	span  syntax.Span
 	facts *factList
@@ -109,7 +111,7 @@ func (c *checker) valueScalar(ec *elemCtx, sc *scope, v Value, span syntax.Span)
 		return badScalar
 	case *tensorVal:
 		if len(v.shape) == 0 {
-			return c.load(ec, v, nil, sc.path, span, c.text(sc.path, span), nil)
+			return c.load(ec, v, nil, sc.path, span, c.text(sc.path, span), nil, nil)
 		}
 		c.errorAt(sc.path, span, "type", fmt.Sprintf("index it with %s: %s[...]", plural(len(v.shape), "index"), c.text(sc.path, span)),
 			"%s is a tensor %s, not an element", c.text(sc.path, span), v.typeString())
@@ -197,6 +199,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 	}
 	ixs := make([]te.Index, len(indices))
 	texts := make([]string, len(indices))
+	parts := make([]*indexPart, len(indices))
 	var gather []te.Expr // the run-time indexes of a gather, by dimension
 	bad := false
 	for d, ie := range indices {
@@ -232,6 +235,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 		}
 		ix, _ := s.asIndex()
 		ixs[d] = ix
+		parts[d] = s.part
 		if v, ok := ix.AsVar(); ok {
 			if iv := ec.byVar[v]; iv != nil && !iv.fixed {
 				iv.uses = append(iv.uses, directUse{size: tv.shape[d], what: fmt.Sprintf("dimension %d of %s", d, name), file: file, span: at})
@@ -241,7 +245,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 	if bad {
 		return badScalar
 	}
-	r := c.load(ec, tv, ixs, file, span, name, texts)
+	r := c.load(ec, tv, ixs, file, span, name, texts, parts)
 	if gather != nil && r.k == sExpr {
 		l := r.expr.(*te.Load)
 		l.Gather = make([]te.Expr, len(l.Index))
@@ -263,8 +267,9 @@ func readsTensor(e te.Expr) bool {
 	return found
 }
 
-// load builds the load of tv at ixs and records it for the bounds proof.
-func (c *checker) load(ec *elemCtx, tv *tensorVal, ixs []te.Index, file string, span syntax.Span, name string, texts []string) scalar {
+// load builds the load of tv at ixs and records it for the bounds proof,
+// with the computed sub-expressions of each index (nil where there are none).
+func (c *checker) load(ec *elemCtx, tv *tensorVal, ixs []te.Index, file string, span syntax.Span, name string, texts []string, parts []*indexPart) scalar {
 	full := ixs
 	if len(tv.prefix) > 0 {
 		full = make([]te.Index, 0, len(tv.prefix)+len(ixs))
@@ -274,7 +279,7 @@ func (c *checker) load(ec *elemCtx, tv *tensorVal, ixs []te.Index, file string, 
 		full = append(full, ixs...)
 	}
 	if !ec.dead && len(ixs) > 0 {
-		ec.loads = append(ec.loads, &pendingLoad{name: name, shape: tv.shape, ix: ixs, texts: texts, file: file, span: span, facts: ec.facts})
+		ec.loads = append(ec.loads, &pendingLoad{name: name, shape: tv.shape, ix: ixs, texts: texts, parts: parts, file: file, span: span, facts: ec.facts})
 	}
 	r := exprScalar(&te.Load{Tensor: tv.t, Index: full})
 	if r.typ == te.I32 {

@@ -253,6 +253,20 @@ model m {
 		},
 		dtypes: map[string]te.DType{"y": te.F16, "z": te.BF16, "u": te.F32, "v": te.F16},
 	}, {
+		// Index products past 2^31 are exact (issue 23): the proof admits
+		// every value within ±2^53. x = 1, 2, 3; i·1500000001 and
+		// i·3000000001 are i modulo 3, and i·(2^40 + 1) + 5 is i + 1
+		// modulo 4.
+		name: "index products past 2^31",
+		src: `model m {
+  input x: f32[3]
+  input w: f32[4]
+  y[i] = x[(i * 1500000001) % 3] + 10.0 * x[(i * 3000000001) % 3] where i in 0..3
+  z[i] = w[(i * 1099511627777 + 5) % 4] where i in 0..4
+  output y, z
+}`,
+		want: map[string][]float64{"y": {11, 22, 33}, "z": {2, 3, 4, 1}},
+	}, {
 		name: "outputs of placeholders",
 		src: `model m {
   input x: f32[2]

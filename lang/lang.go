@@ -10,6 +10,16 @@
 // variables; its ranges are inferred from the accesses, and every access is
 // proven in bounds before the tensor is added to the program.
 //
+// Index arithmetic is exact only within ±2^53, the integers the reference
+// evaluator's float64 holds. The bounds proof (bounds.go) checks it before
+// anything else, with checked arithmetic: an int constant beyond 2^53 meeting
+// an index, or a constant or coefficient that + or * would carry past it, is
+// an error where the index is built (so building never wraps in int64), and
+// once the ranges are known every computed sub-expression of an access's
+// index, and the index itself, must stay within ±2^53 for every value of its
+// variables (te.Index.ExactBounds). Only then are the ranges compared with
+// the dimensions, in arithmetic that can no longer overflow.
+//
 // Constant folding computes what run time would: a cast of a compile-time
 // number applies the cast's rounding (f16(0.3) is 0.300048828125), so a
 // folded expression equals the unfolded one. A select whose condition the

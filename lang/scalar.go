@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"math/big"
 
 	"tec/lang/syntax"
 	"tec/te"
@@ -36,7 +37,30 @@ type scalar struct {
 	// set when the value is exactly one comparison, which may be negated.
 	facts  []fact
 	single bool
+	// part records, for an index value computed by arithmetic, its
+	// sub-expressions, whose ranges checkBounds proves exact (maxExact).
+	part *indexPart
 }
+
+// indexPart is an index value computed by an operator, with the parts of
+// its operands that were computed too: the sub-expressions of an index,
+// kept until the ranges of their variables are known.
+type indexPart struct {
+	ix   te.Index
+	file string
+	span syntax.Span
+	args []*indexPart
+}
+
+// maxExact bounds the magnitude of every value index arithmetic computes:
+// the reference evaluator computes integer values in float64, whose
+// integers are exact up to 2^53. Constants and coefficients are checked
+// against it as an index is built (so that building it never wraps), and
+// the range of every sub-expression once the variables' ranges are known.
+const maxExact = 1 << 53
+
+// exactHint is the hint of the errors that index arithmetic exceeds maxExact.
+const exactHint = "index arithmetic is exact only within ±2^53 (9007199254740992), the integers the reference evaluator's float64 holds: keep every constant, product and sum of an index within it"
 
 // fact is a comparison ix op 0 of a canonical index against zero.
 type fact struct {
@@ -174,17 +198,29 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 	xi, xok := x.asIndex()
 	yi, yok := y.asIndex()
 	if xok && yok {
+		if !c.exactOperand(file, span, x, xs) || !c.exactOperand(file, span, y, ys) {
+			return badScalar
+		}
+		var r te.Index
 		switch op {
 		case "+":
-			return indexScalar(xi.Add(yi))
+			r = xi.Add(yi)
 		case "-":
-			return indexScalar(xi.Sub(yi))
+			r = xi.Sub(yi)
 		case "*":
 			if k, ok := yi.IsConst(); ok {
-				return indexScalar(xi.Scale(k))
+				var what string
+				if r, what = scaleExact(xi, k); what != "" {
+					return c.inexactIndex(file, span, what)
+				}
+				break
 			}
 			if k, ok := xi.IsConst(); ok {
-				return indexScalar(yi.Scale(k))
+				var what string
+				if r, what = scaleExact(yi, k); what != "" {
+					return c.inexactIndex(file, span, what)
+				}
+				break
 			}
 			return c.nonAffine(op, x, y, fmt.Sprintf("%s is a product of two index variables", c.text(file, span)))
 		case "/", "%":
@@ -203,11 +239,15 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 				}
 				return c.nonAffine(op, x, y, fmt.Sprintf("%s is a %s by the non-positive constant %d", c.text(file, span), what, k))
 			case op == "/":
-				return indexScalar(xi.Div(k))
+				r = xi.Div(k)
 			default:
-				return indexScalar(xi.Mod(k))
+				r = xi.Mod(k)
 			}
 		}
+		if what := inexactTerms(r, 1); what != "" {
+			return c.inexactIndex(file, span, what)
+		}
+		return indexScalar(r).withPart(file, span, x.part, y.part)
 	}
 	float := tx != te.I32 || ty != te.I32
 	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)}, x, y)
@@ -215,6 +255,72 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 		r.why = firstWhy(x, y)
 	}
 	return r
+}
+
+// withPart returns s, an index value that an operator at span computed,
+// recording it and the parts of its operands as a sub-expression.
+func (s scalar) withPart(file string, span syntax.Span, args ...*indexPart) scalar {
+	p := &indexPart{ix: s.idx, file: file, span: span}
+	for _, a := range args {
+		if a != nil {
+			p.args = append(p.args, a)
+		}
+	}
+	s.part = p
+	return s
+}
+
+// exactNum reports whether s is not an int number beyond maxExact.
+func exactNum(s scalar) bool {
+	return s.k != sNum || !s.num.isInt || -maxExact <= s.num.i && s.num.i <= maxExact
+}
+
+// exactOperand reports an int number beyond maxExact that is an operand
+// (at at) of the index arithmetic at span.
+func (c *checker) exactOperand(file string, span syntax.Span, x scalar, at syntax.Span) bool {
+	if exactNum(x) {
+		return true
+	}
+	what := "the constant " + x.num.String()
+	if t := c.text(file, at); t != x.num.String() {
+		what = fmt.Sprintf("%s = %d", t, x.num.i)
+	}
+	c.errorAt(file, span, "bounds", exactHint, "index arithmetic %s exceeds 2^53: %s is beyond ±9007199254740992", c.text(file, span), what)
+	return false
+}
+
+// inexactIndex reports that the index arithmetic at span makes a
+// coefficient or constant beyond maxExact, which what describes.
+func (c *checker) inexactIndex(file string, span syntax.Span, what string) scalar {
+	c.errorAt(file, span, "bounds", exactHint, "index arithmetic %s exceeds 2^53: %s, beyond ±9007199254740992", c.text(file, span), what)
+	return badScalar
+}
+
+// scaleExact returns k·x, or a description of its first constant or
+// coefficient beyond maxExact, for x and k within it.
+func scaleExact(x te.Index, k int) (te.Index, string) {
+	if what := inexactTerms(x, k); what != "" {
+		return te.Index{}, what
+	}
+	return x.Scale(k), ""
+}
+
+// inexactTerms describes the first of k·x's constant and coefficients that
+// lies beyond maxExact, computed without overflow, or returns "".
+func inexactTerms(x te.Index, k int) string {
+	scaled := func(a int) (*big.Int, bool) {
+		p := new(big.Int).Mul(big.NewInt(int64(a)), big.NewInt(int64(k)))
+		return p, p.CmpAbs(big.NewInt(maxExact)) > 0
+	}
+	if p, over := scaled(x.Const); over {
+		return "its constant term is " + p.String()
+	}
+	for _, t := range x.Terms {
+		if p, over := scaled(t.Coef); over {
+			return fmt.Sprintf("its coefficient of %s is %s", t.Atom, p)
+		}
+	}
+	return ""
 }
 
 // nonAffine builds the i32 expression x op y, which is not quasi-affine.
@@ -249,7 +355,7 @@ func (c *checker) compare(file string, span syntax.Span, op string, x, y scalar,
 	r := exprScalar(&te.Binary{Op: binaryOps[op], X: x.toExpr(float), Y: y.toExpr(float)}, x, y)
 	xi, xok := x.asIndex()
 	yi, yok := y.asIndex()
-	if xok && yok {
+	if xok && yok && exactNum(x) && exactNum(y) {
 		r.facts = []fact{{ix: xi.Sub(yi), op: op}}
 		r.single = true
 	}
@@ -340,7 +446,7 @@ func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scal
 		}
 		return numScalar(n)
 	case sIndex:
-		return indexScalar(x.idx.Scale(-1))
+		return indexScalar(x.idx.Scale(-1)).withPart(file, span, x.part)
 	}
 	if x.typ == te.Bool {
 		c.errorAt(file, span, "type", "use ! to negate a bool", "operator - needs a number, but %s is a bool", c.text(file, span))

@@ -136,7 +136,7 @@ func (c *checker) operandAt(ec *elemCtx, l *lazyVal, i int, ix []te.Index) scala
 	case number:
 		return numScalar(a)
 	case *tensorVal:
-		return c.load(ec, a, operandIndex(a, ix), l.file, l.spans[i], c.text(l.file, l.spans[i]), nil)
+		return c.load(ec, a, operandIndex(a, ix), l.file, l.spans[i], c.text(l.file, l.spans[i]), nil, nil)
 	case *lazyVal:
 		return c.elemAt(ec, a, operandIndex(a, ix))
 	}

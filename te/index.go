@@ -268,6 +268,81 @@ func (a Atom) Bounds(rng func(*Var) (lo, hi int)) (lo, hi int) {
 	}
 }
 
+// ExactBounds returns the bounds of x as Bounds does, but with checked
+// arithmetic: ok is false, and lo and hi are meaningless, when some value
+// that evaluating x computes may lie outside [-limit, limit] — a variable's
+// or the constant's value, an atom or its argument, a product Coef·atom, or
+// a partial sum in the order Eval adds them. limit must lie in [0, 2^61], so
+// that nothing in the check itself overflows. Front ends use it with
+// limit 2^53, the integers float64 holds exactly.
+func (x Index) ExactBounds(rng func(*Var) (lo, hi int), limit int) (lo, hi int, ok bool) {
+	if limit < 0 || limit > 1<<61 {
+		panic(fmt.Sprintf("te: Index.ExactBounds with limit %d", limit))
+	}
+	in := func(v int) bool { return -limit <= v && v <= limit }
+	if !in(x.Const) {
+		return 0, 0, false
+	}
+	lo, hi = x.Const, x.Const
+	for _, t := range x.Terms {
+		alo, ahi, ok := t.Atom.exactBounds(rng, limit)
+		if !ok || !in(t.Coef) {
+			return 0, 0, false
+		}
+		plo, okLo := checkedMul(t.Coef, alo, limit)
+		phi, okHi := checkedMul(t.Coef, ahi, limit)
+		if !okLo || !okHi {
+			return 0, 0, false
+		}
+		if t.Coef < 0 {
+			plo, phi = phi, plo
+		}
+		lo, hi = lo+plo, hi+phi // each operand within ±2^61: no overflow
+		if !in(lo) || !in(hi) {
+			return 0, 0, false
+		}
+	}
+	return lo, hi, true
+}
+
+// exactBounds returns the atom's range under rng, as Index.ExactBounds.
+func (a Atom) exactBounds(rng func(*Var) (lo, hi int), limit int) (lo, hi int, ok bool) {
+	if a.Op == AtomVar {
+		lo, hi = rng(a.Var)
+		return lo, hi, -limit <= lo && hi <= limit
+	}
+	l, h, ok := a.Arg.ExactBounds(rng, limit)
+	if !ok || a.Divisor > limit {
+		return 0, 0, false
+	}
+	if a.Op == AtomDiv {
+		return floorDiv(l, a.Divisor), floorDiv(h, a.Divisor), true
+	}
+	if floorDiv(l, a.Divisor) == floorDiv(h, a.Divisor) {
+		return floorMod(l, a.Divisor), floorMod(h, a.Divisor), true
+	}
+	return 0, a.Divisor - 1, true
+}
+
+// checkedMul returns a·b and whether it lies within [-limit, limit], for a
+// and b within it.
+func checkedMul(a, b, limit int) (int, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	ua, ub := a, b
+	if ua < 0 {
+		ua = -ua
+	}
+	if ub < 0 {
+		ub = -ub
+	}
+	if ua > limit/ub {
+		return 0, false
+	}
+	return a * b, true
+}
+
 // ExtentBounds is a convenience for Bounds where every variable ranges over
 // [0, Extent).
 func (x Index) ExtentBounds() (lo, hi int) {

@@ -190,3 +190,44 @@ func TestIndexAccessors(t *testing.T) {
 		t.Error("IsAffine is wrong")
 	}
 }
+
+// TestExactBounds checks the checked interval arithmetic that front ends
+// prove index arithmetic exact with: each intermediate value of the
+// evaluation is bounded, where Bounds would wrap.
+func TestExactBounds(t *testing.T) {
+	i, j := NewVar("i", 4), NewVar("j", 16)
+	I, J := VarIndex(i), VarIndex(j)
+	rng := func(v *Var) (int, int) { return 0, v.Extent - 1 }
+	const limit = 1 << 53
+	tests := []struct {
+		name   string
+		x      Index
+		lo, hi int
+		ok     bool
+	}{
+		{"affine", I.Scale(3).Add(J).AddConst(-2), -2, 22, true},
+		{"negative coefficient", I.Scale(-5).AddConst(1), -14, 1, true},
+		{"div and mod", I.Add(J).Div(4).Add(J.Mod(3)), 0, 6, true},
+		{"near 2^40", I.Scale(1 << 40).Add(J), 0, 3<<40 + 15, true},
+		{"at the limit", I.Scale(1 << 51).AddConst(1 << 51), 1 << 51, 1 << 53, true},
+		{"constant past the limit", I.AddConst(9223372036854775806), 0, 0, false},
+		{"product past the limit", I.Scale(1 << 52), 0, 0, false},
+		{"product that wraps int64", I.Scale(4611686018427387904), 0, 0, false},
+		{"sum past the limit", I.Scale(1 << 51).Add(J.Scale(1 << 49)).AddConst(1 << 51), 0, 0, false},
+		{"inside a mod", I.Scale(1 << 52).Mod(3), 0, 0, false},
+		{"negative past the limit", I.Scale(-(1 << 52)), 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lo, hi, ok := tt.x.ExactBounds(rng, limit)
+			if ok != tt.ok || ok && (lo != tt.lo || hi != tt.hi) {
+				t.Errorf("ExactBounds(%s) = %d, %d, %v; want %d, %d, %v", tt.x, lo, hi, ok, tt.lo, tt.hi, tt.ok)
+			}
+			if ok {
+				if blo, bhi := tt.x.Bounds(rng); blo != lo || bhi != hi {
+					t.Errorf("ExactBounds(%s) = %d..%d, but Bounds = %d..%d", tt.x, lo, hi, blo, bhi)
+				}
+			}
+		})
+	}
+}
