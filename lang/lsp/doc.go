@@ -17,8 +17,12 @@
 // a file on disk) are read with lang.ReadSource: regular files of at most 16
 // MiB, read in a request's or a check's goroutine, never on the connection's
 // reader, so that an import of /dev/stdin (the server's own protocol stream)
-// or of a named pipe is an error at the import, not a wedge. A well-framed message that is not valid JSON-RPC 2.0 is
-// answered with -32700 (parse error) or -32600 (invalid request) and the
-// server carries on (see guardedStream); only a broken frame ends the
-// connection.
+// or of a named pipe is an error at the import, not a wedge.
+//
+// A well-framed message that is not valid JSON-RPC 2.0 is answered with
+// -32700 (parse error) or -32600 (invalid request) and the server carries
+// on; so does a broken frame (a header without a valid Content-Length, a
+// line that is not a header, garbage between messages), answered with
+// -32700, after which the server resumes at the next Content-Length header
+// (see guardedStream). Only the stream's end ends the connection.
 package lsp

@@ -2,7 +2,9 @@ package lsp
 
 import (
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,79 @@ func (c *client) awaitError(ch chan message, withID bool) message {
 		case <-timeout:
 			c.t.Fatal("no answer in 10s")
 		}
+	}
+}
+
+// sendBytes writes raw bytes, framed or not.
+func (c *client) sendBytes(raw string) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	io.WriteString(c.w, raw)
+}
+
+// TestBrokenFrames is the resynchronisation of issue 23: the server used to
+// end the connection on a broken frame. Each broken frame, followed at once
+// by a valid request in the same write, is answered with -32700 (id null),
+// and the request after it is answered: the server skips to the next
+// Content-Length header.
+func TestBrokenFrames(t *testing.T) {
+	note := `{"jsonrpc":"2.0","method":"initialized","params":{}}`
+	tests := []struct {
+		name, raw string
+		errors    int // the -32700 answers it gets
+	}{
+		{"no Content-Length", "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + note, 1},
+		{"Content-Length not a number", "Content-Length: abc\r\n\r\n" + note, 1},
+		{"negative Content-Length", "Content-Length: -5\r\n\r\n" + note, 1},
+		{"Content-Length out of range", "Content-Length: 99999999999999999999\r\n\r\n" + note, 1},
+		{"two Content-Lengths", fmt.Sprintf("Content-Length: %d\r\nContent-Length: 3\r\n\r\n%s", len(note), note), 1},
+		{"no colon", fmt.Sprintf("Content-Length %d\r\n\r\n%s", len(note), note), 1},
+		{"garbage", "\x00\x01garbage \xff\xfe with: a colon\r\nand lines\n{}", 1},
+		{"content without a header", note, 1},
+		{"long line", strings.Repeat("x", 5000), 1},
+		{"Content-Length too short", fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(note)-5, note), 2},
+		{"Content-Length too long", fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(note)+20, note), 1},
+		{"zero Content-Length", "Content-Length: 0\r\n\r\n", 1},
+	}
+	c := startServer(t, Options{})
+	c.initialize(t.TempDir(), map[string]any{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.mu.Lock()
+			c.nextID++
+			id := c.nextID
+			ch := make(chan message, 1)
+			c.pending[id] = ch
+			c.mu.Unlock()
+			valid := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tec/noSuchMethod","params":{}}`, id)
+			c.sendBytes(tt.raw + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(valid), valid))
+			for k := 0; k < tt.errors; k++ {
+				m := c.awaitError(nil, false)
+				if m.Error == nil || m.Error.Code != int(jsonrpc2.ParseError) || m.ID != nil {
+					t.Errorf("answer %+v, want error %d with id null", m, jsonrpc2.ParseError)
+				}
+			}
+			select {
+			case m := <-ch:
+				if m.Error == nil || m.Error.Code != int(jsonrpc2.MethodNotFound) {
+					t.Errorf("the request after it: %+v, want method not found", m)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the request after the broken frame was not answered in 10 s")
+			}
+			// Nothing more is answered: the next valid request's answer
+			// is the next message.
+			if _, err := c.call("tec/noSuchMethod", map[string]any{}); err == nil || err.(*rpcError).Code != int(jsonrpc2.MethodNotFound) {
+				t.Errorf("a valid request after it: %v, want method not found", err)
+			}
+			select {
+			case m := <-c.notes:
+				t.Errorf("an answer too many: %+v", m)
+			default:
+			}
+		})
+	}
+	if err := c.shutdown(); err != nil {
+		t.Errorf("shutdown: %v", err)
 	}
 }
