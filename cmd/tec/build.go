@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -309,6 +311,14 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
+	// The report is made before anything is written, so that a report
+	// that cannot be made leaves no partial outputs behind.
+	var reportData []byte
+	if bf.report != "" {
+		if reportData, err = makeReport(res, opts.GPU, tg); err != nil {
+			return e.failf(c, exitUser, reportFailure(bf.gpu, opts.GPU, err))
+		}
+	}
 	if len(files) > 0 {
 		if err := os.MkdirAll(bf.out, 0o755); err != nil {
 			return e.failf(c, exitUser, &failure{code: codeIO, file: bf.out, err: err})
@@ -323,7 +333,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 		written = append(written, path)
 	}
 	if bf.report != "" {
-		if err := writeReport(bf.report, res, opts.GPU, tg); err != nil {
+		if err := writeReport(bf.report, reportData); err != nil {
 			return e.failf(c, exitUser, &failure{code: codeIO, file: bf.report, err: err})
 		}
 		written = append(written, bf.report)
@@ -441,7 +451,15 @@ func residentBlocks(m *kir.Module, g partition.GPU) int {
 	return max(1, g.SMs*perSM)
 }
 
-func writeReport(path string, res *pipeline.Result, g partition.GPU, tg target.Target) error {
+// errNotFinite reports a prediction that is not a finite number.
+var errNotFinite = errors.New("the cost model's prediction is not finite")
+
+// makeReport returns the JSON of --report for res, built for g and tg. A
+// prediction that is not finite is an error that wraps errNotFinite: the
+// report's numbers must be JSON numbers, and such a prediction comes from
+// a GPU description whose rates no GPU has (a dram_bandwidth of 1e-300
+// bytes per second is in range).
+func makeReport(res *pipeline.Result, g partition.GPU, tg target.Target) ([]byte, error) {
 	m := res.Module
 	blocks := residentBlocks(m, g)
 	r := report.Module(m, report.Config{ResidentBlocks: blocks})
@@ -449,20 +467,63 @@ func writeReport(path string, res *pipeline.Result, g partition.GPU, tg target.T
 	out := reportJSON{Model: r.Module, Target: tg.Name, GPU: g.Name, ResidentBlocks: blocks,
 		WorkspaceBytes: r.WorkspaceBytes, Exact: r.Exact, Total: counts(r.Total), Kernels: []kernelReport{},
 		Predicted: predictedJSON{MS: cost.Total() * 1e3, DRAMBytes: cost.DRAM, GridSyncs: syncs, SyncMS: cost.Sync * 1e3}}
+	for _, v := range []float64{out.Predicted.MS, out.Predicted.SyncMS} {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, fmt.Errorf("%w: %g ms for model %s on %s", errNotFinite, v, m.Name, g.Name)
+		}
+	}
 	for _, k := range r.Kernels {
 		out.Kernels = append(out.Kernels, kernelReport{Name: k.Name, Blocks: k.Blocks, Resident: k.Resident, Threads: k.Threads,
 			SharedBytes: k.SharedBytes, countsJSON: counts(k.Counts), Exact: k.Exact})
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return nil, fmt.Errorf("report: %w", err)
 	}
+	return append(data, '\n'), nil
+}
+
+// reportFailure wraps an error of makeReport as a failure: a prediction
+// that is not finite is the fault of the GPU description g (--gpu spec),
+// whose implausible figures it names.
+func reportFailure(spec string, g partition.GPU, err error) error {
+	if !errors.Is(err, errNotFinite) {
+		return fail(codeBuild, err)
+	}
+	// Validate bounds costs to a second; a rate is in range down to the
+	// smallest positive number, and none below 1 per second is plausible.
+	var odd []string
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"dram_bandwidth", g.DRAMBandwidth}, {"l2_bandwidth", g.L2Bandwidth},
+		{"fp32_peak", g.FP32Peak}, {"fp16_peak", g.FP16Peak}, {"tf32_peak", g.TF32Peak},
+	} {
+		if f.v > 0 && f.v < 1 {
+			odd = append(odd, fmt.Sprintf("%s %g", f.name, f.v))
+		}
+	}
+	msg := fmt.Sprintf("--gpu %s: cannot write --report: %v", cmp.Or(spec, g.Name), err)
+	if len(odd) > 0 {
+		msg += " (the description has " + strings.Join(odd, ", ") + ")"
+	}
+	msg += hintSep + "give bandwidths in bytes per second, peaks in FLOP per second and costs in seconds (docs/gpu.md)"
+	f := &failure{code: codeGPU, err: errors.New(msg)}
+	if strings.HasSuffix(spec, ".json") {
+		f.file = spec
+	}
+	return f
+}
+
+// writeReport writes the report data to path, creating its directory.
+func writeReport(path string, data []byte) error {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := safefile.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
