@@ -15,6 +15,12 @@ The command used is, in this order: the file named by the environment variable
 repository and Go is installed, ``./cmd/tec`` of that clone, built once per
 Python process (``go build``) into a temporary directory removed at exit.
 
+Arguments are checked before tec runs: ``level``, ``steps`` and ``seed`` must be
+integers in range, ``prompt`` integer token ids that fit int32, never rounded or
+wrapped; a bad one raises :class:`TecError` naming it. tec's messages name the
+Python arguments (``params['w']``, ``fill=``), not the temporary files and
+command-line flags through which the helper passes them.
+
 Only the standard library and NumPy are needed.
 """
 
@@ -24,6 +30,7 @@ import functools
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -91,7 +98,7 @@ class Diagnostic:
 
     def location(self):
         """Returns ``file:line:col`` (or as much of it as is known)."""
-        if self.line:
+        if self.line and self.file:
             return f"{self.file}:{self.line}:{self.col}"
         return self.file
 
@@ -110,8 +117,9 @@ class TecError(Exception):
     ``diagnostics`` holds the structured errors tec printed (``--diagnostics
     json``; empty when tec printed only text); ``stderr`` the text it printed on
     standard error; ``returncode`` its exit status (1: the model or its data
-    has errors, 2: the command line was misused); ``command`` the command line;
-    ``summary`` the JSON summary, when the command printed one.
+    has errors, 2: the command line was misused, or an argument of the helper
+    was refused before tec ran); ``command`` the command line (empty when tec
+    did not run); ``summary`` the JSON summary, when the command printed one.
     """
 
     def __init__(self, command, returncode, diagnostics, stderr, summary=None):
@@ -252,6 +260,123 @@ def _is_diagnostic(value):
         "severity" in value or "range" in value)
 
 
+def _refuse(function, message):
+    """Returns the TecError for an argument of ``function`` refused before tec ran."""
+    return TecError([], 2, [Diagnostic(message=message, code="usage",
+                                       hint=f"see help(tec.{function})")], "")
+
+
+def _integer(function, name, value, low, high):
+    """Returns ``value`` as an int if it is an integer (a Python or NumPy one, not
+    a bool) in [low, high]; raises TecError naming the argument otherwise. A float
+    is refused even where it is whole: tec would not round it, nor should this."""
+    want = f"an integer from {low} to {high}" if high - low <= 16 else f"an integer, {low} or more"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise _refuse(function, f"{name}={value!r}: want {want}")
+    if not low <= int(value) <= high:
+        raise _refuse(function, f"{name}={int(value)}: want {want}")
+    return int(value)
+
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _token_ids(function, value):
+    """Returns ``value`` (anything np.asarray takes) as an int32 array, if it holds
+    integers that fit int32; raises TecError naming ``prompt=`` otherwise."""
+    a = np.asarray(value)
+    if a.dtype == object:
+        bad = [x for x in a.flat if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer))]
+        if bad:
+            raise _refuse(function, f"prompt=: token ids must be integers, not {type(bad[0]).__name__} ({bad[0]!r})")
+    elif a.dtype.kind not in "iu":
+        raise _refuse(function, f"prompt=: token ids must be integers, not {a.dtype} (tec neither rounds nor converts them)")
+    if a.size:
+        out = [i for i, x in np.ndenumerate(a) if not _INT32[0] <= int(x) <= _INT32[1]]
+        if out:
+            at = ", ".join(str(i) for i in out[0])
+            raise _refuse(function, f"prompt=: token id {int(a[out[0]])} at [{at}] does not fit in int32 "
+                                    f"({_INT32[0]} to {_INT32[1]})")
+    return a.astype(np.int32)
+
+
+# The flags that the functions' arguments become, by flag: the argument's name.
+_ARGS = {
+    "inputs": "inputs", "params": "params", "prompt": "prompt", "steps": "steps",
+    "seed": "seed", "fill": "fill", "device": "device", "gpu": "gpu",
+    "deterministic": "deterministic", "race": "race", "prefill": "prefill",
+    "decode": "decode", "model": "model", "precision": "precision",
+    "max-time": "max_time", "threshold": "threshold", "target": "target",
+    "emit": "emit", "collapse": "collapse", "plan": "plan", "summary": "summary",
+}
+# Arguments whose values are strings, quoted where a message gives one.
+_STRINGS = {"fill", "device", "gpu", "prefill", "decode", "model", "precision",
+            "target", "emit", "collapse"}
+# Arguments that are arrays: a flag's file name is not shown.
+_ARRAYS = {"inputs", "params", "prompt"}
+# Arguments that take no value after a space.
+_BOOLS = {"deterministic", "race", "plan", "summary"}
+# Words that follow a flag in a sentence rather than give its value.
+_WORDS = {"a", "an", "and", "are", "for", "in", "is", "of", "on", "or", "picks",
+          "the", "to", "with"}
+
+
+def _flag(match):
+    """Rewrites one flag of a message, with its value where it has one, as the
+    argument it comes from: --steps 5 as steps=5, --fill zeros|ones as
+    fill='zeros'|'ones', --prompt ids.npy as prompt=."""
+    flag, value = match.group(1), match.group(2)
+    name = _ARGS.get(flag)
+    if name is None:
+        return match.group(0)
+    after = match.group(0)[2 + len(flag):]
+    takes = value is not None and (after.startswith("=") or (
+        name not in _BOOLS and value not in _WORDS and (
+            name in _STRINGS or name in _ARRAYS or re.fullmatch(r"-?\d[\w.]*", value))))
+    if not takes:
+        return f"{name}={after}"
+    if name in _ARRAYS:
+        return f"{name}="
+    if name in _STRINGS:
+        return f"{name}=" + "|".join(repr(v) for v in value.split("|"))
+    return f"{name}={value}"
+
+
+def _defines(match):
+    pairs = re.findall(r"-D (\w+)=([^\s),]+)", match.group(0))
+    return "defines={" + ", ".join(f"{k!r}: {v}" for k, v in pairs) + "}"
+
+
+def _dtype_name(match):
+    try:
+        return f"dtype {np.dtype(match.group(1)).name}"
+    except TypeError:
+        return match.group(0)
+
+
+def _translate(text, function, files):
+    """Rewrites one of tec's messages in terms of ``function``'s arguments:
+    ``files`` maps each temporary file through which the helper passed an
+    argument to the argument's name ("params"); flags become arguments."""
+    if not text:
+        return text
+    for path, name in sorted(files.items(), key=lambda kv: -len(kv[0])):
+        p = re.escape(str(path))
+        text = re.sub(r"(?:tensorio: )?" + p + r": ([^:\s]+)\.npy: ",
+                      lambda m: f"{name}[{m.group(1)!r}]: ", text)
+        text = re.sub(r"(?:--[a-z-]+:? )?(?:tensorio: )?" + p, f"{name}=", text)
+    text = re.sub(r"the header declares (.*?), want (.*?) \(nothing was read\)", r"the array is \1, want \2", text)
+    text = re.sub(r"dtype '([<>|=][a-zA-Z]\d*)'", _dtype_name, text)
+    text = text.replace("(want f4, f2, i4, b1, f8 or i8)", "(want float32, float16, int32, bool, float64 or int64)")
+    text = text.replace("tensorio: ", "")
+    text = text.replace("--inputs/--params/--input", "inputs= or params=")
+    text = re.sub(r"usage: tec \S+ \[flags\] FILE; run 'tec help \S+' for details",
+                  f"see help(tec.{function})", text)
+    text = re.sub(r"(?<![\w-])-D \w+=[^\s),]+(?: -D \w+=[^\s),]+)*", _defines, text)
+    text = re.sub(r"(?<![\w-])-O(\d)\b", r"level=\1", text)
+    return re.sub(r"(?<![\w-])--([a-z][a-z-]*)(?:[ =]([^\s,;()]+))?", _flag, text)
+
+
 def _common_args(defines, model):
     args = ["--diagnostics", "json"]
     for name, value in (defines or {}).items():
@@ -261,11 +386,14 @@ def _common_args(defines, model):
     return args
 
 
-def _invoke(command, args, json_summary):
+def _invoke(command, args, json_summary, files=None):
     """Runs ``tec command args``; returns (summary, diagnostics, stdout text, stderr).
 
+    ``files`` maps the temporary files through which arrays were passed to the
+    names of the arguments they hold: messages name those instead (_translate).
     Raises TecError when tec exits with a non-zero status.
     """
+    files = {str(k): v for k, v in (files or {}).items()}
     cmd = [binary(), command] + [str(a) for a in args]
     r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     values, text = _parse_json_stream(r.stdout)
@@ -276,9 +404,15 @@ def _invoke(command, args, json_summary):
         # tec run --json carries its warnings in the summary.
         diagnostics += [Diagnostic.from_json(v) for v in summary.get("warnings") or []
                         if _is_diagnostic(v)]
+    for d in diagnostics:
+        d.message = _translate(d.message, command, files)
+        d.hint = _translate(d.hint, command, files)
+        if d.file in files:
+            d.file, d.line, d.col, d.end_line, d.end_col = "", 0, 0, 0, 0
+    stderr = _translate(r.stderr, command, files)
     if r.returncode != 0:
-        raise TecError(cmd, r.returncode, diagnostics, r.stderr + text, summary)
-    return summary, diagnostics, text, r.stderr
+        raise TecError(cmd, r.returncode, diagnostics, stderr + _translate(text, command, files), summary)
+    return summary, diagnostics, text, stderr
 
 
 def _save_npz(path, arrays):
@@ -321,13 +455,15 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
     with tempfile.TemporaryDirectory(prefix="tec-run-") as tmp:
         args = [path, "--device", device, "--json",
                 "--outputs", os.path.join(tmp, "outputs.npz")]
+        files = {}
         for flag, arrays in (("--inputs", inputs), ("--params", params)):
             if arrays:
                 file = os.path.join(tmp, flag.strip("-") + ".npz")
                 _save_npz(file, {n: np.asarray(a) for n, a in arrays.items()})
                 args += [flag, file]
+                files[file] = flag.strip("-")
         if level is not None:
-            args += [f"-O{int(level)}"]
+            args += [f"-O{_integer('run', 'level', level, 0, 4)}"]
         if gpu is not None:
             args += ["--gpu", gpu]
         if deterministic is not None:
@@ -337,11 +473,11 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
         if fill is not None:
             args += ["--fill", fill]
         if seed is not None:
-            args += ["--seed", int(seed)]
+            args += ["--seed", _integer("run", "seed", seed, 0, (1 << 64) - 1)]
         if max_time is not None:
             args += ["--max-time", _duration(max_time)]
         args += _common_args(defines, model)
-        summary, diagnostics, _, stderr = _invoke("run", args, json_summary=True)
+        summary, diagnostics, _, stderr = _invoke("run", args, json_summary=True, files=files)
         with np.load(os.path.join(tmp, "outputs.npz")) as archive:
             arrays = {name: archive[name] for name in archive.files}
     return Outputs(arrays, summary, diagnostics, stderr)
@@ -362,17 +498,21 @@ def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
     Returns a :class:`Generation`.
     """
     with tempfile.TemporaryDirectory(prefix="tec-generate-") as tmp:
-        args = [path, "--device", device, "--steps", int(steps), "--json"]
+        args = [path, "--device", device, "--steps",
+                _integer("generate", "steps", steps, 0, (1 << 63) - 1), "--json"]
+        files = {}
         if prompt is not None:
             file = os.path.join(tmp, "prompt.npy")
-            np.save(file, np.ascontiguousarray(np.asarray(prompt, dtype=np.int32)))
+            np.save(file, np.ascontiguousarray(_token_ids("generate", prompt)))
             args += ["--prompt", file]
+            files[file] = "prompt"
         if params:
             file = os.path.join(tmp, "params.npz")
             _save_npz(file, {n: np.asarray(a) for n, a in params.items()})
             args += ["--params", file]
+            files[file] = "params"
         if level is not None:
-            args += [f"-O{int(level)}"]
+            args += [f"-O{_integer('generate', 'level', level, 0, 4)}"]
         if gpu is not None:
             args += ["--gpu", gpu]
         if precision is not None:
@@ -382,7 +522,7 @@ def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
         if fill is not None:
             args += ["--fill", fill]
         if seed is not None:
-            args += ["--seed", int(seed)]
+            args += ["--seed", _integer("generate", "seed", seed, 0, (1 << 64) - 1)]
         if prefill is not None:
             args += ["--prefill", prefill]
         if decode is not None:
@@ -390,7 +530,7 @@ def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
         if max_time is not None:
             args += ["--max-time", _duration(max_time)]
         args += _common_args(defines, None)
-        summary, diagnostics, _, _ = _invoke("generate", args, json_summary=True)
+        summary, diagnostics, _, _ = _invoke("generate", args, json_summary=True, files=files)
     return Generation(tokens=np.asarray(summary["tokens"], dtype=np.int64),
                       prefill_ms=summary["prefill_ms"], step_ms=list(summary["step_ms"]),
                       device=summary["device"], summary=summary, diagnostics=diagnostics)
@@ -407,7 +547,7 @@ def explain(path, plan=False, level=None, gpu=None, deterministic=None,
     if plan:
         args += ["--plan"]
     if level is not None:
-        args += [f"-O{int(level)}"]
+        args += [f"-O{_integer('explain', 'level', level, 0, 4)}"]
     if gpu is not None:
         args += ["--gpu", gpu]
     if deterministic is not None:
@@ -453,7 +593,7 @@ def build(path, out_dir=None, level=None, target=None, gpu=None,
         report_file = os.path.join(tmp, "report.json")
         args = [path, "-o", out, "--emit", emit, "--report", report_file]
         if level is not None:
-            args += [f"-O{int(level)}"]
+            args += [f"-O{_integer('build', 'level', level, 0, 4)}"]
         if target is not None:
             args += ["--target", target]
         if gpu is not None:

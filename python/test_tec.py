@@ -206,12 +206,148 @@ class GenerateTest(TempDirTest):
             tec.generate(LLAMA, fill="ones", steps=30, defines=LLAMA_TINY)
         self.assertEqual(caught.exception.returncode, 1)
         self.assertIn("need 38 cache positions, but the caches hold 32", str(caught.exception))
-        self.assertIn("--steps 24", caught.exception.diagnostics[0].hint)
+        self.assertIn("steps=24", caught.exception.diagnostics[0].hint)
 
     def test_prompt_of_another_shape_raises(self):
         with self.assertRaises(tec.TecError) as caught:
             tec.generate(LLAMA, prompt=np.zeros((2, 5), np.int32), fill="ones", defines=LLAMA_TINY)
         self.assertIn("want i32[2, 8]", str(caught.exception))
+
+
+class ArgumentTest(unittest.TestCase):
+    """Arguments tec would refuse, or the helper would change, are refused
+    before tec runs: a TecError (status 2, no command) naming the argument."""
+
+    def refused(self, call, want):
+        with self.assertRaises(tec.TecError) as caught:
+            call()
+        err = caught.exception
+        self.assertEqual((err.returncode, err.command), (2, []))
+        self.assertEqual(len(err.diagnostics), 1)
+        self.assertEqual(err.diagnostics[0].code, "usage")
+        self.assertEqual(err.diagnostics[0].message, want)
+        return err
+
+    def test_prompts(self):
+        tests = [
+            ([[1.9, 2]], "prompt=: token ids must be integers, not float64 (tec neither rounds nor converts them)"),
+            ([[1.0, 2.0]], "prompt=: token ids must be integers, not float64 (tec neither rounds nor converts them)"),
+            ([[True, False]], "prompt=: token ids must be integers, not bool (tec neither rounds nor converts them)"),
+            ([[1, 2**32 + 1]], "prompt=: token id 4294967297 at [0, 1] does not fit in int32 (-2147483648 to 2147483647)"),
+            ([[2**40, 1]], "prompt=: token id 1099511627776 at [0, 0] does not fit in int32 (-2147483648 to 2147483647)"),
+            (np.array([[0], [2**31]], np.uint64), "prompt=: token id 2147483648 at [1, 0] does not fit in int32 (-2147483648 to 2147483647)"),
+            ([[2**70]], "prompt=: token id 1180591620717411303424 at [0, 0] does not fit in int32 (-2147483648 to 2147483647)"),
+            ([[1, "2"]], "prompt=: token ids must be integers, not <U21 (tec neither rounds nor converts them)"),
+            (np.array([[1, None]], object), "prompt=: token ids must be integers, not NoneType (None)"),
+        ]
+        for prompt, want in tests:
+            with self.subTest(prompt=prompt):
+                self.refused(lambda: tec.generate(LLAMA, prompt=prompt, fill="ones", defines=LLAMA_TINY), want)
+
+    def test_integers(self):
+        calls = {
+            "run": lambda **kw: tec.run(SOFTMAX, fill="ones", **kw),
+            "generate": lambda **kw: tec.generate(LLAMA, fill="ones", defines=LLAMA_TINY, **kw),
+            "explain": lambda **kw: tec.explain(SOFTMAX, plan=True, **kw),
+            "build": lambda **kw: tec.build(SOFTMAX, **kw),
+        }
+        tests = [
+            ("level", 4.7, "level=4.7: want an integer from 0 to 4"),
+            ("level", "x", "level='x': want an integer from 0 to 4"),
+            ("level", True, "level=True: want an integer from 0 to 4"),
+            ("level", 5, "level=5: want an integer from 0 to 4"),
+            ("level", np.int64(-1), "level=-1: want an integer from 0 to 4"),
+            ("steps", 2.9, "steps=2.9: want an integer, 0 or more"),
+            ("steps", -1, "steps=-1: want an integer, 0 or more"),
+            ("seed", 1.5, "seed=1.5: want an integer, 0 or more"),
+            ("seed", 2**64, "seed=18446744073709551616: want an integer, 0 or more"),
+        ]
+        for name, value, want in tests:
+            for function, call in calls.items():
+                if name == "steps" and function != "generate" or name == "seed" and function not in ("run", "generate"):
+                    continue
+                with self.subTest(function=function, name=name, value=value):
+                    err = self.refused(lambda: call(**{name: value}), want)
+                    self.assertEqual(err.diagnostics[0].hint, f"see help(tec.{function})")
+
+    def test_integers_of_numpy_are_taken(self):
+        out = tec.run(SOFTMAX, fill="ones", device="sim", level=np.int64(2), seed=np.uint8(3),
+                      defines={"N": 2, "D": 4})
+        self.assertEqual(out["y"].shape, (2, 4))
+        prompt = np.arange(16, dtype=np.uint16).reshape(2, 8)
+        g = tec.generate(LLAMA, prompt=prompt.tolist(), fill="random", steps=np.int32(1), defines=LLAMA_TINY)
+        want = tec.generate(LLAMA, prompt=prompt.astype(np.int32), fill="random", steps=1, defines=LLAMA_TINY)
+        np.testing.assert_array_equal(g.tokens, want.tokens)
+
+
+class MessageTest(unittest.TestCase):
+    """tec's messages name the Python arguments, not the temporary files,
+    tensorio, the .npy header or the command-line flags."""
+
+    def assertPython(self, text):
+        for word in ("tensorio", "/tmp", "tec-run-", "tec-generate-", "--", "header", ".npz", ".npy"):
+            self.assertNotIn(word, text)
+
+    def caught(self, call):
+        with self.assertRaises(tec.TecError) as caught:
+            call()
+        self.assertPython(str(caught.exception))
+        for d in caught.exception.diagnostics:
+            self.assertPython(d.file)
+        return str(caught.exception)
+
+    def test_errors(self):
+        x = np.zeros((4, 8), np.float32)
+        tests = [
+            (lambda: tec.run(SOFTMAX, inputs={"x": np.zeros((3, 8), np.float32)}, defines={"N": 4, "D": 8}),
+             "inputs['x']: the array is float32[3, 8], want f32[4, 8]"),
+            (lambda: tec.run(SOFTMAX, inputs={"x": x.astype(np.complex64)}, defines={"N": 4, "D": 8}),
+             "inputs['x']: unsupported dtype complex64 (want float32, float16, int32, bool, float64 or int64)"),
+            (lambda: tec.run(SOFTMAX, defines={"N": 4, "D": 8}),
+             "pass inputs= or params=, or fill='zeros'|'ones'|'random'"),
+            (lambda: tec.generate(LLAMA, params={"wte": np.zeros((3, 3), np.float32)}, fill="ones", defines=LLAMA_TINY),
+             "params['wte']: the array is float32[3, 3], want f32[64, 32]"),
+            (lambda: tec.generate(LLAMA, prompt=np.full((2, 8), 70), fill="ones", defines=LLAMA_TINY),
+             "prompt=: the prompt's token 70 at [0, 0] is not in the vocabulary [0, 64)"),
+            (lambda: tec.generate(LLAMA, prompt=np.zeros((2, 5), np.int32), fill="ones", defines=LLAMA_TINY),
+             "defines={'B': ..., 'P': ...}"),
+            (lambda: tec.generate(LLAMA, fill="bogus", defines=LLAMA_TINY),
+             "fill=: unknown fill \"bogus\" (want zeros, ones or random)\n  hint: see help(tec.generate)"),
+            (lambda: tec.generate(LLAMA, fill="ones", steps=30, defines=LLAMA_TINY),
+             "use steps=24 or fewer"),
+            (lambda: tec.run(SOFTMAX, fill="ones", level=2),
+             "level=2 configures the kernels, which only device='sim' runs"),
+        ]
+        for call, want in tests:
+            with self.subTest(want=want):
+                self.assertIn(want, self.caught(call))
+
+    def test_warnings(self):
+        x = np.ones((4, 8), np.float32)
+        out = tec.run(SOFTMAX, inputs={"x": x, "xx": x}, defines={"N": 4, "D": 8})
+        said = out.stderr + "".join(d.message for d in out.diagnostics)
+        self.assertIn('inputs= holds "xx", which is no input or param of model softmax', said)
+        self.assertPython(said)
+
+    def test_translate(self):
+        files = {"/tmp/t/params.npz": "params", "/tmp/t/prompt.npy": "prompt"}
+        tests = [
+            ("tensorio: /tmp/t/params.npz: w.0.npy: element 3: int64 value 4294967296 does not fit in i32",
+             "params['w.0']: element 3: int64 value 4294967296 does not fit in i32"),
+            ("/tmp/t/params.npz: param \"wte\": bad", "params=: param \"wte\": bad"),
+            ("--prompt /tmp/t/prompt.npy: the prompt's token 70", "prompt=: the prompt's token 70"),
+            ("pass --prompt ids.npy (token ids, i32[B, P]), or --fill random to fill it",
+             "pass prompt= (token ids, i32[B, P]), or fill='random' to fill it"),
+            ("use smaller sizes (-D NAME=VALUE) or fewer --steps, or --max-time 0 to run it anyway",
+             "use smaller sizes (defines={'NAME': VALUE}) or fewer steps=, or max_time=0 to run it anyway"),
+            ("name them with --prefill NAME and --decode NAME", "name them with prefill='NAME' and decode='NAME'"),
+            ("detect races (--race=false to skip)", "detect races (race=false to skip)"),
+            ("an --unknown-flag stays", "an --unknown-flag stays"),
+            ("usage: tec run [flags] FILE; run 'tec help run' for details", "see help(tec.run)"),
+        ]
+        for text, want in tests:
+            with self.subTest(text=text):
+                self.assertEqual(tec._translate(text, "run", files), want)
 
 
 class CommandsTest(TempDirTest):
