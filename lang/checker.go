@@ -43,6 +43,9 @@ type checker struct {
 	// known holds the dimensions of the parameters of the call being bound
 	// that are known so far, for shape messages.
 	known map[[2]int]int
+	// bindOnce holds the arguments of scalar function calls to be bound
+	// once, each with the name of its tensor (shared.go).
+	bindOnce map[te.Expr]string
 }
 
 // diagKey identifies a diagnostic for de-duplication: an error inside a

@@ -37,6 +37,11 @@ type scalar struct {
 	// set when the value is exactly one comparison, which may be negated.
 	facts  []fact
 	single bool
+	// cost is the number of nodes of expr counted as a tree (at most
+	// maxCost), and reduces says whether expr holds a reduction: what
+	// makes an argument worth binding once (shared.go).
+	cost    int
+	reduces bool
 	// part records, for an index value computed by arithmetic, its
 	// sub-expressions, whose ranges checkBounds proves exact (maxExact).
 	part *indexPart
@@ -87,7 +92,19 @@ func exprScalar(e te.Expr, operands ...scalar) scalar {
 		}
 		return te.TypeOf(x)
 	})
-	return scalar{k: sExpr, expr: e, typ: typ}
+	cost, reduces := 1, false
+	for _, o := range operands {
+		if o.k == sExpr {
+			cost = min(cost+o.cost, maxCost)
+			reduces = reduces || o.reduces
+		} else {
+			cost = min(cost+1, maxCost)
+		}
+	}
+	if _, ok := e.(*te.Reduce); ok {
+		reduces = true
+	}
+	return scalar{k: sExpr, expr: e, typ: typ, cost: cost, reduces: reduces}
 }
 
 // dtype returns the type of the scalar's value.

@@ -176,8 +176,8 @@ func (c *checker) materialize(sc *scope, l *lazyVal) Value {
 // in the dtype that the language's rules give: a cast's type, i32 or bool for
 // such bodies, and f32 otherwise.
 func (c *checker) compute(file string, span syntax.Span, axes []*te.Var, s scalar, name string) *tensorVal {
-	body := s.toExpr(false)
-	dt := te.TypeOf(body)
+	body := c.bindShared(file, span, s.toExpr(false))
+	dt := dagType(body)
 	if cast, ok := body.(*te.Cast); ok {
 		dt = cast.To
 	}

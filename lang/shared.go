@@ -1,0 +1,324 @@
+package lang
+
+import (
+	"tec/lang/syntax"
+	"tec/te"
+)
+
+// A scalar function's parameter is replaced by its argument's expression
+// wherever the function's expression uses it, so swish(v) = v * sigmoid(v)
+// applied to sum[d](x[i, d] * w[d]) + b[i] holds that sum twice: as one
+// shared node, but every later stage walks expressions as trees and would
+// compute the sum twice (and nested calls, gelu(gelu(...)), grow
+// exponentially). An argument that the function uses more than once is
+// therefore bound once when it is worth it — it contains a reduction, or is
+// an expression of at least bindOnceCost nodes: inlining notes it
+// (noteBindOnce), and once the ranges of the definition are known, compute
+// makes it a tensor of its own over the variables it uses, loaded where the
+// argument was (bindShared). An argument whose loads are proven in bounds
+// only under a select's condition stays inlined: as a tensor it would be
+// evaluated for every value of its variables.
+
+// bindOnceCost is the size, in expression nodes, from which an argument
+// that a scalar function uses more than once is bound once even without a
+// reduction.
+const bindOnceCost = 256
+
+// maxCost caps scalar.cost, so that it cannot overflow.
+const maxCost = 1 << 30
+
+// noteBindOnce records the arguments of a call of the scalar function fn
+// that are to be bound once: those fn uses more than once that contain a
+// reduction or are expensive. The tensor of such an argument is named
+// after the call and the parameter, path/v.
+func (c *checker) noteBindOnce(fn *fnDecl, args []scalar, path string) {
+	for i, p := range fn.decl.Params {
+		a := args[i]
+		if a.k != sExpr || !a.reduces && a.cost < bindOnceCost {
+			continue
+		}
+		if _, noted := c.bindOnce[a.expr]; noted || countUses(fn.decl.Expr, p.Name.Name) < 2 {
+			continue
+		}
+		if c.bindOnce == nil {
+			c.bindOnce = map[te.Expr]string{}
+		}
+		c.bindOnce[a.expr] = joinName(path, p.Name.Name)
+	}
+}
+
+// countUses returns the number of times e names name, stopping at two.
+func countUses(e syntax.Expr, name string) int {
+	n := 0
+	var walk func(e syntax.Expr)
+	walk = func(e syntax.Expr) {
+		if n >= 2 || e == nil {
+			return
+		}
+		switch e := e.(type) {
+		case *syntax.Name:
+			if e.Name == name {
+				n++
+			}
+		case *syntax.Unary:
+			walk(e.X)
+		case *syntax.Binary:
+			walk(e.X)
+			walk(e.Y)
+		case *syntax.Paren:
+			walk(e.X)
+		case *syntax.Call:
+			walk(e.Fun)
+			for _, a := range e.Args {
+				walk(a)
+			}
+		case *syntax.IndexExpr:
+			walk(e.X)
+			for _, a := range e.Indices {
+				walk(a)
+			}
+		case *syntax.Reduce:
+			walk(e.Body)
+		case *syntax.ListExpr:
+			for _, a := range e.Elems {
+				walk(a)
+			}
+		case *syntax.Comprehension:
+			walk(e.Elem)
+			walk(e.Range)
+		case *syntax.RangeExpr:
+			walk(e.Lo)
+			walk(e.Hi)
+		}
+	}
+	walk(e)
+	return n
+}
+
+// bindShared returns body with every node that noteBindOnce recorded made
+// a tensor of its own and loaded in its place, where that is sound: its
+// loads are in bounds for every value of the variables it uses, and the
+// tensor is within te.MaxElements. Nodes that are shared stay shared.
+func (c *checker) bindShared(file string, span syntax.Span, body te.Expr) te.Expr {
+	if len(c.bindOnce) == 0 {
+		return body
+	}
+	done := map[te.Expr]te.Expr{}
+	var rebuild func(e te.Expr) te.Expr
+	rebuild = func(e te.Expr) te.Expr {
+		if r, ok := done[e]; ok {
+			return r
+		}
+		r := mapChildren(e, rebuild)
+		if name, ok := c.bindOnce[e]; ok {
+			if l := c.hoist(file, span, r, name); l != nil {
+				r = l
+			}
+		}
+		done[e] = r
+		return r
+	}
+	return rebuild(body)
+}
+
+// hoist makes e a compute tensor named name over the variables it uses
+// freely, and returns the load of it that replaces e, or nil if that is
+// not sound.
+func (c *checker) hoist(file string, span syntax.Span, e te.Expr, name string) te.Expr {
+	free := freeVars(e)
+	size := 1
+	for _, v := range free {
+		if v.Extent <= 0 || size > te.MaxElements/v.Extent {
+			return nil
+		}
+		size *= v.Extent
+	}
+	if !loadsInBounds(e) {
+		return nil
+	}
+	axes := make([]*te.Var, len(free))
+	sub := make(map[*te.Var]te.Index, len(free))
+	ix := make([]te.Index, len(free))
+	for d, v := range free {
+		axes[d] = te.NewVar(v.Name, v.Extent)
+		sub[v] = te.VarIndex(axes[d])
+		ix[d] = te.VarIndex(v)
+	}
+	body := substituteVars(e, sub)
+	dt := dagType(body)
+	if cast, ok := body.(*te.Cast); ok {
+		dt = cast.To
+	}
+	shape := make([]int, len(axes))
+	for d, v := range axes {
+		shape[d] = v.Extent
+	}
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: body}, name, file, span)
+	return &te.Load{Tensor: t, Index: ix}
+}
+
+// mapChildren returns e with each child x replaced by f(x), or e itself if
+// no child changes.
+func mapChildren(e te.Expr, f func(te.Expr) te.Expr) te.Expr {
+	switch e := e.(type) {
+	case *te.Load:
+		if len(e.Gather) == 0 {
+			return e
+		}
+		g := make([]te.Expr, len(e.Gather))
+		changed := false
+		for d, x := range e.Gather {
+			if x != nil {
+				g[d] = f(x)
+				changed = changed || g[d] != x
+			}
+		}
+		if !changed {
+			return e
+		}
+		return &te.Load{Tensor: e.Tensor, Index: e.Index, Gather: g}
+	case *te.Unary:
+		if x := f(e.X); x != e.X {
+			return &te.Unary{Op: e.Op, X: x}
+		}
+	case *te.Binary:
+		if x, y := f(e.X), f(e.Y); x != e.X || y != e.Y {
+			return &te.Binary{Op: e.Op, X: x, Y: y}
+		}
+	case *te.Select:
+		if c, a, b := f(e.Cond), f(e.Then), f(e.Else); c != e.Cond || a != e.Then || b != e.Else {
+			return &te.Select{Cond: c, Then: a, Else: b}
+		}
+	case *te.Cast:
+		if x := f(e.X); x != e.X {
+			return &te.Cast{To: e.To, X: x}
+		}
+	case *te.Reduce:
+		if b := f(e.Body); b != e.Body {
+			return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: b}
+		}
+	}
+	return e
+}
+
+// walkDAG calls f once for every distinct node of e, parents first.
+func walkDAG(e te.Expr, f func(te.Expr)) {
+	seen := map[te.Expr]bool{}
+	var walk func(e te.Expr)
+	walk = func(e te.Expr) {
+		if seen[e] {
+			return
+		}
+		seen[e] = true
+		f(e)
+		mapChildren(e, func(x te.Expr) te.Expr {
+			walk(x)
+			return x
+		})
+	}
+	walk(e)
+}
+
+// freeVars returns the variables that e uses and does not reduce over, in
+// order of first use.
+func freeVars(e te.Expr) []*te.Var {
+	bound := map[*te.Var]bool{}
+	walkDAG(e, func(x te.Expr) {
+		if r, ok := x.(*te.Reduce); ok {
+			for _, v := range r.Axes {
+				bound[v] = true
+			}
+		}
+	})
+	var free []*te.Var
+	seen := map[*te.Var]bool{}
+	use := func(ix te.Index) {
+		for _, v := range ix.Vars() {
+			if !bound[v] && !seen[v] {
+				seen[v] = true
+				free = append(free, v)
+			}
+		}
+	}
+	walkDAG(e, func(x te.Expr) {
+		switch x := x.(type) {
+		case *te.Load:
+			for _, ix := range x.Index {
+				use(ix)
+			}
+		case *te.IndexExpr:
+			use(x.Index)
+		}
+	})
+	return free
+}
+
+// loadsInBounds reports, as te.LoadsInBounds, whether every load of e is in
+// bounds for every value of its variables, visiting shared nodes once.
+func loadsInBounds(e te.Expr) bool {
+	ok := true
+	walkDAG(e, func(x te.Expr) {
+		if l, isLoad := x.(*te.Load); isLoad && ok {
+			ok = te.LoadsInBounds(l) // false for a gather
+		}
+	})
+	return ok
+}
+
+// substituteVars returns e with the variables of sub replaced in every
+// index, keeping shared nodes shared.
+func substituteVars(e te.Expr, sub map[*te.Var]te.Index) te.Expr {
+	subst := func(ix te.Index) te.Index {
+		return ix.Substitute(func(v *te.Var) (te.Index, bool) {
+			r, ok := sub[v]
+			return r, ok
+		})
+	}
+	done := map[te.Expr]te.Expr{}
+	var rebuild func(e te.Expr) te.Expr
+	rebuild = func(e te.Expr) te.Expr {
+		if r, ok := done[e]; ok {
+			return r
+		}
+		var r te.Expr
+		switch x := e.(type) {
+		case *te.Load:
+			ix := make([]te.Index, len(x.Index))
+			for d, i := range x.Index {
+				ix[d] = subst(i)
+			}
+			l := &te.Load{Tensor: x.Tensor, Index: ix}
+			if len(x.Gather) > 0 {
+				l.Gather = make([]te.Expr, len(x.Gather))
+				for d, g := range x.Gather {
+					if g != nil {
+						l.Gather[d] = rebuild(g)
+					}
+				}
+			}
+			r = l
+		case *te.IndexExpr:
+			r = &te.IndexExpr{Index: subst(x.Index)}
+		default:
+			r = mapChildren(e, rebuild)
+		}
+		done[e] = r
+		return r
+	}
+	return rebuild(e)
+}
+
+// dagType returns te.TypeOf(e), typing each distinct node once.
+func dagType(e te.Expr) te.DType {
+	types := map[te.Expr]te.DType{}
+	var typeOf func(x te.Expr) te.DType
+	typeOf = func(x te.Expr) te.DType {
+		if t, ok := types[x]; ok {
+			return t
+		}
+		t := te.NodeType(x, typeOf)
+		types[x] = t
+		return t
+	}
+	return typeOf(e)
+}
