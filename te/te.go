@@ -31,9 +31,13 @@ const (
 	BF16
 	I32
 	Bool
+	// I64 is a 64-bit integer: the type of the kernel IR's wide index
+	// arithmetic (package kir's Widen), which no tensor of a program has
+	// and the language does not name.
+	I64
 )
 
-var dtypeNames = [...]string{F32: "f32", F16: "f16", BF16: "bf16", I32: "i32", Bool: "bool"}
+var dtypeNames = [...]string{F32: "f32", F16: "f16", BF16: "bf16", I32: "i32", Bool: "bool", I64: "i64"}
 
 // String returns the language's name for the type ("f32", "f16", ...).
 func (d DType) String() string {
@@ -50,6 +54,8 @@ func (d DType) Size() int {
 		return 2
 	case Bool:
 		return 1
+	case I64:
+		return 8
 	default:
 		return 4
 	}

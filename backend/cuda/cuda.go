@@ -234,6 +234,20 @@ static __device__ __forceinline__ int tec_floormod(int a, int b) {
   return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
 }
 `},
+		{"tec_floordiv64", `
+// tec_floordiv on the 64-bit index arithmetic of kir's Widen.
+static __device__ __forceinline__ long long tec_floordiv64(long long a, long long b) {
+  long long q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+`},
+		{"tec_floormod64", `
+// tec_floormod on the 64-bit index arithmetic of kir's Widen.
+static __device__ __forceinline__ long long tec_floormod64(long long a, long long b) {
+  long long r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+`},
 		{"tec_fmod", `
 // Float modulo with the sign of the divisor.
 static __device__ __forceinline__ float tec_fmod(float a, float b) {

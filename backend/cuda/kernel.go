@@ -22,6 +22,8 @@ func cType(dt te.DType) string {
 		return "__nv_bfloat16"
 	case te.I32:
 		return "int"
+	case te.I64:
+		return "long long"
 	case te.Bool:
 		return "bool"
 	}
@@ -528,8 +530,12 @@ func (w *kernelWriter) unary(b *strings.Builder, e *kir.Unary, paren func(int, f
 		})
 		return
 	case te.Abs:
-		if e.X.Type() == te.I32 {
+		switch e.X.Type() {
+		case te.I32:
 			w.call(b, "abs", e.X)
+			return
+		case te.I64:
+			w.call(b, "llabs", e.X)
 			return
 		}
 		w.call(b, "fabsf", e.X)
@@ -545,7 +551,11 @@ func (w *kernelWriter) unary(b *strings.Builder, e *kir.Unary, paren func(int, f
 }
 
 func (w *kernelWriter) binary(b *strings.Builder, e *kir.Binary, paren func(int, func())) {
-	isInt := e.X.Type() == te.I32
+	isInt := e.X.Type() == te.I32 || e.X.Type() == te.I64
+	suffix := "" // of the flooring helpers
+	if e.X.Type() == te.I64 {
+		suffix = "64"
+	}
 	infix := func(prec int, op string) {
 		paren(prec, func() {
 			w.exprPrec(b, e.X, prec)
@@ -567,7 +577,7 @@ func (w *kernelWriter) binary(b *strings.Builder, e *kir.Binary, paren func(int,
 		case w.facts.Truncating(e.X, e.Y):
 			infix(precMul, "/")
 		default:
-			w.call(b, "tec_floordiv", e.X, e.Y)
+			w.call(b, "tec_floordiv"+suffix, e.X, e.Y)
 		}
 	case te.Mod:
 		switch {
@@ -576,7 +586,7 @@ func (w *kernelWriter) binary(b *strings.Builder, e *kir.Binary, paren func(int,
 		case w.facts.Truncating(e.X, e.Y):
 			infix(precMul, "%")
 		default:
-			w.call(b, "tec_floormod", e.X, e.Y)
+			w.call(b, "tec_floormod"+suffix, e.X, e.Y)
 		}
 	case te.Max:
 		if isInt {
@@ -619,9 +629,14 @@ func (w *kernelWriter) cast(b *strings.Builder, e *kir.Cast, paren func(int, fun
 		})
 	case e.To == te.I32 && from == te.F32:
 		w.call(b, "__float2int_rz", e.X)
-	case e.To == te.I32: // from bool
+	case e.To == te.I32: // from bool or i64
 		paren(precUnary, func() {
 			b.WriteString("(int)")
+			w.exprPrec(b, e.X, precUnary)
+		})
+	case e.To == te.I64: // from i32
+		paren(precUnary, func() {
+			b.WriteString("(long long)")
 			w.exprPrec(b, e.X, precUnary)
 		})
 	case e.To == te.F32:
@@ -660,6 +675,11 @@ func constant(c *kir.Const) string {
 			return "(-2147483647 - 1)"
 		}
 		return strconv.FormatInt(int64(c.Value), 10)
+	case te.I64:
+		if c.Value == math.MinInt64 {
+			return "(-9223372036854775807LL - 1)"
+		}
+		return strconv.FormatInt(int64(c.Value), 10) + "LL"
 	}
 	v := c.Value
 	switch {

@@ -11,7 +11,7 @@ import (
 // by a Let. Vars are compared by identity; Name is for printing.
 type Var struct {
 	Name string
-	T    te.DType // te.F32, te.I32 or te.Bool
+	T    te.DType // te.F32, te.I32, te.Bool, or te.I64 (Widen)
 }
 
 // NewVar returns a fresh variable.

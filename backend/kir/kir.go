@@ -73,12 +73,42 @@
 // separated by GridSyncs (or counter Waits) where a stage reads what another
 // block wrote.
 //
-// Values are typed: f32, i32 and bool scalars (te.F32, te.I32, te.Bool).
+// Values are typed: f32, i32 and bool scalars (te.F32, te.I32, te.Bool),
+// and i64 where Widen has made index arithmetic 64-bit (see "Index widths"
+// below).
 // Buffers have a storage dtype, which may also be f16 or bf16: a load of an f16
 // element yields an f32 value and a store of an f32 value to an f16 element
 // rounds it to nearest even. Arithmetic on f32 values is f32 arithmetic; i32
 // division and modulo round towards negative infinity (as te's index
 // arithmetic does), which the emitters implement with small helpers.
+//
+// # Index widths
+//
+// Index arithmetic is i32: the emitters write it as CUDA's int and LLVM's
+// i32, and the simulator evaluates an i32 operation exactly and stops with
+// an error where the exact value does not fit 32 bits, since there the
+// emitted code would wrap (CUDA's signed overflow is undefined). Tensors
+// have fewer than 2^31 elements, so every final index fits; the values on
+// the way need not: x[(i * 3000000001) % 3] multiplies past 2^31 before
+// the modulo brings it back.
+//
+// Widen finds those operations and rewrites them to i64 (te.I64): it bounds
+// every i32 expression of a kernel by interval arithmetic over what is
+// known of its leaves (constants, the loops' bounds, the special
+// registers, the [0, N) of a gather's clamped index; an i32 element loaded
+// from memory, or a variable assigned more than once, may be any i32), and
+// where an operation's result or operand may leave the i32 range it
+// computes the operation in 64 bits: the operands are converted to i64
+// (Cast), and its result stays i64 for the operations above it that are
+// wide too. Where an i64 value meets an i32 use (an index, a stored value,
+// a loop bound, a cast to another type), a Cast to i32 narrows it, which
+// the simulator checks as it does an i32 operation. A variable whose
+// defining Let has an i64 value, and that is never reassigned, becomes i64.
+//
+// The bounds are sound for the values a kernel computes as long as its i32
+// operations do not overflow, which the bounds themselves establish by
+// induction over the expression; the result is exact arithmetic wherever
+// it is proven to fit, 64-bit elsewhere, and never silently wrapped.
 //
 // # Text form
 //

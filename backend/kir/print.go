@@ -387,7 +387,7 @@ func FormatConst(c *Const) string {
 			return "true"
 		}
 		return "false"
-	case te.I32:
+	case te.I32, te.I64:
 		return strconv.FormatInt(int64(c.Value), 10)
 	}
 	v := c.Value

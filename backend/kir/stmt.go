@@ -144,35 +144,39 @@ func WalkStmts(body []Stmt, f func(Stmt) bool) {
 
 // Exprs calls f for each expression that s holds directly (not those of
 // nested statements).
-func Exprs(s Stmt, f func(Expr)) {
+func Exprs(s Stmt, f func(Expr)) { EditExprs(s, func(e *Expr) { f(*e) }) }
+
+// EditExprs calls f with the address of each expression that s holds
+// directly (not those of nested statements), so that f may replace it.
+func EditExprs(s Stmt, f func(*Expr)) {
 	switch s := s.(type) {
 	case *Let:
-		f(s.Value)
+		f(&s.Value)
 	case *Assign:
-		f(s.Value)
+		f(&s.Value)
 	case *Store:
-		f(s.Index)
-		f(s.Value)
+		f(&s.Index)
+		f(&s.Value)
 	case *Atomic:
-		f(s.Index)
-		f(s.Value)
+		f(&s.Index)
+		f(&s.Value)
 	case *If:
-		f(s.Cond)
+		f(&s.Cond)
 	case *For:
-		f(s.Lo)
-		f(s.Hi)
+		f(&s.Lo)
+		f(&s.Hi)
 	case *VecCopy:
-		f(s.DstIndex)
-		f(s.SrcIndex)
+		f(&s.DstIndex)
+		f(&s.SrcIndex)
 	case *CopyAsync:
-		f(s.DstIndex)
-		f(s.SrcIndex)
+		f(&s.DstIndex)
+		f(&s.SrcIndex)
 	case *LdMatrix:
-		f(s.Index)
+		f(&s.Index)
 	case *Signal:
-		f(s.Index)
+		f(&s.Index)
 	case *Wait:
-		f(s.Index)
-		f(s.Target)
+		f(&s.Index)
+		f(&s.Target)
 	}
 }

@@ -3,6 +3,7 @@ package kir
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"tec/te"
@@ -303,10 +304,10 @@ func (v *verifier) define(x *Var, u uniformity, byLet bool) {
 	}
 	v.raise(x, u)
 	switch x.T {
-	case te.F32, te.I32, te.Bool:
+	case te.F32, te.I32, te.Bool, te.I64:
 	default:
 		if v.check {
-			v.errorf("variable %s has type %s (want f32, i32 or bool)", x.Name, x.T)
+			v.errorf("variable %s has type %s (want f32, i32, i64 or bool)", x.Name, x.T)
 		}
 	}
 }
@@ -588,7 +589,17 @@ func typeErr(e Expr) string {
 		return "nil expression"
 	case *Const:
 		switch e.T {
-		case te.F32, te.I32, te.Bool:
+		case te.I32:
+			if e.Value != math.Trunc(e.Value) || e.Value < math.MinInt32 || e.Value > math.MaxInt32 {
+				return fmt.Sprintf("i32 constant %v is not a 32-bit integer (Widen makes such constants i64)", e.Value)
+			}
+			return ""
+		case te.I64:
+			if e.Value != math.Trunc(e.Value) {
+				return fmt.Sprintf("i64 constant %v is not an integer", e.Value)
+			}
+			return ""
+		case te.F32, te.Bool:
 			return ""
 		}
 		return fmt.Sprintf("constant of type %s", e.T)
@@ -615,7 +626,7 @@ func typeErr(e Expr) string {
 				return fmt.Sprintf("type mismatch: ! of %s", x)
 			}
 		case te.Neg, te.Abs:
-			if x != te.F32 && x != te.I32 {
+			if x != te.F32 && x != te.I32 && x != te.I64 {
 				return fmt.Sprintf("type mismatch: %s of %s", e.Op, x)
 			}
 		case te.Exp, te.Log, te.Sqrt, te.Rsqrt, te.Tanh, te.Sigmoid, te.Erf, te.RoundTF32, te.Sin, te.Cos:
@@ -648,7 +659,7 @@ func typeErr(e Expr) string {
 				return fmt.Sprintf("type mismatch: pow on %s (want f32)", x)
 			}
 		case e.Op >= te.Add && e.Op <= te.Ge:
-			if x != te.F32 && x != te.I32 {
+			if x != te.F32 && x != te.I32 && x != te.I64 {
 				return fmt.Sprintf("type mismatch: %s on %s", e.Op, x)
 			}
 		default:
@@ -672,8 +683,16 @@ func typeErr(e Expr) string {
 		if msg := typeErr(e.X); msg != "" {
 			return msg
 		}
+		from := e.X.Type()
+		switch {
+		case e.To == te.I64 && from != te.I32 && from != te.I64,
+			from == te.I64 && e.To != te.I32 && e.To != te.I64:
+			// Widen converts between i32 and i64 only; the emitters
+			// know no other conversion of an i64.
+			return fmt.Sprintf("cast from %s to %s (i64 converts to and from i32 only)", from, e.To)
+		}
 		switch e.To {
-		case te.F32, te.F16, te.BF16, te.I32, te.Bool:
+		case te.F32, te.F16, te.BF16, te.I32, te.Bool, te.I64:
 			return ""
 		}
 		return fmt.Sprintf("cast to unknown type %s", e.To)

@@ -384,8 +384,8 @@ func constValue(c *kir.Const) value.Value {
 	switch c.T {
 	case te.Bool:
 		return constant.NewBool(c.Value != 0)
-	case te.I32:
-		return i32(int64(c.Value))
+	case te.I32, te.I64:
+		return intConst(c.T, int64(c.Value))
 	}
 	return f32(float64(float32(c.Value)))
 }
@@ -407,7 +407,7 @@ func mayFault(e kir.Expr) bool {
 			// reads, not one a speculated operand would have.
 			fault = fault || e.Record != nil
 		case *kir.Binary:
-			if (e.Op == te.Div || e.Op == te.Mod) && e.X.Type() == te.I32 {
+			if (e.Op == te.Div || e.Op == te.Mod) && e.X.Type() != te.F32 {
 				if _, ok := e.Y.(*kir.Const); !ok {
 					fault = true
 				}
@@ -474,19 +474,20 @@ func (kg *kgen) selectExpr(e *kir.Select) value.Value {
 func (kg *kgen) unary(e *kir.Unary) value.Value {
 	x := kg.expr(e.X)
 	b, g := kg.cur, kg.g
-	isInt := e.X.Type() == te.I32
+	t := e.X.Type()
+	isInt := t == te.I32 || t == te.I64
 	switch e.Op {
 	case te.Neg:
 		if isInt {
-			return b.NewSub(i32(0), x)
+			return b.NewSub(intConst(t, 0), x)
 		}
 		return b.NewFNeg(x)
 	case te.Not:
 		return b.NewXor(x, constant.NewBool(true))
 	case te.Abs:
 		if isInt {
-			neg := b.NewICmp(enum.IPredSLT, x, i32(0))
-			return b.NewSelect(neg, b.NewSub(i32(0), x), x)
+			neg := b.NewICmp(enum.IPredSLT, x, intConst(t, 0))
+			return b.NewSelect(neg, b.NewSub(intConst(t, 0), x), x)
 		}
 		return b.NewCall(g.intrinsic("llvm.fabs.f32", types.Float, types.Float), x)
 	case te.Exp:
@@ -562,12 +563,12 @@ func (kg *kgen) binary(e *kir.Binary) value.Value {
 		if kg.facts.Truncating(e.X, e.Y) {
 			return b.NewUDiv(x, y)
 		}
-		return b.NewCall(g.floorDiv(), x, y)
+		return b.NewCall(g.floorDiv(t), x, y)
 	case te.Mod:
 		if kg.facts.Truncating(e.X, e.Y) {
 			return b.NewURem(x, y)
 		}
-		return b.NewCall(g.floorMod(), x, y)
+		return b.NewCall(g.floorMod(t), x, y)
 	case te.Max:
 		return b.NewSelect(b.NewICmp(enum.IPredSGT, x, y), x, y)
 	case te.Min:
@@ -624,6 +625,10 @@ func (kg *kgen) cast(e *kir.Cast) value.Value {
 	case e.To == te.I32 && from == te.F32:
 		// cvt.rzi.s32.f32: truncates, saturates, and gives 0 for NaN.
 		return b.NewCall(g.intrinsic("llvm.nvvm.f2i.rz", types.I32, types.Float), x)
+	case e.To == te.I32 && from == te.I64:
+		return b.NewTrunc(x, types.I32)
+	case e.To == te.I64: // from i32
+		return b.NewSExt(x, types.I64)
 	case e.To == te.I32: // from bool
 		return b.NewZExt(x, types.I32)
 	case e.To == te.F32 && from == te.I32:

@@ -184,10 +184,20 @@ func valueType(dt te.DType) types.Type {
 	switch kir.ValueType(dt) {
 	case te.I32:
 		return types.I32
+	case te.I64:
+		return types.I64
 	case te.Bool:
 		return types.I1
 	}
 	return types.Float
+}
+
+// intConst returns the integer constant v of kir type dt, i32 or i64.
+func intConst(dt te.DType, v int64) constant.Constant {
+	if dt == te.I64 {
+		return i64(v)
+	}
+	return i32(v)
 }
 
 // intrinsic returns the declaration of an external function.

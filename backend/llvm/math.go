@@ -8,6 +8,8 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
+
+	"tec/te"
 )
 
 // The helper functions below are internal functions of the emitted module,
@@ -22,10 +24,10 @@ func floatParams(names ...string) []*ir.Param {
 	return ps
 }
 
-func intParams(names ...string) []*ir.Param {
+func intParams(t types.Type, names ...string) []*ir.Param {
 	ps := make([]*ir.Param, len(names))
 	for i, n := range names {
-		ps[i] = ir.NewParam(n, types.I32)
+		ps[i] = ir.NewParam(n, t)
 	}
 	return ps
 }
@@ -129,25 +131,38 @@ func (g *gen) fmodf() *ir.Func {
 
 // floorDiv returns tec_floordiv(a, b): integer division rounding towards
 // negative infinity.
-func (g *gen) floorDiv() *ir.Func {
-	return g.helper("tec_floordiv", types.I32, intParams("a", "b"), func(f *ir.Func) {
+func (g *gen) floorDiv(dt te.DType) *ir.Func {
+	name, t := intHelper("tec_floordiv", dt)
+	return g.helper(name, t, intParams(t, "a", "b"), func(f *ir.Func) {
 		b := f.NewBlock("")
 		x, y := f.Params[0], f.Params[1]
+		zero, one := intConst(dt, 0), intConst(dt, 1)
 		q, r := b.NewSDiv(x, y), b.NewSRem(x, y)
-		fix := b.NewAnd(b.NewICmp(enum.IPredNE, r, i32(0)),
-			b.NewXor(b.NewICmp(enum.IPredSLT, r, i32(0)), b.NewICmp(enum.IPredSLT, y, i32(0))))
-		b.NewRet(b.NewSelect(fix, b.NewSub(q, i32(1)), q))
+		fix := b.NewAnd(b.NewICmp(enum.IPredNE, r, zero),
+			b.NewXor(b.NewICmp(enum.IPredSLT, r, zero), b.NewICmp(enum.IPredSLT, y, zero)))
+		b.NewRet(b.NewSelect(fix, b.NewSub(q, one), q))
 	})
 }
 
+// intHelper returns the name and LLVM type of the integer helper base for
+// kir type dt: base itself on i32, base+"64" on i64 (kir's Widen).
+func intHelper(base string, dt te.DType) (string, types.Type) {
+	if dt == te.I64 {
+		return base + "64", types.I64
+	}
+	return base, types.I32
+}
+
 // floorMod returns tec_floormod(a, b): integer modulo with b's sign.
-func (g *gen) floorMod() *ir.Func {
-	return g.helper("tec_floormod", types.I32, intParams("a", "b"), func(f *ir.Func) {
+func (g *gen) floorMod(dt te.DType) *ir.Func {
+	name, t := intHelper("tec_floormod", dt)
+	return g.helper(name, t, intParams(t, "a", "b"), func(f *ir.Func) {
 		b := f.NewBlock("")
 		x, y := f.Params[0], f.Params[1]
+		zero := intConst(dt, 0)
 		r := b.NewSRem(x, y)
-		fix := b.NewAnd(b.NewICmp(enum.IPredNE, r, i32(0)),
-			b.NewXor(b.NewICmp(enum.IPredSLT, r, i32(0)), b.NewICmp(enum.IPredSLT, y, i32(0))))
+		fix := b.NewAnd(b.NewICmp(enum.IPredNE, r, zero),
+			b.NewXor(b.NewICmp(enum.IPredSLT, r, zero), b.NewICmp(enum.IPredSLT, y, zero)))
 		b.NewRet(b.NewSelect(fix, b.NewAdd(r, y), r))
 	})
 }

@@ -47,6 +47,9 @@ func Fused(p *te.Program, pl *partition.Plan, opts FusedOptions) (*kir.Module, e
 		return nil, err
 	}
 	l.m.GPU = &pl.GPU
+	// Index arithmetic that may leave 32 bits is made 64-bit (kir's
+	// "Index widths"); the simulator checks the rest.
+	kir.Widen(l.m)
 	if err := kir.Verify(l.m); err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}

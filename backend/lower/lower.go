@@ -16,6 +16,12 @@
 //
 // Selects stay lazy wherever a branch may load out of bounds (padding).
 //
+// Index arithmetic is i32 wherever its values are proven to fit 32 bits and
+// i64 elsewhere: both Unfused and Fused end with kir.Widen (kir's "Index
+// widths"), whose bounds come from the loops, the grid and the gathers'
+// clamps, so that a product past 2^31 on the way to an index in bounds
+// (a large stride, or a modulo of a large product) is never wrapped.
+//
 // Every kernel is right for any block size the GPU allows, not only powers
 // of two (a GPU description may allow 96 or 33 threads per block): a tree
 // combine of n partials in shared memory folds the upper ⌊n/2⌋ onto the
@@ -95,6 +101,9 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 	if pl := opts.Plan; pl != nil {
 		l.m.GPU = &pl.GPU
 	}
+	// Index arithmetic that may leave 32 bits is made 64-bit (kir's
+	// "Index widths"); the simulator checks the rest.
+	kir.Widen(l.m)
 	if err := kir.Verify(l.m); err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}

@@ -859,6 +859,10 @@ func (p *program) unary(e *kir.Unary) vfn {
 	default:
 		panic(&fault{fmt.Sprintf("unknown unary operation %v", e.Op)})
 	}
+	if e.X.Type() == te.I32 {
+		// -(-2^31) and |-2^31| do not fit.
+		return p.narrowI32(p.lanes1(x, false, f), e.Op.String()+" gives")
+	}
 	return p.lanes1(x, isF, f)
 }
 
@@ -874,6 +878,7 @@ func (p *program) binary(e *kir.Binary) vfn {
 	out := p.newScratch()
 	isF := e.X.Type() == te.F32
 	isI := e.X.Type() == te.I32
+	isI64 := e.X.Type() == te.I64
 	// The hottest operations get loops of their own.
 	switch {
 	case isF && e.Op == te.Add:
@@ -898,7 +903,11 @@ func (p *program) binary(e *kir.Binary) vfn {
 		return func(b *block, act []int32) []float64 {
 			xv, yv, o := x(b, act), y(b, act), b.scratch[out]
 			for _, l := range act {
-				o[l] = xv[l] + yv[l]
+				v := xv[l] + yv[l]
+				if v < math.MinInt32 || v > math.MaxInt32 {
+					b.overflow(l, e, xv[l], yv[l], v)
+				}
+				o[l] = v
 			}
 			return o
 		}
@@ -906,7 +915,11 @@ func (p *program) binary(e *kir.Binary) vfn {
 		return func(b *block, act []int32) []float64 {
 			xv, yv, o := x(b, act), y(b, act), b.scratch[out]
 			for _, l := range act {
-				o[l] = xv[l] * yv[l]
+				v := xv[l] * yv[l]
+				if v < math.MinInt32 || v > math.MaxInt32 {
+					b.overflow(l, e, xv[l], yv[l], v)
+				}
+				o[l] = v
 			}
 			return o
 		}
@@ -921,14 +934,14 @@ func (p *program) binary(e *kir.Binary) vfn {
 	case te.Mul:
 		f = func(a, c float64) float64 { return a * c }
 	case te.Div:
-		if isI {
+		if isI || isI64 {
 			f = func(a, c float64) float64 { return float64(te.FloorDiv(int(a), int(c))) }
 			intFault = "integer division by zero"
 		} else {
 			f = func(a, c float64) float64 { return a / c }
 		}
 	case te.Mod:
-		if isI {
+		if isI || isI64 {
 			f = func(a, c float64) float64 { return float64(te.FloorMod(int(a), int(c))) }
 			intFault = "integer modulo by zero"
 		} else {
@@ -962,6 +975,15 @@ func (p *program) binary(e *kir.Binary) vfn {
 	arith := !e.Op.IsComparison() && !e.Op.IsLogical()
 	flops := isF && arith
 	roundF := isF && arith
+	// The widths of the emitted code: an i32 result must fit 32 bits, an
+	// i64 one the float64 in which the simulator holds it exactly.
+	limit := 0.0
+	switch {
+	case isI && arith:
+		limit = math.MaxInt32
+	case isI64 && arith:
+		limit = maxExactInt
+	}
 	return func(b *block, act []int32) []float64 {
 		xv, yv, o := x(b, act), y(b, act), b.scratch[out]
 		for _, l := range act {
@@ -972,10 +994,46 @@ func (p *program) binary(e *kir.Binary) vfn {
 			if roundF {
 				v = float64(float32(v))
 			}
+			if limit != 0 && (v > limit || v < -limit-1) {
+				b.overflow(l, e, xv[l], yv[l], v)
+			}
 			o[l] = v
 		}
 		if flops {
 			b.counts.FLOPs += int64(len(act))
+		}
+		return o
+	}
+}
+
+// maxExactInt is 2^53, beyond which a float64 no longer holds every
+// integer: the limit of the i64 arithmetic the simulator evaluates.
+const maxExactInt = 1 << 53
+
+// overflow stops the kernel where an integer operation's exact value v
+// does not fit the width in which the emitted code computes it (kir's
+// "Index widths"): 32 bits for i32, which the GPU would wrap.
+func (b *block) overflow(lane int32, e *kir.Binary, x, y, v float64) {
+	if e.X.Type() == te.I64 {
+		b.faultf(lane, "i64 arithmetic %d %s %d = %.17g is beyond ±2^53, which the simulator cannot evaluate exactly",
+			int64(x), e.Op, int64(y), v)
+	}
+	b.faultf(lane, "i32 overflow: %d %s %d = %.17g does not fit the 32 bits in which the GPU computes it",
+		int64(x), e.Op, int64(y), v)
+}
+
+// narrowI32 is a conversion to i32 of an integer that must fit, as kir's
+// narrowing casts from i64 and i32 negation and absolute value require.
+func (p *program) narrowI32(x vfn, what string) vfn {
+	out := p.newScratch()
+	return func(b *block, act []int32) []float64 {
+		xv, o := x(b, act), b.scratch[out]
+		for _, l := range act {
+			v := xv[l]
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				b.faultf(l, "i32 overflow: %s %.17g does not fit the 32 bits in which the GPU computes it", what, v)
+			}
+			o[l] = v
 		}
 		return o
 	}
@@ -1029,6 +1087,10 @@ func (p *program) cast(e *kir.Cast) vfn {
 		return x
 	case e.To == te.Bool:
 		return p.lanes1(x, false, func(v float64) float64 { return b2f(v != 0) })
+	case e.To == te.I32 && from == te.I64:
+		return p.narrowI32(x, "the i64 value")
+	case e.To == te.I64:
+		return x // from i32: exact
 	case e.To == te.I32:
 		return p.lanes1(x, false, func(v float64) float64 { return te.Round(te.I32, v) })
 	case e.To == te.F32:

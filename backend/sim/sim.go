@@ -21,8 +21,12 @@
 //
 // Values are held as float64: f32 results are rounded to float32 after every
 // operation, stores round to the buffer's storage type (f16 and bf16 to
-// nearest even), i32 arithmetic is exact, and i32 division and modulo round
-// towards negative infinity. Global temporaries, shared and local memory start
+// nearest even), and i32 division and modulo round towards negative infinity.
+// Integer arithmetic is evaluated at the widths the emitters use (kir's
+// "Index widths"): an i32 operation whose exact result does not fit 32 bits,
+// or an i64 value narrowed to i32 that does not fit, stops the run with an
+// error naming the operands, since the emitted code would wrap there; i64
+// arithmetic is exact to ±2^53, and stops beyond. Global temporaries, shared and local memory start
 // as NaN, so that a read of memory nobody wrote shows up in the results.
 //
 // With Options.Race set, every access to global and shared memory is checked

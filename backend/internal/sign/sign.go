@@ -43,10 +43,11 @@ func Analyze(body []kir.Stmt) *Facts {
 	return f
 }
 
-// NonNeg reports whether e, an i32 expression, is provably never negative.
-// It assumes no overflow, as the index arithmetic of kir does.
+// NonNeg reports whether e, an i32 or i64 expression, is provably never
+// negative. It assumes no overflow, as the index arithmetic of kir does
+// (the simulator checks it).
 func (f *Facts) NonNeg(e kir.Expr) bool {
-	if e.Type() != te.I32 {
+	if t := e.Type(); t != te.I32 && t != te.I64 {
 		return false
 	}
 	switch e := e.(type) {
@@ -74,14 +75,17 @@ func (f *Facts) NonNeg(e kir.Expr) bool {
 		return e.Op == te.Abs
 	case *kir.Select:
 		return f.NonNeg(e.Then) && f.NonNeg(e.Else)
+	case *kir.Cast:
+		// Between i32 and i64 the value is kept.
+		return f.NonNeg(e.X)
 	}
 	return false
 }
 
-// Positive reports whether e is an i32 constant greater than zero.
+// Positive reports whether e is an i32 or i64 constant greater than zero.
 func (f *Facts) Positive(e kir.Expr) bool {
 	c, ok := e.(*kir.Const)
-	return ok && c.T == te.I32 && c.Value > 0
+	return ok && (c.T == te.I32 || c.T == te.I64) && c.Value > 0
 }
 
 // Truncating reports whether the i32 division or modulo x op y may be
