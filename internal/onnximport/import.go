@@ -143,6 +143,7 @@ type importer struct {
 	outData map[string]*te.Array
 	haveFn  map[string]bool
 	outName map[string]string // the .te names of the graph's outputs
+	writers map[string]string // the node that wrote each value, for messages
 	kcount  int               // reduction axes made for the current node
 	err     error             // the first error of materialize
 }
@@ -161,6 +162,7 @@ func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
 		outData: map[string]*te.Array{},
 		haveFn:  map[string]bool{},
 		outName: map[string]string{},
+		writers: map[string]string{},
 	}
 	if err := im.readOpset(m); err != nil {
 		return nil, err
@@ -242,12 +244,18 @@ func (im *importer) readInputs(g *onnxpb.GraphProto) error {
 		if err != nil {
 			return fmt.Errorf("input %q: %w", in.GetName(), err)
 		}
+		if tt.GetShape() == nil {
+			return fmt.Errorf("input %q has no shape (its rank is unknown; a scalar has a shape of no dimensions)\n  hint: tec needs static shapes: export with fixed sizes (no dynamic_axes)", in.GetName())
+		}
 		var shape []int
 		for i, d := range tt.GetShape().GetDim() {
 			if d.GetDimValue() <= 0 {
 				return fmt.Errorf("input %q has no static size in dimension %d (%q)\n  hint: tec needs static shapes: export with fixed sizes (no dynamic_axes)", in.GetName(), i, d.GetDimParam())
 			}
 			shape = append(shape, int(d.GetDimValue()))
+		}
+		if _, err := te.CheckShape(shape); err != nil {
+			return fmt.Errorf("input %q: %w", in.GetName(), err)
 		}
 		v := &value{onnx: in.GetName(), dt: dt, shape: shape}
 		v.name = im.uniqueName(sanitize(in.GetName()))
@@ -463,7 +471,11 @@ func (im *importer) define(v *value, vars []loopVar, body expr) error {
 	if v.dt != body.dtype() && !(v.dt == te.F16 || v.dt == te.BF16) {
 		v.dt = body.dtype()
 	}
-	if n, err := te.CheckShape(v.shape); err != nil || n == 0 {
+	n, err := te.CheckShape(v.shape)
+	if err != nil {
+		return fmt.Errorf("the result's %w", err)
+	}
+	if n == 0 {
 		if empty(v.shape) && foldable(body) {
 			// an empty constant of shape arithmetic (the Slice of no
 			// dimensions in PyTorch's flatten): it folds, as Concat drops it
@@ -473,8 +485,7 @@ func (im *importer) define(v *value, vars []loopVar, body expr) error {
 		return fmt.Errorf("the result has shape %v (empty tensors are not supported)", v.shape)
 	}
 	if foldable(body) {
-		n, err := te.CheckShape(v.shape)
-		if err == nil && n <= maxFold {
+		if n <= maxFold {
 			a := te.NewArray(v.dt, v.shape)
 			i := 0
 			env := map[string]int{}

@@ -190,11 +190,14 @@ func unsqueezeOp(n *node) error {
 	r := x.rank() + len(axes)
 	ones := map[int]bool{}
 	for _, a := range axes {
-		a, err := normAxis(a, r)
+		d, err := normAxis(a, r)
 		if err != nil {
 			return err
 		}
-		ones[a] = true
+		if ones[d] {
+			return fmt.Errorf("axis %d is repeated in axes %v", a, axes)
+		}
+		ones[d] = true
 	}
 	shape := make([]int, 0, r)
 	k := 0

@@ -174,19 +174,25 @@ func readWindow(n *node, in, k []int, ceil bool) (*window, error) {
 	r := len(in)
 	w := &window{k: k, in: in, s: ones(r), d: ones(r), pb: make([]int, r), pe: make([]int, r), out: make([]int, r)}
 	if s, ok := n.ints("strides"); ok {
-		if len(s) != r || !positive(s) {
+		if len(s) != r {
 			return nil, fmt.Errorf("strides %v for %d spatial axes", s, r)
+		}
+		if err := inRange("strides", s, 1); err != nil {
+			return nil, err
 		}
 		w.s = s
 	}
 	if d, ok := n.ints("dilations"); ok {
-		if len(d) != r || !positive(d) {
+		if len(d) != r {
 			return nil, fmt.Errorf("dilations %v for %d spatial axes", d, r)
+		}
+		if err := inRange("dilations", d, 1); err != nil {
+			return nil, err
 		}
 		w.d = d
 	}
-	if !positive(k) {
-		return nil, fmt.Errorf("kernel shape %v", k)
+	if err := inRange("kernel shape", k, 1); err != nil {
+		return nil, err
 	}
 	autoPad := n.str("auto_pad", "NOTSET")
 	if p, ok := n.ints("pads"); ok {
@@ -195,6 +201,9 @@ func readWindow(n *node, in, k []int, ceil bool) (*window, error) {
 		}
 		if autoPad != "NOTSET" {
 			return nil, fmt.Errorf("both pads and auto_pad %s", autoPad)
+		}
+		if err := inRange("pads", p, 0); err != nil {
+			return nil, err
 		}
 		copy(w.pb, p[:r])
 		copy(w.pe, p[r:])
@@ -228,6 +237,18 @@ func readWindow(n *node, in, k []int, ceil bool) (*window, error) {
 		}
 	}
 	return w, nil
+}
+
+// inRange checks that every element of the attribute name's values is
+// from least to te.MaxElements: no size or step of a tensor is larger, and
+// the window's arithmetic stays far from overflowing.
+func inRange(name string, vals []int, least int) error {
+	for _, x := range vals {
+		if x < least || x > te.MaxElements {
+			return fmt.Errorf("%s %v: each must be %d to %d", name, vals, least, te.MaxElements)
+		}
+	}
+	return nil
 }
 
 // positive reports whether every element of s is above 0.

@@ -45,72 +45,74 @@ func tensorArray(t *onnxpb.TensorProto) (*te.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := te.NewArray(dt, shape)
+	// The data's length is checked against the shape before anything is
+	// allocated: a shape of 2^30 elements with no data behind it costs
+	// nothing.
 	raw := t.GetRawData()
-	var got int
+	size := 4 // bytes per element of the raw data
 	switch kind {
-	case onnxpb.TensorProto_FLOAT:
-		if raw != nil {
-			got = len(raw) / 4
-			for i := 0; i < min(got, n); i++ {
-				a.Data[i] = float64(math.Float32frombits(bin.LittleEndian.Uint32(raw[4*i:])))
-			}
-		} else {
-			got = len(t.GetFloatData())
-			for i := 0; i < min(got, n); i++ {
+	case onnxpb.TensorProto_DOUBLE, onnxpb.TensorProto_INT64:
+		size = 8
+	case onnxpb.TensorProto_FLOAT16, onnxpb.TensorProto_BFLOAT16:
+		size = 2
+	case onnxpb.TensorProto_BOOL:
+		size = 1
+	}
+	var got int
+	switch {
+	case raw != nil:
+		if len(raw)%size != 0 {
+			return nil, fmt.Errorf("its raw data of %d bytes is not a whole number of %d-byte elements", len(raw), size)
+		}
+		got = len(raw) / size
+	case kind == onnxpb.TensorProto_FLOAT:
+		got = len(t.GetFloatData())
+	case kind == onnxpb.TensorProto_DOUBLE:
+		got = len(t.GetDoubleData())
+	case kind == onnxpb.TensorProto_INT64:
+		got = len(t.GetInt64Data())
+	default:
+		got = len(t.GetInt32Data())
+	}
+	if got != n {
+		return nil, fmt.Errorf("it holds %d values for shape %s, which has %d", got, typeString(dt, shape), n)
+	}
+	a := te.NewArray(dt, shape)
+	le := bin.LittleEndian
+	for i := range n {
+		switch kind {
+		case onnxpb.TensorProto_FLOAT:
+			if raw != nil {
+				a.Data[i] = float64(math.Float32frombits(le.Uint32(raw[4*i:])))
+			} else {
 				a.Data[i] = float64(t.GetFloatData()[i])
 			}
-		}
-	case onnxpb.TensorProto_DOUBLE:
-		if raw != nil {
-			got = len(raw) / 8
-			for i := 0; i < min(got, n); i++ {
-				a.Data[i] = float64(float32(math.Float64frombits(bin.LittleEndian.Uint64(raw[8*i:]))))
-			}
-		} else {
-			got = len(t.GetDoubleData())
-			for i := 0; i < min(got, n); i++ {
+		case onnxpb.TensorProto_DOUBLE:
+			if raw != nil {
+				a.Data[i] = float64(float32(math.Float64frombits(le.Uint64(raw[8*i:]))))
+			} else {
 				a.Data[i] = float64(float32(t.GetDoubleData()[i]))
 			}
-		}
-	case onnxpb.TensorProto_INT64:
-		if raw != nil {
-			got = len(raw) / 8
-			for i := 0; i < min(got, n); i++ {
-				a.Data[i] = float64(int64(bin.LittleEndian.Uint64(raw[8*i:])))
-			}
-		} else {
-			got = len(t.GetInt64Data())
-			for i := 0; i < min(got, n); i++ {
+		case onnxpb.TensorProto_INT64:
+			if raw != nil {
+				a.Data[i] = float64(int64(le.Uint64(raw[8*i:])))
+			} else {
 				a.Data[i] = float64(t.GetInt64Data()[i])
 			}
-		}
-	case onnxpb.TensorProto_INT32, onnxpb.TensorProto_BOOL, onnxpb.TensorProto_FLOAT16, onnxpb.TensorProto_BFLOAT16:
-		size := 4
-		switch kind {
-		case onnxpb.TensorProto_BOOL:
-			size = 1
-		case onnxpb.TensorProto_FLOAT16, onnxpb.TensorProto_BFLOAT16:
-			size = 2
-		}
-		bits := func(i int) uint32 {
-			if raw == nil {
-				return uint32(t.GetInt32Data()[i])
+		default:
+			// INT32, BOOL, FLOAT16 and BFLOAT16: int32_data holds each
+			// element's bits when there is no raw data
+			var b uint32
+			switch {
+			case raw == nil:
+				b = uint32(t.GetInt32Data()[i])
+			case size == 1:
+				b = uint32(raw[i])
+			case size == 2:
+				b = uint32(le.Uint16(raw[2*i:]))
+			default:
+				b = le.Uint32(raw[4*i:])
 			}
-			switch size {
-			case 1:
-				return uint32(raw[i])
-			case 2:
-				return uint32(bin.LittleEndian.Uint16(raw[2*i:]))
-			}
-			return bin.LittleEndian.Uint32(raw[4*i:])
-		}
-		got = len(t.GetInt32Data())
-		if raw != nil {
-			got = len(raw) / size
-		}
-		for i := 0; i < min(got, n); i++ {
-			b := bits(i)
 			switch kind {
 			case onnxpb.TensorProto_INT32:
 				a.Data[i] = float64(int32(b))
@@ -122,9 +124,6 @@ func tensorArray(t *onnxpb.TensorProto) (*te.Array, error) {
 				a.Data[i] = float64(math.Float32frombits(b << 16))
 			}
 		}
-	}
-	if got != n {
-		return nil, fmt.Errorf("it holds %d values for shape %s, which has %d", got, typeString(dt, shape), n)
 	}
 	return a, nil
 }
@@ -155,6 +154,9 @@ type node struct {
 	p     *onnxpb.NodeProto
 	attrs map[string]*onnxpb.AttributeProto
 	used  map[string]bool
+	// err is the first attribute of a type other than the operator's:
+	// the node's error, whatever the importer made of its default.
+	err error
 }
 
 func (im *importer) node(index int, p *onnxpb.NodeProto) error {
@@ -177,10 +179,27 @@ func (im *importer) node(index int, p *onnxpb.NodeProto) error {
 			return fmt.Errorf("input %q is not defined before the node", in)
 		}
 	}
+	if err := im.checkOutputs(p); err != nil {
+		return err
+	}
+	defer func() {
+		name := p.GetName()
+		if name == "" {
+			name = p.GetOutput()[0]
+		}
+		for _, o := range p.GetOutput() {
+			if o != "" {
+				im.writers[o] = fmt.Sprintf("node %d (%s %q)", index, p.GetOpType(), name)
+			}
+		}
+	}()
 	im.kcount = 0
 	mark := len(im.body)
 	im.comment("node %d: %s %q", index, p.GetOpType(), p.GetName())
-	if err := op(n); err != nil {
+	if err := op(n); err != nil || n.err != nil {
+		if n.err != nil {
+			return n.err // what went wrong after is a consequence
+		}
 		return err
 	}
 	if im.err != nil {
@@ -197,6 +216,32 @@ func (im *importer) node(index int, p *onnxpb.NodeProto) error {
 	for i, o := range p.GetOutput() {
 		if o != "" && im.values[o] == nil {
 			return fmt.Errorf("output %d (%q) is not supported", i, o)
+		}
+	}
+	return nil
+}
+
+// checkOutputs checks that each output of p is a value of its own: ONNX
+// graphs are in single static assignment form, and a second writer of a
+// value would leave the importer choosing one.
+func (im *importer) checkOutputs(p *onnxpb.NodeProto) error {
+	seen := map[string]bool{}
+	for _, o := range p.GetOutput() {
+		if o == "" {
+			continue
+		}
+		if seen[o] {
+			return fmt.Errorf("output %q is listed twice", o)
+		}
+		seen[o] = true
+		if w, ok := im.writers[o]; ok {
+			return fmt.Errorf("output %q is already the output of %s", o, w)
+		}
+		if v := im.values[o]; v != nil {
+			if v.weight {
+				return fmt.Errorf("output %q is already an initializer", o)
+			}
+			return fmt.Errorf("output %q is already an input of the graph", o)
 		}
 	}
 	return nil
@@ -249,29 +294,123 @@ func (n *node) attr(name string) *onnxpb.AttributeProto {
 	return n.attrs[name]
 }
 
+// typed returns the attribute name, or nil when the node has none or has
+// one of another type than want, which is the node's error (n.err). An
+// attribute of no declared type (UNDEFINED) is taken when the field of
+// want is set.
+func (n *node) typed(name string, want onnxpb.AttributeProto_AttributeType) *onnxpb.AttributeProto {
+	a := n.attr(name)
+	if a == nil {
+		return nil
+	}
+	got := a.GetType()
+	if got == onnxpb.AttributeProto_UNDEFINED && holds(a, want) {
+		return a
+	}
+	if got != want {
+		if n.err == nil {
+			n.err = fmt.Errorf("attribute %s is %s, but %s takes %s", name, attrValue(a), n.p.GetOpType(), attrTypeName(want))
+		}
+		return nil
+	}
+	return a
+}
+
+// holds reports whether a's field for values of type t is set.
+func holds(a *onnxpb.AttributeProto, t onnxpb.AttributeProto_AttributeType) bool {
+	switch t {
+	case onnxpb.AttributeProto_FLOAT:
+		return a.F != nil
+	case onnxpb.AttributeProto_INT:
+		return a.I != nil
+	case onnxpb.AttributeProto_STRING:
+		return a.S != nil
+	case onnxpb.AttributeProto_TENSOR:
+		return a.T != nil
+	case onnxpb.AttributeProto_FLOATS:
+		return len(a.Floats) > 0
+	case onnxpb.AttributeProto_INTS:
+		return len(a.Ints) > 0
+	case onnxpb.AttributeProto_STRINGS:
+		return len(a.Strings) > 0
+	}
+	return false
+}
+
+// attrTypeName names an attribute type as messages do: "an int".
+func attrTypeName(t onnxpb.AttributeProto_AttributeType) string {
+	switch t {
+	case onnxpb.AttributeProto_FLOAT:
+		return "a float"
+	case onnxpb.AttributeProto_INT:
+		return "an int"
+	case onnxpb.AttributeProto_STRING:
+		return "a string"
+	case onnxpb.AttributeProto_TENSOR:
+		return "a tensor"
+	case onnxpb.AttributeProto_GRAPH:
+		return "a graph"
+	case onnxpb.AttributeProto_FLOATS:
+		return "a list of floats"
+	case onnxpb.AttributeProto_INTS:
+		return "a list of ints"
+	case onnxpb.AttributeProto_STRINGS:
+		return "a list of strings"
+	case onnxpb.AttributeProto_UNDEFINED:
+		return "of no type"
+	}
+	return strings.ToLower(t.String())
+}
+
+// attrValue describes an attribute's type and, where short, its value:
+// a string ("abc").
+func attrValue(a *onnxpb.AttributeProto) string {
+	t := a.GetType()
+	desc := attrTypeName(t)
+	switch t {
+	case onnxpb.AttributeProto_FLOAT:
+		desc += fmt.Sprintf(" (%v)", a.GetF())
+	case onnxpb.AttributeProto_INT:
+		desc += fmt.Sprintf(" (%d)", a.GetI())
+	case onnxpb.AttributeProto_STRING:
+		if len(a.GetS()) <= 40 {
+			desc += fmt.Sprintf(" (%q)", a.GetS())
+		}
+	case onnxpb.AttributeProto_INTS:
+		if len(a.GetInts()) <= 8 {
+			desc += fmt.Sprintf(" (%v)", a.GetInts())
+		}
+	case onnxpb.AttributeProto_FLOATS:
+		if len(a.GetFloats()) <= 8 {
+			desc += fmt.Sprintf(" (%v)", a.GetFloats())
+		}
+	}
+	return desc
+}
+
 func (n *node) int(name string, def int) int {
-	if a := n.attr(name); a != nil {
+	if a := n.typed(name, onnxpb.AttributeProto_INT); a != nil {
 		return int(a.GetI())
 	}
 	return def
 }
 
 func (n *node) float(name string, def float64) float64 {
-	if a := n.attr(name); a != nil {
+	if a := n.typed(name, onnxpb.AttributeProto_FLOAT); a != nil {
 		return float64(a.GetF())
 	}
 	return def
 }
 
 func (n *node) str(name, def string) string {
-	if a := n.attr(name); a != nil {
+	if a := n.typed(name, onnxpb.AttributeProto_STRING); a != nil {
 		return string(a.GetS())
 	}
 	return def
 }
 
 func (n *node) ints(name string) ([]int, bool) {
-	a := n.attr(name)
+	a := n.typed(name, onnxpb.AttributeProto_INTS)
 	if a == nil {
 		return nil, false
 	}

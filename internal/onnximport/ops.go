@@ -294,6 +294,9 @@ func clipOp(n *node) error {
 		if !ok || v.rank() != 0 {
 			return nil, fmt.Errorf("input %d (%q) must be a scalar known at import", i, v.onnx)
 		}
+		if math.IsNaN(u) {
+			return nil, fmt.Errorf("input %d (%q) is NaN, which bounds nothing", i, v.onnx)
+		}
 		return lit{u, x.dt}, nil
 	}
 	lo, err := bound(1)
@@ -400,10 +403,17 @@ func setConst(n *node, i int, a *te.Array) {
 }
 
 func constantOp(n *node) error {
+	kinds := map[string]onnxpb.AttributeProto_AttributeType{
+		"value": onnxpb.AttributeProto_TENSOR, "value_float": onnxpb.AttributeProto_FLOAT, "value_floats": onnxpb.AttributeProto_FLOATS,
+		"value_int": onnxpb.AttributeProto_INT, "value_ints": onnxpb.AttributeProto_INTS,
+	}
 	for _, name := range []string{"value", "value_float", "value_floats", "value_int", "value_ints"} {
-		a := n.attr(name)
-		if a == nil {
+		if n.attrs[name] == nil {
 			continue
+		}
+		a := n.typed(name, kinds[name])
+		if a == nil {
+			return n.err
 		}
 		switch name {
 		case "value":
@@ -440,7 +450,7 @@ func constantOfShapeOp(n *node) error {
 		return err
 	}
 	fill := &te.Array{DType: te.F32, Data: []float64{0}}
-	if a := n.attr("value"); a != nil {
+	if a := n.typed("value", onnxpb.AttributeProto_TENSOR); a != nil {
 		if fill, err = tensorArray(a.GetT()); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"tec/internal/onnxpb"
 	"tec/te"
 )
 
@@ -97,8 +98,7 @@ func recurrentOp(n *node, gates int, lstm bool) error {
 	if dirs == nil {
 		return fmt.Errorf("direction %q is not one of forward, reverse, bidirectional", dir)
 	}
-	if acts, ok := n.attrs["activations"]; ok {
-		n.used["activations"] = true
+	if acts := n.typed("activations", onnxpb.AttributeProto_STRINGS); acts != nil {
 		want := []string{"Sigmoid", "Tanh", "Tanh"}
 		if !lstm {
 			want = want[:2]
