@@ -334,6 +334,40 @@ var numericTests = []numericTest{
 		},
 	},
 	{
+		name: "conv1d",
+		src: `model m {
+  input x: f32[2, 4, 9]
+  param w: f32[6, 2, 3]
+  param w1: f32[3, 4, 1]
+  output y = conv1d(x, w, 2, 2, 2, 2)    # stride 2, pad 2, dilation 2, 2 groups
+  output y1 = conv1d(x, w1, 1, 0, 1, 1)  # a pointwise convolution
+}`,
+		want: func(in map[string]*arr) map[string]*arr {
+			x := in["x"]
+			ref := func(w *arr, stride, pad, dil, groups int) *arr {
+				c, l := x.shape[1], x.shape[2]
+				o, cg, k := w.shape[0], w.shape[1], w.shape[2]
+				ol := (l+2*pad-dil*(k-1)-1)/stride + 1
+				og := o / groups
+				if cg*groups != c {
+					panic("conv1d reference: bad groups")
+				}
+				return mapArr([]int{x.shape[0], o, ol}, func(i []int) float64 {
+					s := 0.0
+					for ci := 0; ci < cg; ci++ {
+						for a := 0; a < k; a++ {
+							if p := i[2]*stride + a*dil - pad; p >= 0 && p < l {
+								s += x.at(i[0], i[1]/og*cg+ci, p) * w.at(i[1], ci, a)
+							}
+						}
+					}
+					return s
+				})
+			}
+			return map[string]*arr{"y": ref(in["w"], 2, 2, 2, 2), "y1": ref(in["w1"], 1, 0, 1, 1)}
+		},
+	},
+	{
 		name: "conv2d_variants",
 		src: `model m {
   input x: f32[2, 4, 9, 8]
@@ -451,6 +485,83 @@ var numericTests = []numericTest{
 		},
 	},
 	{
+		name: "log_softmax",
+		src: `model m {
+  input x: f32[3, 6]
+  output y = log_softmax(x * 1000)   # log(softmax) would be log(0) = -inf
+}`,
+		want: func(in map[string]*arr) map[string]*arr {
+			x := in["x"]
+			return map[string]*arr{"y": mapArr(x.shape, func(i []int) float64 {
+				m := math.Inf(-1)
+				for j := 0; j < 6; j++ {
+					m = math.Max(m, 1000*x.at(i[0], j))
+				}
+				s := 0.0
+				for j := 0; j < 6; j++ {
+					s += math.Exp(1000*x.at(i[0], j) - m)
+				}
+				return 1000*x.at(i...) - m - math.Log(s)
+			})}
+		},
+	},
+	{
+		name: "rmsnorm",
+		src: `model m {
+  input x: f32[3, 8]
+  param g: f32[8]
+  output y = rmsnorm(x, g, 1e-6)
+}`,
+		want: func(in map[string]*arr) map[string]*arr {
+			x, g := in["x"], in["g"]
+			return map[string]*arr{"y": mapArr(x.shape, func(i []int) float64 {
+				ms := 0.0
+				for j := 0; j < 8; j++ {
+					ms += x.at(i[0], j) * x.at(i[0], j)
+				}
+				return x.at(i...) / math.Sqrt(ms/8+1e-6) * g.at(i[1])
+			})}
+		},
+	},
+	{
+		name: "group_norm",
+		src: `model m {
+  input x: f32[2, 6, 3, 4]
+  param g: f32[6]
+  param b: f32[6]
+  output y = group_norm(x + 100, g, b, 3, 1e-5)   # a large mean: one-pass variance would cancel
+  output y1 = group_norm(x, g, b, 1, 1e-5)       # one group: layer norm over C, H, W
+}`,
+		want: func(in map[string]*arr) map[string]*arr {
+			x, g, b := in["x"], in["g"], in["b"]
+			ref := func(groups int, shift float64) *arr {
+				cg := 6 / groups
+				return mapArr(x.shape, func(i []int) float64 {
+					k := i[1] / cg
+					var vals []float64
+					for c := k * cg; c < (k+1)*cg; c++ {
+						for h := 0; h < 3; h++ {
+							for w := 0; w < 4; w++ {
+								vals = append(vals, x.at(i[0], c, h, w)+shift)
+							}
+						}
+					}
+					mu, v := 0.0, 0.0
+					for _, e := range vals {
+						mu += e
+					}
+					mu /= float64(len(vals))
+					for _, e := range vals {
+						v += (e - mu) * (e - mu)
+					}
+					v /= float64(len(vals))
+					return (x.at(i...)+shift-mu)/math.Sqrt(v+1e-5)*g.at(i[1]) + b.at(i[1])
+				})
+			}
+			return map[string]*arr{"y": ref(3, 100), "y1": ref(1, 0)}
+		},
+	},
+	{
 		name: "batchnorm2d",
 		src: `model m {
   input x: f32[2, 3, 4, 5]
@@ -492,6 +603,36 @@ var numericTests = []numericTest{
 				"sw":    unary(x3, swish),
 				"sq":    unary(x, func(v float64) float64 { return v * v }),
 				"inner": unary(x, func(v float64) float64 { return relu(v) + swish(v) }),
+			}
+		},
+	},
+	{
+		// softplus at ±40 too: log(1 + exp(40)) written directly would
+		// lose nothing in float64, but exp(v) overflows f32 from 89 on.
+		name: "silu and softplus",
+		src: `model m {
+  input x: f32[4, 5]
+  output si = silu(x * 3)
+  output sp = softplus(x * 40)
+  output sp1 = softplus(x)
+  inner[i] = silu(sum[j](x[i, j]))
+  output inner
+}`,
+		want: func(in map[string]*arr) map[string]*arr {
+			x := in["x"]
+			softplus := func(v float64) float64 { return math.Log1p(math.Exp(v)) }
+			silu := func(v float64) float64 { return v / (1 + math.Exp(-v)) }
+			return map[string]*arr{
+				"si":  unary(x, func(v float64) float64 { return silu(3 * v) }),
+				"sp":  unary(x, func(v float64) float64 { return softplus(40 * v) }),
+				"sp1": unary(x, softplus),
+				"inner": mapArr([]int{4}, func(i []int) float64 {
+					s := 0.0
+					for j := 0; j < 5; j++ {
+						s += x.at(i[0], j)
+					}
+					return silu(s)
+				}),
 			}
 		},
 	},
