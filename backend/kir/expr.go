@@ -75,6 +75,12 @@ type Unary struct {
 type Binary struct {
 	Op   te.BinaryOp
 	X, Y Expr
+
+	// t is the result type, when typed: Bin sets it, so that the type of
+	// a chain of thousands of operations (x + x + ... + x) is found
+	// without walking down the chain at every level.
+	t     te.DType
+	typed bool
 }
 
 // Select is Then where Cond holds and Else elsewhere; only the chosen operand
@@ -154,10 +160,17 @@ func (u *Unary) Type() te.DType {
 
 // Type implements Expr.
 func (b *Binary) Type() te.DType {
-	if b.Op.IsComparison() || b.Op.IsLogical() {
+	if b.typed {
+		return b.t
+	}
+	return binaryType(b.Op, b.X)
+}
+
+func binaryType(op te.BinaryOp, x Expr) te.DType {
+	if op.IsComparison() || op.IsLogical() {
 		return te.Bool
 	}
-	return b.X.Type()
+	return x.Type()
 }
 
 // Type implements Expr.
@@ -196,7 +209,13 @@ func Bdim() Expr { return &Special{Reg: BlockDim} }
 func Gdim() Expr { return &Special{Reg: GridDim} }
 
 // Bin returns the binary expression x op y.
-func Bin(op te.BinaryOp, x, y Expr) Expr { return &Binary{Op: op, X: x, Y: y} }
+func Bin(op te.BinaryOp, x, y Expr) Expr {
+	b := &Binary{Op: op, X: x, Y: y}
+	if x != nil {
+		b.t, b.typed = binaryType(op, x), true
+	}
+	return b
+}
 
 // Add, Sub, Mul, Div, Mod, Lt, Le, Ge, Eq and And are shorthands for Bin.
 func Add(x, y Expr) Expr { return Bin(te.Add, x, y) }

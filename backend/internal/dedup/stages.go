@@ -295,7 +295,7 @@ func rebaseExpr(e kir.Expr, base map[*kir.Buffer]int) kir.Expr {
 	case *kir.Unary:
 		return &kir.Unary{Op: e.Op, X: rebaseExpr(e.X, base)}
 	case *kir.Binary:
-		return &kir.Binary{Op: e.Op, X: rebaseExpr(e.X, base), Y: rebaseExpr(e.Y, base)}
+		return kir.Bin(e.Op, rebaseExpr(e.X, base), rebaseExpr(e.Y, base))
 	case *kir.Select:
 		return &kir.Select{Cond: rebaseExpr(e.Cond, base), Then: rebaseExpr(e.Then, base), Else: rebaseExpr(e.Else, base)}
 	case *kir.Cast:
