@@ -357,8 +357,12 @@ func validCC(cc string) bool {
 
 // Resources are what one block of a kernel occupies on an SM.
 type Resources struct {
-	Threads       int // threads per block
-	SharedBytes   int // shared memory per block
+	Threads     int // threads per block
+	SharedBytes int // shared memory per block
+	// Scratch is the part of SharedBytes in the kernel's scratch arenas
+	// (see Place); the rest is persistent: results kept on chip and the
+	// weight cache.
+	Scratch       Arenas
 	RegsPerThread int
 }
 

@@ -9,6 +9,14 @@
 // heaviest stage) or the cost model says so. Every boundary records why it
 // is there, with the numbers.
 //
+// A fused kernel's shared memory is counted as backend/lower declares it,
+// by the same function (Place, SharedBytes in shared.go): the arrays that
+// outlive their stages (results kept on chip, the weight cache) plus one
+// scratch arena per element type, as large as the most that one stage
+// places in it; each stage's scratch arrays (Schedule.Arrays) follow one
+// another from the arena's start, in whole 16-byte units. With f32 scratch
+// arrays only, the kernel's scratch memory is its largest stage's.
+//
 // The plan also fixes where a kernel needs grid-wide barriers: before a
 // stage that reads what another block wrote since the last barrier. A stage
 // that reads, element for element, what the same thread wrote (an
@@ -555,10 +563,14 @@ func (pl *Plan) Format(launch []Launch) string {
 }
 
 // mergeRes returns the resources of a block that runs both r and s.
+// Their scratch arenas are shared (the larger of each type's), and so is
+// the persistent memory: the stages of a kernel use the one weight cache.
 func mergeRes(r, s Resources) Resources {
+	scratch := r.Scratch.Merge(s.Scratch)
 	return Resources{
 		Threads:       max(r.Threads, s.Threads),
-		SharedBytes:   max(r.SharedBytes, s.SharedBytes),
+		SharedBytes:   scratch.Bytes() + max(r.SharedBytes-r.Scratch.Bytes(), s.SharedBytes-s.Scratch.Bytes()),
+		Scratch:       scratch,
 		RegsPerThread: max(r.RegsPerThread, s.RegsPerThread),
 	}
 }

@@ -1,6 +1,10 @@
 package partition
 
-import "tec/te"
+import (
+	"slices"
+
+	"tec/te"
+)
 
 // Recomputation instead of a grid sync (Souffle's redundant computation):
 // transform.Recompute substitutes a cheap producer of a matrix-vector
@@ -93,7 +97,9 @@ func (s *Schedule) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
 	epilogue := opsOf(t.Body, map[*te.Reduce]bool{d.Reduce: true})
 	perK := 2 + opsOf(wide, map[*te.Reduce]bool{})
 	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*opsOf(x, nested) + tiles*int64(rows)*ops
-	s.SharedBytes += 4 * len(hs) * rows
+	if len(hs) > 0 {
+		s.setArrays(append(slices.Clip(s.Arrays), Array{te.F32, len(hs) * rows})...)
+	}
 }
 
 // elementBytes returns the bytes that one point of e loads: each distinct

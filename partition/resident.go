@@ -236,17 +236,22 @@ func (c *coster) resident(k *Kernel) *Kernel {
 		}
 	}
 	ids := map[string]int{}
-	other := 0 // per-block shared memory of a resident stage besides the cache
+	// The kernel's resources with the resident stages' scratch arrays:
+	// the rows of the narrow factor and a partial sum per thread and row.
+	arrays := map[*te.Tensor][]Array{}
+	res := k.Resources
 	for _, st := range keep {
+		arrays[st.t] = []Array{{te.F32, st.rows * st.d.K}, {te.F32, st.rows * threads}}
+		scratch := ArenasOf(arrays[st.t])
+		res = mergeRes(res, Resources{SharedBytes: scratch.Bytes(), Scratch: scratch})
 		for i := 0; i < len(st.family); i += group {
 			f := strings.Join(st.family[i:i+group], "|")
 			if _, ok := ids[f]; !ok {
 				ids[f] = len(ids)
 			}
 		}
-		other = max(other, 4*(st.rows*st.d.K+threads*st.rows))
 	}
-	budget := g.SharedPerBlock - k.Resources.SharedBytes - other
+	budget := g.SharedPerBlock - res.SharedBytes
 	if slices.ContainsFunc(k.Stages, func(t *te.Tensor) bool { return c.pl.Schedules[t].Kind == RowReduce }) {
 		budget -= c.opts.onChipBudget() // room for the row results kept on chip
 	}
@@ -257,14 +262,13 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	// chip (the widest of those that tie): narrower slices pack the
 	// shared memory more tightly.
 	var cache *WeightCache
-	var r Resources
 	for f := tf; f >= 4 && first.cols%f == 0; f /= 2 {
 		if threads%f != 0 {
 			continue // the block must be Split × TileF threads exactly
 		}
-		wc, res, ok := c.weightCache(k.Resources, other, budget, len(ids)*(first.cols/f), group*first.k*f)
+		wc, ok := c.weightCache(res, budget, len(ids)*(first.cols/f), group*first.k*f)
 		if ok && (cache == nil || float64(wc.Resident())/float64(wc.Keys) > float64(cache.Resident())/float64(cache.Keys)) {
-			cache, r, tf = wc, res, f
+			cache, tf = wc, f
 		}
 	}
 	if cache == nil {
@@ -296,7 +300,8 @@ func (c *coster) resident(k *Kernel) *Kernel {
 			s.TileM, s.TileN = tf, st.rows
 		}
 		s.Tiles = st.d.Batch / group * rs.NT
-		s.SharedBytes = r.SharedBytes
+		s.setArrays(arrays[st.t]...)
+		s.SharedBytes += cache.Bytes() // the cache, which outlives the stage
 		s.RegsPerThread = 32 + 2*st.rows
 		weights := 4 * int64(st.d.Batch) * int64(st.d.K) * int64(st.cols)
 		acts := 4 * int64(st.d.Batch) * int64(st.rows) * int64(st.d.K) * int64(rs.NT)
@@ -537,19 +542,18 @@ func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*t
 }
 
 // weightCache returns the cache of keys slices of slice floats that fits
-// in budget bytes of shared memory per block beside a kernel's res and
-// other bytes: the fewest slots that hold every key at the occupancy they
-// allow (the grid, and so the virtual blocks, follow from the occupancy),
-// and the kernel's resources with it. It reports false if not one slot
-// fits.
-func (c *coster) weightCache(res Resources, other, budget, keys, slice int) (*WeightCache, Resources, bool) {
+// in budget bytes of shared memory per block beside a kernel's res: the
+// fewest slots that hold every key at the occupancy they allow (the grid,
+// and so the virtual blocks, follow from the occupancy). It reports false
+// if not one slot fits.
+func (c *coster) weightCache(res Resources, budget, keys, slice int) (*WeightCache, bool) {
 	g := c.pl.GPU
 	sliceBytes := 4*slice + 4
 	maxSlots := budget / sliceBytes
 	slots := 0
 	for n := 1; n <= maxSlots; n++ {
 		r := res
-		r.SharedBytes += other + n*sliceBytes
+		r.SharedBytes += n * sliceBytes
 		occ, _ := g.BlocksPerSM(r)
 		if occ == 0 {
 			break
@@ -560,10 +564,10 @@ func (c *coster) weightCache(res Resources, other, budget, keys, slice int) (*We
 		}
 	}
 	if slots < 1 {
-		return nil, res, false
+		return nil, false
 	}
 	r := res
-	r.SharedBytes += other + slots*sliceBytes
+	r.SharedBytes += slots * sliceBytes
 	occ, _ := g.BlocksPerSM(r)
-	return &WeightCache{Keys: keys, Virtual: g.SMs * occ, Slots: slots, SliceFloats: slice}, r, true
+	return &WeightCache{Keys: keys, Virtual: g.SMs * occ, Slots: slots, SliceFloats: slice}, true
 }

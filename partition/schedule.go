@@ -66,7 +66,11 @@ type Schedule struct {
 	// RowAxes is the number of leading axes that make a row of a Rows
 	// stage (its other axes are the row's elements).
 	RowAxes int
-	// SharedBytes and RegsPerThread estimate one block's resources.
+	// Arrays are the scratch arrays in shared memory that backend/lower
+	// declares for the stage, and SharedBytes what they take in the
+	// kernel's arenas (Place), plus the weight cache of a resident stage.
+	// RegsPerThread estimates a thread's registers.
+	Arrays        []Array
 	SharedBytes   int
 	RegsPerThread int
 	// From is the compute-intensive tensor whose schedule a memory-intensive
@@ -126,7 +130,7 @@ func (s *Schedule) tile(tm, tn, rm, rn int, out int64) {
 	s.TileK = min(tileK, nextPow2(s.K))
 	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
-	s.SharedBytes = 4 * (s.TileM*s.TileK + s.TileK*s.TileN)
+	s.setArrays(Array{te.F32, s.TileM * s.TileK}, Array{te.F32, s.TileK * s.TileN})
 	// The accumulators, one factor element per row and column of the
 	// thread's outputs, and the indexes.
 	s.RegsPerThread = 32 + rm*rn + rm + rn
@@ -205,7 +209,44 @@ const unfusedTile = 16
 
 // Resources returns what one block of the stage occupies.
 func (s *Schedule) Resources() Resources {
-	return Resources{Threads: s.Threads, SharedBytes: s.SharedBytes, RegsPerThread: s.RegsPerThread}
+	return Resources{Threads: s.Threads, SharedBytes: s.SharedBytes, Scratch: ArenasOf(s.Arrays), RegsPerThread: s.RegsPerThread}
+}
+
+// setArrays makes arrays the stage's scratch arrays in shared memory, and
+// their bytes in the kernel's arenas its SharedBytes.
+func (s *Schedule) setArrays(arrays ...Array) {
+	s.Arrays = arrays
+	s.SharedBytes = ArenasOf(arrays).Bytes()
+}
+
+// rowReduceArrays returns the scratch arrays of a block of threads that
+// reduces reds together, as backend/lower's blockReduce declares them: a
+// slot per thread for each type of the sums, maxima and products, and for
+// the argmaxes and argmins a value per thread of each value type and one
+// position per thread.
+func rowReduceArrays(reds []*te.Reduce, threads int) []Array {
+	var arrays []Array
+	seen := map[string]bool{}
+	add := func(name string, dt te.DType) {
+		if !seen[name] {
+			seen[name] = true
+			arrays = append(arrays, Array{DType: dt, Len: threads})
+		}
+	}
+	for _, r := range reds {
+		if !r.Op.IsArg() {
+			rt := te.TypeOf(r)
+			add("red_"+rt.String(), rt)
+			continue
+		}
+		vt := te.F32
+		if te.TypeOf(r.Body) == te.I32 {
+			vt = te.I32
+		}
+		add("argv_"+vt.String(), vt)
+		add("argi", te.I32)
+	}
+	return arrays
 }
 
 // String formats the schedule on one line.
@@ -333,7 +374,7 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 		// 128256-word vocabulary is not one thread's serial loop.
 		s.Kind = RowReduce
 		s.Tiles = n
-		s.SharedBytes = 4 * threads * len(reds)
+		s.setArrays(rowReduceArrays(reds, threads)...)
 		return s, nil
 	}
 	s.Kind = Elementwise
@@ -586,7 +627,7 @@ func (s *Schedule) setMatVec(d Dims, mv *MatVec, g GPU, out int64) bool {
 		s.TileM, s.TileN = mv.width(), rows
 	}
 	s.Tiles = d.Batch * mv.NT
-	s.SharedBytes = 4 * (rows*staged + s.Threads*rows*mv.Cols)
+	s.setArrays(Array{te.F32, rows * staged}, Array{te.F32, rows * max(mv.Cols, 1) * s.Threads})
 	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
 	// The wide factor once, the rows once per tile, each at its own
 	// element size (bf16 weights are half the bytes of f32 ones).

@@ -350,7 +350,11 @@ func (s *Schedule) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	s.Tiles = s.Batch * mt * nt
 	// Two stages of operands (the lowering double-buffers those it can
 	// copy asynchronously).
-	s.SharedBytes = 2*size*(s.TileM*s.TileK+s.TileK*s.TileN) + b.ReduceBytes()
+	arrays := []Array{{in, 2 * s.TileM * s.TileK}, {in, 2 * s.TileK * s.TileN}}
+	if b.KSlices() > 1 {
+		arrays = append(arrays, Array{te.F32, b.ReduceBytes() / 4})
+	}
+	s.setArrays(arrays...)
 	// A warp's accumulators, its fragments and the indexes.
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16
 	s.Bytes = int64(size)*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + t.Bytes()

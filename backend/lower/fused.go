@@ -66,7 +66,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	tiles := 1
 	var inits, body []kir.Stmt
 	prevShared := false
-	scratch := map[*kir.Buffer]bool{} // the stages' shared arrays, which later stages may take
+	arenas := map[te.DType]*kir.Buffer{} // the stages' scratch arrays, by type
 	// Results kept on chip live in shared arrays for this kernel, one per
 	// slot of the plan: results whose lives do not overlap share one, and
 	// the block barrier before every row reduction orders a slot's last
@@ -144,7 +144,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			l.elementwise(t, tmp, &stage)
 		}
 		shared := len(tmp.Shared) > 0
-		l.mergeShared(k, tmp, stage, scratch)
+		l.placeShared(k, tmp, stage, arenas)
 		mergeLocals(k, tmp)
 		if j > 0 {
 			switch {
@@ -216,93 +216,55 @@ func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]
 	l.elementwise(t, k, body)
 }
 
-// mergeShared moves the shared arrays of a stage lowered into tmp to k,
-// where each takes the place of a scratch array of an earlier stage
-// (scratch: the arrays mergeShared added; results kept on chip and the
-// weight cache outlive their stages and are never taken): the one of the
-// same name and type, else one of the same type that the stage does not
-// use yet, the smallest that holds it or else the largest, grown to the
-// larger size. Stages that use shared memory are separated by block
-// barriers, so a kernel's shared memory is the most any stage needs, as
-// the partitioner assumes, not the sum (arrays of different names used to
-// add up: a 16 KiB matrix-vector stage beside a row reduction's and a
-// tile's arrays passed a 20 KiB GPU's limit the plan had kept).
-func (l *lowerer) mergeShared(k, tmp *kir.Kernel, stage []kir.Stmt, scratch map[*kir.Buffer]bool) {
-	taken := map[*kir.Buffer]bool{}
-	byName := func(name string) *kir.Buffer {
-		for _, c := range k.Shared {
-			if c.Name == name {
-				return c
-			}
-		}
-		return nil
+// placeShared moves the scratch arrays of a stage lowered into tmp to k's
+// arenas, one shared array per element type, laid out as partition.Place
+// says (the layout whose size the plan counts, partition.SharedBytes):
+// the stage's accesses of each array become accesses of its type's arena
+// from the array's offset, and an arena is as large as the most any stage
+// places in it. Results kept on chip and the weight cache, which outlive
+// their stages, are arrays of their own. Stages that use shared memory are
+// separated by block barriers, so that one stage's arrays may take the
+// bytes of another's.
+func (l *lowerer) placeShared(k, tmp *kir.Kernel, stage []kir.Stmt, arenas map[te.DType]*kir.Buffer) {
+	arrays := make([]partition.Array, len(tmp.Shared))
+	for i, b := range tmp.Shared {
+		arrays[i] = partition.Array{DType: b.DType, Len: b.Len()}
 	}
-	// bestFit is the scratch array of type b's that b may take: the
-	// smallest that holds it, or else the largest.
-	bestFit := func(b *kir.Buffer) *kir.Buffer {
-		var fit, largest *kir.Buffer
-		for _, c := range k.Shared {
-			if !scratch[c] || taken[c] || c.DType != b.DType {
-				continue
+	offsets, need := partition.Place(arrays)
+	for i, b := range tmp.Shared {
+		a := arenas[b.DType]
+		if a == nil {
+			name := "smem_" + b.DType.String()
+			for l.m.Buffer(name) != nil {
+				name += "_"
 			}
-			if c.Len() >= b.Len() && (fit == nil || c.Len() < fit.Len()) {
-				fit = c
-			}
-			if largest == nil || c.Len() > largest.Len() {
-				largest = c
-			}
+			a = &kir.Buffer{Name: name, Space: kir.Shared, DType: b.DType, Shape: []int{0}}
+			arenas[b.DType] = a
+			k.Shared = append(k.Shared, a)
 		}
-		if fit != nil {
-			return fit
-		}
-		return largest
-	}
-	var rest []*kir.Buffer
-	for _, b := range tmp.Shared {
-		if l.m.Buffer(b.Name) != nil {
-			b.Name += "_smem" // a global buffer has its name
-		}
-		c := byName(b.Name)
-		if c != nil && (c.DType != b.DType || !scratch[c] || taken[c]) {
-			b.Name = fmt.Sprintf("%s_%s", b.Name, b.DType)
-			c = byName(b.Name)
-		}
-		for n := 2; c != nil && (!scratch[c] || taken[c] || c.DType != b.DType); n++ {
-			b.Name = fmt.Sprintf("%s_%d", strings.TrimRight(b.Name, "_0123456789"), n)
-			c = byName(b.Name)
-		}
-		if c == nil {
-			rest = append(rest, b)
-			continue
-		}
-		take(c, b, stage)
-		taken[c] = true
-	}
-	for _, b := range rest {
-		if c := bestFit(b); c != nil {
-			take(c, b, stage)
-			taken[c] = true
-			continue
-		}
-		k.Shared = append(k.Shared, b)
-		scratch[b], taken[b] = true, true
+		a.Shape[0] = max(a.Shape[0], need[b.DType])
+		rebase(stage, b, a, offsets[i])
 	}
 }
 
-// take makes stage's accesses of b access c instead, grown to hold b.
-func take(c, b *kir.Buffer, stage []kir.Stmt) {
-	if b.Len() > c.Len() {
-		c.Shape = []int{b.Len()} // addressing is flat
+// rebase makes every access of body to element i of old access element
+// off + i of new.
+func rebase(body []kir.Stmt, old, new *kir.Buffer, off int) {
+	shift := func(i kir.Expr) kir.Expr {
+		if off == 0 {
+			return i
+		}
+		if c, ok := i.(*kir.Const); ok && c.T == te.I32 {
+			return kir.I(int(c.Value) + off)
+		}
+		return kir.Add(i, kir.I(off))
 	}
-	replaceBuf(stage, b, c)
-}
-
-// replaceBuf makes every access of body to old access new.
-func replaceBuf(body []kir.Stmt, old, new *kir.Buffer) {
+	done := map[*kir.Load]bool{} // a load reached twice is shifted once
 	fix := func(e kir.Expr) {
 		kir.WalkExpr(e, func(x kir.Expr) bool {
-			if ld, ok := x.(*kir.Load); ok && ld.Buf == old {
-				ld.Buf = new
+			if ld, ok := x.(*kir.Load); ok && ld.Buf == old && !done[ld] {
+				done[ld] = true
+				ld.Buf, ld.Index = new, shift(ld.Index)
 			}
 			return true
 		})
@@ -311,26 +273,26 @@ func replaceBuf(body []kir.Stmt, old, new *kir.Buffer) {
 		switch s := s.(type) {
 		case *kir.Store:
 			if s.Buf == old {
-				s.Buf = new
+				s.Buf, s.Index = new, shift(s.Index)
 			}
 		case *kir.Atomic:
 			if s.Buf == old {
-				s.Buf = new
+				s.Buf, s.Index = new, shift(s.Index)
 			}
 		case *kir.LdMatrix:
 			if s.Src == old {
-				s.Src = new
+				s.Src, s.Index = new, shift(s.Index)
 			}
 		case *kir.CopyAsync:
 			if s.Dst == old {
-				s.Dst = new
+				s.Dst, s.DstIndex = new, shift(s.DstIndex)
 			}
 		case *kir.VecCopy:
 			if s.Dst == old {
-				s.Dst = new
+				s.Dst, s.DstIndex = new, shift(s.DstIndex)
 			}
 			if s.Src == old {
-				s.Src = new
+				s.Src, s.SrcIndex = new, shift(s.SrcIndex)
 			}
 		}
 		kir.Exprs(s, fix)
