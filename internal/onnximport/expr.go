@@ -493,6 +493,10 @@ func binaryValue(op string, a, b float64, ints bool) (float64, error) {
 			return 0, fmt.Errorf("integer division by zero")
 		}
 		return a - b*math.Floor(a/b), nil
+	case "fmod":
+		// ONNX's Mod of floats (fmod 1), folded at import only: the
+		// language has no such operator
+		return math.Mod(a, b), nil
 	case "max":
 		return math.Max(a, b), nil
 	case "min":

@@ -9,11 +9,12 @@
 //
 // Shapes are static: they are computed at import from the inputs' declared
 // shapes. A node whose inputs are all known at import (Constant, Shape,
-// ConstantOfShape, and the shape arithmetic that follows them) is folded
-// into a constant: the statement it would print is evaluated instead. A
-// constant is written into the program only where a statement reads it: a
-// single value (or a tensor of equal values) as a number, anything else
-// as a param.
+// ConstantOfShape, the shape arithmetic that follows them, and any other
+// operator) is folded into a constant: the statement it would print is
+// evaluated instead, or the statements it printed are run on the
+// reference evaluator and taken back (fold.go). A constant is written into
+// the program only where a statement reads it: a single value (or a
+// tensor of equal values) as a number, anything else as a param.
 //
 // # Names
 //
@@ -144,8 +145,13 @@ type importer struct {
 	haveFn  map[string]bool
 	outName map[string]string // the .te names of the graph's outputs
 	writers map[string]string // the node that wrote each value, for messages
-	kcount  int               // reduction axes made for the current node
-	err     error             // the first error of materialize
+	// named lists the names taken, and outUsed the graph outputs' names
+	// given to values, in order, so that a node folded after its
+	// statements were printed gives them back (foldStatements).
+	named   []string
+	outUsed []string
+	kcount  int   // reduction axes made for the current node
+	err     error // the first error of materialize
 }
 
 // Import translates m into a .te program and the arrays of its params.
@@ -369,6 +375,7 @@ func (im *importer) uniqueName(base string) string {
 		name = fmt.Sprintf("%s_%d", base, n)
 	}
 	im.taken[name] = true
+	im.named = append(im.named, name)
 	return name
 }
 
@@ -376,6 +383,7 @@ func (im *importer) uniqueName(base string) string {
 func (im *importer) nameOf(onnx string) string {
 	if name, ok := im.outName[onnx]; ok {
 		delete(im.outName, onnx)
+		im.outUsed = append(im.outUsed, onnx, name)
 		return name
 	}
 	return im.uniqueName(sanitize(onnx))

@@ -157,6 +157,9 @@ type node struct {
 	// err is the first attribute of a type other than the operator's:
 	// the node's error, whatever the importer made of its default.
 	err error
+	// keep says to print the node's statements even where its inputs are
+	// all constants (foldStatements).
+	keep bool
 }
 
 func (im *importer) node(index int, p *onnxpb.NodeProto) error {
@@ -194,7 +197,8 @@ func (im *importer) node(index int, p *onnxpb.NodeProto) error {
 		}
 	}()
 	im.kcount = 0
-	mark := len(im.body)
+	fm := im.mark()
+	mark := fm.body
 	im.comment("node %d: %s %q", index, p.GetOpType(), p.GetName())
 	if err := op(n); err != nil || n.err != nil {
 		if n.err != nil {
@@ -217,6 +221,9 @@ func (im *importer) node(index int, p *onnxpb.NodeProto) error {
 		if o != "" && im.values[o] == nil {
 			return fmt.Errorf("output %d (%q) is not supported", i, o)
 		}
+	}
+	if !n.keep && n.constantInputs() {
+		return im.foldStatements(n, fm)
 	}
 	return nil
 }

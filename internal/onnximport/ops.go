@@ -58,6 +58,7 @@ func init() {
 		"Or":             binaryOp("||"),
 		"Where":          whereOp,
 		"IsInf":          isInfOp,
+		"Mod":            modOp,
 		// constants and shapes, folded at import
 		"Constant":        constantOp,
 		"ConstantOfShape": constantOfShapeOp,
@@ -213,6 +214,65 @@ func variadicOp(op string) func(*node) error {
 	}
 }
 
+// modOp is ONNX's Mod. On integers, fmod 0 (the default) is Python's
+// remainder, with the divisor's sign: the language's floor division gives
+// it as a - b * (a / b), or a % b where b is a positive constant; fmod 1 is
+// C's, with the dividend's sign. On floats ONNX requires fmod 1, C's fmod,
+// which the language cannot write exactly: it is folded at import where
+// both inputs are known there, an error otherwise.
+func modOp(n *node) error {
+	a, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	b, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	fmod := n.int("fmod", 0)
+	if fmod != 0 && fmod != 1 {
+		return fmt.Errorf("fmod %d is not 0 or 1", fmod)
+	}
+	if a.dt != b.dt {
+		return fmt.Errorf("the inputs are %s and %s; Mod takes two of one type", a.dt, b.dt)
+	}
+	if a.dt != te.I32 {
+		if fmod != 1 {
+			return fmt.Errorf("Mod of %s inputs needs fmod 1 (ONNX: fmod 0 is for integers)", a.dt)
+		}
+		if a.constant == nil || b.constant == nil {
+			return fmt.Errorf("Mod of %s tensors computed at run time is not supported: the language has no floating-point remainder (only integer %%), so tec folds a float Mod only where both inputs are known at import", a.dt)
+		}
+		return elementwise(n, func(x []expr) expr { return binary{"fmod", x[0], x[1]} }, a, b)
+	}
+	u, uniform := b.uniform()
+	if uniform && u == 0 {
+		return fmt.Errorf("the divisor %q is 0", b.onnx)
+	}
+	return elementwise(n, func(x []expr) expr {
+		p, q := x[0], x[1]
+		var r expr
+		if uniform && u > 0 {
+			r = imod(p, int(u))
+		} else {
+			r = sub(p, mul(q, binary{"/", p, q}))
+		}
+		if fmod == 0 {
+			return r
+		}
+		// C's remainder differs from the floor's where they are not 0 and
+		// the operands' signs differ: by the divisor.
+		var differ expr = sel{binary{"<", p, ilit(0)}, binary{">", q, ilit(0)}, binary{"<", q, ilit(0)}}
+		if uniform {
+			differ = binary{"<", p, ilit(0)}
+			if u < 0 {
+				differ = binary{">", p, ilit(0)}
+			}
+		}
+		return sel{and(binary{"!=", r, ilit(0)}, differ), sub(r, q), r}
+	}, a, b)
+}
+
 func powOp(n *node) error {
 	a, err := n.need(0)
 	if err != nil {
@@ -336,6 +396,7 @@ func castOp(n *node) error {
 		// an f32 param twice its size
 		vs := vars(x.shape)
 		n.im.emit(n.out(0, to, x.shape), vs, cast{to, n.im.read(x, ivars(vs)...)})
+		n.keep = true
 		return nil
 	}
 	return elementwise(n, func(a []expr) expr { return cast{to, a[0]} }, x)

@@ -109,8 +109,8 @@ func recurrentOp(n *node, gates int, lstm bool) error {
 			}
 		}
 	}
-	if x.rank() != 3 || x.constant != nil {
-		return fmt.Errorf("the input X must be a computed f32[T, B, I] tensor")
+	if x.rank() != 3 {
+		return fmt.Errorf("the input X must be an f32[T, B, I] tensor")
 	}
 	steps, batch, inSize := x.shape[0], x.shape[1], x.shape[2]
 	d := len(dirs)
