@@ -112,3 +112,30 @@ func TestImports(t *testing.T) {
 		t.Errorf("unreadable import: got %v", ds.Error())
 	}
 }
+
+// TestBroadcastHint checks the element-wise definitions that a shape
+// mismatch of two named operands suggests, NumPy's broadcasting written out.
+func TestBroadcastHint(t *testing.T) {
+	tests := []struct {
+		a    string
+		sa   []int
+		b    string
+		sb   []int
+		want string
+	}{
+		{"x", []int{4, 6}, "b", []int{6}, "y[i, j] = x[i, j] + b[j]"},
+		{"b", []int{6}, "x", []int{4, 6}, "y[i, j] = b[j] + x[i, j]"},
+		{"x", []int{4, 6}, "c", []int{4}, "y[i, j] = x[i, j] + c[i]"},
+		{"x", []int{4, 6}, "d", []int{1, 6}, "y[i, j] = x[i, j] + d[0, j]"},
+		{"x", []int{4, 1}, "d", []int{1, 6}, "y[i, j] = x[i, 0] + d[0, j]"},
+		{"x", []int{2, 4, 6}, "b", []int{4, 6}, "y[i, j, k] = x[i, j, k] + b[j, k]"},
+		{"x", []int{4, 6}, "b", []int{5}, ""},
+		{"x", []int{4, 6}, "i", []int{6}, ""}, // a name the hint would use
+		{"x", []int{4, 6}, "(b * 2.0)", []int{6}, ""},
+	}
+	for _, tt := range tests {
+		if got := broadcastHint("y", "+", tt.a, tt.sa, tt.b, tt.sb); got != tt.want {
+			t.Errorf("broadcastHint(%s %v, %s %v) = %q, want %q", tt.a, tt.sa, tt.b, tt.sb, got, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"tec/lang/syntax"
@@ -201,7 +202,7 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 			dims = []syntax.Expr{}
 		}
 		if len(dims) != len(tv.shape) {
-			dd := c.errorAt(file, at, "shape", "", "argument %s of %s must have %s (%s), but %s is %s",
+			dd := c.errorAt(file, at, "shape", c.rankHint(sc, fn, e, i, len(tv.shape)), "argument %s of %s must have %s (%s), but %s is %s",
 				p.Name.Name, fn.name(), plural(len(dims), "dimension"), c.text(fn.file, p.Type.Span), c.text(file, at), tv.typeString())
 			related(dd, fn.file, p.Span, "parameter %s is declared here", p.Name.Name)
 			ok = false
@@ -587,4 +588,35 @@ func visitCalls(fn *syntax.FnDecl, f func(syntax.Ident)) {
 		}
 	}
 	stmts(fn.Body)
+}
+
+// rankHint returns advice for argument i of a call of fn that has rank
+// dimensions where fn wants another number: the standard library's layout
+// functions exist once per rank (the digit in the name), and reshapeN takes
+// a vector, which ravelM makes of a tensor of rank M.
+func (c *checker) rankHint(sc *scope, fn *fnDecl, e *syntax.Call, i, rank int) string {
+	if c.prelude == nil || fn.scope != c.prelude || i != 0 {
+		return ""
+	}
+	name := fn.name()
+	base := strings.TrimRight(name, "0123456789")
+	if base == name {
+		return ""
+	}
+	args := make([]string, len(e.Args))
+	for k, a := range e.Args {
+		args[k] = c.text(sc.path, a.NodeSpan())
+	}
+	if base == "reshape" {
+		ravel := "ravel" + strconv.Itoa(rank)
+		if c.prelude.lookupTop(ravel) == nil {
+			return ""
+		}
+		args[0] = ravel + "(" + args[0] + ")"
+		return fmt.Sprintf("%s reads a vector row-major: ravel the tensor first, %s(%s)", name, name, strings.Join(args, ", "))
+	}
+	if other := base + strconv.Itoa(rank); c.prelude.lookupTop(other) != nil {
+		return fmt.Sprintf("the digit in %s is the rank of its input: for a tensor of rank %d, call %s(%s)", name, rank, other, strings.Join(args, ", "))
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"strings"
 
 	"tec/lang/syntax"
 	"tec/te"
@@ -43,7 +44,15 @@ func (c *checker) elementwise(sc *scope, span syntax.Span, what string, args []V
 				continue
 			}
 			if !sameShape(shape, s) {
-				d := c.errorAt(file, span, "shape", "element-wise operands must have the same shape; numbers and rank-0 tensors combine with any",
+				hint := "element-wise operands must have the same shape; numbers and rank-0 tensors combine with any"
+				if op, isOp := strings.CutPrefix(what, "operator "); isOp && len(args) == 2 {
+					target := c.stmtName()
+					target = target[strings.LastIndexByte(target, '/')+1:]
+					if b := broadcastHint(target, op, c.text(file, spans[shapeArg]), shape, c.text(file, spans[i]), s); b != "" {
+						hint += "; to broadcast, write it element-wise: " + b
+					}
+				}
+				d := c.errorAt(file, span, "shape", hint,
 					"%s: the shapes differ: %s is %s, but %s is %s", what,
 					c.text(file, spans[shapeArg]), shapeString(shape), c.text(file, spans[i]), shapeString(s))
 				related(d, file, spans[shapeArg], "this operand has shape %s", shapeString(shape))
@@ -311,4 +320,62 @@ func (c *checker) copyTensor(file string, span syntax.Span, v *tensorVal, name s
 	}
 	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: v.dtype(), Shape: append([]int(nil), v.shape...), Axes: axes, Body: body}, name, file, span)
 	return wholeTensor(t)
+}
+
+// broadcastHint returns the element-wise definition of y that broadcasts
+// the operands a and b of op, of shapes sa and sb, as NumPy and PyTorch would
+// (y[i, j] = x[i, j] + b[j] for x: [4, 6] and b: [6]), or "" where the
+// operands are not plain names or the shapes do not broadcast. Shapes that
+// do not broadcast from the right, but where one is the other's leading
+// dimensions, are matched from the left (x: [4, 6] and b: [4]).
+func broadcastHint(y, op, a string, sa []int, b string, sb []int) string {
+	if !isPlainName(a) || !isPlainName(b) || !isPlainName(y) {
+		return ""
+	}
+	names := []string{"i", "j", "k", "l", "m", "n"}
+	r := max(len(sa), len(sb))
+	if r > len(names) || a == b {
+		return ""
+	}
+	for _, n := range names[:r] {
+		if n == a || n == b || n == y {
+			return ""
+		}
+	}
+	try := func(offA, offB int) string {
+		ia, ib := make([]string, len(sa)), make([]string, len(sb))
+		for d := range r {
+			da, db := d-offA, d-offB
+			okA, okB := da >= 0 && da < len(sa), db >= 0 && db < len(sb)
+			switch {
+			case okA && okB && sa[da] == sb[db]:
+				ia[da], ib[db] = names[d], names[d]
+			case okA && okB && sa[da] == 1:
+				ia[da], ib[db] = "0", names[d]
+			case okA && okB && sb[db] == 1:
+				ia[da], ib[db] = names[d], "0"
+			case okA && okB:
+				return ""
+			case okA:
+				ia[da] = names[d]
+			case okB:
+				ib[db] = names[d]
+			}
+		}
+		return fmt.Sprintf("%s[%s] = %s[%s] %s %s[%s]", y, strings.Join(names[:r], ", "), a, strings.Join(ia, ", "), op, b, strings.Join(ib, ", "))
+	}
+	if h := try(r-len(sa), r-len(sb)); h != "" {
+		return h
+	}
+	return try(0, 0)
+}
+
+// isPlainName reports whether s is a name of the language.
+func isPlainName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -306,6 +306,12 @@ func illegal(start Pos, before, rest []byte) token {
 		t.hint = "logical or is written '||'"
 	case '^':
 		t.hint = "a power is written a ** b or pow(a, b)"
+	case '@':
+		a, b := nameBefore(before), nameAfter(rest[n:])
+		if a == "" || b == "" {
+			a, b = "a", "b"
+		}
+		t.hint = fmt.Sprintf("there is no matrix-product operator: call matmul(%s, %s) (or linear, batch_matmul), or write the contraction, y[i, j] = sum[k](%s[i, k] * %s[k, j])", a, b, a, b)
 	case '\t', '\v', '\f':
 	case utf8.RuneError:
 		t.msg = fmt.Sprintf("invalid UTF-8 byte 0x%02x", rest[0])
@@ -319,6 +325,35 @@ func illegal(start Pos, before, rest []byte) token {
 		}
 	}
 	return t
+}
+
+// nameBefore returns the name that src ends with, spaces aside, or "".
+func nameBefore(src []byte) string {
+	end := len(src)
+	for end > 0 && src[end-1] == ' ' {
+		end--
+	}
+	start := end
+	for start > 0 && (isNameByte(src[start-1]) || src[start-1] >= '0' && src[start-1] <= '9') {
+		start--
+	}
+	if start == end || !isNameByte(src[start]) {
+		return ""
+	}
+	return string(src[start:end])
+}
+
+// nameAfter returns the name that src starts with, spaces aside, or "".
+func nameAfter(src []byte) string {
+	start := 0
+	for start < len(src) && src[start] == ' ' {
+		start++
+	}
+	end := start
+	for end < len(src) && (isNameByte(src[end]) || end > start && src[end] >= '0' && src[end] <= '9') {
+		end++
+	}
+	return string(src[start:end])
 }
 
 // lookalikes maps characters that are easily typed or pasted for an

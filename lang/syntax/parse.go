@@ -193,6 +193,8 @@ func (p *parser) hintFor(t token) string {
 		return fmt.Sprintf("bind a name with 'name = expr'; no '%s' is needed", t.text)
 	case t.kind == tokIdent && (t.text == "def" || t.text == "func" || t.text == "function"):
 		return "functions are declared with 'fn'"
+	case t.is(":") && len(p.open) > 0 && p.open[len(p.open)-1].is("["):
+		return "there are no slices: give each dimension an index variable and define the result element-wise (y[i] = x[i, 0] for x[:, 0]); slice1 ... slice4 take a range start..stop along one axis"
 	}
 	return ""
 }
