@@ -10,6 +10,7 @@ import (
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -38,13 +39,15 @@ func TestPlanSharedBytes(t *testing.T) {
 		}
 		for _, g := range []partition.GPU{a100, smallSharedGPU()} {
 			for level := 3; level <= pipeline.MaxLevel; level++ {
-				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, g.Name, level), func(t *testing.T) {
-					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
-					if err != nil {
-						t.Fatal(err)
-					}
-					planCountsShared(t, res)
-				})
+				for _, prec := range []precision.Mode{precision.F32, precision.TF32, precision.F16} {
+					t.Run(fmt.Sprintf("%s/%s/O%d/%s", ex.Name, g.Name, level, prec), func(t *testing.T) {
+						res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g, Precision: prec})
+						if err != nil {
+							t.Fatal(err)
+						}
+						planCountsShared(t, res)
+					})
+				}
 			}
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
 // k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
 // the operands' type, zero past the extents): where both are loads of
-// half tensors with 16-byte aligned rows (asyncOperands), by cp.async
+// half tensors with 16-byte aligned rows (partition.AsyncOperands), by cp.async
 // into two stages, the next step's copies in flight while the warps
 // compute this one; otherwise element by element. Then every warp loads its
 // fragments, with ldmatrix for f16 and bf16 (x4 for A, x2.trans for B) or
@@ -113,7 +113,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	}
 	// Operands that cp.async can stage are double-buffered: the copies of
 	// the next k step are in flight while the warps compute this one.
-	xl, yl, async := asyncOperands(X, Y, ns, r, N, K)
+	xl, yl, async := partition.AsyncOperands(X, Y, ns, r, N, K)
 	stages := 1
 	if async {
 		stages = 2
@@ -435,53 +435,6 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xoff, yoff kir
 		}
 	}
 	return out
-}
-
-// vecLoad returns the load that operand e is, when a tensor-core tile can
-// stage it with 16-byte cp.async copies: a load of an f16 or bf16 tensor
-// whose flat element offset is affine in the axes, with coefficient 1 on
-// axis along (k for X, n for Y, whose extent n is a multiple of 8, so that
-// no vector straddles its end) and multiples of 8 on every other axis and
-// in the constant, so that every vector is 16-byte aligned.
-func vecLoad(e te.Expr, along *te.Var, n int) (*te.Load, bool) {
-	ld, ok := e.(*te.Load)
-	if !ok || (ld.Tensor.DType != te.F16 && ld.Tensor.DType != te.BF16) || n%8 != 0 {
-		return nil, false
-	}
-	coef := map[*te.Var]int{}
-	c, stride := 0, 1
-	for d := len(ld.Index) - 1; d >= 0; d-- {
-		ix := ld.Index[d].Simplify()
-		if !ix.IsAffine() {
-			return nil, false
-		}
-		for _, t := range ix.Terms {
-			coef[t.Atom.Var] += t.Coef * stride
-		}
-		c += ix.Const * stride
-		stride *= ld.Tensor.Shape[d]
-	}
-	if coef[along] != 1 || c%8 != 0 {
-		return nil, false
-	}
-	for v, k := range coef {
-		if v != along && k%8 != 0 {
-			return nil, false
-		}
-	}
-	return ld, true
-}
-
-// asyncOperands returns the loads of X and Y when both can be staged by
-// cp.async (see vecLoad) in a pipelined tensor-core contraction: one
-// reduction axis, one n axis, K a multiple of the staged k.
-func asyncOperands(X, Y te.Expr, ns []*te.Var, r *te.Reduce, N, K int) (xl, yl *te.Load, ok bool) {
-	if len(r.Axes) != 1 || len(ns) != 1 || K%partition.TensorCoreTileK != 0 {
-		return nil, nil, false
-	}
-	xl, okx := vecLoad(X, r.Axes[0], K)
-	yl, oky := vecLoad(Y, ns[0], N)
-	return xl, yl, okx && oky
 }
 
 // stageAsync issues the cp.async copies of one k step of a pipelined
