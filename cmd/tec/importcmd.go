@@ -48,11 +48,13 @@ after the ONNX values, and writes the initializers (the weights) to an
   tec import model.onnx -o model.te --params model.npz
   tec run model.te --params model.npz --inputs in.npz
 
-Shapes are static: they come from the graph's inputs, and Constant,
-Shape, ConstantOfShape and the shape arithmetic on them are folded at
-import. An unsupported operator or attribute is an error naming the node,
-its op type and its position. The written program is checked before
-import succeeds. docs/import.md lists the operators and the naming scheme.`,
+Shapes are static: they come from the graph's inputs, and every node
+whose inputs are all known at import (Constant, Shape, ConstantOfShape
+and the shape arithmetic on them) is folded. An unsupported operator or
+attribute is an error naming the node, its op type and its position. The
+written program is checked before import succeeds; -o and --params may
+name neither the model nor each other. docs/import.md lists the
+operators and the naming scheme.`,
 	}
 	c.run = func(e *env, args []string) int {
 		fs := newFlagSet(c)
@@ -81,6 +83,9 @@ import succeeds. docs/import.md lists the operators and the naming scheme.`,
 		}
 		if *model == "" {
 			*model = filepath.Base(base)
+		}
+		if err := checkImportPaths(file, *out, *params); err != nil {
+			return e.usageError(c, "%v", err)
 		}
 		return e.importONNX(c, file, *out, *params, *model)
 	}
@@ -119,6 +124,41 @@ func (e *env) importONNX(c *command, file, out, params, model string) int {
 		fmt.Fprintf(e.stdout, "wrote %s and %s (%d params, %d values)\n", out, params, len(res.Params), values)
 	}
 	return exitOK
+}
+
+// checkImportPaths refuses outputs that would overwrite the model or each
+// other: the program and the weights written over the .onnx being read, or
+// the weights written over the program.
+func checkImportPaths(model, out, params string) error {
+	switch {
+	case samePath(out, model):
+		return fmt.Errorf("-o %s is the model being imported, which it would overwrite%sname the .te file to write, e.g. -o %s",
+			out, hintSep, strings.TrimSuffix(model, filepath.Ext(model))+".te")
+	case samePath(params, model):
+		return fmt.Errorf("--params %s is the model being imported, which it would overwrite%sname the .npz file to write, e.g. --params %s",
+			params, hintSep, strings.TrimSuffix(model, filepath.Ext(model))+".npz")
+	case samePath(params, out):
+		return fmt.Errorf("--params %s and -o %s are the same file: the weights would overwrite the program%sname another .npz file, e.g. --params %s",
+			params, out, hintSep, strings.TrimSuffix(out, filepath.Ext(out))+".npz")
+	}
+	return nil
+}
+
+// samePath reports whether the paths a and b name one file: the same path
+// once made absolute and cleaned, or, where both exist, the same file
+// under two names (a link, a relative and an absolute spelling).
+func samePath(a, b string) bool {
+	if aa, err := filepath.Abs(a); err == nil {
+		if bb, err := filepath.Abs(b); err == nil && aa == bb {
+			return true
+		}
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // firstError returns the first line of a diagnostics text.
