@@ -77,11 +77,26 @@ func newFlagSet(c *command) *flag.FlagSet {
 	return fs
 }
 
+// refusedFlags are, by command, the flags that a command gets with a group
+// of flags it shares with others (compileFlags) but refuses, and why: its
+// help leaves them out, and parse refuses them with the reason.
+var refusedFlags = map[string]map[string]string{
+	"generate": {"model": "--model picks one model; tec generate runs two" + hintSep + "name them with --prefill NAME and --decode NAME"},
+}
+
+// printCommandHelp prints c's usage, help text and the flags of fs that c
+// accepts.
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: tec %s %s\n\n%s\n\nFlags:\n", c.name, c.usage, indent(c.help))
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	accepted := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, refused := refusedFlags[c.name][f.Name]; !refused {
+			accepted.Var(f.Value, f.Name, f.Usage)
+			accepted.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	accepted.SetOutput(w)
+	accepted.PrintDefaults()
 }
 
 // parseArgs parses flags that may come before, between or after positional
@@ -113,6 +128,13 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) (pos []string, 
 	if errors.Is(err, flag.ErrHelp) {
 		printCommandHelp(e.stdout, c, fs)
 		return nil, exitOK, false
+	}
+	if err == nil {
+		for name, why := range refusedFlags[c.name] {
+			if isSet(fs, name) {
+				return nil, e.usageError(c, "%s", why), false
+			}
+		}
 	}
 	if err != nil {
 		if e.json {
