@@ -55,6 +55,7 @@ func TestNPZChecksCRC(t *testing.T) {
 			return b
 		}, fmt.Sprintf("bad CRC-32: the entry's bytes have 0x%08x, the archive records 0x00000000 (the file is corrupt)", sum)},
 	}
+	var py string // the Python with NumPy, which must agree
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "a.npz")
@@ -83,9 +84,30 @@ func TestNPZChecksCRC(t *testing.T) {
 					t.Errorf("%s: err = %v, want %q", read.name, err, want)
 				}
 			}
+			// NumPy, last: it skips where NumPy is not installed.
+			if py == "" {
+				py = findNumPy(t)
+			}
+			said := string(runPython(t, py, numpyLoads, path))
+			if ok := said == "ok\n"; ok != (tt.want == "") || !ok && !strings.Contains(said, "Bad CRC-32") {
+				t.Errorf("NumPy: %s", said)
+			}
 		})
 	}
 }
+
+// numpyLoads is a Python script that loads every array of the .npz file
+// argv[1] and prints "ok", or the error NumPy raised.
+const numpyLoads = `
+import sys, numpy
+try:
+    with numpy.load(sys.argv[1]) as f:
+        for name in f.files:
+            f[name]
+    print("ok")
+except Exception as e:
+    print(type(e).__name__, e)
+`
 
 // TestNPZTrailingBytes: an entry must hold one array and nothing after it.
 func TestNPZTrailingBytes(t *testing.T) {
