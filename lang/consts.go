@@ -279,7 +279,11 @@ func foldCall(name string, args []number) (number, error) {
 		return floatNum(math.Sin(v)), nil
 	case "cos":
 		return floatNum(math.Cos(v)), nil
-	case "int", "i32":
+	case "i32":
+		// As the cast computes at run time (te.Round): truncation towards
+		// zero, saturation to the i32 range, NaN as 0.
+		return intNum(int(te.Round(te.I32, v))), nil
+	case "int":
 		if x.isInt {
 			return x, nil
 		}

@@ -267,6 +267,17 @@ model m {
 }`,
 		want: map[string][]float64{"y": {11, 22, 33}, "z": {2, 3, 4, 1}},
 	}, {
+		// i32 of a float truncates, saturates and reads NaN as 0, at run
+		// time (te.Round) and folded alike (docs/language.md).
+		name: "i32 saturates",
+		src: `model m {
+  input x: f32[4]
+  y[i] = f32(i32(select(i == 0, x[i] * inf, select(i == 1, -x[i] * inf, select(i == 2, x[i] * 1e10, x[i] * inf - x[i] * inf)))))
+  z[i] = x[i] * 0.0 + f32(i32(-inf)) + f32(i32(1e10)) + f32(i32(-2.7)) where i in 0..1
+  output y, z
+}`,
+		want: map[string][]float64{"y": {2147483647, -2147483648, 2147483647, 0}, "z": {-2147483648 + 2147483647 - 2}},
+	}, {
 		name: "outputs of placeholders",
 		src: `model m {
   input x: f32[2]

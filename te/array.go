@@ -95,7 +95,9 @@ func (a *Array) CheckType(dt DType, shape []int) error {
 }
 
 // Round returns v rounded to the precision of storage type dt: to the nearest
-// f16 or bf16 value (ties to even), towards zero for i32, to 0 or 1 for bool.
+// f16 or bf16 value (ties to even); for i32 towards zero, saturated to the
+// i32 range (±inf to its ends) and NaN as 0, as PTX's cvt.rzi.s32.f32; to 0
+// or 1 for bool, NaN counting as non-zero.
 // For f32 it returns v unchanged: the reference evaluator keeps f32 tensors in
 // float64 so that it is more accurate than any device it checks.
 func Round(dt DType, v float64) float64 {
