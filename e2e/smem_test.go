@@ -17,12 +17,15 @@ import (
 // smallSharedGPU is a valid GPU description of the least shared memory
 // per block that docs/gpu.md allows (16 KiB) and 192-thread blocks, on
 // which the plan's shared-memory figures decide whether a build fits.
-func smallSharedGPU() partition.GPU {
+func smallSharedGPU() partition.GPU { return smallShared(192) }
+
+// smallShared is smallSharedGPU with blocks of threads threads.
+func smallShared(threads int) partition.GPU {
 	g, _ := partition.BuiltinGPU("a100")
-	g.Name = "small16"
+	g.Name = fmt.Sprintf("small16-%d", threads)
 	g.SMs = 7
 	g.SharedPerSM, g.SharedPerBlock = 16<<10, 16<<10
-	g.MaxThreadsPerSM, g.MaxThreadsPerBlock = 192, 192
+	g.MaxThreadsPerSM, g.MaxThreadsPerBlock = threads, threads
 	return g
 }
 
@@ -67,9 +70,10 @@ func planCountsShared(t *testing.T, res *pipeline.Result) {
 
 // TestSharedFits checks the programs of issue 23 whose fused kernels
 // declared more shared memory than their plans counted (the largest size
-// of each array across the stages, maxima from different stages): each
-// builds where it failed, declares what its plan counts and, where small
-// enough to simulate, computes the reference's result without races.
+// of each array across the stages, maxima from different stages), or that
+// had no tile that fit: each builds where it failed, declares what its
+// plan counts and, where small enough to simulate, computes the
+// reference's result without races.
 func TestSharedFits(t *testing.T) {
 	const scores = `model m {
   input pos: i32[4]
@@ -85,6 +89,16 @@ func TestSharedFits(t *testing.T) {
   input x: f32[8, 1000]
   a[i] = argmax[k](x[i, k]) where i in 0..8
   output a
+}
+`
+	// A masked contraction with no fallback tile on a 16 KiB, 256-thread
+	// GPU: its 1×256 tile staged 16 of K at a time took 16448 B.
+	const masked = `model m {
+  input pos: i32[1]
+  input q: f32[1, 64]
+  input kc: f32[1, 200, 64]
+  sc[b, t] = select(t <= pos[b], sum[e](q[b, e] * kc[b, t, e]), -inf) where b in 0..1, t in 0..200
+  output sc
 }
 `
 	a100, _ := partition.BuiltinGPU("a100")
@@ -103,6 +117,8 @@ func TestSharedFits(t *testing.T) {
 		{"scores/small16", "scores.te", []byte(scores), "", nil, smallSharedGPU(), 3, true},
 		{"scores/small16/O4", "scores.te", []byte(scores), "", nil, smallSharedGPU(), 4, false},
 		{"argmax/a100", "argmax.te", []byte(argmax), "", nil, a100, 3, true},
+		{"masked/small16-256/O3", "masked.te", []byte(masked), "", nil, smallShared(256), 3, true},
+		{"masked/small16-256/O4", "masked.te", []byte(masked), "", nil, smallShared(256), 4, true},
 		{"llama-decode/small16", llama.File(), llama.Source(), "decode", map[string]string{
 			"B": "4", "T": "512", "L": "1", "D": "256", "NH": "4", "NKV": "2", "FF": "512", "V": "64",
 		}, smallSharedGPU(), 4, false},

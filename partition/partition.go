@@ -263,8 +263,8 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 		} else {
 			s.fusedTensorCores(t, opts.Threads, gpu)
 		}
-		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 {
-			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; use a smaller block (now %d threads)", t.Name, gpu.Name, why, opts.Threads)
+		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 && !s.shrink(gpu, t.Bytes()) {
+			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; %s", t.Name, gpu.Name, why, FitHint)
 		}
 		if opts.Split {
 			split(t, s, gpu)
@@ -561,6 +561,12 @@ func (pl *Plan) Format(launch []Launch) string {
 	}
 	return b.String()
 }
+
+// FitHint is what a refusal of a block that does not fit on the GPU
+// suggests: what the user can set. The block size of -O3 and up is the
+// GPU's max_threads_per_block, up to 256; -O2 and below give each kernel
+// the tile and block its own tensor needs.
+const FitHint = "build at -O2, whose kernels each take their own block, or describe the GPU with a smaller max_threads_per_block, the block size of -O3 and up (--gpu FILE.json, docs/gpu.md)"
 
 // mergeRes returns the resources of a block that runs both r and s.
 // Their scratch arenas are shared (the larger of each type's), and so is

@@ -125,9 +125,14 @@ type Schedule struct {
 // tile sets a contraction's tile: a tm×tn grid of threads, each computing
 // rm×rn outputs; out is the size of the output in bytes.
 func (s *Schedule) tile(tm, tn, rm, rn int, out int64) {
+	s.tileK(tm, tn, rm, rn, min(tileK, nextPow2(s.K)), out)
+}
+
+// tileK is tile with the factors staged tk of K at a time.
+func (s *Schedule) tileK(tm, tn, rm, rn, tk int, out int64) {
 	s.RegM, s.RegN = rm, rn
 	s.TileM, s.TileN = tm*rm, tn*rn
-	s.TileK = min(tileK, nextPow2(s.K))
+	s.TileK = tk
 	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
 	s.setArrays(Array{te.F32, s.TileM * s.TileK}, Array{te.F32, s.TileK * s.TileN})
@@ -502,6 +507,37 @@ func (s *Schedule) regTile(tm, tn int, g GPU, out int64) {
 		}
 	}
 	s.tile(tm, tn, bestM, bestN, out)
+}
+
+// shrink makes the tile of a contraction on a grid of threads (not a
+// matrix-vector, resident or tensor-core one) smaller until a block of it
+// fits on an SM of g, and reports whether one does: it halves the larger
+// side of the register tile down to one output per thread, then the k
+// staged at once (TileK) down to 1, so that the staged factors take less
+// shared memory. The block keeps its threads. out is the size of the
+// output in bytes.
+func (s *Schedule) shrink(g GPU, out int64) bool {
+	if s.Kind != Contraction || s.MatVec != nil || s.Resident != nil || s.TensorCores || s.RegM < 1 || s.RegN < 1 {
+		return false
+	}
+	tm, tn := s.TileM/s.RegM, s.TileN/s.RegN
+	for {
+		if n, _ := g.BlocksPerSM(s.Resources()); n > 0 {
+			return true
+		}
+		rm, rn, tk := s.RegM, s.RegN, s.TileK
+		switch {
+		case rm >= rn && rm > 1:
+			rm /= 2
+		case rn > 1:
+			rn /= 2
+		case tk > 1:
+			tk /= 2
+		default:
+			return false
+		}
+		s.tileK(tm, tn, rm, rn, tk, out)
+	}
 }
 
 // MatVec tiles a contraction one of whose factors has few rows (at most

@@ -1,9 +1,13 @@
 package partition
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 
+	"tec/analysis"
+	tb "tec/internal/tebuild"
 	"tec/te"
 )
 
@@ -88,5 +92,85 @@ func TestMergeRes(t *testing.T) {
 	}...)
 	if got.SharedBytes != want || want != 16448+1024+2052 {
 		t.Errorf("merged %d B, SharedBytes %d B, want %d", got.SharedBytes, want, 16448+1024+2052)
+	}
+}
+
+// maskedScores is issue 23's masked contraction of one query against a
+// cache of s positions, sc[b, t] = select(t <= pos[b], sum[e](q[b, e] *
+// kc[b, t, e]), -inf).
+func maskedScores(s, e int) *te.Program {
+	b := tb.New("m")
+	pos := b.InputOf("pos", te.I32, 1)
+	q, kc := b.Input("q", 1, e), b.Input("kc", 1, s, e)
+	sc := b.Compute("sc", tb.Shape(1, s), func(ax []te.Index) te.Expr {
+		sum := tb.Reduce(te.Sum, "e", e, func(x te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(q, ax[0], x), tb.Ld(kc, ax[0], ax[1], x))
+		})
+		return tb.Sel(tb.Bin(te.Le, tb.Idx(ax[1]), tb.Ld(pos, ax[0])), sum, tb.F(math.Inf(-1)))
+	})
+	return b.Program(sc)
+}
+
+// smallShared is a valid GPU description of 16 KiB of shared memory per
+// block and 256 threads, the least docs/gpu.md allows.
+func smallShared(threads int) GPU {
+	g, _ := BuiltinGPU("a100")
+	g.Name, g.SMs = "small16", 7
+	g.SharedPerSM, g.SharedPerBlock = 16<<10, 16<<10
+	g.MaxThreadsPerSM, g.MaxThreadsPerBlock = threads, threads
+	return g
+}
+
+// TestShrink checks the fallback tile of a contraction whose block does
+// not fit: issue 23's masked scores on a 16 KiB, 256-thread GPU stage a
+// 1×256 tile's factors 8 of K at a time (16448 B at 16), at -O3 and -O4;
+// on the A100 the tile keeps its 16.
+func TestShrink(t *testing.T) {
+	p := maskedScores(200, 64)
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, _ := BuiltinGPU("a100")
+	for _, tt := range []struct {
+		name   string
+		g      GPU
+		reuse  bool
+		tileK  int
+		shared int
+	}{
+		{"small16/O3", smallShared(256), false, 8, 4 * (8 + 8*256)},
+		{"small16/O4", smallShared(256), true, 8, 4 * (8 + 8*256)},
+		{"a100", a100, true, 16, 4 * (16 + 16*256)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pl, err := Partition(a, tt.g, Options{Split: true, Reuse: tt.reuse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := pl.Schedules[p.Outputs[0]]
+			if s.Kind != Contraction || s.Mask == nil || s.TileK != tt.tileK || s.SharedBytes != tt.shared {
+				t.Errorf("schedule %s, want a masked contraction staging %d of K (%d B)", s, tt.tileK, tt.shared)
+			}
+			if k := pl.Kernels[0]; k.Resources.SharedBytes > tt.g.SharedPerBlock {
+				t.Errorf("kernel of %d B on a GPU of %d B per block", k.Resources.SharedBytes, tt.g.SharedPerBlock)
+			}
+		})
+	}
+}
+
+// TestFitHint checks that a stage that fits on no SM is refused with what
+// the user can set: the level and the GPU description's block size, not
+// the block the plan chose.
+func TestFitHint(t *testing.T) {
+	a, err := analysis.Analyze(maskedScores(200, 64), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := smallShared(256)
+	g.RegsPerSM = 1024 // not one 256-thread block of 32 registers per thread
+	_, err = Partition(a, g, Options{Split: true, Reuse: true})
+	if err == nil || !strings.Contains(err.Error(), "does not fit on small16") || !strings.Contains(err.Error(), FitHint) {
+		t.Errorf("err = %v, want the stage refused with %q", err, FitHint)
 	}
 }

@@ -103,7 +103,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		docs = append(docs, t.Name)
 		tmp := &kir.Kernel{}
 		var stage []kir.Stmt
-		l.tm, l.tn, l.rm, l.rn = 0, 0, 1, 1
+		l.tm, l.tn, l.rm, l.rn, l.tk = 0, 0, 1, 1, 0
 		switch s.Kind {
 		case partition.Contraction:
 			if s.Resident != nil {
@@ -128,7 +128,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 				break
 			}
 			l.rm, l.rn = max(s.RegM, 1), max(s.RegN, 1)
-			l.tm, l.tn = s.TileM/l.rm, s.TileN/l.rn
+			l.tm, l.tn, l.tk = s.TileM/l.rm, s.TileN/l.rn, s.TileK
 			r, _, _, one := partition.MaskedReduce(t.Body)
 			if !one || !l.contraction(t, r, tmp, &stage) {
 				l.blockReduceOrElementwise(t, tmp, &stage)
@@ -170,8 +170,8 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	}
 	n := k.SharedBytes()
 	if n > int64(pl.GPU.SharedPerBlock) {
-		return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s; build with a lower -O or a smaller block",
-			k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name)
+		return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s; %s",
+			k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name, partition.FitHint)
 	}
 	// The plan sized the grid from its estimate of the block's resources;
 	// the kernel's own shared memory decides how many blocks are resident
@@ -180,8 +180,8 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	res.Threads, res.SharedBytes = max(res.Threads, k.Block), max(res.SharedBytes, int(n))
 	fit := pl.GPU.ResidentBlocks(res)
 	if fit == 0 {
-		return nil, fmt.Errorf("lower: kernel %s: a block of %d threads, %d registers per thread and %d B of shared memory does not fit on an SM of %s; build with a lower -O or a smaller block",
-			k.Name, res.Threads, res.RegsPerThread, res.SharedBytes, pl.GPU.Name)
+		return nil, fmt.Errorf("lower: kernel %s: a block of %d threads, %d registers per thread and %d B of shared memory does not fit on an SM of %s; %s",
+			k.Name, res.Threads, res.RegsPerThread, res.SharedBytes, pl.GPU.Name, partition.FitHint)
 	}
 	k.Grid.Blocks = min(k.Grid.Blocks, fit)
 	l.params(k)

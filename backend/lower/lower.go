@@ -150,10 +150,11 @@ type lowerer struct {
 	// In a fused kernel every stage runs with the kernel's block: threads
 	// is its size, tm×tn (= threads) the grid of the block's threads over
 	// the tile of the contraction being lowered, and rm×rn the outputs of
-	// each thread. Zero (rm, rn: 1) in unfused lowering, where each kernel
-	// picks its own tile.
+	// each thread, tk the k of the factors it stages in shared memory at
+	// once. Zero (rm, rn: 1) in unfused lowering, where each kernel picks
+	// its own tile.
 	threads, tm, tn int
-	rm, rn          int
+	rm, rn, tk      int
 
 	// bufPos is the position in m.Buffers, to which lowering only
 	// appends, of the first indexed buffers.
@@ -589,6 +590,9 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 	switch s := l.schedule(t); {
 	case l.tm > 0:
 		tm, tn, rm, rn = l.tm, l.tn, max(l.rm, 1), max(l.rn, 1)
+		if l.tk > 0 {
+			tk = l.tk
+		}
 	case s != nil && s.Kind == partition.Contraction && s.TileM > 0 && s.TileN > 0:
 		tm, tn, tk = s.TileM, s.TileN, s.TileK // partition.Schedule.Unfused's tile
 	}
