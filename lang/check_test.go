@@ -139,3 +139,40 @@ func TestBroadcastHint(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDefine checks the values -D accepts and the range errors it
+// gives: an overflow to infinity and an underflow to 0 are both errors.
+func TestParseDefine(t *testing.T) {
+	tests := []struct {
+		text string
+		want string // the number as the language writes it, or the error
+	}{
+		{"128", "128"},
+		{" -3 ", "-3"},
+		{"0.5", "0.5"},
+		{"1e-320", "1e-320"}, // subnormal, but not 0
+		{"0e-400", "0.0"},
+		{"-0.0", "-0.0"},
+		{"0x1p-4", "0.0625"},
+		{"1e400", "the number 1e400 is too large for a float, which would make it infinite: the largest float is 1.7976931348623157e308"},
+		{"-1e400", "the number -1e400 is too large for a float, which would make it infinite: the largest float is 1.7976931348623157e308"},
+		{"1e-400", "the number 1e-400 is too small for a float, which would make it 0: the least non-zero float is 4.9e-324"},
+		{"0x1p-2000", "the number 0x1p-2000 is too small for a float, which would make it 0: the least non-zero float is 4.9e-324"},
+		{"9223372036854775808", "the integer 9223372036854775808 is too large: ints range over ±9223372036854775807"},
+		{"inf", "the value is not a number"},
+		{"nan", "the value is not a number"},
+		{"abc", "the value is not a number"},
+	}
+	for _, tt := range tests {
+		n, err := parseDefine(tt.text)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = n.String()
+		}
+		if got != tt.want {
+			t.Errorf("parseDefine(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}

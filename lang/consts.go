@@ -2,6 +2,7 @@ package lang
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -61,34 +62,79 @@ func (n number) String() string {
 var (
 	errDivZero  = errors.New("division by zero")
 	errOverflow = errors.New("integer overflow")
+	// errNotNumber is parseDefine's error for text that is no number.
+	errNotNumber = errors.New("the value is not a number")
 )
 
-// literal converts a number literal, failing for numbers too large to hold.
+// literal converts a number literal, failing for numbers that a float or
+// an int cannot hold: too large, or so small that they would be 0.
 func literal(n *syntax.Number) (number, error) {
 	if n.IsInt {
 		i, err := strconv.ParseInt(n.Text, 10, 64)
 		if err != nil {
-			return number{}, errors.New("the integer " + n.Text + " is too large")
+			return number{}, errors.New("the integer " + n.Text + " is too large: ints range over ±9223372036854775807")
 		}
 		return intNum(int(i)), nil
 	}
-	if math.IsInf(n.Value, 0) || math.IsNaN(n.Value) {
-		return number{}, errors.New("the number " + n.Text + " is too large for a float")
+	if err := floatRange(n.Text, n.Value); err != nil {
+		return number{}, err
 	}
 	return floatNum(n.Value), nil
 }
 
-// parseDefine converts the text of a -D value to a number.
-func parseDefine(s string) (number, bool) {
+// floatRange reports a float literal text that f, its value as ParseFloat
+// gives it, does not hold: one beyond the float range, which became ±inf,
+// and one below it, which became 0 although text is not zero.
+func floatRange(text string, f float64) error {
+	switch {
+	case math.IsInf(f, 0) || math.IsNaN(f):
+		return fmt.Errorf("the number %s is too large for a float, which would make it infinite: the largest float is 1.7976931348623157e308", text)
+	case f == 0 && !isZeroLiteral(text):
+		return fmt.Errorf("the number %s is too small for a float, which would make it 0: the least non-zero float is 4.9e-324", text)
+	}
+	return nil
+}
+
+// isZeroLiteral reports whether the number literal text denotes zero: its
+// mantissa (before any exponent) has no non-zero digit.
+func isZeroLiteral(text string) bool {
+	mant := strings.ToLower(text)
+	hex := strings.HasPrefix(strings.TrimLeft(mant, "+-"), "0x")
+	if hex {
+		mant = strings.TrimLeft(mant, "+-")[2:]
+		mant, _, _ = strings.Cut(mant, "p")
+	} else {
+		mant, _, _ = strings.Cut(mant, "e")
+	}
+	for _, r := range mant {
+		if r >= '1' && r <= '9' || hex && r >= 'a' && r <= 'f' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDefine converts the text of a -D value to a number, or says why it
+// is not one.
+func parseDefine(s string) (number, error) {
 	s = strings.TrimSpace(s)
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return intNum(int(i)), true
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
+		return intNum(int(i)), nil
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		return number{}, fmt.Errorf("the integer %s is too large: ints range over ±9223372036854775807", s)
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return number{}, false
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), math.IsNaN(f),
+		math.IsInf(f, 0) && !errors.Is(err, strconv.ErrRange): // inf, nan
+		return number{}, errNotNumber
 	}
-	return floatNum(f), true
+	if err := floatRange(s, f); err != nil {
+		return number{}, err
+	}
+	return floatNum(f), nil
 }
 
 // foldBinary applies a binary operator of the language to two numbers.
@@ -360,10 +406,13 @@ func (c *checker) applyDefines(f *fileScope, defines map[string]string) {
 			c.errorAt(f.path, syntax.Span{}, "define", hint, "-D %s: %s declares no constant %s", n, f.path, n)
 			continue
 		}
-		v, ok := parseDefine(defines[n])
-		if !ok {
-			c.errorAt(f.path, syntax.Span{}, "define", "give an int such as 128 or a float such as 0.5",
-				"-D %s=%s: the value is not a number", n, defines[n])
+		v, err := parseDefine(defines[n])
+		if err != nil {
+			hint := "give an int such as 128 or a float such as 0.5"
+			if err != errNotNumber {
+				hint = "give a value within that range (0 itself is fine)"
+			}
+			c.errorAt(f.path, syntax.Span{}, "define", hint, "-D %s=%s: %v", n, defines[n], err)
 			continue
 		}
 		d.override = &v
