@@ -30,6 +30,13 @@ func FuzzImport(f *testing.F) {
 			node("Resize", []string{"x", "", "", "n"}, []string{"b"}, aStr("coordinate_transformation_mode", "asymmetric"), aStr("nearest_mode", "floor")).
 			node("Pad", []string{"x", "p"}, []string{"c"}, aStr("mode", "reflect")).
 			node("ArgMax", []string{"c"}, []string{"y"}, aInt("axis", 3)).output("a", "b", "y").model(13),
+		// Mod on integers, and an LSTM of constant inputs folded by the
+		// reference evaluator
+		newGraph().input("a", onnxpb.TensorProto_INT64, 6).ints("b", []int64{6}, 3, -3, 3, -3, 5, 2).
+			node("Mod", []string{"a", "b"}, []string{"y"}, aInt("fmod", 1)).output("y").model(13),
+		newGraph().input("z", f32, 2, 1, 1).floats("x", []int64{2, 1, 1}, 1, 2).floats("W", []int64{1, 4, 1}, 0, 0, 0, 1).floats("R", []int64{1, 4, 1}, 0, 0, 0, 0).
+			node("LSTM", []string{"x", "W", "R"}, []string{"Y"}, aInt("hidden_size", 1)).
+			node("Add", []string{"Y", "z"}, []string{"y"}).output("y").model(14),
 	}
 	for _, m := range seeds {
 		data, err := proto.Marshal(m)

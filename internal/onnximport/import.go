@@ -283,6 +283,9 @@ func (im *importer) outputs(g *onnxpb.GraphProto) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("output %q is not computed by any node", o.GetName())
 		}
+		if empty(v.shape) {
+			return nil, fmt.Errorf("output %q has shape %v (empty tensors are not supported)", o.GetName(), v.shape)
+		}
 		if v.onnx != o.GetName() {
 			// an output that Identity passes on: a tensor of its own name
 			c := newValue(o.GetName(), v.dt, v.shape)
