@@ -176,3 +176,32 @@ func TestParseDefine(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLarge checks that running out of checking steps is explained by
+// what used them: loops unrolled, or, with no loop at all, the program's
+// own size (a 182,000-statement program was told to reduce its loop trip
+// counts; issue 23). Lists doubled by l = l + l use the steps cheaply.
+func TestTooLarge(t *testing.T) {
+	doubling := strings.Repeat("  l = l + l\n", 24)
+	tests := []struct {
+		name, body string
+		want       string
+	}{
+		{"no loop", "  l = [x]\n" + doubling,
+			"the program is too large: checking it takes more than 2000000 steps (1 tensor made so far, with no loop)"},
+		{"in a loop", "  l = [x]\n  for t in 0..24 {\n    l = l + l\n  }\n",
+			"the program is too large: unrolling it takes more than 2000000 steps (20 loop iterations so far)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "model m {\n  input x: f32[2]\n" + tt.body + "  output x\n}\n"
+			_, ds := Check("m.te", []byte(src), Config{})
+			if len(ds) != 1 || ds[0].Message != tt.want || ds[0].Code != "range" {
+				t.Fatalf("got %v, want one range error %q", ds, tt.want)
+			}
+			if tt.name == "no loop" && !strings.Contains(ds[0].Hint, "loops or not") {
+				t.Errorf("hint %q does not say that the limit is on the program's size", ds[0].Hint)
+			}
+		})
+	}
+}

@@ -30,11 +30,15 @@ type checker struct {
 	prelude *fileScope
 	main    *fileScope
 
-	prog   *builder // the program being lowered
-	frame  *frame   // the innermost function call or model body being executed
-	steps  int
-	errors int // errors reported
-	info   *Info
+	prog  *builder // the program being lowered
+	frame *frame   // the innermost function call or model body being executed
+	steps int
+	// trips counts the loop and comprehension iterations unrolled, and
+	// tensors the tensors made: what the message about steps names.
+	trips   int
+	tensors int
+	errors  int // errors reported
+	info    *Info
 
 	// scopeNames are the loop iterations and calls being executed, outermost
 	// first; scopeSnap is a copy shared by the tensors made in one place.
@@ -105,13 +109,27 @@ func related(d *diag.Diagnostic, file string, span syntax.Span, format string, a
 func (c *checker) step(file string, span syntax.Span) { c.work(file, span, 1) }
 
 // work counts n units of unrolling work (copying a list element is one).
+// When the steps run out, the error says why: loops unrolled, or, where no
+// loop was, the size of the program itself.
 func (c *checker) work(file string, span syntax.Span, n int) {
 	c.steps += n
-	if c.steps > maxSteps {
-		c.errorAt(file, span, "range", "reduce the loop trip counts, or check them with smaller -D values",
-			"the program is too large: unrolling it takes more than %d steps", maxSteps)
-		panic(abort{})
+	if c.steps <= maxSteps {
+		return
 	}
+	if c.trips > 0 {
+		c.errorAt(file, span, "range", "reduce the loop trip counts, or check them with smaller -D values",
+			"the program is too large: unrolling it takes more than %d steps (%s so far)", maxSteps, plural(c.trips, "loop iteration"))
+	} else {
+		c.errorAt(file, span, "range", fmt.Sprintf("the limit is on the size of the program, loops or not: each statement, call and list element copied counts 1 step and each tensor made %d (about %d tensors in all); split the model into smaller ones", tensorCost, maxSteps/(tensorCost+1)),
+			"the program is too large: checking it takes more than %d steps (%s made so far, with no loop)", maxSteps, plural(c.tensors, "tensor"))
+	}
+	panic(abort{})
+}
+
+// trip counts one iteration of a loop or comprehension being unrolled.
+func (c *checker) trip(file string, span syntax.Span) {
+	c.trips++
+	c.step(file, span)
 }
 
 // tripsFit reports whether a loop or comprehension over lo..hi, one step per

@@ -72,7 +72,7 @@ func (c *checker) eval(sc *scope, e syntax.Expr) Value {
 		}
 		elems := make([]Value, 0, max(hi-lo, 0))
 		for i := lo; i < hi; i++ {
-			c.step(file, e.Span)
+			c.trip(file, e.Span)
 			cs := sc.child()
 			cs.bind(e.Var.Name, intNum(i), e.Var.Span, nil)
 			elems = append(elems, c.listElem(cs, e.Elem))

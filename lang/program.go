@@ -55,6 +55,7 @@ func newBuilder(c *checker) *builder {
 
 // add appends a tensor, named provisionally name, with the current scope.
 func (b *builder) add(t *te.Tensor, name, file string, span syntax.Span) *te.Tensor {
+	b.c.tensors++
 	b.c.work(file, span, tensorCost)
 	b.c.checkSize(file, span, t.Shape)
 	t.ID = len(b.tensors)

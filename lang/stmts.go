@@ -185,7 +185,7 @@ func (c *checker) execFor(sc *scope, s *syntax.ForStmt) {
 		return
 	}
 	for i := lo; i < hi && !c.frame.returned; i++ {
-		c.step(sc.path, s.Range.Span)
+		c.trip(sc.path, s.Range.Span)
 		c.assignLocal(sc, s.Var, intNum(i))
 		c.pushScopeName(fmt.Sprintf("%s[%d]", s.Var.Name, i))
 		c.frame.iters = append(c.frame.iters, i)
