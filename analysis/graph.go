@@ -17,7 +17,7 @@ import (
 type Graph struct {
 	prog   *te.Program
 	nodes  []*te.Tensor
-	pos    map[*te.Tensor]int32 // only for tensors whose ID is not their position
+	pos    map[*te.Tensor]int32 // every node's position
 	preds  [][]int32            // distinct producers of each node, ascending
 	succs  [][]int32            // distinct consumers of each node, ascending
 	level  []int32              // length of the longest path from a source
@@ -41,7 +41,7 @@ func NewGraph(p *te.Program) (*Graph, error) {
 	g := &Graph{
 		prog:   p,
 		nodes:  p.Tensors,
-		pos:    map[*te.Tensor]int32{},
+		pos:    make(map[*te.Tensor]int32, n),
 		preds:  make([][]int32, n),
 		succs:  make([][]int32, n),
 		level:  make([]int32, n),
@@ -56,9 +56,7 @@ func NewGraph(p *te.Program) (*Graph, error) {
 			return nil, fmt.Errorf("analysis: program %q: tensor %q appears twice", p.Name, t.Name)
 		}
 		seen[t] = true
-		if t.ID != i {
-			g.pos[t] = int32(i)
-		}
+		g.pos[t] = int32(i)
 	}
 	var nsucc []int32 // number of consumers of each node, then a fill cursor
 	nsucc = make([]int32, n)
@@ -132,7 +130,11 @@ func NewGraph(p *te.Program) (*Graph, error) {
 }
 
 // lookup returns t's position: its ID when that is where it is, as the front
-// end makes it, and otherwise the position recorded in pos.
+// end makes it, and otherwise the position recorded in pos. A program's
+// tensors may be shared with another that numbers them anew (the pipeline's
+// transformed copies share placeholders: tec explain --plan built one of a
+// program with params declared in a loop after analysing it), so the graph
+// records every tensor's position and trusts no ID that it has not checked.
 func (g *Graph) lookup(t *te.Tensor) (int32, bool) {
 	if t != nil && t.ID >= 0 && t.ID < len(g.nodes) && g.nodes[t.ID] == t {
 		return int32(t.ID), true

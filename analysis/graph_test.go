@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -298,5 +299,37 @@ func TestMalformedPrograms(t *testing.T) {
 	}
 	if _, err := Analyze(randomDAG(rand.New(rand.NewPCG(1, 1)), 5, 1), Options{Threshold: -1}); err == nil {
 		t.Error("negative threshold: no error")
+	}
+}
+
+// TestRenumberedTensors checks that a program's graph still finds its
+// tensors after another program that shares them numbers them anew, as
+// the transforms' copies do with placeholders (tec explain --plan
+// analysed a program with params declared in a loop, then built it:
+// panic: analysis: tensor "w.1" is not in program "m").
+func TestRenumberedTensors(t *testing.T) {
+	b := newBuilder("m")
+	x, w0, w1 := b.input("x", 4), b.param("w.0", 4), b.param("w.1", 4)
+	h := b.compute("h", shp(4), func(ax []te.Index) te.Expr { return mul(ld(x, ax...), ld(w0, ax...)) })
+	h1 := b.compute("h.1", shp(4), func(ax []te.Index) te.Expr { return mul(ld(h, ax...), ld(w1, ax...)) })
+	y := b.compute("y", shp(4), func(ax []te.Index) te.Expr { return add(ld(h1, ax...), cf(1)) })
+	p := b.outputs(y)
+	a := mustAnalyze(t, p)
+	want, err := json.Marshal(a.Report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the program keeps x and w.1 only, numbered 0 and 1 (w.1
+	// was 2); w.0 is numbered in a third.
+	x.ID, w1.ID, w0.ID = 0, 1, 7
+	got, err := json.Marshal(a.Report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("report after renumbering:\n%s\nwant\n%s", got, want)
+	}
+	if r := a.Graph.LiveRange(w1); r.Def != 2 || r.LastUse != 4 {
+		t.Errorf("w.1 live %d..%d, want 2..4", r.Def, r.LastUse)
 	}
 }
