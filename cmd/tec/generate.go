@@ -58,10 +58,10 @@ with token ids by --fill); then decode step i feeds each sequence's last
 token at position P + i, for --steps steps. Each sequence's tokens are the
 prefill's next token and each step's. P + steps must not exceed the
 caches' positions. Where next is the argmax of a tensor's rows
-(next[b] = argmax[t](logits[b, t])), each run gives that tensor too, and
-a row that holds a NaN or a +Inf, or nothing but -Inf, stops the
-generation with an error naming the step and the sequence: argmax would
-pass over the NaN and pick a token all the same.
+(next[b] = argmax[t](logits[b, t])), a row of that tensor that holds a
+NaN or a +Inf, or nothing but -Inf, stops the generation on ref and sim
+with an error naming the step and the sequence: argmax would pass over
+the NaN and pick a token all the same.
 
   ref   the reference evaluator (float64 arithmetic)
   sim   the kernels that "tec build" emits at -O (with --gpu), in the
@@ -252,6 +252,11 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	rf := &runFlags{device: gf.device, race: gf.race, seed: gf.seed, maxTime: gf.maxTime}
 	if _, err := checkGenerateWork(plan, gf.steps, rf); err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
+	}
+	if gf.device != "cuda" {
+		// each step's logits are checked in this process (generate.Host);
+		// tec-cuda's loop does not check them
+		plan.OutputLogits()
 	}
 	mods := map[*te.Program]*kir.Module{}
 	if gf.device == "sim" || gf.device == "cuda" {

@@ -14,6 +14,15 @@
 // only token ids and positions go in and the next tokens come out. Host is
 // the Runner of the devices that run in this process on host arrays (the
 // reference evaluator, the simulator).
+//
+// Where next is the argmax of a tensor's rows, next[b] = argmax[t](L[b, t])
+// (the logits), and the model outputs that tensor (as examples/llama.te
+// does, or after Plan.OutputLogits), Host checks each run's with
+// Plan.CheckLogits: a row that holds a NaN, all NaN (a NaN upstream, which
+// argmax gives as token 0) or only some (argmax would pick the greatest of
+// the others), a +Inf, or nothing but -Inf stops the generation with an
+// error naming the step and the sequence, where it would otherwise go on
+// with tokens that mean nothing.
 package generate
 
 import (
@@ -58,10 +67,8 @@ type Plan struct {
 	// gathers accept, or 0 when unknown.
 	Vocab int
 	// Logits holds, by model name, the tensor whose rows each model's
-	// next picks from, where next is next[b] = argmax[t](L[b, t]); NewPlan
-	// makes it an output of its model, so that every run gives it and
-	// CheckLogits can check it. A model whose next is defined otherwise
-	// has none.
+	// next picks from, where next is next[b] = argmax[t](L[b, t]), for
+	// CheckLogits. A model whose next is defined otherwise has none.
 	Logits map[string]*te.Tensor
 }
 
@@ -111,12 +118,20 @@ func NewPlan(prefill, decode *te.Program) (*Plan, error) {
 	for _, p := range []*te.Program{prefill, decode} {
 		if l := logits(p); l != nil {
 			pl.Logits[p.Name] = l
-			if !slices.Contains(p.Outputs, l) {
-				p.Outputs = append(p.Outputs, l)
-			}
 		}
 	}
 	return pl, nil
+}
+
+// OutputLogits makes each model's logits (pl.Logits) an output of the
+// model where it is not one, so that a Host run gives them and checks
+// them. It changes the programs: call it before compiling them.
+func (pl *Plan) OutputLogits() {
+	for _, p := range []*te.Program{pl.Prefill, pl.Decode} {
+		if l := pl.Logits[p.Name]; l != nil && !slices.Contains(p.Outputs, l) {
+			p.Outputs = append(p.Outputs, l)
+		}
+	}
 }
 
 // logits returns the tensor L of p's next[b] = argmax[t](L[b, t]), read
@@ -567,7 +582,7 @@ func (h *Host) Run(model string, inputs map[string]*te.Array) (*te.Array, error)
 		h.state[c.Name] = a
 	}
 	h.Last = outs
-	if l := h.plan.Logits[p.Name]; l != nil {
+	if l := h.plan.Logits[p.Name]; l != nil && slices.Contains(p.Outputs, l) {
 		if err := h.plan.CheckLogits(p.Name, outs[l.Name]); err != nil {
 			return nil, err
 		}

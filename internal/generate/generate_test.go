@@ -435,3 +435,44 @@ func TestGenerateNaNLlama(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputLogits: a model that does not output the logits its next picks
+// from is checked once Plan.OutputLogits has made them an output.
+func TestOutputLogits(t *testing.T) {
+	src := strings.ReplaceAll(pairSource(t), "output logits, next", "output next")
+	for _, output := range []bool{false, true} {
+		pre, dec := pair(t, src)
+		pl, err := NewPlan(pre, dec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.Logits["prefill"] != pre.Lookup("logits") || pl.Logits["decode"] != dec.Lookup("logits") {
+			t.Fatalf("logits %v, want each model's logits", pl.Logits)
+		}
+		if output {
+			pl.OutputLogits()
+			pl.OutputLogits() // once only
+			if got := names(pre.Outputs) + "; " + names(dec.Outputs); got != "next, kc, logits; next, kc, logits" {
+				t.Fatalf("outputs %s, want next, kc, logits for each model", got)
+			}
+		}
+		emb := numeric.NewFilled(pre.Lookup("emb"), numeric.Random, 7)
+		emb.Data[3*4] = math.NaN() // token 3's embedding: its logit is NaN
+		eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+			return te.Evaluate(p, feeds, te.EvalOptions{})
+		}
+		h, err := NewHost(pl, map[string]*te.Array{"emb": emb}, eval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt := &te.Array{DType: te.I32, Shape: []int{2, 3}, Data: []float64{4, 1, 2, 1, 0, 4}}
+		_, err = Generate(h, pl, prompt, 2)
+		const want = "prefill (model prefill): sequence 0: the logits it picks its next token from, logits[0, :], hold 1 NaN of 5 values (the first at logits[0, 3])"
+		switch {
+		case output && (err == nil || !strings.HasPrefix(err.Error(), want)):
+			t.Errorf("with OutputLogits: %v, want %q...", err, want)
+		case !output && err != nil:
+			t.Errorf("without OutputLogits the logits are not seen, but: %v", err)
+		}
+	}
+}
