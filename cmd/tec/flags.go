@@ -204,6 +204,7 @@ func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
 	if err != nil {
 		return nil, e.failf(nil, exitUser, &failure{code: codeIO, file: file, err: err})
 	}
+	e.source.file, e.source.src = file, src
 	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model, ReadFile: readSource})
 	if code := e.report(cf, diags, lang.SourceFunc(file, src, readSource)); code != exitOK {
 		return nil, code

@@ -62,6 +62,13 @@ type env struct {
 	isTerminal func(w io.Writer) bool
 	longRun    time.Duration
 
+	// source is the file that compile read last, and its text: where a
+	// refusal looks for the constants -D could set.
+	source struct {
+		file string
+		src  []byte
+	}
+
 	// execTecCUDA runs tec-cuda on a job directory (--device cuda) and
 	// returns what it printed; nil means executing it. Tests set it.
 	execTecCUDA func(ctx context.Context, runner, dir string) ([]byte, error)

@@ -306,7 +306,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 	if err := checkMemory(prog.Name, rf.device, need, limit); err != nil {
 		return e.failf(c, exitUser, fail(codeMemory, err))
 	}
-	secs, err := checkWork(prog, rf)
+	secs, err := e.checkWork(prog, mod, rf)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
 	}
@@ -460,61 +460,6 @@ func dataFailure(file string, err error) error {
 		code = codeIO
 	}
 	return &failure{code: code, file: file, err: err}
-}
-
-// The rates at which the devices get through te.Program.Work, measured on
-// the 2-core machine the project is developed on: for the reference, a
-// reduction with element-wise work around it and a 1024³ matmul for BLAS;
-// for the simulator, the median over mlp, layernorm, attention and the
-// LSTM at -O4 (the simulator's rate varies about 20-fold between models,
-// docs/cli.md "Work estimate" gives the figures).
-const (
-	refScalarRate      = 4e7  // operations per second, the reference's closures
-	refContractionRate = 4e9  // operations per second, contractions handed to BLAS
-	simRaceRate        = 3e7  // operations per second, the simulator with --race
-	simRate            = 8e7  // operations per second, the simulator without
-	gpuRate            = 1e12 // operations per second, a GPU (a tenth of an A100's f32 peak)
-)
-
-// estimateRun returns the estimated seconds that running prog on rf's
-// device takes.
-func estimateRun(w te.Work, rf *runFlags) float64 {
-	switch {
-	case rf.device == "ref":
-		return w.Scalar/refScalarRate + w.Contraction/refContractionRate
-	case rf.device == "cuda":
-		return w.Total() / gpuRate
-	case rf.race:
-		return w.Total() / simRaceRate
-	}
-	return w.Total() / simRate
-}
-
-// checkWork returns the estimated seconds of the run, and refuses one
-// estimated to take longer than --max-time.
-func checkWork(prog *te.Program, rf *runFlags) (float64, error) {
-	w := prog.Work()
-	secs := estimateRun(w, rf)
-	if rf.maxTime == 0 || secs <= rf.maxTime.Seconds() {
-		return secs, nil
-	}
-	return secs, fmt.Errorf("model %s takes about %.2g operations, some %s on %s; refusing a run estimated over %v\n"+
-		"  hint: use smaller sizes (-D NAME=VALUE), or --max-time 0 to run it anyway", prog.Name, w.Total(), formatSeconds(secs), rf.device, rf.maxTime)
-}
-
-// formatSeconds formats an estimate of seconds in the unit that suits it.
-func formatSeconds(s float64) string {
-	switch {
-	case s < 120:
-		return fmt.Sprintf("%.0f seconds", s)
-	case s < 2*3600:
-		return fmt.Sprintf("%.0f minutes", s/60)
-	case s < 2*86400:
-		return fmt.Sprintf("%.0f hours", s/3600)
-	case s < 2*365*86400:
-		return fmt.Sprintf("%.0f days", s/86400)
-	}
-	return fmt.Sprintf("%.2g years", s/(365*86400))
 }
 
 // evaluate runs prog on rf.device (mod, its kernels, on sim) and returns

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tec/backend/kir"
+	"tec/lang"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// TestEstimatesMatchMeasuredRuns checks tec run's time estimates against the
+// runs they were calibrated on (docs/cli.md "Work estimate": seconds of one
+// core's time, /usr/bin/time -v on the 2-core development machine): each
+// estimate must stay conservative and within about 1.5 times the run. Before
+// the calibration the reference's estimates were up to 4 times the runs
+// (BERT: 61 s for 19 s), the simulator's up to 5 times, and the LSTM's on the
+// reference half the run.
+func TestEstimatesMatchMeasuredRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and builds full-size examples")
+	}
+	tests := []struct {
+		model    string
+		defines  map[string]string
+		device   string
+		race     bool
+		measured float64 // seconds of CPU time
+		lo, hi   float64 // the bounds of estimate / measured
+	}{
+		{"attention", nil, "ref", false, 0.51, 1, 1.5},
+		{"bert", nil, "ref", false, 18.8, 1, 1.5},
+		{"efficientnet", nil, "ref", false, 19.5, 1, 1.5},
+		{"lstm", nil, "ref", false, 2.26, 1, 1.5},
+		{"swin", nil, "ref", false, 14.1, 1, 1.5},
+		// Padded convolutions: the bound checks of every point count as
+		// operations but cost the reference little.
+		{"conv_block", nil, "ref", false, 20.4, 1, 2.5},
+		{"attention", nil, "sim", true, 32.9, 1, 1.6},
+		{"mlp", nil, "sim", true, 15.75, 1, 1.6},
+		{"efficientnet", nil, "sim", true, 39.5, 1, 1.6},
+		{"conv_block", nil, "sim", true, 9.77, 0.9, 1.6},
+		{"lstm", map[string]string{"T": "10"}, "sim", true, 15.0, 0.9, 1.6},
+		{"attention", nil, "sim", false, 10.35, 1, 1.7},
+		{"mlp", nil, "sim", false, 4.65, 1, 1.7},
+		{"efficientnet", nil, "sim", false, 15.27, 1, 1.7},
+		{"conv_block", nil, "sim", false, 3.44, 0.9, 1.7},
+		{"lstm", map[string]string{"T": "10"}, "sim", false, 8.43, 0.7, 1.7},
+	}
+	opts, err := (&optFlags{level: pipeline.MaxLevel, precision: "f32"}).options("sm_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type built struct {
+		prog *te.Program
+		mod  *kir.Module
+	}
+	cache := map[string]built{}
+	for _, tt := range tests {
+		key := tt.model + fmt.Sprint(tt.defines)
+		b, ok := cache[key]
+		if !ok {
+			file := filepath.Join("..", "..", "examples", tt.model+".te")
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, diags := lang.Check(file, src, lang.Config{Defines: tt.defines, ReadFile: readSource})
+			if diags.HasErrors() {
+				t.Fatalf("%s: %v", file, diags)
+			}
+			b.prog = prog
+		}
+		if tt.device == "sim" && b.mod == nil {
+			res, err := pipeline.Build(b.prog, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", tt.model, err)
+			}
+			b.mod = res.Module
+		}
+		cache[key] = b
+		mod := b.mod
+		if tt.device != "sim" {
+			mod = nil
+		}
+		est := estimateProgram(b.prog, mod, &runFlags{device: tt.device, race: tt.race})
+		t.Logf("%s on %s (race %v): estimated %.3g s, measured %.3g s: %.2f times", tt.model, tt.device, tt.race, est, tt.measured, est/tt.measured)
+		if r := est / tt.measured; r < tt.lo || r > tt.hi {
+			t.Errorf("%s on %s (race %v): estimated %.3g s, measured %.3g s: %.2f times, want %.2f to %.2f", tt.model, tt.device, tt.race, est, tt.measured, r, tt.lo, tt.hi)
+		}
+	}
+}
+
+// TestTimeRefusalHint checks that a run refused by --max-time is offered -D
+// only where its file has constants to set: an imported model has none, and
+// is offered a --max-time that would admit it instead.
+func TestTimeRefusalHint(t *testing.T) {
+	dir := t.TempDir()
+	noConsts := filepath.Join(dir, "imported.te")
+	src := "model m {\n  input x: f32[4000, 4000]\n  y[i, j] = exp(x[i, j]) where i in 0..4000, j in 0..4000\n  output y\n}\n"
+	if err := os.WriteFile(noConsts, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+		not  string
+	}{
+		{"constants", []string{"run", "testdata/softmax.te", "-D", "N=30000", "-D", "D=30000", "--fill", "zeros", "--max-memory", "0"},
+			"hint: use smaller sizes (-D NAME=VALUE), or allow it more time with --max-time 4m (0: no limit)", ""},
+		{"no constants", []string{"run", noConsts, "--fill", "zeros", "--max-time", "100ms"},
+			"hint: the file has no constants to make the model smaller: allow it more time with --max-time 1m (0: no limit)", "-D"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runTec(t, tt.args...)
+			if code != exitUser || !strings.Contains(stderr, tt.want) || (tt.not != "" && strings.Contains(stderr, tt.not)) {
+				t.Errorf("status %d, stderr:\n%s\nwant status %d, %q and no %q", code, stderr, exitUser, tt.want, tt.not)
+			}
+		})
+	}
+}
+
+func TestSuggestMaxTime(t *testing.T) {
+	tests := []struct {
+		secs float64
+		want string
+	}{
+		{1, "1m"},
+		{40, "1m"},
+		{41, "2m"},
+		{3600, "90m"},
+		{5000, "3h"},
+		{1e12, "1000000h"},
+	}
+	for _, tt := range tests {
+		if got := suggestMaxTime(tt.secs); got != tt.want {
+			t.Errorf("suggestMaxTime(%g) = %s, want %s", tt.secs, got, tt.want)
+		}
+	}
+}
