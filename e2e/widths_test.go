@@ -40,6 +40,16 @@ model m {
   y[i, j] = sum[k](x[(i * 67108864 + k * 2097152 + j) % 61, k] * w[k, j]) where i in 0..64, j in 0..16
   output y
 }`, "(long long)"},
+		// Element arithmetic on i32 data with a constant past 2^31: the
+		// reference computes exact integers and saturates where it stores
+		// to an i32 tensor; the kernels compute in i64 and saturate there.
+		{"i32 data", `
+model m {
+  input ids: i32[3]
+  y[i] = ids[i] * 3000000001 where i in 0..3
+  z[i] = f32(ids[i] * 3000000001) + f32(ids[i] + 2147483647) where i in 0..3
+  output y, z
+}`, "tec_narrow("},
 	}
 	g, _ := partition.BuiltinGPU("a100")
 	tg, err := target.Lookup("sm_80")

@@ -248,6 +248,13 @@ static __device__ __forceinline__ long long tec_floormod64(long long a, long lon
   return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
 }
 `},
+		{"tec_narrow", `
+// An i64 value of kir's Widen as an i32, saturated at the i32 limits as
+// tec's reference evaluator stores it.
+static __device__ __forceinline__ int tec_narrow(long long v) {
+  return (int)min(max(v, -2147483648LL), 2147483647LL);
+}
+`},
 		{"tec_fmod", `
 // Float modulo with the sign of the divisor.
 static __device__ __forceinline__ float tec_fmod(float a, float b) {

@@ -629,7 +629,9 @@ func (w *kernelWriter) cast(b *strings.Builder, e *kir.Cast, paren func(int, fun
 		})
 	case e.To == te.I32 && from == te.F32:
 		w.call(b, "__float2int_rz", e.X)
-	case e.To == te.I32: // from bool or i64
+	case e.To == te.I32 && from == te.I64:
+		w.call(b, "tec_narrow", e.X)
+	case e.To == te.I32: // from bool
 		paren(precUnary, func() {
 			b.WriteString("(int)")
 			w.exprPrec(b, e.X, precUnary)

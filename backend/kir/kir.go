@@ -101,9 +101,14 @@
 // computes the operation in 64 bits: the operands are converted to i64
 // (Cast), and its result stays i64 for the operations above it that are
 // wide too. Where an i64 value meets an i32 use (an index, a stored value,
-// a loop bound, a cast to another type), a Cast to i32 narrows it, which
-// the simulator checks as it does an i32 operation. A variable whose
+// a loop bound, a cast to bool), a Cast to i32 narrows it, saturating at
+// the i32 limits as te.Round does: an index is proven to fit, and a value
+// stored to an i32 tensor saturates as the reference evaluator's store
+// does; a cast to f32 converts the i64 value itself. A variable whose
 // defining Let has an i64 value, and that is never reassigned, becomes i64.
+// The lowering keeps te's i32 constants as they are, so that an element
+// expression such as ids[i] * 3000000001 computes what the reference does
+// (exact integers, saturated where stored).
 //
 // The bounds are sound for the values a kernel computes as long as its i32
 // operations do not overflow, which the bounds themselves establish by

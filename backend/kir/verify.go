@@ -686,10 +686,10 @@ func typeErr(e Expr) string {
 		from := e.X.Type()
 		switch {
 		case e.To == te.I64 && from != te.I32 && from != te.I64,
-			from == te.I64 && e.To != te.I32 && e.To != te.I64:
-			// Widen converts between i32 and i64 only; the emitters
-			// know no other conversion of an i64.
-			return fmt.Sprintf("cast from %s to %s (i64 converts to and from i32 only)", from, e.To)
+			from == te.I64 && e.To != te.I32 && e.To != te.I64 && e.To != te.F32:
+			// Widen converts i32 to i64, and i64 to i32 and f32; the
+			// emitters know no other conversion of an i64.
+			return fmt.Sprintf("cast from %s to %s (i64 converts from i32, and to i32 and f32)", from, e.To)
 		}
 		switch e.To {
 		case te.F32, te.F16, te.BF16, te.I32, te.Bool, te.I64:

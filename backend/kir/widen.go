@@ -108,8 +108,8 @@ func (w *widener) narrowExpr(e Expr) (Expr, interval) {
 	return narrow(x), r
 }
 
-// narrow converts an i64 expression to i32; other expressions are returned
-// as they are.
+// narrow converts an i64 expression to i32, saturating (kir's "Index
+// widths"); other expressions are returned as they are.
 func narrow(e Expr) Expr {
 	if e != nil && e.Type() == te.I64 {
 		return &Cast{To: te.I32, X: e}
@@ -194,7 +194,10 @@ func (w *widener) expr(e Expr) (Expr, interval) {
 		}
 		return &Select{Cond: c, Then: t, Else: f}, r
 	case *Cast:
-		x, rx := w.narrowExpr(e.X)
+		x, rx := w.expr(e.X)
+		if x.Type() == te.I64 && e.To != te.I32 && e.To != te.F32 {
+			x = narrow(x) // i64 converts to i32 and f32 alone
+		}
 		r := anyI32
 		switch from := x.Type(); {
 		case e.To == te.Bool:

@@ -626,12 +626,16 @@ func (kg *kgen) cast(e *kir.Cast) value.Value {
 		// cvt.rzi.s32.f32: truncates, saturates, and gives 0 for NaN.
 		return b.NewCall(g.intrinsic("llvm.nvvm.f2i.rz", types.I32, types.Float), x)
 	case e.To == te.I32 && from == te.I64:
+		// Saturated at the i32 limits, as the reference stores it.
+		lo, hi := i64(math.MinInt32), i64(math.MaxInt32)
+		x = b.NewSelect(b.NewICmp(enum.IPredSLT, x, lo), lo, x)
+		x = b.NewSelect(b.NewICmp(enum.IPredSGT, x, hi), hi, x)
 		return b.NewTrunc(x, types.I32)
 	case e.To == te.I64: // from i32
 		return b.NewSExt(x, types.I64)
 	case e.To == te.I32: // from bool
 		return b.NewZExt(x, types.I32)
-	case e.To == te.F32 && from == te.I32:
+	case e.To == te.F32 && (from == te.I32 || from == te.I64):
 		return b.NewSIToFP(x, types.Float)
 	case e.To == te.F32: // from bool
 		return b.NewUIToFP(x, types.Float)

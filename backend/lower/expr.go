@@ -164,6 +164,11 @@ func (g *gen) gather(l *te.Load) kir.Expr {
 func (g *gen) expr(e te.Expr) kir.Expr {
 	switch e := e.(type) {
 	case *te.ConstExpr:
+		if v := e.Value; e.DType == te.I32 && v == math.Trunc(v) && !math.IsInf(v, 0) {
+			// Kept as it is, as the reference evaluates it: one past
+			// the i32 range makes its arithmetic i64 (kir.Widen).
+			return &kir.Const{Value: e.Value, T: te.I32}
+		}
 		return &kir.Const{Value: te.Round(e.DType, e.Value), T: kir.ValueType(e.DType)}
 	case *te.IndexExpr:
 		return g.index(e.Index.Simplify())

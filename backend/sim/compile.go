@@ -1022,8 +1022,8 @@ func (b *block) overflow(lane int32, e *kir.Binary, x, y, v float64) {
 		int64(x), e.Op, int64(y), v)
 }
 
-// narrowI32 is a conversion to i32 of an integer that must fit, as kir's
-// narrowing casts from i64 and i32 negation and absolute value require.
+// narrowI32 checks that i32 results fit 32 bits, as i32 negation and
+// absolute value require (a narrowing Cast from i64 saturates instead).
 func (p *program) narrowI32(x vfn, what string) vfn {
 	out := p.newScratch()
 	return func(b *block, act []int32) []float64 {
@@ -1087,8 +1087,6 @@ func (p *program) cast(e *kir.Cast) vfn {
 		return x
 	case e.To == te.Bool:
 		return p.lanes1(x, false, func(v float64) float64 { return b2f(v != 0) })
-	case e.To == te.I32 && from == te.I64:
-		return p.narrowI32(x, "the i64 value")
 	case e.To == te.I64:
 		return x // from i32: exact
 	case e.To == te.I32:

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -78,15 +79,15 @@ func TestIndexWidths(t *testing.T) {
 	}
 }
 
-// TestNarrowingOverflow checks that an i64 value narrowed to i32 where it
-// does not fit stops the simulation, as i32 negation of -2^31 does.
+// TestNarrowingOverflow checks that i32 arithmetic that does not fit 32
+// bits, and i64 arithmetic beyond the simulator's exact range, stop the
+// simulation.
 func TestNarrowingOverflow(t *testing.T) {
 	tests := []struct {
 		name string
 		e    kir.Expr
 		want string
 	}{
-		{"narrow", &kir.Cast{To: te.I32, X: &kir.Const{Value: 1 << 31, T: te.I64}}, "the i64 value 2147483648 does not fit"},
 		{"neg", &kir.Unary{Op: te.Neg, X: kir.I(-1 << 31)}, "neg gives 2147483648 does not fit"},
 		{"sub", kir.Sub(kir.I(-1<<31), kir.I(1)), "-2147483648 - 1 = -2147483649 does not fit"},
 		{"i64 beyond 2^53", kir.Mul(&kir.Const{Value: 1 << 40, T: te.I64}, &kir.Const{Value: 1 << 20, T: te.I64}), "beyond ±2^53"},
@@ -108,6 +109,42 @@ func TestNarrowingOverflow(t *testing.T) {
 			_, err := Run(m, nil, Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestNarrowingSaturates checks that an i64 value narrowed to i32
+// saturates at the i32 limits, as the reference evaluator's store to an
+// i32 tensor does, and that a cast to f32 converts the i64 value itself.
+func TestNarrowingSaturates(t *testing.T) {
+	tests := []struct {
+		name string
+		v    kir.Expr
+		dt   te.DType
+		want float64
+	}{
+		{"above", &kir.Cast{To: te.I32, X: &kir.Const{Value: 3000000001, T: te.I64}}, te.I32, math.MaxInt32},
+		{"below", &kir.Cast{To: te.I32, X: &kir.Const{Value: -3000000001, T: te.I64}}, te.I32, math.MinInt32},
+		{"within", &kir.Cast{To: te.I32, X: &kir.Const{Value: -7, T: te.I64}}, te.I32, -7},
+		{"to f32", &kir.Cast{To: te.F32, X: &kir.Const{Value: 3000000001, T: te.I64}}, te.F32, float64(float32(3000000001))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y := &kir.Buffer{Name: "y", Role: kir.Output, DType: tt.dt, Shape: []int{1}}
+			m := &kir.Module{
+				Name: "m", Buffers: []*kir.Buffer{y}, Outputs: []*kir.Buffer{y},
+				Kernels: []*kir.Kernel{{
+					Name: "y", Grid: kir.Grid{Blocks: 1}, Block: 1, Params: []*kir.Buffer{y},
+					Body: []kir.Stmt{&kir.Store{Buf: y, Index: kir.I(0), Value: tt.v}},
+				}},
+			}
+			out, err := Run(m, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Outputs["y"].Data[0]; got != tt.want {
+				t.Errorf("y = %v, want %v", got, tt.want)
 			}
 		})
 	}
