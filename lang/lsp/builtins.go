@@ -1,6 +1,10 @@
 package lsp
 
-import "tec/lang"
+import (
+	"sync"
+
+	"tec/lang"
+)
 
 // builtin describes a name of the language's universe scope, for hover and
 // completion.
@@ -21,21 +25,31 @@ const (
 )
 
 // builtins returns the builtin names with their documentation, from
-// lang.Builtins.
-func builtins() []builtin {
+// lang.Builtins, made once: the list does not change, and semantic tokens
+// look up every name the checker did not reach.
+var builtins = sync.OnceValue(func() []builtin {
 	var out []builtin
 	for _, b := range lang.Builtins() {
 		out = append(out, builtin{b.Name, b.Signature, b.Doc, builtinKind(b.Kind)})
 	}
 	return out
-}
+})
+
+// builtinIndex maps each builtin's name to its first entry in builtins.
+var builtinIndex = sync.OnceValue(func() map[string]int {
+	m := map[string]int{}
+	for i, b := range builtins() {
+		if _, ok := m[b.name]; !ok {
+			m[b.name] = i
+		}
+	}
+	return m
+})
 
 // lookupBuiltin returns the builtin called name.
 func lookupBuiltin(name string) (builtin, bool) {
-	for _, b := range builtins() {
-		if b.name == name {
-			return b, true
-		}
+	if i, ok := builtinIndex()[name]; ok {
+		return builtins()[i], true
 	}
 	return builtin{}, false
 }

@@ -3,12 +3,17 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 )
+
+// codeRequestFailed is LSP 3.17's RequestFailed: a valid request that the
+// server cannot answer.
+const codeRequestFailed jsonrpc2.Code = -32803
 
 // requestFunc answers a request about doc (nil for requests that name no
 // document, or one that is not open).
@@ -47,7 +52,10 @@ func (s *server) handle(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc
 	if fn == nil {
 		return reply(ctx, nil, jsonrpc2.NewError(jsonrpc2.MethodNotFound, fmt.Sprintf("method not supported: %s", req.Method())))
 	}
-	doc, diskURI := s.docOf(req.Params())
+	doc, diskURI, err := s.docOf(req.Params())
+	if err != nil {
+		return reply(ctx, nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, err.Error()))
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	s.inflight[call.ID()] = cancel
@@ -59,12 +67,20 @@ func (s *server) handle(ctx context.Context, reply jsonrpc2.Replier, req jsonrpc
 			s.mu.Unlock()
 			cancel()
 		}()
-		if doc == nil && diskURI != "" {
+		var res any
+		var err error
+		if doc == nil {
 			// Read here, not on the connection's reader: a slow file
 			// holds up this request alone.
-			doc = s.readDocument(diskURI)
+			doc, err = s.readDocument(diskURI)
 		}
-		res, err := s.run(rctx, req.Method(), fn, doc, req.Params())
+		switch {
+		case err != nil:
+		case len(doc.text) > maxFileBytes:
+			err = jsonrpc2.NewError(codeRequestFailed, fmt.Sprintf("the file is larger than %d MiB, the most tec reads", maxFileBytes>>20))
+		default:
+			res, err = s.run(rctx, req.Method(), fn, doc, req.Params())
+		}
 		if rctx.Err() != nil && ctx.Err() == nil {
 			res, err = nil, jsonrpc2.NewError(protocol.CodeRequestCancelled, "request cancelled")
 		}
@@ -115,36 +131,43 @@ func (s *server) requestFunc(method string) requestFunc {
 
 // docOf returns the open document that params name in textDocument.uri;
 // if the editor has not opened it, it returns nil and the URI, which
-// readDocument reads from disk.
-func (s *server) docOf(params json.RawMessage) (*document, protocol.DocumentURI) {
+// readDocument reads from disk. Every request the server answers is about a
+// document: params without one are an error.
+func (s *server) docOf(params json.RawMessage) (*document, protocol.DocumentURI, error) {
 	var p struct {
-		TextDocument struct {
-			URI protocol.DocumentURI `json:"uri"`
+		TextDocument *struct {
+			URI *string `json:"uri"`
 		} `json:"textDocument"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.TextDocument.URI == "" {
-		return nil, ""
+	if err := unmarshalParams(params, &p); err != nil {
+		return nil, "", err
 	}
+	switch {
+	case p.TextDocument == nil:
+		return nil, "", errors.New("invalid params: textDocument is missing")
+	case p.TextDocument.URI == nil || *p.TextDocument.URI == "":
+		return nil, "", errors.New("invalid params: textDocument.uri is missing")
+	}
+	u := protocol.DocumentURI(*p.TextDocument.URI)
 	s.mu.Lock()
-	d := s.docs[p.TextDocument.URI]
+	d := s.docs[u]
 	s.mu.Unlock()
 	if d != nil {
-		return d, ""
+		return d, "", nil
 	}
-	return nil, p.TextDocument.URI
+	return nil, u, nil
 }
 
-// readDocument reads a file the editor has not opened from disk, or returns
-// nil if it cannot be read (Options.ReadFile refuses what is not a regular
-// file, so that a request about a named pipe or a device waits for nothing).
-func (s *server) readDocument(u protocol.DocumentURI) *document {
+// readDocument reads a file the editor has not opened from disk.
+// Options.ReadFile refuses what is not a regular file, so that a request
+// about a named pipe or a device waits for nothing.
+func (s *server) readDocument(u protocol.DocumentURI) (*document, error) {
 	path := uriPath(u)
 	text, err := s.opts.ReadFile(path)
 	if err != nil {
-		s.logf("reading %s: %v", path, err)
-		return nil
+		return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, fmt.Sprintf("%s is not open in the editor, and cannot be read: %v", u, err))
 	}
-	return &document{uri: u, path: path, version: -1, text: text}
+	return &document{uri: u, path: path, version: -1, text: text}, nil
 }
 
 // notify handles a notification, recovering from a panic in it.

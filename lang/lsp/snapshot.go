@@ -153,6 +153,15 @@ func (s *server) check(doc *document, gen int, defines map[string]string) *snaps
 	start := time.Now()
 	snap := &snapshot{doc: doc, gen: gen, m: newMapper(doc.text), info: &lang.Info{},
 		files: map[string][]byte{}, deps: map[string]int32{}, mappers: map[string]*mapper{}}
+	if len(doc.text) > maxFileBytes {
+		// tec check refuses such a file: so does the editor, with the
+		// reason, rather than spend gigabytes on it.
+		snap.diags = diag.List{&diag.Diagnostic{File: doc.path, Severity: diag.Error, Code: "io",
+			Message: fmt.Sprintf("the file is larger than %d MiB, the most tec reads: it is not checked", maxFileBytes>>20),
+			Hint:    "split it into files that import one another"}}
+		snap.elapsed = time.Since(start)
+		return snap
+	}
 	// The syntax tree is for the editor's requests; parse it while the
 	// checker, which parses the text itself, runs.
 	parsed := make(chan struct{})
