@@ -279,18 +279,32 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if gf.prompt == "" {
 		filled = append([]string{generate.IDs}, filled...)
 	}
+	sum := generateSummary{Prefill: plan.Prefill.Name, Decode: plan.Decode.Name, Device: gf.device,
+		StepMS: []jsonFloat{}, Filled: filled}
+	// The header first, and the tokens as they come: a long generation
+	// does not run in silence.
+	stream := &tokenStream{steps: gf.steps}
+	if !gf.json {
+		printGenerateHeader(e.stdout, &sum, plan.B, gf, opts)
+		if plan.B == 1 && gf.device != "cuda" {
+			stream.out = e.stdout
+		}
+	}
+	if e.terminal(e.stderr) {
+		stream.progress = e.stderr
+	}
 	var res *generate.Result
 	var gpu *cudaGeneration
 	if gf.device == "cuda" {
 		res, gpu, err = e.generateOnGPU(plan, mods, prompt, shared, gf)
 	} else {
-		res, err = e.generateOnHost(plan, mods, prompt, shared, gf.steps, rf)
+		res, err = e.generateOnHost(plan, mods, prompt, shared, gf.steps, rf, stream.step)
 	}
+	stream.end()
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeEval, err))
 	}
-	sum := generateSummary{Prefill: plan.Prefill.Name, Decode: plan.Decode.Name, Device: gf.device, Tokens: res.Tokens,
-		PrefillMS: millis(res.Prefill), StepMS: []jsonFloat{}, Filled: filled, CUDA: gpu}
+	sum.Tokens, sum.PrefillMS, sum.CUDA = res.Tokens, millis(res.Prefill), gpu
 	for _, d := range res.Steps {
 		sum.StepMS = append(sum.StepMS, millis(d))
 	}
@@ -303,13 +317,54 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 		}
 		return exitOK
 	}
-	printGenerate(e.stdout, &sum, gf, opts)
+	printGenerate(e.stdout, &sum, stream.out != nil)
 	return exitOK
+}
+
+// tokenStream shows a generation's tokens as each run gives them: on
+// stdout, where there is a single sequence (its line of tokens grows as
+// they come, the same line tec generate prints at the end otherwise), and
+// as a progress line on stderr when stderr is a terminal.
+type tokenStream struct {
+	out      io.Writer // nil: the tokens are printed at the end
+	progress io.Writer // nil: no progress line
+	steps    int
+	tokens   int // written to out
+	drawn    bool
+}
+
+// step shows the tokens of one run.
+func (ts *tokenStream) step(s generate.Step) {
+	if ts.out != nil {
+		if ts.tokens == 0 {
+			fmt.Fprint(ts.out, "sequence 0:")
+		}
+		fmt.Fprintf(ts.out, " %d", s.Next[0])
+		ts.tokens++
+	}
+	if ts.progress != nil {
+		what := "prefill"
+		if s.Step >= 0 {
+			what = fmt.Sprintf("decode step %d/%d", s.Step+1, ts.steps)
+		}
+		fmt.Fprintf(ts.progress, "\r\x1b[K%s done (%.1f ms)", what, float64(s.Took.Microseconds())/1000)
+		ts.drawn = true
+	}
+}
+
+// end ends the line of tokens and clears the progress line.
+func (ts *tokenStream) end() {
+	if ts.tokens > 0 {
+		fmt.Fprintln(ts.out)
+	}
+	if ts.drawn {
+		fmt.Fprint(ts.progress, "\r\x1b[K")
+	}
 }
 
 // generateOnHost runs the generation in this process, on the reference
 // evaluator or in the simulator (the kernels mods).
-func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*kir.Module, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags) (*generate.Result, error) {
+func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*kir.Module, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags, each func(generate.Step)) (*generate.Result, error) {
 	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
 		return e.evaluate(p, mods[p], feeds, rf, nil)
 	}
@@ -317,7 +372,7 @@ func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*kir.Modu
 	if err != nil {
 		return nil, fail(codeInternal, err)
 	}
-	return generate.Generate(host, plan, prompt, steps)
+	return generate.GenerateEach(host, plan, prompt, steps, each)
 }
 
 func millis(d time.Duration) jsonFloat { return jsonFloat(d.Microseconds()) / 1000 }
@@ -438,18 +493,26 @@ func isCache(plan *generate.Plan, name string) bool {
 	return false
 }
 
-// printGenerate prints the tokens and times as text.
-func printGenerate(w io.Writer, s *generateSummary, gf *generateFlags, opts pipeline.Options) {
+// printGenerateHeader prints what a generation runs, before it runs: the
+// models, the device, the sequences and steps, what was filled.
+func printGenerateHeader(w io.Writer, s *generateSummary, sequences int, gf *generateFlags, opts pipeline.Options) {
 	on := s.Device
 	if s.Device == "sim" || s.Device == "cuda" {
 		on = fmt.Sprintf("%s -O%d", s.Device, opts.Level)
 	}
 	fmt.Fprintf(w, "models %s and %s on %s: %d %s, %d decode %s\n", s.Prefill, s.Decode, on,
-		len(s.Tokens), plural(len(s.Tokens), "sequence", "sequences"), len(s.StepMS), plural(len(s.StepMS), "step", "steps"))
+		sequences, plural(sequences, "sequence", "sequences"), gf.steps, plural(gf.steps, "step", "steps"))
 	if len(s.Filled) > 0 {
 		fmt.Fprintf(w, "filled with %s (seed %d): %s\n", gf.fill, gf.seed, strings.Join(s.Filled, ", "))
 	}
+}
+
+// printGenerate prints the tokens, unless streamed, and the times as text.
+func printGenerate(w io.Writer, s *generateSummary, streamed bool) {
 	for b, toks := range s.Tokens {
+		if streamed {
+			break
+		}
 		words := make([]string, len(toks))
 		for i, t := range toks {
 			words[i] = fmt.Sprint(t)

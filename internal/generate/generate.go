@@ -469,6 +469,23 @@ type Result struct {
 // Generate runs the prefill on prompt (i32[B, P]) and then steps decode
 // steps, step i feeding each sequence's last token at position P + i.
 func Generate(r Runner, pl *Plan, prompt *te.Array, steps int) (*Result, error) {
+	return GenerateEach(r, pl, prompt, steps, nil)
+}
+
+// Step is one run of a generation, as GenerateEach reports it when it
+// ends.
+type Step struct {
+	// Step is the decode step, or -1 for the prefill.
+	Step int
+	// Next holds each sequence's new token.
+	Next []int
+	// Took is the run's wall time.
+	Took time.Duration
+}
+
+// GenerateEach is Generate, calling each (unless nil) after every run with
+// the tokens it gave, so that a caller may show them as they come.
+func GenerateEach(r Runner, pl *Plan, prompt *te.Array, steps int, each func(Step)) (*Result, error) {
 	if err := pl.CheckPrompt(prompt); err != nil {
 		return nil, err
 	}
@@ -485,6 +502,7 @@ func Generate(r Runner, pl *Plan, prompt *te.Array, steps int) (*Result, error) 
 	if err := res.append(pl, next); err != nil {
 		return nil, fmt.Errorf("prefill (model %s): %w", pl.Prefill.Name, err)
 	}
+	res.report(each, -1, res.Prefill)
 	for i := range steps {
 		ids, pos := te.NewArray(te.I32, []int{pl.B}), te.NewArray(te.I32, []int{pl.B})
 		for b := range pl.B {
@@ -500,8 +518,21 @@ func Generate(r Runner, pl *Plan, prompt *te.Array, steps int) (*Result, error) 
 		if err := res.append(pl, next); err != nil {
 			return nil, fmt.Errorf("decode step %d (model %s): %w", i, pl.Decode.Name, err)
 		}
+		res.report(each, i, res.Steps[i])
 	}
 	return res, nil
+}
+
+// report calls each, unless nil, with the tokens the last run added.
+func (res *Result) report(each func(Step), step int, took time.Duration) {
+	if each == nil {
+		return
+	}
+	next := make([]int, len(res.Tokens))
+	for b, toks := range res.Tokens {
+		next[b] = toks[len(toks)-1]
+	}
+	each(Step{Step: step, Next: next, Took: took})
 }
 
 // append adds each sequence's next token.
