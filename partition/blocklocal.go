@@ -201,13 +201,13 @@ func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g GPU)
 // point (readPoints, fitReads): finer than rowDep where the reads are not
 // at y's own leading axes, as a query head's scores read the key head
 // that its group of heads shares (TileDep.Div).
-func fitDep(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads int) (TileDep, bool) {
-	ty, cy, oky := tiling(y, sy, threads)
-	tu, cu, oku := tiling(u, su, threads)
+func fitDep(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) (TileDep, bool) {
+	ty, cy, oky := tiling(y, sy, pl.Threads)
+	tu, cu, oku := tiling(u, su, pl.Threads)
 	if !oky || !oku {
 		return TileDep{}, false
 	}
-	reads, ok := readPoints(y, u, false, true)
+	reads, ok := pl.readPoints(y, u, false, true)
 	if !ok {
 		return TileDep{}, false
 	}

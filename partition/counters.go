@@ -235,8 +235,8 @@ func placeCounters(pl *Plan, mode CounterMode) {
 	if mode == CountersOff {
 		return
 	}
-	pl.fits = map[fitKey]fitResult{}
-	defer func() { pl.fits = nil }()
+	pl.fits, pl.reads = map[fitKey]fitResult{}, map[readKey]readSet{}
+	defer func() { pl.fits, pl.reads = nil, nil }()
 	for _, k := range pl.Kernels {
 		k.placeCounters(pl, mode)
 	}
@@ -373,7 +373,7 @@ func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, s
 		return nil, false
 	}
 	d, ok := rowDep(y, sy, u, su, pl.Threads)
-	if f, fits := fitDep(y, sy, u, su, pl.Threads); fits && (!ok || f.Most() < d.Most()) {
+	if f, fits := fitDep(pl, y, sy, u, su); fits && (!ok || f.Most() < d.Most()) {
 		d, ok = f, true // blocklocal.go
 	}
 	if !ok || d.Most() > MaxWaits {

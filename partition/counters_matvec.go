@@ -44,8 +44,8 @@ func matVecWidth(u *te.Tensor, s *Schedule) (w, rows int, ok bool) {
 // that y reads, with the producer tiles grouped so that a tile of y waits
 // on as few counters as it can; group is u's group if an earlier
 // dependence fixed it, else 0.
-func matVecDeps(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads, group int) ([]TileDep, bool) {
-	best, ok := matVecFit(y, sy, u, su, threads)
+func matVecDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, group int) ([]TileDep, bool) {
+	best, ok := matVecFit(pl, y, sy, u, su)
 	return grouped(best, group), ok
 }
 
@@ -69,7 +69,7 @@ func (pl *Plan) matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule
 	key := fitKey{y, u, sy, su}
 	r, known := pl.fits[key]
 	if !known {
-		r.deps, r.ok = matVecFit(y, sy, u, su, pl.Threads)
+		r.deps, r.ok = matVecFit(pl, y, sy, u, su)
 		if pl.fits != nil {
 			pl.fits[key] = r
 		}
@@ -81,12 +81,12 @@ func (pl *Plan) matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule
 // fit of y's reads of u that waits on the fewest producer tiles. Finding
 // it evaluates every read of y, so callers that try several groups fit
 // once and group copies (see preferredGroups).
-func matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads int) ([]TileDep, bool) {
+func matVecFit(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) ([]TileDep, bool) {
 	w, rows, ok := matVecWidth(u, su)
 	if !ok {
 		return nil, false
 	}
-	ty, cy, ok := tiling(y, sy, threads)
+	ty, cy, ok := tiling(y, sy, pl.Threads)
 	if !ok {
 		return nil, false
 	}
@@ -99,7 +99,7 @@ func matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads i
 		}
 		row = y.NumElements() / rows
 	}
-	reads, ok := readPoints(y, u, rows > 1, false)
+	reads, ok := pl.readPoints(y, u, rows > 1, false)
 	if !ok {
 		return nil, false
 	}
@@ -195,11 +195,50 @@ type read struct {
 // otherwise it fails (a row statistic of a matrix-vector stage reads all
 // its columns, which a grid sync serves better than one counter that
 // every tile signals).
-func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
-	n := y.NumElements()
-	if n > maxFitPoints || len(y.Axes) != len(y.Shape) {
+//
+// The reads of every producer of y are found in one walk of y's points
+// (pointReads) and, while the plan's counters are placed, remembered:
+// a stage that reads the T steps of an unrolled scan was walked once per
+// step, which made placing counters quadratic in T (issue 23).
+func (pl *Plan) readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
+	key := readKey{y, byColumn, ranges}
+	rs, known := pl.reads[key]
+	if !known {
+		rs = pointReads(y, byColumn, ranges)
+		if pl.reads != nil {
+			pl.reads[key] = rs
+		}
+	}
+	if !rs.ok || rs.bad[u] {
 		return nil, false
 	}
+	reads := rs.reads[u]
+	return reads, len(reads) > 0
+}
+
+// readKey names the reads of one consumer, as readPoints records them.
+type readKey struct {
+	y                *te.Tensor
+	byColumn, ranges bool
+}
+
+// readSet is every read of one consumer's points, by producer: ok is false
+// where the consumer has too many points, and bad holds the producers
+// whose reads fail (see readPoints).
+type readSet struct {
+	reads map[*te.Tensor][]read
+	bad   map[*te.Tensor]bool
+	ok    bool
+}
+
+// pointReads returns every read of every compute tensor by y, point by
+// point, as readPoints describes them.
+func pointReads(y *te.Tensor, byColumn, ranges bool) readSet {
+	n := y.NumElements()
+	if n > maxFitPoints || len(y.Axes) != len(y.Shape) {
+		return readSet{}
+	}
+	rs := readSet{reads: map[*te.Tensor][]read{}, bad: map[*te.Tensor]bool{}, ok: true}
 	env := map[*te.Var]int{}
 	val := func(v *te.Var) int {
 		x, ok := env[v]
@@ -209,9 +248,10 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 		return x
 	}
 	// What does not change from point to point is found once: whether a
-	// reduction reads u, and a load's corner variables under the
-	// reductions around it (named by the chain of those reductions).
-	readsU := map[*te.Reduce]bool{}
+	// reduction reads a compute tensor, and a load's corner variables
+	// under the reductions around it (named by the chain of those
+	// reductions).
+	readsCompute := map[*te.Reduce]bool{}
 	type frame struct {
 		outer int
 		red   *te.Reduce
@@ -227,14 +267,24 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 	}
 	corners := map[cornerKey]cornerSet{}
 	ranging := map[*te.Var]bool{} // axes of the reductions around
-	reads := make([]read, 0, n)
-	ok := true
+	chains := map[*te.Select]*selectChain{}
 	at, cur := 0, 0
 	var visit func(e te.Expr)
 	visit = func(e te.Expr) {
 		te.Walk(e, func(x te.Expr) bool {
 			switch x := x.(type) {
 			case *te.Select:
+				ch, seen := chains[x]
+				if !seen {
+					ch = chainOf(x)
+					chains[x] = ch
+				}
+				if ch != nil {
+					if v, known := indexValue(ch.x, val); known {
+						visit(ch.pick(v))
+						return false
+					}
+				}
 				if c, known := indexCond(x.Cond, val); known {
 					if c {
 						visit(x.Then)
@@ -244,10 +294,10 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 					return false
 				}
 			case *te.Reduce:
-				in, seen := readsU[x]
+				in, seen := readsCompute[x]
 				if !seen {
-					in = slices.Contains(te.Inputs(x.Body), u)
-					readsU[x] = in
+					in = slices.ContainsFunc(te.Inputs(x.Body), func(t *te.Tensor) bool { return t.Kind == te.Compute })
+					readsCompute[x] = in
 				}
 				if !in {
 					return false
@@ -270,12 +320,13 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 				cur = outer
 				return false
 			case *te.Load:
-				if x.Tensor != u {
+				u := x.Tensor
+				if u.Kind != te.Compute || rs.bad[u] {
 					return true
 				}
 				if x.IsGather() {
-					ok = false
-					return false
+					rs.bad[u] = true
+					return true
 				}
 				key := cornerKey{x, cur}
 				cs, known := corners[key]
@@ -284,8 +335,8 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 					corners[key] = cs
 				}
 				if !cs.affine || len(cs.vars) > 0 && !ranges {
-					ok = false
-					return false
+					rs.bad[u] = true
+					return true
 				}
 				r := read{at: at, lo: math.MaxInt, hi: math.MinInt, load: x}
 				for c := range 1 << len(cs.vars) {
@@ -304,12 +355,12 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 					}
 					r.lo, r.hi = min(r.lo, elem), max(r.hi, elem)
 				}
-				reads = append(reads, r)
+				rs.reads[u] = append(rs.reads[u], r)
 				for _, v := range cs.vars {
 					delete(env, v)
 				}
 			}
-			return ok
+			return true
 		})
 	}
 	for at = range n {
@@ -319,11 +370,8 @@ func readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool) {
 			rest /= y.Shape[d]
 		}
 		visit(y.Body)
-		if !ok {
-			return nil, false
-		}
 	}
-	return reads, len(reads) > 0
+	return rs
 }
 
 // maxCornerVars bounds the reduction axes one load's index may range
@@ -367,6 +415,80 @@ func loadsOf(y, u *te.Tensor) []*te.Load {
 		return true
 	})
 	return out
+}
+
+// A selectChain is a chain of selects on thresholds of one index,
+// select(x < limits[0], thens[0], select(x < limits[1], thens[1], ...
+// last)), with limits ascending: a horizontal concatenation of many
+// tensors (transform.Horizontal) or a stack of an unrolled loop's steps
+// selects its part so. pick finds the branch at a point by binary search,
+// where walking the chain would take time linear in its length at every
+// point (issue 23: an unrolled scan of T steps was quadratic in T).
+type selectChain struct {
+	x      te.Expr
+	limits []int
+	thens  []te.Expr
+	last   te.Expr
+}
+
+// minChain is the shortest chain of selects that chainOf describes.
+const minChain = 4
+
+// chainOf returns the chain of selects that s begins, or nil if s does not
+// begin one of at least minChain selects.
+func chainOf(s *te.Select) *selectChain {
+	ch := &selectChain{}
+	var e te.Expr = s
+	for {
+		x, ok := e.(*te.Select)
+		if !ok {
+			break
+		}
+		b, ok := x.Cond.(*te.Binary)
+		if !ok || b.Op != te.Lt && b.Op != te.Le {
+			break
+		}
+		ix, ok := b.X.(*te.IndexExpr)
+		k, isConst := b.Y.(*te.ConstExpr)
+		if !ok || !isConst || k.Value != float64(int(k.Value)) {
+			break
+		}
+		if ch.x == nil {
+			ch.x = ix
+		} else if !ix.Index.Equal(ch.x.(*te.IndexExpr).Index) {
+			break
+		}
+		limit := int(k.Value)
+		if b.Op == te.Le {
+			limit++ // x <= k is x < k+1
+		}
+		if n := len(ch.limits); n > 0 && limit < ch.limits[n-1] {
+			break
+		}
+		ch.limits = append(ch.limits, limit)
+		ch.thens = append(ch.thens, x.Then)
+		e = x.Else
+	}
+	if len(ch.limits) < minChain {
+		return nil
+	}
+	// The chain ends where its pattern does: the rest is its last branch.
+	ch.last = e
+	return ch
+}
+
+// pick returns the branch the chain selects where its index is v.
+func (ch *selectChain) pick(v int) te.Expr {
+	i, _ := slices.BinarySearchFunc(ch.limits, v, func(limit, v int) int {
+		if limit <= v {
+			return -1
+		}
+		return 1
+	})
+	if i < len(ch.limits) {
+		return ch.thens[i]
+	}
+	return ch.last
 }
 
 // indexCond evaluates a condition on indices alone (comparisons of index

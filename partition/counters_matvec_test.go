@@ -67,7 +67,7 @@ func TestMatVecDeps(t *testing.T) {
 		if y == nil || u == nil {
 			t.Fatalf("no stage %s or %s in\n%s", tt.y, tt.u, pl)
 		}
-		ds, ok := matVecDeps(y, pl.Schedules[y], u, pl.Schedules[u], pl.Threads, 0)
+		ds, ok := matVecDeps(pl, y, pl.Schedules[y], u, pl.Schedules[u], 0)
 		got := "none"
 		if ok {
 			got = "["

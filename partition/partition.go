@@ -142,6 +142,8 @@ type Plan struct {
 	// fits caches matVecFit while counters are placed (placeCounters),
 	// which asks for the same stage pair's fit many times.
 	fits map[fitKey]fitResult
+	// reads caches readPoints's reads of each consumer likewise.
+	reads map[readKey]readSet
 }
 
 // Kernel is one subprogram: the stages that one persistent kernel computes.
