@@ -142,3 +142,65 @@ func TestTileDepRangeRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectChain checks that a chain of threshold selects, as a
+// horizontal concatenation makes, picks the branch that evaluating its
+// conditions in turn does, at every point and at the edges, and that
+// other shapes of selects are not taken for one.
+func TestSelectChain(t *testing.T) {
+	d := te.NewVar("d", 40)
+	x := tb.Idx(te.VarIndex(d))
+	branch := func(i int) te.Expr { return tb.F(float64(i)) }
+	lt := func(k int) te.Expr { return tb.Bin(te.Lt, x, tb.I(k)) }
+	le := func(k int) te.Expr { return tb.Bin(te.Le, x, tb.I(k)) }
+	chain := func(conds ...te.Expr) te.Expr {
+		var e te.Expr = branch(len(conds))
+		for i := len(conds) - 1; i >= 0; i-- {
+			e = tb.Sel(conds[i], branch(i), e)
+		}
+		return e
+	}
+	for _, tt := range []struct {
+		name  string
+		e     te.Expr
+		chain bool
+	}{
+		{"less", chain(lt(4), lt(8), lt(12), lt(16), lt(30)), true},
+		{"less or equal", chain(lt(4), le(7), le(11), lt(16)), true},
+		{"equal limits", chain(lt(4), lt(4), lt(9), lt(9), lt(20)), true},
+		{"too short", chain(lt(4), lt(8), lt(12)), false},
+		{"descending", chain(lt(30), lt(20), lt(10), lt(5)), false},
+		{"other comparison", chain(tb.Bin(te.Ge, x, tb.I(4)), lt(8), lt(12), lt(16)), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := chainOf(tt.e.(*te.Select))
+			if (ch != nil) != tt.chain {
+				t.Fatalf("chainOf = %v, want a chain: %v", ch, tt.chain)
+			}
+			if ch == nil {
+				return
+			}
+			for v := 0; v < 40; v++ {
+				val := func(*te.Var) int { return v }
+				want := tt.e
+				for {
+					s, ok := want.(*te.Select)
+					if !ok {
+						break
+					}
+					c, known := indexCond(s.Cond, val)
+					if !known {
+						t.Fatalf("condition %v unknown at %d", s.Cond, v)
+					}
+					want = s.Else
+					if c {
+						want = s.Then
+					}
+				}
+				if got := ch.pick(v); got != want {
+					t.Errorf("at d = %d: picked %v, want %v", v, got, want)
+				}
+			}
+		})
+	}
+}
