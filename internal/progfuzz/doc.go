@@ -24,7 +24,15 @@
 // updates of the cache at run-time and compile-time slots, one per layer,
 // with reads before and after the updates that must see the old values
 // (the update's own value may read the cache: at the slot it writes, at
-// one another thread's update writes, at another layer's).
+// one another thread's update writes, at another layer's). From outside
+// testing (outside.go): index arithmetic whose values pass 2^31 and 2^32
+// on the way to an index in bounds ((i * 3000000001 + j * 2147483647) % n,
+// floored divisions of negative products), which the simulator, computing
+// i32 at the emitters' width, catches where the kernels would wrap; params
+// declared in a loop; a matrix-vector projection beside masked scores over
+// a cache, which meet in one kernel on the small-memory random GPUs; and
+// chains of hundreds to thousands of + that every pass must handle in
+// linear time.
 //
 // A program carries its settings in comment lines (directives.go): "# tol"
 // (an output's tolerance), "# feed" (the values of an i32 input: the
@@ -45,7 +53,10 @@
 // checks every kernel's launch against the GPU's block limits, runs both
 // emitters, simulates with race detection and compares every output with
 // the reference, and every input the program updates in place with the
-// reference's updated input. Configs are -O0 to -O4 on the built-in GPUs and on a valid
+// reference's updated input. Once per program, at the last configuration
+// of the highest level, it does what tec explain --plan does (the
+// analysis, a build of the analysed program, the analysis's report),
+// which must not fail. Configs are -O0 to -O4 on the built-in GPUs and on a valid
 // random GPU (RandomGPU: thread limits such as 33, 96 and 160, little shared
 // memory, one to eight SMs, few blocks per SM).
 //

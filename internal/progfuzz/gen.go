@@ -350,6 +350,10 @@ func (g *gen) statement() {
 		{0.4, func() { g.decode(false, plantShare) }},
 		{0.4, func() { g.decode(true, plantShare) }},
 		{0.3, func() { g.llmStep(plantShare) }},
+		{0.5, g.largeIndex},
+		{0.3, g.loopParams},
+		{0.4, g.maskedMatVec},
+		{0.1, g.longChain},
 	}
 	total := 0.0
 	for _, k := range kinds {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tec/analysis"
 	"tec/backend/cuda"
 	"tec/backend/kir"
 	"tec/backend/llvm"
@@ -68,6 +69,7 @@ const (
 	KindSim      = "sim"       // the simulator failed (or panicked)
 	KindRace     = "race"      // the simulator found a race
 	KindMismatch = "mismatch"  // an output differs from the reference beyond its tolerance
+	KindExplain  = "explain"   // tec explain --plan's analysis report failed (or panicked)
 	// KindExpect: a program with a planted out-of-range index ("# expect
 	// outside") ran without the "is outside" error naming it.
 	KindExpect = "expect"
@@ -199,6 +201,11 @@ func run(src []byte, opts Options) []Failure {
 	if opts.Fmt {
 		if f := checkFmt(src, mode, ref.want); f != nil {
 			fails = append(fails, *f)
+		}
+	}
+	if c := explainConfig(opts.Configs); c != nil {
+		if msg, stack := explainPlan(src, c); msg != "" {
+			fails = append(fails, Failure{Kind: KindExplain, Config: c, Msg: msg, Stack: stack})
 		}
 	}
 	tols := Tolerances(src)
@@ -422,6 +429,49 @@ func hasKind(fs []Failure, kind string) bool {
 		}
 	}
 	return false
+}
+
+// explainConfig is the configuration at which a program's explain --plan
+// is checked: the last of the highest level (the plan that transforms the
+// program most), or nil for none.
+func explainConfig(cs []Config) *Config {
+	var best *Config
+	for i := range cs {
+		if best == nil || cs[i].Level >= best.Level {
+			best = &cs[i]
+		}
+	}
+	return best
+}
+
+// explainPlan does what tec explain --plan does with the program src at
+// c: the global analysis of the program at c's precision, a build of the
+// analysed program, then the analysis's report; it returns the error or
+// panic, if any (issue 23: params declared in a loop panicked in the
+// report at -O2 and up).
+func explainPlan(src []byte, c *Config) (msg, stack string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, stack = fmt.Sprintf("panic: %v", r), string(debug.Stack())
+		}
+	}()
+	p, ds := lang.Check("prog.te", src, lang.Config{})
+	if ds.HasErrors() {
+		return firstLine(ds.Error()), ""
+	}
+	p = precision.Apply(p, programPrecision(src))
+	a, err := analysis.Analyze(p, analysis.Options{})
+	if err != nil {
+		return err.Error(), ""
+	}
+	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Counters: c.Counters}
+	if _, err := pipeline.Build(a.Program, opts); err != nil {
+		return err.Error(), ""
+	}
+	if r := a.Report(); r == nil {
+		return "no report", ""
+	}
+	return "", ""
 }
 
 func runConfig(ref *refResult, tols map[string]float64, c *Config, emit bool) []Failure {
