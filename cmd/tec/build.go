@@ -73,6 +73,11 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if err != nil {
 		return pipeline.Options{}, gpuFailure(err)
 	}
+	if tg != "" {
+		if err := checkTargetRuns(tg, g); err != nil {
+			return pipeline.Options{}, err
+		}
+	}
 	if o.context < 0 {
 		return pipeline.Options{}, fmt.Errorf("--context %d: want a number of positions, at least 1 (0: the whole cache)", o.context)
 	}
@@ -80,6 +85,32 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 		return pipeline.Options{}, fmt.Errorf("--flash-chunks %d: want 0 (the cost model decides), 1 (no split) or a number of chunks", o.flashChunks)
 	}
 	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec, Context: o.context, FlashChunks: o.flashChunks}, nil
+}
+
+// checkTargetRuns refuses a target whose code cannot run on the GPU model
+// g: an architecture newer than g's compute capability (--target sm_90
+// --gpu a100 planned for an A100 code that no A100 runs). An older one is
+// allowed: an sm_80 kernel's PTX runs on an H100 too.
+func checkTargetRuns(name string, g partition.GPU) error {
+	tg, err := target.Lookup(name)
+	if err != nil || g.CC == "" {
+		return nil // the target is checked where it is parsed
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(g.CC, "%d.%d", &major, &minor); err != nil {
+		return nil
+	}
+	if tg.Major < major || tg.Major == major && tg.Minor <= minor {
+		return nil
+	}
+	fit := "an older GPU has no --target"
+	for _, n := range target.Names() {
+		if t, _ := target.Lookup(n); t.Major < major || t.Major == major && t.Minor <= minor {
+			fit = "--target " + n + " for the GPU"
+		}
+	}
+	return fmt.Errorf("--target %s emits code for compute capability %d.%d, which the GPU model %s (compute capability %s) cannot run"+hintSep+
+		"plan for a GPU of the target (leave --gpu out for its default), or emit %s", tg.Name, tg.Major, tg.Minor, g.Name, g.CC, fit)
 }
 
 // optionsError reports an error of optFlags.options: a usage error, or a
@@ -209,9 +240,41 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if prog == nil {
 			return code
 		}
+		relativeSpans(prog, pos[0])
 		return e.build(c, prog, &bf, tg, opts, emit, dumps)
 	}
 	return c
+}
+
+// relativeSpans renames the source files in prog's spans, which the
+// emitted code cites, relative to the directory of file, the main file:
+// file itself by its base name, a file it imports by the path from there.
+// Builds do not depend on where they ran: "tec build bert.te" in
+// /tmp/x and "tec build /tmp/x/bert.te" elsewhere write the same files.
+// The standard library's names ("stdlib/nn.te") stay.
+func relativeSpans(prog *te.Program, file string) {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return
+	}
+	names := map[string]string{}
+	for _, t := range prog.Tensors {
+		f := t.Span.File
+		if f == "" || strings.HasPrefix(f, "stdlib/") {
+			continue
+		}
+		name, ok := names[f]
+		if !ok {
+			name = f
+			if abs, err := filepath.Abs(f); err == nil {
+				if rel, err := filepath.Rel(dir, abs); err == nil {
+					name = filepath.ToSlash(rel)
+				}
+			}
+			names[f] = name
+		}
+		t.Span.File = name
+	}
 }
 
 // startCPUProfile starts profiling the process's CPU into the file at path
@@ -516,13 +579,9 @@ func reportFailure(spec string, g partition.GPU, err error) error {
 	return f
 }
 
-// writeReport writes the report data to path, creating its directory.
+// writeReport writes the report data to path, creating its directory
+// (safefile does).
 func writeReport(path string, data []byte) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
 	if err := safefile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -135,6 +135,9 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) (pos []string, 
 				return nil, e.usageError(c, "%s", why), false
 			}
 		}
+		if name := emptyFileFlag(fs); name != "" {
+			return nil, e.usageError(c, "%s '': an empty file name"+hintSep+"give %s a name, or leave it out (an unset shell variable?)", name, name), false
+		}
 	}
 	if err != nil {
 		if e.json {
@@ -144,6 +147,26 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) (pos []string, 
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
+}
+
+// fileFlags are the flags, of any command, whose value names a file or a
+// directory to read or write. Given an empty name, each would act as if
+// it were left out (tec run wrote no outputs for an empty --outputs, and
+// exited 0): an empty name is a usage error.
+var fileFlags = []string{"o", "outputs", "save-feeds", "report", "cpuprofile", "inputs", "params", "expected", "prompt", "log"}
+
+// emptyFileFlag returns the first of fileFlags given an empty name on the
+// command line, as it is spelt in messages ("-o", "--outputs"), or "".
+func emptyFileFlag(fs *flag.FlagSet) string {
+	for _, name := range fileFlags {
+		if f := fs.Lookup(name); f != nil && isSet(fs, name) && f.Value.String() == "" {
+			if len(name) == 1 {
+				return "-" + name
+			}
+			return "--" + name
+		}
+	}
+	return ""
 }
 
 // isSet reports whether the flag name was given on the command line.

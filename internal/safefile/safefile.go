@@ -16,6 +16,11 @@
 // redirected to a file by a shell), the data is appended to it directly
 // (after what the shell or the process wrote there before): there is
 // nothing to rename over, and nothing is removed when the write fails.
+//
+// A regular file that is read-only (no write permission for anyone, or
+// none for this process) is not replaced: the write is an error wrapping
+// ErrReadOnly, as cp refuses to overwrite it. The directories missing on
+// the way to a new file are created.
 package safefile
 
 import (
@@ -54,6 +59,10 @@ func formatBytes(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
+// ErrReadOnly is wrapped by the error of a write to a read-only file. It
+// wraps fs.ErrPermission.
+var ErrReadOnly = fmt.Errorf("the file is read-only: %w", fs.ErrPermission)
+
 // ReadFile reads the file at path, as os.ReadFile does, but reads no more
 // than limit+1 bytes: a longer file is a *TooLargeError.
 func ReadFile(path string, limit int64) ([]byte, error) {
@@ -88,15 +97,41 @@ func Write(path string, perm fs.FileMode, write func(w io.Writer) error) error {
 		if err != nil {
 			return err
 		}
+		if err := checkWritable(target, st.Mode()); err != nil {
+			return err
+		}
 		return writeReplace(target, st.Mode().Perm(), write)
 	case errors.Is(err, fs.ErrNotExist):
 		target, err := resolve(path)
 		if err != nil {
 			return err
 		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o777); err != nil {
+			return err
+		}
 		return writeReplace(target, perm, write)
 	}
 	return err
+}
+
+// checkWritable returns an error wrapping ErrReadOnly if the regular file
+// at path, of mode mode, may not be written: no write permission for
+// anyone (which the superuser, whom the kernel lets open it, respects
+// too), or none for this process. Opening it for writing, without
+// truncating, changes neither its data nor its times.
+func checkWritable(path string, mode fs.FileMode) error {
+	readOnly := mode.Perm()&0o222 == 0
+	if !readOnly {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err == nil {
+			f.Close()
+		}
+		readOnly = errors.Is(err, fs.ErrPermission)
+	}
+	if readOnly {
+		return &fs.PathError{Op: "write", Path: path, Err: ErrReadOnly}
+	}
+	return nil
 }
 
 // WriteFile is Write of the bytes data.

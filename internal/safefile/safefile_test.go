@@ -193,3 +193,64 @@ func TestWriteFileDescriptor(t *testing.T) {
 		t.Errorf("the file holds %q, want %q", got, "old new")
 	}
 }
+
+// TestWriteReadOnlyAndParents checks that a read-only file is neither
+// replaced nor changed, as cp would refuse it (the rename used to replace
+// it), also through a link, and that the directories missing on the way to
+// a new file are created.
+func TestWriteReadOnlyAndParents(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) (path, file string)
+		want  string // the content of file afterwards
+		err   error  // the error the write wraps
+	}{
+		{"read-only", func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "out")
+			must(t, os.WriteFile(p, []byte("old"), 0o444))
+			return p, p
+		}, "old", ErrReadOnly},
+		{"read-only through a link", func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "target")
+			must(t, os.WriteFile(target, []byte("old"), 0o400))
+			link := filepath.Join(dir, "link")
+			must(t, os.Symlink("target", link))
+			return link, target
+		}, "old", ErrReadOnly},
+		{"writable by its owner only", func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "out")
+			must(t, os.WriteFile(p, []byte("old"), 0o600))
+			return p, p
+		}, "new", nil},
+		{"missing parents", func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "a", "b", "out")
+			return p, p
+		}, "new", nil},
+		{"missing parents of a dangling link", func(t *testing.T, dir string) (string, string) {
+			link := filepath.Join(dir, "link")
+			must(t, os.Symlink(filepath.Join("c", "target"), link))
+			return link, filepath.Join(dir, "c", "target")
+		}, "new", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, file := tt.setup(t, dir)
+			err := WriteFile(path, []byte("new"), 0o644)
+			if tt.err == nil && err != nil || tt.err != nil && !errors.Is(err, tt.err) {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if tt.err != nil && !errors.Is(err, os.ErrPermission) {
+				t.Errorf("err = %v does not wrap os.ErrPermission", err)
+			}
+			if got, err := os.ReadFile(file); err != nil || string(got) != tt.want {
+				t.Errorf("%s holds %q (%v), want %q", file, got, err, tt.want)
+			}
+			for _, name := range entries(t, dir) {
+				if name[0] == '.' {
+					t.Errorf("temporary file %s left behind", name)
+				}
+			}
+		})
+	}
+}
