@@ -176,10 +176,15 @@ func LoadGPU(spec string) (GPU, error) {
 	return g, nil
 }
 
-// ParseGPU decodes a GPU from one JSON object and validates it. Unknown
-// fields are an error, so that a misspelt field does not silently leave a
-// zero; errors name the field (or the line and column of a syntax error) in
-// the words of the file, not of Go.
+// ParseGPU decodes a GPU from one JSON object and validates it. The
+// reader is strict, so that no mistake silently leaves a zero or another
+// value than the file's: a field's name must be exactly one of GPU's JSON
+// names (encoding/json alone would take "Sms" for sms, and an unknown
+// name is an error), each field may be given once (encoding/json keeps the
+// last), none may be null, and every field without a default
+// (docs/gpu.md; those whose JSON tag has no omitempty) must be given.
+// Errors name the field, with the line and column where the file says
+// where, in the words of the file, not of Go.
 func ParseGPU(data []byte) (GPU, error) {
 	var g GPU
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -191,10 +196,86 @@ func ParseGPU(data []byte) (GPU, error) {
 		line, col := position(data, int(dec.InputOffset()))
 		return GPU{}, fmt.Errorf("%d:%d: data after the GPU's object", line, col)
 	}
+	if err := checkFields(data); err != nil {
+		return GPU{}, err
+	}
 	if err := g.Validate(); err != nil {
 		return GPU{}, err
 	}
 	return g, nil
+}
+
+// checkFields reports, for the object in data that encoding/json has
+// decoded into a GPU, every key that is not a field's exact JSON name, is
+// given twice or is null, and every required field that is missing (see
+// ParseGPU).
+func checkFields(data []byte) error {
+	t := reflect.TypeFor[GPU]()
+	want := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		want[name] = t.Field(i)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // the object's {, which Decode read
+		return jsonError(data, err)
+	}
+	var errs []error
+	seen := map[string]string{} // field -> where it was first given
+	for dec.More() {
+		// The key starts at its quote, after the comma and spaces that
+		// follow the previous value.
+		off := int(dec.InputOffset())
+		for off < len(data) && data[off] != '"' {
+			off++
+		}
+		line, col := position(data, off)
+		tok, err := dec.Token()
+		if err != nil {
+			return jsonError(data, err)
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return jsonError(data, err)
+		}
+		f, exact := want[key]
+		if !exact {
+			for name := range want {
+				if strings.EqualFold(name, key) {
+					errs = append(errs, fmt.Errorf("%d:%d: unknown field %q: field names are lower case, as in %q", line, col, key, name))
+					break
+				}
+			}
+			continue
+		}
+		if at, twice := seen[key]; twice {
+			errs = append(errs, fmt.Errorf("%d:%d: field %s is given twice (first at %s)", line, col, key, at))
+			continue
+		}
+		seen[key] = fmt.Sprintf("%d:%d", line, col)
+		if string(bytes.TrimSpace(value)) == "null" {
+			errs = append(errs, fmt.Errorf("%d:%d: field %s: want %s, got null", line, col, key, kindName(f.Type.Kind())))
+		}
+	}
+	for _, name := range gpuFields() {
+		if _, given := seen[name]; !given && !strings.Contains(want[name].Tag.Get("json"), ",omitempty") {
+			errs = append(errs, fmt.Errorf("field %s is missing: every field without a default is required (docs/gpu.md)", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kindName names a GPU field's JSON type for people: "a string", "an
+// integer" or "a number".
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Int:
+		return "an integer"
+	}
+	return "a number"
 }
 
 // jsonError translates an error of encoding/json into the file's terms.
@@ -210,13 +291,7 @@ func jsonError(data []byte, err error) error {
 		if typ.Field == "" {
 			return fmt.Errorf("%d:%d: want a JSON object describing a GPU, got %s", line, col, typ.Value)
 		}
-		want := "a number"
-		switch typ.Type.Kind() {
-		case reflect.String:
-			want = "a string"
-		case reflect.Int:
-			want = "an integer"
-		}
+		want := kindName(typ.Type.Kind())
 		got := typ.Value
 		if strings.HasPrefix(got, "number ") {
 			got = "the number " + strings.TrimPrefix(got, "number ") // a fraction or an out-of-range integer

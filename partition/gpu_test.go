@@ -63,10 +63,10 @@ func TestBlocksPerSM(t *testing.T) {
 
 func TestLoadGPU(t *testing.T) {
 	dir := t.TempDir()
-	good := `{"name": "mine", "sms": 2, "shared_per_sm": 65536, "shared_per_block": 49152,
+	good := `{"name": "mine", "cc": "8.0", "sms": 2, "shared_per_sm": 65536, "shared_per_block": 49152,
 		"regs_per_sm": 65536, "max_regs_per_thread": 255, "max_threads_per_sm": 1024,
-		"max_blocks_per_sm": 8, "max_threads_per_block": 1024, "dram_bandwidth": 1e11,
-		"fp32_peak": 1e12, "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
+		"max_blocks_per_sm": 8, "max_threads_per_block": 1024, "l2_bytes": 1048576, "dram_bandwidth": 1e11,
+		"fp32_peak": 1e12, "fp16_peak": 0, "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -86,6 +86,7 @@ func TestLoadGPU(t *testing.T) {
 		{write("typo.json", strings.Replace(good, `"sms"`, `"sm"`, 1)), "unknown field"},
 		{write("zero.json", strings.Replace(good, `"sms": 2`, `"sms": 0`, 1)), "field sms: want an integer from 1 to 4096, got 0"},
 		{filepath.Join(dir, "missing.json"), "reading GPU model"},
+		{write("case.json", strings.Replace(good, `"sms": 2`, `"Sms": 2`, 1)), "case.json: 1:31: unknown field \"Sms\""},
 	} {
 		if _, err := LoadGPU(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("LoadGPU(%s) = %v, want error containing %q", filepath.Base(tt.spec), err, tt.want)
@@ -100,7 +101,7 @@ func TestParseGPUErrors(t *testing.T) {
 	good := `{"name": "mine", "cc": "8.0", "sms": 2, "shared_per_sm": 65536, "shared_per_block": 49152,
 		"regs_per_sm": 65536, "max_regs_per_thread": 255, "max_threads_per_sm": 1024,
 		"max_blocks_per_sm": 8, "max_threads_per_block": 1024, "l2_bytes": 1048576, "dram_bandwidth": 1e11,
-		"fp32_peak": 1e12, "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
+		"fp32_peak": 1e12, "fp16_peak": 312e12, "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
 	if _, err := ParseGPU([]byte(good)); err != nil {
 		t.Fatal(err)
 	}
@@ -162,5 +163,66 @@ func TestValidateNaN(t *testing.T) {
 	g.FP32Peak = math.NaN()
 	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "field fp32_peak") {
 		t.Errorf("Validate() = %v, want an error naming fp32_peak", err)
+	}
+}
+
+// TestParseGPUStrict checks the strictness of the reader (issue 23): a
+// key that differs from a field's name in case ("Sms" set sms), a field
+// given twice (the last won) and a required field missing or null (read
+// as 0) are errors that name the field, with the line and column of the
+// key where it is in the file.
+func TestParseGPUStrict(t *testing.T) {
+	good := `{"name": "mine", "cc": "8.0", "sms": 108,
+"shared_per_sm": 65536, "shared_per_block": 49152, "regs_per_sm": 65536, "max_regs_per_thread": 255,
+"max_threads_per_sm": 1024, "max_blocks_per_sm": 8, "max_threads_per_block": 1024,
+"l2_bytes": 1048576, "dram_bandwidth": 1e11, "fp32_peak": 1e12, "fp16_peak": 312e12,
+"launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
+	g, err := ParseGPU([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.SMs != 108 || g.L2Bytes != 1048576 || g.FP16Peak != 312e12 || g.LaunchCost != 3e-6 || g.GridSyncCost != 1e-6 {
+		t.Fatalf("parsed %+v", g)
+	}
+	tests := []struct {
+		name, from, to string // the change to good
+		want           []string
+	}{
+		{"other case", `"sms": 108`, `"sms": 108, "Sms": 4`, []string{`1:43: unknown field "Sms": field names are lower case, as in "sms"`}},
+		{"upper case only", `"sms": 108`, `"SMS": 4`, []string{`1:31: unknown field "SMS"`, "field sms is missing"}},
+		{"twice", `"sms": 108`, `"sms": 108, "sms": 4`, []string{"1:43: field sms is given twice (first at 1:31)"}},
+		{"optional twice", `"sms": 108`, `"sms": 108, "tf32_peak": 1e12, "tf32_peak": 2e12`, []string{"field tf32_peak is given twice"}},
+		{"null", `"fp16_peak": 312e12`, `"fp16_peak": null`, []string{"4:65: field fp16_peak: want a number, got null"}},
+		{"null integer", `"l2_bytes": 1048576`, `"l2_bytes": null`, []string{"4:1: field l2_bytes: want an integer, got null"}},
+		{"null optional", `"sms": 108`, `"sms": 108, "max_param_bytes": null`, []string{"field max_param_bytes: want an integer, got null"}},
+		{"l2_bytes missing", `"l2_bytes": 1048576, `, ``, []string{"field l2_bytes is missing"}},
+		{"fp16_peak missing", `, "fp16_peak": 312e12`, ``, []string{"field fp16_peak is missing"}},
+		{"launch_cost missing", `"launch_cost": 3e-6, `, ``, []string{"field launch_cost is missing"}},
+		{"grid_sync_cost missing", `, "grid_sync_cost": 1e-6`, ``, []string{"field grid_sync_cost is missing"}},
+		{"all four missing", `"l2_bytes": 1048576,`, `"launch_cost": 1, "grid_sync_cost": null, "l2_bytes": null,`, []string{
+			"field launch_cost is given twice", "field grid_sync_cost is given twice", "field l2_bytes: want an integer, got null"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.Replace(good, tt.from, tt.to, 1)
+			if text == good {
+				t.Fatalf("%q is not in the good description", tt.from)
+			}
+			_, err := ParseGPU([]byte(text))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error:\n%v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+	// The optional fields may be left out.
+	for _, f := range []string{`, "tf32_peak": 1e12`, `, "l2_bandwidth": 7e12`, `, "max_param_bytes": 4096`} {
+		if _, err := ParseGPU([]byte(strings.Replace(good, `}`, f+`}`, 1))); err != nil {
+			t.Errorf("with %s: %v", f, err)
+		}
 	}
 }
