@@ -560,12 +560,23 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 		known[i] = t.Name
 	}
 	sort.Strings(extra)
+	// The first few are named one by one and the rest counted: an archive
+	// of 20,000 unrelated arrays gives six warnings, not 20,000.
+	const named = 5
+	var rest []string
+	if len(extra) > named+1 {
+		extra, rest = extra[:named], extra[named:]
+	}
 	for _, name := range extra {
 		msg := fmt.Sprintf("%s holds %q, which is no input or param of model %s", origin[name], name, prog.Name)
 		if s := diag.Suggest(name, known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		e.warn(c, codeData, origin[name], "%s", msg)
+	}
+	if len(rest) > 0 {
+		e.warn(c, codeData, origin[rest[0]], "%d more arrays (%s, ...) are no input or param of model %s",
+			len(rest), strings.Join(rest[:min(3, len(rest))], ", "), prog.Name)
 	}
 
 	feeds := map[string]*te.Array{}
