@@ -433,7 +433,7 @@ func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fil
 		given = arrays
 		known := slices.Sorted(maps.Keys(specs))
 		sort.Strings(others)
-		for _, name := range others {
+		e.warnExtras(c, others, func(string) string { return gf.params }, func(name string) string {
 			msg := fmt.Sprintf("%s holds %q, which is no shared input or param of models %s and %s", gf.params, name, plan.Prefill.Name, plan.Decode.Name)
 			switch {
 			case name == generate.IDs || name == generate.Pos:
@@ -445,8 +445,8 @@ func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fil
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
 			}
-			e.warn(c, codeData, gf.params, "%s", msg)
-		}
+			return msg
+		}, fmt.Sprintf("no shared input or param of models %s and %s", plan.Prefill.Name, plan.Decode.Name))
 	}
 	ranges := map[string][2]int{}
 	for _, p := range []*te.Program{plan.Prefill, plan.Decode} {

@@ -560,24 +560,13 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 		known[i] = t.Name
 	}
 	sort.Strings(extra)
-	// The first few are named one by one and the rest counted: an archive
-	// of 20,000 unrelated arrays gives six warnings, not 20,000.
-	const named = 5
-	var rest []string
-	if len(extra) > named+1 {
-		extra, rest = extra[:named], extra[named:]
-	}
-	for _, name := range extra {
+	e.warnExtras(c, extra, func(name string) string { return origin[name] }, func(name string) string {
 		msg := fmt.Sprintf("%s holds %q, which is no input or param of model %s", origin[name], name, prog.Name)
 		if s := diag.Suggest(name, known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		e.warn(c, codeData, origin[name], "%s", msg)
-	}
-	if len(rest) > 0 {
-		e.warn(c, codeData, origin[rest[0]], "%d more arrays (%s, ...) are no input or param of model %s",
-			len(rest), strings.Join(rest[:min(3, len(rest))], ", "), prog.Name)
-	}
+		return msg
+	}, "no input or param of model "+prog.Name)
 
 	feeds := map[string]*te.Array{}
 	filled, missing := []string{}, []string{}
@@ -736,4 +725,26 @@ func saveFeeds(dir string, feeds map[string]*te.Array) error {
 		}
 	}
 	return nil
+}
+
+// namedExtras is how many of the arrays that feed nothing warnExtras names
+// one by one.
+const namedExtras = 5
+
+// warnExtras warns of the arrays extra (sorted by name) of the files that
+// file names, which feed nothing: the first namedExtras with message's
+// words, and the rest in one warning that counts them as what (an archive
+// of 20,000 unrelated arrays gives six warnings, not 20,000).
+func (e *env) warnExtras(c *command, extra []string, file, message func(name string) string, what string) {
+	var rest []string
+	if len(extra) > namedExtras+1 {
+		extra, rest = extra[:namedExtras], extra[namedExtras:]
+	}
+	for _, name := range extra {
+		e.warn(c, codeData, file(name), "%s", message(name))
+	}
+	if len(rest) > 0 {
+		e.warn(c, codeData, file(rest[0]), "%d more arrays (%s, ...) are %s",
+			len(rest), strings.Join(rest[:min(3, len(rest))], ", "), what)
+	}
 }
