@@ -1,12 +1,21 @@
 package te
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // Expr is a scalar expression: the body of a compute tensor. The concrete types
 // are *ConstExpr, *IndexExpr, *Load, *Unary, *Binary, *Select, *Cast and *Reduce.
 //
 // Every expression has a type (see TypeOf): arithmetic is carried out in f32 or
 // wider, comparisons and logic give bool, index values are i32.
+//
+// Expressions are immutable once built: TypeOf records the type of a
+// Unary, Binary, Select or Reduce in the node, so that typing every node of
+// an expression takes time linear in its size (x + x + ... + x typed node by
+// node was quadratic). Build a new node rather than change an operand of one
+// that may have been typed.
 type Expr interface {
 	exprNode()
 }
@@ -107,8 +116,9 @@ func (op UnaryOp) String() string { return unaryNames[op] }
 
 // Unary applies an element-wise function.
 type Unary struct {
-	Op UnaryOp
-	X  Expr
+	Op  UnaryOp
+	X   Expr
+	typ typeCache
 }
 
 // BinaryOp is an element-wise function of two arguments.
@@ -151,6 +161,7 @@ func (op BinaryOp) IsLogical() bool { return op == And || op == Or }
 type Binary struct {
 	Op   BinaryOp
 	X, Y Expr
+	typ  typeCache
 }
 
 // Select is Then where Cond holds and Else elsewhere. Only the chosen branch is
@@ -158,6 +169,7 @@ type Binary struct {
 // condition says so (padding).
 type Select struct {
 	Cond, Then, Else Expr
+	typ              typeCache
 }
 
 // Cast converts X to type To (rounding to the storage precision of To).
@@ -224,6 +236,7 @@ type Reduce struct {
 	Op   ReduceOp
 	Axes []*Var
 	Body Expr
+	typ  typeCache
 }
 
 func (*ConstExpr) exprNode() {}
@@ -239,7 +252,39 @@ func (*Reduce) exprNode()    {}
 // and Not; I32 for index values and for arithmetic on I32 operands only; the
 // target of a Cast; otherwise F32 (the computation type of every float storage
 // type).
-func TypeOf(e Expr) DType { return NodeType(e, TypeOf) }
+//
+// The type of a node whose type depends on its operands' is computed once
+// and kept in the node (see Expr), so TypeOf takes constant time on a node
+// typed before, and linear time in the nodes not yet typed.
+func TypeOf(e Expr) DType {
+	switch e := e.(type) {
+	case *Unary:
+		return e.typ.of(e)
+	case *Binary:
+		return e.typ.of(e)
+	case *Select:
+		return e.typ.of(e)
+	case *Reduce:
+		return e.typ.of(e)
+	}
+	return NodeType(e, TypeOf)
+}
+
+// typeCache holds the type of the expression node it is part of once
+// TypeOf has computed it: 0 while unknown, else the DType plus one. It is
+// read and written atomically, as expressions are typed from several
+// goroutines at once.
+type typeCache struct{ v uint32 }
+
+// of returns the type of e, the node that holds c, computing it once.
+func (c *typeCache) of(e Expr) DType {
+	if v := atomic.LoadUint32(&c.v); v != 0 {
+		return DType(v - 1)
+	}
+	t := NodeType(e, TypeOf)
+	atomic.StoreUint32(&c.v, uint32(t)+1)
+	return t
+}
 
 // NodeType returns the type of e as TypeOf does, taking its operands' types
 // from operand instead of descending into them. A builder that knows the
