@@ -24,7 +24,7 @@ func (s *server) completion(ctx context.Context, doc *document, raw json.RawMess
 		return nil, err
 	}
 	list := &protocol.CompletionList{Items: []protocol.CompletionItem{}}
-	for _, lx := range scan(snap.doc.text) {
+	for lx := range scan(snap.doc.text) {
 		if lx.start < off && off <= lx.end && (lx.kind == tokComment || lx.kind == tokString) {
 			return list, nil
 		}

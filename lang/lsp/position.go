@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"sort"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -11,19 +12,56 @@ import (
 
 // mapper converts between byte offsets in a text and LSP positions (0-based
 // line, UTF-16 code units within the line).
+//
+// position costs a binary search whatever the length of the line: a byte
+// is one code unit, except in a valid UTF-8 sequence of more than one byte,
+// which is one or two units, and wide records each such sequence's end with
+// the units saved up to it. (Walking from the start of the line, as offset
+// does, made the semantic tokens of a one-line x + x + ... + x quadratic.)
 type mapper struct {
 	src   []byte
 	lines []int // byte offset of the start of each line
+	wide  []int // the end offset of each multi-byte UTF-8 sequence, ascending
+	saved []int // saved[k]: bytes less code units in sequences 0..k
 }
 
 func newMapper(src []byte) *mapper {
 	lines := make([]int, 1, 64)
-	for i, b := range src {
-		if b == '\n' {
-			lines = append(lines, i+1)
+	var wide, saved []int
+	total := 0
+	for i := 0; i < len(src); {
+		b := src[i]
+		if b < utf8.RuneSelf {
+			if b == '\n' {
+				lines = append(lines, i+1)
+			}
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRune(src[i:])
+		i += n
+		if n == 1 {
+			continue // not UTF-8: one unit per byte
+		}
+		units := 1
+		if utf16.RuneLen(r) == 2 {
+			units = 2
+		}
+		total += n - units
+		wide = append(wide, i)
+		saved = append(saved, total)
 	}
-	return &mapper{src: src, lines: lines}
+	return &mapper{src: src, lines: lines, wide: wide, saved: saved}
+}
+
+// savedBefore returns the bytes less code units of the multi-byte sequences
+// that end at or before off.
+func (m *mapper) savedBefore(off int) int {
+	k := sort.SearchInts(m.wide, off+1) // the sequences ending at or before off
+	if k == 0 {
+		return 0
+	}
+	return m.saved[k-1]
 }
 
 // offset returns the byte offset of p, clamped to the text: a line past the
@@ -53,6 +91,8 @@ func (m *mapper) offset(p protocol.Position) int {
 }
 
 // position returns the LSP position of byte offset off, clamped to the text.
+// An offset inside a multi-byte sequence counts the sequence's bytes before
+// it as one unit each, as decoding the line up to off would.
 func (m *mapper) position(off int) protocol.Position {
 	off = max(0, min(off, len(m.src)))
 	// the last line that starts at or before off
@@ -65,16 +105,8 @@ func (m *mapper) position(off int) protocol.Position {
 			hi = mid
 		}
 	}
-	units := 0
-	for i := m.lines[lo]; i < off; {
-		r, n := utf8.DecodeRune(m.src[i:off])
-		if w := utf16.RuneLen(r); w > 0 {
-			units += w
-		} else {
-			units++
-		}
-		i += n
-	}
+	start := m.lines[lo] // no sequence spans a line start, which follows a '\n'
+	units := off - start - (m.savedBefore(off) - m.savedBefore(start))
 	return protocol.Position{Line: uint32(lo), Character: uint32(units)}
 }
 

@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -53,9 +54,16 @@ type lexeme struct {
 }
 
 // scan splits src into comments, strings, numbers, keywords and names,
-// skipping operators and white space. It accepts any text.
-func scan(src []byte) []lexeme {
-	var out []lexeme
+// skipping operators and white space, and yields them in order. It accepts
+// any text.
+func scan(src []byte) iter.Seq[lexeme] {
+	return func(yield func(lexeme) bool) {
+		scanText(src, yield)
+	}
+}
+
+// scanText yields the lexemes of src until yield returns false.
+func scanText(src []byte, yield func(lexeme) bool) {
 	for i := 0; i < len(src); {
 		c := src[i]
 		switch {
@@ -64,7 +72,9 @@ func scan(src []byte) []lexeme {
 			for j < len(src) && src[j] != '\n' {
 				j++
 			}
-			out = append(out, lexeme{i, j, tokComment})
+			if !yield(lexeme{i, j, tokComment}) {
+				return
+			}
 			i = j
 		case c == '"':
 			j := i + 1
@@ -74,7 +84,9 @@ func scan(src []byte) []lexeme {
 			if j < len(src) && src[j] == '"' {
 				j++
 			}
-			out = append(out, lexeme{i, j, tokString})
+			if !yield(lexeme{i, j, tokString}) {
+				return
+			}
 			i = j
 		case c >= '0' && c <= '9':
 			j := i
@@ -99,7 +111,9 @@ func scan(src []byte) []lexeme {
 					j = k
 				}
 			}
-			out = append(out, lexeme{i, j, tokNumber})
+			if !yield(lexeme{i, j, tokNumber}) {
+				return
+			}
 			i = j
 		case isNameByte(c):
 			j := i
@@ -110,14 +124,15 @@ func scan(src []byte) []lexeme {
 			if syntax.IsKeyword(string(src[i:j])) {
 				kind = tokKeyword
 			}
-			out = append(out, lexeme{i, j, kind})
+			if !yield(lexeme{i, j, kind}) {
+				return
+			}
 			i = j
 		default:
 			_, n := utf8.DecodeRune(src[i:])
 			i += n
 		}
 	}
-	return out
 }
 
 // semanticTokens answers textDocument/semanticTokens/full.
@@ -133,22 +148,27 @@ func (s *server) semanticTokens(ctx context.Context, doc *document, raw json.Raw
 // relative encoding.
 func encodeTokens(snap *snapshot) []uint32 {
 	src := snap.doc.text
-	ids := map[int]*lang.Ident{}
-	for i := range snap.info.Idents[snap.doc.path] {
-		id := &snap.info.Idents[snap.doc.path][i]
-		ids[id.Span.Start.Offset] = id
-	}
+	// The identifiers are sorted by offset, as the lexemes are: walk both.
+	ids := snap.info.Idents[snap.doc.path]
+	next := 0
 	decls := declaredNames(snap.ast)
 	data := []uint32{}
 	var prevLine, prevChar uint32
-	for _, lx := range scan(src) {
+	for lx := range scan(src) {
 		typ, mods := lx.kind, 0
 		if typ < 0 {
 			decl, ok := decls[lx.start]
 			if !ok {
 				decl = -1
 			}
-			typ, mods = classify(snap, ids[lx.start], string(src[lx.start:lx.end]), decl)
+			for next < len(ids) && ids[next].Span.Start.Offset < lx.start {
+				next++
+			}
+			var id *lang.Ident
+			if next < len(ids) && ids[next].Span.Start.Offset == lx.start {
+				id = &ids[next]
+			}
+			typ, mods = classify(snap, id, string(src[lx.start:lx.end]), decl)
 			if typ < 0 {
 				continue
 			}

@@ -3,8 +3,12 @@ package lsp
 import (
 	"encoding/json"
 	"maps"
+	"math/rand"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"go.lsp.dev/protocol"
 )
@@ -137,5 +141,44 @@ func TestCancel(t *testing.T) {
 	}
 	if err := c.shutdown(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestMapperMatchesWalk checks position, which looks up the code units a
+// line's multi-byte sequences save, against decoding the line up to the
+// offset, at every offset of texts with ASCII, two-, three- and four-byte
+// sequences, bytes that are not UTF-8 and truncated sequences.
+func TestMapperMatchesWalk(t *testing.T) {
+	walk := func(src []byte, lines []int, off int) protocol.Position {
+		line := 0
+		for line+1 < len(lines) && lines[line+1] <= off {
+			line++
+		}
+		units := 0
+		for i := lines[line]; i < off; {
+			r, n := utf8.DecodeRune(src[i:off])
+			if w := utf16.RuneLen(r); w > 0 {
+				units += w
+			} else {
+				units++
+			}
+			i += n
+		}
+		return protocol.Position{Line: uint32(line), Character: uint32(units)}
+	}
+	pieces := []string{"a", "xy", "é", "€", "😀", "\n", "\r\n", "\xff", "\xe2\x82", "\xf0\x9f\x98", "\xc3", " + "}
+	rng := rand.New(rand.NewSource(1))
+	for n := 0; n < 200; n++ {
+		var b strings.Builder
+		for k := rng.Intn(40); k > 0; k-- {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		src := []byte(b.String())
+		m := newMapper(src)
+		for off := 0; off <= len(src); off++ {
+			if got, want := m.position(off), walk(src, m.lines, off); got != want {
+				t.Fatalf("%q: position(%d) = %v, want %v", src, off, got, want)
+			}
+		}
 	}
 }
