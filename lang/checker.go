@@ -49,7 +49,7 @@ type checker struct {
 	known map[[2]int]int
 	// bindOnce holds the arguments of scalar function calls to be bound
 	// once, each with the name of its tensor (shared.go).
-	bindOnce map[te.Expr]string
+	bindOnce map[te.Expr]bindSite
 }
 
 // diagKey identifies a diagnostic for de-duplication: an error inside a

@@ -544,7 +544,7 @@ func (c *checker) inlineScalarFn(ec *elemCtx, fn *fnDecl, args []scalar, callFil
 		return badScalar
 	}
 	defer c.popCall()
-	c.noteBindOnce(fn, args, c.frame.path)
+	c.noteBindOnce(ec, fn, args, c.frame.path)
 	fs := newScope(nil, fn.scope, fn.file)
 	for i, p := range fn.decl.Params {
 		fs.bind(p.Name.Name, elemVal{args[i]}, p.Name.Span, p)

@@ -16,8 +16,10 @@ import (
 // (noteBindOnce), and once the ranges of the definition are known, compute
 // makes it a tensor of its own over the variables it uses, loaded where the
 // argument was (bindShared). An argument whose loads are proven in bounds
-// only under a select's condition stays inlined: as a tensor it would be
-// evaluated for every value of its variables.
+// only under the conditions of the selects around the call is computed
+// under those conditions, select(c, arg, 0): as a tensor it is evaluated
+// for every value of its variables. Where the conditions name variables
+// the argument does not use, or do not prove its loads, it stays inlined.
 
 // bindOnceCost is the size, in expression nodes, from which an argument
 // that a scalar function uses more than once is bound once even without a
@@ -31,7 +33,10 @@ const maxCost = 1 << 30
 // that are to be bound once: those fn uses more than once that contain a
 // reduction or are expensive. The tensor of such an argument is named
 // after the call and the parameter, path/v.
-func (c *checker) noteBindOnce(fn *fnDecl, args []scalar, path string) {
+func (c *checker) noteBindOnce(ec *elemCtx, fn *fnDecl, args []scalar, path string) {
+	if ec.dead {
+		return
+	}
 	for i, p := range fn.decl.Params {
 		a := args[i]
 		if a.k != sExpr || !a.reduces && a.cost < bindOnceCost {
@@ -41,10 +46,17 @@ func (c *checker) noteBindOnce(fn *fnDecl, args []scalar, path string) {
 			continue
 		}
 		if c.bindOnce == nil {
-			c.bindOnce = map[te.Expr]string{}
+			c.bindOnce = map[te.Expr]bindSite{}
 		}
-		c.bindOnce[a.expr] = joinName(path, p.Name.Name)
+		c.bindOnce[a.expr] = bindSite{name: joinName(path, p.Name.Name), facts: ec.facts}
 	}
+}
+
+// bindSite is an argument to be bound once: the name of its tensor and the
+// facts of the selects around the call, under which its loads are proven.
+type bindSite struct {
+	name  string
+	facts *factList
 }
 
 // countUses returns the number of times e names name, stopping at two.
@@ -110,8 +122,8 @@ func (c *checker) bindShared(file string, span syntax.Span, body te.Expr) te.Exp
 			return r
 		}
 		r := mapChildren(e, rebuild)
-		if name, ok := c.bindOnce[e]; ok {
-			if l := c.hoist(file, span, r, name); l != nil {
+		if site, ok := c.bindOnce[e]; ok {
+			if l := c.hoist(file, span, r, site); l != nil {
 				r = l
 			}
 		}
@@ -121,10 +133,10 @@ func (c *checker) bindShared(file string, span syntax.Span, body te.Expr) te.Exp
 	return rebuild(body)
 }
 
-// hoist makes e a compute tensor named name over the variables it uses
-// freely, and returns the load of it that replaces e, or nil if that is
-// not sound.
-func (c *checker) hoist(file string, span syntax.Span, e te.Expr, name string) te.Expr {
+// hoist makes e a compute tensor over the variables it uses freely, named
+// and guarded as site says, and returns the load of it that replaces e, or
+// nil if that is not sound.
+func (c *checker) hoist(file string, span syntax.Span, e te.Expr, site bindSite) te.Expr {
 	free := freeVars(e)
 	size := 1
 	for _, v := range free {
@@ -134,7 +146,9 @@ func (c *checker) hoist(file string, span syntax.Span, e te.Expr, name string) t
 		size *= v.Extent
 	}
 	if !loadsInBounds(e) {
-		return nil
+		if e = guarded(e, free, site.facts); e == nil {
+			return nil
+		}
 	}
 	axes := make([]*te.Var, len(free))
 	sub := make(map[*te.Var]te.Index, len(free))
@@ -153,8 +167,59 @@ func (c *checker) hoist(file string, span syntax.Span, e te.Expr, name string) t
 	for d, v := range axes {
 		shape[d] = v.Extent
 	}
-	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: body}, name, file, span)
+	t := c.prog.add(&te.Tensor{Kind: te.Compute, DType: dt, Shape: shape, Axes: axes, Body: body}, site.name, file, span)
 	return &te.Load{Tensor: t, Index: ix}
+}
+
+// guarded returns select(c, e, 0) with c the conjunction of the facts that
+// use only the variables in free, when those prove every load of e in
+// bounds, or nil. e is a number (a bool stays inlined).
+func guarded(e te.Expr, free []*te.Var, facts *factList) te.Expr {
+	uses := map[*te.Var]bool{}
+	for _, v := range free {
+		uses[v] = true
+	}
+	var cond te.Expr
+	var kept *factList
+next:
+	for f := facts; f != nil; f = f.next {
+		for _, v := range f.f.ix.Vars() {
+			if !uses[v] {
+				continue next // a variable the tensor does not have
+			}
+		}
+		kept = &factList{f: f.f, next: kept}
+		x := &te.Binary{Op: binaryOps[f.f.op], X: &te.IndexExpr{Index: f.f.ix}, Y: &te.ConstExpr{Value: 0, DType: te.I32}}
+		if cond == nil {
+			cond = x
+		} else {
+			cond = &te.Binary{Op: te.And, X: cond, Y: x}
+		}
+	}
+	dt := dagType(e)
+	if cond == nil || dt == te.Bool {
+		return nil
+	}
+	ok := true
+	walkDAG(e, func(x te.Expr) {
+		l, isLoad := x.(*te.Load)
+		if !isLoad || !ok {
+			return
+		}
+		if l.IsGather() {
+			ok = false
+			return
+		}
+		for d, ix := range l.Index {
+			if r, dead := indexRange(ix, kept); !dead && (r.lo < 0 || r.hi >= l.Tensor.Shape[d]) {
+				ok = false
+			}
+		}
+	})
+	if !ok {
+		return nil
+	}
+	return &te.Select{Cond: cond, Then: e, Else: &te.ConstExpr{Value: 0, DType: dt}}
 }
 
 // mapChildren returns e with each child x replaced by f(x), or e itself if

@@ -19,6 +19,7 @@ model m {
   input x: f32[4, 8]
   input w: f32[8]
   input b: f32[4]
+  input ids: i32[4]
 `
 	tests := []struct {
 		name string
@@ -38,9 +39,20 @@ model m {
 		{"two arguments", "y[i] = twice(sum[d](x[i, d]), b[i])",
 			"s[i] = sum[d](x[i, d])\n  y[i] = s[i] * b[i] + s[i]", 1},
 		// Bound once, the sum would be evaluated at i = 0, where x[i - 1]
-		// is out of bounds: it stays inlined.
+		// is out of bounds: it is computed under the guard.
 		{"under a guard", "y[i] = select(i >= 1, silu(sum[d](x[i - 1, d])), 0.0) where i in 0..4",
-			"y[i] = select(i >= 1, sum[d](x[i - 1, d]) * sigmoid(sum[d](x[i - 1, d])), 0.0) where i in 0..4", 2},
+			"s[i] = select(i >= 1, sum[d](x[i - 1, d]), 0.0) where i in 0..4\n  y[i] = select(i >= 1, s[i] * sigmoid(s[i]), 0.0) where i in 0..4", 1},
+		// The guard and the sum use the enclosing axis j: the tensor is
+		// over i and j.
+		{"under a guard on an enclosing axis", "y[i] = sum[j](select(i + j >= 1, silu(sum[d](x[i + j - 1, d])), 0.0)) where i in 0..2, j in 0..2",
+			"s[i, j] = select(i + j >= 1, sum[d](x[i + j - 1, d]), 0.0) where i in 0..2, j in 0..2\n  y[i] = sum[j](select(i + j >= 1, s[i, j] * sigmoid(s[i, j]), 0.0)) where i in 0..2, j in 0..2", 2},
+		// A gather is never proven in bounds (a select on the data may
+		// guard it): the argument stays inlined.
+		{"gather", "y[i] = silu(sum[d](x[ids[i], d]))", "y[i] = sum[d](x[ids[i], d]) * sigmoid(sum[d](x[ids[i], d]))", 2},
+		// Two guards, one on a variable the argument does not use, which the
+		// tensor leaves out: the other proves its loads.
+		{"under two guards", "y[i] = sum[j](select(i >= 1 && j < 1, silu(sum[d](x[i - 1, d])), 0.0)) where i in 0..4, j in 0..2",
+			"s[i] = select(i >= 1, sum[d](x[i - 1, d]), 0.0) where i in 0..4\n  y[i] = sum[j](select(i >= 1 && j < 1, s[i] * sigmoid(s[i]), 0.0)) where i in 0..4, j in 0..2", 2},
 		{"whole tensors", "y = silu(b * 2.0)", "s = b * 2.0\n  y = s * sigmoid(s)", 0},
 	}
 	for _, tt := range tests {
