@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"go.lsp.dev/protocol"
 
 	"tec/lang"
+	"tec/lang/diag"
 	"tec/lang/syntax"
 	"tec/te"
 )
@@ -78,6 +80,11 @@ func (s *server) describe(snap *snapshot, id *lang.Ident) string {
 		b.WriteString(codeBlock(sym.Detail))
 		b.WriteString(tensorFacts(snap, sym))
 	default:
+		if isInvalid(sym) {
+			b.WriteString(codeBlock(sym.Name + ": type unknown"))
+			b.WriteString(invalidCause(snap, sym) + "  \n")
+			break
+		}
 		b.WriteString(codeBlock(sym.Detail))
 	}
 	if sym.File != "" && sym.Def != (syntax.Span{}) {
@@ -206,4 +213,85 @@ func isReduceAxis(snap *snapshot, sym lang.Symbol) bool {
 		})
 	})
 	return snap.axes[sym.Def.Start.Offset]
+}
+
+// isInvalid reports whether sym names a value whose definition failed (the
+// checker binds such a name to an invalid value, so that its uses are not
+// reported again): lang.Symbol tells it only by its Detail.
+func isInvalid(sym lang.Symbol) bool {
+	return sym.Kind == lang.SymValue && strings.HasSuffix(sym.Detail, ": an invalid value")
+}
+
+// maxCauseStmts bounds the statements invalidCause looks through.
+const maxCauseStmts = 1000
+
+// invalidCause says why sym, an invalid value, has no type: the error in
+// the statement that defines it or, when that statement only uses other
+// invalid values, in the nearest statement upstream of it that has an
+// error, following the names each statement uses.
+func invalidCause(snap *snapshot, sym lang.Symbol) string {
+	var errs []*diag.Diagnostic
+	for _, d := range snap.diags {
+		if d.Severity == diag.Error && d.File == snap.doc.path {
+			errs = append(errs, d)
+		}
+	}
+	if len(errs) == 0 {
+		return "its definition did not check"
+	}
+	ids := snap.info.Idents[snap.doc.path]
+	var queue []syntax.Span
+	if sym.File == snap.doc.path {
+		queue = append(queue, sym.Def)
+	}
+	seen := map[syntax.Span]bool{sym.Def: true}
+	for k := 0; k < len(queue) && k < maxCauseStmts; k++ {
+		stmt := statementAt(snap.ast, queue[k].Start.Offset)
+		if stmt == (syntax.Span{}) {
+			continue
+		}
+		for _, d := range errs {
+			if stmt.Start.Offset <= d.Span.Start.Offset && d.Span.Start.Offset < stmt.End.Offset {
+				return "its type is unknown because of the error " + where(snap, d, k > 0)
+			}
+		}
+		// The names the statement uses, defined in this file.
+		i := sort.Search(len(ids), func(i int) bool { return ids[i].Span.Start.Offset >= stmt.Start.Offset })
+		for ; i < len(ids) && ids[i].Span.Start.Offset < stmt.End.Offset; i++ {
+			def := ids[i].Symbol.Def
+			if ids[i].Symbol.File == snap.doc.path && def != (syntax.Span{}) && !seen[def] {
+				seen[def] = true
+				queue = append(queue, def)
+			}
+		}
+	}
+	return "its type is unknown because of an error upstream of it; the first in the file: " + where(snap, errs[0], false)
+}
+
+// where formats the place and message of an error for a hover, saying
+// whether it is in a statement upstream of the one hovered.
+func where(snap *snapshot, d *diag.Diagnostic, upstream bool) string {
+	p := snap.m.position(d.Span.Start.Offset)
+	s := fmt.Sprintf("at line %d, column %d", p.Line+1, p.Character+1)
+	if upstream {
+		s += ", upstream of it"
+	}
+	return fmt.Sprintf("%s: %s", s, d.Message)
+}
+
+// statementAt returns the span of the innermost statement of f that holds
+// the byte offset (a loop's body statement, not the loop), or a zero span.
+func statementAt(f *syntax.File, off int) syntax.Span {
+	var best syntax.Span
+	inspectFile(f, func(n syntax.Node) bool {
+		sp := n.NodeSpan()
+		if off < sp.Start.Offset || off >= sp.End.Offset {
+			return false
+		}
+		if _, ok := n.(syntax.Stmt); ok {
+			best = sp
+		}
+		return true
+	})
+	return best
 }
