@@ -381,6 +381,11 @@ func inexactPart(p *indexPart) *indexPart {
 // exactError reports that the index arithmetic at span, which computes ix,
 // may exceed maxExact.
 func (c *checker) exactError(file string, span syntax.Span, ix te.Index) {
+	c.errorAt(file, span, "bounds", exactHint, "index arithmetic %s exceeds 2^53: %s", c.text(file, span), exactRange(ix))
+}
+
+// exactRange describes the range of ix over its variables' extents.
+func exactRange(ix te.Index) string {
 	lo, hi := bigBounds(ix)
 	var vars []string
 	for _, v := range ix.Vars() {
@@ -393,7 +398,7 @@ func (c *checker) exactError(file string, span syntax.Span, ix te.Index) {
 	if len(vars) > 0 {
 		what += " for " + strings.Join(vars, ", ")
 	}
-	c.errorAt(file, span, "bounds", exactHint, "index arithmetic %s exceeds 2^53: %s", c.text(file, span), what)
+	return what
 }
 
 // bigBounds returns the least and greatest values of ix over its variables'
@@ -423,4 +428,20 @@ func bigBounds(ix te.Index) (lo, hi *big.Int) {
 		hi.Add(hi, new(big.Int).Mul(c, ahi))
 	}
 	return lo, hi
+}
+
+// checkExactValues reports the index values of body (i32 values computed
+// from index variables, as in f32(i * 4) or select(i * 4 < n, ...)) whose
+// range, over the variables' extents, may leave ±maxExact, as checkExact
+// does for the indexes of accesses. span is the definition's.
+func (c *checker) checkExactValues(file string, span syntax.Span, body te.Expr) {
+	walkDAG(body, func(e te.Expr) {
+		x, ok := e.(*te.IndexExpr)
+		if !ok {
+			return
+		}
+		if _, _, ok := x.Index.ExactBounds(extentRange, maxExact); !ok {
+			c.errorAt(file, span, "bounds", exactHint, "index arithmetic %s exceeds 2^53: %s", x.Index, exactRange(x.Index))
+		}
+	})
 }

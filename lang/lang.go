@@ -18,7 +18,9 @@
 // once the ranges are known every computed sub-expression of an access's
 // index, and the index itself, must stay within ±2^53 for every value of its
 // variables (te.Index.ExactBounds). Only then are the ranges compared with
-// the dimensions, in arithmetic that can no longer overflow.
+// the dimensions, in arithmetic that can no longer overflow. Index values
+// used as data or compared (f32(i * 4), select(i * 4 < n, ...)) are held to
+// the same bound when their tensor is made.
 //
 // Constant folding computes what run time would: a cast of a compile-time
 // number applies the cast's rounding (f16(0.3) is 0.300048828125), so a

@@ -186,6 +186,7 @@ func (c *checker) materialize(sc *scope, l *lazyVal) Value {
 // such bodies, and f32 otherwise.
 func (c *checker) compute(file string, span syntax.Span, axes []*te.Var, s scalar, name string) *tensorVal {
 	body := c.bindShared(file, span, s.toExpr(false))
+	c.checkExactValues(file, span, body)
 	dt := dagType(body)
 	if cast, ok := body.(*te.Cast); ok {
 		dt = cast.To
