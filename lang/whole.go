@@ -333,7 +333,7 @@ func broadcastHint(y, op, a string, sa []int, b string, sb []int) string {
 	if !isPlainName(a) || !isPlainName(b) || !isPlainName(y) {
 		return ""
 	}
-	names := []string{"i", "j", "k", "l", "m", "n"}
+	names := axisNames
 	r := max(len(sa), len(sb))
 	if r > len(names) || a == b {
 		return ""
