@@ -49,6 +49,10 @@ tec.defines ({"N": "16"}) overrides constants as -D does.`,
 				fmt.Fprintf(f, "%s "+format+"\n", append([]any{time.Now().Format(time.RFC3339)}, args...)...)
 			}
 		}
+		if e.stdinTerminal() {
+			// Someone typed tec lsp: say what it waits for.
+			fmt.Fprintln(e.stderr, "tec lsp: a language server for editors, which start it and speak LSP on its standard input and output (see docs/editors.md); Ctrl-D quits")
+		}
 		err := lsp.Serve(context.Background(), stdio{e.stdin, e.stdout}, opts)
 		switch {
 		case err == nil:
@@ -72,3 +76,13 @@ type stdio struct {
 // Close closes nothing: the process's standard streams stay open until it
 // exits.
 func (stdio) Close() error { return nil }
+
+// stdinTerminal reports whether standard input is a terminal, as terminal
+// tells for an output (e.isTerminal, where set, is asked about stdin when
+// stdin can be written too, as a terminal's file can).
+func (e *env) stdinTerminal() bool {
+	if w, ok := e.stdin.(io.Writer); ok {
+		return e.terminal(w)
+	}
+	return false
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -39,6 +40,43 @@ func TestLSPCommand(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tt.want) {
 				t.Errorf("output does not contain %s:\n%s", tt.want, out.String())
+			}
+		})
+	}
+}
+
+// terminalInput is standard input as a terminal's file: readable and
+// writable.
+type terminalInput struct {
+	io.Reader
+	io.Writer
+}
+
+// TestLSPTerminalNote is issue 23's `tec lsp` typed in a terminal, which
+// waited silently: when standard input is a terminal, a note on stderr says
+// what the command is for; an editor's pipe gets no note.
+func TestLSPTerminalNote(t *testing.T) {
+	exit := frame(`{"jsonrpc":"2.0","method":"exit"}`)
+	tests := []struct {
+		name     string
+		stdin    io.Reader
+		terminal bool
+	}{
+		{"terminal", terminalInput{strings.NewReader(exit), io.Discard}, true},
+		{"pipe", strings.NewReader(exit), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			e := &env{stdin: tt.stdin, stdout: &out, stderr: &errb, getenv: func(string) string { return "" },
+				isTerminal: func(w io.Writer) bool { _, ok := w.(terminalInput); return ok }}
+			e.main([]string{"lsp"})
+			note := strings.Contains(errb.String(), "a language server for editors")
+			if note != tt.terminal {
+				t.Errorf("stderr %q: note shown %v, want %v", errb.String(), note, tt.terminal)
+			}
+			if tt.terminal && strings.Count(errb.String(), "\n") != 1 {
+				t.Errorf("stderr %q: want one line", errb.String())
 			}
 		})
 	}
