@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"tec/analysis"
+	"tec/internal/tooltest"
 )
 
 // runTecEnv runs tec in-process with the environment variables in vars.
@@ -94,9 +94,7 @@ func TestGraph(t *testing.T) {
 	if code != exitUser || !strings.Contains(stderr, "apt-get install graphviz") || !strings.Contains(stderr, "-o "+filepath.Join(dir, "g.dot")) {
 		t.Errorf("graph -o g.svg without dot: status %d, stderr:\n%s", code, stderr)
 	}
-	if _, err := exec.LookPath("dot"); err != nil {
-		t.Skip("Graphviz is not installed")
-	}
+	tooltest.Dot(t) // skips where dot is missing or does not run
 	code, _, stderr = runTecEnv(t, map[string]string{"PATH": os.Getenv("PATH")}, "graph", "testdata/softmax.te", "-o", svg)
 	if code != exitOK {
 		t.Fatalf("graph -o g.svg: status %d, stderr:\n%s", code, stderr)
