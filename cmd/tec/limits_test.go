@@ -110,3 +110,32 @@ func TestRunUnderResourceLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryRefusalHint checks that a run refused by --max-memory is offered
+// -D only where its file has constants to set (an imported model has none).
+func TestMemoryRefusalHint(t *testing.T) {
+	noConsts := filepath.Join(t.TempDir(), "imported.te")
+	src := "model m {\n  input x: f32[30000, 30000]\n  y[i, j] = x[i, j] + 1.0 where i in 0..30000, j in 0..30000\n  output y\n}\n"
+	if err := os.WriteFile(noConsts, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+		not  string
+	}{
+		{"constants", []string{"run", "testdata/softmax.te", "-D", "N=30000", "-D", "D=30000", "--fill", "zeros", "--max-memory", "1GB"},
+			"hint: use smaller sizes (-D NAME=VALUE), or set the limit with --max-memory SIZE (0: no limit)", ""},
+		{"no constants", []string{"run", noConsts, "--fill", "zeros", "--max-memory", "1GB"},
+			"hint: the file has no constants to make the model smaller: set the limit with --max-memory SIZE (0: no limit)", "-D"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runTec(t, tt.args...)
+			if code != exitUser || !strings.Contains(stderr, tt.want) || (tt.not != "" && strings.Contains(stderr, tt.not)) {
+				t.Errorf("status %d, stderr:\n%s\nwant status %d, %q and no %q", code, stderr, exitUser, tt.want, tt.not)
+			}
+		})
+	}
+}

@@ -297,8 +297,9 @@ func readCgroupInt(read func(string) ([]byte, error), path string) (int64, error
 }
 
 // checkMemory refuses a run whose estimated memory exceeds the limit,
-// before anything is allocated.
-func checkMemory(model, device string, need memEstimate, limit memLimit) error {
+// before anything is allocated. Its hint offers -D only where the file
+// has constants to set (checkWork's rule).
+func (e *env) checkMemory(model, device string, need memEstimate, limit memLimit) error {
 	if limit.bytes == 0 || need.total <= limit.bytes {
 		return nil
 	}
@@ -312,9 +313,12 @@ func checkMemory(model, device string, need memEstimate, limit memLimit) error {
 	if len(largest) == 1 {
 		what = "its largest tensor: "
 	}
-	return fmt.Errorf("model %s needs about %s of memory on %s (%s bytes), more than the %s %s; %s%s"+
-		hintSep+"use smaller sizes (-D NAME=VALUE), or set the limit with --max-memory SIZE (0: no limit)",
-		model, formatBytes(need.total), device, thousands(need.total), formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "))
+	hint := "use smaller sizes (-D NAME=VALUE), or set the limit with --max-memory SIZE (0: no limit)"
+	if !e.hasConstants() {
+		hint = "the file has no constants to make the model smaller: set the limit with --max-memory SIZE (0: no limit), or run it where more memory is free"
+	}
+	return fmt.Errorf("model %s needs about %s of memory on %s (%s bytes), more than the %s %s; %s%s"+hintSep+"%s",
+		model, formatBytes(need.total), device, thousands(need.total), formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "), hint)
 }
 
 // formatBytes formats a number of bytes for people: "7.2 GB".

@@ -303,7 +303,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 			need.total += int64(t.NumElements()) * elemBytes
 		}
 	}
-	if err := checkMemory(prog.Name, rf.device, need, limit); err != nil {
+	if err := e.checkMemory(prog.Name, rf.device, need, limit); err != nil {
 		return e.failf(c, exitUser, fail(codeMemory, err))
 	}
 	secs, err := e.checkWork(prog, mod, rf)
