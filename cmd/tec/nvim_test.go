@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,12 @@ import (
 	"time"
 )
 
-// TestNeovim runs a real editor: Neovim headless attaches `tec lsp` to an
-// example with a misspelt function and checks the diagnostics and a hover
-// it receives. It is skipped when nvim is not installed, except under CI.
+// TestNeovim runs a real editor: Neovim headless, with docs/editors.md's
+// snippet as its init.lua, opens an example with a misspelt function, and
+// the test checks the diagnostics and a hover it receives, so that the
+// snippet the page gives works on the Neovim installed (Debian's 0.7 in CI,
+// where the page's earlier snippet did nothing). It is skipped when nvim is
+// not installed, except under CI.
 func TestNeovim(t *testing.T) {
 	nvim, err := exec.LookPath("nvim")
 	if err != nil {
@@ -40,11 +44,20 @@ func TestNeovim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	snippet, err := neovimSnippet("../../docs/editors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	initLua := filepath.Join(dir, "init.lua")
+	if err := os.WriteFile(initLua, []byte(snippet), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, nvim, "--headless", "--clean", "-n", "-c", "luafile "+script)
-	cmd.Env = append(os.Environ(), "TEC="+tec, "TE_FILE="+file, "HOVER_AT=x[i, j] - m", "OUT="+out, "XDG_CACHE_HOME="+dir, "XDG_STATE_HOME="+dir)
+	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", initLua, "-i", "NONE", "-n", "-c", "luafile "+script)
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "TE_FILE="+file, "HOVER_AT=x[i, j] - m", "OUT="+out,
+		"XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CACHE_HOME="+dir, "XDG_STATE_HOME="+dir)
 	cmd.Dir = dir
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nvim: %v\n%s", err, b)
@@ -79,4 +92,26 @@ func TestNeovim(t *testing.T) {
 	if !strings.Contains(res.Hover, "x: f32[128, 768]") || !strings.Contains(res.Hover, "input") {
 		t.Errorf("hover = %q, want the type of input x", res.Hover)
 	}
+}
+
+// neovimSnippet returns the first Lua block of the Neovim section of the
+// page at path: the init.lua it tells users to write.
+func neovimSnippet(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Neovim\n")
+	if !ok {
+		return "", fmt.Errorf("%s has no Neovim section", path)
+	}
+	_, block, ok := strings.Cut(section, "```lua\n")
+	if !ok {
+		return "", fmt.Errorf("%s: the Neovim section has no Lua block", path)
+	}
+	block, _, ok = strings.Cut(block, "```")
+	if !ok {
+		return "", fmt.Errorf("%s: the Neovim section's Lua block is not closed", path)
+	}
+	return block, nil
 }

@@ -1,9 +1,10 @@
 -- Drives Neovim (0.7 or later) headless as a user would: open a .te file,
--- attach `tec lsp` to it, wait for the diagnostics, ask for a hover, and
+-- which the init.lua (docs/editors.md's snippet) gives the te filetype and
+-- attaches `tec lsp` to, wait for the diagnostics, ask for a hover, and
 -- write what the editor received as JSON to $OUT.
--- Environment: TEC (the tec binary), TE_FILE (the file), HOVER_AT (text at
--- whose first occurrence to hover), OUT (the result file).
-local tec, file, needle, out = os.getenv('TEC'), os.getenv('TE_FILE'), os.getenv('HOVER_AT'), os.getenv('OUT')
+-- Environment: TE_FILE (the file), HOVER_AT (text at whose first occurrence
+-- to hover), OUT (the result file); tec is on PATH.
+local file, needle, out = os.getenv('TE_FILE'), os.getenv('HOVER_AT'), os.getenv('OUT')
 
 local function finish(result)
   local f = assert(io.open(out, 'w'))
@@ -14,17 +15,25 @@ end
 
 vim.cmd('edit ' .. vim.fn.fnameescape(file))
 local buf = vim.api.nvim_get_current_buf()
-vim.bo[buf].filetype = 'te'
-local client_id = vim.lsp.start_client({
-  name = 'tec',
-  cmd = { tec, 'lsp' },
-  root_dir = vim.fn.fnamemodify(file, ':p:h'),
-})
-if not client_id then
-  finish({ error = 'vim.lsp.start_client failed' })
+
+-- The clients attached to buf, as 0.7 to 0.11 tell them.
+local function clients_of(b)
+  if vim.lsp.get_clients then
+    return vim.lsp.get_clients({ bufnr = b })
+  end
+  return vim.tbl_values(vim.lsp.buf_get_clients(b))
+end
+
+-- The init.lua (docs/editors.md's snippet) attaches tec lsp on opening.
+if vim.bo[buf].filetype ~= 'te' then
+  finish({ error = 'the init.lua did not set the filetype of ' .. file .. ' (it is "' .. vim.bo[buf].filetype .. '")' })
   return
 end
-vim.lsp.buf_attach_client(buf, client_id)
+if not vim.wait(10000, function() return #clients_of(buf) > 0 end, 50) then
+  finish({ error = 'the init.lua attached no language server to ' .. file })
+  return
+end
+local client_id = clients_of(buf)[1].id
 
 local got = vim.wait(20000, function() return #vim.diagnostic.get(buf) > 0 end, 50)
 if not got then
