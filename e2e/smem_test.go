@@ -101,6 +101,16 @@ func TestSharedFits(t *testing.T) {
   output sc
 }
 `
+	// A contraction with a reduction nested in a factor, not a
+	// matrix-vector product: lowered a block per output.
+	const nested = `model m {
+  input x: f32[64, 64]
+  input w: f32[64, 64]
+  input s: f32[32]
+  y[i, j] = sum[k](x[i, k] * (w[k, j] / sum[m](s[m]))) where i in 0..64, j in 0..64
+  output y
+}
+`
 	a100, _ := partition.BuiltinGPU("a100")
 	llama := examples.Example{Name: "llama/decode"}
 	for _, tt := range []struct {
@@ -117,6 +127,7 @@ func TestSharedFits(t *testing.T) {
 		{"scores/small16", "scores.te", []byte(scores), "", nil, smallSharedGPU(), 3, true},
 		{"scores/small16/O4", "scores.te", []byte(scores), "", nil, smallSharedGPU(), 4, false},
 		{"argmax/a100", "argmax.te", []byte(argmax), "", nil, a100, 3, true},
+		{"nested/a100", "nested.te", []byte(nested), "", nil, a100, 3, true},
 		{"masked/small16-256/O3", "masked.te", []byte(masked), "", nil, smallShared(256), 3, true},
 		{"masked/small16-256/O4", "masked.te", []byte(masked), "", nil, smallShared(256), 4, true},
 		{"llama-decode/small16", llama.File(), llama.Source(), "decode", map[string]string{

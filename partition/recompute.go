@@ -45,6 +45,16 @@ func hoistableOp(r *te.Reduce) bool {
 	return te.TypeOf(r) == te.F32 && (r.Op == te.Sum || r.Op == te.ReduceMax || r.Op == te.ReduceMin)
 }
 
+// nestsReduce reports whether a reduction lies in r's body.
+func nestsReduce(r *te.Reduce) bool {
+	found := false
+	te.Walk(r.Body, func(e te.Expr) bool {
+		_, found = e.(*te.Reduce)
+		return !found
+	})
+	return found
+}
+
 // nestedInvariant reports whether every reduction nested in r's body is
 // invariant in r's axes: computed once for all of r's points, it could be
 // hoisted out of r's loop.

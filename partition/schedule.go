@@ -349,6 +349,7 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 	s.Bytes = requestBytes(t)
 	s.FLOPs = int64(n) * opsOf(t.Body, map[*te.Reduce]bool{})
 	if d, ok := ContractionDims(t); ok {
+		base := *s
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
 		if d.Masked {
@@ -368,9 +369,16 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Sch
 			}
 			return s, nil
 		}
-		tm, tn := tileShape(d.M, d.N, threads)
-		s.regTile(tm, tn, g, t.Bytes())
-		return s, nil
+		if !nestsReduce(d.Reduce) {
+			tm, tn := tileShape(d.M, d.N, threads)
+			s.regTile(tm, tn, g, t.Bytes())
+			return s, nil
+		}
+		// A reduction nested in a factor is computed once per tile and
+		// row only by matrix-vector tiles (recompute.go); backend/lower
+		// computes any other such contraction a block per output, and
+		// its schedule is that one's, shared memory and all.
+		*s = base
 	}
 	reds := TopReduces(t.Body)
 	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin {

@@ -174,3 +174,29 @@ func TestFitHint(t *testing.T) {
 		t.Errorf("err = %v, want the stage refused with %q", err, FitHint)
 	}
 }
+
+// TestNestedContraction checks the schedule of a contraction with a
+// reduction nested in a factor that is not a matrix-vector product,
+// y[i, j] = sum[k](x[i, k] * w[k, j] / sum[m](s[m])): backend/lower
+// computes it a block per output, and the plan says so (it planned a
+// 16×16 tile's 2048 B of staged factors for a kernel that declared a
+// block reduction's 1024 B).
+func TestNestedContraction(t *testing.T) {
+	b := tb.New("m")
+	x, w, s := b.Input("x", 64, 64), b.Input("w", 64, 64), b.Input("s", 32)
+	y := b.Compute("y", tb.Shape(64, 64), func(ax []te.Index) te.Expr {
+		norm := tb.Reduce(te.Sum, "m", 32, func(m te.Index) te.Expr { return tb.Ld(s, m) })
+		return tb.Reduce(te.Sum, "k", 64, func(k te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(x, ax[0], k), tb.Bin(te.Div, tb.Ld(w, k, ax[1]), norm))
+		})
+	})
+	p := b.Program(y)
+	if d, ok := ContractionDims(y); !ok || !nestsReduce(d.Reduce) {
+		t.Fatal("not a contraction with a nested reduction")
+	}
+	pl := plan(t, p, "a100", Options{Split: true, Reuse: true})
+	sy := pl.Schedules[y]
+	if sy.Kind != RowReduce || sy.Tiles != 64*64 || !slices.Equal(sy.Arrays, []Array{{te.F32, 256}}) {
+		t.Errorf("schedule %s, arrays %v: want a block per output reducing in one f32 array", sy, sy.Arrays)
+	}
+}
