@@ -48,10 +48,7 @@ func TestCounterPTX(t *testing.T) {
 					t.Errorf("no %q in the PTX", want)
 				}
 			}
-			cuobjdump, err := exec.LookPath("cuobjdump")
-			if err != nil {
-				return
-			}
+			cuobjdump := tooltest.Require(t, "Debian's nvidia-cuda-toolkit", "cuobjdump")
 			path := filepath.Join(t.TempDir(), "counters.cubin")
 			if err := os.WriteFile(path, cubin, 0o644); err != nil {
 				t.Fatal(err)
