@@ -131,9 +131,6 @@ func (gf *generateFlags) check(fs *flag.FlagSet) error {
 	if err := gf.validate(); err != nil {
 		return err
 	}
-	if isSet(fs, "model") {
-		return errors.New("--model picks one model; tec generate runs two" + hintSep + "name them with --prefill NAME and --decode NAME")
-	}
 	if gf.device != "ref" && gf.device != "sim" && gf.device != "cuda" {
 		return fmt.Errorf("unknown device %q (want ref, sim or cuda)", gf.device)
 	}
