@@ -9,8 +9,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"tec/backend/cuda"
 	"tec/backend/gpurun"
@@ -33,17 +36,30 @@ type cudaFlags struct {
 	target  string
 	bench   int
 	warmup  int
+	timeout time.Duration // 0: no limit
 }
+
+// defaultCUDATimeout is how long tec run waits for tec-cuda by default:
+// far longer than any run tec's cost model prices (the largest examples
+// take seconds with --bench), short enough that a kernel that never ends
+// does not hold the GPU and the terminal for good.
+const defaultCUDATimeout = 10 * time.Minute
+
+// runnerGrace is how long tec-cuda has to exit after the signal that stops
+// it (SIGTERM at the timeout, or the signal tec received) before it is
+// killed.
+const runnerGrace = 5 * time.Second
 
 func (cf *cudaFlags) registerCUDA(fs *flag.FlagSet) {
 	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
 	fs.StringVar(&cf.target, "target", target.Default, "with --device cuda, the GPU architecture to compile for: "+strings.Join(target.Names(), " or "))
 	fs.IntVar(&cf.bench, "bench", 0, "with --device cuda, time this many runs with CUDA events and print each kernel's and the total's median, min and max")
 	fs.IntVar(&cf.warmup, "warmup", 3, "with --device cuda and --bench, untimed runs before the timed ones")
+	fs.DurationVar(&cf.timeout, "timeout", defaultCUDATimeout, "with --device cuda, stop tec-cuda if it has not finished after this long (a kernel that never ends); 0 for no limit")
 }
 
 // cudaFlagNames are the flags that only --device cuda uses.
-func cudaFlagNames() []string { return []string{"codegen", "target", "bench", "warmup"} }
+func cudaFlagNames() []string { return []string{"codegen", "target", "bench", "warmup", "timeout"} }
 
 // checkCUDAFlags reports a misuse of the flags of --device cuda: given with
 // another device, or out of range.
@@ -73,6 +89,9 @@ func checkCUDAFlags(fs *flag.FlagSet, device string, cf *cudaFlags) error {
 	}
 	if cf.bench < 0 || cf.warmup < 0 {
 		return errors.New("--bench and --warmup must not be negative")
+	}
+	if cf.timeout < 0 {
+		return fmt.Errorf("--timeout %v: must not be negative (0 for no limit)", cf.timeout)
 	}
 	return nil
 }
@@ -138,18 +157,21 @@ func isExecutable(p string) bool {
 }
 
 // runCUDA runs mod, the kernels of prog, on the GPU through tec-cuda with
-// feeds, and returns the outputs by name.
+// feeds, and returns the outputs by name. tec-cuda is stopped after
+// cf.timeout, or when tec receives SIGINT or SIGTERM, and the directory of
+// its job (the weights among the feeds) is removed in every case.
 func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Array, cf *cudaFlags) (map[string]*te.Array, *cudaSummary, error) {
 	runner, err := e.findTecCUDA()
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx, stop := withInterrupt(context.Background())
+	defer stop() // after the removal below: a signal meanwhile waits for it
 	dir, err := os.MkdirTemp("", "tec-cuda-")
 	if err != nil {
 		return nil, nil, fail(codeIO, err)
 	}
 	defer os.RemoveAll(dir)
-	ctx := context.Background()
 	model, tg, err := gpuModel(ctx, prog, mod, cf, dir)
 	if err != nil {
 		return nil, nil, err
@@ -176,7 +198,13 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 	if err := gpurun.WriteJob(jobDir, job); err != nil {
 		return nil, nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
 	}
-	if err := e.callTecCUDA(ctx, runner, prog.Name, jobDir); err != nil {
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if cf.timeout > 0 {
+		rctx, cancel = context.WithTimeoutCause(ctx, cf.timeout, timedOut{cf.timeout})
+	}
+	err = e.callTecCUDA(rctx, runner, prog.Name, jobDir)
+	cancel()
+	if err != nil {
 		return nil, nil, err
 	}
 	res, err := gpurun.ReadResult(jobDir, plan)
@@ -231,16 +259,75 @@ func jobDir(dir string) (string, error) {
 }
 
 // callTecCUDA runs tec-cuda (runner) on the job in jobDir, of model, and
-// explains a failure.
+// explains a failure. tec-cuda is stopped when ctx ends (at a deadline whose
+// cause is timedOut, say) or when tec receives SIGINT or SIGTERM, which it
+// passes on to tec-cuda; callTecCUDA returns once tec-cuda has exited, so
+// that the caller may remove the job.
 func (e *env) callTecCUDA(ctx context.Context, runner, model, jobDir string) error {
 	run := e.execTecCUDA
 	if run == nil {
 		run = execTecCUDA
 	}
-	if out, err := run(ctx, runner, jobDir); err != nil {
-		return &failure{code: codeCUDA, err: explainTecCUDA(runner, model, out, err)}
+	ctx, stop := withInterrupt(ctx)
+	defer stop()
+	out, err := run(ctx, runner, jobDir)
+	var t timedOut
+	var in interrupted
+	switch cause := context.Cause(ctx); {
+	case err == nil:
+		return nil
+	case errors.As(cause, &t):
+		return &failure{code: codeCUDA, err: fmt.Errorf("running model %s on the GPU: %s had not finished after %v (--timeout), and was stopped"+
+			hintSep+"a kernel that never ends, or a run longer than that: give a longer --timeout, or --timeout 0 for no limit", model, runner, t.after)}
+	case errors.As(cause, &in):
+		return &failure{code: codeCUDA, err: fmt.Errorf("running model %s on the GPU: interrupted by %s, passed on to %s, which has exited; its job's files are removed", model, signalName(in.sig), runner)}
 	}
-	return nil
+	return &failure{code: codeCUDA, err: explainTecCUDA(runner, model, out, err)}
+}
+
+// timedOut is the cause of the end of a run of tec-cuda that took longer
+// than --timeout.
+type timedOut struct{ after time.Duration }
+
+func (t timedOut) Error() string { return fmt.Sprintf("no result after %v", t.after) }
+
+// interrupted is the cause of the end of a context that a signal ended.
+type interrupted struct{ sig os.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+// signalName names a signal as kill -l does, with its SIG prefix.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// withInterrupt returns a context that SIGINT or SIGTERM ends, with an
+// interrupted cause, instead of the signal ending tec before it has
+// stopped tec-cuda and removed its files; stop restores the signals' usual
+// effect.
+func withInterrupt(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(interrupted{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
 }
 
 // compileForGPU returns mod's code for the GPU as codegen asks (the LLVM
@@ -288,10 +375,22 @@ func compileForGPU(ctx context.Context, mod *kir.Module, layout *kir.Layout, tg 
 }
 
 // execTecCUDA runs tec-cuda on a job directory and returns what it printed.
+// When ctx ends, tec-cuda gets the signal that ended it (interrupted) or
+// SIGTERM, and runnerGrace to exit before it is killed; execTecCUDA
+// returns once it has exited.
 func execTecCUDA(ctx context.Context, runner, dir string) ([]byte, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, runner, dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Cancel = func() error {
+		var sig os.Signal = syscall.SIGTERM
+		var in interrupted
+		if errors.As(context.Cause(ctx), &in) {
+			sig = in.sig
+		}
+		return cmd.Process.Signal(sig)
+	}
+	cmd.WaitDelay = runnerGrace
 	err := cmd.Run()
 	return out.Bytes(), err
 }
