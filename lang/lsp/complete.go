@@ -113,7 +113,11 @@ func (c *completer) locals(snap *snapshot, off int) {
 		if def > off {
 			continue
 		}
-		c.add(protocol.CompletionItem{Label: sym.Name, Kind: kind, Detail: sym.Detail, SortText: "0" + sym.Name})
+		detail := sym.Detail
+		if isInvalid(sym) {
+			detail = sym.Name + ": type unknown (its definition has an error)"
+		}
+		c.add(protocol.CompletionItem{Label: sym.Name, Kind: kind, Detail: detail, SortText: "0" + sym.Name})
 	}
 }
 

@@ -62,6 +62,28 @@ func TestHoverInvalidValue(t *testing.T) {
 			}
 		})
 	}
+	t.Run("completion", func(t *testing.T) {
+		res, err := c.call(protocol.MethodTextDocumentCompletion, map[string]any{"textDocument": map[string]any{"uri": u}, "position": posOf(t, text, "ysc + 1.0", 1, 2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list protocol.CompletionList
+		if err := json.Unmarshal(res, &list); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, it := range list.Items {
+			if it.Label == "ysc" {
+				found = true
+				if !strings.Contains(it.Detail, "ysc: type unknown") || strings.Contains(it.Detail, "invalid value") {
+					t.Errorf("completion of ysc: detail %q, want its type unknown", it.Detail)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no completion ysc among %+v", list.Items)
+		}
+	})
 	if err := c.shutdown(); err != nil {
 		t.Errorf("shutdown: %v", err)
 	}
