@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -31,12 +32,12 @@ func parseSettings(raw json.RawMessage) (map[string]string, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+		return nil, fmt.Errorf(`the settings must be an object ({"tec": {"defines": {...}}}), got %s`, jsonValueKind(raw))
 	}
 	if inner, ok := top["tec"]; ok {
 		var t map[string]json.RawMessage
 		if err := json.Unmarshal(inner, &t); err != nil {
-			return nil, fmt.Errorf("settings.tec: %w", err)
+			return nil, fmt.Errorf(`the setting tec must be an object ({"defines": {...}}), got %s`, jsonValueKind(inner))
 		}
 		top = t
 	} else if d, ok := top["tec.defines"]; ok {
@@ -103,5 +104,20 @@ func (s *server) setSettings(raw json.RawMessage) {
 		for _, u := range uris {
 			s.scheduleCheck(protocol.DocumentURI(u))
 		}
+	}
+}
+
+// jsonValueKind describes a valid JSON value by its kind, for messages: "an
+// array", "a string", "7".
+func jsonValueKind(raw json.RawMessage) string {
+	switch k := jsonKind(bytes.TrimSpace(raw)); k {
+	case "batch":
+		return "an array"
+	case "object":
+		return "an object"
+	case "number":
+		return string(bytes.TrimSpace(raw))
+	default:
+		return "a " + k
 	}
 }

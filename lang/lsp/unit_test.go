@@ -94,22 +94,28 @@ func TestParseSettings(t *testing.T) {
 	tests := []struct {
 		json string
 		want map[string]string
-		err  bool
+		err  string // in the error; "" for none
 	}{
-		{`null`, nil, false},
-		{`{}`, nil, false},
-		{`{"tec": {"defines": {"N": "16", "D": 64}}}`, map[string]string{"N": "16", "D": "64"}, false},
-		{`{"defines": ["N=16", " D = 0.5 "]}`, map[string]string{"N": "16", "D": "0.5"}, false},
-		{`{"tec.defines": {"N": 2}}`, map[string]string{"N": "2"}, false},
-		{`{"tec": {"path": "tec"}}`, nil, false},
-		{`{"defines": ["N"]}`, nil, true},
-		{`{"defines": {"N": true}}`, nil, true},
-		{`[1]`, nil, true},
+		{`null`, nil, ""},
+		{`{}`, nil, ""},
+		{`{"tec": {"defines": {"N": "16", "D": 64}}}`, map[string]string{"N": "16", "D": "64"}, ""},
+		{`{"defines": ["N=16", " D = 0.5 "]}`, map[string]string{"N": "16", "D": "0.5"}, ""},
+		{`{"tec.defines": {"N": 2}}`, map[string]string{"N": "2"}, ""},
+		{`{"tec": {"path": "tec"}}`, nil, ""},
+		{`{"defines": ["N"]}`, nil, `want NAME=VALUE, got "N"`},
+		{`{"defines": {"N": true}}`, nil, "the value of N must be a number or a string"},
+		{`[1]`, nil, "the settings must be an object"},
+		{`"tec"`, nil, "the settings must be an object ({\"tec\": {\"defines\": {...}}}), got a string"},
+		{`{"tec": 7}`, nil, "the setting tec must be an object ({\"defines\": {...}}), got 7"},
+		{`{"tec": [true]}`, nil, "got an array"},
 	}
 	for _, tt := range tests {
 		got, err := parseSettings(json.RawMessage(tt.json))
-		if (err != nil) != tt.err || !maps.Equal(got, tt.want) {
-			t.Errorf("parseSettings(%s) = %v, %v; want %v, error %v", tt.json, got, err, tt.want, tt.err)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) || !maps.Equal(got, tt.want) {
+			t.Errorf("parseSettings(%s) = %v, %v; want %v, error %q", tt.json, got, err, tt.want, tt.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "json:") {
+			t.Errorf("parseSettings(%s): %v speaks of Go", tt.json, err)
 		}
 	}
 }
