@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"tec/internal/testmem"
 )
 
 // peakBudget is the most resident memory the package's tests may reach,
@@ -26,7 +28,7 @@ const peakBudget = 1 << 30
 // detector (which multiplies memory), with the collector's default pacing
 // (GOGC=100) and when no benchmark ran.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testmem.Main(m)
 	if code == 0 && budgetApplies() {
 		peak, err := peakRSS()
 		switch {

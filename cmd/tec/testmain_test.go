@@ -1,0 +1,12 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"tec/internal/testmem"
+)
+
+// TestMain holds the package's tests to the suite's memory budget
+// (package testmem).
+func TestMain(m *testing.M) { os.Exit(testmem.Main(m)) }
