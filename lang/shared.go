@@ -266,22 +266,30 @@ func mapChildren(e te.Expr, f func(te.Expr) te.Expr) te.Expr {
 	return e
 }
 
-// walkDAG calls f once for every distinct node of e, parents first.
+// walkDAG calls f once for every distinct node of e, parents first, in
+// the order of a depth-first walk. The walk keeps its own stack, not Go's:
+// a sum of millions of terms is a tree that deep.
 func walkDAG(e te.Expr, f func(te.Expr)) {
 	seen := map[te.Expr]bool{}
-	var walk func(e te.Expr)
-	walk = func(e te.Expr) {
+	stack := []te.Expr{e}
+	var children []te.Expr
+	for len(stack) > 0 {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		if seen[e] {
-			return
+			continue
 		}
 		seen[e] = true
 		f(e)
+		children = children[:0]
 		mapChildren(e, func(x te.Expr) te.Expr {
-			walk(x)
+			children = append(children, x)
 			return x
 		})
+		for i := len(children) - 1; i >= 0; i-- { // the first child on top
+			stack = append(stack, children[i])
+		}
 	}
-	walk(e)
 }
 
 // freeVars returns the variables that e uses and does not reduce over, in

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"math"
+	"runtime/debug"
 	"testing"
 
 	"tec/internal/numeric"
@@ -143,5 +144,30 @@ func TestBindOnceLarge(t *testing.T) {
 		if d := out["y"].Data[k] - v; math.Abs(d) > 1e-12 {
 			t.Errorf("y[%d] = %v, want %v", k, out["y"].Data[k], v)
 		}
+	}
+}
+
+// TestWalkDAGDeep checks that walkDAG visits a chain far deeper than the
+// goroutine's stack allows recursion (a 10 MB sum of 2.5 million terms
+// overflowed Go's stack in tec check), once per distinct node, parents
+// first and the first child's subtree before the second's.
+func TestWalkDAGDeep(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(1 << 20))
+	x := &te.ConstExpr{Value: 1, DType: te.F32}
+	y := &te.ConstExpr{Value: 2, DType: te.F32}
+	var e te.Expr = x
+	const n = 200000
+	for range n {
+		e = &te.Binary{Op: te.Add, X: e, Y: y} // y shared by every node
+	}
+	var order []te.Expr
+	walkDAG(e, func(v te.Expr) { order = append(order, v) })
+	if len(order) != n+2 {
+		t.Fatalf("%d nodes visited, want %d", len(order), n+2)
+	}
+	// Depth first, first child first: the chain's n additions, then x,
+	// then y (met first as the deepest addition's second operand).
+	if order[0] != e || order[n] != x || order[n+1] != y {
+		t.Errorf("order: first %p (root %p), [n] %p (x %p), [n+1] %p (y %p)", order[0], e, order[n], x, order[n+1], y)
 	}
 }
