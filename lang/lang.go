@@ -59,14 +59,14 @@ type Config struct {
 	// AllModels checks every model of the main file instead of lowering one;
 	// Check then returns no program. Editors use it to report every error.
 	AllModels bool
-	// ReadFile reads imported files; nil means os.ReadFile.
+	// ReadFile reads imported files; nil means ReadSource, up to
+	// MaxSourceBytes. Whatever reads them, a path that exists and is not
+	// a regular file is refused first (see readImport).
 	ReadFile func(path string) ([]byte, error)
 	// Info, when not nil, is filled with what the checker learns about each
 	// identifier, for editors (hover, go to definition).
 	Info *Info
 }
-
-var osReadFile = os.ReadFile
 
 // Check parses and checks the file named filename with contents src, and lowers
 // the selected model. It returns every diagnostic found, sorted; the program

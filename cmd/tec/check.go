@@ -67,7 +67,7 @@ func (e *env) checkModels(cf *compileFlags, file string) ([]*te.Program, int) {
 		return []*te.Program{prog}, exitOK
 	}
 	var info lang.Info
-	_, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, AllModels: true, Info: &info, ReadFile: readSource})
+	_, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, AllModels: true, Info: &info, ReadFile: readImport})
 	if code := e.report(cf, diags, lang.SourceFunc(file, src, readSource)); code != exitOK {
 		return nil, code
 	}

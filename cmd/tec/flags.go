@@ -212,12 +212,20 @@ func (e *env) parseAndCompile(c *command, fs *flag.FlagSet, cf *compileFlags, ar
 // maxSourceBytes bounds a source file (and each file it imports): 16 MiB,
 // some fifteen times the largest program we generate (20,000 statements),
 // so that "tec check /dev/zero" is an error instead of a read until memory
-// runs out. docs/cli.md documents it.
-const maxSourceBytes = 16 << 20
+// runs out. docs/cli.md documents it. It is lang's bound for imports.
+const maxSourceBytes = lang.MaxSourceBytes
 
-// readSource reads a source file of at most maxSourceBytes.
+// readSource reads the file named on the command line, of at most
+// maxSourceBytes (it may be a pipe: tec check /dev/stdin).
 func readSource(file string) ([]byte, error) {
 	return safefile.ReadFile(file, maxSourceBytes)
+}
+
+// readImport reads a file that the program imports: a regular file of at
+// most maxSourceBytes, opened without blocking (lang.ReadSource), so that
+// an import of a pipe or a device is refused, not waited on.
+func readImport(file string) ([]byte, error) {
+	return lang.ReadSource(file, maxSourceBytes)
 }
 
 // compile reads and checks file, prints its diagnostics, and returns the
@@ -228,7 +236,7 @@ func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
 		return nil, e.failf(nil, exitUser, &failure{code: codeIO, file: file, err: err})
 	}
 	e.source.file, e.source.src = file, src
-	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model, ReadFile: readSource})
+	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model, ReadFile: readImport})
 	if code := e.report(cf, diags, lang.SourceFunc(file, src, readSource)); code != exitOK {
 		return nil, code
 	}
