@@ -198,13 +198,7 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 	if err := gpurun.WriteJob(jobDir, job); err != nil {
 		return nil, nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
 	}
-	rctx, cancel := ctx, context.CancelFunc(func() {})
-	if cf.timeout > 0 {
-		rctx, cancel = context.WithTimeoutCause(ctx, cf.timeout, timedOut{cf.timeout})
-	}
-	err = e.callTecCUDA(rctx, runner, prog.Name, jobDir)
-	cancel()
-	if err != nil {
+	if err := e.callTecCUDA(ctx, runner, prog.Name, jobDir, cf.timeout); err != nil {
 		return nil, nil, err
 	}
 	res, err := gpurun.ReadResult(jobDir, plan)
@@ -259,17 +253,22 @@ func jobDir(dir string) (string, error) {
 }
 
 // callTecCUDA runs tec-cuda (runner) on the job in jobDir, of model, and
-// explains a failure. tec-cuda is stopped when ctx ends (at a deadline whose
-// cause is timedOut, say) or when tec receives SIGINT or SIGTERM, which it
-// passes on to tec-cuda; callTecCUDA returns once tec-cuda has exited, so
-// that the caller may remove the job.
-func (e *env) callTecCUDA(ctx context.Context, runner, model, jobDir string) error {
+// explains a failure. tec-cuda is stopped after timeout (0: no limit, the
+// --timeout of tec run and tec generate), when ctx ends, or when tec
+// receives SIGINT or SIGTERM, which it passes on to tec-cuda; callTecCUDA
+// returns once tec-cuda has exited, so that the caller may remove the job.
+func (e *env) callTecCUDA(ctx context.Context, runner, model, jobDir string, timeout time.Duration) error {
 	run := e.execTecCUDA
 	if run == nil {
 		run = execTecCUDA
 	}
 	ctx, stop := withInterrupt(ctx)
 	defer stop()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, timedOut{timeout})
+		defer cancel()
+	}
 	out, err := run(ctx, runner, jobDir)
 	var t timedOut
 	var in interrupted

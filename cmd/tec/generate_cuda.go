@@ -23,6 +23,7 @@ import (
 func (cf *cudaFlags) registerGenerate(fs *flag.FlagSet) {
 	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
 	fs.StringVar(&cf.target, "target", target.Default, "with --device cuda, the GPU architecture to compile for: "+strings.Join(target.Names(), " or "))
+	fs.DurationVar(&cf.timeout, "timeout", defaultCUDATimeout, "with --device cuda, stop tec-cuda if the whole generation has not finished after this long; 0 for no limit")
 }
 
 // generateOnGPU runs the generation of plan on the GPU (tec generate
@@ -134,7 +135,7 @@ func (e *env) generateCUDA(prefill, decode genModel, feeds map[string]*te.Array,
 	if err := gpurun.WriteGenerateJob(jobDir, job); err != nil {
 		return nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
 	}
-	if err := e.callTecCUDA(ctx, runner, prefill.prog.Name+" and "+decode.prog.Name, jobDir); err != nil {
+	if err := e.callTecCUDA(ctx, runner, prefill.prog.Name+" and "+decode.prog.Name, jobDir, cf.timeout); err != nil {
 		return nil, err
 	}
 	res, err := gpurun.ReadGenerateResult(jobDir, job)

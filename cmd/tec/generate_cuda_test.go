@@ -383,3 +383,34 @@ func TestGenerateCUDALlama(t *testing.T) {
 		t.Errorf("tokens %v, want --device sim's %v", got.Tokens, want.Tokens)
 	}
 }
+
+// TestGenerateCUDATimeout: tec generate --device cuda stops a tec-cuda
+// that has not finished the generation after --timeout, as tec run does,
+// says why, and removes the job's directory; a negative --timeout is a
+// usage error.
+func TestGenerateCUDATimeout(t *testing.T) {
+	const file = "testdata/toylm.te"
+	var jobDir string
+	hang := func(ctx context.Context, _, dir string) ([]byte, error) {
+		jobDir = dir
+		<-ctx.Done() // a kernel that never ends, until its process does
+		return nil, errors.New("killed")
+	}
+	vars := map[string]string{"TEC_CUDA": os.Args[0]}
+	args := []string{"generate", "--device", "cuda", "--fill", "random", "--steps", "2", file}
+	code, stdout, stderr := runTecCUDA(t, vars, hang, append(args, "--timeout", "200ms")...)
+	const want = "had not finished after 200ms (--timeout), and was stopped"
+	if code != exitUser || !strings.Contains(stderr, want) {
+		t.Fatalf("status %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, exitUser, want, stdout, stderr)
+	}
+	if jobDir == "" {
+		t.Fatal("tec-cuda was not run")
+	}
+	if _, err := os.Stat(filepath.Dir(jobDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the job's directory %s is still there (%v)", filepath.Dir(jobDir), err)
+	}
+	code, _, stderr = runTecCUDA(t, vars, hang, append(args, "--timeout", "-1s")...)
+	if code != exitUsage || !strings.Contains(stderr, "--timeout -1s: must not be negative") {
+		t.Errorf("--timeout -1s: status %d\n%s", code, stderr)
+	}
+}
