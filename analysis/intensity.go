@@ -59,7 +59,11 @@ func (c *Class) UnmarshalText(b []byte) error {
 //
 //   - a unary or binary operation (arithmetic, comparison, logic, max, min,
 //     pow, and transcendental functions alike) counts 1;
-//   - a select counts 1 plus its condition plus the dearer of its branches;
+//   - a select counts 1 plus its condition plus the dearer of its branches,
+//     except where its condition loads nothing: a choice by index alone
+//     (padding, concatenation, stack) is index arithmetic, and counts its
+//     dearer branch alone (stack of 8 tensors, three levels of such
+//     selects, was 6 operations per element copied: compute-intensive);
 //   - a reduction over N points counts N times (its body + 1), the 1 being
 //     the combining operation, so sum[k](a*b) over K is 2K, as for FLOPs;
 //   - loads, constants, casts and index arithmetic count 0.
@@ -107,7 +111,11 @@ func opsPerElement(e te.Expr) int64 {
 	case *te.Binary:
 		return 1 + opsPerElement(e.X) + opsPerElement(e.Y)
 	case *te.Select:
-		return 1 + opsPerElement(e.Cond) + max(opsPerElement(e.Then), opsPerElement(e.Else))
+		branch := max(opsPerElement(e.Then), opsPerElement(e.Else))
+		if !loads(e.Cond) {
+			return branch
+		}
+		return 1 + opsPerElement(e.Cond) + branch
 	case *te.Cast:
 		return opsPerElement(e.X)
 	case *te.Reduce:
@@ -118,6 +126,18 @@ func opsPerElement(e te.Expr) int64 {
 		return n * (1 + opsPerElement(e.Body))
 	}
 	return 0
+}
+
+// loads reports whether e loads an element of a tensor.
+func loads(e te.Expr) bool {
+	found := false
+	te.Walk(e, func(x te.Expr) bool {
+		if _, ok := x.(*te.Load); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // footprint bounds the distinct elements of t that the accesses to it among
