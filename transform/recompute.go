@@ -99,8 +99,9 @@ func pointAt(nu map[*te.Tensor]*te.Tensor) func(*te.Load) te.Expr {
 func recomputed(t, u *te.Tensor, nu map[*te.Tensor]*te.Tensor, only func(x, r *te.Tensor) bool) (*te.Tensor, []*te.Tensor) {
 	var removed []*te.Tensor
 	inlined := map[*te.Tensor]te.Expr{} // producer → its body with its reductions inlined
+	outside := loadedOutsideReductions(t.Body)
 	for _, x := range te.Inputs(t.Body) {
-		if !only(x, t) || !readInReductions(t.Body, x) {
+		if !only(x, t) || outside[x] {
 			continue
 		}
 		body, rs, ok := elementwise(x, only)
@@ -172,30 +173,23 @@ func substitute(v *te.Tensor, body te.Expr, idx []te.Index) te.Expr {
 	return asStored(v, (&rewriter{sub: sub}).expr(body))
 }
 
-// readInReductions reports whether e loads x only inside reductions.
-func readInReductions(e te.Expr, x *te.Tensor) bool {
-	ok := true
+// loadedOutsideReductions returns the tensors that e loads outside its
+// reductions: e's inputs that it does not read only inside reductions. One
+// walk for all of them, since a horizontal concatenation of T steps has T
+// inputs and a body as long (an unrolled scan's per-step build time grew
+// with T when each input walked the body).
+func loadedOutsideReductions(e te.Expr) map[*te.Tensor]bool {
+	outside := map[*te.Tensor]bool{}
 	te.Walk(e, func(y te.Expr) bool {
 		switch y := y.(type) {
 		case *te.Reduce:
 			return false
 		case *te.Load:
-			if y.Tensor == x {
-				ok = false
-			}
+			outside[y.Tensor] = true
 		}
-		return ok
+		return true
 	})
-	return ok && slicesContains(te.Inputs(e), x)
-}
-
-func slicesContains(ts []*te.Tensor, x *te.Tensor) bool {
-	for _, t := range ts {
-		if t == x {
-			return true
-		}
-	}
-	return false
+	return outside
 }
 
 func dedupe(ts []*te.Tensor) []*te.Tensor {
