@@ -36,7 +36,8 @@ import (
 // At full size and -O4 it also builds each example at --precision f16,
 // compiled by nvcc for both with ptxas -v, whose kernels with MMAs must
 // have HMMA in their SASS and whose functions must not spill (halfJobs),
-// and at --precision bf16 through llc and ptxas. Only the tiny builds'
+// and at --precision bf16 through llc and ptxas (at the tiny size where the
+// full-size IR passes bf16LLCLimit). Only the tiny builds'
 // nvcc compiles the host code too (cudafe++ and the host compiler): the
 // host code of a full-size build differs from the tiny one's only in its
 // constants, and the device compilation's front end already checks every
@@ -355,13 +356,11 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if mode == precision.BF16 {
-			for _, tg := range tools.targets {
-				job, err := llcJob(name, res.Module, tg)
-				if err != nil {
-					return nil, err
-				}
-				jobs = append(jobs, job)
+			bf, err := bf16Jobs(ex, name, res.Module, tools)
+			if err != nil {
+				return nil, err
 			}
+			jobs = append(jobs, bf...)
 			continue
 		}
 		d := filepath.Join(root, ex.Name, "full", "f16")
@@ -373,6 +372,45 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 		jobs = append(jobs, toolJob{name + " nvcc, ptxas, HMMA and spills", nvccCost(len(files[0].Data), false), func() (string, error) {
 			return halfCompile(ex.Name, m, d, cu, tools)
 		}})
+	}
+	return jobs, nil
+}
+
+// bf16LLCLimit is the most LLVM IR of a full-size bf16 build that the
+// sweep gives llc: past it the example's bf16 build is checked at its tiny
+// size instead. llc's instruction selection grows faster than a kernel's
+// size, and Swin's full-size bf16 kernel (16.8 MB of IR, one kernel of
+// 388,000 lines) took 727 s of CPU through llc for the two targets, a
+// third of the sweep, where BERT's 10.5 MB take 38 s; its tiny build goes
+// through the same emitter paths.
+const bf16LLCLimit = 12 << 20
+
+// bf16Jobs returns the llc and ptxas jobs, for each target, of example
+// ex's full-size bf16 build m (named name), or of its tiny bf16 build
+// where m's LLVM IR passes bf16LLCLimit.
+func bf16Jobs(ex examples.Example, name string, m *kir.Module, tools sweepTools) ([]toolJob, error) {
+	ir, err := llvm.Emit(m, tools.targets[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if n := len(ir.String()); n > bf16LLCLimit {
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("%s: %v", ex.Name, diags)
+		}
+		res, err := pipeline.Build(p, pipeline.Options{Level: pipeline.MaxLevel, Precision: precision.BF16})
+		if err != nil {
+			return nil, fmt.Errorf("%s, tiny: %w", name, err)
+		}
+		m, name = res.Module, fmt.Sprintf("%s/tiny/O%d/bf16 (full size: %d MB of IR, past %d)", ex.Name, pipeline.MaxLevel, n>>20, bf16LLCLimit>>20)
+	}
+	var jobs []toolJob
+	for _, tg := range tools.targets {
+		job, err := llcJob(name, m, tg)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, job)
 	}
 	return jobs, nil
 }
