@@ -31,7 +31,7 @@
 // i32 at the emitters' width, catches where the kernels would wrap; params
 // declared in a loop; a matrix-vector projection beside masked scores over
 // a cache, which meet in one kernel on the small-memory random GPUs; and
-// chains of hundreds to thousands of + that every pass must handle in
+// chains of a thousand or more + that every pass must handle in
 // linear time.
 //
 // A program carries its settings in comment lines (directives.go): "# tol"

@@ -353,7 +353,7 @@ func (g *gen) statement() {
 		{0.5, g.largeIndex},
 		{0.3, g.loopParams},
 		{0.4, g.maskedMatVec},
-		{0.1, g.longChain},
+		{0.03, g.longChain}, // seconds a program: rare, so that a campaign's time stays
 	}
 	total := 0.0
 	for _, k := range kinds {
