@@ -112,7 +112,7 @@ func opsPerElement(e te.Expr) int64 {
 		return 1 + opsPerElement(e.X) + opsPerElement(e.Y)
 	case *te.Select:
 		branch := max(opsPerElement(e.Then), opsPerElement(e.Else))
-		if !loads(e.Cond) {
+		if !te.HasLoad(e.Cond) {
 			return branch
 		}
 		return 1 + opsPerElement(e.Cond) + branch
@@ -126,18 +126,6 @@ func opsPerElement(e te.Expr) int64 {
 		return n * (1 + opsPerElement(e.Body))
 	}
 	return 0
-}
-
-// loads reports whether e loads an element of a tensor.
-func loads(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Load); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // footprint bounds the distinct elements of t that the accesses to it among

@@ -210,7 +210,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 		case s.k == sBad:
 			bad = true
 			continue
-		case s.dtype() != te.I32 && s.k == sExpr && readsTensor(s.expr):
+		case s.dtype() != te.I32 && s.k == sExpr && te.HasLoad(s.expr):
 			c.errorAt(file, at, "type", "a gather reads its indexes from an i32 tensor: declare the index tensor i32, or convert with i32(...)",
 				"an index must be an int, but %s is %s", texts[d], c.scalarKindText(s))
 			bad = true
@@ -220,7 +220,7 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 				"an index must be an int, but %s is %s", texts[d], c.scalarKindText(s))
 			bad = true
 			continue
-		case s.k == sExpr && readsTensor(s.expr):
+		case s.k == sExpr && te.HasLoad(s.expr):
 			// A gather: the index is read at run time (wte[ids[s], d]).
 			if gather == nil {
 				gather = make([]te.Expr, len(indices))
@@ -252,19 +252,6 @@ func (c *checker) access(ec *elemCtx, sc *scope, tv *tensorVal, indices []syntax
 		copy(l.Gather[len(l.Index)-len(gather):], gather)
 	}
 	return r
-}
-
-// readsTensor reports whether e reads an element of a tensor, so that its
-// value is known only at run time.
-func readsTensor(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Load); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // load builds the load of tv at ixs and records it for the bounds proof,

@@ -60,7 +60,7 @@ func MaskedReduce(e te.Expr) (r *te.Reduce, guards []Guard, masked, ok bool) {
 				bad = true
 				return
 			}
-			indexOnly := !hasLoad(x.Cond) || readsOnlyScalars(x.Cond)
+			indexOnly := !te.HasLoad(x.Cond) || readsOnlyScalars(x.Cond)
 			for _, branch := range []struct {
 				e    te.Expr
 				want bool

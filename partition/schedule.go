@@ -434,7 +434,7 @@ func opsOf(e te.Expr, seen map[*te.Reduce]bool) int64 {
 	case *te.Binary:
 		return 1 + opsOf(e.X, seen) + opsOf(e.Y, seen)
 	case *te.Select:
-		if !hasLoad(e.Cond) {
+		if !te.HasLoad(e.Cond) {
 			// A condition on indexes only (padding, a packed operand's part)
 			// picks the code to run, not a value: no arithmetic.
 			return max(opsOf(e.Then, seen), opsOf(e.Else, seen))
@@ -813,7 +813,7 @@ func Factors(r *te.Reduce) (x, y te.Expr, ok bool) {
 	}
 	m, isMul := s.Then.(*te.Binary)
 	zero, isConst := s.Else.(*te.ConstExpr)
-	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || hasLoad(s.Cond) {
+	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || te.HasLoad(s.Cond) {
 		return nil, nil, false
 	}
 	xs := te.UsedVars(m.X)
@@ -854,17 +854,6 @@ func hasReduce(e te.Expr) bool {
 	found := false
 	te.Walk(e, func(x te.Expr) bool {
 		if _, ok := x.(*te.Reduce); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-func hasLoad(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Load); ok {
 			found = true
 		}
 		return !found

@@ -385,6 +385,19 @@ func Inputs(e Expr) []*Tensor {
 	return ts
 }
 
+// HasLoad reports whether e loads an element of a tensor (a gather's
+// index included), so that its value is known only at run time.
+func HasLoad(e Expr) bool {
+	found := false
+	Walk(e, func(x Expr) bool {
+		if _, ok := x.(*Load); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // LoadsInBounds reports whether every load of e is in bounds for every value
 // of the variables its indexes use (each in [0, Extent)), so that e may be
 // evaluated even where a select would not choose it.

@@ -235,18 +235,6 @@ func hasReduce(e te.Expr) bool {
 	return found
 }
 
-// hasLoad reports whether e loads anything.
-func hasLoad(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Load); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
 // selectExpr translates a select. Only the chosen branch is evaluated where
 // that matters: a branch that reduces runs under an If, and a select whose
 // condition depends only on indexes stays a lazy kir select. A select whose
@@ -277,7 +265,7 @@ func (g *gen) selectExpr(e *te.Select) kir.Expr {
 		return r
 	}
 	c := convert(g.expr(e.Cond), te.Bool)
-	if hasLoad(e.Cond) && te.LoadsInBounds(e.Then) && te.LoadsInBounds(e.Else) {
+	if te.HasLoad(e.Cond) && te.LoadsInBounds(e.Then) && te.LoadsInBounds(e.Else) {
 		a, b := kir.NewVar("then", t), kir.NewVar("else", t)
 		g.emit(&kir.Let{Var: a, Value: convert(g.expr(e.Then), t)}, &kir.Let{Var: b, Value: convert(g.expr(e.Else), t)})
 		return &kir.Select{Cond: c, Then: a, Else: b}
