@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"tec/backend/kir"
@@ -92,37 +91,6 @@ func TestEstimatesMatchMeasuredRuns(t *testing.T) {
 		if r := est / tt.measured; r < tt.lo || r > tt.hi {
 			t.Errorf("%s on %s (race %v): estimated %.3g s, measured %.3g s: %.2f times, want %.2f to %.2f", tt.model, tt.device, tt.race, est, tt.measured, r, tt.lo, tt.hi)
 		}
-	}
-}
-
-// TestTimeRefusalHint checks that a run refused by --max-time is offered -D
-// only where its file has constants to set: an imported model has none, and
-// is offered a --max-time that would admit it instead.
-func TestTimeRefusalHint(t *testing.T) {
-	dir := t.TempDir()
-	noConsts := filepath.Join(dir, "imported.te")
-	src := "model m {\n  input x: f32[4000, 4000]\n  y[i, j] = exp(x[i, j]) where i in 0..4000, j in 0..4000\n  output y\n}\n"
-	if err := os.WriteFile(noConsts, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		args []string
-		want string
-		not  string
-	}{
-		{"constants", []string{"run", "testdata/softmax.te", "-D", "N=30000", "-D", "D=30000", "--fill", "zeros", "--max-memory", "0"},
-			"hint: use smaller sizes (-D NAME=VALUE), or allow it more time with --max-time 4m (0: no limit)", ""},
-		{"no constants", []string{"run", noConsts, "--fill", "zeros", "--max-time", "100ms"},
-			"hint: the file has no constants to make the model smaller: allow it more time with --max-time 1m (0: no limit)", "-D"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := runTec(t, tt.args...)
-			if code != exitUser || !strings.Contains(stderr, tt.want) || (tt.not != "" && strings.Contains(stderr, tt.not)) {
-				t.Errorf("status %d, stderr:\n%s\nwant status %d, %q and no %q", code, stderr, exitUser, tt.want, tt.not)
-			}
-		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,23 +112,34 @@ func TestRunUnderResourceLimit(t *testing.T) {
 	}
 }
 
-// TestMemoryRefusalHint checks that a run refused by --max-memory is offered
-// -D only where its file has constants to set (an imported model has none).
-func TestMemoryRefusalHint(t *testing.T) {
-	noConsts := filepath.Join(t.TempDir(), "imported.te")
-	src := "model m {\n  input x: f32[30000, 30000]\n  y[i, j] = x[i, j] + 1.0 where i in 0..30000, j in 0..30000\n  output y\n}\n"
-	if err := os.WriteFile(noConsts, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
+// TestRefusalHints checks that a run refused by --max-time or --max-memory
+// is offered -D only where its file has constants to set: an imported
+// model has none, and is offered the limit that would admit it instead.
+func TestRefusalHints(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
 	}
+	slow := write("slow.te", "model m {\n  input x: f32[4000, 4000]\n  y[i, j] = exp(x[i, j]) where i in 0..4000, j in 0..4000\n  output y\n}\n")
+	large := write("large.te", "model m {\n  input x: f32[30000, 30000]\n  y[i, j] = x[i, j] + 1.0 where i in 0..30000, j in 0..30000\n  output y\n}\n")
+	big := []string{"run", "testdata/softmax.te", "-D", "N=30000", "-D", "D=30000", "--fill", "zeros"}
 	tests := []struct {
 		name string
 		args []string
 		want string
 		not  string
 	}{
-		{"constants", []string{"run", "testdata/softmax.te", "-D", "N=30000", "-D", "D=30000", "--fill", "zeros", "--max-memory", "1GB"},
+		{"time, constants", slices.Concat(big, []string{"--max-memory", "0"}),
+			"hint: use smaller sizes (-D NAME=VALUE), or allow it more time with --max-time 4m (0: no limit)", ""},
+		{"time, no constants", []string{"run", slow, "--fill", "zeros", "--max-time", "100ms"},
+			"hint: the file has no constants to make the model smaller: allow it more time with --max-time 1m (0: no limit)", "-D"},
+		{"memory, constants", slices.Concat(big, []string{"--max-memory", "1GB"}),
 			"hint: use smaller sizes (-D NAME=VALUE), or set the limit with --max-memory SIZE (0: no limit)", ""},
-		{"no constants", []string{"run", noConsts, "--fill", "zeros", "--max-memory", "1GB"},
+		{"memory, no constants", []string{"run", large, "--fill", "zeros", "--max-memory", "1GB"},
 			"hint: the file has no constants to make the model smaller: set the limit with --max-memory SIZE (0: no limit)", "-D"},
 	}
 	for _, tt := range tests {
