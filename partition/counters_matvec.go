@@ -350,7 +350,7 @@ func pointReads(y *te.Tensor, byColumn, ranges bool) readSet {
 					for d, ix := range x.Index {
 						elem = elem*u.Shape[d] + ix.Eval(val)
 					}
-					if byColumn {
+					if byColumn && len(u.Shape) > 0 { // a scalar's one element is its column 0
 						elem %= u.Shape[len(u.Shape)-1]
 					}
 					r.lo, r.hi = min(r.lo, elem), max(r.hi, elem)

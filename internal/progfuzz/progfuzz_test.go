@@ -185,6 +185,12 @@ func TestRegressions(t *testing.T) {
 			"  ms36[b] = sum[d](x6[b, d])\n  hn37[b, d] = x6[b, d] * ms36[b]\n  dn42[b, n] = sum[k](hn37[b, k] * w41[n, k])\n  output out43 = dn42, res34 = o33\n}\n",
 			Config{Level: 3, GPUName: "rand-64t-2sm-24k-1b", GPU: randGPU(64, 256, 2, 24, 24, 1)}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
+		// Issue 23's campaign, seed 207176: a matrix-vector fit read the
+		// column of a rank-0 producer (t6) at its last dimension, which it
+		// has none of: index out of range [-1] in partition's pointReads.
+		{"N12", "# feed lim21 2\nmodel m {\n  input x3: f32[16, 2]\n  input x9: f32[2, 16]\n  param w11: f32[16, 16]\n  param w20: f32[16, 1]\n" +
+			"  input lim21: i32[1]\n  t6 = max[i, j](x3[i, 1]) where j in 0..1\n  t17 = matmul(x9, w11)\n" +
+			"  t22[i, j] = select(j >= lim21[0], t6, sum[k](t17[i, k] * w20[k, j]))\n  output t22\n}\n", builtin(3, "a100")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
