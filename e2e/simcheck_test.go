@@ -3,6 +3,7 @@ package e2e
 import (
 	"testing"
 
+	"tec/backend/kir"
 	"tec/backend/sim"
 	"tec/internal/numeric"
 	"tec/pipeline"
@@ -19,7 +20,14 @@ func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, wan
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
+	return res, simulateAndCompare(t, p, res.Module, in, want, tol)
+}
+
+// simulateAndCompare runs m, the kernels of p, in the simulator with race
+// detection and compares every output with want.
+func simulateAndCompare(t *testing.T, p *te.Program, m *kir.Module, in, want map[string]*te.Array, tol numeric.Tolerance) *sim.Result {
+	t.Helper()
+	out := simulate(t, m, in, sim.Options{Race: true, ResidentBlocks: resident})
 	if out.RaceCount > 0 {
 		t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
 	}
@@ -32,5 +40,5 @@ func buildAndCompare(t *testing.T, p *te.Program, opts pipeline.Options, in, wan
 			t.Errorf("output %s: %s", o.Name, mm)
 		}
 	}
-	return res, out
+	return out
 }

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"tec/backend/sim"
 	"tec/examples"
-	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
@@ -152,19 +150,7 @@ func TestSharedFits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-			if out.RaceCount > 0 {
-				t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-			}
-			for _, o := range p.Outputs {
-				mm, err := numeric.Compare(out.Outputs[o.Name], want[o.Name], tolModel)
-				if err != nil {
-					t.Fatalf("output %s: %v", o.Name, err)
-				}
-				if mm != nil {
-					t.Errorf("output %s: %s", o.Name, mm)
-				}
-			}
+			simulateAndCompare(t, p, res.Module, in, want, tolModel)
 		})
 	}
 }
