@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
 

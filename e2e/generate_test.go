@@ -9,7 +9,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/sim"
 	"tec/examples"
-	"tec/internal/generate"
+	"tec/generate"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/pipeline"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"tec/internal/testmem"
+	"tec/internal/testkit/testmem"
 )
 
 // peakBudget is the most resident memory the package's tests may reach,

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

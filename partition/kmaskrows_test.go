@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"tec/analysis"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

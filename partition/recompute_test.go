@@ -3,7 +3,7 @@ package partition
 import (
 	"testing"
 
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

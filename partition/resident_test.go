@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
 	"tec/transform"

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"tec/internal/testmem"
+	"tec/internal/testkit/testmem"
 )
 
 // TestMain holds the package's tests to the suite's memory budget

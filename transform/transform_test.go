@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"tec/internal/numeric"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

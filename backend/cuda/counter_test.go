@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tec/backend/internal/kirtest"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 )
 
 // TestCounterSASS compiles a kernel of two stages joined by per-tile

@@ -18,7 +18,7 @@ import (
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
 	"tec/backend/target"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
 

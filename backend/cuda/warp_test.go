@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tec/backend/internal/kirtest"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 )
 
 // TestWarpSASS compiles the warp-level pipeline with nvcc for sm_80 and

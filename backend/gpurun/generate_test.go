@@ -18,7 +18,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/lower"
 	"tec/backend/sim"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
 )

@@ -14,7 +14,7 @@ import (
 	"tec/backend/gpurun"
 	"tec/backend/kir"
 	"tec/backend/target"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 )
 
 // TestJobRoundTrip: what tec writes for tec-cuda, tec-cuda reads back

@@ -10,7 +10,7 @@ import (
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/target"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 )
 
 // TestCounterPTX emits a kernel of two stages joined by per-tile counters

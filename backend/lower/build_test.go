@@ -3,7 +3,7 @@ package lower
 import (
 	"math/rand/v2"
 
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
 

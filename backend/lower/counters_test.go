@@ -8,7 +8,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/lower"
 	"tec/backend/sim"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
 )

@@ -11,7 +11,7 @@ import (
 	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/internal/numeric"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
 )

@@ -7,7 +7,7 @@ import (
 	"tec/backend/lower"
 	"tec/backend/sim"
 	"tec/internal/numeric"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/pipeline"
 	"tec/te"

@@ -9,7 +9,7 @@ import (
 	"tec/backend/lower"
 	"tec/backend/sim"
 	"tec/internal/numeric"
-	tb "tec/internal/tebuild"
+	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
 	"tec/transform"

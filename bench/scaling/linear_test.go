@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"tec/examples"
-	"tec/internal/longprog"
+	"tec/internal/testkit/longprog"
 )
 
 // maxGrowth bounds how much longer a run on a program four times as long

@@ -1,6 +1,6 @@
 // Command scaling prints how the compiler's time grows with program length,
 // as Markdown for docs/benchmarks.md: for generated programs of several
-// sizes (internal/longprog) and the LSTM example over several step counts,
+// sizes (internal/testkit/longprog) and the LSTM example over several step counts,
 // the median time of "tec te", "tec check" or "tec build -O4 --emit cu,ll"
 // in process, the time per statement, and its ratio to the smallest size's.
 // Time that grows linearly with length keeps the ratio near 1.
@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"tec/examples"
-	"tec/internal/longprog"
+	"tec/internal/testkit/longprog"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"tec/examples"
-	"tec/internal/longprog"
+	"tec/internal/testkit/longprog"
 )
 
 func generate(tb testing.TB, k longprog.Kind, n int) string {

@@ -17,7 +17,7 @@ import (
 	"tec/backend/gpurun/fakegpu"
 	"tec/backend/kir"
 	"tec/backend/llvm"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 	"tec/pipeline"
 	"tec/precision"
 )

@@ -14,7 +14,7 @@ import (
 	"tec/backend/gpurun"
 	"tec/backend/gpurun/fakegpu"
 	"tec/backend/llvm"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 )
 
 // TestCUDATimeoutFakeGPU is issue 23's hung kernel, on the fake GPU: the

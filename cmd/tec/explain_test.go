@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"tec/analysis"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 )
 
 // runTecEnv runs tec in-process with the environment variables in vars.

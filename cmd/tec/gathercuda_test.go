@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"tec/internal/tensorio"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
 

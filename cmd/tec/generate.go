@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"tec/backend/kir"
-	"tec/internal/generate"
+	"tec/generate"
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
 	"tec/lang/diag"

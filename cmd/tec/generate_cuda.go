@@ -14,7 +14,7 @@ import (
 	"tec/backend/gpurun"
 	"tec/backend/kir"
 	"tec/backend/target"
-	"tec/internal/generate"
+	"tec/generate"
 	"tec/te"
 )
 

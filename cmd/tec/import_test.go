@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/internal/tensorio"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tec/internal/onnximport"
+	"tec/frontend/onnx"
 	"tec/internal/safefile"
 	"tec/internal/tensorio"
 	"tec/lang"
@@ -97,11 +97,11 @@ func (e *env) importONNX(c *command, file, out, params, model string) int {
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeIO, file: file, err: err})
 	}
-	m, err := onnximport.Decode(data)
+	m, err := onnx.Decode(data)
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeImport, file: file, err: fmt.Errorf("%s: %w", file, err)})
 	}
-	res, err := onnximport.Import(m, onnximport.Options{Model: model, Source: filepath.Base(file)})
+	res, err := onnx.Import(m, onnx.Options{Model: model, Source: filepath.Base(file)})
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeImport, file: file, err: fmt.Errorf("%s: %w", file, err)})
 	}

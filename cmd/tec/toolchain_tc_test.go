@@ -23,7 +23,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/target"
 	"tec/examples"
-	"tec/internal/tooltest"
+	"tec/internal/testkit/tooltest"
 	"tec/lang"
 	"tec/pipeline"
 	"tec/precision"

@@ -20,7 +20,7 @@ import (
 	"os"
 	"time"
 
-	"tec/internal/progfuzz"
+	"tec/cmd/tecfuzz/internal/progfuzz"
 	"tec/partition"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"go.lsp.dev/protocol"
 
-	"tec/internal/longprog"
+	"tec/internal/testkit/longprog"
 )
 
 // BenchmarkLongSum measures the time from opening a file whose model is

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	bin "encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/te"
 )
 

@@ -7,11 +7,11 @@
 // To regenerate onnx.pb.go (docs/import.md), with protoc on PATH (Debian's
 // protobuf-compiler), run
 //
-//	go generate ./internal/onnxpb
+//	go generate ./frontend/onnx/onnxpb
 //
 // which builds protoc-gen-go at the version go.mod pins for
 // google.golang.org/protobuf, so the output is the same on every machine with
 // the same protoc.
 package onnxpb
 
-//go:generate sh -c "go build -o \"${TMPDIR:-/tmp}/tec-protoc-gen-go\" google.golang.org/protobuf/cmd/protoc-gen-go && protoc --plugin=protoc-gen-go=\"${TMPDIR:-/tmp}/tec-protoc-gen-go\" --go_out=. --go_opt=paths=source_relative --go_opt=Monnx.proto=tec/internal/onnxpb onnx.proto"
+//go:generate sh -c "go build -o \"${TMPDIR:-/tmp}/tec-protoc-gen-go\" google.golang.org/protobuf/cmd/protoc-gen-go && protoc --plugin=protoc-gen-go=\"${TMPDIR:-/tmp}/tec-protoc-gen-go\" --go_out=. --go_opt=paths=source_relative --go_opt=Monnx.proto=tec/frontend/onnx/onnxpb onnx.proto"

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/lang"
 )
 

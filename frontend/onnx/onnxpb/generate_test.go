@@ -25,7 +25,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		t.Fatalf("building protoc-gen-go: %v\n%s", err, out)
 	}
 	cmd := exec.Command(protoc, "--plugin=protoc-gen-go="+plugin, "--go_out="+dir, "--go_opt=paths=source_relative",
-		"--go_opt=Monnx.proto=tec/internal/onnxpb", "onnx.proto")
+		"--go_opt=Monnx.proto=tec/frontend/onnx/onnxpb", "onnx.proto")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("protoc: %v\n%s", err, out)
 	}
@@ -39,6 +39,6 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		out, _ := exec.Command(protoc, "--version").Output()
-		t.Errorf("onnx.pb.go differs from what %s and the pinned protoc-gen-go generate; run go generate ./internal/onnxpb (the committed file was made with protoc 3.21.12)", bytes.TrimSpace(out))
+		t.Errorf("onnx.pb.go differs from what %s and the pinned protoc-gen-go generate; run go generate ./frontend/onnx/onnxpb (the committed file was made with protoc 3.21.12)", bytes.TrimSpace(out))
 	}
 }

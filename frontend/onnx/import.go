@@ -1,4 +1,4 @@
-// Package onnximport translates an ONNX model into a readable .te program
+// Package onnx translates an ONNX model into a readable .te program
 // and its weights: the job of "tec import" (docs/import.md).
 //
 // Each ONNX node becomes one statement (a few nodes, such as Softmax, a
@@ -37,7 +37,7 @@
 // only the precision of float16 arithmetic tells apart. An unsupported op, attribute or input is an error naming the node,
 // its op type and its position in the graph (*NodeError); the importer
 // never writes a program that computes something else than the model.
-package onnximport
+package onnx
 
 import (
 	"errors"
@@ -49,7 +49,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/lang"
 	"tec/te"
 )

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	"fmt"
@@ -258,7 +258,7 @@ func (p printer) print(e expr) string {
 	case cast:
 		return e.to.String() + "(" + p.print(e.x) + ")"
 	}
-	panic(fmt.Sprintf("onnximport: cannot print %T", e))
+	panic(fmt.Sprintf("onnx: cannot print %T", e))
 }
 
 // operand prints an operand of an operator of precedence prec; right says

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/lang"
 	"tec/lang/syntax"
 	"tec/te"

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/lang"
 	"tec/te"
 )

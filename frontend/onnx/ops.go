@@ -1,10 +1,10 @@
-package onnximport
+package onnx
 
 import (
 	"fmt"
 	"math"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 	"tec/te"
 )
 

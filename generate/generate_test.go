@@ -358,7 +358,7 @@ func TestGenerateStopsAtTheStep(t *testing.T) {
 // EPS (the RMS norm's square root of a negative), THETA = 0 (the rotary
 // frequencies 0^(-x)) or a NaN in wte. It used to print tokens 0 0 0 0.
 func TestGenerateNaNLlama(t *testing.T) {
-	src, err := os.ReadFile("../../examples/llama.te")
+	src, err := os.ReadFile("../examples/llama.te")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package onnximport
+package onnx
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tec/internal/onnxpb"
+	"tec/frontend/onnx/onnxpb"
 )
 
 // TestImportRejects: models that the importer used to misread, or to fail
