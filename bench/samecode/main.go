@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	go run ./bench/samecode [-base REV] [-levels 0,1,2,3,4] [-precisions f32,tf32,bf16,f16] [-sizes tiny,full] [-targets sm_80,sm_90] [-j N] [-keep DIR]
+//	go run ./bench/samecode [-base REV] [-keep DIR] [-levels 0,1,2,3,4] [-precisions f32,tf32,bf16,f16] [-sizes tiny,full] [-targets sm_80,sm_90] [-j N]
 //
 // It prints one line per differing file and exits with status 1 if there is
 // any. The output of a failing build (its standard error and exit status) is
@@ -41,7 +41,7 @@ func main() {
 	sizes := flag.String("sizes", "tiny,full", "sizes: tiny (each example's tiny configuration), full, or both")
 	targets := flag.String("targets", "sm_80,sm_90", "GPU architectures (--target), comma-separated")
 	jobs := flag.Int("j", runtime.NumCPU(), "builds to run at once")
-	keep := flag.String("keep", "", "keep the two output trees under this directory (base/ and work/); a later run with the same base commit and builds reuses base/")
+	keep := flag.String("keep", "", "keep the base revision's output under this directory (base-COMMIT/), for later runs with the same -keep to reuse")
 	flag.Parse()
 
 	dir := *keep
@@ -53,18 +53,27 @@ func main() {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	workTec := filepath.Join(dir, "tec-work")
-	os.RemoveAll(filepath.Join(dir, "work"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	work, err := os.MkdirTemp(dir, "work")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	workTec := filepath.Join(work, "tec")
 	if err := run(".", "go", "build", "-o", workTec, "./cmd/tec"); err != nil {
 		log.Fatal(err)
 	}
 	builds := plan(split(*levels), split(*precisions), split(*sizes), split(*targets))
 	log.Printf("%d builds at %s and in the working tree", len(builds), *base)
-	if err := emitBase(*base, dir, builds, *jobs); err != nil {
+	baseTree, err := emitBase(*base, dir, builds, *jobs)
+	if err != nil {
 		log.Fatal(err)
 	}
-	emitAll(workTec, filepath.Join(dir, "work"), builds, *jobs)
-	diffs, err := compare(filepath.Join(dir, "base"), filepath.Join(dir, "work"))
+	workTree := filepath.Join(work, "out")
+	emitAll(workTec, workTree, builds, *jobs)
+	diffs, err := compare(baseTree, workTree, builds)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -109,36 +118,45 @@ func plan(levels, precisions, sizes, targets []string) []build {
 	return out
 }
 
-// emitBase fills dir/base with the base revision's output, unless it
-// already holds that commit's output for the same builds (dir/base.stamp).
-func emitBase(rev, dir string, builds []build, jobs int) error {
+// emitBase fills dir/base-COMMIT with the base revision's output for the
+// builds it does not hold yet, and returns that directory. Runs with the same
+// -keep directory share it, so the base revision's output is made once.
+func emitBase(rev, dir string, builds []build, jobs int) (string, error) {
 	commit, err := exec.Command("git", "rev-parse", rev).Output()
 	if err != nil {
-		return fmt.Errorf("git rev-parse %s: %w", rev, err)
+		return "", fmt.Errorf("git rev-parse %s: %w", rev, err)
 	}
-	stamp := fmt.Sprintf("%s%v\n", commit, builds)
-	stampFile := filepath.Join(dir, "base.stamp")
-	if old, err := os.ReadFile(stampFile); err == nil && string(old) == stamp {
-		log.Printf("reusing %s", filepath.Join(dir, "base"))
-		return nil
+	tree := filepath.Join(dir, "base-"+strings.TrimSpace(string(commit)))
+	var missing []build
+	for _, b := range builds {
+		if _, err := os.Stat(filepath.Join(tree, b.dir, "stderr")); err != nil {
+			missing = append(missing, b)
+		}
 	}
-	os.RemoveAll(filepath.Join(dir, "base"))
+	if len(missing) == 0 {
+		log.Printf("reusing %s", tree)
+		return tree, nil
+	}
 	tec, err := buildAt(rev, dir)
 	if err != nil {
-		return err
+		return "", err
 	}
-	emitAll(tec, filepath.Join(dir, "base"), builds, jobs)
-	return os.WriteFile(stampFile, []byte(stamp), 0o644)
+	emitAll(tec, tree, missing, jobs)
+	return tree, nil
 }
 
 // buildAt builds cmd/tec at rev in a temporary worktree under dir.
 func buildAt(rev, dir string) (string, error) {
-	wt := filepath.Join(dir, "worktree")
+	tmp, err := os.MkdirTemp(dir, "tec-base")
+	if err != nil {
+		return "", err
+	}
+	wt := filepath.Join(tmp, "worktree")
 	if err := run(".", "git", "worktree", "add", "--detach", wt, rev); err != nil {
 		return "", err
 	}
 	defer run(".", "git", "worktree", "remove", "--force", wt)
-	bin := filepath.Join(dir, "tec-base")
+	bin := filepath.Join(tmp, "tec")
 	if err := run(wt, "go", "build", "-o", bin, "./cmd/tec"); err != nil {
 		return "", err
 	}
@@ -185,16 +203,17 @@ func emit(tec, tree string, b build) {
 	}
 }
 
-// compare lists the files that differ between trees a and b, or are in one
-// only.
-func compare(a, b string) ([]string, error) {
-	fa, err := files(a)
-	if err != nil {
-		return nil, err
-	}
-	fb, err := files(b)
-	if err != nil {
-		return nil, err
+// compare lists the files of the builds that differ between trees a and b,
+// or are in one only.
+func compare(a, b string, builds []build) ([]string, error) {
+	fa, fb := map[string][]byte{}, map[string][]byte{}
+	for _, bd := range builds {
+		if err := files(filepath.Join(a, bd.dir), bd.dir, fa); err != nil {
+			return nil, err
+		}
+		if err := files(filepath.Join(b, bd.dir), bd.dir, fb); err != nil {
+			return nil, err
+		}
 	}
 	var diffs []string
 	for name, ca := range fa {
@@ -215,10 +234,10 @@ func compare(a, b string) ([]string, error) {
 	return diffs, nil
 }
 
-// files reads every file under root, by path relative to root.
-func files(root string) (map[string][]byte, error) {
-	m := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+// files reads every file under root into m, by path relative to root
+// prefixed with prefix.
+func files(root, prefix string, m map[string][]byte) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -227,10 +246,9 @@ func files(root string) (map[string][]byte, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		m[rel] = b
+		m[filepath.Join(prefix, rel)] = b
 		return nil
 	})
-	return m, err
 }
 
 func run(dir, name string, args ...string) error {
