@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"tec/examples"
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 )
 
@@ -14,7 +14,7 @@ import (
 // at full size, at -O4 for the A100; the front end is timed by the
 // examples package's BenchmarkCheck.
 func BenchmarkPipeline(b *testing.B) {
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for _, name := range []string{"bert", "resnext", "lstm", "efficientnet", "swin", "mmoe"} {
 		ex, _ := examples.Lookup(name)
 		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
@@ -34,7 +34,7 @@ func BenchmarkPipeline(b *testing.B) {
 // BenchmarkCompile times the whole compiler, source to kernel IR, on the
 // same models.
 func BenchmarkCompile(b *testing.B) {
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for _, name := range []string{"bert", "resnext", "lstm", "efficientnet", "swin", "mmoe"} {
 		ex, _ := examples.Lookup(name)
 		src := ex.Source()

@@ -10,6 +10,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -50,7 +51,7 @@ func headDecode(t *testing.T, b int) *te.Program {
 // same block); the kernels keep exactly the plan's grid syncs. A planted misalignment (the context's tiles
 // shifted by one head onto other blocks) is reported as a race.
 func TestBlockLocalAttention(t *testing.T) {
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	for _, b := range []int{1, 2} {
 		p := headDecode(t, b)
 		in := feeds(p, 3)
@@ -90,7 +91,7 @@ func TestBlockLocalAttention(t *testing.T) {
 // race-checked in the simulator, that its logits equal those of the
 // reference evaluation of the bf16 program (the same rounding points), and
 // that its attention is still block-local.
-func blockLocalBF16(t *testing.T, p *te.Program, in map[string]*te.Array, g partition.GPU) {
+func blockLocalBF16(t *testing.T, p *te.Program, in map[string]*te.Array, g gpu.Model) {
 	t.Helper()
 	q := precision.Apply(p, precision.BF16)
 	qin := numeric.ConformFeeds(in, q)

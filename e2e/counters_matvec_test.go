@@ -6,6 +6,7 @@ import (
 
 	"tec/backend/report"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/partition"
 	"tec/pipeline"
@@ -32,7 +33,7 @@ func matVecCountersDecode(t *testing.T, p *te.Program) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	for level := 3; level <= pipeline.MaxLevel; level++ {
 		off, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g, Counters: partition.CountersOff})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -36,10 +37,10 @@ func TestCountersEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, gpu := range []string{"a100", "h100", "small"} {
-			g, _ := partition.BuiltinGPU(gpu)
+		for _, gpuName := range []string{"a100", "h100", "small"} {
+			g, _ := gpu.Builtin(gpuName)
 			for level := 3; level <= pipeline.MaxLevel; level++ {
-				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, gpu, level), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, gpuName, level), func(t *testing.T) {
 					t.Parallel()
 					off, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g, Counters: partition.CountersOff})
 					if err != nil {
@@ -92,7 +93,7 @@ func TestCounterSyncs(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	in := feeds(p, 1)
 	want, err := te.Evaluate(p, in, te.EvalOptions{})
 	if err != nil {

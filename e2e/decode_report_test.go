@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"tec/backend/report"
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/te"
@@ -31,7 +31,7 @@ func TestDecodeReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	times := map[string]float64{}
 	for _, b := range []string{"1", "8"} {
 		p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: map[string]string{"B": b, "T": "128"}})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tec/backend/kir"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -60,7 +61,7 @@ func TestDecodeSkipsTiles(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	last := []float64{1023, 1023, 1023, 1023}
 	// each level's FLOPs (of the step at -O3 and -O4, of s below) with
 	// every position at the last slot

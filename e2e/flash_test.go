@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 	"tec/transform"
@@ -34,7 +34,7 @@ func TestFlashDecodeLlama(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	full := map[int]int64{} // loads with every position at the last slot
 	for _, pos := range [][]float64{{255, 255, 255, 255}, {0, 0, 0, 0}, {127, 128, 129, 64}, {255, 0, 77, 200}} {
 		in := numeric.SeededFeeds(p, 11)
@@ -79,7 +79,7 @@ func TestFlashDecodeLlama(t *testing.T) {
 // simulator's outputs (race-free) with the reference of the unsplit
 // program.
 func TestFlashExamples(t *testing.T) {
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	tried := 0
 	for _, ex := range examples.All() {
 		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})

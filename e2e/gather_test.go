@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -55,7 +55,7 @@ func TestGather(t *testing.T) {
 	if _, err := te.Evaluate(p, bad, te.EvalOptions{}); err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Errorf("reference with an id out of range: %v", err)
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for level := 0; level <= pipeline.MaxLevel; level++ {
 		t.Run(fmt.Sprintf("O%d", level), func(t *testing.T) {
 			opts := pipeline.Options{Level: level, GPU: g}

@@ -6,9 +6,9 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -28,7 +28,7 @@ func TestGatherDeviceRecord(t *testing.T) {
 	bad := map[string]*te.Array{"ids": te.NewArray(te.I32, []int{6}), "wte": in["wte"], "w": in["w"]}
 	copy(bad["ids"].Data, []float64{1, 2, 3, 8, 0, 0}) // ids[3] + 1 = 9 is past wte's 9 rows
 	const wantErr = "gather index from ids[3] = 9 is outside wte's dimension 0 [0, 9)"
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for level := 0; level <= pipeline.MaxLevel; level++ {
 		t.Run(fmt.Sprintf("O%d", level), func(t *testing.T) {
 			res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})

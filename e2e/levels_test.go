@@ -10,9 +10,9 @@ import (
 	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -39,13 +39,13 @@ func TestLevels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, gpu := range []string{"a100", "h100", "small"} {
-			g, _ := partition.BuiltinGPU(gpu)
+		for _, gpuName := range []string{"a100", "h100", "small"} {
+			g, _ := gpu.Builtin(gpuName)
 			for level := 0; level <= pipeline.MaxLevel; level++ {
-				if level < 3 && gpu != "a100" {
+				if level < 3 && gpuName != "a100" {
 					continue // below -O3 the target does not change the kernels
 				}
-				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, gpu, level), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, gpuName, level), func(t *testing.T) {
 					t.Parallel()
 					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g})
 					if err != nil {

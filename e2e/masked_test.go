@@ -7,6 +7,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/report"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -160,14 +161,14 @@ func TestMaskedContractions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, gpu := range []string{"a100", "h100", "small"} {
+		for _, gpuName := range []string{"a100", "h100", "small"} {
 			for level := 0; level <= pipeline.MaxLevel; level++ {
-				if level < 3 && gpu != "a100" {
+				if level < 3 && gpuName != "a100" {
 					continue
 				}
-				t.Run(fmt.Sprintf("%s/%s/O%d", tt.name, gpu, level), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/O%d", tt.name, gpuName, level), func(t *testing.T) {
 					t.Parallel()
-					g, _ := partition.BuiltinGPU(gpu)
+					g, _ := gpu.Builtin(gpuName)
 					res, out := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, tolModel)
 					rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
 					for i, k := range rep.Kernels {
@@ -189,7 +190,7 @@ func TestMaskedContractions(t *testing.T) {
 			for _, level := range []int{0, 4} {
 				t.Run(fmt.Sprintf("%s/%s/O%d", tt.name, m, level), func(t *testing.T) {
 					t.Parallel()
-					g, _ := partition.BuiltinGPU("a100")
+					g, _ := gpu.Builtin("a100")
 					buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g, Precision: m}, qin, ref, tolPrecision[m])
 				})
 			}
@@ -352,7 +353,7 @@ model m {
 		if diags.HasErrors() {
 			t.Fatalf("lang.Check:\n%v", diags.Error())
 		}
-		g, _ := partition.BuiltinGPU("a100")
+		g, _ := gpu.Builtin("a100")
 		res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: g})
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -48,7 +49,7 @@ func TestMechanisms(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}
-			g, _ := partition.BuiltinGPU(tt.gpu)
+			g, _ := gpu.Builtin(tt.gpu)
 			checkMechanism(t, p, pipeline.Options{Level: tt.level, GPU: g, Deterministic: tt.deterministic, OnChipBytes: tt.onChip}, tt.want, tt.what)
 		})
 	}
@@ -84,7 +85,7 @@ func TestOnChipSlots(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("small")
+	g, _ := gpu.Builtin("small")
 	for _, tt := range []struct {
 		budget int
 		want   func(*partition.Plan) bool
@@ -219,7 +220,7 @@ func TestWeightCache(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("small")
+	g, _ := gpu.Builtin("small")
 	in := feeds(p, 2)
 	ref, err := te.Evaluate(p, in, te.EvalOptions{})
 	if err != nil {

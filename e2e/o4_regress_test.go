@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -162,11 +162,11 @@ func TestO4Regress(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		for _, gpu := range []string{"a100", "h100", "small"} {
+		for _, gpuName := range []string{"a100", "h100", "small"} {
 			for _, det := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%s/det=%v", tt.name, gpu, det), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/det=%v", tt.name, gpuName, det), func(t *testing.T) {
 					t.Parallel()
-					g, _ := partition.BuiltinGPU(gpu)
+					g, _ := gpu.Builtin(gpuName)
 					buildAndCompare(t, p, pipeline.Options{Level: 4, GPU: g, Deterministic: det}, in, want, tolModel)
 				})
 			}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -69,7 +69,7 @@ func TestPerLayerParams(t *testing.T) {
 			if got := want["y"].DType.String(); got != dt.name {
 				t.Errorf("y is %s, want %s", got, dt.name)
 			}
-			g, _ := partition.BuiltinGPU("a100")
+			g, _ := gpu.Builtin("a100")
 			for level := 0; level <= pipeline.MaxLevel; level++ {
 				t.Run(fmt.Sprintf("O%d", level), func(t *testing.T) {
 					buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, dt.tol)
@@ -114,7 +114,7 @@ func TestGenericStdlibHalfLevels(t *testing.T) {
 	if want["p"].DType != te.F16 || want["r"].DType != te.BF16 {
 		t.Fatalf("p is %s, r is %s; want f16 and bf16", want["p"].DType, want["r"].DType)
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	tol := numeric.Tolerance{Rtol: 1e-2, Atol: 1e-3}
 	for level := 0; level <= pipeline.MaxLevel; level++ {
 		t.Run(fmt.Sprintf("O%d", level), func(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -95,7 +95,7 @@ model m {
 // front end, the pipeline at every level on the A100 model and the
 // simulator, and compares the outputs with the reference evaluator.
 func TestRegressNumerics(t *testing.T) {
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for _, rc := range numericsRegressions {
 		p, diags := lang.Check(rc.name+".te", []byte(rc.src), lang.Config{})
 		if diags.HasErrors() {

@@ -7,8 +7,8 @@ import (
 	"tec/backend/kir"
 	"tec/backend/report"
 	"tec/examples"
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 )
 
@@ -25,7 +25,7 @@ func TestReportLSTMTime(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: g})
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"tec/examples"
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/te"
@@ -15,11 +15,11 @@ import (
 // smallSharedGPU is a valid GPU description of the least shared memory
 // per block that docs/gpu.md allows (16 KiB) and 192-thread blocks, on
 // which the plan's shared-memory figures decide whether a build fits.
-func smallSharedGPU() partition.GPU { return smallShared(192) }
+func smallSharedGPU() gpu.Model { return smallShared(192) }
 
 // smallShared is smallSharedGPU with blocks of threads threads.
-func smallShared(threads int) partition.GPU {
-	g, _ := partition.BuiltinGPU("a100")
+func smallShared(threads int) gpu.Model {
+	g, _ := gpu.Builtin("a100")
 	g.Name = fmt.Sprintf("small16-%d", threads)
 	g.SMs = 7
 	g.SharedPerSM, g.SharedPerBlock = 16<<10, 16<<10
@@ -32,13 +32,13 @@ func smallShared(threads int) partition.GPU {
 // what the lowering declares: every example at its tiny configuration,
 // at -O3 and -O4, on the A100 and on a 16 KiB-per-block GPU.
 func TestPlanSharedBytes(t *testing.T) {
-	a100, _ := partition.BuiltinGPU("a100")
+	a100, _ := gpu.Builtin("a100")
 	for _, ex := range examples.All() {
 		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 		if diags.HasErrors() {
 			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
 		}
-		for _, g := range []partition.GPU{a100, smallSharedGPU()} {
+		for _, g := range []gpu.Model{a100, smallSharedGPU()} {
 			for level := 3; level <= pipeline.MaxLevel; level++ {
 				for _, prec := range []precision.Mode{precision.F32, precision.TF32, precision.F16} {
 					t.Run(fmt.Sprintf("%s/%s/O%d/%s", ex.Name, g.Name, level, prec), func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestSharedFits(t *testing.T) {
   output y
 }
 `
-	a100, _ := partition.BuiltinGPU("a100")
+	a100, _ := gpu.Builtin("a100")
 	llama := examples.Example{Name: "llama/decode"}
 	for _, tt := range []struct {
 		name     string
@@ -117,7 +117,7 @@ func TestSharedFits(t *testing.T) {
 		src      []byte
 		model    string
 		defines  map[string]string
-		gpu      partition.GPU
+		gpu      gpu.Model
 		level    int
 		simulate bool
 	}{

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -53,7 +53,7 @@ model decode {
 // kernel of -O3 and -O4 writes the updates itself, and a position past the
 // cache is an error on both.
 func TestDecodeUpdate(t *testing.T) {
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for _, b := range []int{1, 4} {
 		p, diags := lang.Check("decode.te", []byte(fmt.Sprintf(decodeSource, b)), lang.Config{})
 		if diags.HasErrors() {

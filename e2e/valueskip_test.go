@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -46,7 +46,7 @@ func TestDecodeSkipsValues(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	last := []float64{1023, 1023, 1023, 1023}
 	full := map[int]int64{}
 	for _, pos := range [][]float64{last, {0, 0, 0, 0}, {511, 512, 513, 256}, {1023, 0, 300, 700}} {

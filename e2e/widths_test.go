@@ -8,9 +8,9 @@ import (
 	"tec/backend/cuda"
 	"tec/backend/llvm"
 	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -51,7 +51,7 @@ model m {
   output y, z
 }`, "tec_narrow("},
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	tg, err := target.Lookup("sm_80")
 	if err != nil {
 		t.Fatal(err)

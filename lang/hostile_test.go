@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -59,7 +59,7 @@ func TestHostileNewSyntax(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no seeds in testdata/hostile: %v", err)
 	}
-	gpu, _ := partition.BuiltinGPU("a100")
+	gpu, _ := gpu.Builtin("a100")
 	cfg := lang.Config{ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist }}
 	checked, built := 0, map[string]bool{}
 	for _, file := range files {

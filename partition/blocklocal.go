@@ -1,6 +1,9 @@
 package partition
 
-import "tec/te"
+import (
+	"tec/gpu"
+	"tec/te"
+)
 
 // Block-local chains. A decode step's attention is, per query head, a
 // chain of small stages: the scores (a batched contraction over the
@@ -57,7 +60,7 @@ func contractionRows(t *te.Tensor, s *Schedule) int {
 // its batch axes (blockRows), only in its own row (readsRows), and its
 // time on the GPU g so tiled is less than now plus the grid sync that
 // those reads then no longer need.
-func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g GPU) {
+func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
 	readers := map[*te.Tensor][]*te.Tensor{}
 	for _, y := range stages {
 		for _, u := range te.Inputs(y.Body) {
@@ -108,7 +111,7 @@ func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g GPU) {
 // matVecMaxCols) that make such a tile fit the block, the one predicted
 // fastest on g alone (solo), then the one with the fewest registers,
 // which bound the occupancy of the kernel it joins.
-func (s *Schedule) alignedMatVec(d Dims, g GPU, out int64) bool {
+func (s *Schedule) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
 	wide := s.MatVec.Wide
 	rows, cols := d.M, d.N
 	if wide == 0 {
@@ -141,8 +144,8 @@ func (s *Schedule) alignedMatVec(d Dims, g GPU, out int64) bool {
 
 // solo returns the time of stage s alone on the GPU g, at its own
 // occupancy over the whole grid (stageTimeOn).
-func solo(g GPU, s *Schedule) float64 {
-	own, _ := g.BlocksPerSM(s.Resources())
+func solo(g gpu.Model, s *Schedule) float64 {
+	own, _ := g.BlocksPerSM(s.Resources().Block())
 	if own == 0 {
 		return inf
 	}
@@ -164,7 +167,7 @@ func sameRows(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) bool {
 // as rows) than as it is plus the grid sync it saves: RoPE's rotated
 // query heads, computed by the block that then computes the head's
 // scores.
-func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g GPU) {
+func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
 	readers := map[*te.Tensor][]*te.Tensor{}
 	for _, y := range stages {
 		for _, u := range te.Inputs(y.Body) {

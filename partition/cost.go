@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"tec/analysis"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -69,7 +70,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	for j, t := range stages {
 		s := pl.Schedules[t]
 		c.scheds = append(c.scheds, s)
-		occ, _ := g.BlocksPerSM(s.Resources())
+		occ, _ := g.BlocksPerSM(s.Resources().Block())
 		c.own = append(c.own, occ)
 		c.prods = append(c.prods, nil)
 		inputs := te.Inputs(t.Body)
@@ -201,13 +202,13 @@ func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
 }
 
 // stageTimeOn is stageTime on the GPU g.
-func stageTimeOn(g GPU, s *Schedule, bytes int64, own, grid int) float64 {
+func stageTimeOn(g gpu.Model, s *Schedule, bytes int64, own, grid int) float64 {
 	if s.EpilogueOf != nil {
 		return 0 // part of its producer's tiles
 	}
 	peak := g.FP32Peak
 	if s.TensorCores {
-		peak = g.TensorPeak(s.TensorIn)
+		peak = tensorPeak(g, s.TensorIn)
 	}
 	w := max(float64(s.FLOPs)/(peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
 	if g.L2Bandwidth > 0 {
@@ -397,7 +398,7 @@ func (c *coster) extend(sg *segment) {
 			sg.heaviest = j
 		}
 	}
-	sg.occ, sg.why = c.pl.GPU.BlocksPerSM(sg.res)
+	sg.occ, sg.why = c.pl.GPU.BlocksPerSM(sg.res.Block())
 	for _, id := range c.bufs[j] {
 		if c.bufSeen[id] != sg.serial {
 			c.bufSeen[id] = sg.serial
@@ -680,7 +681,7 @@ func (c *coster) dominated(a *segment, base float64, m *mark, tol float64) bool 
 		return false
 	}
 	diff := func(o int) float64 { return a.done[o] - m.done[o] }
-	lo, _ := g.BlocksPerSM(mergeRes(a.res, c.sufRes[p]))
+	lo, _ := g.BlocksPerSM(mergeRes(a.res, c.sufRes[p]).Block())
 	bound := inf
 	for o := max(lo, 1); o <= a.occ; o++ {
 		bound = min(bound, diff(o))
@@ -747,7 +748,7 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 	for j := 1; j < len(c.stages); j++ {
 		s := c.scheds[j]
 		merged := mergeRes(res, s.Resources())
-		occ, why := g.BlocksPerSM(merged)
+		occ, why := g.BlocksPerSM(merged.Block())
 		n := len(params)
 		for _, id := range c.bufs[j] {
 			if !params[id] {
@@ -829,7 +830,7 @@ func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
 		}
 		res := k.Resources
 		res.SharedBytes = base + total() + extra
-		occ, _ := c.pl.GPU.BlocksPerSM(res)
+		occ, _ := c.pl.GPU.BlocksPerSM(res.Block())
 		return occ >= k.BlocksPerSM
 	}
 	for pos, t := range k.Stages {

@@ -49,6 +49,7 @@ import (
 	"strings"
 
 	"tec/analysis"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -130,7 +131,7 @@ type searchProbe struct {
 // Plan is a partitioned program: the kernels in launch order, each a list
 // of stages in program order, and the schedule of every compute tensor.
 type Plan struct {
-	GPU       GPU
+	GPU       gpu.Model
 	Program   *te.Program
 	Strategy  Strategy
 	Threads   int
@@ -237,39 +238,39 @@ type StageCost struct {
 func (c Cost) Total() float64 { return c.Launch + c.Sync + c.Stages }
 
 // Partition plans a's program on gpu.
-func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
-	if err := gpu.Validate(); err != nil {
+func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
+	if err := g.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Threads == 0 {
-		opts.Threads = min(256, gpu.MaxThreadsPerBlock)
+		opts.Threads = min(256, g.MaxThreadsPerBlock)
 	}
 	if opts.Scheduler == nil {
 		opts.Scheduler = Analytic{}
 	}
 	p := a.Program
-	pl := &Plan{GPU: gpu, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}, reuse: opts.Reuse}
+	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}, reuse: opts.Reuse}
 	var stages []*te.Tensor
 	for _, t := range p.Tensors {
 		if t.Kind != te.Compute {
 			continue
 		}
-		s, err := opts.Scheduler.Schedule(t, a.TE(t), gpu, opts.Threads)
+		s, err := opts.Scheduler.Schedule(t, a.TE(t), g, opts.Threads)
 		if err != nil {
 			return nil, fmt.Errorf("partition: %w", err)
 		}
 		if opts.Strategy == PerTE {
-			if !s.unfusedTensorCores(t, opts.Threads, gpu) {
+			if !s.unfusedTensorCores(t, opts.Threads, g) {
 				s.Unfused(t.Bytes())
 			}
 		} else {
-			s.fusedTensorCores(t, opts.Threads, gpu)
+			s.fusedTensorCores(t, opts.Threads, g)
 		}
-		if n, why := gpu.BlocksPerSM(s.Resources()); n == 0 && !s.shrink(gpu, t.Bytes()) {
-			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; %s", t.Name, gpu.Name, why, FitHint)
+		if n, why := g.BlocksPerSM(s.Resources().Block()); n == 0 && !s.shrink(g, t.Bytes()) {
+			return nil, fmt.Errorf("partition: stage %s does not fit on %s: %s; %s", t.Name, g.Name, why, FitHint)
 		}
 		if opts.Split {
-			split(t, s, gpu)
+			split(t, s, g)
 		}
 		if s.Mask != nil && len(s.Mask.Scalars) > 0 && opts.Context > 0 {
 			s.Mask.Context = opts.Context
@@ -287,13 +288,13 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 	}
 	if opts.Reuse {
 		if opts.Strategy != PerTE {
-			alignRows(stages, pl.Schedules, gpu) // blocklocal.go
+			alignRows(stages, pl.Schedules, g) // blocklocal.go
 		}
 		for _, t := range stages {
-			rows(t, pl.Schedules, gpu)
+			rows(t, pl.Schedules, g)
 		}
 		if opts.Strategy != PerTE {
-			rowsForReaders(stages, pl.Schedules, gpu) // blocklocal.go
+			rowsForReaders(stages, pl.Schedules, g) // blocklocal.go
 		}
 	}
 	c := newCoster(pl, stages, opts)
@@ -340,7 +341,7 @@ func Partition(a *analysis.Analysis, gpu GPU, opts Options) (*Plan, error) {
 // prices the split's chunks on more SMs, plus its two grid syncs, below a
 // block per output (an RMSNorm's 2048 elements of one row take less than
 // the syncs would: see stageTime).
-func split(t *te.Tensor, s *Schedule, gpu GPU) {
+func split(t *te.Tensor, s *Schedule, g gpu.Model) {
 	if s.Kind != RowReduce {
 		return
 	}
@@ -349,14 +350,14 @@ func split(t *te.Tensor, s *Schedule, gpu GPU) {
 		return
 	}
 	n, ext := t.NumElements(), product(reds[0].Axes)
-	full := gpu.ResidentBlocks(s.Resources())
+	full := g.ResidentBlocks(s.Resources().Block())
 	if 2*n > full || ext < splitMin {
 		return
 	}
 	chunks := max(2, min(full/n, ext/(4*s.Threads)))
-	w := float64(s.Bytes) / gpu.DRAMBandwidth
-	whole := w * float64(gpu.SMs) / float64(min(n, gpu.SMs))
-	parts := w*float64(gpu.SMs)/float64(min(n*chunks, gpu.SMs)) + 2*gpu.GridSyncCost
+	w := float64(s.Bytes) / g.DRAMBandwidth
+	whole := w * float64(g.SMs) / float64(min(n, g.SMs))
+	parts := w*float64(g.SMs)/float64(min(n*chunks, g.SMs)) + 2*g.GridSyncCost
 	if parts >= whole {
 		return
 	}
@@ -368,7 +369,7 @@ func split(t *te.Tensor, s *Schedule, gpu GPU) {
 // rows makes an element-wise stage t a Rows stage when it reads a row
 // reduction (or a Rows stage) at its own leading axes, those axes have at
 // least as many points as the GPU has SMs, and the rest at least 32.
-func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, gpu GPU) {
+func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
 	s := scheds[t]
 	if s.Kind != Elementwise {
 		return
@@ -383,7 +384,7 @@ func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, gpu GPU) {
 			continue
 		}
 		r := product(t.Axes[:l])
-		if r < gpu.SMs && !fewRowsPay(s, r, gpu) || product(t.Axes[l:]) < 32 {
+		if r < g.SMs && !fewRowsPay(s, r, g) || product(t.Axes[l:]) < 32 {
 			continue
 		}
 		s.Kind, s.RowAxes, s.Tiles = Rows, l, r
@@ -395,8 +396,8 @@ func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, gpu GPU) {
 // the GPU has SMs, costs less as a Rows stage (on r blocks, as stageTime
 // prices it) than the grid sync it saves: the normalisation of an RMSNorm
 // over the one row of a decode step.
-func fewRowsPay(s *Schedule, r int, gpu GPU) bool {
-	return float64(s.Bytes)/gpu.DRAMBandwidth*float64(gpu.SMs)/float64(r) < gpu.GridSyncCost
+func fewRowsPay(s *Schedule, r int, g gpu.Model) bool {
+	return float64(s.Bytes)/g.DRAMBandwidth*float64(g.SMs)/float64(r) < g.GridSyncCost
 }
 
 // rowAxes returns how many leading axes of t make its rows under schedule

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tec/analysis"
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
@@ -40,13 +41,13 @@ func layernormRows(m, n int) *te.Program {
 	return b.Program(y)
 }
 
-func plan(t *testing.T, p *te.Program, gpu string, opts Options) *Plan {
+func plan(t *testing.T, p *te.Program, gpuName string, opts Options) *Plan {
 	t.Helper()
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := BuiltinGPU(gpu)
+	g, _ := gpu.Builtin(gpuName)
 	pl, err := Partition(a, g, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestParamLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	g.MaxParamBytes = 8 * 8
 	for _, tt := range []struct {
 		opts    Options

@@ -3,6 +3,7 @@ package partition
 import (
 	"slices"
 
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -141,7 +142,7 @@ func elementBytes(e te.Expr) int64 {
 // producers' stages and the grid sync before old that no longer has
 // anything to wait for. Both are priced as the plan prices stages: at
 // their own occupancy on the whole GPU, the weights read from DRAM once.
-func RecomputePays(g GPU, threads int, old, nu *te.Tensor, removed []*te.Tensor) bool {
+func RecomputePays(g gpu.Model, threads int, old, nu *te.Tensor, removed []*te.Tensor) bool {
 	if threads == 0 {
 		threads = min(256, g.MaxThreadsPerBlock)
 	}
@@ -168,7 +169,7 @@ func RecomputePays(g GPU, threads int, old, nu *te.Tensor, removed []*te.Tensor)
 
 // fusedSchedule returns t's schedule in a fused kernel, as Partition makes
 // it.
-func fusedSchedule(t *te.Tensor, g GPU, threads int) (*Schedule, bool) {
+func fusedSchedule(t *te.Tensor, g gpu.Model, threads int) (*Schedule, bool) {
 	s, err := Analytic{}.Schedule(t, nil, g, threads)
 	if err != nil {
 		return nil, false
@@ -194,8 +195,8 @@ func dramBytes(t *te.Tensor, s *Schedule) int64 {
 
 // stageAlone is stageTime for a stage at its own occupancy on the whole
 // GPU, moving dram bytes from DRAM.
-func stageAlone(g GPU, s *Schedule, dram int64) float64 {
+func stageAlone(g gpu.Model, s *Schedule, dram int64) float64 {
 	c := &coster{pl: &Plan{GPU: g}}
-	occ, _ := g.BlocksPerSM(s.Resources())
+	occ, _ := g.BlocksPerSM(s.Resources().Block())
 	return c.stageTime(s, dram, occ, g.SMs*max(occ, 1))
 }

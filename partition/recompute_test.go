@@ -3,6 +3,7 @@ package partition
 import (
 	"testing"
 
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
@@ -39,7 +40,7 @@ func normProj(rows, d, n int) (old, nu *te.Tensor, removed []*te.Tensor) {
 // stream from DRAM), not where the projection is no matrix-vector stage
 // (9 or 64 rows), whose tiles would recompute the norm at every product.
 func TestRecomputePays(t *testing.T) {
-	g, _ := BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	for _, tt := range []struct {
 		rows, d, n int
 		want       bool
@@ -63,7 +64,7 @@ func TestRecomputePays(t *testing.T) {
 // per product, and its extra bytes are the tiles' redundant reads of x and
 // the gain.
 func TestPriceHoisted(t *testing.T) {
-	g, _ := BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	const rows, d, n = 1, 2048, 3072
 	old, nu, _ := normProj(rows, d, n)
 	so, _ := fusedSchedule(old, g, 256)

@@ -554,7 +554,7 @@ func (c *coster) weightCache(res Resources, budget, keys, slice int) (*WeightCac
 	for n := 1; n <= maxSlots; n++ {
 		r := res
 		r.SharedBytes += n * sliceBytes
-		occ, _ := g.BlocksPerSM(r)
+		occ, _ := g.BlocksPerSM(r.Block())
 		if occ == 0 {
 			break
 		}
@@ -568,6 +568,6 @@ func (c *coster) weightCache(res Resources, budget, keys, slice int) (*WeightCac
 	}
 	r := res
 	r.SharedBytes += slots * sliceBytes
-	occ, _ := g.BlocksPerSM(r)
+	occ, _ := g.BlocksPerSM(r.Block())
 	return &WeightCache{Keys: keys, Virtual: g.SMs * occ, Slots: slots, SliceFloats: slice}, true
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"tec/analysis"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -321,7 +322,7 @@ func (s *Schedule) String() string {
 // Scheduler chooses the schedule of one compute tensor. It is the place
 // where a tuner plugs in; Analytic is the default.
 type Scheduler interface {
-	Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Schedule, error)
+	Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, error)
 }
 
 // Analytic chooses schedules without search: contraction tiles whose
@@ -337,7 +338,7 @@ const (
 )
 
 // Schedule implements Scheduler.
-func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g GPU, threads int) (*Schedule, error) {
+func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, error) {
 	if t.Kind != te.Compute || t.Body == nil {
 		return nil, fmt.Errorf("schedule %s: not a compute tensor", t.Name)
 	}
@@ -493,7 +494,7 @@ const (
 // single thread (a matrix-vector product), grows along it at all: the
 // other factor is not re-read, and the larger tile would only cost shared
 // memory. out is the size of the output in bytes.
-func (s *Schedule) regTile(tm, tn int, g GPU, out int64) {
+func (s *Schedule) regTile(tm, tn int, g gpu.Model, out int64) {
 	options := func(n, t, u int) []int {
 		rs := []int{1}
 		pad := func(r int) int { return ceilDiv(n, r*t) * r * t }
@@ -524,13 +525,13 @@ func (s *Schedule) regTile(tm, tn int, g GPU, out int64) {
 // staged at once (TileK) down to 1, so that the staged factors take less
 // shared memory. The block keeps its threads. out is the size of the
 // output in bytes.
-func (s *Schedule) shrink(g GPU, out int64) bool {
+func (s *Schedule) shrink(g gpu.Model, out int64) bool {
 	if s.Kind != Contraction || s.MatVec != nil || s.Resident != nil || s.TensorCores || s.RegM < 1 || s.RegN < 1 {
 		return false
 	}
 	tm, tn := s.TileM/s.RegM, s.TileN/s.RegN
 	for {
-		if n, _ := g.BlocksPerSM(s.Resources()); n > 0 {
+		if n, _ := g.BlocksPerSM(s.Resources().Block()); n > 0 {
 			return true
 		}
 		rm, rn, tk := s.RegM, s.RegN, s.TileK
@@ -605,7 +606,7 @@ const (
 // shared memory. It takes the widest tile (a power of two that divides the
 // columns, up to matVecMaxTileF) that still gives every SM a tile, or one
 // column per tile. out is the size of the output in bytes.
-func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
+func (s *Schedule) matVec(d Dims, g gpu.Model, out int64) bool {
 	mv := &MatVec{Wide: 1}
 	rows, cols := d.M, d.N
 	if d.N < d.M {
@@ -646,7 +647,7 @@ func (s *Schedule) matVec(d Dims, g GPU, out int64) bool {
 // thread has k to sum, and the rows fit in shared memory (in chunks of K
 // if need be, beside the partials in g's shared memory per block). out is
 // the size of the output in bytes.
-func (s *Schedule) setMatVec(d Dims, mv *MatVec, g GPU, out int64) bool {
+func (s *Schedule) setMatVec(d Dims, mv *MatVec, g gpu.Model, out int64) bool {
 	rows, cols := d.M, d.N
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M

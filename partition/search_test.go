@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tec/analysis"
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
@@ -46,7 +47,7 @@ func mixedChain(n int) *te.Program {
 
 // searchPlan partitions p with the cost-model search, its dominance cut on
 // or off, and returns the kernels' first stages and the extensions tried.
-func searchPlan(t *testing.T, p *te.Program, g GPU, opts Options, dominance bool) ([]string, int) {
+func searchPlan(t *testing.T, p *te.Program, g gpu.Model, opts Options, dominance bool) ([]string, int) {
 	t.Helper()
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
@@ -69,11 +70,11 @@ func searchPlan(t *testing.T, p *te.Program, g GPU, opts Options, dominance bool
 // holds the whole program and on one whose L2 holds a few stages (where
 // long kernels are priced from DRAM), at the -O3 and -O4 options.
 func TestDominanceKeepsPlans(t *testing.T) {
-	tinyL2, _ := BuiltinGPU("small")
+	tinyL2, _ := gpu.Builtin("small")
 	tinyL2.Name, tinyL2.L2Bytes = "small, 16 KiB L2", 16<<10
-	var gpus []GPU
+	var gpus []gpu.Model
 	for _, name := range []string{"a100", "h100", "small"} {
-		g, _ := BuiltinGPU(name)
+		g, _ := gpu.Builtin(name)
 		gpus = append(gpus, g)
 	}
 	gpus = append(gpus, tinyL2)
@@ -114,11 +115,11 @@ func TestDominanceKeepsPlans(t *testing.T) {
 // constant small (the built-in small GPU's 1 MiB holds about 700 of these
 // stages, and costs as many extensions per stage).
 func TestSearchLinear(t *testing.T) {
-	tinyL2, _ := BuiltinGPU("small")
+	tinyL2, _ := gpu.Builtin("small")
 	tinyL2.Name, tinyL2.L2Bytes = "small, 16 KiB L2", 16<<10
-	a100, _ := BuiltinGPU("a100")
-	h100, _ := BuiltinGPU("h100")
-	for _, g := range []GPU{a100, h100, tinyL2} {
+	a100, _ := gpu.Builtin("a100")
+	h100, _ := gpu.Builtin("h100")
+	for _, g := range []gpu.Model{a100, h100, tinyL2} {
 		opts := Options{Split: true, Reuse: true, TempsInWorkspace: true}
 		_, small := searchPlan(t, mixedChain(200), g, opts, true)
 		_, large := searchPlan(t, mixedChain(800), g, opts, true)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"tec/analysis"
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
@@ -113,8 +114,8 @@ func maskedScores(s, e int) *te.Program {
 
 // smallShared is a valid GPU description of 16 KiB of shared memory per
 // block and 256 threads, the least docs/gpu.md allows.
-func smallShared(threads int) GPU {
-	g, _ := BuiltinGPU("a100")
+func smallShared(threads int) gpu.Model {
+	g, _ := gpu.Builtin("a100")
 	g.Name, g.SMs = "small16", 7
 	g.SharedPerSM, g.SharedPerBlock = 16<<10, 16<<10
 	g.MaxThreadsPerSM, g.MaxThreadsPerBlock = threads, threads
@@ -131,10 +132,10 @@ func TestShrink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a100, _ := BuiltinGPU("a100")
+	a100, _ := gpu.Builtin("a100")
 	for _, tt := range []struct {
 		name   string
-		g      GPU
+		g      gpu.Model
 		reuse  bool
 		tileK  int
 		shared int

@@ -1,6 +1,9 @@
 package partition
 
-import "tec/te"
+import (
+	"tec/gpu"
+	"tec/te"
+)
 
 // TensorCoreType returns the type in which tensor cores multiply the
 // operands X and Y of a contraction (as Factors splits it), and whether
@@ -45,16 +48,13 @@ func operandType(e te.Expr) (te.DType, bool) {
 	return 0, false
 }
 
-// TensorPeak returns the dense tensor-core rate for operands of type in
+// tensorPeak returns g's dense tensor-core rate for operands of type in
 // (te.F16 or te.BF16; te.F32 meaning TF32), FLOP per second.
-func (g GPU) TensorPeak(in te.DType) float64 {
+func tensorPeak(g gpu.Model, in te.DType) float64 {
 	if in != te.F32 {
 		return g.FP16Peak
 	}
-	if g.TF32Peak > 0 {
-		return g.TF32Peak
-	}
-	return g.FP16Peak / 2
+	return g.TF32Rate()
 }
 
 // The shape of a tensor-core contraction's blocks, as backend/lower
@@ -191,7 +191,7 @@ const tensorCoreSync = 0.5
 // its own with blocks of at most threads threads, the tensor-core one
 // that backend/lower.Unfused builds where it applies (TensorCoreBlock),
 // and reports whether it did.
-func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
+func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	if threads < TensorCoreWarps*32 || s.Kind != Contraction {
 		return false
 	}
@@ -210,8 +210,8 @@ func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
 // fits reports whether a block of s's stage fits on an SM of g (its shared
 // memory, registers and threads): a tensor-core tile that does not is left
 // for the SIMT one.
-func fits(s *Schedule, g GPU) bool {
-	n, _ := g.BlocksPerSM(s.Resources())
+func fits(s *Schedule, g gpu.Model) bool {
+	n, _ := g.BlocksPerSM(s.Resources().Block())
 	return n > 0
 }
 
@@ -223,7 +223,7 @@ func fits(s *Schedule, g GPU) bool {
 // keep busy), where it applies and is faster than the SIMT tile, and
 // reports whether it did. A matrix-vector schedule (a factor of at most
 // eight rows, too few for an MMA's sixteen) is kept.
-func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g GPU) bool {
+func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	if s.Kind != Contraction || s.MatVec != nil || threads%32 != 0 {
 		return false
 	}
@@ -265,7 +265,7 @@ func (s *Schedule) InnerSync() bool { return s.Kind == SplitReduce || s.KSplit >
 // did.
 // A masked contraction (dead tiles write the select's other branch; a
 // mask on K prices a live share of it) is not split.
-func (s *Schedule) splitK(split int, g GPU) bool {
+func (s *Schedule) splitK(split int, g gpu.Model) bool {
 	if s.Mask != nil || s.KMask != nil || s.Tiles*split/2 >= g.SMs {
 		return false
 	}
@@ -281,7 +281,7 @@ func (s *Schedule) splitK(split int, g GPU) bool {
 // tensor-core contraction whose K is split over blocks: the grid sync
 // after the partials, and the partials read back through L2 (their
 // KSplit f32 sums per output, written and read while L2 holds them).
-func (s *Schedule) splitKTime(g GPU) float64 {
+func (s *Schedule) splitKTime(g gpu.Model) float64 {
 	if s.KSplit <= 1 {
 		return 0
 	}
@@ -311,10 +311,10 @@ func (s *Schedule) TCBlock() TCBlock {
 // resident: its FLOPs at the fraction of the peak its tiles reach, or its
 // tiles' loads through L2, whichever is longer, stretched where it has
 // fewer tiles than g has SMs.
-func soloTime(s *Schedule, g GPU) float64 {
+func soloTime(s *Schedule, g gpu.Model) float64 {
 	peak := g.FP32Peak
 	if s.TensorCores {
-		peak = g.TensorPeak(s.TensorIn)
+		peak = tensorPeak(g, s.TensorIn)
 	}
 	t := float64(s.FLOPs) / (peak * s.Efficiency())
 	if g.L2Bandwidth > 0 {

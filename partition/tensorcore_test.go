@@ -3,6 +3,7 @@ package partition
 import (
 	"testing"
 
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
@@ -69,12 +70,12 @@ func TestTensorCoreSchedule(t *testing.T) {
 	if small, _ := cost(matmul(te.F16, 8, 64, 64)); small.TensorCores {
 		t.Errorf("8-row f16 schedule %s on tensor cores", small)
 	}
-	g, _ := BuiltinGPU("a100")
-	if g.TensorPeak(te.F16) != 312e12 || g.TensorPeak(te.BF16) != 312e12 || g.TensorPeak(te.F32) != 156e12 {
-		t.Errorf("A100 tensor peaks %g, %g, %g", g.TensorPeak(te.F16), g.TensorPeak(te.BF16), g.TensorPeak(te.F32))
+	g, _ := gpu.Builtin("a100")
+	if tensorPeak(g, te.F16) != 312e12 || tensorPeak(g, te.BF16) != 312e12 || tensorPeak(g, te.F32) != 156e12 {
+		t.Errorf("A100 tensor peaks %g, %g, %g", tensorPeak(g, te.F16), tensorPeak(g, te.BF16), tensorPeak(g, te.F32))
 	}
-	if h, _ := BuiltinGPU("h100"); h.TensorPeak(te.F16) != 989.5e12 || h.TensorPeak(te.F32) != 494.7e12 {
-		t.Errorf("H100 tensor peaks %g, %g", h.TensorPeak(te.F16), h.TensorPeak(te.F32))
+	if h, _ := gpu.Builtin("h100"); tensorPeak(h, te.F16) != 989.5e12 || tensorPeak(h, te.F32) != 494.7e12 {
+		t.Errorf("H100 tensor peaks %g, %g", tensorPeak(h, te.F16), tensorPeak(h, te.F32))
 	}
 }
 
@@ -143,7 +144,7 @@ func TestSplitK(t *testing.T) {
 		})
 		return b.Program(y)
 	}
-	g, _ := BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	for _, tc := range []struct {
 		m     int
 		split bool

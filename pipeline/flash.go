@@ -3,7 +3,7 @@ package pipeline
 import (
 	"fmt"
 
-	"tec/partition"
+	"tec/gpu"
 	"tec/te"
 	"tec/transform"
 )
@@ -76,7 +76,7 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 // chosen for sites of the same text (the layers of a model).
 func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int) (int, error) {
 	if opts.GPU.Name == "" {
-		opts.GPU, _ = partition.BuiltinGPU(partition.DefaultGPU)
+		opts.GPU, _ = gpu.Builtin(gpu.Default)
 	}
 	sub := s.Subprogram()
 	key := canonicalText(sub)
@@ -119,7 +119,7 @@ type FlashCandidate struct {
 // in each of s.ChunkCounts(32, 64), under opts.
 func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, error) {
 	if opts.GPU.Name == "" {
-		opts.GPU, _ = partition.BuiltinGPU(partition.DefaultGPU)
+		opts.GPU, _ = gpu.Builtin(gpu.Default)
 	}
 	sub := s.Subprogram()
 	t, occ, err := subprogramTime(sub, opts)

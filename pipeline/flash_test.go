@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 	"tec/precision"
 	"tec/transform"
 )
@@ -25,7 +25,7 @@ func TestFlashChunksFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	for _, tc := range []struct {
 		b, context int
 		split      bool

@@ -33,6 +33,7 @@ import (
 	"tec/analysis"
 	"tec/backend/kir"
 	"tec/backend/lower"
+	"tec/gpu"
 	"tec/partition"
 	"tec/precision"
 	"tec/te"
@@ -46,8 +47,8 @@ const MaxLevel = 4
 type Options struct {
 	// Level is the optimisation level, 0 to MaxLevel.
 	Level int
-	// GPU is the target; the zero GPU means partition.DefaultGPU.
-	GPU partition.GPU
+	// GPU is the target; the zero GPU means gpu.Default.
+	GPU gpu.Model
 	// Strategy overrides the partitioning strategy at -O3 and up (the
 	// default is the cost model).
 	Strategy partition.Strategy
@@ -124,7 +125,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("optimisation level -O%d: want -O0 to -O%d", opts.Level, MaxLevel)
 	}
 	if opts.GPU.Name == "" {
-		opts.GPU, _ = partition.BuiltinGPU(partition.DefaultGPU)
+		opts.GPU, _ = gpu.Builtin(gpu.Default)
 	}
 	dump := func(pass string, text func() string) {
 		if opts.Dump != nil {
@@ -267,7 +268,7 @@ func kernelBoxes(stages []*te.Tensor) map[*te.Tensor]int64 {
 }
 
 // plan analyses and partitions p.
-func plan(p *te.Program, gpu partition.GPU, popts partition.Options) (*partition.Plan, error) {
+func plan(p *te.Program, gpu gpu.Model, popts partition.Options) (*partition.Plan, error) {
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("analysis: %w", err)
@@ -281,7 +282,7 @@ func plan(p *te.Program, gpu partition.GPU, popts partition.Options) (*partition
 // plan of the whole is predicted faster than pl, p's own; else p and pl.
 // (A producer that the plan would compute in a weight-cached stage's
 // epilogue for free is no saving: only the whole plan tells.)
-func recompute(p *te.Program, pl *partition.Plan, gpu partition.GPU, popts partition.Options) (*te.Program, *partition.Plan, error) {
+func recompute(p *te.Program, pl *partition.Plan, gpu gpu.Model, popts partition.Options) (*te.Program, *partition.Plan, error) {
 	pays := func(old, nu *te.Tensor, removed []*te.Tensor) bool {
 		return partition.RecomputePays(gpu, popts.Threads, old, nu, removed)
 	}

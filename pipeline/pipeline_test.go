@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
-	"tec/partition"
 	"tec/te"
 )
 
@@ -19,7 +19,7 @@ func mlp() *te.Program {
 }
 
 func TestLevels(t *testing.T) {
-	small, _ := partition.BuiltinGPU("small")
+	small, _ := gpu.Builtin("small")
 	for _, tt := range []struct {
 		level   int
 		kernels int

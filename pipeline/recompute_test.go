@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
@@ -51,7 +52,7 @@ func decodeFFN() *te.Program {
 // down that waited for them, and the plan is predicted faster than the
 // plan of the same program with them stored.
 func TestRecomputePlan(t *testing.T) {
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	p := decodeFFN()
 	res, err := Build(p, Options{Level: 4, GPU: g})
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/te"
@@ -64,7 +64,7 @@ func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.See
 // the float64 reference of the f32 program is logged (docs/benchmarks.md,
 // "Precision", lists it).
 func TestExamples(t *testing.T) {
-	gpu, _ := partition.BuiltinGPU("a100")
+	gpu, _ := gpu.Builtin("a100")
 	modes := []precision.Mode{precision.F32, precision.TF32, precision.BF16, precision.F16}
 	var mu sync.Mutex
 	accuracy := map[string]map[precision.Mode]float64{}
@@ -162,7 +162,7 @@ func TestExamples(t *testing.T) {
 type levelRun struct {
 	level int
 	name  string
-	gpu   partition.GPU
+	gpu   gpu.Model
 }
 
 // levelRuns returns the levels and GPU models TestExamples builds at: every
@@ -171,7 +171,7 @@ type levelRun struct {
 func levelRuns() []levelRun {
 	var runs []levelRun
 	for _, name := range []string{"a100", "h100", "small"} {
-		g, _ := partition.BuiltinGPU(name)
+		g, _ := gpu.Builtin(name)
 		for level := 0; level <= pipeline.MaxLevel; level++ {
 			runs = append(runs, levelRun{level, name, g})
 		}
@@ -182,7 +182,7 @@ func levelRuns() []levelRun {
 // amplification returns how many times p amplifies one rounding error: the
 // relError of p simulated at -O0 in f32 against its float64 reference, in
 // units of f32.
-func amplification(t *testing.T, p *te.Program, in, exact map[string]*te.Array, gpu partition.GPU) float64 {
+func amplification(t *testing.T, p *te.Program, in, exact map[string]*te.Array, gpu gpu.Model) float64 {
 	t.Helper()
 	res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: gpu})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/lower"
 	"tec/backend/sim"
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
@@ -101,7 +102,7 @@ func lowerToy(t *testing.T, p *te.Program, fused bool) *kir.Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("small")
+	g, _ := gpu.Builtin("small")
 	pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: true, TempsInWorkspace: true})
 	if err != nil {
 		t.Fatal(err)

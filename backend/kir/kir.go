@@ -125,7 +125,7 @@ package kir
 import (
 	"fmt"
 
-	"tec/partition"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -312,7 +312,7 @@ type Module struct {
 	// must fit its block limits (threads and shared memory per block, and
 	// for a kernel that grid-syncs, its blocks resident at once), which the
 	// simulator checks. Nil for modules built for no particular GPU.
-	GPU *partition.GPU
+	GPU *gpu.Model
 	// ErrorRecord, when not nil, is the temporary (i32[ErrorRecordWords],
 	// live through the whole run) in which kernels record the first gather
 	// index out of range (see Bounded); the host zeroes it before the

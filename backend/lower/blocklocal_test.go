@@ -8,6 +8,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/lower"
 	"tec/backend/sim"
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
@@ -27,7 +28,7 @@ func TestBlockLocalChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("h100")
+	g, _ := gpu.Builtin("h100")
 	pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/lower"
 	"tec/backend/sim"
+	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
 	"tec/te"
@@ -34,16 +35,16 @@ func projNorm(m, k, n int) *te.Program {
 	return b.Program(y)
 }
 
-// counterModule lowers p fused on gpu with counters wherever sound, and
+// counterModule lowers p fused on the GPU model gpuName with counters wherever sound, and
 // without reuse (-O3), so that the row statistics are separated by grid
 // syncs that counters can replace.
-func counterModule(t *testing.T, p *te.Program, gpu string, mode partition.CounterMode) *kir.Module {
+func counterModule(t *testing.T, p *te.Program, gpuName string, mode partition.CounterMode) *kir.Module {
 	t.Helper()
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU(gpu)
+	g, _ := gpu.Builtin(gpuName)
 	pl, err := partition.Partition(a, g, partition.Options{Split: true, Counters: mode})
 	if err != nil {
 		t.Fatal(err)

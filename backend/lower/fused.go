@@ -178,7 +178,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	// at once, and a cooperative launch of more would fail.
 	res := pk.Resources
 	res.Threads, res.SharedBytes = max(res.Threads, k.Block), max(res.SharedBytes, int(n))
-	fit := pl.GPU.ResidentBlocks(res)
+	fit := pl.GPU.ResidentBlocks(res.Block())
 	if fit == 0 {
 		return nil, fmt.Errorf("lower: kernel %s: a block of %d threads, %d registers per thread and %d B of shared memory does not fit on an SM of %s; %s",
 			k.Name, res.Threads, res.RegsPerThread, res.SharedBytes, pl.GPU.Name, partition.FitHint)

@@ -10,6 +10,7 @@ import (
 	"tec/backend/lower"
 	"tec/backend/report"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
@@ -37,13 +38,13 @@ func rowStats() *te.Program {
 	return b.Program(y, mean)
 }
 
-func fusedModule(t *testing.T, p *te.Program, gpu string, deterministic bool) (*kir.Module, *partition.Plan) {
+func fusedModule(t *testing.T, p *te.Program, gpuName string, deterministic bool) (*kir.Module, *partition.Plan) {
 	t.Helper()
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU(gpu)
+	g, _ := gpu.Builtin(gpuName)
 	pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: true})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestFusedReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("small")
+	g, _ := gpu.Builtin("small")
 	for _, tt := range []struct {
 		reuse     bool
 		gridSyncs int64

@@ -9,6 +9,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/report"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/partition"
 	"tec/precision"
 	"tec/te"
@@ -49,14 +50,14 @@ func halfCausal(H, S, E int) *te.Program {
 	return b.outputs(sc)
 }
 
-// fusedPlan plans p for -O4 on gpu with blocks of threads threads.
-func fusedPlan(t *testing.T, p *te.Program, gpu string, threads int) *partition.Plan {
+// fusedPlan plans p for -O4 on the GPU model named gpuName with blocks of threads threads.
+func fusedPlan(t *testing.T, p *te.Program, gpuName string, threads int) *partition.Plan {
 	t.Helper()
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU(gpu)
+	g, _ := gpu.Builtin(gpuName)
 	pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: true, Threads: threads})
 	if err != nil {
 		t.Fatal(err)

@@ -6,9 +6,9 @@ import (
 
 	"tec/backend/lower"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -43,8 +43,8 @@ func matmulTiles() *te.Program {
 
 // oddGPU returns the small GPU model allowing at most threads threads per
 // block.
-func oddGPU(threads int) partition.GPU {
-	g, _ := partition.BuiltinGPU("small")
+func oddGPU(threads int) gpu.Model {
+	g, _ := gpu.Builtin("small")
 	g.Name = fmt.Sprintf("odd%d", threads)
 	g.MaxThreadsPerBlock, g.MaxThreadsPerSM, g.MaxBlocksPerSM = threads, 2048, 32
 	return g

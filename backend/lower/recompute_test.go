@@ -8,6 +8,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/lower"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
@@ -46,11 +47,11 @@ func normFFN(rows, d, f int) *te.Program {
 	return b.Program(proj("down", act, wd))
 }
 
-// recomputeModule lowers p fused on gpu (reuse: -O4) after
+// recomputeModule lowers p fused on the GPU model gpuName (reuse: -O4) after
 // transform.Horizontal and Vertical and, if recompute, transform.Recompute taking every
 // producer that qualifies, and returns the module and its plan's grid
 // syncs.
-func recomputeModule(t *testing.T, p *te.Program, gpu string, reuse, recompute bool) (*kir.Module, *partition.Plan, int) {
+func recomputeModule(t *testing.T, p *te.Program, gpuName string, reuse, recompute bool) (*kir.Module, *partition.Plan, int) {
 	t.Helper()
 	p, err := transform.Horizontal(p)
 	if err != nil {
@@ -68,7 +69,7 @@ func recomputeModule(t *testing.T, p *te.Program, gpu string, reuse, recompute b
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU(gpu)
+	g, _ := gpu.Builtin(gpuName)
 	pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: reuse, TempsInWorkspace: true})
 	if err != nil {
 		t.Fatal(err)

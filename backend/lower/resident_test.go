@@ -8,6 +8,7 @@ import (
 	"tec/analysis"
 	"tec/backend/kir"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/partition"
 	"tec/te"
 )
@@ -75,7 +76,7 @@ func TestCheckEpilogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	byName := map[string]*te.Tensor{}
 	for _, tn := range p.Tensors {
 		byName[tn.Name] = tn

@@ -6,6 +6,7 @@ import (
 
 	"tec/analysis"
 	"tec/backend/sim"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/partition"
 	"tec/te"
@@ -45,9 +46,9 @@ func TestRotationsKeepOnChipRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, gpu := range []string{"a100", "small"} {
-		t.Run(gpu, func(t *testing.T) {
-			g, _ := partition.BuiltinGPU(gpu)
+	for _, name := range []string{"a100", "small"} {
+		t.Run(name, func(t *testing.T) {
+			g, _ := gpu.Builtin(name)
 			pl, err := partition.Partition(a, g, partition.Options{Split: true, Reuse: true})
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"tec/analysis"
 	"tec/backend/sim"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
@@ -30,7 +31,7 @@ func TestSplitKExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates every example three times")
 	}
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	forced := 0
 	for _, ex := range examples.All() {
 		src, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})

@@ -79,7 +79,7 @@ import (
 	"slices"
 
 	"tec/backend/kir"
-	"tec/partition"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -356,7 +356,7 @@ type machine struct {
 	// gpu, when set, is the GPU whose limits every launch must fit;
 	// capResident says that all-resident grids get at most the blocks
 	// that fit on it (ResidentBlocks was left to its default).
-	gpu         *partition.GPU
+	gpu         *gpu.Model
 	capResident bool
 	mem         map[*kir.Buffer]*memory
 	res         *Result
@@ -532,7 +532,7 @@ func (s *machine) gridSize(k *kir.Kernel) (int, error) {
 	if !k.HasGridSync() && !k.HasCounters() {
 		return grid, nil
 	}
-	fit := g.ResidentBlocks(partition.Resources{Threads: k.Block, SharedBytes: int(k.SharedBytes())})
+	fit := g.ResidentBlocks(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes())})
 	if grid > fit && s.capResident {
 		grid = max(fit, 1)
 	}

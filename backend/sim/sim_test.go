@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"tec/backend/kir"
-	"tec/partition"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -254,8 +254,8 @@ func sumIota(n int) float64 {
 // once, is an error; an all-resident grid with the default ResidentBlocks
 // gets the blocks that fit.
 func TestLaunchLimits(t *testing.T) {
-	gpu := func(threads, shared, sms int) *partition.GPU {
-		g, _ := partition.BuiltinGPU("small")
+	model := func(threads, shared, sms int) *gpu.Model {
+		g, _ := gpu.Builtin("small")
 		g.Name, g.MaxThreadsPerBlock, g.SharedPerBlock, g.SMs = "tiny", threads, shared, sms
 		return &g
 	}
@@ -264,19 +264,19 @@ func TestLaunchLimits(t *testing.T) {
 	tests := []struct {
 		name     string
 		m        *kir.Module
-		g        *partition.GPU
+		g        *gpu.Model
 		feeds    map[string]*te.Array
 		resident int
 		want     string // "" for no error
 	}{
-		{"fits", rowSum(3, 10, 8, true), gpu(8, 32, 4), rows, 0, ""},
-		{"threads", rowSum(3, 10, 8, true), gpu(4, 1024, 4), rows, 0,
+		{"fits", rowSum(3, 10, 8, true), model(8, 32, 4), rows, 0, ""},
+		{"threads", rowSum(3, 10, 8, true), model(4, 1024, 4), rows, 0,
 			"sim: kernel y: launch of 8 threads per block, more than the 4 of GPU tiny"},
-		{"shared memory", rowSum(3, 10, 8, true), gpu(8, 16, 4), rows, 0,
+		{"shared memory", rowSum(3, 10, 8, true), model(8, 16, 4), rows, 0,
 			"sim: kernel y: launch with 32 B of shared memory per block, more than the 16 B of GPU tiny"},
-		{"cooperative", twoStage(64, true), gpu(256, 1024, 2), xs, 4,
+		{"cooperative", twoStage(64, true), model(256, 1024, 2), xs, 4,
 			"sim: kernel fused: cooperative launch of 4 blocks of 4 threads and 0 B shared memory, but only 2 fit on GPU tiny at once (2 SMs)"},
-		{"cooperative, default grid", twoStage(64, true), gpu(256, 1024, 2), xs, 0, ""},
+		{"cooperative, default grid", twoStage(64, true), model(256, 1024, 2), xs, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

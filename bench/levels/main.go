@@ -25,6 +25,7 @@ import (
 	"tec/analysis"
 	"tec/backend/report"
 	"tec/examples"
+	"tec/gpu"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
@@ -63,7 +64,7 @@ func main() {
 
 func run(w io.Writer, gpus, models []string, mode precision.Mode) error {
 	for _, gname := range gpus {
-		g, err := partition.LoadGPU(gname)
+		g, err := gpu.Lookup(gname)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/report"
 	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/safefile"
 	"tec/partition"
 	"tec/pipeline"
@@ -39,7 +40,7 @@ type optFlags struct {
 func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 	fs.IntVar(&o.level, "O", pipeline.MaxLevel, fmt.Sprintf("optimisation level, -O0 to -O%d", pipeline.MaxLevel))
 	fs.BoolVar(&o.deterministic, "deterministic", false, "combine split reductions' per-block partials in a fixed order instead of with atomics: bit-identical results from run to run")
-	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(partition.GPUNames(), ", ")+" or a .json file (default: "+partition.DefaultGPU+")")
+	fs.StringVar(&o.gpu, "gpu", "", "the GPU model: "+strings.Join(gpu.Names(), ", ")+" or a .json file (default: "+gpu.Default+")")
 	fs.IntVar(&o.context, "context", 0, "the context the cost model prices attention masked by run-time positions at (select(t <= pos[b], …)): tiles past position N-1 are skipped at run time and left out of the predictions; 0 prices the whole cache")
 	fs.IntVar(&o.flashChunks, "flash-chunks", 0, "split attention's softmax-weighted reductions over a long axis across blocks in N chunks (flash-decoding): 0 lets the cost model decide at -O3 and -O4, 1 never splits, N splits in N chunks at every level where N divides the axis")
 	fs.StringVar(&o.precision, "precision", "f32", "the arithmetic precision: "+strings.Join(precision.Names(), ", ")+" (f16 and bf16 store params and activations in that type, accumulating and keeping statistics in f32; tf32 rounds contraction operands to TF32)")
@@ -49,7 +50,7 @@ func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 // also has --target, whose default GPU follows the target.
 func (o *optFlags) registerTargetOpt(fs *flag.FlagSet) {
 	o.registerOpt(fs)
-	fs.Lookup("gpu").Usage = "the GPU model: " + strings.Join(partition.GPUNames(), ", ") + " or a .json file (default: " + partition.DefaultGPU + ", h100 for --target sm_90)"
+	fs.Lookup("gpu").Usage = "the GPU model: " + strings.Join(gpu.Names(), ", ") + " or a .json file (default: " + gpu.Default + ", h100 for --target sm_90)"
 }
 
 // options returns the pipeline's options, with the GPU named by --gpu or,
@@ -64,12 +65,12 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	}
 	spec := o.gpu
 	if spec == "" {
-		spec = partition.DefaultGPU
+		spec = gpu.Default
 		if tg == "sm_90" {
 			spec = "h100"
 		}
 	}
-	g, err := partition.LoadGPU(spec)
+	g, err := gpu.Lookup(spec)
 	if err != nil {
 		return pipeline.Options{}, gpuFailure(err)
 	}
@@ -91,7 +92,7 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 // g: an architecture newer than g's compute capability (--target sm_90
 // --gpu a100 planned for an A100 code that no A100 runs). An older one is
 // allowed: an sm_80 kernel's PTX runs on an H100 too.
-func checkTargetRuns(name string, g partition.GPU) error {
+func checkTargetRuns(name string, g gpu.Model) error {
 	tg, err := target.Lookup(name)
 	if err != nil || g.CC == "" {
 		return nil // the target is checked where it is parsed
@@ -505,7 +506,7 @@ func counts(c kir.Counts) countsJSON {
 // residentBlocks estimates the blocks of an all-resident grid on g: every SM
 // holds as many blocks of the module's largest block size as its thread
 // and block limits allow.
-func residentBlocks(m *kir.Module, g partition.GPU) int {
+func residentBlocks(m *kir.Module, g gpu.Model) int {
 	threads := 1
 	for _, k := range m.Kernels {
 		threads = max(threads, k.Block)
@@ -522,7 +523,7 @@ var errNotFinite = errors.New("the cost model's prediction is not finite")
 // report's numbers must be JSON numbers, and such a prediction comes from
 // a GPU description whose rates no GPU has (a dram_bandwidth of 1e-300
 // bytes per second is in range).
-func makeReport(res *pipeline.Result, g partition.GPU, tg target.Target) ([]byte, error) {
+func makeReport(res *pipeline.Result, g gpu.Model, tg target.Target) ([]byte, error) {
 	m := res.Module
 	blocks := residentBlocks(m, g)
 	r := report.Module(m, report.Config{ResidentBlocks: blocks})
@@ -549,7 +550,7 @@ func makeReport(res *pipeline.Result, g partition.GPU, tg target.Target) ([]byte
 // reportFailure wraps an error of makeReport as a failure: a prediction
 // that is not finite is the fault of the GPU description g (--gpu spec),
 // whose implausible figures it names.
-func reportFailure(spec string, g partition.GPU, err error) error {
+func reportFailure(spec string, g gpu.Model, err error) error {
 	if !errors.Is(err, errNotFinite) {
 		return fail(codeBuild, err)
 	}

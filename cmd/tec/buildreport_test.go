@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tec/partition"
+	"tec/gpu"
 )
 
 // TestBuildReportNotFinite checks that a GPU description in range whose
@@ -15,17 +15,17 @@ import (
 // rate, before tec build writes anything (it used to write the .cu files
 // and then fail with "json: unsupported value: +Inf").
 func TestBuildReportNotFinite(t *testing.T) {
-	a100, err := partition.LoadGPU("a100")
+	a100, err := gpu.Lookup("a100")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name  string
-		set   func(g *partition.GPU)
+		set   func(g *gpu.Model)
 		field string
 	}{
-		{"dram bandwidth", func(g *partition.GPU) { g.DRAMBandwidth = 1e-310 }, "dram_bandwidth 1e-310"},
-		{"fp32 peak", func(g *partition.GPU) { g.FP32Peak = 1e-310 }, "fp32_peak 1e-310"},
+		{"dram bandwidth", func(g *gpu.Model) { g.DRAMBandwidth = 1e-310 }, "dram_bandwidth 1e-310"},
+		{"fp32 peak", func(g *gpu.Model) { g.FP32Peak = 1e-310 }, "fp32_peak 1e-310"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

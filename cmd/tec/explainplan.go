@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tec/backend/kir"
+	"tec/gpu"
 	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
@@ -114,13 +115,13 @@ func launches(pl *partition.Plan, m *kir.Module) ([]partition.Launch, error) {
 
 // launchReason says why kernel k, lowered from pk, launches blocks blocks
 // rather than the plan's all-resident grid.
-func launchReason(pk *partition.Kernel, k *kir.Kernel, g partition.GPU, blocks int) string {
+func launchReason(pk *partition.Kernel, k *kir.Kernel, g gpu.Model, blocks int) string {
 	if !k.Grid.Resident {
 		return fmt.Sprintf("not all-resident: the unfused lowering tiles it into %d blocks, the plan's schedule into %d", blocks, pk.Grid)
 	}
 	res := pk.Resources
 	res.Threads, res.SharedBytes = max(res.Threads, k.Block), max(res.SharedBytes, int(k.SharedBytes()))
-	if fit := g.ResidentBlocks(res); blocks >= fit {
+	if fit := g.ResidentBlocks(res.Block()); blocks >= fit {
 		return fmt.Sprintf("the kernel's %d B of shared memory per block (the plan estimated %d B) let only %d blocks be resident",
 			res.SharedBytes, pk.Resources.SharedBytes, fit)
 	}

@@ -153,7 +153,7 @@ func (e *env) jsonWarnings() []diag.JSONDiagnostic {
 	return out
 }
 
-// gpuErrorPlace matches the errors of partition.LoadGPU that point into a
+// gpuErrorPlace matches the errors of gpu.Lookup that point into a
 // description file: "FILE.json: LINE:COL: message".
 var gpuErrorPlace = regexp.MustCompile(`^(.*\.json): (\d+):(\d+): `)
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"tec/cmd/tecfuzz/internal/progfuzz"
+	"tec/gpu"
 	"tec/partition"
 )
 
@@ -80,7 +81,7 @@ func main() {
 }
 
 // reproduce checks one file and reduces its first failure.
-func reproduce(path string, seed uint64, level int, gpu string, det bool, counters partition.CounterMode, reduce bool, tries int) int {
+func reproduce(path string, seed uint64, level int, gpuSpec string, det bool, counters partition.CounterMode, reduce bool, tries int) int {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tecfuzz:", err)
@@ -88,17 +89,17 @@ func reproduce(path string, seed uint64, level int, gpu string, det bool, counte
 	}
 	configs := progfuzz.Configs(seed)
 	if level >= 0 {
-		spec := gpu
+		spec := gpuSpec
 		if spec == "" {
-			spec = partition.DefaultGPU
+			spec = gpu.Default
 		}
-		g, err := partition.LoadGPU(spec)
+		g, err := gpu.Lookup(spec)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "tecfuzz: -gpu:", err)
 			return 2
 		}
 		name := g.Name
-		if _, builtin := partition.BuiltinGPU(spec); builtin {
+		if _, builtin := gpu.Builtin(spec); builtin {
 			name = spec
 		}
 		configs = []progfuzz.Config{{Level: level, GPUName: name, GPU: g, Deterministic: det, Counters: counters}}

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"tec/backend/kir"
+	"tec/gpu"
 	"tec/internal/tensorio"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 )
 
@@ -107,7 +107,7 @@ func TestFocusSmoke(t *testing.T) {
 // reach the tensor-core kernels: some build, at -O0 on the A100, has an
 // mma.sync (13 of them when this was written).
 func TestPrecisionTensorCores(t *testing.T) {
-	g, _ := partition.BuiltinGPU("a100")
+	g, _ := gpu.Builtin("a100")
 	mma := 0
 	for s := range uint64(20) {
 		src := GenerateFocus(s, FocusPrecision).Src

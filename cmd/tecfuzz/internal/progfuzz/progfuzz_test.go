@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	"tec/lang"
-	"tec/partition"
 )
 
 // TestSmoke is the fuzzer's fixed-seed run in CI: every generated program
@@ -112,7 +112,7 @@ func TestGenerateChecks(t *testing.T) {
 // of each this fuzzer found (N1-N8) at the configuration where it failed,
 // both emitters included:
 // each must now be right. N2 failed on a GPU with 2 KiB of shared memory
-// per block, which partition.GPU.Validate now rejects; it runs at the
+// per block, which gpu.Model.Validate now rejects; it runs at the
 // least that Validate allows.
 func TestRegressions(t *testing.T) {
 	g96 := withThreads(96)
@@ -233,8 +233,8 @@ func builtin(level int, name string) Config {
 
 // randGPU returns a GPU as RandomGPU makes them: threads per block and per
 // SM, SMs, KiB of shared memory per block and per SM, and blocks per SM.
-func randGPU(threads, threadsPerSM, sms, sharedK, sharedSMK, blocks int) partition.GPU {
-	return partition.GPU{
+func randGPU(threads, threadsPerSM, sms, sharedK, sharedSMK, blocks int) gpu.Model {
+	return gpu.Model{
 		Name: fmt.Sprintf("rand-%dt-%dsm-%dk-%db", threads, sms, sharedK, blocks), CC: "8.0", SMs: sms,
 		SharedPerBlock: sharedK << 10, SharedPerSM: sharedSMK << 10,
 		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
@@ -245,8 +245,8 @@ func randGPU(threads, threadsPerSM, sms, sharedK, sharedSMK, blocks int) partiti
 }
 
 // withThreads returns the small GPU with a limit of n threads per block.
-func withThreads(n int) partition.GPU {
-	g, _ := partition.BuiltinGPU("small")
+func withThreads(n int) gpu.Model {
+	g, _ := gpu.Builtin("small")
 	g.MaxThreadsPerBlock, g.MaxThreadsPerSM = n, n
 	return g
 }
@@ -255,14 +255,14 @@ func withThreads(n int) partition.GPU {
 // and per SM.
 // oneSM16K returns a GPU of one SM with 16 KiB of shared memory, 1,024
 // threads per block and 4 blocks per SM.
-func oneSM16K() partition.GPU {
+func oneSM16K() gpu.Model {
 	g := withShared(16 << 10)
 	g.SMs, g.MaxThreadsPerBlock, g.MaxThreadsPerSM, g.MaxBlocksPerSM = 1, 1024, 4096, 4
 	return g
 }
 
-func withShared(n int) partition.GPU {
-	g, _ := partition.BuiltinGPU("small")
+func withShared(n int) gpu.Model {
+	g, _ := gpu.Builtin("small")
 	g.SharedPerBlock, g.SharedPerSM = n, n
 	return g
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"tec/gpu"
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
@@ -71,7 +72,7 @@ func TestConfigsReach(t *testing.T) {
 	for s := range uint64(60) {
 		src := GenerateFocus(700+s, FocusPrecision).Src
 		onSlow.add(t, src, pipeline.Options{GPU: SlowGPU()})
-		a100, _ := partition.BuiltinGPU("a100")
+		a100, _ := gpu.Builtin("a100")
 		wherever.add(t, src, pipeline.Options{GPU: a100, Counters: partition.CountersWherever})
 	}
 	t.Logf("slow GPU: %+v; counters wherever: %+v", onSlow, wherever)
@@ -87,7 +88,7 @@ func TestConfigsReach(t *testing.T) {
 // value cache) and updates of both caches; the first three are checked
 // at every configuration.
 func TestLLMStep(t *testing.T) {
-	a100, _ := partition.BuiltinGPU("a100")
+	a100, _ := gpu.Builtin("a100")
 	var r reach
 	for s := range uint64(40) {
 		g := newGen(s, FocusNone)

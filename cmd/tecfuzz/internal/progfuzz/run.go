@@ -18,6 +18,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/sim"
 	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
 	"tec/lang/syntax"
@@ -31,7 +32,7 @@ import (
 type Config struct {
 	Level         int
 	GPUName       string // a built-in name, or "rand-..." for a generated one
-	GPU           partition.GPU
+	GPU           gpu.Model
 	Deterministic bool
 	// Counters is where the fused kernels (-O3 and up) wait on per-tile
 	// counters instead of grid syncs; the zero value decides by cost.
@@ -574,7 +575,7 @@ func simulate(m *kir.Module, in map[string]*te.Array) (res *sim.Result, stack st
 
 // checkLaunch reports the first kernel whose block exceeds the GPU's
 // threads or shared memory per block.
-func checkLaunch(m *kir.Module, g partition.GPU) string {
+func checkLaunch(m *kir.Module, g gpu.Model) string {
 	for _, k := range m.Kernels {
 		if k.Block > g.MaxThreadsPerBlock {
 			return fmt.Sprintf("kernel %s: %d threads per block > %d", k.Name, k.Block, g.MaxThreadsPerBlock)
@@ -587,7 +588,7 @@ func checkLaunch(m *kir.Module, g partition.GPU) string {
 }
 
 // emitBoth runs the CUDA and the LLVM emitter for the GPU's architecture.
-func emitBoth(m *kir.Module, g partition.GPU) (msg, stack string) {
+func emitBoth(m *kir.Module, g gpu.Model) (msg, stack string) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg, stack = fmt.Sprintf("panic: %v", r), string(debug.Stack())
@@ -612,14 +613,14 @@ func emitBoth(m *kir.Module, g partition.GPU) (msg, stack string) {
 	return "", ""
 }
 
-// RandomGPU returns a valid GPU description (partition.GPU.Validate) with
+// RandomGPU returns a valid GPU description (gpu.Model.Validate) with
 // small, odd limits: a thread limit that may not be a power of two or a
 // multiple of the warp, little shared memory (down to the 16 KiB that
 // Validate allows), few SMs, few blocks per SM.
-func RandomGPU(r *rand.Rand) (string, partition.GPU) {
+func RandomGPU(r *rand.Rand) (string, gpu.Model) {
 	threads := []int{32, 33, 64, 96, 128, 160, 192, 256, 512, 1024}[r.IntN(10)]
 	shared := []int{16 << 10, 20 << 10, 24 << 10, 32 << 10, 48 << 10}[r.IntN(5)]
-	g := partition.GPU{
+	g := gpu.Model{
 		CC: "8.0", SMs: 1 + r.IntN(8),
 		SharedPerBlock: shared, SharedPerSM: shared * (1 + r.IntN(2)),
 		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
@@ -636,8 +637,8 @@ func RandomGPU(r *rand.Rand) (string, partition.GPU) {
 // that change the plans the cost model picks, never what they compute,
 // under which even the fuzzer's small tensor-core contractions split K
 // over blocks.
-func SlowGPU() partition.GPU {
-	g, _ := partition.BuiltinGPU("a100")
+func SlowGPU() gpu.Model {
+	g, _ := gpu.Builtin("a100")
 	g.Name = "a100-slow"
 	g.SMs = 8
 	g.FP32Peak, g.TF32Peak, g.FP16Peak = 1e9, 8e9, 16e9
@@ -656,11 +657,11 @@ func Configs(seed uint64) []Config {
 	rname, rgpu := RandomGPU(rand.New(rand.NewPCG(seed, 0x69b)))
 	type named struct {
 		name string
-		gpu  partition.GPU
+		gpu  gpu.Model
 	}
 	gpus := []named{{rname, rgpu}}
 	for _, n := range []string{"a100", "h100", "small"} {
-		g, _ := partition.BuiltinGPU(n)
+		g, _ := gpu.Builtin(n)
 		gpus = append(gpus, named{n, g})
 	}
 	var cs []Config
@@ -722,7 +723,7 @@ func (ref *refResult) measureAmplification(tols map[string]float64) *Failure {
 		}
 		return &Failure{Kind: kind, Msg: "the f32 program: " + err.Error(), Stack: stack}
 	}
-	g, _ := partition.BuiltinGPU(ampGPU)
+	g, _ := gpu.Builtin(ampGPU)
 	c := &Config{Level: 0, GPUName: ampGPU, GPU: g}
 	f32 := &refResult{p: ref.p, q: ref.p, in: ref.in, qin: ref.in, want: exact}
 	if fs := runConfig(f32, tols, c, false); len(fs) > 0 {

@@ -1,4 +1,4 @@
-package partition
+package gpu
 
 import (
 	"math"
@@ -19,9 +19,9 @@ func TestBuiltinGPUs(t *testing.T) {
 		{"h200", 132, 4.8e12},
 		{"small", 4, 100e9},
 	} {
-		g, ok := BuiltinGPU(tt.name)
+		g, ok := Builtin(tt.name)
 		if !ok {
-			t.Fatalf("BuiltinGPU(%q) not found", tt.name)
+			t.Fatalf("Builtin(%q) not found", tt.name)
 		}
 		if err := g.Validate(); err != nil {
 			t.Errorf("%s: %v", tt.name, err)
@@ -30,26 +30,26 @@ func TestBuiltinGPUs(t *testing.T) {
 			t.Errorf("%s: %d SMs, %g B/s; want %d, %g", tt.name, g.SMs, g.DRAMBandwidth, tt.sms, tt.bw)
 		}
 	}
-	if got := strings.Join(GPUNames(), ","); got != "a100,h100,h200,small" {
-		t.Errorf("GPUNames() = %s", got)
+	if got := strings.Join(Names(), ","); got != "a100,h100,h200,small" {
+		t.Errorf("Names() = %s", got)
 	}
 }
 
 func TestBlocksPerSM(t *testing.T) {
-	a100, _ := BuiltinGPU("a100")
-	small, _ := BuiltinGPU("small")
+	a100, _ := Builtin("a100")
+	small, _ := Builtin("small")
 	for _, tt := range []struct {
-		g    GPU
-		r    Resources
+		g    Model
+		r    Block
 		want int
 	}{
-		{a100, Resources{Threads: 256, RegsPerThread: 32}, 8},
-		{a100, Resources{Threads: 256, RegsPerThread: 40}, 6},
-		{a100, Resources{Threads: 128, SharedBytes: 48 << 10, RegsPerThread: 32}, 3},
-		{a100, Resources{Threads: 1024, RegsPerThread: 64}, 1},
-		{a100, Resources{Threads: 1024, RegsPerThread: 128}, 0},
-		{a100, Resources{Threads: 64, SharedBytes: 200 << 10}, 0},
-		{small, Resources{Threads: 256, RegsPerThread: 32}, 1},
+		{a100, Block{Threads: 256, RegsPerThread: 32}, 8},
+		{a100, Block{Threads: 256, RegsPerThread: 40}, 6},
+		{a100, Block{Threads: 128, SharedBytes: 48 << 10, RegsPerThread: 32}, 3},
+		{a100, Block{Threads: 1024, RegsPerThread: 64}, 1},
+		{a100, Block{Threads: 1024, RegsPerThread: 128}, 0},
+		{a100, Block{Threads: 64, SharedBytes: 200 << 10}, 0},
+		{small, Block{Threads: 256, RegsPerThread: 32}, 1},
 	} {
 		got, why := tt.g.BlocksPerSM(tt.r)
 		if got != tt.want {
@@ -74,11 +74,11 @@ func TestLoadGPU(t *testing.T) {
 		}
 		return p
 	}
-	g, err := LoadGPU(write("good.json", good))
+	g, err := Lookup(write("good.json", good))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Name != "mine" || g.SMs != 2 || g.ResidentBlocks(Resources{Threads: 256}) != 8 {
+	if g.Name != "mine" || g.SMs != 2 || g.ResidentBlocks(Block{Threads: 256}) != 8 {
 		t.Errorf("loaded %+v", g)
 	}
 	for _, tt := range []struct{ spec, want string }{
@@ -88,25 +88,25 @@ func TestLoadGPU(t *testing.T) {
 		{filepath.Join(dir, "missing.json"), "reading GPU model"},
 		{write("case.json", strings.Replace(good, `"sms": 2`, `"Sms": 2`, 1)), "case.json: 1:31: unknown field \"Sms\""},
 	} {
-		if _, err := LoadGPU(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("LoadGPU(%s) = %v, want error containing %q", filepath.Base(tt.spec), err, tt.want)
+		if _, err := Lookup(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Lookup(%s) = %v, want error containing %q", filepath.Base(tt.spec), err, tt.want)
 		}
 	}
 }
 
 // TestParseGPUErrors is R9 of issue 17: every field is checked against its
 // range, and JSON errors are reported in the file's terms (field, line and
-// column), never in Go's ("into Go value of type partition.GPU").
+// column), never in Go's ("into Go value of type gpu.Model").
 func TestParseGPUErrors(t *testing.T) {
 	good := `{"name": "mine", "cc": "8.0", "sms": 2, "shared_per_sm": 65536, "shared_per_block": 49152,
 		"regs_per_sm": 65536, "max_regs_per_thread": 255, "max_threads_per_sm": 1024,
 		"max_blocks_per_sm": 8, "max_threads_per_block": 1024, "l2_bytes": 1048576, "dram_bandwidth": 1e11,
 		"fp32_peak": 1e12, "fp16_peak": 312e12, "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
-	if _, err := ParseGPU([]byte(good)); err != nil {
+	if _, err := Parse([]byte(good)); err != nil {
 		t.Fatal(err)
 	}
 	huge := `{"name": "huge", "cc": "8.0"`
-	for _, f := range gpuFields()[2:] {
+	for _, f := range jsonFields()[2:] {
 		huge += `, "` + f + `": 4611686018427387904`
 	}
 	huge += "}"
@@ -141,7 +141,7 @@ func TestParseGPUErrors(t *testing.T) {
 			if text == good {
 				t.Fatalf("%q is not in the good description", tt.from)
 			}
-			_, err := ParseGPU([]byte(text))
+			_, err := Parse([]byte(text))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -150,7 +150,7 @@ func TestParseGPUErrors(t *testing.T) {
 					t.Errorf("error:\n%v\nwant it to contain %q", err, w)
 				}
 			}
-			if strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "partition.GPU") {
+			if strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "gpu.Model") {
 				t.Errorf("error in Go's terms: %v", err)
 			}
 		})
@@ -159,7 +159,7 @@ func TestParseGPUErrors(t *testing.T) {
 
 // TestValidateNaN: a GPU built in Go, not decoded, may hold NaN.
 func TestValidateNaN(t *testing.T) {
-	g, _ := BuiltinGPU("a100")
+	g, _ := Builtin("a100")
 	g.FP32Peak = math.NaN()
 	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "field fp32_peak") {
 		t.Errorf("Validate() = %v, want an error naming fp32_peak", err)
@@ -177,7 +177,7 @@ func TestParseGPUStrict(t *testing.T) {
 "max_threads_per_sm": 1024, "max_blocks_per_sm": 8, "max_threads_per_block": 1024,
 "l2_bytes": 1048576, "dram_bandwidth": 1e11, "fp32_peak": 1e12, "fp16_peak": 312e12,
 "launch_cost": 3e-6, "grid_sync_cost": 1e-6}`
-	g, err := ParseGPU([]byte(good))
+	g, err := Parse([]byte(good))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestParseGPUStrict(t *testing.T) {
 			if text == good {
 				t.Fatalf("%q is not in the good description", tt.from)
 			}
-			_, err := ParseGPU([]byte(text))
+			_, err := Parse([]byte(text))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -221,7 +221,7 @@ func TestParseGPUStrict(t *testing.T) {
 	}
 	// The optional fields may be left out.
 	for _, f := range []string{`, "tf32_peak": 1e12`, `, "l2_bandwidth": 7e12`, `, "max_param_bytes": 4096`} {
-		if _, err := ParseGPU([]byte(strings.Replace(good, `}`, f+`}`, 1))); err != nil {
+		if _, err := Parse([]byte(strings.Replace(good, `}`, f+`}`, 1))); err != nil {
 			t.Errorf("with %s: %v", f, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package partition
+package gpu
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestGPUDoc(t *testing.T) {
 		t.Fatal("docs/gpu.md has no ```json example")
 	}
 	example, _, _ = strings.Cut(example, "```")
-	g, err := ParseGPU([]byte(example))
+	g, err := Parse([]byte(example))
 	if err != nil {
 		t.Fatalf("the example does not parse: %v", err)
 	}
@@ -34,10 +34,10 @@ func TestGPUDoc(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(doc, -1) {
 		documented = append(documented, m[1])
 	}
-	fields := gpuFields()
+	fields := jsonFields()
 	slices.Sort(documented)
 	slices.Sort(fields)
 	if !slices.Equal(documented, fields) {
-		t.Errorf("docs/gpu.md documents the fields %v; GPU has %v", documented, fields)
+		t.Errorf("docs/gpu.md documents the fields %v; Model has %v", documented, fields)
 	}
 }

@@ -1,0 +1,186 @@
+// Package gpu describes the GPUs tec builds for, in one place: each
+// model's resources and rates (what the partitioner plans with and the
+// cost model divides work by), the architecture its code is compiled for,
+// the built-in models and the JSON files that describe others, and the
+// limits every stage of the compiler checks a kernel against (occupancy,
+// shared memory per block).
+package gpu
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"tec/internal/safefile"
+)
+
+// Model describes a GPU: the resources that bound how many blocks of a
+// kernel can be resident at once, and the rates that the cost model divides
+// work by. Sizes are in bytes, rates per second, costs in seconds.
+// docs/gpu.md documents the JSON form for users (TestGPUDoc keeps it whole).
+type Model struct {
+	Name string `json:"name"`
+	// CC is the compute capability, e.g. "8.0".
+	CC string `json:"cc"`
+
+	SMs                int `json:"sms"`
+	SharedPerSM        int `json:"shared_per_sm"`    // bytes of shared memory per SM usable by blocks
+	SharedPerBlock     int `json:"shared_per_block"` // largest shared memory of one block (opt-in)
+	RegsPerSM          int `json:"regs_per_sm"`      // 32-bit registers per SM
+	MaxRegsPerThread   int `json:"max_regs_per_thread"`
+	MaxThreadsPerSM    int `json:"max_threads_per_sm"`
+	MaxBlocksPerSM     int `json:"max_blocks_per_sm"`
+	MaxThreadsPerBlock int `json:"max_threads_per_block"`
+	L2Bytes            int `json:"l2_bytes"`
+
+	DRAMBandwidth float64 `json:"dram_bandwidth"` // bytes per second
+	// L2Bandwidth is the rate at which the SMs together read from L2, in
+	// bytes per second; 0 leaves L2 traffic out of the cost model.
+	L2Bandwidth float64 `json:"l2_bandwidth,omitempty"`
+	FP32Peak    float64 `json:"fp32_peak"` // FLOP per second, CUDA cores
+	FP16Peak    float64 `json:"fp16_peak"` // FLOP per second, dense tensor cores (f16 and bf16)
+	// TF32Peak is the dense TF32 rate of the tensor cores, FLOP per
+	// second; 0 means half of FP16Peak, as on the A100 and H100.
+	TF32Peak float64 `json:"tf32_peak,omitempty"`
+
+	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
+	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
+
+	// MaxParamBytes bounds a kernel's parameters (each global buffer a
+	// kernel touches is an 8-byte pointer parameter); 0 means 4096.
+	MaxParamBytes int `json:"max_param_bytes,omitempty"`
+}
+
+// ParamLimit returns how many buffer parameters one kernel may take.
+func (g Model) ParamLimit() int {
+	n := g.MaxParamBytes
+	if n <= 0 {
+		n = 4096
+	}
+	return n / 8
+}
+
+// TF32Rate returns the dense TF32 rate of the tensor cores, FLOP per
+// second: TF32Peak, or half of FP16Peak where that is 0.
+func (g Model) TF32Rate() float64 {
+	if g.TF32Peak > 0 {
+		return g.TF32Peak
+	}
+	return g.FP16Peak / 2
+}
+
+// Sources of the built-in figures:
+//
+//   - A100: "NVIDIA A100 Tensor Core GPU Architecture" whitepaper (2020),
+//     Tables 1 and 3 (108 SMs, 40 MB L2, 1555 GB/s HBM2, 19.5 TFLOP/s FP32,
+//     312 TFLOP/s dense FP16 and BF16 tensor, 156 TFLOP/s dense TF32
+//     tensor); CUDA C++ Programming Guide, "Technical
+//     Specifications per Compute Capability", CC 8.0 (164 KB shared memory
+//     per SM, 163 KB per block, 64 K registers per SM, 255 per thread, 2048
+//     threads and 32 blocks per SM, 1024 threads per block).
+//   - H100 SXM5: "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (2022)
+//     and the H100 datasheet (132 SMs, 50 MB L2, 3.35 TB/s HBM3, 67 TFLOP/s
+//     FP32, 989.5 TFLOP/s dense FP16 and BF16 tensor, 494.7 TFLOP/s dense
+//     TF32 tensor; the datasheet's 1979 and 989 are with sparsity);
+//     Programming Guide CC 9.0 (228 KB
+//     shared memory per SM, 227 KB per block, 64 K registers, 2048 threads
+//     and 32 blocks per SM).
+//   - H200 SXM: NVIDIA H200 datasheet (2024): the H100's GH100 die and SM
+//     configuration (132 SMs, CC 9.0) with 141 GB of HBM3e at 4.8 TB/s.
+//   - L2 bandwidth: the A100 whitepaper gives 5120 bytes per clock of L2
+//     read bandwidth (2.3× V100's); at its 1410 MHz boost clock that is
+//     7.2 TB/s. NVIDIA publishes no per-clock figure for Hopper; we assume
+//     the same 5120 bytes per clock at H100 SXM's 1755 MHz boost clock
+//     (9.0 TB/s), an estimate to be checked against a measurement.
+//   - Kernel parameters: 4 KB per kernel, CUDA C++ Programming Guide,
+//     "Function Parameters" (raised to 32,764 bytes by CUDA 12.1 on Volta
+//     and later; the CUDA 11.8 toolchain we compile with keeps 4 KB).
+//   - Launch cost: about 2 µs per kernel on an A100 (Souffle, §8.3); we use
+//     the same for Hopper. Grid-sync cost: an estimate of 1 µs for
+//     cooperative groups' grid.sync() with a full grid (the order measured by
+//     Zhang et al., "A Study of Single and Multi-device Synchronization
+//     Methods in NVIDIA GPUs", IPDPS 2020); it is a model parameter, not a
+//     measurement of ours.
+func builtins() map[string]Model {
+	h100 := Model{
+		Name: "H100-SXM5-80GB", CC: "9.0",
+		SMs: 132, SharedPerSM: 228 << 10, SharedPerBlock: 227 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+		L2Bytes:       50 << 20,
+		DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12, TF32Peak: 494.7e12,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	}
+	// The H200 is the H100's die and SMs with faster, larger HBM3e.
+	h200 := h100
+	h200.Name, h200.DRAMBandwidth = "H200-SXM-141GB", 4.8e12
+	return map[string]Model{
+		"a100": {
+			Name: "A100-SXM4-40GB", CC: "8.0",
+			SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
+			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+			L2Bytes:       40 << 20,
+			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12, TF32Peak: 156e12,
+			LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		},
+		"h100": h100,
+		"h200": h200,
+		// small is a toy GPU for tests: 4 SMs that hold one block of 256
+		// threads each, so an all-resident grid has 4 blocks and every stage of
+		// a tiny model has more tiles than the grid has blocks.
+		"small": {
+			Name: "small-4sm", CC: "8.0",
+			SMs: 4, SharedPerSM: 48 << 10, SharedPerBlock: 48 << 10,
+			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+			MaxThreadsPerSM: 256, MaxBlocksPerSM: 1, MaxThreadsPerBlock: 256,
+			L2Bytes:       1 << 20,
+			DRAMBandwidth: 100e9, FP32Peak: 1e12, FP16Peak: 4e12, TF32Peak: 2e12,
+			LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		},
+	}
+}
+
+// Default is the name of the GPU a build targets when none is given.
+const Default = "a100"
+
+// Names returns the names of the built-in GPU models, sorted.
+func Names() []string {
+	names := make([]string, 0, len(builtins()))
+	for n := range builtins() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Builtin returns the built-in GPU model named name ("a100", "h100",
+// "h200", "small"; case does not matter).
+func Builtin(name string) (Model, bool) {
+	g, ok := builtins()[strings.ToLower(name)]
+	return g, ok
+}
+
+// maxFileBytes bounds a GPU description file; real ones are under 1 KiB.
+const maxFileBytes = 1 << 20
+
+// Lookup returns the GPU that spec names: a built-in model's name, or the
+// path of a JSON file holding a GPU (the field names of GPU's JSON tags), of
+// at most 1 MiB.
+func Lookup(spec string) (Model, error) {
+	if g, ok := Builtin(spec); ok {
+		return g, nil
+	}
+	if !strings.HasSuffix(spec, ".json") {
+		return Model{}, fmt.Errorf("unknown GPU %q: want one of %s or a .json file", spec, strings.Join(Names(), ", "))
+	}
+	data, err := safefile.ReadFile(spec, maxFileBytes)
+	if err != nil {
+		return Model{}, fmt.Errorf("reading GPU model: %w", err)
+	}
+	g, err := Parse(data)
+	if err != nil {
+		return Model{}, fmt.Errorf("%s: %w", spec, err)
+	}
+	return g, nil
+}
