@@ -14,11 +14,10 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"tec/backend/cuda"
 	"tec/backend/kir"
-	"tec/backend/llvm"
 	"tec/backend/report"
 	"tec/backend/target"
+	"tec/driver"
 	"tec/gpu"
 	"tec/internal/safefile"
 	"tec/partition"
@@ -191,7 +190,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		fs.StringVar(&bf.target, "target", target.Default, "the GPU architecture: "+strings.Join(target.Names(), " or "))
 		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
-		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the program after a pass: te, precision (with --precision other than f32), "+strings.Join(pipeline.Passes(pipeline.MaxLevel), ", ")+", cu, ll, or all")
+		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the result of a pass on standard output: "+strings.Join(dumpNames(), ", ")+" (those that run with the options given), or all; comma-separated")
 		fs.StringVar(&bf.cpuprofile, "cpuprofile", "", "write a CPU profile of the build to this file, for go tool pprof")
 		fs.StringVar(&bf.counters, "counters", "cost", "where -O3 and -O4 kernels wait on per-tile counters instead of grid syncs: cost (where sound and predicted cheaper), off, or everywhere (where sound)")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
@@ -315,6 +314,22 @@ func parseEmit(s string) (map[string]bool, error) {
 	return emit, nil
 }
 
+// emitOutputs returns the driver's outputs of the kinds of --emit.
+func emitOutputs(emit map[string]bool) driver.Outputs {
+	return driver.Outputs{CUDA: emit["cu"], Runner: emit["host"], LLVM: emit["ll"], PTX: emit["ptx"]}
+}
+
+// dumpNames returns the names that --dump-after knows, in the order the
+// passes run: te (the front end's program), the pipeline's passes
+// (pipeline.Table), cu and ll (the emitters').
+func dumpNames() []string {
+	names := []string{"te"}
+	for _, p := range pipeline.Table() {
+		names = append(names, p.Name)
+	}
+	return append(names, "cu", "ll")
+}
+
 // parseDumps parses --dump-after into the set of passes to print: those
 // that the pipeline runs with opts, and te, cu and ll.
 func parseDumps(s string, opts pipeline.Options) (map[string]bool, error) {
@@ -365,13 +380,17 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 			opts.Dump = dump
 		}
 	}
-	res, err := pipeline.Build(prog, opts)
+	res, err := driver.Compile(prog, opts)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
-	// One layout of the workspace for both emitters and the summary.
-	layout := res.Module.Layout()
-	files, err := buildFiles(context.Background(), res.Module, layout, tg, emit, dumps, dump)
+	out := emitOutputs(emit)
+	out.DumpCUDA, out.DumpLLVM, out.Dump = dumps["cu"], dumps["ll"], dump
+	files, err := driver.Emit(context.Background(), res, tg, out)
+	var ptxErr *driver.PTXError
+	if errors.As(err, &ptxErr) {
+		err = fmt.Errorf("%w"+hintSep+"leave ptx out of --emit to build without llc", err)
+	}
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
@@ -379,7 +398,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	// that cannot be made leaves no partial outputs behind.
 	var reportData []byte
 	if bf.report != "" {
-		if reportData, err = makeReport(res, opts.GPU, tg); err != nil {
+		if reportData, err = makeReport(res.Result, opts.GPU, tg); err != nil {
 			return e.failf(c, exitUser, reportFailure(bf.gpu, opts.GPU, err))
 		}
 	}
@@ -404,51 +423,12 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Targ
 	}
 	if len(dumps) == 0 {
 		fmt.Fprintf(e.stdout, "%s: model %s at -O%d for %s: %d kernels, workspace %d B\n",
-			bf.out, res.Module.Name, opts.Level, tg.Name, len(res.Module.Kernels), layout.Bytes)
+			bf.out, res.Module.Name, opts.Level, tg.Name, len(res.Module.Kernels), res.Layout().Bytes)
 		for _, w := range written {
 			fmt.Fprintf(e.stdout, "  wrote %s\n", w)
 		}
 	}
 	return exitOK
-}
-
-// buildFiles emits the files that emit asks for, from a module fresh from
-// the pipeline (which verified it) and its workspace layout.
-func buildFiles(ctx context.Context, m *kir.Module, layout *kir.Layout, tg target.Target, emit, dumps map[string]bool, dump func(pass, text string)) ([]cuda.File, error) {
-	var files []cuda.File
-	if emit["cu"] || emit["host"] || dumps["cu"] {
-		cu, err := cuda.EmitWith(m, tg, cuda.Options{Layout: layout, Verified: true})
-		if err != nil {
-			return nil, err
-		}
-		dump("cu", string(cu.Source.Data))
-		if emit["cu"] {
-			files = append(files, cu.Source, cu.Header)
-		}
-		if emit["host"] {
-			files = append(files, cu.Runner)
-		}
-	}
-	if emit["ll"] || emit["ptx"] || dumps["ll"] {
-		mod, err := llvm.EmitWith(m, tg, llvm.Options{Layout: layout, Verified: true})
-		if err != nil {
-			return nil, err
-		}
-		ll := mod.String()
-		dump("ll", ll)
-		base := cuda.BaseName(m)
-		if emit["ll"] {
-			files = append(files, cuda.File{Name: base + ".ll", Data: []byte(ll)})
-		}
-		if emit["ptx"] {
-			ptx, err := llvm.PTX(ctx, []byte(ll), tg)
-			if err != nil {
-				return nil, fmt.Errorf("%w\n  hint: leave ptx out of --emit to build without llc", err)
-			}
-			files = append(files, cuda.File{Name: base + ".ptx", Data: ptx})
-		}
-	}
-	return files, nil
 }
 
 // reportJSON is the JSON that --report writes; its fields are documented in

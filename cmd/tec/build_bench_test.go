@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"tec/backend/target"
+	"tec/driver"
 	"tec/examples"
 	"tec/lang"
 	"tec/pipeline"
@@ -74,11 +75,11 @@ func buildOnce(b *testing.B, ex examples.Example, defines map[string]string, lev
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}
-		res, err := pipeline.Build(p, pipeline.Options{Level: level})
+		res, err := driver.Compile(p, pipeline.Options{Level: level})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := buildFiles(context.Background(), res.Module, res.Module.Layout(), tg, emit, nil, func(string, string) {}); err != nil {
+		if _, err := driver.Emit(context.Background(), res, tg, emitOutputs(emit)); err != nil {
 			b.Fatal(err)
 		}
 	}

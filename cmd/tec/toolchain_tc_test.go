@@ -22,6 +22,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/llvm"
 	"tec/backend/target"
+	"tec/driver"
 	"tec/examples"
 	"tec/internal/testkit/tooltest"
 	"tec/lang"
@@ -200,7 +201,7 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			dir := filepath.Join(root, ex.Name, size, fmt.Sprint(level))
-			files, err := writeBuild(dir, res.Module, tools.targets[0], true)
+			files, err := writeBuild(dir, res, tools.targets[0], true)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -224,13 +225,13 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 	return jobs, nil
 }
 
-// writeBuild writes m's CUDA C++ (and, with host, its runner) for tg to
+// writeBuild writes res's CUDA C++ (and, with host, its runner) for tg to
 // dir and returns the files, the .cu first.
-func writeBuild(dir string, m *kir.Module, tg target.Target, host bool) ([]cuda.File, error) {
+func writeBuild(dir string, res *pipeline.Result, tg target.Target, host bool) ([]cuda.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	files, err := buildFiles(context.Background(), m, m.Layout(), tg, map[string]bool{"cu": true, "host": host}, nil, func(string, string) {})
+	files, err := driver.Emit(context.Background(), &driver.Compiled{Result: res}, tg, driver.Outputs{CUDA: true, Runner: host})
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +365,7 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 			continue
 		}
 		d := filepath.Join(root, ex.Name, "full", "f16")
-		files, err := writeBuild(d, res.Module, tools.targets[0], false)
+		files, err := writeBuild(d, res, tools.targets[0], false)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

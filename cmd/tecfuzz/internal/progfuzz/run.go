@@ -2,6 +2,7 @@ package progfuzz
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/bits"
@@ -13,11 +14,10 @@ import (
 	"strings"
 
 	"tec/analysis"
-	"tec/backend/cuda"
 	"tec/backend/kir"
-	"tec/backend/llvm"
 	"tec/backend/sim"
 	"tec/backend/target"
+	"tec/driver"
 	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
@@ -498,7 +498,7 @@ func runWith(ref *refResult, tols map[string]float64, c *Config, emit bool, extr
 		fails = append(fails, f(KindLaunch, msg, ""))
 	}
 	if emit {
-		if msg, stack := emitBoth(res.Module, c.GPU); msg != "" {
+		if msg, stack := emitBoth(res, c.GPU); msg != "" {
 			fails = append(fails, f(KindEmit, msg, stack))
 		}
 	}
@@ -547,13 +547,13 @@ func compared(p *te.Program) []string {
 	return names
 }
 
-func build(p *te.Program, opts pipeline.Options) (res *pipeline.Result, stack string, err error) {
+func build(p *te.Program, opts pipeline.Options) (res *driver.Compiled, stack string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, stack, err = nil, string(debug.Stack()), fmt.Errorf("panic: %v", r)
 		}
 	}()
-	res, err = pipeline.Build(p, opts)
+	res, err = driver.Compile(p, opts)
 	return res, "", err
 }
 
@@ -588,7 +588,7 @@ func checkLaunch(m *kir.Module, g gpu.Model) string {
 }
 
 // emitBoth runs the CUDA and the LLVM emitter for the GPU's architecture.
-func emitBoth(m *kir.Module, g gpu.Model) (msg, stack string) {
+func emitBoth(c *driver.Compiled, g gpu.Model) (msg, stack string) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg, stack = fmt.Sprintf("panic: %v", r), string(debug.Stack())
@@ -602,14 +602,13 @@ func emitBoth(m *kir.Module, g gpu.Model) (msg, stack string) {
 	if err != nil {
 		return err.Error(), ""
 	}
-	if _, err := cuda.Emit(m, tg); err != nil {
+	ctx := context.Background()
+	if _, err := driver.Emit(ctx, c, tg, driver.Outputs{CUDA: true}); err != nil {
 		return "cuda: " + err.Error(), ""
 	}
-	mod, err := llvm.Emit(m, tg)
-	if err != nil {
+	if _, err := driver.Emit(ctx, c, tg, driver.Outputs{LLVM: true}); err != nil {
 		return "llvm: " + err.Error(), ""
 	}
-	_ = mod.String()
 	return "", ""
 }
 
