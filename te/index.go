@@ -609,3 +609,16 @@ func FloorDiv(a, b int) int { return floorDiv(a, b) }
 
 // FloorMod returns a - b·floor(a / b) for b != 0.
 func FloorMod(a, b int) int { return floorMod(a, b) }
+
+// CeilDiv returns ceil(a / b) for b > 0: the number of blocks of b that
+// cover a items, for a >= 0.
+func CeilDiv(a, b int) int { return -floorDiv(-a, b) }
+
+// NextPow2 returns the least power of two not below n (1 for n <= 1).
+func NextPow2(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
+}
