@@ -27,8 +27,11 @@
 // decode step's attention per head (blocklocal.go).
 //
 // At -O4 the plan asks two things of the lowering that hold only if every
-// thread reads what the right thread wrote, and the lowering checks both
-// before it emits a kernel, failing rather than miscompiling:
+// thread reads what the right thread wrote, and both are checked before a
+// kernel is emitted, failing rather than miscompiling: the lowering checks
+// the first, which depends on where it starts each stage's tiles, and
+// calls Plan.Verify for the second, which re-applies to the plan's
+// recorded epilogues the rule that chose them:
 //
 //   - a result kept on chip (Kernel.OnChip) is read only by the block that
 //     wrote it: its readers work by the same rows, and the lowering gives

@@ -339,38 +339,15 @@ type epilogue struct {
 
 // epilogue finds the element-wise stages of k after st's stage, the
 // stages that the threads writing st's columns can compute right after it
-// (the epilogue rule): each must read st's stage only at constant batch
-// entries and, on every other axis, at one of its own axes, the same for
-// all its loads, so that its axes and st's non-batch axes correspond one
-// to one (with equal extents); read the stages admitted before it only at
-// its own element, through the same correspondence; and read nothing else
-// that k computes in st's grid epoch or later. Then each of its elements
-// depends only on the one element of each batch entry of st (and of the
-// earlier epilogue stages) that the thread computing it wrote; a stage
-// that reads st at another column (over a reduction axis, or at an axis of
-// st that is not one of its own) reads what other threads or blocks wrote,
-// and is left to run after a grid sync. It groups batch entries in the
-// fewest consecutive runs (a divisor of the batch, at most
+// (the epilogue rule, epilogueScope.admit), and groups batch entries in
+// the fewest consecutive runs (a divisor of the batch, at most
 // residentMaxGroup) that keep each stage's reads, and those of the stages
-// it reads, in one run, and gives up the epilogue unless such a grouping
+// it reads, in one run; it gives up the epilogue unless such a grouping
 // exists.
 func (c *coster) epilogue(k *Kernel, ix *stageIndex, st *stationary) *epilogue {
 	t := st.t
-	pos := ix.pos
-	pt := pos[t]
-	epoch := 0
-	for p := pt; p > 0; p-- {
-		if k.Sync[p] == GridSync || c.pl.Schedules[k.Stages[p]].InnerSync() {
-			epoch = p
-			break
-		}
-	}
-	batch := map[*te.Var]bool{}
-	for _, v := range st.d.BatchAxes {
-		batch[v] = true
-	}
+	sc := newEpilogueScope(c.pl, k, ix, t, st.d)
 	var cands []*epiCand
-	in := map[*te.Tensor]*epiCand{}
 	// Only a stage that reads t or an admitted stage can be admitted
 	// (epilogueCandidate): visit the readers of t after it, and those of
 	// each stage admitted, in the order of k's stages, as a scan of all
@@ -385,27 +362,16 @@ func (c *coster) epilogue(k *Kernel, ix *stageIndex, st *stationary) *epilogue {
 			}
 		}
 	}
-	enqueue(t, pt)
+	enqueue(t, ix.pos[t])
 	for next.Len() > 0 {
 		j := heap.Pop(&next).(int)
-		u := k.Stages[j]
-		if c.pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
+		cd, err := sc.admit(c.pl, j)
+		if err != nil {
 			continue
 		}
-		unordered := func(x *te.Tensor) bool {
-			p, isStage := pos[x]
-			return isStage && p >= epoch && x != t && in[x] == nil
-		}
-		if slices.ContainsFunc(ix.inputs[j], unordered) {
-			continue // it reads what other blocks write in this epoch
-		}
-		cd, ok := epilogueCandidate(u, t, st.d.Batch, batch, in)
-		if !ok || len(cd.axes) != len(u.Axes) || len(u.Axes) != len(t.Axes)-len(batch) {
-			continue
-		}
-		in[u] = cd
+		sc.in[cd.u] = cd
 		cands = append(cands, cd)
-		enqueue(u, j)
+		enqueue(cd.u, j)
 	}
 	for g := 1; g <= min(st.d.Batch, residentMaxGroup); g++ {
 		if st.d.Batch%g != 0 {
@@ -426,17 +392,81 @@ func (c *coster) epilogue(k *Kernel, ix *stageIndex, st *stationary) *epilogue {
 	return &epilogue{group: 1}
 }
 
+// epilogueScope is what the epilogue rule needs to know of a resident
+// stage t in its kernel: its batch entries and batch axes, the kernel's
+// stages (ix), the position at which t's grid epoch begins, and the stages
+// admitted to its epilogue so far.
+type epilogueScope struct {
+	t     *te.Tensor
+	n     int
+	batch map[*te.Var]bool
+	ix    *stageIndex
+	epoch int
+	in    map[*te.Tensor]*epiCand
+}
+
+// newEpilogueScope returns the scope of resident stage t (dimensions d) of
+// k, with no stage admitted yet.
+func newEpilogueScope(pl *Plan, k *Kernel, ix *stageIndex, t *te.Tensor, d Dims) *epilogueScope {
+	sc := &epilogueScope{t: t, n: d.Batch, batch: map[*te.Var]bool{}, ix: ix, in: map[*te.Tensor]*epiCand{}}
+	for p := ix.pos[t]; p > 0; p-- {
+		if k.Sync[p] == GridSync || pl.Schedules[k.Stages[p]].InnerSync() {
+			sc.epoch = p
+			break
+		}
+	}
+	for _, v := range d.BatchAxes {
+		sc.batch[v] = true
+	}
+	return sc
+}
+
+// admit checks stage j of the kernel against the epilogue rule, given the
+// stages admitted before it, and returns what it reads if it keeps it, or
+// an error saying how it breaks it. The rule: the stage is element-wise
+// (f32); it reads the resident stage t only at constant batch entries and,
+// on every other axis, at one of its own axes, the same for all its loads,
+// so that its axes and t's non-batch axes correspond one to one (with
+// equal extents); it reads the stages admitted before it only at its own
+// element, through the same correspondence; and it reads nothing else that
+// the kernel computes in t's grid epoch or later. Then each of its
+// elements depends only on the one element of each batch entry of t (and
+// of the earlier epilogue stages) that the thread computing it wrote; a
+// stage that reads t at another column (over a reduction axis, or at an
+// axis of t that is not one of its own) reads what other threads or
+// blocks wrote, and must run after a grid sync.
+func (sc *epilogueScope) admit(pl *Plan, j int) (*epiCand, error) {
+	u := sc.ix.stages[j]
+	if pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
+		return nil, fmt.Errorf("epilogue stage %s is not an element-wise f32 stage", u.Name)
+	}
+	for _, x := range sc.ix.inputs[j] {
+		if p, isStage := sc.ix.pos[x]; isStage && p >= sc.epoch && x != sc.t && sc.in[x] == nil {
+			return nil, fmt.Errorf("epilogue stage %s reads %s, which other blocks write in the grid epoch of %s", u.Name, x.Name, sc.t.Name)
+		}
+	}
+	cd, err := epilogueCandidate(u, sc.t, sc.n, sc.batch, sc.in)
+	if err != nil {
+		return nil, err
+	}
+	if len(cd.axes) != len(u.Axes) || len(u.Axes) != len(sc.t.Axes)-len(sc.batch) {
+		return nil, fmt.Errorf("epilogue stage %s: its axes do not correspond one to one to the columns of %s", u.Name, sc.t.Name)
+	}
+	return cd, nil
+}
+
 // stageIndex indexes a kernel's stages: the position of each, the tensors
 // each reads (te.Inputs of its body) and, for each tensor, the positions of
 // the stages that read it, in order.
 type stageIndex struct {
+	stages  []*te.Tensor
 	pos     map[*te.Tensor]int
 	inputs  [][]*te.Tensor
 	readers map[*te.Tensor][]int
 }
 
 func newStageIndex(k *Kernel) *stageIndex {
-	ix := &stageIndex{pos: make(map[*te.Tensor]int, len(k.Stages)), inputs: make([][]*te.Tensor, len(k.Stages)), readers: map[*te.Tensor][]int{}}
+	ix := &stageIndex{stages: k.Stages, pos: make(map[*te.Tensor]int, len(k.Stages)), inputs: make([][]*te.Tensor, len(k.Stages)), readers: map[*te.Tensor][]int{}}
 	for p, u := range k.Stages {
 		ix.pos[u] = p
 		ix.inputs[p] = te.Inputs(u.Body)
@@ -473,9 +503,10 @@ type epiCand struct {
 
 // epilogueCandidate checks u's loads of t (batch axes batch, batch entries
 // n) and of the stages admitted before it (in) against the epilogue rule
-// (see epilogue), and returns what it reads if they keep it. It does not
-// check u's other loads.
-func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*te.Tensor]*epiCand) (*epiCand, bool) {
+// (see epilogueScope.admit), and returns what it reads if they keep it, or
+// an epilogueRefusal saying which load breaks it. It does not check u's
+// other loads.
+func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*te.Tensor]*epiCand) (*epiCand, error) {
 	cd := &epiCand{u: u, lo: n, hi: -1, axes: map[*te.Var]*te.Var{}}
 	own := map[*te.Var]bool{}
 	for _, v := range u.Axes {
@@ -498,19 +529,21 @@ func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*t
 		cd.axes[v] = a
 		return true
 	}
-	ok, reads := true, false
+	var refused *epilogueRefusal
+	reads := false
 	te.Walk(u.Body, func(x te.Expr) bool {
 		l, isLoad := x.(*te.Load)
-		if !isLoad || !ok {
-			return ok
+		if !isLoad || refused != nil {
+			return refused == nil
 		}
 		if l.IsGather() && (l.Tensor == t || in[l.Tensor] != nil) {
-			ok = false // read at run-time indexes, not by the stationary tile
+			// Read at run-time indexes, not by the stationary tile.
+			refused = &epilogueRefusal{u: u, t: t, load: l, gather: true}
 			return false
 		}
 		if l.Tensor == t {
 			reads = true
-			b := 0
+			b, ok := 0, true
 			for d, ix := range l.Index {
 				a := t.Axes[d]
 				if batch[a] {
@@ -523,22 +556,55 @@ func epilogueCandidate(u, t *te.Tensor, n int, batch map[*te.Var]bool, in map[*t
 				ok = ok && isVar && match(v, a)
 			}
 			cd.lo, cd.hi = min(cd.lo, b), max(cd.hi, b)
+			if !ok {
+				refused = &epilogueRefusal{u: u, t: t, load: l}
+			}
 			return ok
 		}
 		if p := in[l.Tensor]; p != nil {
 			reads = true
-			if !identityReads(u, l.Tensor) {
-				ok = false
-				return false
-			}
+			ok := identityReads(u, l.Tensor)
 			for d, v := range u.Axes {
 				ok = ok && match(v, p.axes[l.Tensor.Axes[d]])
 			}
 			cd.lo, cd.hi = min(cd.lo, p.lo), max(cd.hi, p.hi)
+			if !ok {
+				refused = &epilogueRefusal{u: u, t: t, load: l}
+			}
+			return ok
 		}
-		return ok
+		return true
 	})
-	return cd, ok && reads
+	switch {
+	case refused != nil:
+		return nil, refused
+	case !reads:
+		return nil, &epilogueRefusal{u: u, t: t}
+	}
+	return cd, nil
+}
+
+// epilogueRefusal is why epilogueCandidate refuses stage u for the
+// epilogue of t: its load, of t or of an earlier epilogue stage, at
+// run-time indexes (gather) or at other columns than its own; or, with no
+// load, that it reads neither. It formats its message only when asked,
+// since the planner asks of every candidate and reads none.
+type epilogueRefusal struct {
+	u, t   *te.Tensor
+	load   *te.Load
+	gather bool
+}
+
+func (r *epilogueRefusal) Error() string {
+	switch {
+	case r.load == nil:
+		return fmt.Sprintf("epilogue stage %s reads neither %s nor an earlier epilogue stage", r.u.Name, r.t.Name)
+	case r.gather:
+		return fmt.Sprintf("epilogue stage %s reads %s at run-time indexes, not at its own columns", r.u.Name, r.load.Tensor.Name)
+	case r.load.Tensor == r.t:
+		return fmt.Sprintf("epilogue stage %s reads %s as %s, not at its own column of its group's batch entries", r.u.Name, r.t.Name, te.FormatExpr(r.load))
+	}
+	return fmt.Sprintf("epilogue stage %s reads epilogue stage %s as %s, which another thread computes", r.u.Name, r.load.Tensor.Name, te.FormatExpr(r.load))
 }
 
 // weightCache returns the cache of keys slices of slice floats that fits

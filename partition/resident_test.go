@@ -2,6 +2,7 @@ package partition
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	tb "tec/internal/testkit/tebuild"
@@ -160,6 +161,53 @@ func TestEpilogueRule(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("in g's epilogue: %v; want %v\n%s", got, tt.want, pl)
+			}
+			if err := pl.Verify(); err != nil {
+				t.Errorf("the plan as made: %v", err)
+			}
+		})
+	}
+}
+
+// TestVerify checks that Plan.Verify refuses a plan whose resident stage
+// or epilogue was changed after the planner made it, each change with an
+// error saying what breaks.
+func TestVerify(t *testing.T) {
+	const n = 8
+	epi := func(b *tb.Builder, g, u *te.Tensor) []*te.Tensor {
+		return []*te.Tensor{b.Compute("a", tb.Shape(1, n), func(ax []te.Index) te.Expr { return tb.Un(te.Tanh, tb.Ld(g, ax...)) })}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(pl *Plan, g, a *te.Tensor)
+		want   string
+	}{
+		{"another group", func(pl *Plan, g, a *te.Tensor) { pl.Schedules[g].Resident.EpilogueGroup[0] = 1 }, "not only those of its group"},
+		{"axes swapped", func(pl *Plan, g, a *te.Tensor) {
+			m := pl.Schedules[g].Resident.EpilogueAxes[0]
+			m[a.Axes[0]], m[a.Axes[1]] = m[a.Axes[1]], m[a.Axes[0]]
+		}, "do not correspond one to one"},
+		{"not marked", func(pl *Plan, g, a *te.Tensor) { pl.Schedules[a].EpilogueOf = nil }, "does not say it is computed in the epilogue"},
+		{"not listed", func(pl *Plan, g, a *te.Tensor) {
+			rs := pl.Schedules[g].Resident
+			rs.Epilogue, rs.EpilogueAxes, rs.EpilogueGroup = nil, nil, nil
+		}, "which does not compute it"},
+		{"block", func(pl *Plan, g, a *te.Tensor) { pl.Schedules[g].Resident.Split *= 2 }, "are not its block"},
+		{"no cache", func(pl *Plan, g, a *te.Tensor) { pl.Kernels[0].Cache = nil }, "no weight cache"},
+		{"slices", func(pl *Plan, g, a *te.Tensor) { pl.Schedules[g].Resident.Keys = nil }, "do not cover its batch"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := plan(t, gemvChain(n, epi), "a100", Options{Reuse: true, Split: true})
+			g, a := pl.Program.Lookup("g"), pl.Program.Lookup("a")
+			if s := pl.Schedules[a]; s.EpilogueOf != g || pl.Kernels[0].Cache == nil {
+				t.Fatalf("want a in the epilogue of g:\n%s", pl)
+			}
+			if err := pl.Verify(); err != nil {
+				t.Fatalf("the plan as made: %v", err)
+			}
+			tt.change(pl, g, a)
+			if err := pl.Verify(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Verify: %v; want an error saying %q", err, tt.want)
 			}
 		})
 	}

@@ -34,6 +34,9 @@ func Fused(p *te.Program, pl *partition.Plan, opts FusedOptions) (*kir.Module, e
 	if pl.Program != p {
 		return nil, fmt.Errorf("lower: plan is for program %s, not this %s", pl.Program.Name, p.Name)
 	}
+	if err := pl.Verify(); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
 	l := newLowerer(p, Options{BlockSize: pl.Threads})
 	l.threads = pl.Threads
 	for i, pk := range pl.Kernels {
@@ -107,9 +110,6 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		switch s.Kind {
 		case partition.Contraction:
 			if s.Resident != nil {
-				if err := checkEpilogue(t, s.Resident); err != nil {
-					return nil, fmt.Errorf("lower: stage %s: %w", t.Name, err)
-				}
 				if !l.resident(t, s, cache, tmp, &stage) {
 					return nil, fmt.Errorf("lower: stage %s: the plan keeps its weights on chip, but it is not a resident contraction", t.Name)
 				}

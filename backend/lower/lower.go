@@ -31,8 +31,9 @@
 // Fused lowers a partition plan to persistent kernels. It checks the
 // plan's promises that make -O4's reuse correct (see package partition): a
 // result kept on chip is read by the blocks that wrote it (checkOnChip),
-// and an epilogue stage reads only what its own thread wrote
-// (checkEpilogue); a plan that breaks one is an error, not a kernel.
+// and an epilogue stage reads only what its own thread wrote (the plan's
+// own Verify, by the rule that chose it); a plan that breaks one is an
+// error, not a kernel.
 package lower
 
 import (

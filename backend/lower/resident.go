@@ -1,9 +1,6 @@
 package lower
 
 import (
-	"fmt"
-	"slices"
-
 	"tec/backend/kir"
 	"tec/partition"
 	"tec/te"
@@ -49,18 +46,16 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 	if !ok || rs == nil || wc == nil {
 		return false
 	}
+	// The plan's tile, slices and cache agree (partition.Plan.Verify).
 	r := d.Reduce
 	fAxes, aAxes, F, A := d.NAxes, d.MAxes, d.Y, d.X
 	if rs.Wide == 0 {
 		fAxes, aAxes, F, A = d.MAxes, d.NAxes, d.X, d.Y
 	}
-	threads, tf, split, group := l.threads, rs.TileF, rs.Split, max(rs.Group, 1)
+	tf, group := rs.TileF, max(rs.Group, 1)
 	rows, K := product(aAxes), product(r.Axes)
 	member := K * tf // one batch entry's slice
 	slice, slots, virtual := wc.plan.SliceFloats, wc.plan.Slots, wc.plan.Virtual
-	if tf*split != threads || group*member != slice || d.Batch%group != 0 || len(rs.Keys)*group != d.Batch {
-		return false
-	}
 	buf := l.bufs[t]
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1)
@@ -501,101 +496,4 @@ func piecewise(vals []int, x kir.Expr) kir.Expr {
 		e = &kir.Select{Cond: kir.Lt(x, kir.I(r.hi)), Then: v, Else: e}
 	}
 	return e
-}
-
-// checkEpilogue verifies that the stages in the epilogue of resident stage
-// t (rs) can be computed there, by the thread that wrote each column of t
-// (partition's epilogue rule): the axes of each correspond one to one to
-// t's non-batch axes, with equal extents (rs.EpilogueAxes), so that every
-// element of it is computed once; it loads t only at constant batch
-// entries of its group and, on every other axis, at the axis of its own
-// that corresponds; and it loads the earlier stages of the epilogue only
-// at its own element, through the same correspondence and in the same
-// group. Each element then depends only on what the thread computing it
-// wrote. A stage that reads t at other columns (over a reduction, say)
-// must run after a grid sync instead, and a plan that puts it in the
-// epilogue is an error here, not a race in the kernel.
-func checkEpilogue(t *te.Tensor, rs *partition.Resident) error {
-	if len(rs.Epilogue) == 0 {
-		return nil
-	}
-	d, ok := partition.ContractionDims(t)
-	if !ok || len(rs.EpilogueAxes) != len(rs.Epilogue) || len(rs.EpilogueGroup) != len(rs.Epilogue) {
-		return fmt.Errorf("the plan computes stages in its epilogue, but it is not a resident contraction")
-	}
-	cols := append(append([]*te.Var{}, d.MAxes...), d.NAxes...)
-	batch := map[*te.Var]bool{}
-	for _, a := range d.BatchAxes {
-		batch[a] = true
-	}
-	group := max(rs.Group, 1)
-	done := map[*te.Tensor]int{} // epilogue stage → its index in rs.Epilogue
-	for e, u := range rs.Epilogue {
-		axes := rs.EpilogueAxes[e]
-		if !oneToOne(u.Axes, cols, axes) {
-			return fmt.Errorf("epilogue stage %s: its axes do not correspond one to one to the columns of %s", u.Name, t.Name)
-		}
-		var err error
-		te.Walk(u.Body, func(x te.Expr) bool {
-			l, isLoad := x.(*te.Load)
-			if !isLoad || err != nil {
-				return err == nil
-			}
-			if l.Tensor == t && l.IsGather() {
-				err = fmt.Errorf("epilogue stage %s reads %s at run-time indexes, not at its own columns", u.Name, t.Name)
-				return false
-			}
-			if l.Tensor == t {
-				entry, own := 0, true
-				for i, ix := range l.Index {
-					a := t.Axes[i]
-					if batch[a] {
-						c, isConst := ix.IsConst()
-						own = own && isConst
-						entry = entry*a.Extent + c
-						continue
-					}
-					v, isVar := ix.AsVar()
-					own = own && isVar && axes[v] == a
-				}
-				if !own || entry/group != rs.EpilogueGroup[e] {
-					err = fmt.Errorf("epilogue stage %s reads %s as %s, not at its own column of its group's batch entries", u.Name, t.Name, te.FormatExpr(l))
-				}
-				return err == nil
-			}
-			if p, isEpi := done[l.Tensor]; isEpi {
-				own := rs.EpilogueGroup[p] == rs.EpilogueGroup[e] && !l.IsGather()
-				for i, ix := range l.Index {
-					v, isVar := ix.AsVar()
-					own = own && isVar && v == u.Axes[i] && axes[v] == rs.EpilogueAxes[p][l.Tensor.Axes[i]]
-				}
-				if !own {
-					err = fmt.Errorf("epilogue stage %s reads epilogue stage %s as %s, which another thread computes", u.Name, l.Tensor.Name, te.FormatExpr(l))
-				}
-			}
-			return err == nil
-		})
-		if err != nil {
-			return err
-		}
-		done[u] = e
-	}
-	return nil
-}
-
-// oneToOne reports whether m maps the axes of one tensor one to one onto
-// cols, each to an axis of the same extent.
-func oneToOne(axes, cols []*te.Var, m map[*te.Var]*te.Var) bool {
-	if len(axes) != len(cols) || len(m) != len(axes) {
-		return false
-	}
-	hit := map[*te.Var]bool{}
-	for _, v := range axes {
-		a, ok := m[v]
-		if !ok || hit[a] || !slices.Contains(cols, a) || a.Extent != v.Extent {
-			return false
-		}
-		hit[a] = true
-	}
-	return true
 }
