@@ -149,7 +149,7 @@ func foldBinary(op string, x, y number) (number, error) {
 		}
 		return boolNum(r), nil
 	case "**":
-		return foldCall("pow", []number{x, y})
+		return foldPow([]number{x, y})
 	case "&&":
 		return boolNum(x.truth() && y.truth()), nil
 	case "||":
@@ -248,105 +248,15 @@ func compareFloats(op string, a, b float64) bool {
 	return a >= b
 }
 
-// foldCall applies a compile-time function to numbers. A cast of a number
-// applies the cast's rounding, as it would at run time: f16(0.3) is
-// 0.300048828125 and bf16(0.3) 0.30078125. (f32 and float leave numbers
-// exact, as arithmetic is carried out in f32 or wider.)
-func foldCall(name string, args []number) (number, error) {
-	if len(args) == 2 {
-		x, y := args[0], args[1]
-		switch name {
-		case "min", "max":
-			if x.isInt && y.isInt {
-				if (name == "min") == (x.i < y.i) {
-					return x, nil
-				}
-				return y, nil
-			}
-			if name == "min" {
-				return floatNum(math.Min(x.float(), y.float())), nil
-			}
-			return floatNum(math.Max(x.float(), y.float())), nil
-		case "pow":
-			if x.isInt && y.isInt && y.i >= 0 {
-				r := intNum(1)
-				for k := 0; k < y.i; k++ {
-					var err error
-					if r, err = foldBinary("*", r, x); err != nil {
-						return number{}, err
-					}
-					if r.i == 0 || r.i == 1 {
-						break
-					}
-				}
-				return r, nil
-			}
-			return floatNum(math.Pow(x.float(), y.float())), nil
-		}
-		return number{}, errors.New(name + " takes one argument")
+// foldNeg negates a number, as unary minus does.
+func foldNeg(x number) (number, error) {
+	if !x.isInt {
+		return floatNum(-x.float()), nil
 	}
-	x := args[0]
-	v := x.float()
-	switch name {
-	case "abs":
-		if x.isInt {
-			if x.i == math.MinInt {
-				return number{}, errOverflow
-			}
-			if x.i < 0 {
-				return intNum(-x.i), nil
-			}
-			return x, nil
-		}
-		return floatNum(math.Abs(v)), nil
-	case "neg":
-		if x.isInt {
-			if x.i == math.MinInt {
-				return number{}, errOverflow
-			}
-			return intNum(-x.i), nil
-		}
-		return floatNum(-v), nil
-	case "sqrt":
-		return floatNum(math.Sqrt(v)), nil
-	case "rsqrt":
-		return floatNum(1 / math.Sqrt(v)), nil
-	case "exp":
-		return floatNum(math.Exp(v)), nil
-	case "log":
-		return floatNum(math.Log(v)), nil
-	case "tanh":
-		return floatNum(math.Tanh(v)), nil
-	case "sigmoid":
-		return floatNum(1 / (1 + math.Exp(-v))), nil
-	case "erf":
-		return floatNum(math.Erf(v)), nil
-	case "sin":
-		return floatNum(math.Sin(v)), nil
-	case "cos":
-		return floatNum(math.Cos(v)), nil
-	case "i32":
-		// As the cast computes at run time (te.Round): truncation towards
-		// zero, saturation to the i32 range, NaN as 0.
-		return intNum(int(te.Round(te.I32, v))), nil
-	case "int":
-		if x.isInt {
-			return x, nil
-		}
-		if math.IsNaN(v) || v >= 1<<62 || v <= -(1<<62) {
-			return number{}, errors.New("the value " + x.String() + " does not fit in an int")
-		}
-		return intNum(int(v)), nil
-	case "float", "f32":
-		return floatNum(v), nil
-	case "f16":
-		return floatNum(te.Round(te.F16, v)), nil
-	case "bf16":
-		return floatNum(te.Round(te.BF16, v)), nil
-	case "bool":
-		return boolNum(v != 0), nil
+	if x.i == math.MinInt {
+		return number{}, errOverflow
 	}
-	return number{}, errors.New(name + " takes two arguments")
+	return intNum(-x.i), nil
 }
 
 // constValue evaluates a top-level constant, once.

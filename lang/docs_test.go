@@ -1,26 +1,9 @@
 package lang
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
-
-// TestBuiltinsDocumented checks that Builtins documents exactly the names of
-// the universe scope.
-func TestBuiltinsDocumented(t *testing.T) {
-	var documented []string
-	for _, b := range Builtins() {
-		documented = append(documented, b.Name)
-		if b.Signature == "" || b.Doc == "" {
-			t.Errorf("builtin %s: signature %q, doc %q", b.Name, b.Signature, b.Doc)
-		}
-	}
-	slices.Sort(documented)
-	if got, want := documented, builtinNames(); !slices.Equal(got, want) {
-		t.Errorf("Builtins documents %v, the universe scope has %v", got, want)
-	}
-}
 
 // TestStdlibFuncs checks that every standard library function has a doc
 // comment, a signature and its source, and a few by value.

@@ -282,9 +282,6 @@ func (c *checker) scalarKindText(s scalar) string {
 	return "of type " + typeName(s.dtype())
 }
 
-var reduceOps = map[string]te.ReduceOp{"sum": te.Sum, "max": te.ReduceMax, "min": te.ReduceMin, "prod": te.Prod,
-	"argmax": te.Argmax, "argmin": te.Argmin}
-
 // lowerReduce lowers op[axes](body), giving each axis a fresh variable.
 func (c *checker) lowerReduce(ec *elemCtx, sc *scope, e *syntax.Reduce) scalar {
 	rs := sc.child()
@@ -312,7 +309,7 @@ func (c *checker) lowerReduce(ec *elemCtx, sc *scope, e *syntax.Reduce) scalar {
 		c.errorAt(sc.path, e.Body.NodeSpan(), "type", "convert it with f32(...)", "%s needs a number, but its body is a bool", e.Op.Name)
 		return badScalar
 	}
-	r := exprScalar(&te.Reduce{Op: reduceOps[e.Op.Name], Axes: axes, Body: body.toExpr(false)}, body)
+	r := exprScalar(&te.Reduce{Op: lookupBuiltin(e.Op.Name).lower.reduce, Axes: axes, Body: body.toExpr(false)}, body)
 	if r.typ == te.I32 {
 		r.why = fmt.Sprintf("%s is a reduction", c.text(sc.path, e.Span))
 	}
@@ -345,7 +342,7 @@ func (c *checker) lowerCall(ec *elemCtx, sc *scope, e *syntax.Call) scalar {
 		args := c.lowerArgs(ec, sc, e.Args)
 		return c.inlineScalarFn(ec, f, args, file, e.Span)
 	case builtinVal:
-		return c.lowerBuiltin(ec, sc, e, f.name)
+		return c.lowerBuiltin(ec, sc, e, f.b)
 	case dtypeVar:
 		if !c.checkArity(file, e, fn.Name, 1, "", syntax.Span{}) {
 			return badScalar
@@ -384,41 +381,37 @@ func (c *checker) checkArity(file string, e *syntax.Call, name string, want int,
 	return false
 }
 
-// builtinArity is the number of arguments of each builtin function.
-var builtinArity = map[string]int{
-	"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1, "abs": 1,
-	"sin": 1, "cos": 1,
-	"max": 2, "min": 2, "pow": 2, "select": 3,
-	"f32": 1, "f16": 1, "bf16": 1, "i32": 1, "bool": 1,
-	"int": 1, "float": 1, "len": 1, "zeros": 1, "ones": 1, "full": 2, "stack": 1,
+// checkBuiltinCall reports a call name(...) of a builtin that needs
+// reduction axes, or that gives the wrong number of arguments.
+func (c *checker) checkBuiltinCall(file string, e *syntax.Call, b *builtin) bool {
+	switch {
+	case b.lower.form == lowerReduce:
+		c.errorAt(file, e.Span, "type", fmt.Sprintf("write %s[k](...) with the axes to reduce", b.name), "%s needs reduction axes", b.name)
+		return false
+	case b.lower.reduces && len(e.Args) == 1:
+		c.errorAt(file, e.Span, "arity", fmt.Sprintf("write %s[k](...) to reduce over k", b.name), "%s of one argument needs reduction axes", b.name)
+		return false
+	}
+	return c.checkArity(file, e, b.name, b.arity, "", syntax.Span{})
 }
 
 // lowerBuiltin lowers a call of a builtin inside an element body.
-func (c *checker) lowerBuiltin(ec *elemCtx, sc *scope, e *syntax.Call, name string) scalar {
-	file := sc.path
-	switch name {
-	case "sum", "prod", "argmax", "argmin":
-		c.errorAt(file, e.Span, "type", fmt.Sprintf("write %s[k](...) with the axes to reduce", name), "%s needs reduction axes", name)
-		return badScalar
-	case "max", "min":
-		if len(e.Args) == 1 {
-			c.errorAt(file, e.Span, "arity", fmt.Sprintf("write %s[k](...) to reduce over k", name), "%s of one argument needs reduction axes", name)
-			return badScalar
-		}
-	case "zeros", "ones", "full", "stack":
+func (c *checker) lowerBuiltin(ec *elemCtx, sc *scope, e *syntax.Call, b *builtin) scalar {
+	file, name := sc.path, b.name
+	if b.lower.form == lowerFill || b.lower.form == lowerStack {
 		c.errorAt(file, e.Span, "type", "bind it in a statement of its own", "%s makes a tensor; it cannot be used inside an element body", name)
 		return badScalar
 	}
-	if !c.checkArity(file, e, name, builtinArity[name], "", syntax.Span{}) {
+	if !c.checkBuiltinCall(file, e, b) {
 		return badScalar
 	}
-	switch name {
-	case "select":
+	switch b.lower.form {
+	case lowerSelect:
 		return c.lowerSelect(ec, sc, e)
-	case "len":
+	case lowerLen:
 		v := c.eval(sc, e.Args[0])
 		return c.lenOf(file, e.Args[0].NodeSpan(), v)
-	case "int", "float":
+	case lowerConvert:
 		s := c.lowerElem(ec, sc, e.Args[0])
 		if s.k == sBad {
 			return badScalar
@@ -431,7 +424,7 @@ func (c *checker) lowerBuiltin(ec *elemCtx, sc *scope, e *syntax.Call, name stri
 			c.errorAt(file, e.Args[0].NodeSpan(), "type", hint, "%s(...) converts compile-time numbers, but %s is an element value", name, c.text(file, e.Args[0].NodeSpan()))
 			return badScalar
 		}
-		n, err := foldCall(name, []number{s.num})
+		n, err := b.fold([]number{s.num})
 		if err != nil {
 			c.errorAt(file, e.Span, "type", "", "%s: %v", c.text(file, e.Span), err)
 			return badScalar
@@ -439,7 +432,7 @@ func (c *checker) lowerBuiltin(ec *elemCtx, sc *scope, e *syntax.Call, name stri
 		return numScalar(n)
 	}
 	args := c.lowerArgs(ec, sc, e.Args)
-	return c.callElem(file, e.Span, name, args, argSpans(e.Args))
+	return c.callElem(file, e.Span, b, args, argSpans(e.Args))
 }
 
 // lenOf returns the length of a list as an element value.

@@ -1,7 +1,6 @@
 package lang
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -236,7 +235,7 @@ func (c *checker) evalCall(sc *scope, e *syntax.Call) Value {
 		}
 		return c.callFn(sc, f, args, e)
 	case builtinVal:
-		return c.evalBuiltin(sc, e, f.name)
+		return c.evalBuiltin(sc, e, f.b)
 	case dtypeVar:
 		if !c.checkArity(file, e, fn.Name, 1, "", syntax.Span{}) {
 			return poison{}
@@ -251,19 +250,9 @@ func (c *checker) evalCall(sc *scope, e *syntax.Call) Value {
 }
 
 // evalBuiltin evaluates a call of a builtin at compile time.
-func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
-	file := sc.path
-	switch name {
-	case "sum", "prod", "argmax", "argmin":
-		c.errorAt(file, e.Span, "type", fmt.Sprintf("write %s[k](...) with the axes to reduce", name), "%s needs reduction axes", name)
-		return poison{}
-	case "max", "min":
-		if len(e.Args) == 1 {
-			c.errorAt(file, e.Span, "arity", fmt.Sprintf("write %s[k](...) to reduce over k", name), "%s of one argument needs reduction axes", name)
-			return poison{}
-		}
-	}
-	if !c.checkArity(file, e, name, builtinArity[name], "", syntax.Span{}) {
+func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, b *builtin) Value {
+	file, name := sc.path, b.name
+	if !c.checkBuiltinCall(file, e, b) {
 		return poison{}
 	}
 	args := make([]Value, len(e.Args))
@@ -271,8 +260,8 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 		args[i] = c.eval(sc, a)
 	}
 	spans := argSpans(e.Args)
-	switch name {
-	case "len":
+	switch b.lower.form {
+	case lowerLen:
 		switch v := args[0].(type) {
 		case *listVal:
 			return intNum(len(v.elems))
@@ -281,7 +270,7 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 		}
 		c.errorAt(file, spans[0], "type", "", "len needs a list, but %s is %s", c.text(file, spans[0]), describe(args[0]))
 		return poison{}
-	case "int", "float":
+	case lowerConvert:
 		n, ok := args[0].(number)
 		if !ok {
 			if _, bad := args[0].(poison); !bad {
@@ -289,13 +278,13 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 			}
 			return poison{}
 		}
-		r, err := foldCall(name, []number{n})
+		r, err := b.fold([]number{n})
 		if err != nil {
 			c.errorAt(file, e.Span, "type", "", "%s: %v", c.text(file, e.Span), err)
 			return poison{}
 		}
 		return r
-	case "zeros", "ones", "full":
+	case lowerFill:
 		t, ok := args[0].(typeVal)
 		if !ok {
 			if _, bad := args[0].(poison); !bad {
@@ -321,10 +310,10 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 			v = n
 		}
 		return c.constTensor(sc, e.Span, name, t, v)
-	case "stack":
+	case lowerStack:
 		return c.stack(sc, e.Span, spans[0], args[0])
-	case "select":
-		return c.elementwise(sc, e.Span, "select", args, spans, func(ec *elemCtx, xs []scalar) scalar {
+	case lowerSelect:
+		return c.elementwise(sc, e.Span, name, args, spans, func(ec *elemCtx, xs []scalar) scalar {
 			cond := xs[0]
 			if cond.k != sNum && cond.k != sBad && cond.dtype() != te.Bool {
 				c.errorAt(file, spans[0], "type", "compare it, e.g. "+c.text(file, spans[0])+" > 0.0",
@@ -341,7 +330,7 @@ func (c *checker) evalBuiltin(sc *scope, e *syntax.Call, name string) Value {
 		}
 	}
 	return c.elementwise(sc, e.Span, name, args, spans, func(ec *elemCtx, xs []scalar) scalar {
-		return c.callElem(file, e.Span, name, xs, spans)
+		return c.callElem(file, e.Span, b, xs, spans)
 	})
 }
 

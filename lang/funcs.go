@@ -160,7 +160,7 @@ func (c *checker) bindParams(sc *scope, fs *scope, fn *fnDecl, args []Value, e *
 			continue
 		}
 		at := e.Args[i].NodeSpan()
-		dt, isDType := castTypes[p.Type.Name.Name]
+		dt, isDType := dtypeNamed(p.Type.Name.Name)
 		if !isDType && isDTypeVarName(p.Type.Name.Name) {
 			var good bool
 			if dt, good = c.bindDTypeVar(sc, fs, fn, e, i, args[i], dvars); !good {
@@ -385,7 +385,7 @@ func (c *checker) checkResult(fs *scope, fn *fnDecl, rt *syntax.TypeExpr, v Valu
 			return true
 		}
 	}
-	dt, ok := castTypes[rt.Name.Name]
+	dt, ok := dtypeNamed(rt.Name.Name)
 	if b := fs.lookupLocal(rt.Name.Name); b != nil && isDTypeVarName(rt.Name.Name) {
 		if v, isVar := b.val.(dtypeVar); isVar {
 			dt, ok = v.dt, true

@@ -1,7 +1,6 @@
 package lang
 
 import (
-	"math"
 	"sort"
 
 	"tec/lang/diag"
@@ -9,36 +8,12 @@ import (
 	"tec/te"
 )
 
-// builtinVal names a builtin function or type: an element function, a cast, a
+// builtinVal is a builtin function or type: an element function, a cast, a
 // compile-time function, a tensor constructor or a dtype.
-type builtinVal struct{ name string }
+type builtinVal struct{ b *builtin }
 
 func (builtinVal) kind() string { return "a builtin function" }
 func (*fnDecl) kind() string    { return "a function" }
-
-// builtins lists the names of the universe scope, which every file sees behind
-// its own declarations, its imports and the prelude.
-var builtins = map[string]bool{
-	"exp": true, "log": true, "sqrt": true, "rsqrt": true, "tanh": true, "sigmoid": true, "erf": true, "abs": true,
-	"sin": true, "cos": true, "inf": true,
-	"max": true, "min": true, "pow": true, "select": true,
-	"f32": true, "f16": true, "bf16": true, "i32": true, "bool": true,
-	"int": true, "float": true, "len": true,
-	"zeros": true, "ones": true, "full": true, "stack": true,
-	"sum": true, "prod": true, "argmax": true, "argmin": true,
-}
-
-// builtinConsts are the builtin names that stand for compile-time numbers.
-var builtinConsts = map[string]number{"inf": floatNum(math.Inf(1))}
-
-func builtinNames() []string {
-	ns := make([]string, 0, len(builtins))
-	for n := range builtins {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
-}
 
 // lookup resolves a name used in scope sc: a local binding, a top-level
 // constant or function of the file, its imports or the prelude, or a
@@ -60,11 +35,11 @@ func (c *checker) lookup(sc *scope, id syntax.Ident) Value {
 			return d
 		}
 	}
-	if n, ok := builtinConsts[id.Name]; ok {
-		return n
-	}
-	if builtins[id.Name] {
-		return builtinVal{id.Name}
+	if b := lookupBuiltin(id.Name); b != nil {
+		if b.lower.form == lowerConstant {
+			return b.lower.value
+		}
+		return builtinVal{b}
 	}
 	c.errorAt(sc.path, id.Span, "undefined", suggest(id.Name, sc.names()), "undefined name '%s'", id.Name)
 	return poison{}
@@ -88,7 +63,7 @@ func (c *checker) isDType(sc *scope, name string) (te.DType, bool) {
 		}
 		return 0, false
 	}
-	dt, ok := castTypes[name]
+	dt, ok := dtypeNamed(name)
 	if !ok || (sc.file != nil && sc.file.lookupTop(name) != nil) {
 		return 0, false
 	}

@@ -202,7 +202,7 @@ func (c *checker) binary(file string, span syntax.Span, op string, x, y scalar, 
 		return badScalar
 	}
 	if op == "**" {
-		return c.callElem(file, span, "pow", []scalar{x, y}, []syntax.Span{xs, ys})
+		return c.callElem(file, span, lookupBuiltin("pow"), []scalar{x, y}, []syntax.Span{xs, ys})
 	}
 	if op == "%" && (tx != te.I32 || ty != te.I32) {
 		at := xs
@@ -456,7 +456,7 @@ func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scal
 	}
 	switch x.k {
 	case sNum:
-		n, err := foldCall("neg", []number{x.num})
+		n, err := foldNeg(x.num)
 		if err != nil {
 			c.errorAt(file, span, "type", "", "%s: %v", c.text(file, span), err)
 			return badScalar
@@ -474,15 +474,6 @@ func (c *checker) unary(file string, span syntax.Span, op string, x scalar) scal
 	return r
 }
 
-// Element functions of one and two arguments.
-var (
-	unaryFuncs = map[string]te.UnaryOp{"exp": te.Exp, "log": te.Log, "sqrt": te.Sqrt, "rsqrt": te.Rsqrt,
-		"tanh": te.Tanh, "sigmoid": te.Sigmoid, "erf": te.Erf, "abs": te.Abs,
-		"sin": te.Sin, "cos": te.Cos}
-	binaryFuncs = map[string]te.BinaryOp{"max": te.Max, "min": te.Min, "pow": te.Pow}
-	castTypes   = map[string]te.DType{"f32": te.F32, "f16": te.F16, "bf16": te.BF16, "i32": te.I32, "bool": te.Bool}
-)
-
 // castToVar applies T(x) for a dtype variable T. Bound to f16 or bf16 it is
 // that cast; bound to f32 it leaves a float expression as it is, so that a
 // generic function called on f32 tensors makes the program its f32 version
@@ -494,20 +485,20 @@ func (c *checker) castToVar(file string, span syntax.Span, t dtypeVar, x scalar,
 			return x
 		}
 	}
-	return c.callElem(file, span, t.dt.String(), []scalar{x}, spans)
+	return c.callElem(file, span, lookupBuiltin(t.dt.String()), []scalar{x}, spans)
 }
 
 // callElem applies an element function or a cast to element values.
-func (c *checker) callElem(file string, span syntax.Span, name string, args []scalar, spans []syntax.Span) scalar {
+func (c *checker) callElem(file string, span syntax.Span, b *builtin, args []scalar, spans []syntax.Span) scalar {
 	for _, a := range args {
 		if a.k == sBad {
 			return badScalar
 		}
 	}
-	if dt, ok := castTypes[name]; ok {
-		x := args[0]
+	if b.lower.form == lowerCast {
+		dt, x := b.lower.dtype, args[0]
 		if x.k == sNum {
-			n, _ := foldCall(name, []number{x.num})
+			n, _ := b.fold([]number{x.num})
 			r := numScalar(n)
 			if dt == te.F16 || dt == te.BF16 {
 				r.typ = dt
@@ -528,7 +519,7 @@ func (c *checker) callElem(file string, span syntax.Span, name string, args []sc
 	}
 	for i, a := range args {
 		if a.dtype() == te.Bool {
-			c.errorAt(file, spans[i], "type", "convert it with f32(...)", "%s needs a number, but %s is a bool", name, c.text(file, spans[i]))
+			c.errorAt(file, spans[i], "type", "convert it with f32(...)", "%s needs a number, but %s is a bool", b.name, c.text(file, spans[i]))
 			return badScalar
 		}
 	}
@@ -541,23 +532,22 @@ func (c *checker) callElem(file string, span syntax.Span, name string, args []sc
 		for i, a := range args {
 			ns[i] = a.num
 		}
-		n, err := foldCall(name, ns)
+		n, err := b.fold(ns)
 		if err != nil {
 			c.errorAt(file, span, "type", "", "%s: %v", c.text(file, span), err)
 			return badScalar
 		}
 		return numScalar(n)
 	}
-	if op, ok := unaryFuncs[name]; ok {
-		r := exprScalar(&te.Unary{Op: op, X: args[0].toExpr(false)}, args[0])
+	if b.lower.form == lowerUnary {
+		r := exprScalar(&te.Unary{Op: b.lower.unary, X: args[0].toExpr(false)}, args[0])
 		if r.typ == te.I32 {
 			r.why = fmt.Sprintf("%s is not an affine operation", c.text(file, span))
 		}
 		return r
 	}
-	op := binaryFuncs[name]
 	float := args[0].dtype() != te.I32 || args[1].dtype() != te.I32
-	r := exprScalar(&te.Binary{Op: op, X: args[0].toExpr(float), Y: args[1].toExpr(float)}, args[0], args[1])
+	r := exprScalar(&te.Binary{Op: b.lower.binary, X: args[0].toExpr(float), Y: args[1].toExpr(float)}, args[0], args[1])
 	if r.typ == te.I32 {
 		r.why = fmt.Sprintf("%s is not an affine operation", c.text(file, span))
 	}

@@ -131,8 +131,7 @@ func (c *checker) defined(sc *scope, name string) bool {
 	if sc.file != nil && sc.file.lookupTop(name) != nil {
 		return true
 	}
-	_, isConst := builtinConsts[name]
-	return isConst || builtins[name]
+	return lookupBuiltin(name) != nil
 }
 
 // undetermined returns an axis that no dimension of the slot l determines

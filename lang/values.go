@@ -78,7 +78,7 @@ type dtypeVar struct {
 // isDTypeVarName reports whether a type name that is no dtype declares a
 // dtype variable: it starts with an upper-case letter (T, DT).
 func isDTypeVarName(name string) bool {
-	_, isDType := castTypes[name]
+	_, isDType := dtypeNamed(name)
 	return !isDType && name != "" && name[0] >= 'A' && name[0] <= 'Z'
 }
 
