@@ -23,21 +23,16 @@ const (
 
 // splitSoftmax splits p's softmax-weighted reductions across blocks
 // (transform.SplitSoftmax, flash-decoding) as opts.FlashChunks says: by
-// the cost model at -O3 and up when 0, never when 1, in that many chunks
-// otherwise.
+// the cost model when 0, in that many chunks when more than 1 (the flash
+// pass runs only then).
 func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
-	switch {
-	case opts.FlashChunks == 1, opts.FlashChunks == 0 && opts.Level < 3:
-		return p, nil
-	case opts.FlashChunks > 1:
+	if opts.FlashChunks > 1 {
 		return transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) int {
 			if s.Length%opts.FlashChunks != 0 {
 				return 1
 			}
 			return opts.FlashChunks
 		})
-	case opts.FlashChunks < 0:
-		return nil, fmt.Errorf("flash-decoding: %d chunks: want 0 (the cost model decides), 1 (no split) or more", opts.FlashChunks)
 	}
 	var firstErr error
 	chosen := map[string]int{} // by the site's canonical text
@@ -149,22 +144,13 @@ func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, 
 // the partitioner (and recomputation) that Build runs at opts.Level, and the least occupancy
 // (blocks per SM) of its kernels.
 func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
-	var err error
-	if opts.Level >= 2 {
-		if p, err = transform.Vertical(p); err != nil {
-			return 0, 0, err
-		}
-	}
-	popts := partitionOptions(opts)
-	pl, err := plan(p, opts.GPU, popts)
-	if err != nil {
+	b := &build{opts: opts, popts: partitionOptions(opts), prog: p}
+	if _, err := b.runPasses(func(name string) bool {
+		return name == "vertical" || name == "recompute" || name == "plan"
+	}, nil); err != nil {
 		return 0, 0, err
 	}
-	if opts.Level >= 3 {
-		if _, pl, err = recompute(p, pl, opts.GPU, popts); err != nil {
-			return 0, 0, err
-		}
-	}
+	pl := b.plan
 	_, _, cost := pl.Stats()
 	occ := 0
 	for i, k := range pl.Kernels {

@@ -1,30 +1,3 @@
-// Package pipeline runs the whole compiler after the front end: the TE
-// transforms, the partitioner and the lowering to kernel IR, at one of the
-// optimisation levels of Souffle's ablation (ASPLOS'24, Table 4):
-//
-//	-O0  one kernel per TE
-//	-O1  + horizontal transform (independent TEs concatenated)
-//	-O2  + vertical transform (one-relies-on-one chains inlined)
-//	-O3  + global sync: the program partitioned into grid-synced persistent
-//	     kernels, two-phase split reductions, and cheap producers of
-//	     matrix-vector products recomputed in each of their tiles where
-//	     the cost model prices that below the grid sync it saves
-//	     (transform.Recompute)
-//	-O4  + subprogram-level reuse: a stage reads its own block's rows of an
-//	     earlier stage after a block barrier instead of a grid sync, and row
-//	     statistics read only so stay in shared memory (slots shared by
-//	     results whose lives do not overlap; the least recently used spilled
-//	     to global memory when Options.OnChipBytes runs out), and weights
-//	     that several stages of a kernel read (an LSTM's steps) kept in a
-//	     shared-memory cache, each slice always read by the same block
-//	     (Options.ResidentBytes bounds it)
-//
-// Before them all, Options.Precision other than f32 runs the precision pass
-// (package precision): half storage, or TF32 rounding of contraction
-// operands, with the same rounding points for every level and for the
-// reference evaluator.
-//
-// Every level computes the same result; each pass's output can be dumped.
 package pipeline
 
 import (
@@ -32,7 +5,6 @@ import (
 
 	"tec/analysis"
 	"tec/backend/kir"
-	"tec/backend/lower"
 	"tec/gpu"
 	"tec/partition"
 	"tec/precision"
@@ -79,8 +51,8 @@ type Options struct {
 	// splits, N > 1 splits each in N chunks at every level where N divides
 	// its axis.
 	FlashChunks int
-	// Dump, if set, receives the text of each pass's result as it is made:
-	// "precision", "horizontal", "vertical" (TE programs), "plan", "kir".
+	// Dump, if set, receives the text of each pass's result as it is made,
+	// under the pass's name (Table).
 	Dump func(pass, text string)
 }
 
@@ -92,90 +64,8 @@ type Result struct {
 	Plan *partition.Plan
 	// Module is the kernel IR, which has passed kir.Verify.
 	Module *kir.Module
-}
-
-// Passes returns the names of the passes that run at level, in order.
-func Passes(level int) []string {
-	ps := []string{}
-	if level >= 1 {
-		ps = append(ps, "horizontal")
-	}
-	if level >= 2 {
-		ps = append(ps, "vertical")
-	}
-	if level >= 3 {
-		ps = append(ps, "recompute")
-	}
-	return append(ps, "plan", "kir")
-}
-
-// PassesFor returns the names of the passes that Build runs with opts, in
-// order: Passes(opts.Level), after "precision" if opts.Precision is not
-// f32.
-func PassesFor(opts Options) []string {
-	if opts.Precision == precision.F32 {
-		return Passes(opts.Level)
-	}
-	return append([]string{"precision"}, Passes(opts.Level)...)
-}
-
-// Build compiles p at opts.Level.
-func Build(p *te.Program, opts Options) (*Result, error) {
-	if opts.Level < 0 || opts.Level > MaxLevel {
-		return nil, fmt.Errorf("optimisation level -O%d: want -O0 to -O%d", opts.Level, MaxLevel)
-	}
-	if opts.GPU.Name == "" {
-		opts.GPU, _ = gpu.Builtin(gpu.Default)
-	}
-	dump := func(pass string, text func() string) {
-		if opts.Dump != nil {
-			opts.Dump(pass, text())
-		}
-	}
-	var err error
-	if opts.Precision != precision.F32 {
-		p = precision.Apply(p, opts.Precision)
-		dump("precision", p.String)
-	}
-	if p, err = splitSoftmax(p, opts); err != nil {
-		return nil, err
-	}
-	if opts.Level >= 1 {
-		if p, err = transform.Horizontal(p); err != nil {
-			return nil, err
-		}
-		dump("horizontal", p.String)
-	}
-	if opts.Level >= 2 {
-		if p, err = transform.Vertical(p); err != nil {
-			return nil, err
-		}
-		dump("vertical", p.String)
-	}
-	popts := partitionOptions(opts)
-	pl, err := plan(p, opts.GPU, popts)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Level >= 3 {
-		if p, pl, err = recompute(p, pl, opts.GPU, popts); err != nil {
-			return nil, err
-		}
-		dump("recompute", p.String)
-	}
-	dump("plan", pl.String)
-	var m *kir.Module
-	if opts.Level >= 3 {
-		m, err = lower.Fused(p, pl, lower.FusedOptions{Deterministic: opts.Deterministic})
-	} else {
-		m, err = lower.Unfused(p, lower.Options{Plan: pl})
-	}
-	if err != nil {
-		return nil, err
-	}
-	m.TempsInWorkspace = popts.TempsInWorkspace
-	dump("kir", m.String)
-	return &Result{Program: p, Plan: pl, Module: m}, nil
+	// Passes are the names of the passes that Build ran, in order.
+	Passes []string
 }
 
 // partitionOptions returns the partitioner's options at opts.Level.

@@ -29,8 +29,8 @@ func TestLevels(t *testing.T) {
 		{1, 3, []string{"horizontal", "plan", "kir"}},
 		// relu becomes the first matmul's epilogue.
 		{2, 2, []string{"horizontal", "vertical", "plan", "kir"}},
-		{3, 1, []string{"horizontal", "vertical", "recompute", "plan", "kir"}},
-		{4, 1, []string{"horizontal", "vertical", "recompute", "plan", "kir"}},
+		{3, 1, []string{"flash", "horizontal", "vertical", "recompute", "plan", "kir"}},
+		{4, 1, []string{"flash", "horizontal", "vertical", "recompute", "plan", "kir"}},
 	} {
 		var dumps []string
 		res, err := Build(mlp(), Options{Level: tt.level, GPU: small, Dump: func(pass, text string) {
@@ -45,8 +45,8 @@ func TestLevels(t *testing.T) {
 		if n := len(res.Module.Kernels); n != tt.kernels {
 			t.Errorf("-O%d: %d kernels, want %d", tt.level, n, tt.kernels)
 		}
-		if !slices.Equal(dumps, tt.dumps) || !slices.Equal(Passes(tt.level), tt.dumps) {
-			t.Errorf("-O%d: dumps %v, passes %v, want %v", tt.level, dumps, Passes(tt.level), tt.dumps)
+		if !slices.Equal(dumps, tt.dumps) || !slices.Equal(Passes(tt.level), tt.dumps) || !slices.Equal(res.Passes, tt.dumps) {
+			t.Errorf("-O%d: dumps %v, passes %v, ran %v, want %v", tt.level, dumps, Passes(tt.level), res.Passes, tt.dumps)
 		}
 		if len(res.Plan.Kernels) != len(res.Module.Kernels) {
 			t.Errorf("-O%d: plan has %d kernels, module %d", tt.level, len(res.Plan.Kernels), len(res.Module.Kernels))
