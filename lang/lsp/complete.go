@@ -49,15 +49,15 @@ func (s *server) completion(ctx context.Context, doc *document, raw json.RawMess
 	for _, f := range s.stdlibFiles() {
 		c.fnItems(f.ast, f.src, f.name, "3")
 	}
-	for _, b := range builtins() {
+	for _, b := range lang.Builtins() {
 		kind := protocol.CompletionItemKindFunction
-		switch b.kind {
-		case dtype:
+		switch b.Kind {
+		case lang.DType:
 			kind = protocol.CompletionItemKindTypeParameter
-		case constant:
+		case lang.Constant:
 			kind = protocol.CompletionItemKindConstant
 		}
-		c.add(protocol.CompletionItem{Label: b.name, Kind: kind, Detail: b.signature, Documentation: b.doc, SortText: "4" + b.name})
+		c.add(protocol.CompletionItem{Label: b.Name, Kind: kind, Detail: b.Signature, Documentation: b.Doc, SortText: "4" + b.Name})
 	}
 	for _, k := range keywords() {
 		c.add(protocol.CompletionItem{Label: k[0], Kind: protocol.CompletionItemKindKeyword, Detail: k[1], SortText: "5" + k[0]})

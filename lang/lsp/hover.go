@@ -33,8 +33,8 @@ func (s *server) hover(ctx context.Context, doc *document, raw json.RawMessage) 
 		return nil, nil
 	}
 	r := snap.m.offsetRange(start, end)
-	if b, ok := lookupBuiltin(word); ok {
-		return &protocol.Hover{Contents: markdown(codeBlock(b.signature) + b.doc + " (builtin)"), Range: &r}, nil
+	if b, ok := lang.LookupBuiltin(word); ok {
+		return &protocol.Hover{Contents: markdown(codeBlock(b.Signature) + b.Doc + " (builtin)"), Range: &r}, nil
 	}
 	for _, k := range keywords() {
 		if k[0] == word {

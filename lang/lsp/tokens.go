@@ -214,15 +214,11 @@ func classify(snap *snapshot, id *lang.Ident, name string, decl int) (int, int) 
 	if decl >= 0 {
 		return decl, modDeclaration
 	}
-	if b, ok := lookupBuiltin(name); ok {
-		if b.kind == dtype {
+	if b, ok := lang.LookupBuiltin(name); ok {
+		if b.Kind == lang.DType {
 			return tokType, modDefaultLibrary
 		}
 		return tokFunction, modDefaultLibrary
-	}
-	switch name {
-	case "int", "float":
-		return tokType, modDefaultLibrary
 	}
 	return tokVariable, 0
 }
