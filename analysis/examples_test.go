@@ -2,9 +2,7 @@ package analysis_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,11 +10,10 @@ import (
 
 	"tec/analysis"
 	"tec/examples"
+	"tec/internal/testkit/golden"
 	"tec/lang"
 	"tec/te"
 )
-
-var updateExamples = flag.Bool("update-examples", false, "rewrite testdata/examples/*.golden")
 
 // sixModels are the models of the Souffle evaluation among the examples.
 var sixModels = []string{"bert", "resnext", "lstm", "efficientnet", "swin", "mmoe"}
@@ -43,7 +40,7 @@ func analyseExample(t *testing.T, name string) *analysis.Analysis {
 // TestExamplesGolden records, for each of the six models at its tiny
 // configuration, every TE's dependence, intensity class and ratio, every
 // reused tensor's readers with their spatial and temporal reuse, and the
-// summary. go test -update-examples rewrites the files.
+// summary. go test -update rewrites the files.
 func TestExamplesGolden(t *testing.T) {
 	for _, name := range sixModels {
 		t.Run(name, func(t *testing.T) {
@@ -66,23 +63,7 @@ func TestExamplesGolden(t *testing.T) {
 			s := a.Summary()
 			fmt.Fprintf(&b, "\nsummary: %d OR, %d MR, %d opaque; %d CI, %d MI; %d FLOPs; %d compulsory bytes\n",
 				s.OneToOne, s.OneToMany, s.Opaque, s.ComputeIntensive, s.MemoryIntensive, s.FLOPs, s.CompulsoryBytes)
-			path := filepath.Join("testdata", "examples", name+".golden")
-			if *updateExamples {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update-examples creates it)", err)
-			}
-			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("%s differs (go test -update-examples rewrites it); got:\n%s", path, b.Bytes())
-			}
+			golden.Check(t, filepath.Join("testdata", "examples", name+".golden"), b.Bytes())
 		})
 	}
 }

@@ -3,37 +3,15 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"tec/internal/testkit/golden"
 	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", path, got)
-	}
-}
 
 // goldenPrograms are the programs whose reports and graphs are golden.
 func goldenPrograms() map[string]*te.Program {
@@ -58,12 +36,12 @@ func TestReportGolden(t *testing.T) {
 			if err := r.WriteText(&text, false); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".txt", text.Bytes())
+			golden.Check(t, filepath.Join("testdata", name+".txt"), text.Bytes())
 			js, err := json.MarshalIndent(r, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".json", append(js, '\n'))
+			golden.Check(t, filepath.Join("testdata", name+".json"), append(js, '\n'))
 			var back Report
 			if err := json.Unmarshal(js, &back); err != nil {
 				t.Fatalf("the JSON report does not read back: %v", err)
@@ -108,7 +86,7 @@ func TestDOT(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.prog+"-"+tt.collapse+".dot", b)
+			golden.Check(t, filepath.Join("testdata", tt.prog+"-"+tt.collapse+".dot"), b)
 			dot := tooltest.Dot(t) // after the golden: a missing or broken dot skips only this check
 			cmd := exec.Command(dot, "-Tsvg")
 			cmd.Stdin = bytes.NewReader(b)

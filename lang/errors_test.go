@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tec/internal/testkit/golden"
 )
 
 // TestErrors checks each file of the bad-input corpus testdata/errors/*.te and
@@ -31,7 +33,7 @@ func TestErrors(t *testing.T) {
 					t.Errorf("internal error: %s", d.Message)
 				}
 			}
-			golden(t, strings.TrimSuffix(path, ".te")+".golden", got)
+			golden.CheckString(t, strings.TrimSuffix(path, ".te")+".golden", got)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package lang
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"tec/lang/diag"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of the tests")
 
 // configOf reads a test file's configuration from its leading "# check:"
 // comment: -D NAME=VALUE and --model NAME, as on the command line.
@@ -61,22 +58,4 @@ func render(name string, src []byte, ds diag.List) string {
 		panic(err)
 	}
 	return b.String()
-}
-
-// golden compares got with the golden file, or rewrites it under -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run go test -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tec/internal/testkit/golden"
 )
 
 // TestLower lowers each program of testdata/lower/*.te and compares the
@@ -20,7 +22,7 @@ func TestLower(t *testing.T) {
 			if ds.HasErrors() || p == nil {
 				t.Fatalf("check failed:\n%s", out)
 			}
-			golden(t, strings.TrimSuffix(path, ".te")+".golden", out+p.String())
+			golden.CheckString(t, strings.TrimSuffix(path, ".te")+".golden", out+p.String())
 		})
 	}
 }

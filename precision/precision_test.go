@@ -1,7 +1,6 @@
 package precision_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,13 +8,12 @@ import (
 
 	"tec/examples"
 	"tec/internal/numeric"
+	"tec/internal/testkit/golden"
 	"tec/lang"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // program returns the model of an example at its tiny configuration, or
 // of a file of testdata.
@@ -68,7 +66,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", name+".golden"), got)
+			golden.CheckString(t, filepath.Join("testdata", name+".golden"), got)
 		})
 	}
 }
@@ -114,23 +112,6 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := precision.Parse("fp16"); err == nil || !strings.Contains(err.Error(), "f32, tf32, bf16, f16") {
 		t.Errorf("Parse(fp16): error %v, want one listing the precisions", err)
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }
 

@@ -2,14 +2,12 @@ package te
 
 import (
 	"errors"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
+	"tec/internal/testkit/golden"
+)
 
 // printPrograms are the programs of the golden-file tests.
 func printPrograms() map[string]*Program {
@@ -61,24 +59,7 @@ func printPrograms() map[string]*Program {
 func TestPrintGolden(t *testing.T) {
 	for name, p := range printPrograms() {
 		t.Run(name, func(t *testing.T) {
-			got := p.String()
-			path := filepath.Join("testdata", "print_"+name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestPrintGolden -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("printed program differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
-			}
+			golden.CheckString(t, filepath.Join("testdata", "print_"+name+".golden"), p.String())
 		})
 	}
 }

@@ -1,19 +1,16 @@
 package transform
 
 import (
-	"flag"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"tec/internal/numeric"
+	"tec/internal/testkit/golden"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // fig3 is the paper's Fig. 3: two independent GEMMs with the same
 // reduction, C1 = A1·B1 (4×16) and C2 = A2·B2 (2×16).
@@ -289,7 +286,7 @@ func TestTransforms(t *testing.T) {
 					t.Errorf("output %s: %v %v", o.Name, err, mm)
 				}
 			}
-			golden(t, filepath.Join("testdata", tt.name+".golden"), q.String())
+			golden.CheckString(t, filepath.Join("testdata", tt.name+".golden"), q.String())
 		})
 	}
 }
@@ -306,22 +303,5 @@ func TestInputUnchanged(t *testing.T) {
 	}
 	if after := p.String(); after != before {
 		t.Errorf("input changed:\n%s\nwas\n%s", after, before)
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }

@@ -1,16 +1,13 @@
 package kir
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"tec/internal/testkit/golden"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // rowSum builds a module whose one kernel sums each row of x[rows, n] with a
 // block per row: a block-stride partial sum, a tree reduction in shared
@@ -67,7 +64,7 @@ func TestGolden(t *testing.T) {
 			if err := Verify(m); err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			golden(t, filepath.Join("testdata", name+".kir"), m.String())
+			golden.CheckString(t, filepath.Join("testdata", name+".kir"), m.String())
 		})
 	}
 }
@@ -119,23 +116,6 @@ func warpSum() *Module {
 	return &Module{
 		Name: "shuffle", Buffers: []*Buffer{x, y}, Outputs: []*Buffer{y},
 		Kernels: []*Kernel{{Name: "k", Grid: Grid{Blocks: 1}, Block: 32, Params: []*Buffer{x, y}, Body: body}},
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the output (run go test -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
 

@@ -1,37 +1,21 @@
 package kir_test
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
+	"tec/internal/testkit/golden"
 	"tec/te"
 )
-
-var updateWarp = flag.Bool("update-warp", false, "rewrite testdata/pipeline.kir")
 
 // TestWarpGolden checks the text form of the warp-level and 16-byte
 // statements.
 func TestWarpGolden(t *testing.T) {
 	got := kirtest.Pipeline(kirtest.PipelineBugs{}).String() + "\n" + kirtest.MMA(kir.M16N8K8, te.F32, kirtest.ISAFragIndex).String()
-	path := filepath.Join("testdata", "pipeline.kir")
-	if *updateWarp {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update-warp to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run go test -update-warp to accept):\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	golden.CheckString(t, filepath.Join("testdata", "pipeline.kir"), got)
 }
 
 // TestVerifyWarp checks that the verifier accepts the warp-level test

@@ -1,15 +1,12 @@
 package lower
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"tec/internal/testkit/golden"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestGolden keeps the kernels of a few small programs readable and stable:
 // one of each kernel shape (element-wise, block reduction, tiled
@@ -26,21 +23,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.prog()
-			path := filepath.Join("testdata", tt.name+".kir")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s differs (run go test -update to accept):\n%s", path, got)
-			}
+			golden.CheckString(t, filepath.Join("testdata", tt.name+".kir"), tt.prog())
 		})
 	}
 }

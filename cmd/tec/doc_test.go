@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"tec/internal/testkit/golden"
+)
 
 // TestDoc runs "tec doc" as a user would and compares its output with the
 // golden files testdata/doc/NAME.golden (go test -run TestDoc -update
@@ -38,23 +37,7 @@ func TestDoc(t *testing.T) {
 				t.Errorf("tec %v: status %d, want %d\n%s", tt.args, code, tt.code, stderr)
 			}
 			got := "-- stdout --\n" + stdout + "-- stderr --\n" + stderr
-			path := filepath.Join("testdata", "doc", tt.golden+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("tec %v: output differs from %s:\n%s", tt.args, path, got)
-			}
+			golden.CheckString(t, filepath.Join("testdata", "doc", tt.golden+".golden"), got)
 		})
 	}
 }

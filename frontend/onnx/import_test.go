@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"errors"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,12 +12,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"tec/frontend/onnx/onnxpb"
+	"tec/internal/testkit/golden"
 	"tec/lang"
 	"tec/lang/syntax"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden .te files in testdata")
 
 // graph builds an ONNX graph for a test.
 type graph struct{ g *onnxpb.GraphProto }
@@ -376,25 +374,14 @@ func TestImport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", tt.name+".te")
-			if *update {
-				if err := os.WriteFile(golden, res.Program, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(want) != string(res.Program) {
-				t.Errorf("the program differs from %s (go test -update rewrites it):\n%s", golden, res.Program)
-			}
-			if f, err := syntax.Parse(golden, res.Program); err != nil {
+			file := filepath.Join("testdata", tt.name+".te")
+			golden.Check(t, file, res.Program)
+			if f, err := syntax.Parse(file, res.Program); err != nil {
 				t.Errorf("the program does not parse: %v", err)
 			} else if out, err := syntax.Format(f, res.Program); err != nil || string(out) != string(res.Program) {
 				t.Errorf("tec fmt would change the program (%v):\n%s", err, out)
 			}
-			prog, diags := lang.Check(golden, res.Program, lang.Config{})
+			prog, diags := lang.Check(file, res.Program, lang.Config{})
 			if diags.HasErrors() {
 				t.Fatalf("the program does not check:\n%v", diags)
 			}

@@ -3,36 +3,15 @@ package diag_test
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"tec/internal/testkit/golden"
 	"tec/lang/diag"
 	"tec/lang/syntax"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	golden := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", golden, got, want)
-	}
-}
 
 // pos returns the position of byte offset off in src, columns counting runes.
 func pos(src string, off int) syntax.Pos {
@@ -104,13 +83,13 @@ func TestRender(t *testing.T) {
 		if b.Len() > 10000 {
 			t.Fatalf("rendered %d bytes; long lines must be windowed", b.Len())
 		}
-		checkGolden(t, tt.name, b.Bytes())
+		golden.Check(t, filepath.Join("testdata", tt.name), b.Bytes())
 	}
 	var b bytes.Buffer
 	if err := l.Render(&b, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "render_nosource.golden", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "render_nosource.golden"), b.Bytes())
 }
 
 func TestWriteJSON(t *testing.T) {
@@ -122,7 +101,7 @@ func TestWriteJSON(t *testing.T) {
 	if n := bytes.Count(b.Bytes(), []byte("\n")); n != len(l) {
 		t.Errorf("%d lines of JSON for %d diagnostics", n, len(l))
 	}
-	checkGolden(t, "json.golden", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "json.golden"), b.Bytes())
 }
 
 func TestLSPRange(t *testing.T) {

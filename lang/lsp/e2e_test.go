@@ -3,18 +3,16 @@ package lsp
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"go.lsp.dev/protocol"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"tec/internal/testkit/golden"
+)
 
 // TestEndToEnd drives a server through a session as an editor would, over
 // pipes: initialize, open, hover, definition, references, completion,
@@ -136,7 +134,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := c.shutdown(); err != nil {
 		t.Errorf("Serve after shutdown and exit: %v", err)
 	}
-	golden(t, "testdata/e2e.golden", out.Bytes())
+	golden.Check(t, filepath.Join("testdata", "e2e.golden"), out.Bytes())
 }
 
 // normalize re-encodes a JSON value with sorted keys and indentation, and
@@ -166,42 +164,3 @@ func normalize(t *testing.T, v any, prefixes map[string]string) []byte {
 }
 
 var stdlibHash = regexp.MustCompile(`stdlib-[0-9a-f]{12}`)
-
-// golden compares got with the golden file, or rewrites it under -update.
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", file, diffLines(string(want), string(got)))
-	}
-}
-
-// diffLines returns the lines of got that differ from want, with context.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	n := 0
-	for i := 0; i < max(len(w), len(g)) && n < 40; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
-			n++
-		}
-	}
-	return b.String()
-}

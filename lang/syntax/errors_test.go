@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"tec/internal/testkit/golden"
 	"tec/lang/diag"
 	"tec/lang/syntax"
 )
@@ -46,7 +47,7 @@ func TestErrors(t *testing.T) {
 			if ok := bytes.HasPrefix(got, []byte("ok:")); ok != strings.HasPrefix(name, "ok_") {
 				t.Errorf("parse result %q, but the file is named %s", got, name)
 			}
-			checkGolden(t, strings.TrimSuffix(file, ".te")+".golden", got)
+			golden.Check(t, strings.TrimSuffix(file, ".te")+".golden", got)
 		})
 	}
 }
@@ -76,7 +77,7 @@ func TestGeneratedErrors(t *testing.T) {
 			if len(got) > 2000 {
 				t.Fatalf("the rendered diagnostic is %d bytes; long lines must be windowed", len(got))
 			}
-			checkGolden(t, filepath.Join("testdata", "errors", tt.name+".golden"), got)
+			golden.Check(t, filepath.Join("testdata", "errors", tt.name+".golden"), got)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"tec/internal/testkit/golden"
 	"tec/lang/syntax"
 )
 
@@ -20,7 +21,7 @@ func TestFormat(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := checkFormat(t, file, src)
-			checkGolden(t, strings.TrimSuffix(file, ".te")+".golden", out)
+			golden.Check(t, strings.TrimSuffix(file, ".te")+".golden", out)
 		})
 	}
 }

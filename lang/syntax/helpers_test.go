@@ -2,9 +2,7 @@ package syntax_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,27 +10,6 @@ import (
 
 	"tec/lang/syntax"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-// checkGolden compares got with the contents of the golden file, or rewrites
-// the file when -update is set.
-func checkGolden(t *testing.T, golden string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", golden, got, want)
-	}
-}
 
 // testFiles returns the names of the .te files under testdata/dir.
 func testFiles(t testing.TB, dir string) []string {

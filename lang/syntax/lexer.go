@@ -18,7 +18,7 @@ package syntax
 // and TestGeneratedLexer checks that it lexes as participle's regexp-based
 // lexer does from the same rules.
 //
-//go:generate go test -run TestLexerRulesJSON -update-lexer
+//go:generate go test -run TestLexerRulesJSON -update
 //go:generate sh -c "participle gen lexer telexer --name TE < internal/telexer/rules.json | gofmt > internal/telexer/lexer_gen.go"
 
 import (

@@ -3,7 +3,6 @@ package syntax
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"testing"
 
 	participle "github.com/alecthomas/participle/v2/lexer"
-)
 
-var updateLexer = flag.Bool("update-lexer", false, "rewrite internal/telexer/rules.json, the rules internal/telexer/lexer_gen.go is generated from")
+	"tec/internal/testkit/golden"
+)
 
 // rulesJSON returns tokenRules as participle's JSON form of a lexer, the
 // input of participle gen lexer.
@@ -33,22 +32,11 @@ func rulesJSON(t testing.TB) []byte {
 }
 
 // TestLexerRulesJSON checks that internal/telexer/rules.json, from which
-// internal/telexer/lexer_gen.go is generated, states tokenRules.
+// internal/telexer/lexer_gen.go is generated, states tokenRules; -update
+// rewrites it, as the first step of go generate ./lang/syntax does.
 func TestLexerRulesJSON(t *testing.T) {
-	const file = "internal/telexer/rules.json"
-	got := rulesJSON(t)
-	if *updateLexer {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("tokenRules changed since internal/telexer/lexer_gen.go was generated from %s: run go generate ./lang/syntax\n--- rules ---\n%s\n--- %s ---\n%s", file, got, file, want)
+	if !golden.Check(t, filepath.Join("internal", "telexer", "rules.json"), rulesJSON(t)) {
+		t.Log("tokenRules changed since internal/telexer/lexer_gen.go was generated from it: go generate ./lang/syntax rewrites both")
 	}
 }
 
