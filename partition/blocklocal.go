@@ -60,7 +60,8 @@ func contractionRows(t *te.Tensor, s *Schedule) int {
 // its batch axes (blockRows), only in its own row (readsRows), and its
 // time on the GPU g so tiled is less than now plus the grid sync that
 // those reads then no longer need.
-func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
+func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
+	scheds := pl.Schedules
 	readers := map[*te.Tensor][]*te.Tensor{}
 	for _, y := range stages {
 		for _, u := range te.Inputs(y.Body) {
@@ -68,7 +69,7 @@ func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model
 		}
 	}
 	for _, t := range stages {
-		s := scheds[t]
+		s := pl.stage(t)
 		if s.Kind != Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
 			continue
 		}
@@ -91,17 +92,17 @@ func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model
 		if !rowNeighbour {
 			continue
 		}
-		a := *s
-		if !a.alignedMatVec(d, g, t.Bytes()) || contractionRows(t, &a) != l {
+		a := s.clone()
+		if !a.alignedMatVec(d, g, t.Bytes()) || contractionRows(t, a.Schedule) != l {
 			continue
 		}
 		if a.KMask != nil && a.LiveK < a.K {
 			a.Bytes = a.Bytes * int64(a.LiveK) / int64(a.K) // as priceKMask left it
 		}
-		if solo(g, &a) >= solo(g, s)+g.GridSyncCost {
+		if solo(g, a) >= solo(g, s)+g.GridSyncCost {
 			continue
 		}
-		*s = a
+		s.set(a)
 	}
 }
 
@@ -111,7 +112,7 @@ func alignRows(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model
 // matVecMaxCols) that make such a tile fit the block, the one predicted
 // fastest on g alone (solo), then the one with the fewest registers,
 // which bound the occupancy of the kernel it joins.
-func (s *Schedule) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
+func (s stage) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
 	wide := s.MatVec.Wide
 	rows, cols := d.M, d.N
 	if wide == 0 {
@@ -120,31 +121,31 @@ func (s *Schedule) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
 	if rows > matVecMaxRows {
 		return false
 	}
-	var best *Schedule
+	var best stage
 	bestTime := inf
 	for c := 1; c <= matVecMaxCols; c *= 2 {
 		tf := cols / c
 		if tf*c != cols || tf < 1 || s.Threads%tf != 0 {
 			continue
 		}
-		try := *s
+		try := s.clone()
 		if !try.setMatVec(d, &MatVec{Wide: wide, TileF: tf, Cols: c}, g, out) {
 			continue
 		}
-		if t := solo(g, &try); best == nil || t < bestTime || t == bestTime && try.RegsPerThread < best.RegsPerThread {
-			best, bestTime = &try, t
+		if t := solo(g, try); best.Schedule == nil || t < bestTime || t == bestTime && try.RegsPerThread < best.RegsPerThread {
+			best, bestTime = try, t
 		}
 	}
-	if best == nil {
+	if best.Schedule == nil {
 		return false
 	}
-	*s = *best
+	s.set(best)
 	return true
 }
 
 // solo returns the time of stage s alone on the GPU g, at its own
 // occupancy over the whole grid (stageTimeOn).
-func solo(g gpu.Model, s *Schedule) float64 {
+func solo(g gpu.Model, s stage) float64 {
 	own, _ := g.BlocksPerSM(s.Resources().Block())
 	if own == 0 {
 		return inf
@@ -167,7 +168,8 @@ func sameRows(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) bool {
 // as rows) than as it is plus the grid sync it saves: RoPE's rotated
 // query heads, computed by the block that then computes the head's
 // scores.
-func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
+func rowsForReaders(stages []*te.Tensor, pl *Plan, g gpu.Model) {
+	scheds := pl.Schedules
 	readers := map[*te.Tensor][]*te.Tensor{}
 	for _, y := range stages {
 		for _, u := range te.Inputs(y.Body) {
@@ -175,7 +177,7 @@ func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.
 		}
 	}
 	for _, t := range stages {
-		s := scheds[t]
+		s := pl.stage(t)
 		if s.Kind != Elementwise || len(readers[t]) == 0 {
 			continue
 		}
@@ -190,12 +192,12 @@ func rowsForReaders(stages []*te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.
 		if !ok {
 			continue
 		}
-		r := *s
+		r := s.clone()
 		r.Kind, r.RowAxes, r.Tiles = Rows, l, product(t.Axes[:l])
-		if solo(g, &r) >= solo(g, s)+g.GridSyncCost {
+		if solo(g, r) >= solo(g, s)+g.GridSyncCost {
 			continue
 		}
-		*s = r
+		s.set(r)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"tec/analysis"
+	"tec/cost"
 	"tec/gpu"
 	"tec/te"
 )
@@ -22,6 +23,7 @@ type coster struct {
 	stages []*te.Tensor
 	pos    map[*te.Tensor]int
 	scheds []*Schedule
+	prices []*cost.Price
 	// prods[j] are stage j's compute producers in the plan, with the
 	// barrier each needs if it was written since the last grid sync.
 	prods [][]edge
@@ -50,6 +52,9 @@ type coster struct {
 	sufRes  []Resources
 }
 
+// stage returns stage j's schedule and price.
+func (c *coster) stage(j int) stage { return stage{c.scheds[j], c.prices[j]} }
+
 func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	c := &coster{pl: pl, opts: opts, stages: stages, pos: map[*te.Tensor]int{}}
 	for i, t := range stages {
@@ -68,8 +73,9 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		outputs[t] = true
 	}
 	for j, t := range stages {
-		s := pl.Schedules[t]
-		c.scheds = append(c.scheds, s)
+		s := pl.stage(t)
+		c.scheds = append(c.scheds, s.Schedule)
+		c.prices = append(c.prices, s.Price)
 		occ, _ := g.BlocksPerSM(s.Resources().Block())
 		c.own = append(c.own, occ)
 		c.prods = append(c.prods, nil)
@@ -197,12 +203,12 @@ func boxKey(lo, hi []int) string {
 // over L2 bandwidth) scaled by the share of the blocks it needs to
 // saturate the GPU (SMs × its own occupancy) that run concurrently, and
 // when fewer blocks than SMs run, by the share of the SMs they keep busy.
-func (c *coster) stageTime(s *Schedule, bytes int64, own, grid int) float64 {
+func (c *coster) stageTime(s stage, bytes int64, own, grid int) float64 {
 	return stageTimeOn(c.pl.GPU, s, bytes, own, grid)
 }
 
 // stageTimeOn is stageTime on the GPU g.
-func stageTimeOn(g gpu.Model, s *Schedule, bytes int64, own, grid int) float64 {
+func stageTimeOn(g gpu.Model, s stage, bytes int64, own, grid int) float64 {
 	if s.EpilogueOf != nil {
 		return 0 // part of its producer's tiles
 	}
@@ -388,7 +394,7 @@ func (c *coster) begin(i int) *segment {
 // extend adds stage sg.j to the segment.
 func (c *coster) extend(sg *segment) {
 	j := sg.j
-	s := c.scheds[j]
+	s := c.stage(j)
 	if j == sg.i {
 		sg.res = s.Resources()
 	} else {
@@ -530,7 +536,7 @@ func (c *coster) kernel(i, e int) *Kernel {
 	if c.opts.Strategy == PerTE {
 		// A kernel of its own is launched with as many blocks as it has
 		// tiles, not cooperatively: no occupancy loss, no grid syncs.
-		s := c.scheds[i]
+		s := c.stage(i)
 		bytes := s.Bytes
 		if s.Foot <= int64(c.pl.GPU.L2Bytes) {
 			bytes = min(bytes, s.Foot)
@@ -538,7 +544,7 @@ func (c *coster) kernel(i, e int) *Kernel {
 		k.Cost.Stages = c.stageTime(s, bytes, c.own[i], s.Tiles)
 		k.Grid = max(1, s.Tiles)
 	}
-	for _, s := range c.scheds[i:e] {
+	for _, s := range c.prices[i:e] {
 		k.Cost.Bytes += s.Bytes
 		k.Cost.FLOPs += s.FLOPs
 	}

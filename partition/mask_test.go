@@ -77,7 +77,7 @@ func TestMaskedSchedule(t *testing.T) {
 	const h, s, e = 12, 1024, 64
 	masked := plan(t, scores(h, s, e, causal), "a100", Options{})
 	plain := plan(t, scores(h, s, e, func(sum te.Expr, _, _ te.Index) te.Expr { return sum }), "a100", Options{})
-	ms, ps := masked.Schedules[masked.Program.Lookup("sc")], plain.Schedules[plain.Program.Lookup("sc")]
+	ms, ps := masked.stage(masked.Program.Lookup("sc")), plain.stage(plain.Program.Lookup("sc"))
 	if ms.Kind != Contraction || ms.Mask == nil || ms.TileM != ps.TileM || ms.TileN != ps.TileN {
 		t.Fatalf("masked: %s\nplain: %s", ms, ps)
 	}
@@ -164,7 +164,7 @@ func TestRuntimeMask(t *testing.T) {
 	const batch, T, E = 4, 4096, 64
 	for _, tt := range []struct{ context int }{{0}, {1}, {1024}, {1025}, {4096}} {
 		pl := plan(t, decodeScores(batch, T, E), "h100", Options{Context: tt.context})
-		s := pl.Schedules[pl.Program.Lookup("sc")]
+		s := pl.stage(pl.Program.Lookup("sc"))
 		if s.Kind != Contraction || s.Mask == nil || len(s.Mask.Scalars) != 1 || s.Mask.Context != tt.context {
 			t.Fatalf("context %d: %s; want a contraction masked by one run-time scalar", tt.context, s)
 		}
@@ -176,8 +176,8 @@ func TestRuntimeMask(t *testing.T) {
 		if want := batch * (perRow - live); s.Skipped != want {
 			t.Errorf("context %d: %d tiles skipped, want %d (tiles of %d)", tt.context, s.Skipped, want, s.TileN)
 		}
-		if s.Skipped > 0 && (s.FLOPs >= s.unmasked || s.Bytes >= s.unmaskedBytes) {
-			t.Errorf("context %d: FLOPs %d and bytes %d not below the unmasked %d and %d", tt.context, s.FLOPs, s.Bytes, s.unmasked, s.unmaskedBytes)
+		if s.Skipped > 0 && (s.FLOPs >= s.UnmaskedFLOPs || s.Bytes >= s.UnmaskedBytes) {
+			t.Errorf("context %d: FLOPs %d and bytes %d not below the unmasked %d and %d", tt.context, s.FLOPs, s.Bytes, s.UnmaskedFLOPs, s.UnmaskedBytes)
 		}
 		// The inputs (the cache, mostly) move from DRAM in the share of the
 		// tiles that run; the scores are written whole.

@@ -52,6 +52,7 @@ import (
 	"strings"
 
 	"tec/analysis"
+	"tec/cost"
 	"tec/gpu"
 	"tec/te"
 )
@@ -139,7 +140,10 @@ type Plan struct {
 	Strategy  Strategy
 	Threads   int
 	Schedules map[*te.Tensor]*Schedule
-	Kernels   []*Kernel
+	// Prices are what each schedule costs (package cost), apart from
+	// the decisions.
+	Prices  map[*te.Tensor]*cost.Price
+	Kernels []*Kernel
 	// reuse is Options.Reuse: stages may read what their own block
 	// wrote after a block barrier (sameBlock, sameRows).
 	reuse bool
@@ -148,6 +152,11 @@ type Plan struct {
 	fits map[fitKey]fitResult
 	// reads caches readPoints's reads of each consumer likewise.
 	reads map[readKey]readSet
+}
+
+// stage returns compute tensor t's schedule and price.
+func (pl *Plan) stage(t *te.Tensor) stage {
+	return stage{pl.Schedules[t], pl.Prices[t]}
 }
 
 // Kernel is one subprogram: the stages that one persistent kernel computes.
@@ -252,16 +261,17 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 		opts.Scheduler = Analytic{}
 	}
 	p := a.Program
-	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}, reuse: opts.Reuse}
+	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}, Prices: map[*te.Tensor]*cost.Price{}, reuse: opts.Reuse}
 	var stages []*te.Tensor
 	for _, t := range p.Tensors {
 		if t.Kind != te.Compute {
 			continue
 		}
-		s, err := opts.Scheduler.Schedule(t, a.TE(t), g, opts.Threads)
+		sched, price, err := opts.Scheduler.Schedule(t, a.TE(t), g, opts.Threads)
 		if err != nil {
 			return nil, fmt.Errorf("partition: %w", err)
 		}
+		s := stage{sched, price}
 		if opts.Strategy == PerTE {
 			if !s.unfusedTensorCores(t, opts.Threads, g) {
 				s.Unfused(t.Bytes())
@@ -283,7 +293,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 			s.KMask.Context = opts.Context
 			s.priceKMask()
 		}
-		pl.Schedules[t] = s
+		pl.Schedules[t], pl.Prices[t] = s.Schedule, s.Price
 		stages = append(stages, t)
 	}
 	if len(stages) == 0 {
@@ -291,13 +301,13 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 	}
 	if opts.Reuse {
 		if opts.Strategy != PerTE {
-			alignRows(stages, pl.Schedules, g) // blocklocal.go
+			alignRows(stages, pl, g) // blocklocal.go
 		}
 		for _, t := range stages {
-			rows(t, pl.Schedules, g)
+			rows(t, pl, g)
 		}
 		if opts.Strategy != PerTE {
-			rowsForReaders(stages, pl.Schedules, g) // blocklocal.go
+			rowsForReaders(stages, pl, g) // blocklocal.go
 		}
 	}
 	c := newCoster(pl, stages, opts)
@@ -344,7 +354,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 // prices the split's chunks on more SMs, plus its two grid syncs, below a
 // block per output (an RMSNorm's 2048 elements of one row take less than
 // the syncs would: see stageTime).
-func split(t *te.Tensor, s *Schedule, g gpu.Model) {
+func split(t *te.Tensor, s stage, g gpu.Model) {
 	if s.Kind != RowReduce {
 		return
 	}
@@ -372,8 +382,9 @@ func split(t *te.Tensor, s *Schedule, g gpu.Model) {
 // rows makes an element-wise stage t a Rows stage when it reads a row
 // reduction (or a Rows stage) at its own leading axes, those axes have at
 // least as many points as the GPU has SMs, and the rest at least 32.
-func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
-	s := scheds[t]
+func rows(t *te.Tensor, pl *Plan, g gpu.Model) {
+	scheds := pl.Schedules
+	s := pl.stage(t)
 	if s.Kind != Elementwise {
 		return
 	}
@@ -399,7 +410,7 @@ func rows(t *te.Tensor, scheds map[*te.Tensor]*Schedule, g gpu.Model) {
 // the GPU has SMs, costs less as a Rows stage (on r blocks, as stageTime
 // prices it) than the grid sync it saves: the normalisation of an RMSNorm
 // over the one row of a decode step.
-func fewRowsPay(s *Schedule, r int, g gpu.Model) bool {
+func fewRowsPay(s stage, r int, g gpu.Model) bool {
 	return float64(s.Bytes)/g.DRAMBandwidth*float64(g.SMs)/float64(r) < g.GridSyncCost
 }
 

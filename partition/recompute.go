@@ -83,7 +83,7 @@ func nestedInvariant(r *te.Reduce) bool {
 // arithmetic), not once per product as the general count has it, and
 // the reductions nested in x are computed once per tile and row
 // (HoistedReductions) and kept in shared memory.
-func (s *Schedule) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
+func (s stage) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
 	mv := s.MatVec
 	rows, wide := d.M, d.Y
 	if mv.Wide == 0 {
@@ -169,10 +169,10 @@ func RecomputePays(g gpu.Model, threads int, old, nu *te.Tensor, removed []*te.T
 
 // fusedSchedule returns t's schedule in a fused kernel, as Partition makes
 // it.
-func fusedSchedule(t *te.Tensor, g gpu.Model, threads int) (*Schedule, bool) {
-	s, err := Analytic{}.Schedule(t, nil, g, threads)
+func fusedSchedule(t *te.Tensor, g gpu.Model, threads int) (stage, bool) {
+	s, err := analytic(t, nil, g, threads)
 	if err != nil {
-		return nil, false
+		return stage{}, false
 	}
 	s.fusedTensorCores(t, threads, g)
 	return s, true
@@ -181,7 +181,7 @@ func fusedSchedule(t *te.Tensor, g gpu.Model, threads int) (*Schedule, bool) {
 // dramBytes returns what stage t moves from DRAM when the activations it
 // reads hit in L2: its output, and its wide factor's bytes if it is a
 // matrix-vector stage (the weights, read once); else all it requests.
-func dramBytes(t *te.Tensor, s *Schedule) int64 {
+func dramBytes(t *te.Tensor, s stage) int64 {
 	d, ok := ContractionDims(t)
 	if !ok || s.MatVec == nil {
 		return s.Bytes
@@ -195,7 +195,7 @@ func dramBytes(t *te.Tensor, s *Schedule) int64 {
 
 // stageAlone is stageTime for a stage at its own occupancy on the whole
 // GPU, moving dram bytes from DRAM.
-func stageAlone(g gpu.Model, s *Schedule, dram int64) float64 {
+func stageAlone(g gpu.Model, s stage, dram int64) float64 {
 	c := &coster{pl: &Plan{GPU: g}}
 	occ, _ := g.BlocksPerSM(s.Resources().Block())
 	return c.stageTime(s, dram, occ, g.SMs*max(occ, 1))

@@ -278,10 +278,10 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	missed := float64(keys-cache.Resident()) / float64(keys)
 
 	// Price the kernel with the resident schedules.
-	saved := map[*te.Tensor]Schedule{}
+	saved := map[*te.Tensor]stage{}
 	for i, st := range keep {
-		s := c.pl.Schedules[st.t]
-		saved[st.t] = *s
+		s := c.pl.stage(st.t)
+		saved[st.t] = s.clone()
 		rs := &Resident{MatVec: MatVec{Wide: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf}, Group: group}
 		for i := 0; i < len(st.family); i += group {
 			rs.Keys = append(rs.Keys, ids[strings.Join(st.family[i:i+group], "|")])
@@ -289,8 +289,8 @@ func (c *coster) resident(k *Kernel) *Kernel {
 		e := epis[i]
 		rs.Epilogue, rs.EpilogueGroup, rs.EpilogueAxes = e.stages, e.groups, e.axes
 		for _, u := range e.stages {
-			su := c.pl.Schedules[u]
-			saved[u] = *su
+			su := c.pl.stage(u)
+			saved[u] = su.clone()
 			su.EpilogueOf = st.t
 		}
 		s.Resident, s.MatVec = rs, nil
@@ -313,7 +313,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	nk := nc.kernel(0, len(k.Stages))
 	if nk.Cost.Total() > k.Cost.Total() || nk.BlocksPerSM == 0 {
 		for t, s := range saved {
-			*c.pl.Schedules[t] = s
+			c.pl.stage(t).set(s)
 		}
 		return k
 	}

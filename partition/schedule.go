@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"tec/analysis"
+	"tec/cost"
 	"tec/gpu"
 	"tec/te"
 )
@@ -96,10 +97,6 @@ type Schedule struct {
 	// LiveK of its K are priced as run (all of K unless Context is set).
 	KMask *Mask
 	LiveK int
-	// products are the operations of one output's reduction, and
-	// unmasked and unmaskedBytes the stage's FLOPs and Bytes when no tile
-	// is skipped.
-	products, unmasked, unmaskedBytes int64
 	// TensorCores marks a contraction computed with tensor-core MMAs of
 	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32), in
 	// a kernel of its own or a fused one, as backend/lower builds them.
@@ -113,24 +110,35 @@ type Schedule struct {
 	// f32 partials that a finishing pass, after a grid sync, adds in chunk
 	// order before the epilogue; 0 or 1 means none.
 	KSplit, KChunk int
+}
 
-	// FLOPs and Bytes estimate the stage's arithmetic and its global
-	// traffic (each tile's loads of the factors for a contraction); Foot is
-	// the distinct bytes it reads and writes, what it moves from DRAM when
-	// its re-reads hit in L2.
-	FLOPs int64
-	Bytes int64
-	Foot  int64
+// stage is a schedule that the planner is deciding and its price, which
+// change together: a tile's shape decides the bytes it loads. The plan
+// keeps them apart (Plan.Schedules, Plan.Prices).
+type stage struct {
+	*Schedule
+	*cost.Price
+}
+
+// clone returns a copy of s that shares nothing with it.
+func (s stage) clone() stage {
+	sc, pc := *s.Schedule, *s.Price
+	return stage{&sc, &pc}
+}
+
+// set makes s what o is.
+func (s stage) set(o stage) {
+	*s.Schedule, *s.Price = *o.Schedule, *o.Price
 }
 
 // tile sets a contraction's tile: a tm×tn grid of threads, each computing
 // rm×rn outputs; out is the size of the output in bytes.
-func (s *Schedule) tile(tm, tn, rm, rn int, out int64) {
+func (s stage) tile(tm, tn, rm, rn int, out int64) {
 	s.tileK(tm, tn, rm, rn, min(tileK, nextPow2(s.K)), out)
 }
 
 // tileK is tile with the factors staged tk of K at a time.
-func (s *Schedule) tileK(tm, tn, rm, rn, tk int, out int64) {
+func (s stage) tileK(tm, tn, rm, rn, tk int, out int64) {
 	s.RegM, s.RegN = rm, rn
 	s.TileM, s.TileN = tm*rm, tn*rn
 	s.TileK = tk
@@ -142,26 +150,26 @@ func (s *Schedule) tileK(tm, tn, rm, rn, tk int, out int64) {
 	s.RegsPerThread = 32 + rm*rn + rm + rn
 	// Each tile loads its rows of X and its columns of Y over all of K.
 	s.Bytes = 4*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + out
-	s.unmaskedBytes = s.Bytes
+	s.UnmaskedBytes = s.Bytes
 	s.priceMask()
 }
 
 // priceMask leaves the products and factor loads of the tiles its mask
 // skips out of a masked contraction's FLOPs and Bytes.
-func (s *Schedule) priceMask() {
+func (s stage) priceMask() {
 	if s.Mask == nil {
 		return
 	}
 	tiles, points, factors := s.skipped()
 	s.Skipped = int(tiles)
-	s.FLOPs = s.unmasked - points*s.products
-	s.Bytes = s.unmaskedBytes - 4*factors
+	s.FLOPs = s.UnmaskedFLOPs - points*s.Products
+	s.Bytes = s.UnmaskedBytes - 4*factors
 }
 
 // priceKMask leaves the products and factor loads of the k its k mask
 // skips, at its Context, out of a matrix-vector contraction's FLOPs and
 // Bytes.
-func (s *Schedule) priceKMask() {
+func (s stage) priceKMask() {
 	if s.KMask == nil || s.K == 0 {
 		return
 	}
@@ -193,7 +201,7 @@ func (s *Schedule) runShare() (num, den int64) {
 // one per thread, halved along its longer side until it has at most the
 // schedule's threads (the plan's block, within the GPU's limit). Other
 // kinds are left alone.
-func (s *Schedule) Unfused(out int64) {
+func (s stage) Unfused(out int64) {
 	if s.Kind != Contraction {
 		return
 	}
@@ -322,7 +330,7 @@ func (s *Schedule) String() string {
 // Scheduler chooses the schedule of one compute tensor. It is the place
 // where a tuner plugs in; Analytic is the default.
 type Scheduler interface {
-	Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, error)
+	Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, *cost.Price, error)
 }
 
 // Analytic chooses schedules without search: contraction tiles whose
@@ -338,27 +346,33 @@ const (
 )
 
 // Schedule implements Scheduler.
-func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, error) {
+func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, *cost.Price, error) {
+	s, err := analytic(t, x, g, threads)
+	return s.Schedule, s.Price, err
+}
+
+// analytic is Analytic's Schedule.
+func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, error) {
 	if t.Kind != te.Compute || t.Body == nil {
-		return nil, fmt.Errorf("schedule %s: not a compute tensor", t.Name)
+		return stage{}, fmt.Errorf("schedule %s: not a compute tensor", t.Name)
 	}
 	n := t.NumElements()
-	s := &Schedule{Threads: threads, RegsPerThread: 32}
+	s := stage{&Schedule{Threads: threads, RegsPerThread: 32}, &cost.Price{}}
 	if x != nil {
 		s.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
 	}
 	s.Bytes = requestBytes(t)
 	s.FLOPs = int64(n) * opsOf(t.Body, map[*te.Reduce]bool{})
 	if d, ok := ContractionDims(t); ok {
-		base := *s
+		base := s.clone()
 		s.Kind = Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
 		if d.Masked {
 			// Tiled, its mask in the epilogue; matrix-vector tiles do
 			// not skip.
 			s.Mask = MaskOf(d)
-			s.products = opsOf(d.Reduce, map[*te.Reduce]bool{})
-			s.unmasked = s.FLOPs
+			s.Products = opsOf(d.Reduce, map[*te.Reduce]bool{})
+			s.UnmaskedFLOPs = s.FLOPs
 		} else if s.matVec(d, g, t.Bytes()) {
 			narrow := d.X
 			if s.MatVec.Wide == 0 {
@@ -379,7 +393,7 @@ func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int)
 		// row only by matrix-vector tiles (recompute.go); backend/lower
 		// computes any other such contraction a block per output, and
 		// its schedule is that one's, shared memory and all.
-		*s = base
+		s.set(base)
 	}
 	reds := TopReduces(t.Body)
 	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin {
@@ -494,7 +508,7 @@ const (
 // single thread (a matrix-vector product), grows along it at all: the
 // other factor is not re-read, and the larger tile would only cost shared
 // memory. out is the size of the output in bytes.
-func (s *Schedule) regTile(tm, tn int, g gpu.Model, out int64) {
+func (s stage) regTile(tm, tn int, g gpu.Model, out int64) {
 	options := func(n, t, u int) []int {
 		rs := []int{1}
 		pad := func(r int) int { return ceilDiv(n, r*t) * r * t }
@@ -525,7 +539,7 @@ func (s *Schedule) regTile(tm, tn int, g gpu.Model, out int64) {
 // staged at once (TileK) down to 1, so that the staged factors take less
 // shared memory. The block keeps its threads. out is the size of the
 // output in bytes.
-func (s *Schedule) shrink(g gpu.Model, out int64) bool {
+func (s stage) shrink(g gpu.Model, out int64) bool {
 	if s.Kind != Contraction || s.MatVec != nil || s.Resident != nil || s.TensorCores || s.RegM < 1 || s.RegN < 1 {
 		return false
 	}
@@ -606,7 +620,7 @@ const (
 // shared memory. It takes the widest tile (a power of two that divides the
 // columns, up to matVecMaxTileF) that still gives every SM a tile, or one
 // column per tile. out is the size of the output in bytes.
-func (s *Schedule) matVec(d Dims, g gpu.Model, out int64) bool {
+func (s stage) matVec(d Dims, g gpu.Model, out int64) bool {
 	mv := &MatVec{Wide: 1}
 	rows, cols := d.M, d.N
 	if d.N < d.M {
@@ -647,7 +661,7 @@ func (s *Schedule) matVec(d Dims, g gpu.Model, out int64) bool {
 // thread has k to sum, and the rows fit in shared memory (in chunks of K
 // if need be, beside the partials in g's shared memory per block). out is
 // the size of the output in bytes.
-func (s *Schedule) setMatVec(d Dims, mv *MatVec, g gpu.Model, out int64) bool {
+func (s stage) setMatVec(d Dims, mv *MatVec, g gpu.Model, out int64) bool {
 	rows, cols := d.M, d.N
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M

@@ -191,7 +191,7 @@ const tensorCoreSync = 0.5
 // its own with blocks of at most threads threads, the tensor-core one
 // that backend/lower.Unfused builds where it applies (TensorCoreBlock),
 // and reports whether it did.
-func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
+func (s stage) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	if threads < TensorCoreWarps*32 || s.Kind != Contraction {
 		return false
 	}
@@ -199,9 +199,9 @@ func (s *Schedule) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bo
 	if !ok {
 		return false
 	}
-	simt := *s
-	if !s.tensorCores(t, d, TensorCoreBlock(d.M, d.N)) || !fits(s, g) {
-		*s = simt
+	simt := s.clone()
+	if !s.tensorCores(t, d, TensorCoreBlock(d.M, d.N)) || !fits(s.Schedule, g) {
+		s.set(simt)
 		return false
 	}
 	return true
@@ -223,7 +223,7 @@ func fits(s *Schedule, g gpu.Model) bool {
 // keep busy), where it applies and is faster than the SIMT tile, and
 // reports whether it did. A matrix-vector schedule (a factor of at most
 // eight rows, too few for an MMA's sixteen) is kept.
-func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
+func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	if s.Kind != Contraction || s.MatVec != nil || threads%32 != 0 {
 		return false
 	}
@@ -231,25 +231,25 @@ func (s *Schedule) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool
 	if !ok {
 		return false
 	}
-	simt := *s
-	best, bestTime := *s, soloTime(s, g)
+	simt := s.clone()
+	best, bestTime := s.clone(), soloTime(s, g)
 	for _, b := range TensorCoreBlocks(d.M, d.N, threads/32) {
-		*s = simt
+		s.set(simt)
 		if !s.tensorCores(t, d, b) {
 			break
 		}
-		if !fits(s, g) {
+		if !fits(s.Schedule, g) {
 			continue
 		}
-		whole := *s
+		whole := s.clone()
 		for split := 1; split == 1 || s.splitK(split, g); split *= 2 {
 			if tt := soloTime(s, g); tt < bestTime {
-				best, bestTime = *s, tt
+				best, bestTime = s.clone(), tt
 			}
-			*s = whole
+			s.set(whole)
 		}
 	}
-	*s = best
+	s.set(best)
 	return s.TensorCores
 }
 
@@ -265,7 +265,7 @@ func (s *Schedule) InnerSync() bool { return s.Kind == SplitReduce || s.KSplit >
 // did.
 // A masked contraction (dead tiles write the select's other branch; a
 // mask on K prices a live share of it) is not split.
-func (s *Schedule) splitK(split int, g gpu.Model) bool {
+func (s stage) splitK(split int, g gpu.Model) bool {
 	if s.Mask != nil || s.KMask != nil || s.Tiles*split/2 >= g.SMs {
 		return false
 	}
@@ -311,7 +311,7 @@ func (s *Schedule) TCBlock() TCBlock {
 // resident: its FLOPs at the fraction of the peak its tiles reach, or its
 // tiles' loads through L2, whichever is longer, stretched where it has
 // fewer tiles than g has SMs.
-func soloTime(s *Schedule, g gpu.Model) float64 {
+func soloTime(s stage, g gpu.Model) float64 {
 	peak := g.FP32Peak
 	if s.TensorCores {
 		peak = tensorPeak(g, s.TensorIn)
@@ -330,7 +330,7 @@ func soloTime(s *Schedule, g gpu.Model) float64 {
 // tensor-core one of block b, where t's operands and extents allow it,
 // and reports whether it did. A masked contraction skips the tiles its
 // mask removes (Schedule.Mask), priced as the SIMT tiles are.
-func (s *Schedule) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
+func (s stage) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	in, ok := TensorCoreType(d.X, d.Y)
 	if !ok || !TensorCoreFits(in, d.M, d.N, d.K) {
 		return false
@@ -365,7 +365,7 @@ func (s *Schedule) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	if s.Mask != nil {
 		tiles, points, factors := s.skipped()
 		s.Skipped = int(tiles)
-		s.FLOPs = s.unmasked - points*s.products
+		s.FLOPs = s.UnmaskedFLOPs - points*s.Products
 		s.Bytes -= int64(size) * factors
 	}
 	return true

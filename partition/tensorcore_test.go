@@ -151,7 +151,7 @@ func TestSplitK(t *testing.T) {
 	}{{384, true}, {4096, false}} {
 		p := matmul(tc.m, 3072, 768)
 		pl := plan(t, p, "a100", Options{Split: true, Reuse: true, Threads: 256})
-		s := pl.Schedules[p.Outputs[0]]
+		s := pl.stage(p.Outputs[0])
 		if !s.TensorCores || (s.KSplit > 1) != tc.split || s.InnerSync() != tc.split {
 			t.Fatalf("%d rows: schedule %s, want tensor cores, split K %v", tc.m, s, tc.split)
 		}
@@ -161,10 +161,10 @@ func TestSplitK(t *testing.T) {
 		if s.KSplit*s.KChunk != s.K || s.KChunk%TensorCoreTileK != 0 {
 			t.Errorf("K %d split as %d × %d", s.K, s.KSplit, s.KChunk)
 		}
-		whole := *s
+		whole := s.clone()
 		whole.Tiles /= s.KSplit
 		whole.KSplit, whole.KChunk = 0, 0
-		if split, unsplit := soloTime(s, g), soloTime(&whole, g); split >= unsplit {
+		if split, unsplit := soloTime(s, g), soloTime(whole, g); split >= unsplit {
 			t.Errorf("split over %d blocks predicted %.3g s, unsplit %.3g s", s.KSplit, split, unsplit)
 		}
 	}
