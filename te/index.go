@@ -610,8 +610,8 @@ func FloorDiv(a, b int) int { return floorDiv(a, b) }
 // FloorMod returns a - b·floor(a / b) for b != 0.
 func FloorMod(a, b int) int { return floorMod(a, b) }
 
-// CeilDiv returns ceil(a / b) for b > 0: the number of blocks of b that
-// cover a items, for a >= 0.
+// CeilDiv returns ceil(a / b) for b > 0: for a >= 0, the number of blocks
+// of b items that cover a items.
 func CeilDiv(a, b int) int { return -floorDiv(-a, b) }
 
 // NextPow2 returns the least power of two not below n (1 for n <= 1).

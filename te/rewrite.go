@@ -16,7 +16,7 @@ func Map(e Expr, f func(Expr) Expr) Expr {
 		if y, ok := done[e]; ok {
 			return y
 		}
-		y := f(mapChildren(e, visit))
+		y := f(MapChildren(e, visit))
 		done[e] = y
 		return y
 	}
@@ -36,14 +36,17 @@ func Replace(e Expr, with func(Expr) Expr) Expr {
 		if y := with(e); y != nil {
 			return y
 		}
-		return mapChildren(e, visit)
+		return MapChildren(e, visit)
 	}
 	return visit(e)
 }
 
-// mapChildren returns e with each child x replaced by f(x), or e itself
-// if no child changes.
-func mapChildren(e Expr, f func(Expr) Expr) Expr {
+// MapChildren returns e with each child x replaced by f(x), or e itself
+// if no child changes: the one step of Map and Replace, for a rewriter
+// that needs more than they give (the original node, a memo of its own).
+// The run-time indexes of a gather are a load's children, a reduction's
+// body is its child, and its axes are kept.
+func MapChildren(e Expr, f func(Expr) Expr) Expr {
 	switch e := e.(type) {
 	case *Load:
 		if len(e.Gather) == 0 {

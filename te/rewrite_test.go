@@ -243,3 +243,36 @@ func TestCeilDivNextPow2(t *testing.T) {
 		}
 	}
 }
+
+// TestMapChildren checks that MapChildren replaces the children of each
+// kind of node, one level deep, and keeps a node none of whose children
+// change.
+func TestMapChildren(t *testing.T) {
+	f := newRewriteFixture()
+	one := func(e Expr) Expr {
+		if _, ok := e.(*Load); ok {
+			return cf(1)
+		}
+		return e
+	}
+	gather := &Load{Tensor: f.y, Index: []Index{Const(0)}, Gather: []Expr{ld(f.ids, f.i)}}
+	tests := []struct {
+		e    Expr
+		want string
+	}{
+		{f.shared, "exp(1.0)"},
+		{bin(Add, ld(f.x, f.i), un(Neg, ld(f.y, f.i))), "1.0 + -y[i]"},
+		{sel(bin(Lt, ix(f.i), ci(2)), ld(f.x, f.i), cf(0)), "select(i < 2, 1.0, 0.0)"},
+		{&Cast{To: BF16, X: ld(f.x, f.i)}, "bf16(1.0)"},
+		{sum1(4, func(k Index) Expr { return ld(f.x, k) }), "sum(1.0, axis=[k:4])"},
+		{gather, "y[1.0]"},
+	}
+	for _, tt := range tests {
+		if got := FormatExpr(MapChildren(tt.e, one)); got != tt.want {
+			t.Errorf("MapChildren(%s) = %s, want %s", FormatExpr(tt.e), got, tt.want)
+		}
+	}
+	if e := bin(Add, cf(1), ix(f.i)); MapChildren(e, one) != e {
+		t.Errorf("MapChildren rebuilt %s, whose children do not change", FormatExpr(e))
+	}
+}
