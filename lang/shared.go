@@ -121,7 +121,7 @@ func (c *checker) bindShared(file string, span syntax.Span, body te.Expr) te.Exp
 		if r, ok := done[e]; ok {
 			return r
 		}
-		r := mapChildren(e, rebuild)
+		r := te.MapChildren(e, rebuild)
 		if site, ok := c.bindOnce[e]; ok {
 			if l := c.hoist(file, span, r, site); l != nil {
 				r = l
@@ -222,50 +222,6 @@ next:
 	return &te.Select{Cond: cond, Then: e, Else: &te.ConstExpr{Value: 0, DType: dt}}
 }
 
-// mapChildren returns e with each child x replaced by f(x), or e itself if
-// no child changes.
-func mapChildren(e te.Expr, f func(te.Expr) te.Expr) te.Expr {
-	switch e := e.(type) {
-	case *te.Load:
-		if len(e.Gather) == 0 {
-			return e
-		}
-		g := make([]te.Expr, len(e.Gather))
-		changed := false
-		for d, x := range e.Gather {
-			if x != nil {
-				g[d] = f(x)
-				changed = changed || g[d] != x
-			}
-		}
-		if !changed {
-			return e
-		}
-		return &te.Load{Tensor: e.Tensor, Index: e.Index, Gather: g}
-	case *te.Unary:
-		if x := f(e.X); x != e.X {
-			return &te.Unary{Op: e.Op, X: x}
-		}
-	case *te.Binary:
-		if x, y := f(e.X), f(e.Y); x != e.X || y != e.Y {
-			return &te.Binary{Op: e.Op, X: x, Y: y}
-		}
-	case *te.Select:
-		if c, a, b := f(e.Cond), f(e.Then), f(e.Else); c != e.Cond || a != e.Then || b != e.Else {
-			return &te.Select{Cond: c, Then: a, Else: b}
-		}
-	case *te.Cast:
-		if x := f(e.X); x != e.X {
-			return &te.Cast{To: e.To, X: x}
-		}
-	case *te.Reduce:
-		if b := f(e.Body); b != e.Body {
-			return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: b}
-		}
-	}
-	return e
-}
-
 // walkDAG calls f once for every distinct node of e, parents first, in
 // the order of a depth-first walk. The walk keeps its own stack, not Go's:
 // a sum of millions of terms is a tree that deep.
@@ -282,7 +238,7 @@ func walkDAG(e te.Expr, f func(te.Expr)) {
 		seen[e] = true
 		f(e)
 		children = children[:0]
-		mapChildren(e, func(x te.Expr) te.Expr {
+		te.MapChildren(e, func(x te.Expr) te.Expr {
 			children = append(children, x)
 			return x
 		})
@@ -339,7 +295,7 @@ func loadsInBounds(e te.Expr) bool {
 }
 
 // substituteVars returns e with the variables of sub replaced in every
-// index, keeping shared nodes shared.
+// index, keeping shared nodes shared (te.Map).
 func substituteVars(e te.Expr, sub map[*te.Var]te.Index) te.Expr {
 	subst := func(ix te.Index) te.Index {
 		return ix.Substitute(func(v *te.Var) (te.Index, bool) {
@@ -347,38 +303,19 @@ func substituteVars(e te.Expr, sub map[*te.Var]te.Index) te.Expr {
 			return r, ok
 		})
 	}
-	done := map[te.Expr]te.Expr{}
-	var rebuild func(e te.Expr) te.Expr
-	rebuild = func(e te.Expr) te.Expr {
-		if r, ok := done[e]; ok {
-			return r
-		}
-		var r te.Expr
-		switch x := e.(type) {
+	return te.Map(e, func(x te.Expr) te.Expr {
+		switch x := x.(type) {
 		case *te.Load:
 			ix := make([]te.Index, len(x.Index))
 			for d, i := range x.Index {
 				ix[d] = subst(i)
 			}
-			l := &te.Load{Tensor: x.Tensor, Index: ix}
-			if len(x.Gather) > 0 {
-				l.Gather = make([]te.Expr, len(x.Gather))
-				for d, g := range x.Gather {
-					if g != nil {
-						l.Gather[d] = rebuild(g)
-					}
-				}
-			}
-			r = l
+			return &te.Load{Tensor: x.Tensor, Index: ix, Gather: x.Gather}
 		case *te.IndexExpr:
-			r = &te.IndexExpr{Index: subst(x.Index)}
-		default:
-			r = mapChildren(e, rebuild)
+			return &te.IndexExpr{Index: subst(x.Index)}
 		}
-		done[e] = r
-		return r
-	}
-	return rebuild(e)
+		return x
+	})
 }
 
 // dagType returns te.TypeOf(e), typing each distinct node once.

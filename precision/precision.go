@@ -103,7 +103,7 @@ func Apply(p *te.Program, m Mode) *te.Program {
 	for _, t := range p.Outputs {
 		outputs[t] = true
 	}
-	r := &rewriter{mode: m, nu: map[*te.Tensor]*te.Tensor{}, done: map[te.Expr]te.Expr{}}
+	r := &rewriter{mode: m, nu: map[*te.Tensor]*te.Tensor{}}
 	stats := map[*te.Tensor]bool{}
 	q := &te.Program{Name: p.Name}
 	for _, t := range p.Tensors {
@@ -260,49 +260,35 @@ func sameExpr(a, b te.Expr) bool {
 // rewriter copies bodies into the new program: loads read the new tensors
 // and the factors of contractions are rounded to the mode's precision. A
 // body is a DAG: an inlined function that uses its argument twice (gelu of
-// a sum) shares the argument's node, and the copy shares it too (done),
+// a sum) shares the argument's node, and the copy shares it too (te.Map),
 // so that a shared reduction stays one reduction binding its axes once.
 type rewriter struct {
 	mode Mode
 	nu   map[*te.Tensor]*te.Tensor
-	done map[te.Expr]te.Expr
 }
 
+// expr returns the copy of e.
 func (r *rewriter) expr(e te.Expr) te.Expr {
-	if c, ok := r.done[e]; ok {
-		return c
-	}
-	c := r.copyExpr(e)
-	r.done[e] = c
-	return c
+	return te.Map(e, r.node)
 }
 
-func (r *rewriter) copyExpr(e te.Expr) te.Expr {
+// node returns the copy of e, a node whose operands are copied already.
+func (r *rewriter) node(e te.Expr) te.Expr {
 	switch e := e.(type) {
-	case *te.ConstExpr, *te.IndexExpr:
-		return e
 	case *te.Load:
-		return &te.Load{Tensor: r.nu[e.Tensor], Index: e.Index, Gather: r.gather(e.Gather)}
-	case *te.Unary:
-		return &te.Unary{Op: e.Op, X: r.expr(e.X)}
-	case *te.Binary:
-		return &te.Binary{Op: e.Op, X: r.expr(e.X), Y: r.expr(e.Y)}
-	case *te.Select:
-		return &te.Select{Cond: r.expr(e.Cond), Then: r.expr(e.Then), Else: r.expr(e.Else)}
-	case *te.Cast:
-		return &te.Cast{To: e.To, X: r.expr(e.X)}
+		return &te.Load{Tensor: r.nu[e.Tensor], Index: e.Index, Gather: e.Gather}
 	case *te.Reduce:
-		if isContraction(e) {
-			mul := product(e.Body)
-			var body te.Expr = &te.Binary{Op: te.Mul, X: r.operand(mul.X), Y: r.operand(mul.Y)}
-			if s, ok := e.Body.(*te.Select); ok {
-				body = &te.Select{Cond: r.expr(s.Cond), Then: body, Else: s.Else}
-			}
-			return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: body}
+		if !isContraction(e) {
+			return e
 		}
-		return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: r.expr(e.Body)}
+		mul := product(e.Body)
+		var body te.Expr = &te.Binary{Op: te.Mul, X: r.operand(mul.X), Y: r.operand(mul.Y)}
+		if s, ok := e.Body.(*te.Select); ok {
+			body = &te.Select{Cond: s.Cond, Then: body, Else: s.Else}
+		}
+		return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: body}
 	}
-	panic(fmt.Sprintf("precision: unknown expression %T", e))
+	return e
 }
 
 // gather rewrites the run-time indexes of a gather (nil for a plain load).
@@ -319,10 +305,9 @@ func (r *rewriter) gather(g []te.Expr) []te.Expr {
 	return out
 }
 
-// operand returns the rewritten factor e of a contraction, rounded to the
+// operand returns x, the copy of a factor of a contraction, rounded to the
 // precision its products are taken in unless it has that precision already.
-func (r *rewriter) operand(e te.Expr) te.Expr {
-	x := r.expr(e)
+func (r *rewriter) operand(x te.Expr) te.Expr {
 	if h, ok := r.mode.Half(); ok {
 		if precisionOf(x) == h {
 			return x

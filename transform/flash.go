@@ -307,7 +307,7 @@ func (s *SoftmaxSite) Subprogram() *te.Program {
 	}
 	for _, t := range slices.Clone(own) {
 		for _, u := range te.Inputs(t.Body) {
-			if !seen[u] && u.Kind == te.Compute && u.Update == nil && !hasReduce(u.Body) {
+			if !seen[u] && u.Kind == te.Compute && u.Update == nil && !te.HasReduce(u.Body) {
 				seen[u] = true
 				own = append(own, u)
 			}

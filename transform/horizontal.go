@@ -308,7 +308,7 @@ func isSumOfProducts(e te.Expr) bool {
 		return false
 	}
 	m, ok := r.Body.(*te.Binary)
-	return ok && m.Op == te.Mul && !hasReduce(m)
+	return ok && m.Op == te.Mul && !te.HasReduce(m)
 }
 
 // singleTopSum returns the only reduction of e if there is exactly one and
@@ -321,7 +321,7 @@ func singleTopSum(e te.Expr) te.Expr {
 			rs = append(rs, x)
 			return false
 		case *te.Select:
-			if hasReduce(x) {
+			if te.HasReduce(x) {
 				rs = append(rs, nil, nil)
 			}
 			return false
@@ -336,20 +336,12 @@ func singleTopSum(e te.Expr) te.Expr {
 
 // replaceExpr returns e with the node old replaced by new (by identity).
 func replaceExpr(e, old, new te.Expr) te.Expr {
-	if e == old {
-		return new
-	}
-	switch x := e.(type) {
-	case *te.Unary:
-		return &te.Unary{Op: x.Op, X: replaceExpr(x.X, old, new)}
-	case *te.Binary:
-		return &te.Binary{Op: x.Op, X: replaceExpr(x.X, old, new), Y: replaceExpr(x.Y, old, new)}
-	case *te.Select:
-		return &te.Select{Cond: replaceExpr(x.Cond, old, new), Then: replaceExpr(x.Then, old, new), Else: replaceExpr(x.Else, old, new)}
-	case *te.Cast:
-		return &te.Cast{To: x.To, X: replaceExpr(x.X, old, new)}
-	}
-	return e
+	return te.Replace(e, func(x te.Expr) te.Expr {
+		if x == old {
+			return new
+		}
+		return nil
+	})
 }
 
 // compatible reports whether t and u can be concatenated on some axis:

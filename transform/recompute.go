@@ -64,10 +64,10 @@ func Recompute(p *te.Program, pays RecomputePays) (*te.Program, error) {
 			continue
 		}
 		u := t
-		if body := relink(t.Body, pointAt(nu), map[te.Expr]te.Expr{}); body != t.Body {
+		if body := relink(t.Body, pointAt(nu)); body != t.Body {
 			u = copyTensor(t, body)
 		}
-		if hasReduce(t.Body) {
+		if te.HasReduce(t.Body) {
 			if v, removed := recomputed(t, u, nu, only); v != nil && pays(u, v, removed) {
 				u = v
 			}
@@ -127,7 +127,7 @@ func recomputed(t, u *te.Tensor, nu map[*te.Tensor]*te.Tensor, only func(x, r *t
 	}
 	// The substituted bodies load the original tensors: point them, and
 	// t's other loads, at the rewritten ones.
-	body := relink(relink(t.Body, inline, map[te.Expr]te.Expr{}), pointAt(nu), map[te.Expr]te.Expr{})
+	body := relink(relink(t.Body, inline), pointAt(nu))
 	return copyTensor(u, te.FoldSelects(body)), removed
 }
 
@@ -135,7 +135,7 @@ func recomputed(t, u *te.Tensor, nu map[*te.Tensor]*te.Tensor, only func(x, r *t
 // recomputeMaxRows elements) inlined, if x itself has no reduction and
 // is the only reader of each; and those reductions.
 func elementwise(x *te.Tensor, only func(x, r *te.Tensor) bool) (te.Expr, []*te.Tensor, bool) {
-	if hasReduce(x.Body) {
+	if te.HasReduce(x.Body) {
 		return nil, nil, false
 	}
 	var rs []*te.Tensor
@@ -160,7 +160,7 @@ func elementwise(x *te.Tensor, only func(x, r *te.Tensor) bool) (te.Expr, []*te.
 // small reports whether x is a reduction of at most recomputeMaxRows
 // elements, which a consumer's tile recomputes whole.
 func small(x *te.Tensor) bool {
-	return x.Kind == te.Compute && hasReduce(x.Body) && x.NumElements() <= recomputeMaxRows
+	return x.Kind == te.Compute && te.HasReduce(x.Body) && x.NumElements() <= recomputeMaxRows
 }
 
 // substitute returns producer v's body (or body, a rewriting of it over
@@ -208,62 +208,16 @@ func dedupe(ts []*te.Tensor) []*te.Tensor {
 // gathered indexes relinked first), or kept where load returns nil. Nodes
 // that nothing under them changes are kept, and a node that occurs more
 // than once in e (a reduction the vertical transform shares among its
-// readers) is rewritten once, so that it stays one node: memo holds the
-// nodes done.
-func relink(e te.Expr, load func(*te.Load) te.Expr, memo map[te.Expr]te.Expr) te.Expr {
-	if y, ok := memo[e]; ok {
-		return y
-	}
-	y := relinked(e, load, memo)
-	memo[e] = y
-	return y
-}
-
-func relinked(e te.Expr, load func(*te.Load) te.Expr, memo map[te.Expr]te.Expr) te.Expr {
-	switch e := e.(type) {
-	case *te.Load:
-		l := e
-		if e.Gather != nil {
-			gs := make([]te.Expr, len(e.Gather))
-			changed := false
-			for d, g := range e.Gather {
-				if g != nil {
-					gs[d] = relink(g, load, memo)
-					changed = changed || gs[d] != g
-				}
-			}
-			if changed {
-				l = &te.Load{Tensor: e.Tensor, Index: e.Index, Gather: gs}
+// readers) is rewritten once, so that it stays one node (te.Map).
+func relink(e te.Expr, load func(*te.Load) te.Expr) te.Expr {
+	return te.Map(e, func(x te.Expr) te.Expr {
+		if l, ok := x.(*te.Load); ok {
+			if y := load(l); y != nil {
+				return y
 			}
 		}
-		if y := load(l); y != nil {
-			return y
-		}
-		return l
-	case *te.Unary:
-		if x := relink(e.X, load, memo); x != e.X {
-			return &te.Unary{Op: e.Op, X: x}
-		}
-	case *te.Binary:
-		x, y := relink(e.X, load, memo), relink(e.Y, load, memo)
-		if x != e.X || y != e.Y {
-			return &te.Binary{Op: e.Op, X: x, Y: y}
-		}
-	case *te.Select:
-		c, t, f := relink(e.Cond, load, memo), relink(e.Then, load, memo), relink(e.Else, load, memo)
-		if c != e.Cond || t != e.Then || f != e.Else {
-			return &te.Select{Cond: c, Then: t, Else: f}
-		}
-	case *te.Cast:
-		if x := relink(e.X, load, memo); x != e.X {
-			return &te.Cast{To: e.To, X: x}
-		}
-	case *te.Reduce:
-		if b := relink(e.Body, load, memo); b != e.Body {
-			return &te.Reduce{Op: e.Op, Axes: e.Axes, Body: b}
-		}
-	}
-	return e
+		return x
+	})
 }
 
 // inBoundsEverywhere reports whether body, substituted for each load of x

@@ -1,13 +1,9 @@
 package transform
 
-import (
-	"fmt"
+import "tec/te"
 
-	"tec/te"
-)
-
-// subst returns a copy of e with every variable v that sub maps replaced by
-// sub[v], loads redirected by load, and the axes of reductions renamed to
+// A rewriter copies an expression (expr) with every variable v that sub
+// maps replaced by sub[v], loads redirected by load, and the axes of reductions renamed to
 // fresh variables (so that an expression copied into two places keeps its
 // reductions apart). load may return a replacement for a load whose indexes
 // have already been substituted, or nil to keep it.
@@ -29,10 +25,16 @@ func (r *rewriter) index(x te.Index) te.Index {
 	})
 }
 
+// expr returns the rewriting of e (te.Replace): index expressions, loads
+// and reductions are made anew, the other nodes rebuilt over them.
 func (r *rewriter) expr(e te.Expr) te.Expr {
+	return te.Replace(e, r.replace)
+}
+
+// replace returns the rewriting of e if e is an index expression, a load
+// or a reduction, else nil.
+func (r *rewriter) replace(e te.Expr) te.Expr {
 	switch e := e.(type) {
-	case *te.ConstExpr:
-		return e
 	case *te.IndexExpr:
 		return &te.IndexExpr{Index: r.index(e.Index)}
 	case *te.Load:
@@ -54,14 +56,6 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 			}
 		}
 		return l
-	case *te.Unary:
-		return &te.Unary{Op: e.Op, X: r.expr(e.X)}
-	case *te.Binary:
-		return &te.Binary{Op: e.Op, X: r.expr(e.X), Y: r.expr(e.Y)}
-	case *te.Select:
-		return &te.Select{Cond: r.expr(e.Cond), Then: r.expr(e.Then), Else: r.expr(e.Else)}
-	case *te.Cast:
-		return &te.Cast{To: e.To, X: r.expr(e.X)}
 	case *te.Reduce:
 		axes := make([]*te.Var, len(e.Axes))
 		saved := make([]te.Index, len(e.Axes))
@@ -86,7 +80,7 @@ func (r *rewriter) expr(e te.Expr) te.Expr {
 		}
 		return &te.Reduce{Op: e.Op, Axes: axes, Body: body}
 	}
-	panic(fmt.Sprintf("transform: unknown expression %T", e))
+	return nil
 }
 
 // size counts the nodes of e.
@@ -110,17 +104,6 @@ func ops(e te.Expr) int {
 		return true
 	})
 	return n
-}
-
-func hasReduce(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Reduce); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // rebuild returns the program of tensors ts (in a valid order after

@@ -86,9 +86,9 @@ func Vertical(p *te.Program) (*te.Program, error) {
 // tensors nu and, if inline is set, the inlinable producers substituted.
 func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tensor]bool, consumers map[*te.Tensor]int, inline bool) te.Expr {
 	epilogue := map[*te.Tensor]bool{}
-	if inline && !hasReduce(t.Body) {
+	if inline && !te.HasReduce(t.Body) {
 		for _, u := range te.Inputs(t.Body) {
-			if v := nu[u]; v != nil && v.Kind == te.Compute && hasReduce(v.Body) && !outputs[u] && consumers[u] == 1 && readOnceAtOwnIndex(t, u) {
+			if v := nu[u]; v != nil && v.Kind == te.Compute && te.HasReduce(v.Body) && !outputs[u] && consumers[u] == 1 && readOnceAtOwnIndex(t, u) {
 				epilogue[u] = true
 				break // one producer per consumer: its reduction stays the only one
 			}
@@ -104,7 +104,7 @@ func inlineInto(t *te.Tensor, nu map[*te.Tensor]*te.Tensor, outputs map[*te.Tens
 		}
 		// A gather's table is never inlined: its gathered axes would take
 		// run-time values, which an index cannot hold.
-		if inline && !l.IsGather() && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!hasReduce(v.Body) && ops(v.Body) <= limit(rereads(l, t.Axes, r.bound)))) {
+		if inline && !l.IsGather() && v.Kind == te.Compute && !outputs[old] && (epilogue[old] || (!te.HasReduce(v.Body) && ops(v.Body) <= limit(rereads(l, t.Axes, r.bound)))) {
 			if e, ok := shared[old]; ok {
 				return e
 			}
