@@ -133,7 +133,7 @@ func (a *argBlock) warps(g *gen, x argPair) kir.Expr {
 			&kir.Let{Var: w.v, Value: &kir.Select{Cond: mine, Then: kir.Ld(a.vals, tid), Else: &kir.Const{T: a.vt}}},
 			&kir.Let{Var: w.at, Value: &kir.Select{Cond: mine, Then: kir.Ld(a.idxs, tid), Else: kir.I(a.n)}},
 		}
-		second = append(second, a.butterfly(w, nextPow2(full))...)
+		second = append(second, a.butterfly(w, te.NextPow2(full))...)
 		second = append(second, &kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: a.store(kir.I(0), w)})
 		lane0 := kir.Eq(kir.Mod(tid, kir.I(kir.WarpSize)), kir.I(0))
 		warps := append(inWarps, &kir.If{Cond: lane0, Then: a.store(kir.Div(tid, kir.I(kir.WarpSize)), x)})

@@ -133,7 +133,7 @@ func (ck *counterKernel) replace(set []*te.Tensor, pk *partition.Kernel, pl *par
 		for _, d := range ds {
 			tiles := pl.Schedules[d.Producer].Tiles
 			group := max(d.Group, 1)
-			c, fresh := ck.counter(d.Producer, ceilDiv(tiles, group))
+			c, fresh := ck.counter(d.Producer, te.CeilDiv(tiles, group))
 			if fresh {
 				u := ck.tileForm(ck.body[stageIndex(ck.body, d.Producer.Name)].(*kir.Stage), d.ProducerChunks)
 				var index kir.Expr = u.tile
@@ -198,7 +198,7 @@ func (ck *counterKernel) tileForm(st *kir.Stage, chunks bool) tileWork {
 		&kir.If{Cond: kir.Lt(loop.Var, kir.I(hi)), Then: loop.Body},
 	}
 	guard := &kir.If{Cond: kir.Ge(tile, kir.I(0)), Then: work}
-	*loop = kir.For{Var: c, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(ceilDiv(hi, b)), Body: []kir.Stmt{
+	*loop = kir.For{Var: c, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(te.CeilDiv(hi, b)), Body: []kir.Stmt{
 		&kir.Let{Var: tile, Value: kir.Sub(c, kir.I(shift))},
 		guard,
 	}}

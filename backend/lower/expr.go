@@ -391,9 +391,8 @@ func (g *gen) zeroTest(r *te.Reduce) (test te.Expr, done func()) {
 		return nil, func() {}
 	}
 	var hoisted []*te.Var
-	var hoist func(c te.Expr) te.Expr
-	hoist = func(c te.Expr) te.Expr {
-		switch x := c.(type) {
+	test = te.Replace(c, func(x te.Expr) te.Expr {
+		switch x := x.(type) {
 		case *te.Load:
 			for _, ix := range x.Index {
 				for _, a := range r.Axes {
@@ -408,14 +407,11 @@ func (g *gen) zeroTest(r *te.Reduce) (test te.Expr, done func()) {
 			g.env[tv] = v
 			hoisted = append(hoisted, tv)
 			return &te.IndexExpr{Index: te.VarIndex(tv)}
-		case *te.Unary:
-			return &te.Unary{Op: x.Op, X: hoist(x.X)}
-		case *te.Binary:
-			return &te.Binary{Op: x.Op, X: hoist(x.X), Y: hoist(x.Y)}
+		case *te.Unary, *te.Binary:
+			return nil // rebuilt over their operands
 		}
-		return c
-	}
-	test = hoist(c)
+		return x
+	})
 	return test, func() {
 		for _, v := range hoisted {
 			delete(g.env, v)

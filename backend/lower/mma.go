@@ -101,7 +101,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	TM, TN, tk := blk.TM, blk.TN, partition.TensorCoreTileK
 	WM, WN := TM/blk.WGM, TN/blk.WGN
 	mt, nt := blk.WarpTile() // MMA tiles of a warp
-	mtiles, ntiles := ceilDiv(M, TM), ceilDiv(N, TN)
+	mtiles, ntiles := te.CeilDiv(M, TM), te.CeilDiv(N, TN)
 	slices, group := blk.KSlices(), blk.WGM*blk.WGN // warps of a k slice
 	k.Block = slices * group * kir.WarpSize
 	k.Grid = kir.Grid{Blocks: NB * mtiles * ntiles * split}

@@ -103,7 +103,7 @@ func TestFusedTensorCores(t *testing.T) {
 					}
 					if b := tc.force; b != nil && s.TensorCores {
 						s.TileM, s.TileN, s.WarpsM, s.WarpsN, s.KSlices = b.TM, b.TN, b.WGM, b.WGN, b.Slices
-						s.Tiles = s.Batch * ceilDiv(s.M, b.TM) * ceilDiv(s.N, b.TN)
+						s.Tiles = s.Batch * te.CeilDiv(s.M, b.TM) * te.CeilDiv(s.N, b.TN)
 					}
 				}
 			}
@@ -252,7 +252,7 @@ func TestSplitKTensorCores(t *testing.T) {
 					if s.TensorIn == te.F32 {
 						mk = 8
 					}
-					mmas += int64(s.Batch*ceilDiv(s.M, s.TileM)*ceilDiv(s.N, s.TileN)) * warps * int64(mt*nt) * int64(ceilDiv(s.K, 32)*32/mk/max(s.KSlices, 1))
+					mmas += int64(s.Batch*te.CeilDiv(s.M, s.TileM)*te.CeilDiv(s.N, s.TileN)) * warps * int64(mt*nt) * int64(te.CeilDiv(s.K, 32)*32/mk/max(s.KSlices, 1))
 				}
 			}
 			if split == 0 {

@@ -29,7 +29,7 @@ func (l *lowerer) updates() error {
 	for _, u := range us {
 		n = max(n, u.NumElements())
 	}
-	k := &kir.Kernel{Name: "update", Block: threads, Grid: kir.Grid{Blocks: max(1, ceilDiv(n, threads))}}
+	k := &kir.Kernel{Name: "update", Block: threads, Grid: kir.Grid{Blocks: max(1, te.CeilDiv(n, threads))}}
 	var stages []kir.Stmt
 	var names []string
 	for _, u := range us {
