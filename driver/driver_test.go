@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"tec/backend/cuda"
-	"tec/backend/target"
 	"tec/examples"
+	"tec/gpu"
 	"tec/lang"
 	"tec/lang/diag"
 	"tec/pipeline"
@@ -31,7 +31,7 @@ func compileExample(t *testing.T, name string, level int) *Compiled {
 
 func TestEmit(t *testing.T) {
 	c := compileExample(t, "softmax", pipeline.MaxLevel)
-	tg, err := target.Lookup(target.Default)
+	tg, err := gpu.LookupArch(gpu.DefaultArch())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestEmit(t *testing.T) {
 // emitters run on their own (which lay out and verify the module again).
 func TestEmitMatchesEmitters(t *testing.T) {
 	c := compileExample(t, "layernorm", 2)
-	tg, err := target.Lookup(target.Default)
+	tg, err := gpu.LookupArch(gpu.DefaultArch())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"tec/backend/cuda"
 	"tec/backend/llvm"
-	"tec/backend/target"
+	"tec/gpu"
 )
 
 // Outputs says what Emit makes of a compiled program.
@@ -37,7 +37,7 @@ func (e *PTXError) Unwrap() error { return e.Err }
 // Emit returns the files that out asks for, for target tg, in the order
 // MODEL.cu, MODEL.h, main.cu, MODEL.ll, MODEL.ptx. An error of llc is a
 // *PTXError.
-func Emit(ctx context.Context, c *Compiled, tg target.Target, out Outputs) ([]cuda.File, error) {
+func Emit(ctx context.Context, c *Compiled, tg gpu.Arch, out Outputs) ([]cuda.File, error) {
 	m := c.Module
 	var files []cuda.File
 	if out.CUDA || out.Runner || out.DumpCUDA {

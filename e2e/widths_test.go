@@ -7,7 +7,6 @@ import (
 
 	"tec/backend/cuda"
 	"tec/backend/llvm"
-	"tec/backend/target"
 	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
@@ -52,7 +51,7 @@ model m {
 }`, "tec_narrow("},
 	}
 	g, _ := gpu.Builtin("a100")
-	tg, err := target.Lookup("sm_80")
+	tg, err := gpu.LookupArch("sm_80")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ func Parse(data []byte) (Model, error) {
 	if err := g.Validate(); err != nil {
 		return Model{}, err
 	}
+	g.Arch, _ = g.NativeArch()
 	return g, nil
 }
 
@@ -45,11 +46,9 @@ func Parse(data []byte) (Model, error) {
 // given twice or is null, and every required field that is missing (see
 // Parse).
 func checkFields(data []byte) error {
-	t := reflect.TypeFor[Model]()
 	want := map[string]reflect.StructField{}
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		want[name] = t.Field(i)
+	for _, f := range fileFields() {
+		want[jsonName(f)] = f
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil { // the object's {, which Decode read
@@ -150,12 +149,29 @@ func position(data []byte, off int) (line, col int) {
 	return line, off - bytes.LastIndexByte(data[:off], '\n')
 }
 
-// jsonFields returns the JSON names of Model's fields.
+// fileFields returns the fields of Model that a GPU file gives, in order:
+// all but those whose JSON tag is "-".
+func fileFields() []reflect.StructField {
+	var fields []reflect.StructField
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Model]()) {
+		if jsonName(f) != "-" {
+			fields = append(fields, f)
+		}
+	}
+	return fields
+}
+
+// jsonName returns the JSON name of a field of Model.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// jsonFields returns the JSON names of the fields a GPU file gives.
 func jsonFields() []string {
-	t := reflect.TypeFor[Model]()
-	names := make([]string, t.NumField())
-	for i := range names {
-		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	var names []string
+	for _, f := range fileFields() {
+		names = append(names, jsonName(f))
 	}
 	return names
 }

@@ -49,6 +49,13 @@ type Model struct {
 	// MaxParamBytes bounds a kernel's parameters (each global buffer a
 	// kernel touches is an 8-byte pointer parameter); 0 means 4096.
 	MaxParamBytes int `json:"max_param_bytes,omitempty"`
+
+	// Arch is the architecture the build's code is compiled for: the
+	// model's native one (NativeArch) as Builtin, Lookup and Parse return
+	// it, or the one Resolve and WithArch set. Zero where the model gives
+	// no compute capability and none has been set. A GPU file does not
+	// give it (--target does).
+	Arch Arch `json:"-"`
 }
 
 // ParamLimit returns how many buffer parameters one kernel may take.
@@ -158,6 +165,7 @@ func Names() []string {
 // "h200", "small"; case does not matter).
 func Builtin(name string) (Model, bool) {
 	g, ok := builtins()[strings.ToLower(name)]
+	g.Arch, _ = g.NativeArch()
 	return g, ok
 }
 

@@ -31,7 +31,7 @@ import (
 	"tec/backend/internal/dedup"
 	"tec/backend/internal/ident"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -58,9 +58,10 @@ type Files struct {
 // All returns the files in the order source, header, runner.
 func (f *Files) All() []File { return []File{f.Source, f.Header, f.Runner} }
 
-// Emit returns the CUDA C++ of module m, which must verify, for target tg.
-// It fails if a kernel needs more shared memory per block than tg has.
-func Emit(m *kir.Module, tg target.Target) (*Files, error) {
+// Emit returns the CUDA C++ of module m, which must verify, for
+// architecture tg. It fails if a kernel needs more shared memory per block
+// than the module's GPU (m.GPU, or where that is nil, tg's model) gives one.
+func Emit(m *kir.Module, tg gpu.Arch) (*Files, error) {
 	return EmitWith(m, tg, Options{})
 }
 
@@ -76,7 +77,7 @@ type Options struct {
 }
 
 // EmitWith is Emit for a module of which opts says what is known.
-func EmitWith(m *kir.Module, tg target.Target, opts Options) (*Files, error) {
+func EmitWith(m *kir.Module, tg gpu.Arch, opts Options) (*Files, error) {
 	if !opts.Verified {
 		if err := kir.Verify(m); err != nil {
 			return nil, fmt.Errorf("cuda: %w", err)
@@ -94,10 +95,18 @@ func EmitWith(m *kir.Module, tg target.Target, opts Options) (*Files, error) {
 			return nil, fmt.Errorf("cuda: buffer %s has role output but is not among the module's outputs", b.Name)
 		}
 	}
+	g := m.GPU
+	if g == nil {
+		// A module lowered for no particular GPU: the blocks must fit the
+		// model the architecture stands for.
+		var err error
+		if g, err = gpu.Resolve("", tg.Name); err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+	}
 	for _, k := range m.Kernels {
-		if n := k.SharedBytes(); n > tg.MaxSharedPerBlock {
-			return nil, fmt.Errorf("cuda: kernel %s needs %d B of shared memory per block, more than the %d B a block may use on %s",
-				k.Name, n, tg.MaxSharedPerBlock, tg.Name)
+		if err := g.CheckShared(k.Name, k.SharedBytes()); err != nil {
+			return nil, fmt.Errorf("cuda: %w a block may use on %s", err, tg.Name)
 		}
 	}
 	n := newNames(m, opts.Layout)

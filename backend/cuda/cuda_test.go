@@ -17,7 +17,7 @@ import (
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
@@ -43,8 +43,8 @@ func sortedNames(ms map[string]*kir.Module) []string {
 	return names
 }
 
-func sm80(t testing.TB) target.Target {
-	tg, err := target.Lookup("sm_80")
+func sm80(t testing.TB) gpu.Arch {
+	tg, err := gpu.LookupArch("sm_80")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,8 @@ func TestSharedKernels(t *testing.T) {
 func TestEmitErrors(t *testing.T) {
 	tg := sm80(t)
 	big := kirtest.Features()
-	big.Kernels[0].Shared[0].Shape = []int{int(tg.MaxSharedPerBlock/4) + 1}
+	a100, _ := gpu.Builtin("a100") // sm_80's model
+	big.Kernels[0].Shared[0].Shape = []int{a100.SharedPerBlock/4 + 1}
 	orphan := kirtest.Features()
 	orphan.Outputs = orphan.Outputs[1:]
 	bad := kirtest.Features()

@@ -9,7 +9,7 @@ import (
 	"tec/backend/internal/ident"
 	"tec/backend/internal/sign"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -131,7 +131,7 @@ func dynamicBytes(k *kir.Kernel) int64 {
 
 // usesDynamicShared reports whether k's shared arrays must be allocated at
 // launch.
-func usesDynamicShared(k *kir.Kernel) bool { return k.SharedBytes() > target.StaticSharedLimit }
+func usesDynamicShared(k *kir.Kernel) bool { return gpu.DynamicShared(k.SharedBytes()) }
 
 // writeKernel writes kernel k, which also serves the kernels named in also.
 func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {

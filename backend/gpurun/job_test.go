@@ -13,7 +13,7 @@ import (
 	"tec/backend/cuda"
 	"tec/backend/gpurun"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/testkit/tooltest"
 )
 
@@ -108,7 +108,7 @@ func TestCubinSymbols(t *testing.T) {
 	nvcc := tooltest.NVCC(t)
 	_, ms := modules(t)
 	m := ms["features"]
-	files, err := cuda.Emit(m, target.Target{Name: "sm_80", MaxSharedPerBlock: 163 << 10})
+	files, err := cuda.Emit(m, gpu.Arch{Name: "sm_80"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -134,7 +134,7 @@ func NewPlan(m *kir.Module, layout *kir.Layout, symbols map[*kir.Kernel]string, 
 			args = append(args, WorkspaceArg)
 		}
 		pk := Kernel{Name: k.Name, Symbol: sym, Blocks: k.Grid.Blocks, Resident: k.Grid.Resident, Block: k.Block, Args: args}
-		if k.SharedBytes() > target.StaticSharedLimit {
+		if gpu.DynamicShared(k.SharedBytes()) {
 			pk.Shared = int(DynamicShared(k))
 		}
 		p.Kernels = append(p.Kernels, pk)

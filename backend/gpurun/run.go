@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"tec/gpu"
 
 	"tec/backend/kir"
 )
@@ -250,9 +251,11 @@ func (r *runner) prepare(image []byte) error {
 			funcs[k.Symbol] = f
 		}
 		if k.Shared > 0 {
-			if lim := r.dev.SharedPerBlockOptin; lim > 0 && k.Shared > lim {
-				return fmt.Errorf("kernel %s needs %d B of shared memory per block, more than the %d B a block may use on %s"+
-					"\n  hint: build for this GPU: --gpu with a description of it", k.Name, k.Shared, lim, r.dev.Name)
+			if lim := r.dev.SharedPerBlockOptin; lim > 0 {
+				if err := gpu.CheckShared(k.Name, int64(k.Shared), int64(lim)); err != nil {
+					return fmt.Errorf("%w a block may use on %s"+
+						"\n  hint: build for this GPU: --gpu with a description of it", err, r.dev.Name)
+				}
 			}
 			if k.Shared > optedIn[k.Symbol] {
 				if err := r.d.SetMaxDynamicShared(f, k.Shared); err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"tec/backend/internal/kirtest"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/testkit/tooltest"
 )
 
@@ -20,7 +20,7 @@ import (
 // a strong load followed by an L1 invalidation (RED, or REDG on sm_90).
 func TestCounterPTX(t *testing.T) {
 	m := kirtest.Counters(6, 10, 0, kirtest.NoCounterBug)
-	for _, tname := range target.Names() {
+	for _, tname := range gpu.ArchNames() {
 		tg := lookup(t, tname)
 		t.Run(tname, func(t *testing.T) {
 			mod, err := Emit(m, tg)

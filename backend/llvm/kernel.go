@@ -14,7 +14,7 @@ import (
 	"tec/backend/internal/ident"
 	"tec/backend/internal/sign"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -56,7 +56,7 @@ func (g *gen) kernel(k *kir.Kernel, name string) error {
 	// Shared arrays are globals of their own, or, past the static limit,
 	// 16-byte aligned slices of the dynamic shared memory (the launch asks
 	// for k.SharedBytes of it).
-	dynamic := k.SharedBytes() > target.StaticSharedLimit
+	dynamic := gpu.DynamicShared(k.SharedBytes())
 	var off int64
 	for _, s := range k.Shared {
 		arr := types.NewArray(uint64(s.Len()), storageType(s.DType))

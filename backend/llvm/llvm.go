@@ -49,7 +49,7 @@ import (
 	"tec/backend/internal/dedup"
 	"tec/backend/internal/ident"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -87,7 +87,7 @@ func kernelNames(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) map[*kir.Ker
 }
 
 // Emit returns module m, which must verify, as LLVM IR for target tg.
-func Emit(m *kir.Module, tg target.Target) (*ir.Module, error) {
+func Emit(m *kir.Module, tg gpu.Arch) (*ir.Module, error) {
 	return EmitWith(m, tg, Options{})
 }
 
@@ -103,7 +103,7 @@ type Options struct {
 }
 
 // EmitWith is Emit for a module of which opts says what is known.
-func EmitWith(m *kir.Module, tg target.Target, opts Options) (*ir.Module, error) {
+func EmitWith(m *kir.Module, tg gpu.Arch, opts Options) (*ir.Module, error) {
 	if !opts.Verified {
 		if err := kir.Verify(m); err != nil {
 			return nil, fmt.Errorf("llvm: %w", err)
@@ -148,7 +148,7 @@ func EmitWith(m *kir.Module, tg target.Target, opts Options) (*ir.Module, error)
 // gen holds the state of one module's emission.
 type gen struct {
 	mod    *ir.Module
-	tg     target.Target
+	tg     gpu.Arch
 	decls  map[string]*ir.Func // intrinsics and helpers, by name
 	scope  *ident.Scope        // module-level names
 	shared map[*kir.Buffer]sharedArray

@@ -12,7 +12,7 @@ import (
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
@@ -56,8 +56,8 @@ func names(ms map[string]*kir.Module) []string {
 	return ns
 }
 
-func lookup(t testing.TB, name string) target.Target {
-	tg, err := target.Lookup(name)
+func lookup(t testing.TB, name string) gpu.Arch {
+	tg, err := gpu.LookupArch(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestSharedKernels(t *testing.T) {
 func TestPTX(t *testing.T) {
 	tooltest.PTXAS(t)
 	ms := modules(t)
-	for _, tname := range target.Names() {
+	for _, tname := range gpu.ArchNames() {
 		tg := lookup(t, tname)
 		t.Run(tname, func(t *testing.T) {
 			tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tec/backend/target"
+	"tec/gpu"
 )
 
 // FindLLC returns the path of the first llc in $PATH that reaches tg
 // (tg.LLC lists the candidates), or an error that says what to install.
-func FindLLC(tg target.Target) (string, error) {
+func FindLLC(tg gpu.Arch) (string, error) {
 	for _, name := range tg.LLC {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
@@ -34,7 +34,7 @@ func FindPTXAS() (string, error) {
 }
 
 // PTX compiles LLVM IR text to PTX for tg with llc (as FindLLC finds it).
-func PTX(ctx context.Context, ll []byte, tg target.Target) ([]byte, error) {
+func PTX(ctx context.Context, ll []byte, tg gpu.Arch) ([]byte, error) {
 	llc, err := FindLLC(tg)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func PTX(ctx context.Context, ll []byte, tg target.Target) ([]byte, error) {
 
 // Assemble assembles PTX for tg with ptxas, to check it, and returns the
 // cubin.
-func Assemble(ctx context.Context, ptx []byte, tg target.Target) ([]byte, error) {
+func Assemble(ctx context.Context, ptx []byte, tg gpu.Arch) ([]byte, error) {
 	ptxas, err := FindPTXAS()
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
@@ -31,7 +31,7 @@ func TestWarpPTX(t *testing.T) {
 		"tf32":    {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"},
 		"vectors": {"ld.global.v4.u32", "st.shared.v4.u32", "ld.shared.v4.u32", "st.global.v4.u32"},
 	}
-	for _, tname := range target.Names() {
+	for _, tname := range gpu.ArchNames() {
 		tg := lookup(t, tname)
 		t.Run(tname, func(t *testing.T) {
 			tooltest.PTXAS(t)

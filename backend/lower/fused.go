@@ -169,9 +169,8 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		k.Doc = k.Doc[:197] + "..."
 	}
 	n := k.SharedBytes()
-	if n > int64(pl.GPU.SharedPerBlock) {
-		return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s; %s",
-			k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name, partition.FitHint)
+	if err := pl.GPU.CheckShared(k.Name, n); err != nil {
+		return nil, fmt.Errorf("lower: %w of %s; %s", err, pl.GPU.Name, partition.FitHint)
 	}
 	// The plan sized the grid from its estimate of the block's resources;
 	// the kernel's own shared memory decides how many blocks are resident

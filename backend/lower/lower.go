@@ -89,9 +89,8 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 		}
 		k := l.tensor(t)
 		if pl := opts.Plan; pl != nil {
-			if n := k.SharedBytes(); n > int64(pl.GPU.SharedPerBlock) {
-				return nil, fmt.Errorf("lower: kernel %s needs %d B of shared memory per block, more than the %d B of %s",
-					k.Name, n, pl.GPU.SharedPerBlock, pl.GPU.Name)
+			if err := pl.GPU.CheckShared(k.Name, k.SharedBytes()); err != nil {
+				return nil, fmt.Errorf("lower: %w of %s", err, pl.GPU.Name)
 			}
 		}
 		l.m.Kernels = append(l.m.Kernels, k)

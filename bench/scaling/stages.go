@@ -5,7 +5,7 @@ import (
 
 	"tec/backend/cuda"
 	"tec/backend/llvm"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/lang"
 	"tec/pipeline"
 	"tec/te"
@@ -40,7 +40,7 @@ func build(src string, defines map[string]string, level int) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
-	tg, err := target.Lookup(target.Default)
+	tg, err := gpu.LookupArch(gpu.DefaultArch())
 	if err != nil {
 		return err
 	}

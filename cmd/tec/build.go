@@ -16,7 +16,6 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/report"
-	"tec/backend/target"
 	"tec/driver"
 	"tec/gpu"
 	"tec/internal/safefile"
@@ -92,7 +91,7 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 // --gpu a100 planned for an A100 code that no A100 runs). An older one is
 // allowed: an sm_80 kernel's PTX runs on an H100 too.
 func checkTargetRuns(name string, g gpu.Model) error {
-	tg, err := target.Lookup(name)
+	tg, err := gpu.LookupArch(name)
 	if err != nil || g.CC == "" {
 		return nil // the target is checked where it is parsed
 	}
@@ -104,8 +103,8 @@ func checkTargetRuns(name string, g gpu.Model) error {
 		return nil
 	}
 	fit := "an older GPU has no --target"
-	for _, n := range target.Names() {
-		if t, _ := target.Lookup(n); t.Major < major || t.Major == major && t.Minor <= minor {
+	for _, n := range gpu.ArchNames() {
+		if t, _ := gpu.LookupArch(n); t.Major < major || t.Major == major && t.Minor <= minor {
 			fit = "--target " + n + " for the GPU"
 		}
 	}
@@ -187,7 +186,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		bf.compileFlags.register(fs)
 		bf.registerTargetOpt(fs)
 		fs.StringVar(&bf.out, "o", "", "the directory to write to (created if missing)")
-		fs.StringVar(&bf.target, "target", target.Default, "the GPU architecture: "+strings.Join(target.Names(), " or "))
+		fs.StringVar(&bf.target, "target", gpu.DefaultArch(), "the GPU architecture: "+strings.Join(gpu.ArchNames(), " or "))
 		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
 		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the result of a pass on standard output: "+strings.Join(dumpNames(), ", ")+" (those that run with the options given), or all; comma-separated")
@@ -204,7 +203,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
-		tg, err := target.Lookup(bf.target)
+		tg, err := gpu.LookupArch(bf.target)
 		if err != nil {
 			return e.usageError(c, "--target: %v", err)
 		}
@@ -361,7 +360,7 @@ func parseDumps(s string, opts pipeline.Options) (map[string]bool, error) {
 	return dumps, nil
 }
 
-func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg target.Target, opts pipeline.Options, emit, dumps map[string]bool) int {
+func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, opts pipeline.Options, emit, dumps map[string]bool) int {
 	dump := func(pass, text string) {
 		if dumps[pass] {
 			fmt.Fprintf(e.stdout, "// ---- after %s ----\n%s", pass, text)
@@ -503,7 +502,7 @@ var errNotFinite = errors.New("the cost model's prediction is not finite")
 // report's numbers must be JSON numbers, and such a prediction comes from
 // a GPU description whose rates no GPU has (a dram_bandwidth of 1e-300
 // bytes per second is in range).
-func makeReport(res *pipeline.Result, g gpu.Model, tg target.Target) ([]byte, error) {
+func makeReport(res *pipeline.Result, g gpu.Model, tg gpu.Arch) ([]byte, error) {
 	m := res.Module
 	blocks := residentBlocks(m, g)
 	r := report.Module(m, report.Config{ResidentBlocks: blocks})

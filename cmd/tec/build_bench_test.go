@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"tec/backend/target"
 	"tec/driver"
 	"tec/examples"
+	"tec/gpu"
 	"tec/lang"
 	"tec/pipeline"
 )
@@ -66,7 +66,7 @@ func benchBuild(b *testing.B, emit map[string]bool, def []int) {
 
 // buildOnce builds ex b.N times with the constants defines overrides.
 func buildOnce(b *testing.B, ex examples.Example, defines map[string]string, level int, emit map[string]bool) {
-	tg, err := target.Lookup(target.Default)
+	tg, err := gpu.LookupArch(gpu.DefaultArch())
 	if err != nil {
 		b.Fatal(err)
 	}

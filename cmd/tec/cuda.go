@@ -19,7 +19,7 @@ import (
 	"tec/backend/gpurun"
 	"tec/backend/kir"
 	"tec/backend/llvm"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -52,7 +52,7 @@ const runnerGrace = 5 * time.Second
 
 func (cf *cudaFlags) registerCUDA(fs *flag.FlagSet) {
 	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
-	fs.StringVar(&cf.target, "target", target.Default, "with --device cuda, the GPU architecture to compile for: "+strings.Join(target.Names(), " or "))
+	fs.StringVar(&cf.target, "target", gpu.DefaultArch(), "with --device cuda, the GPU architecture to compile for: "+strings.Join(gpu.ArchNames(), " or "))
 	fs.IntVar(&cf.bench, "bench", 0, "with --device cuda, time this many runs with CUDA events and print each kernel's and the total's median, min and max")
 	fs.IntVar(&cf.warmup, "warmup", 3, "with --device cuda and --bench, untimed runs before the timed ones")
 	fs.DurationVar(&cf.timeout, "timeout", defaultCUDATimeout, "with --device cuda, stop tec-cuda if it has not finished after this long (a kernel that never ends); 0 for no limit")
@@ -84,7 +84,7 @@ func checkCUDAFlags(fs *flag.FlagSet, device string, cf *cudaFlags) error {
 	if cf.codegen != "ptx" && cf.codegen != "cu" {
 		return fmt.Errorf("--codegen %s: want ptx or cu", cf.codegen)
 	}
-	if _, err := target.Lookup(cf.target); err != nil {
+	if _, err := gpu.LookupArch(cf.target); err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
 	if cf.bench < 0 || cf.warmup < 0 {
@@ -225,8 +225,8 @@ func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Ar
 
 // gpuModel compiles mod, the kernels of prog, for the GPU as cf says
 // (working in dir) and returns its plan and code, and the target.
-func gpuModel(ctx context.Context, prog *te.Program, mod *kir.Module, cf *cudaFlags, dir string) (gpurun.Model, target.Target, error) {
-	tg, err := target.Lookup(cf.target)
+func gpuModel(ctx context.Context, prog *te.Program, mod *kir.Module, cf *cudaFlags, dir string) (gpurun.Model, gpu.Arch, error) {
+	tg, err := gpu.LookupArch(cf.target)
 	if err != nil {
 		return gpurun.Model{}, tg, fail(codeUsage, err)
 	}
@@ -332,7 +332,7 @@ func withInterrupt(parent context.Context) (ctx context.Context, stop func()) {
 // compileForGPU returns mod's code for the GPU as codegen asks (the LLVM
 // path's PTX, or a cubin that nvcc compiles from the CUDA C++ in dir) and
 // the symbol of each kernel's function in it.
-func compileForGPU(ctx context.Context, mod *kir.Module, layout *kir.Layout, tg target.Target, codegen, dir string) ([]byte, map[*kir.Kernel]string, string, error) {
+func compileForGPU(ctx context.Context, mod *kir.Module, layout *kir.Layout, tg gpu.Arch, codegen, dir string) ([]byte, map[*kir.Kernel]string, string, error) {
 	if codegen == "ptx" {
 		ir, err := llvm.EmitWith(mod, tg, llvm.Options{Layout: layout, Verified: true})
 		if err != nil {

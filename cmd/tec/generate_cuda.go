@@ -13,8 +13,8 @@ import (
 
 	"tec/backend/gpurun"
 	"tec/backend/kir"
-	"tec/backend/target"
 	"tec/generate"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -22,7 +22,7 @@ import (
 // those of tec run's but --bench and --warmup (every step is timed).
 func (cf *cudaFlags) registerGenerate(fs *flag.FlagSet) {
 	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
-	fs.StringVar(&cf.target, "target", target.Default, "with --device cuda, the GPU architecture to compile for: "+strings.Join(target.Names(), " or "))
+	fs.StringVar(&cf.target, "target", gpu.DefaultArch(), "with --device cuda, the GPU architecture to compile for: "+strings.Join(gpu.ArchNames(), " or "))
 	fs.DurationVar(&cf.timeout, "timeout", defaultCUDATimeout, "with --device cuda, stop tec-cuda if the whole generation has not finished after this long; 0 for no limit")
 }
 

@@ -21,9 +21,9 @@ import (
 	"tec/backend/cuda"
 	"tec/backend/kir"
 	"tec/backend/llvm"
-	"tec/backend/target"
 	"tec/driver"
 	"tec/examples"
+	"tec/gpu"
 	"tec/internal/testkit/tooltest"
 	"tec/lang"
 	"tec/pipeline"
@@ -56,8 +56,8 @@ func TestBuildToolchain(t *testing.T) {
 		t.Skip("compiles every example with nvcc, llc and ptxas: set CI=true or TEC_TOOLCHAIN=all to run")
 	}
 	tools := sweepTools{nvcc: tooltest.NVCC(t), ptxas: tooltest.PTXAS(t), cuobjdump: tooltest.Require(t, "Debian's nvidia-cuda-toolkit", "cuobjdump")}
-	for _, name := range target.Names() {
-		tg, _ := target.Lookup(name)
+	for _, name := range gpu.ArchNames() {
+		tg, _ := gpu.LookupArch(name)
 		tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
 		tools.targets = append(tools.targets, tg)
 	}
@@ -104,7 +104,7 @@ func sweepExamples(list string) ([]examples.Example, error) {
 // sweepTools are the tools and targets of TestBuildToolchain.
 type sweepTools struct {
 	nvcc, ptxas, cuobjdump string
-	targets                []target.Target
+	targets                []gpu.Arch
 }
 
 // toolJob is one compilation of TestBuildToolchain: run returns a note to
@@ -227,7 +227,7 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 
 // writeBuild writes res's CUDA C++ (and, with host, its runner) for tg to
 // dir and returns the files, the .cu first.
-func writeBuild(dir string, res *pipeline.Result, tg target.Target, host bool) ([]cuda.File, error) {
+func writeBuild(dir string, res *pipeline.Result, tg gpu.Arch, host bool) ([]cuda.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func writeBuild(dir string, res *pipeline.Result, tg target.Target, host bool) (
 
 // llcJob emits m as LLVM IR for tg and returns the job compiling it with
 // llc and assembling the PTX with ptxas.
-func llcJob(name string, m *kir.Module, tg target.Target) (toolJob, error) {
+func llcJob(name string, m *kir.Module, tg gpu.Arch) (toolJob, error) {
 	mod, err := llvm.Emit(m, tg)
 	if err != nil {
 		return toolJob{}, fmt.Errorf("%s: %w", name, err)

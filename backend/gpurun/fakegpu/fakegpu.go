@@ -26,7 +26,7 @@ import (
 	"tec/backend/gpurun"
 	"tec/backend/kir"
 	"tec/backend/sim"
-	"tec/backend/target"
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -258,7 +258,7 @@ func (g *GPU) SetMaxDynamicShared(f gpurun.Function, bytes int) error {
 	if err := g.call("SetMaxDynamicShared", "%s, %d", fn.symbol, bytes); err != nil {
 		return err
 	}
-	if bytes > g.Dev.SharedPerBlockOptin {
+	if gpu.CheckShared(fn.symbol, int64(bytes), int64(g.Dev.SharedPerBlockOptin)) != nil {
 		return fmt.Errorf("fakegpu: %d B of dynamic shared memory: CUDA_ERROR_INVALID_VALUE", bytes)
 	}
 	g.optIn[f] = bytes
@@ -338,7 +338,7 @@ func (g *GPU) check(mod *module, k *kir.Kernel, sym string, l gpurun.Launch) err
 		return fmt.Errorf("cooperative %t, want %t", l.Cooperative, k.Grid.Resident)
 	}
 	shared := 0
-	if k.SharedBytes() > target.StaticSharedLimit {
+	if gpu.DynamicShared(k.SharedBytes()) {
 		shared = int(gpurun.DynamicShared(k))
 	}
 	if l.Shared != shared {

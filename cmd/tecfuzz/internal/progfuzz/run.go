@@ -3,6 +3,7 @@ package progfuzz
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -16,7 +17,6 @@ import (
 	"tec/analysis"
 	"tec/backend/kir"
 	"tec/backend/sim"
-	"tec/backend/target"
 	"tec/driver"
 	"tec/gpu"
 	"tec/internal/numeric"
@@ -580,8 +580,8 @@ func checkLaunch(m *kir.Module, g gpu.Model) string {
 		if k.Block > g.MaxThreadsPerBlock {
 			return fmt.Sprintf("kernel %s: %d threads per block > %d", k.Name, k.Block, g.MaxThreadsPerBlock)
 		}
-		if sh := k.SharedBytes(); sh > int64(g.SharedPerBlock) {
-			return fmt.Sprintf("kernel %s: %d B shared memory per block > %d", k.Name, sh, g.SharedPerBlock)
+		if se := (*gpu.SharedError)(nil); errors.As(g.CheckShared(k.Name, k.SharedBytes()), &se) {
+			return fmt.Sprintf("kernel %s: %d B shared memory per block > %d", k.Name, se.Need, se.Limit)
 		}
 	}
 	return ""
@@ -598,7 +598,7 @@ func emitBoth(c *driver.Compiled, g gpu.Model) (msg, stack string) {
 	if strings.HasPrefix(g.CC, "9") {
 		name = "sm_90"
 	}
-	tg, err := target.Lookup(name)
+	tg, err := gpu.LookupArch(name)
 	if err != nil {
 		return err.Error(), ""
 	}
