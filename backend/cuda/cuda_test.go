@@ -3,7 +3,6 @@ package cuda
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -18,11 +17,10 @@ import (
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
 	"tec/gpu"
+	"tec/internal/testkit/golden"
 	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // modules returns the modules of the golden tests, by name.
 func modules(t *testing.T) map[string]*kir.Module {
@@ -63,49 +61,13 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".cu.golden", files.Source.Data)
+			golden.Check(t, filepath.Join("testdata", name+".cu.golden"), files.Source.Data)
 			if name == "softmax" {
-				golden(t, "softmax.h.golden", files.Header.Data)
-				golden(t, "main.cu.golden", files.Runner.Data)
+				golden.Check(t, filepath.Join("testdata", "softmax.h.golden"), files.Header.Data)
+				golden.Check(t, filepath.Join("testdata", "main.cu.golden"), files.Runner.Data)
 			}
 		})
 	}
-}
-
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", file)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the emitted code; run go test -update and review the diff.\n%s", path, firstDiff(string(got), string(want)))
-	}
-}
-
-// firstDiff describes the first line where got and want differ.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("line %d:\n  got:  %s\n  want: %s", i+1, gl, wl)
-		}
-	}
-	return ""
 }
 
 // TestShape checks properties of the emitted code that matter to users and
@@ -407,7 +369,7 @@ func TestEmitWith(t *testing.T) {
 		}
 		for i, f := range got.All() {
 			if !bytes.Equal(f.Data, want.All()[i].Data) {
-				t.Errorf("%s: EmitWith's %s differs from Emit's:%s", name, f.Name, firstDiff(string(f.Data), string(want.All()[i].Data)))
+				t.Errorf("%s: EmitWith's %s differs from Emit's (-Emit +EmitWith), %s", name, f.Name, golden.Diff(string(want.All()[i].Data), string(f.Data)))
 			}
 		}
 	}
