@@ -124,3 +124,29 @@ func formatDocList(ps []PassInfo) string {
 	}
 	return b.String()
 }
+
+// TestPassOrder checks the constraints on the order of the table's
+// passes, as cmd/compile's passOrder does.
+func TestPassOrder(t *testing.T) {
+	at := map[string]int{}
+	for i, p := range Table() {
+		if _, dup := at[p.Name]; dup {
+			t.Errorf("pass %s is in the table twice", p.Name)
+		}
+		at[p.Name] = i
+	}
+	for _, c := range []struct{ before, after, why string }{
+		{"precision", "flash", "every level rounds at the same points, those of the program as written"},
+		{"flash", "horizontal", "the softmax sites are found as the front end wrote them"},
+		{"horizontal", "vertical", "the levels add transforms in Souffle's order"},
+		{"vertical", "recompute", "recomputation prices the inlined chains"},
+		{"recompute", "plan", "the plan is that of the program recompute chose"},
+		{"plan", "kir", "the lowering follows the plan"},
+	} {
+		b, okb := at[c.before]
+		a, oka := at[c.after]
+		if !okb || !oka || b >= a {
+			t.Errorf("pass %s must run before %s: %s", c.before, c.after, c.why)
+		}
+	}
+}
