@@ -43,6 +43,10 @@ const (
 	Next = "next" // the greedy next token of each sequence [B]
 )
 
+// PerStep reports whether the protocol feeds the input name to the decode
+// step anew at every step (ids and pos), rather than once.
+func PerStep(name string) bool { return name == IDs || name == Pos }
+
 // hintSep separates an error's message from its hint, as tec prints them.
 const hintSep = "\n  hint: "
 
@@ -297,15 +301,13 @@ func (pl *Plan) matchCaches() error {
 
 // protocol reports whether name is fed by the protocol rather than shared.
 func (pl *Plan) protocol(name string) bool {
-	if name == IDs || name == Pos {
-		return true
-	}
-	for _, c := range pl.Caches {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
+	return PerStep(name) || pl.IsCache(name)
+}
+
+// IsCache reports whether name is one of the caches that both models
+// update in place (pl.Caches).
+func (pl *Plan) IsCache(name string) bool {
+	return slices.ContainsFunc(pl.Caches, func(c *te.Tensor) bool { return c.Name == name })
 }
 
 // matchShared sets the shared placeholders and checks that those of the

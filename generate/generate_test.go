@@ -476,3 +476,28 @@ func TestOutputLogits(t *testing.T) {
 		}
 	}
 }
+
+func TestProtocolNames(t *testing.T) {
+	pl := &Plan{Caches: []*te.Tensor{{Name: "k_cache"}, {Name: "v_cache"}}}
+	tests := []struct {
+		name           string
+		perStep, cache bool
+	}{
+		{IDs, true, false},
+		{Pos, true, false},
+		{Next, false, false},
+		{"v_cache", false, true},
+		{"wte", false, false},
+	}
+	for _, tt := range tests {
+		if got := PerStep(tt.name); got != tt.perStep {
+			t.Errorf("PerStep(%q) = %t, want %t", tt.name, got, tt.perStep)
+		}
+		if got := pl.IsCache(tt.name); got != tt.cache {
+			t.Errorf("IsCache(%q) = %t, want %t", tt.name, got, tt.cache)
+		}
+		if got := pl.protocol(tt.name); got != (tt.perStep || tt.cache) {
+			t.Errorf("protocol(%q) = %t, want %t", tt.name, got, tt.perStep || tt.cache)
+		}
+	}
+}

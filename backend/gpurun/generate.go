@@ -6,14 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-)
 
-// The names of the generation protocol (docs/cli.md, tec generate): the
-// token inputs and positions, and the greedy next token.
-const (
-	idsName  = "ids"
-	posName  = "pos"
-	nextName = "next"
+	"tec/generate"
 )
 
 // Model is one module of a generation: its plan and its code.
@@ -94,18 +88,18 @@ func (j *GenerateJob) check() (*generation, error) {
 	}
 	g := &generation{shared: map[string]Buffer{}}
 	var err error
-	if g.prompts, err = findInput(pre, idsName, 2); err != nil {
+	if g.prompts, err = findInput(pre, generate.IDs, 2); err != nil {
 		return nil, err
 	}
 	g.batch, g.prompt = pre.Buffers[g.prompts].Shape[0], pre.Buffers[g.prompts].Shape[1]
-	if g.ids, err = findInput(dec, idsName, 1, g.batch); err != nil {
+	if g.ids, err = findInput(dec, generate.IDs, 1, g.batch); err != nil {
 		return nil, err
 	}
-	if g.pos, err = findInput(dec, posName, 1, g.batch); err != nil {
+	if g.pos, err = findInput(dec, generate.Pos, 1, g.batch); err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(pre.Buffers, func(b Buffer) bool { return b.Name == posName && b.Fed() }) {
-		return nil, fmt.Errorf("prefill model %s has an input %s: only the decode model takes positions (the prompt is at 0..P-1)", pre.Model, posName)
+	if slices.ContainsFunc(pre.Buffers, func(b Buffer) bool { return b.Name == generate.Pos && b.Fed() }) {
+		return nil, fmt.Errorf("prefill model %s has an input %s: only the decode model takes positions (the prompt is at 0..P-1)", pre.Model, generate.Pos)
 	}
 	for m, p := range []*Plan{pre, dec} {
 		if g.next[m], err = findNext(p, g.batch); err != nil {
@@ -141,12 +135,12 @@ func findInput(p *Plan, name string, rank int, batch ...int) (int, error) {
 
 // findNext returns the output index of p's output next: i32[batch].
 func findNext(p *Plan, batch int) (int, error) {
-	i := slices.IndexFunc(p.Outputs, func(o int) bool { return p.Buffers[o].Name == nextName })
+	i := slices.IndexFunc(p.Outputs, func(o int) bool { return p.Buffers[o].Name == generate.Next })
 	if i < 0 {
-		return 0, fmt.Errorf("model %s has no output %s", p.Model, nextName)
+		return 0, fmt.Errorf("model %s has no output %s", p.Model, generate.Next)
 	}
 	if b := p.Buffers[p.Outputs[i]]; b.DType != "i32" || len(b.Shape) != 1 || b.Shape[0] != batch || b.Role != "output" {
-		return 0, fmt.Errorf("model %s: output %s is %s %s, want an output i32[%d]", p.Model, nextName, b.Role, b.Type(), batch)
+		return 0, fmt.Errorf("model %s: output %s is %s %s, want an output i32[%d]", p.Model, generate.Next, b.Role, b.Type(), batch)
 	}
 	return i, nil
 }
@@ -200,7 +194,7 @@ func (g *generation) checkFeeds(feeds map[string][]byte, prompts Buffer) error {
 	for name, data := range feeds {
 		b, ok := g.shared[name]
 		switch {
-		case name == idsName:
+		case name == generate.IDs:
 			b = prompts
 		case !ok:
 			return fmt.Errorf("data given for %s, which neither model takes", name)
@@ -211,8 +205,8 @@ func (g *generation) checkFeeds(feeds map[string][]byte, prompts Buffer) error {
 			return fmt.Errorf("%s %s %s: %d bytes of data, want %d", b.Role, b.Name, b.Type(), len(data), b.Bytes)
 		}
 	}
-	if _, ok := feeds[idsName]; !ok {
-		return fmt.Errorf("no prompts: no data for input %s %s", idsName, prompts.Type())
+	if _, ok := feeds[generate.IDs]; !ok {
+		return fmt.Errorf("no prompts: no data for input %s %s", generate.IDs, prompts.Type())
 	}
 	for _, name := range g.names {
 		if b := g.shared[name]; !b.InPlace && feeds[name] == nil && b.Bytes > 0 {
@@ -247,7 +241,7 @@ func Generate(d Driver, job *GenerateJob) (res *GenerateResult, err error) {
 	}
 	pre := &runner{d: d, p: job.Prefill.Plan, dev: dev, mem: mem}
 	dec := &runner{d: d, p: job.Decode.Plan, dev: dev, mem: mem}
-	if err := pre.allocate(map[int][]byte{g.prompts: job.Feeds[idsName]}, given(pre.p, shared)); err != nil {
+	if err := pre.allocate(map[int][]byte{g.prompts: job.Feeds[generate.IDs]}, given(pre.p, shared)); err != nil {
 		return nil, fmt.Errorf("prefill: %w", err)
 	}
 	if err := dec.allocate(nil, given(dec.p, shared)); err != nil {

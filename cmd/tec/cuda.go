@@ -15,10 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"tec/backend/cuda"
 	"tec/backend/gpurun"
-	"tec/backend/kir"
-	"tec/backend/llvm"
+	"tec/driver"
 	"tec/gpu"
 	"tec/te"
 )
@@ -156,100 +154,79 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// runCUDA runs mod, the kernels of prog, on the GPU through tec-cuda with
+// runCUDA runs c, the kernels of prog, on the GPU through tec-cuda with
 // feeds, and returns the outputs by name. tec-cuda is stopped after
 // cf.timeout, or when tec receives SIGINT or SIGTERM, and the directory of
 // its job (the weights among the feeds) is removed in every case.
-func (e *env) runCUDA(prog *te.Program, mod *kir.Module, feeds map[string]*te.Array, cf *cudaFlags) (map[string]*te.Array, *cudaSummary, error) {
-	runner, err := e.findTecCUDA()
+func (e *env) runCUDA(prog *te.Program, c *driver.Compiled, feeds map[string]*te.Array, cf *cudaFlags) (map[string]*te.Array, *cudaSummary, error) {
+	dev, err := e.cudaDevice(prog.Name, cf)
 	if err != nil {
 		return nil, nil, err
 	}
+	dev.Bench, dev.Warmup = cf.bench, cf.warmup
 	ctx, stop := withInterrupt(context.Background())
-	defer stop() // after the removal below: a signal meanwhile waits for it
-	dir, err := os.MkdirTemp("", "tec-cuda-")
+	defer stop() // after the driver removed the job: a signal meanwhile waits for it
+	res, err := dev.Run(ctx, prog, c, feeds)
 	if err != nil {
-		return nil, nil, fail(codeIO, err)
+		return nil, nil, runFailure(err)
 	}
-	defer os.RemoveAll(dir)
-	model, tg, err := gpuModel(ctx, prog, mod, cf, dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan := model.Plan
-	job := &gpurun.Job{Plan: plan, Options: gpurun.Options{Bench: cf.bench, Warmup: cf.warmup}, Image: model.Image, Feeds: map[int][]byte{}}
-	if cf.bench == 0 {
-		job.Options.Warmup = 0
-	}
-	for i, b := range plan.Buffers {
-		if !b.Fed() {
-			continue
-		}
-		data, err := gpurun.Encode(feeds[b.Name], b)
-		if err != nil {
-			return nil, nil, fail(codeInternal, err)
-		}
-		job.Feeds[i] = data
-	}
-	jobDir, err := jobDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := gpurun.WriteJob(jobDir, job); err != nil {
-		return nil, nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
-	}
-	if err := e.callTecCUDA(ctx, runner, prog.Name, jobDir, cf.timeout); err != nil {
-		return nil, nil, err
-	}
-	res, err := gpurun.ReadResult(jobDir, plan)
-	if err != nil {
-		return nil, nil, &failure{code: codeCUDA, err: fmt.Errorf("reading what %s wrote: %w", runner, err)}
-	}
-	outs := map[string]*te.Array{}
-	for i, t := range prog.Outputs {
-		a, err := gpurun.Decode(res.Outputs[i], plan.Buffers[plan.Outputs[i]])
-		if err != nil {
-			return nil, nil, fail(codeInternal, err)
-		}
-		outs[t.Name] = a
-	}
-	sum := &cudaSummary{Runner: runner, Codegen: cf.codegen, Target: tg.Name, Device: res.Device, Launches: res.Launches}
-	if b := res.Bench; b != nil {
+	run := res.GPU
+	sum := &cudaSummary{Runner: dev.Runner, Codegen: cf.codegen, Target: dev.Target.Name, Device: run.Device, Launches: run.Launches}
+	if b := run.Bench; b != nil {
 		sum.Bench = &benchSummary{Runs: b.Runs, Warmup: b.Warmup, Total: b.Total}
 		for i, k := range b.Kernels {
-			sum.Bench.Kernels = append(sum.Bench.Kernels, kernelTiming{Kernel: plan.Kernels[i].Name, Stats: k})
+			sum.Bench.Kernels = append(sum.Bench.Kernels, kernelTiming{Kernel: run.Plan.Kernels[i].Name, Stats: k})
 		}
 	}
-	return outs, sum, nil
+	return res.Outputs, sum, nil
 }
 
-// gpuModel compiles mod, the kernels of prog, for the GPU as cf says
-// (working in dir) and returns its plan and code, and the target.
-func gpuModel(ctx context.Context, prog *te.Program, mod *kir.Module, cf *cudaFlags, dir string) (gpurun.Model, gpu.Arch, error) {
+// cudaDevice returns the device of --device cuda as cf configures it, with
+// tec-cuda found as findTecCUDA finds it; model names what runs, for
+// messages.
+func (e *env) cudaDevice(model string, cf *cudaFlags) (*driver.CUDA, error) {
+	runner, err := e.findTecCUDA()
+	if err != nil {
+		return nil, err
+	}
 	tg, err := gpu.LookupArch(cf.target)
 	if err != nil {
-		return gpurun.Model{}, tg, fail(codeUsage, err)
+		return nil, fail(codeUsage, err)
 	}
-	layout := mod.Layout()
-	image, symbols, format, err := compileForGPU(ctx, mod, layout, tg, cf.codegen, dir)
-	if err != nil {
-		return gpurun.Model{}, tg, fail(codeBuild, fmt.Errorf("compiling model %s for the GPU: %w", prog.Name, err))
+	call := func(ctx context.Context, jobDir string) error {
+		return e.callTecCUDA(ctx, runner, model, jobDir, cf.timeout)
 	}
-	plan, err := gpurun.NewPlan(mod, layout, symbols, format)
-	if err != nil {
-		return gpurun.Model{}, tg, fail(codeInternal, err)
-	}
-	plan.Target = tg.Name
-	return gpurun.Model{Plan: plan, Image: image}, tg, nil
+	return &driver.CUDA{Runner: runner, Codegen: cf.codegen, Target: tg, Call: call}, nil
 }
 
-// jobDir makes the directory of tec-cuda's job in dir.
-func jobDir(dir string) (string, error) {
-	jobDir := filepath.Join(dir, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		return "", fail(codeIO, err)
+// runFailure wraps an error of a device's run as a failure with its code:
+// races found by the simulator, a kind of driver.Error, or a failure
+// (of callTecCUDA) as it is.
+func runFailure(err error) error {
+	var races *driver.RaceError
+	var de *driver.Error
+	switch {
+	case errors.As(err, &races):
+		return fail(codeRace, err)
+	case errors.As(err, &de):
+		return fail(runCode(de.Kind), err)
 	}
-	return jobDir, nil
+	return fail(codeInternal, err)
+}
+
+// runCode returns the failure code of a kind of driver.Error.
+func runCode(k driver.ErrorKind) string {
+	switch k {
+	case driver.ErrEval:
+		return codeEval
+	case driver.ErrIO:
+		return codeIO
+	case driver.ErrBuild:
+		return codeBuild
+	case driver.ErrDevice:
+		return codeCUDA
+	}
+	return codeInternal
 }
 
 // callTecCUDA runs tec-cuda (runner) on the job in jobDir, of model, and
@@ -327,50 +304,6 @@ func withInterrupt(parent context.Context) (ctx context.Context, stop func()) {
 		close(done)
 		cancel(nil)
 	}
-}
-
-// compileForGPU returns mod's code for the GPU as codegen asks (the LLVM
-// path's PTX, or a cubin that nvcc compiles from the CUDA C++ in dir) and
-// the symbol of each kernel's function in it.
-func compileForGPU(ctx context.Context, mod *kir.Module, layout *kir.Layout, tg gpu.Arch, codegen, dir string) ([]byte, map[*kir.Kernel]string, string, error) {
-	if codegen == "ptx" {
-		ir, err := llvm.EmitWith(mod, tg, llvm.Options{Layout: layout, Verified: true})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		ptx, err := llvm.PTX(ctx, []byte(ir.String()), tg)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return ptx, llvm.KernelNames(mod), gpurun.PTX, nil
-	}
-	nvcc, err := exec.LookPath("nvcc")
-	if err != nil {
-		return nil, nil, "", errors.New("--codegen cu needs nvcc on PATH (the CUDA toolkit; Debian: nvidia-cuda-toolkit), or use --codegen ptx")
-	}
-	files, err := cuda.EmitWith(mod, tg, cuda.Options{Layout: layout, Verified: true})
-	if err != nil {
-		return nil, nil, "", err
-	}
-	for _, f := range []cuda.File{files.Source, files.Header} {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-			return nil, nil, "", err
-		}
-	}
-	out := filepath.Join(dir, "model.cubin")
-	cmd := exec.CommandContext(ctx, nvcc, "-cubin", "-O3", "-arch="+tg.Name, "-o", out, filepath.Join(dir, files.Source.Name))
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, nil, "", fmt.Errorf("nvcc -cubin -arch=%s: %w\n%s", tg.Name, err, strings.TrimSpace(string(msg)))
-	}
-	cubin, err := os.ReadFile(out)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	symbols, err := gpurun.CubinSymbols(cubin, cuda.KernelNames(mod))
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return cubin, symbols, gpurun.Cubin, nil
 }
 
 // execTecCUDA runs tec-cuda on a job directory and returns what it printed.
@@ -458,14 +391,4 @@ func printCUDA(w io.Writer, s *cudaSummary) {
 		fmt.Fprintf(w, "  %-*s  %7s  %5d  %7d  %10.4f  %10.4f  %10.4f\n", width, k.Kernel, grid, l.Block, l.Shared, k.Median, k.Min, k.Max)
 	}
 	fmt.Fprintln(w, "  (* cooperative launch: every block resident at once)")
-}
-
-// cudaMemory estimates the host memory of a run on the GPU: the feeds and
-// the outputs, each as an array and as the bytes the device stores.
-func cudaMemory(prog *te.Program) memEstimate {
-	var est memEstimate
-	for _, t := range append(prog.Placeholders(), prog.Outputs...) {
-		est.add(tensorUse(t, elemBytes+int64(t.DType.Size())))
-	}
-	return est
 }

@@ -17,8 +17,8 @@ import (
 	"tec/backend/gpurun/fakegpu"
 	"tec/backend/kir"
 	"tec/backend/llvm"
+	"tec/driver"
 	"tec/internal/testkit/tooltest"
-	"tec/pipeline"
 	"tec/precision"
 )
 
@@ -36,6 +36,12 @@ func runTecCUDA(t *testing.T, vars map[string]string, fake func(ctx context.Cont
 // defines (-D NAME=VALUE ...).
 func buildModule(t *testing.T, file string, defines []string, level int, prec string) *kir.Module {
 	t.Helper()
+	return buildCompiled(t, file, defines, level, prec).Module
+}
+
+// buildCompiled is buildModule's compilation, the driver's.
+func buildCompiled(t *testing.T, file string, defines []string, level int, prec string) *driver.Compiled {
+	t.Helper()
 	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
 	var cf compileFlags
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
@@ -52,11 +58,11 @@ func buildModule(t *testing.T, file string, defines []string, level int, prec st
 		t.Fatal(err)
 	}
 	prog, opts.Precision = precision.Apply(prog, opts.Precision), precision.F32
-	res, err := pipeline.Build(prog, opts)
+	res, err := driver.Compile(prog, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Module
+	return res
 }
 
 // fakeTecCUDA does what tec-cuda does with a job, on a fake GPU that

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"tec/backend/kir"
+	"tec/driver"
 	"tec/generate"
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
@@ -255,14 +255,14 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 		// tec-cuda's loop does not check them
 		plan.OutputLogits()
 	}
-	mods := map[*te.Program]*kir.Module{}
+	mods := map[*te.Program]*driver.Compiled{}
 	if gf.device == "sim" || gf.device == "cuda" {
 		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
-			res, err := pipeline.Build(p, opts)
+			res, err := driver.Compile(p, opts)
 			if err != nil {
 				return e.failf(c, exitUser, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err)))
 			}
-			mods[p] = res.Module
+			mods[p] = res
 		}
 	}
 	prompt, err := readPrompt(plan, gf, fill)
@@ -361,9 +361,10 @@ func (ts *tokenStream) end() {
 
 // generateOnHost runs the generation in this process, on the reference
 // evaluator or in the simulator (the kernels mods).
-func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*kir.Module, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags, each func(generate.Step)) (*generate.Result, error) {
+func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags, each func(generate.Step)) (*generate.Result, error) {
+	dev := hostDevice(rf.device, rf.race)
 	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
-		return e.evaluate(p, mods[p], feeds, rf, nil)
+		return e.evaluate(dev, p, mods[p], feeds)
 	}
 	host, err := generate.NewHost(plan, shared, eval)
 	if err != nil {
@@ -433,9 +434,9 @@ func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fil
 		e.warnExtras(c, others, func(string) string { return gf.params }, func(name string) string {
 			msg := fmt.Sprintf("%s holds %q, which is no shared input or param of models %s and %s", gf.params, name, plan.Prefill.Name, plan.Decode.Name)
 			switch {
-			case name == generate.IDs || name == generate.Pos:
+			case generate.PerStep(name):
 				msg = fmt.Sprintf("%s holds %q, which tec generate feeds itself (ids from --prompt and each step's tokens, pos from the step)", gf.params, name)
-			case isCache(plan, name):
+			case plan.IsCache(name):
 				msg = fmt.Sprintf("%s holds %q, a KV cache, which starts as zeros", gf.params, name)
 			default:
 				if s := diag.Suggest(name, known); s != "" {
@@ -479,15 +480,6 @@ func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fil
 			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), plan.Prefill.Name, plan.Decode.Name))
 	}
 	return feeds, filled, nil
-}
-
-func isCache(plan *generate.Plan, name string) bool {
-	for _, c := range plan.Caches {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // printGenerateHeader prints what a generation runs, before it runs: the

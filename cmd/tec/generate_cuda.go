@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"tec/backend/gpurun"
-	"tec/backend/kir"
+	"tec/driver"
 	"tec/generate"
 	"tec/gpu"
 	"tec/te"
@@ -29,7 +27,7 @@ func (cf *cudaFlags) registerGenerate(fs *flag.FlagSet) {
 // generateOnGPU runs the generation of plan on the GPU (tec generate
 // --device cuda): the kernels mods, the prompt and the shared feeds, the
 // whole loop in tec-cuda. The times are the kernels', from CUDA events.
-func (e *env) generateOnGPU(plan *generate.Plan, mods map[*te.Program]*kir.Module, prompt *te.Array, shared map[string]*te.Array, gf *generateFlags) (*generate.Result, *cudaGeneration, error) {
+func (e *env) generateOnGPU(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, gf *generateFlags) (*generate.Result, *cudaGeneration, error) {
 	if err := plan.CheckPrompt(prompt); err != nil {
 		return nil, nil, err
 	}
@@ -38,7 +36,7 @@ func (e *env) generateOnGPU(plan *generate.Plan, mods map[*te.Program]*kir.Modul
 	}
 	feeds := maps.Clone(shared)
 	feeds[generate.IDs] = prompt
-	gen, err := e.generateCUDA(genModel{plan.Prefill, mods[plan.Prefill]}, genModel{plan.Decode, mods[plan.Decode]}, feeds, gf.steps, &gf.cuda)
+	gen, err := e.generateCUDA(plan, mods[plan.Prefill], mods[plan.Decode], feeds, gf.steps, &gf.cuda)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,12 +62,6 @@ func printGenerateCUDA(w io.Writer, g *cudaGeneration) {
 		d.Name, d.Arch(), d.SMs, g.Codegen, g.Target, len(g.PrefillLaunches), plural(len(g.PrefillLaunches), "kernel launch", "kernel launches"), len(g.DecodeLaunches))
 }
 
-// genModel is one model of a generation: its program and its kernels.
-type genModel struct {
-	prog *te.Program
-	mod  *kir.Module
-}
-
 // cudaGeneration is what tec generate --device cuda did: the GPU, both
 // models' launches, the tokens and the timings, as tec-cuda reported them.
 type cudaGeneration struct {
@@ -86,89 +78,22 @@ type cudaGeneration struct {
 	StepMS    []float64 `json:"-"`
 }
 
-// generateCUDA runs a greedy generation on the GPU through tec-cuda: the
-// prefill model over the prompts (feeds["ids"]), then steps decode steps,
+// generateCUDA runs a greedy generation of plan on the GPU through
+// tec-cuda (driver.CUDA.Generate): the prefill, compiled as prefill, over
+// the prompts (feeds["ids"]), then steps decode steps, compiled as decode,
 // the whole loop inside tec-cuda with the params and caches kept on the
-// GPU (gpurun.Generate). feeds holds the prompts and the data of every
-// input and param of the two models but the caches and decode's ids and
-// pos, by name.
-func (e *env) generateCUDA(prefill, decode genModel, feeds map[string]*te.Array, steps int, cf *cudaFlags) (*cudaGeneration, error) {
-	runner, err := e.findTecCUDA()
+// GPU. feeds holds the prompts and the data of every input and param of
+// the two models but the caches and decode's ids and pos, by name.
+func (e *env) generateCUDA(plan *generate.Plan, prefill, decode *driver.Compiled, feeds map[string]*te.Array, steps int, cf *cudaFlags) (*cudaGeneration, error) {
+	dev, err := e.cudaDevice(plan.Prefill.Name+" and "+plan.Decode.Name, cf)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "tec-cuda-")
+	res, err := dev.Generate(context.Background(), plan, prefill, decode, feeds, steps)
 	if err != nil {
-		return nil, fail(codeIO, err)
+		return nil, runFailure(err)
 	}
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	job := &gpurun.GenerateJob{Steps: steps, Feeds: map[string][]byte{}}
-	gen := &cudaGeneration{Runner: runner, Codegen: cf.codegen}
-	for _, m := range []struct {
-		name  string
-		model genModel
-		out   *gpurun.Model
-	}{{"prefill", prefill, &job.Prefill}, {"decode", decode, &job.Decode}} {
-		// Each model's code in a directory of its own: the emitters name
-		// their files after nothing that tells the two apart.
-		sub := filepath.Join(dir, m.name)
-		if err := os.Mkdir(sub, 0o755); err != nil {
-			return nil, fail(codeIO, err)
-		}
-		model, tg, err := gpuModel(ctx, m.model.prog, m.model.mod, cf, sub)
-		if err != nil {
-			return nil, err
-		}
-		*m.out, gen.Target = model, tg.Name
-	}
-	if err := encodeGenerationFeeds(job, feeds); err != nil {
-		return nil, err
-	}
-	if err := job.Check(); err != nil {
-		return nil, &failure{code: codeCUDA, err: fmt.Errorf("models %s and %s: %w", prefill.prog.Name, decode.prog.Name, err)}
-	}
-	jobDir, err := jobDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := gpurun.WriteGenerateJob(jobDir, job); err != nil {
-		return nil, fail(codeIO, fmt.Errorf("writing the job for tec-cuda: %w", err))
-	}
-	if err := e.callTecCUDA(ctx, runner, prefill.prog.Name+" and "+decode.prog.Name, jobDir, cf.timeout); err != nil {
-		return nil, err
-	}
-	res, err := gpurun.ReadGenerateResult(jobDir, job)
-	if err != nil {
-		return nil, &failure{code: codeCUDA, err: fmt.Errorf("reading what %s wrote: %w", runner, err)}
-	}
-	gen.Device, gen.PrefillLaunches, gen.DecodeLaunches = res.Device, res.PrefillLaunches, res.DecodeLaunches
-	gen.Tokens, gen.PrefillMS, gen.StepMS = res.Tokens, res.PrefillMS, res.StepMS
-	return gen, nil
-}
-
-// encodeGenerationFeeds encodes into job the prompts and every input and
-// param the two models take by name: all that are fed but the caches
-// (updated in place, zeroed on the device) and decode's ids and pos.
-func encodeGenerationFeeds(job *gpurun.GenerateJob, feeds map[string]*te.Array) error {
-	for _, p := range []*gpurun.Plan{job.Prefill.Plan, job.Decode.Plan} {
-		for _, b := range p.Buffers {
-			if !b.Fed() || b.InPlace || p == job.Decode.Plan && (b.Name == "ids" || b.Name == "pos") {
-				continue
-			}
-			if _, ok := job.Feeds[b.Name]; ok {
-				continue
-			}
-			a, ok := feeds[b.Name]
-			if !ok {
-				return fail(codeInternal, fmt.Errorf("no data for %s %s of model %s", b.Role, b.Name, p.Model))
-			}
-			data, err := gpurun.Encode(a, b)
-			if err != nil {
-				return fail(codeInternal, err)
-			}
-			job.Feeds[b.Name] = data
-		}
-	}
-	return nil
+	return &cudaGeneration{Runner: dev.Runner, Codegen: cf.codegen, Target: dev.Target.Name,
+		Device: res.Device, PrefillLaunches: res.PrefillLaunches, DecodeLaunches: res.DecodeLaunches,
+		Tokens: res.Tokens, PrefillMS: res.PrefillMS, StepMS: res.StepMS}, nil
 }

@@ -20,6 +20,8 @@ import (
 	"tec/backend/gpurun/fakegpu"
 	"tec/backend/kir"
 	"tec/backend/llvm"
+	"tec/driver"
+	"tec/generate"
 	"tec/internal/testkit/tooltest"
 	"tec/te"
 )
@@ -147,21 +149,22 @@ func TestGenerateCUDA(t *testing.T) {
 		feeds[ph.Name] = a
 	}
 	want := refGenerate(t, pre, dec, feeds, steps)
+	plan := &generate.Plan{Prefill: pre, Decode: dec}
 	for _, level := range []int{0, 4} {
-		models := [2]genModel{}
+		models := [2]*driver.Compiled{}
 		for i, name := range []string{"prefill", "decode"} {
-			models[i] = genModel{prog: []*te.Program{pre, dec}[i], mod: buildModule(t, "testdata/toylm.te", []string{"--model", name}, level, "f32")}
+			models[i] = buildCompiled(t, "testdata/toylm.te", []string{"--model", name}, level, "f32")
 		}
 		e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return map[string]string{"TEC_CUDA": "/bin/true"}[k] },
-			execTecCUDA: fakeTecCUDAGenerate(t, models[0].mod, models[1].mod, nil)}
-		gen, err := e.generateCUDA(models[0], models[1], feeds, steps, &cudaFlags{codegen: "ptx", target: "sm_80"})
+			execTecCUDA: fakeTecCUDAGenerate(t, models[0].Module, models[1].Module, nil)}
+		gen, err := e.generateCUDA(plan, models[0], models[1], feeds, steps, &cudaFlags{codegen: "ptx", target: "sm_80"})
 		if err != nil {
 			t.Fatalf("-O%d: %v", level, err)
 		}
 		if !reflect.DeepEqual(gen.Tokens, want) {
 			t.Errorf("-O%d: tokens %v, want the reference's %v", level, gen.Tokens, want)
 		}
-		if len(gen.StepMS) != steps || gen.Device.Name != "fake GPU" || len(gen.DecodeLaunches) != len(models[1].mod.Kernels) {
+		if len(gen.StepMS) != steps || gen.Device.Name != "fake GPU" || len(gen.DecodeLaunches) != len(models[1].Module.Kernels) {
 			t.Errorf("-O%d: %+v", level, gen)
 		}
 	}
@@ -173,9 +176,10 @@ func TestGenerateCUDA(t *testing.T) {
 func TestGenerateCUDAErrors(t *testing.T) {
 	tooltest.Require(t, "LLVM (Debian: llvm)", "llc", "llc-16")
 	pre, dec := compileModel(t, "testdata/toylm.te", "prefill"), compileModel(t, "testdata/toylm.te", "decode")
-	models := [2]genModel{
-		{prog: pre, mod: buildModule(t, "testdata/toylm.te", []string{"--model", "prefill"}, 4, "f32")},
-		{prog: dec, mod: buildModule(t, "testdata/toylm.te", []string{"--model", "decode"}, 4, "f32")},
+	plan := &generate.Plan{Prefill: pre, Decode: dec}
+	models := [2]*driver.Compiled{
+		buildCompiled(t, "testdata/toylm.te", []string{"--model", "prefill"}, 4, "f32"),
+		buildCompiled(t, "testdata/toylm.te", []string{"--model", "decode"}, 4, "f32"),
 	}
 	feeds := map[string]*te.Array{}
 	for _, ph := range pre.Placeholders() {
@@ -185,10 +189,10 @@ func TestGenerateCUDAErrors(t *testing.T) {
 	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return map[string]string{"TEC_CUDA": "/bin/true"}[k] },
 		execTecCUDA: func(ctx context.Context, runner, dir string) ([]byte, error) {
 			ran = true
-			return fakeTecCUDAGenerate(t, models[0].mod, models[1].mod, nil)(ctx, runner, dir)
+			return fakeTecCUDAGenerate(t, models[0].Module, models[1].Module, nil)(ctx, runner, dir)
 		}}
 	// Past the cache: positions 3..16 of a 16-position cache.
-	_, err := e.generateCUDA(models[0], models[1], feeds, 14, &cudaFlags{codegen: "ptx", target: "sm_80"})
+	_, err := e.generateCUDA(plan, models[0], models[1], feeds, 14, &cudaFlags{codegen: "ptx", target: "sm_80"})
 	const want = "running model prefill and decode on the GPU: decode step 13 (position 16): update index pos[0] = 16 is outside kc's dimension 1 [0, 16)"
 	var f *failure
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &f) || f.code != codeCUDA {
@@ -196,7 +200,7 @@ func TestGenerateCUDAErrors(t *testing.T) {
 	}
 	ran = false
 	delete(feeds, "age")
-	_, err = e.generateCUDA(models[0], models[1], feeds, 2, &cudaFlags{codegen: "ptx", target: "sm_80"})
+	_, err = e.generateCUDA(plan, models[0], models[1], feeds, 2, &cudaFlags{codegen: "ptx", target: "sm_80"})
 	if err == nil || !strings.Contains(err.Error(), "no data for param age of model prefill") || ran {
 		t.Errorf("a missing feed: %v (tec-cuda ran: %t)", err, ran)
 	}

@@ -3,147 +3,19 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"tec/backend/kir"
-	"tec/backend/sim"
-	"tec/te"
+	"tec/driver"
 )
-
-// elemBytes is what one element of any dtype costs the reference evaluator
-// and the simulator, which hold every value as a float64.
-const elemBytes = 8
-
-// shadowBytes is what one element of a buffer costs the simulator's race
-// detector (--race): three access records of 16 bytes (backend/sim/race.go).
-const shadowBytes = 48
 
 // fallbackMemory is the limit of --max-memory auto where the memory
 // available cannot be read (no /proc/meminfo): 8 GiB.
 const fallbackMemory = 8 << 30
-
-// memUse is what one tensor or buffer of a run needs.
-type memUse struct {
-	name  string
-	typ   string // e.g. "f32[4, 8]"
-	bytes int64
-}
-
-// memEstimate is the memory a run needs: the peak of what it holds at
-// once, and the largest tensors it holds, largest first.
-type memEstimate struct {
-	total   int64
-	largest []memUse
-}
-
-// add counts u, keeping the three largest uses.
-func (m *memEstimate) add(u memUse) {
-	m.total += u.bytes
-	m.note(u)
-}
-
-// note keeps u if it is among the three largest uses.
-func (m *memEstimate) note(u memUse) {
-	m.largest = append(m.largest, u)
-	slices.SortStableFunc(m.largest, func(a, b memUse) int { return cmp.Compare(b.bytes, a.bytes) })
-	m.largest = m.largest[:min(len(m.largest), 3)]
-}
-
-func tensorUse(t *te.Tensor, perElem int64) memUse {
-	return memUse{name: t.Name, typ: t.TypeString(), bytes: int64(t.NumElements()) * perElem}
-}
-
-// refMemory estimates the peak memory of evaluating prog on the reference
-// evaluator: every placeholder (tec run holds the feeds), and the most the
-// evaluator holds at once of the computed tensors, which it frees after
-// their last reader, outputs excepted.
-func refMemory(prog *te.Program) memEstimate {
-	var m memEstimate
-	pos := make(map[*te.Tensor]int, len(prog.Tensors))
-	output := map[*te.Tensor]bool{}
-	for _, t := range prog.Outputs {
-		output[t] = true
-	}
-	last := make([]int, len(prog.Tensors))
-	for i, t := range prog.Tensors {
-		pos[t] = i
-		last[i] = -1
-		if t.Kind == te.Compute && t.Body != nil {
-			for _, u := range te.Inputs(t.Body) {
-				if j, ok := pos[u]; ok {
-					last[j] = i
-				}
-			}
-		}
-	}
-	freed := make([][]int, len(prog.Tensors))
-	for j, i := range last {
-		if t := prog.Tensors[j]; i >= 0 && t.Kind == te.Compute && !output[t] {
-			freed[i] = append(freed[i], j)
-		}
-	}
-	var live, peak int64
-	for i, t := range prog.Tensors {
-		u := tensorUse(t, elemBytes)
-		if t.Kind != te.Compute {
-			m.add(u)
-			continue
-		}
-		live += u.bytes
-		peak = max(peak, live)
-		m.note(u)
-		for _, j := range freed[i] {
-			live -= int64(prog.Tensors[j].NumElements()) * elemBytes
-		}
-	}
-	m.total += peak
-	return m
-}
-
-// simMemory estimates the memory of running module m, the kernels of prog,
-// on the simulator: the feeds tec run holds, every buffer of the module
-// (each has memory of its own, with shadow memory under race detection),
-// the blocks' shared and local memory, and the outputs copied out.
-func simMemory(prog *te.Program, m *kir.Module, race bool) memEstimate {
-	perElem := int64(elemBytes)
-	if race {
-		perElem += shadowBytes
-	}
-	var est memEstimate
-	for _, t := range prog.Placeholders() {
-		est.total += int64(t.NumElements()) * elemBytes
-	}
-	for _, b := range m.Buffers {
-		est.add(memUse{name: b.Name, typ: (&te.Tensor{DType: b.DType, Shape: b.Shape}).TypeString(), bytes: int64(b.Len()) * perElem})
-	}
-	for _, b := range m.Outputs {
-		est.total += int64(b.Len()) * elemBytes
-	}
-	var blocks int64
-	for _, k := range m.Kernels {
-		var perBlock int64
-		for _, b := range k.Shared {
-			perBlock += int64(b.Len()) * perElem
-		}
-		for _, b := range k.Locals {
-			perBlock += int64(b.Len()) * int64(k.Block) * elemBytes
-		}
-		n := int64(1)
-		if k.Grid.Resident {
-			n = int64(k.Grid.Size(sim.DefaultResidentBlocks))
-		}
-		blocks = max(blocks, n*perBlock)
-	}
-	est.total += blocks
-	return est
-}
 
 // memLimit is the most memory a run may need; bytes 0 is no limit.
 type memLimit struct {
@@ -299,14 +171,14 @@ func readCgroupInt(read func(string) ([]byte, error), path string) (int64, error
 // checkMemory refuses a run whose estimated memory exceeds the limit,
 // before anything is allocated. Its hint offers -D only where the file
 // has constants to set (checkWork's rule).
-func (e *env) checkMemory(model, device string, need memEstimate, limit memLimit) error {
-	if limit.bytes == 0 || need.total <= limit.bytes {
+func (e *env) checkMemory(model, device string, need driver.Memory, limit memLimit) error {
+	if limit.bytes == 0 || need.Total <= limit.bytes {
 		return nil
 	}
 	var largest []string
-	for _, u := range need.largest {
-		if u.bytes > 0 {
-			largest = append(largest, fmt.Sprintf("%s %s %s", u.name, u.typ, formatBytes(u.bytes)))
+	for _, u := range need.Largest {
+		if u.Bytes > 0 {
+			largest = append(largest, fmt.Sprintf("%s %s %s", u.Name, u.Type, formatBytes(u.Bytes)))
 		}
 	}
 	what := "its largest tensors: "
@@ -318,7 +190,7 @@ func (e *env) checkMemory(model, device string, need memEstimate, limit memLimit
 		hint = "the file has no constants to make the model smaller: set the limit with --max-memory SIZE (0: no limit), or run it where more memory is free"
 	}
 	return fmt.Errorf("model %s needs about %s of memory on %s (%s bytes), more than the %s %s; %s%s"+hintSep+"%s",
-		model, formatBytes(need.total), device, thousands(need.total), formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "), hint)
+		model, formatBytes(need.Total), device, thousands(need.Total), formatBytes(limit.bytes), limit.source, what, strings.Join(largest, ", "), hint)
 }
 
 // formatBytes formats a number of bytes for people: "7.2 GB".

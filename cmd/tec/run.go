@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,6 +22,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/report"
 	"tec/backend/sim"
+	"tec/driver"
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
 	"tec/lang/diag"
@@ -279,28 +281,29 @@ type mismatchSummary struct {
 // runProgram runs prog on rf's device (after checking that the run fits
 // the time and memory it may take) and prints the result.
 func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeline.Options, limit memLimit, fill *numeric.Fill) int {
-	var mod *kir.Module
-	need := refMemory(prog)
 	if rf.device == "cuda" {
 		// Say that tec-cuda is missing before compiling anything.
 		if _, err := e.findTecCUDA(); err != nil {
 			return e.failf(c, exitUser, err)
 		}
 	}
-	if rf.device == "sim" || rf.device == "cuda" {
-		res, err := pipeline.Build(prog, opts)
-		if err != nil {
+	dev := hostDevice(rf.device, rf.race)
+	if rf.device == "cuda" {
+		dev = &driver.CUDA{}
+	}
+	var comp *driver.Compiled
+	var mod *kir.Module
+	if dev.Kernels() {
+		var err error
+		if comp, err = driver.Compile(prog, opts); err != nil {
 			return e.failf(c, exitUser, fail(codeBuild, err))
 		}
-		mod = res.Module
-		need = simMemory(prog, mod, rf.race)
-		if rf.device == "cuda" {
-			need = cudaMemory(prog)
-		}
+		mod = comp.Module
 	}
+	need := dev.Memory(prog, comp)
 	if rf.expected != "" {
 		for _, t := range prog.Outputs {
-			need.total += int64(t.NumElements()) * elemBytes
+			need.Total += driver.ArrayBytes(t)
 		}
 	}
 	if err := e.checkMemory(prog.Name, rf.device, need, limit); err != nil {
@@ -343,10 +346,14 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 	start := time.Now()
 	var outs map[string]*te.Array
 	var gpu *cudaSummary
-	if rf.device == "cuda" {
-		outs, gpu, err = e.runCUDA(prog, mod, feeds, &rf.cudaFlags)
-	} else {
-		outs, err = e.evaluate(prog, mod, feeds, rf, bar)
+	switch {
+	case rf.device == "cuda":
+		outs, gpu, err = e.runCUDA(prog, comp, feeds, &rf.cudaFlags)
+	case bar != nil:
+		outs, err = e.evaluate(driver.Simulator{Options: sim.Options{Race: rf.race, Progress: bar.update}}, prog, comp, feeds)
+		bar.finish()
+	default:
+		outs, err = e.evaluate(dev, prog, comp, feeds)
 	}
 	elapsed := time.Since(start)
 	if err != nil {
@@ -462,44 +469,35 @@ func dataFailure(file string, err error) error {
 	return &failure{code: code, file: file, err: err}
 }
 
-// evaluate runs prog on rf.device (mod, its kernels, on sim) and returns
-// its outputs by name. bar, when not nil, shows the simulation's progress.
-func (e *env) evaluate(prog *te.Program, mod *kir.Module, feeds map[string]*te.Array, rf *runFlags, bar *progressBar) (map[string]*te.Array, error) {
-	if rf.device == "ref" {
-		outs, err := te.Evaluate(prog, feeds, te.EvalOptions{})
-		if err != nil {
-			return nil, fail(codeEval, fmt.Errorf("evaluating model %s on ref: %w", prog.Name, err))
-		}
-		return outs, nil
+// hostDevice returns the device that runs in this process named device:
+// the reference evaluator (ref) or the simulator (sim), detecting races
+// with race.
+func hostDevice(device string, race bool) driver.Device {
+	if device == "sim" {
+		return driver.Simulator{Options: sim.Options{Race: race}}
 	}
-	opts := sim.Options{Race: rf.race}
-	if bar != nil {
-		opts.Progress = bar.update
-		defer bar.finish()
-	}
-	r, err := sim.Run(mod, feeds, opts)
-	if err != nil {
-		return nil, fail(codeEval, fmt.Errorf("evaluating model %s on sim: %w", prog.Name, err))
-	}
-	if r.RaceCount > 0 {
-		for _, race := range r.Races {
+	return driver.Reference{}
+}
+
+// evaluate runs prog on dev, a device of this process (comp, its kernels,
+// on sim), and returns its outputs by name. It prints the races the
+// simulator finds, or keeps them as JSON diagnostics.
+func (e *env) evaluate(dev driver.Device, prog *te.Program, comp *driver.Compiled, feeds map[string]*te.Array) (map[string]*te.Array, error) {
+	res, err := dev.Run(context.Background(), prog, comp, feeds)
+	var races *driver.RaceError
+	if errors.As(err, &races) {
+		for _, race := range races.Races {
 			if e.json {
 				e.pending = append(e.pending, &diag.Diagnostic{Severity: diag.Error, Code: codeRace, Message: race.String()})
 			} else {
 				fmt.Fprintf(e.stderr, "tec run: %s\n", race)
 			}
 		}
-		more := ""
-		if r.RaceCount > len(r.Races) {
-			more = fmt.Sprintf(" (the first %d shown)", len(r.Races))
-		}
-		return nil, fail(codeRace, fmt.Errorf("evaluating model %s on sim: %d data races or uninitialised reads%s", prog.Name, r.RaceCount, more))
 	}
-	outs := map[string]*te.Array{}
-	for i, t := range prog.Outputs {
-		outs[t.Name] = r.Outputs[mod.Outputs[i].Name]
+	if err != nil {
+		return nil, runFailure(err)
 	}
-	return outs, nil
+	return res.Outputs, nil
 }
 
 // bindFeeds assembles the arrays of every placeholder of prog from the files
