@@ -24,6 +24,7 @@ import (
 
 	"tec/analysis"
 	"tec/backend/report"
+	"tec/driver"
 	"tec/examples"
 	"tec/gpu"
 	"tec/lang"
@@ -96,7 +97,7 @@ func run(w io.Writer, gpus, models []string, mode precision.Mode) error {
 			rows = append(rows, row{"-O4 greedy (Alg. 1)", pipeline.Options{Level: pipeline.MaxLevel, GPU: g, Strategy: partition.Greedy, Precision: mode}})
 			for i, rw := range rows {
 				start := time.Now()
-				res, err := pipeline.Build(p, rw.opts)
+				res, err := driver.Compile(p, rw.opts)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", name, rw.label, err)
 				}

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
-	"tec/backend/cuda"
-	"tec/backend/llvm"
+	"tec/driver"
 	"tec/gpu"
 	"tec/lang"
 	"tec/pipeline"
@@ -13,11 +13,7 @@ import (
 
 // check runs the front end on src.
 func check(src string, defines map[string]string) (*te.Program, error) {
-	p, diags := lang.Check("gen.te", []byte(src), lang.Config{Defines: defines})
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("check: %v", diags.Error())
-	}
-	return p, nil
+	return driver.Check("gen.te", []byte(src), lang.Config{Defines: defines})
 }
 
 // teText is what "tec te" does: the front end, then the program printed.
@@ -32,25 +28,20 @@ func teText(src string, defines map[string]string) (string, error) {
 // build is what "tec build --emit cu,ll" does: the front end, the pipeline
 // at level and both emitters.
 func build(src string, defines map[string]string, level int) error {
-	p, err := check(src, defines)
+	c, err := driver.CompileSource("gen.te", []byte(src), lang.Config{Defines: defines}, pipeline.Options{Level: level})
 	if err != nil {
 		return err
-	}
-	res, err := pipeline.Build(p, pipeline.Options{Level: level})
-	if err != nil {
-		return fmt.Errorf("pipeline: %w", err)
 	}
 	tg, err := gpu.LookupArch(gpu.DefaultArch())
 	if err != nil {
 		return err
 	}
-	if _, err := cuda.Emit(res.Module, tg); err != nil {
+	ctx := context.Background()
+	if _, err := driver.Emit(ctx, c, tg, driver.Outputs{CUDA: true}); err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}
-	mod, err := llvm.Emit(res.Module, tg)
-	if err != nil {
+	if _, err := driver.Emit(ctx, c, tg, driver.Outputs{LLVM: true}); err != nil {
 		return fmt.Errorf("llvm: %w", err)
 	}
-	_ = mod.String()
 	return nil
 }
