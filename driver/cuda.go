@@ -95,14 +95,8 @@ func (d *CUDA) Run(ctx context.Context, prog *te.Program, c *Compiled, feeds map
 		}
 		job.Feeds[i] = data
 	}
-	jobDir, err := makeJobDir(dir)
+	jobDir, err := d.runJob(ctx, dir, func(jobDir string) error { return gpurun.WriteJob(jobDir, job) })
 	if err != nil {
-		return nil, err
-	}
-	if err := gpurun.WriteJob(jobDir, job); err != nil {
-		return nil, &Error{Kind: ErrIO, Err: fmt.Errorf("writing the job for tec-cuda: %w", err)}
-	}
-	if err := d.Call(ctx, jobDir); err != nil {
 		return nil, err
 	}
 	res, err := gpurun.ReadResult(jobDir, plan)
@@ -157,14 +151,8 @@ func (d *CUDA) Generate(ctx context.Context, plan *generate.Plan, prefill, decod
 	if err := job.Check(); err != nil {
 		return nil, &Error{Kind: ErrDevice, Err: fmt.Errorf("models %s and %s: %w", plan.Prefill.Name, plan.Decode.Name, err)}
 	}
-	jobDir, err := makeJobDir(dir)
+	jobDir, err := d.runJob(ctx, dir, func(jobDir string) error { return gpurun.WriteGenerateJob(jobDir, job) })
 	if err != nil {
-		return nil, err
-	}
-	if err := gpurun.WriteGenerateJob(jobDir, job); err != nil {
-		return nil, &Error{Kind: ErrIO, Err: fmt.Errorf("writing the job for tec-cuda: %w", err)}
-	}
-	if err := d.Call(ctx, jobDir); err != nil {
 		return nil, err
 	}
 	res, err := gpurun.ReadGenerateResult(jobDir, job)
@@ -201,11 +189,19 @@ func encodeGenerationFeeds(job *gpurun.GenerateJob, feeds map[string]*te.Array) 
 	return nil
 }
 
-// makeJobDir makes the directory of tec-cuda's job in dir.
-func makeJobDir(dir string) (string, error) {
+// runJob makes the directory of tec-cuda's job in dir, writes the job
+// there with write and has Call run tec-cuda on it; it returns the job's
+// directory, which then holds the result.
+func (d *CUDA) runJob(ctx context.Context, dir string, write func(jobDir string) error) (string, error) {
 	jobDir := filepath.Join(dir, "job")
 	if err := os.Mkdir(jobDir, 0o755); err != nil {
 		return "", &Error{Kind: ErrIO, Err: err}
+	}
+	if err := write(jobDir); err != nil {
+		return "", &Error{Kind: ErrIO, Err: fmt.Errorf("writing the job for tec-cuda: %w", err)}
+	}
+	if err := d.Call(ctx, jobDir); err != nil {
+		return "", err
 	}
 	return jobDir, nil
 }
