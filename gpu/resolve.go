@@ -21,11 +21,10 @@ func Resolve(gpuName, archName string) (*Model, error) {
 	if spec == "" {
 		spec = Default
 		if archName != "" {
-			a, err := LookupArch(archName)
-			if err != nil {
+			var err error
+			if spec, err = DefaultFor(archName); err != nil {
 				return nil, err
 			}
-			spec = modelFor(a)
 		}
 	}
 	g, err := Lookup(spec)
@@ -35,15 +34,20 @@ func Resolve(gpuName, archName string) (*Model, error) {
 	return g.WithArch(archName)
 }
 
-// modelFor returns the name of the first built-in model whose native
-// architecture is a, or Default if none is.
-func modelFor(a Arch) string {
+// DefaultFor returns the name of the built-in model that a build for the
+// architecture named archName plans for when it names no GPU: the first,
+// in the order of Names, whose native architecture archName is (a100 for
+// sm_80, h100 for sm_90), or Default if none is.
+func DefaultFor(archName string) (string, error) {
+	if _, err := LookupArch(archName); err != nil {
+		return "", err
+	}
 	for _, name := range Names() {
-		if g, _ := Builtin(name); g.Arch.Name == a.Name {
-			return name
+		if g, _ := Builtin(name); g.Arch.Name == archName {
+			return name, nil
 		}
 	}
-	return Default
+	return Default, nil
 }
 
 // WithArch returns g with Arch set to the architecture named archName, or

@@ -26,6 +26,14 @@ func TestBuiltinArchs(t *testing.T) {
 	if got := DefaultArch(); got != "sm_80" {
 		t.Errorf("DefaultArch() = %s, want sm_80, the architecture of %s", got, Default)
 	}
+	for arch, want := range map[string]string{"sm_80": "a100", "sm_90": "h100"} {
+		if got, err := DefaultFor(arch); got != want || err != nil {
+			t.Errorf("DefaultFor(%s) = %s, %v; want %s", arch, got, err, want)
+		}
+	}
+	if got, _ := DefaultFor(DefaultArch()); got != Default {
+		t.Errorf("the default architecture's model is %s, not the default model %s", got, Default)
+	}
 }
 
 func TestResolve(t *testing.T) {

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 
-	"tec/gpu"
 	"tec/te"
 	"tec/transform"
 )
@@ -70,9 +69,7 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 // opts.Context skipped in each. cache, when not nil, holds the counts
 // chosen for sites of the same text (the layers of a model).
 func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int) (int, error) {
-	if opts.GPU.Name == "" {
-		opts.GPU, _ = gpu.Builtin(gpu.Default)
-	}
+	opts = opts.withDefaultGPU()
 	sub := s.Subprogram()
 	key := canonicalText(sub)
 	if c, ok := cache[key]; ok {
@@ -113,9 +110,7 @@ type FlashCandidate struct {
 // FlashCandidates returns the predictions for site s unsplit, then split
 // in each of s.ChunkCounts(32, 64), under opts.
 func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, error) {
-	if opts.GPU.Name == "" {
-		opts.GPU, _ = gpu.Builtin(gpu.Default)
-	}
+	opts = opts.withDefaultGPU()
 	sub := s.Subprogram()
 	t, occ, err := subprogramTime(sub, opts)
 	if err != nil {

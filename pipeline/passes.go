@@ -5,7 +5,6 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/lower"
-	"tec/gpu"
 	"tec/partition"
 	"tec/precision"
 	"tec/te"
@@ -203,9 +202,7 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if opts.FlashChunks < 0 {
 		return nil, fmt.Errorf("flash-decoding: %d chunks: want 0 (the cost model decides), 1 (no split) or more", opts.FlashChunks)
 	}
-	if opts.GPU.Name == "" {
-		opts.GPU, _ = gpu.Builtin(gpu.Default)
-	}
+	opts = opts.withDefaultGPU()
 	b := &build{opts: opts, popts: partitionOptions(opts), prog: p}
 	ran, err := b.runPasses(nil, opts.Dump)
 	if err != nil {

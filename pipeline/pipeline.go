@@ -56,6 +56,15 @@ type Options struct {
 	Dump func(pass, text string)
 }
 
+// withDefaultGPU returns opts with the zero GPU replaced by the default
+// model (gpu.Default): the one place the default applies.
+func (opts Options) withDefaultGPU() Options {
+	if opts.GPU.Name == "" {
+		opts.GPU, _ = gpu.Builtin(gpu.Default)
+	}
+	return opts
+}
+
 // Result is what Build made.
 type Result struct {
 	// Program is the transformed program that was lowered.
@@ -158,12 +167,12 @@ func kernelBoxes(stages []*te.Tensor) map[*te.Tensor]int64 {
 }
 
 // plan analyses and partitions p.
-func plan(p *te.Program, gpu gpu.Model, popts partition.Options) (*partition.Plan, error) {
+func plan(p *te.Program, g gpu.Model, popts partition.Options) (*partition.Plan, error) {
 	a, err := analysis.Analyze(p, analysis.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("analysis: %w", err)
 	}
-	return partition.Partition(a, gpu, popts)
+	return partition.Partition(a, g, popts)
 }
 
 // recompute returns p with the producers that the cost model would rather
@@ -172,15 +181,15 @@ func plan(p *te.Program, gpu gpu.Model, popts partition.Options) (*partition.Pla
 // plan of the whole is predicted faster than pl, p's own; else p and pl.
 // (A producer that the plan would compute in a weight-cached stage's
 // epilogue for free is no saving: only the whole plan tells.)
-func recompute(p *te.Program, pl *partition.Plan, gpu gpu.Model, popts partition.Options) (*te.Program, *partition.Plan, error) {
+func recompute(p *te.Program, pl *partition.Plan, g gpu.Model, popts partition.Options) (*te.Program, *partition.Plan, error) {
 	pays := func(old, nu *te.Tensor, removed []*te.Tensor) bool {
-		return partition.RecomputePays(gpu, popts.Threads, old, nu, removed)
+		return partition.RecomputePays(g, popts.Threads, old, nu, removed)
 	}
 	q, err := transform.Recompute(p, pays)
 	if err != nil || len(q.Tensors) == len(p.Tensors) {
 		return p, pl, err
 	}
-	ql, err := plan(q, gpu, popts)
+	ql, err := plan(q, g, popts)
 	if err != nil {
 		return nil, nil, err
 	}

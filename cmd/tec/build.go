@@ -48,11 +48,19 @@ func (o *optFlags) registerOpt(fs *flag.FlagSet) {
 // also has --target, whose default GPU follows the target.
 func (o *optFlags) registerTargetOpt(fs *flag.FlagSet) {
 	o.registerOpt(fs)
-	fs.Lookup("gpu").Usage = "the GPU model: " + strings.Join(gpu.Names(), ", ") + " or a .json file (default: " + gpu.Default + ", h100 for --target sm_90)"
+	usage := "the GPU model: " + strings.Join(gpu.Names(), ", ") + " or a .json file (default: " + gpu.Default
+	for _, a := range gpu.ArchNames() {
+		if name, _ := gpu.DefaultFor(a); name != gpu.Default {
+			usage += ", " + name + " for --target " + a
+		}
+	}
+	fs.Lookup("gpu").Usage = usage + ")"
 }
 
-// options returns the pipeline's options, with the GPU named by --gpu or,
-// without it, the one that matches tg.
+// options returns the pipeline's options, with the GPU that --gpu and
+// the target tg ("" for a command without --target) resolve to
+// (gpu.Resolve): the GPU named by --gpu or, without it, the one that
+// matches tg, compiled for tg.
 func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if o.level < 0 || o.level > pipeline.MaxLevel {
 		return pipeline.Options{}, fmt.Errorf("-O%d: want -O0 to -O%d", o.level, pipeline.MaxLevel)
@@ -61,21 +69,17 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if err != nil {
 		return pipeline.Options{}, fmt.Errorf("--precision: %w", err)
 	}
-	spec := o.gpu
-	if spec == "" {
-		spec = gpu.Default
-		if tg == "sm_90" {
-			spec = "h100"
+	if tg != "" {
+		if _, err := gpu.LookupArch(tg); err != nil {
+			return pipeline.Options{}, fmt.Errorf("--target: %w", err)
 		}
 	}
-	g, err := gpu.Lookup(spec)
+	g, err := gpu.Resolve(o.gpu, tg)
+	if mm := (*gpu.MismatchError)(nil); errors.As(err, &mm) {
+		return pipeline.Options{}, targetMismatch(mm)
+	}
 	if err != nil {
 		return pipeline.Options{}, gpuFailure(err)
-	}
-	if tg != "" {
-		if err := checkTargetRuns(tg, g); err != nil {
-			return pipeline.Options{}, err
-		}
 	}
 	if o.context < 0 {
 		return pipeline.Options{}, fmt.Errorf("--context %d: want a number of positions, at least 1 (0: the whole cache)", o.context)
@@ -83,33 +87,18 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if o.flashChunks < 0 {
 		return pipeline.Options{}, fmt.Errorf("--flash-chunks %d: want 0 (the cost model decides), 1 (no split) or a number of chunks", o.flashChunks)
 	}
-	return pipeline.Options{Level: o.level, GPU: g, Deterministic: o.deterministic, Precision: prec, Context: o.context, FlashChunks: o.flashChunks}, nil
+	return pipeline.Options{Level: o.level, GPU: *g, Deterministic: o.deterministic, Precision: prec, Context: o.context, FlashChunks: o.flashChunks}, nil
 }
 
-// checkTargetRuns refuses a target whose code cannot run on the GPU model
-// g: an architecture newer than g's compute capability (--target sm_90
-// --gpu a100 planned for an A100 code that no A100 runs). An older one is
-// allowed: an sm_80 kernel's PTX runs on an H100 too.
-func checkTargetRuns(name string, g gpu.Model) error {
-	tg, err := gpu.LookupArch(name)
-	if err != nil || g.CC == "" {
-		return nil // the target is checked where it is parsed
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(g.CC, "%d.%d", &major, &minor); err != nil {
-		return nil
-	}
-	if tg.Major < major || tg.Major == major && tg.Minor <= minor {
-		return nil
-	}
+// targetMismatch is the usage error of a --target whose code the --gpu
+// model cannot run (--target sm_90 --gpu a100 planned for an A100 code
+// that no A100 runs), with the target that it can.
+func targetMismatch(mm *gpu.MismatchError) error {
 	fit := "an older GPU has no --target"
-	for _, n := range gpu.ArchNames() {
-		if t, _ := gpu.LookupArch(n); t.Major < major || t.Major == major && t.Minor <= minor {
-			fit = "--target " + n + " for the GPU"
-		}
+	if a, ok := mm.Model.NativeArch(); ok {
+		fit = "--target " + a.Name + " for the GPU"
 	}
-	return fmt.Errorf("--target %s emits code for compute capability %d.%d, which the GPU model %s (compute capability %s) cannot run"+hintSep+
-		"plan for a GPU of the target (leave --gpu out for its default), or emit %s", tg.Name, tg.Major, tg.Minor, g.Name, g.CC, fit)
+	return fmt.Errorf("--target %w"+hintSep+"plan for a GPU of the target (leave --gpu out for its default), or emit %s", mm, fit)
 }
 
 // optionsError reports an error of optFlags.options: a usage error, or a
@@ -490,8 +479,8 @@ func residentBlocks(m *kir.Module, g gpu.Model) int {
 	for _, k := range m.Kernels {
 		threads = max(threads, k.Block)
 	}
-	perSM := max(1, min(g.MaxBlocksPerSM, g.MaxThreadsPerSM/threads))
-	return max(1, g.SMs*perSM)
+	perSM, _ := g.BlocksPerSM(gpu.Block{Threads: threads})
+	return g.SMs * max(1, perSM)
 }
 
 // errNotFinite reports a prediction that is not a finite number.

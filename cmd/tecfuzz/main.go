@@ -15,6 +15,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -89,11 +90,8 @@ func reproduce(path string, seed uint64, level int, gpuSpec string, det bool, co
 	}
 	configs := progfuzz.Configs(seed)
 	if level >= 0 {
-		spec := gpuSpec
-		if spec == "" {
-			spec = gpu.Default
-		}
-		g, err := gpu.Lookup(spec)
+		spec := cmp.Or(gpuSpec, gpu.Default)
+		g, err := gpu.Resolve(spec, "")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "tecfuzz: -gpu:", err)
 			return 2
@@ -102,7 +100,7 @@ func reproduce(path string, seed uint64, level int, gpuSpec string, det bool, co
 		if _, builtin := gpu.Builtin(spec); builtin {
 			name = spec
 		}
-		configs = []progfuzz.Config{{Level: level, GPUName: name, GPU: g, Deterministic: det, Counters: counters}}
+		configs = []progfuzz.Config{{Level: level, GPUName: name, GPU: *g, Deterministic: det, Counters: counters}}
 	}
 	fails := progfuzz.Run(src, progfuzz.Options{Configs: configs, Emit: true, Fmt: true})
 	if len(fails) == 0 {

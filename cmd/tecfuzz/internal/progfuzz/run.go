@@ -594,19 +594,15 @@ func emitBoth(c *driver.Compiled, g gpu.Model) (msg, stack string) {
 			msg, stack = fmt.Sprintf("panic: %v", r), string(debug.Stack())
 		}
 	}()
-	name := "sm_80"
-	if strings.HasPrefix(g.CC, "9") {
-		name = "sm_90"
-	}
-	tg, err := gpu.LookupArch(name)
+	m, err := g.WithArch("") // the GPU's own architecture
 	if err != nil {
 		return err.Error(), ""
 	}
 	ctx := context.Background()
-	if _, err := driver.Emit(ctx, c, tg, driver.Outputs{CUDA: true}); err != nil {
+	if _, err := driver.Emit(ctx, c, m.Arch, driver.Outputs{CUDA: true}); err != nil {
 		return "cuda: " + err.Error(), ""
 	}
-	if _, err := driver.Emit(ctx, c, tg, driver.Outputs{LLVM: true}); err != nil {
+	if _, err := driver.Emit(ctx, c, m.Arch, driver.Outputs{LLVM: true}); err != nil {
 		return "llvm: " + err.Error(), ""
 	}
 	return "", ""
