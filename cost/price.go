@@ -1,8 +1,10 @@
-// Package cost is the cost model of partition plans: what a stage's
-// schedule costs, apart from the decisions that make up the schedule.
-// A Price is the work of one stage, counted from its schedule: its
-// arithmetic, the bytes its tiles request from global memory, and its
-// footprint.
+// Package cost is the cost model of partition plans, apart from the
+// schedules it prices (package schedule) and from the planner that asks it
+// (package partition): a stage's Price, the work its schedule does (its
+// arithmetic, the bytes its tiles request, its footprint), and the time
+// that work takes on a GPU (StageTime and its forms for a stage alone:
+// Alone, Solo, Ideal), from the rates of the GPU's model and the fraction
+// of them a schedule's tiles reach (Efficiency).
 package cost
 
 // Price is what one stage costs whatever the GPU it runs on: the work its

@@ -9,8 +9,8 @@ import (
 	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -77,7 +77,7 @@ func TestDecodeSkipsTiles(t *testing.T) {
 			t.Run(fmt.Sprintf("pos%v/O%d", pos, level), func(t *testing.T) {
 				res, out := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g}, in, want, tolModel)
 				s := res.Plan.Schedules[res.Plan.Program.Lookup("s")]
-				if s.Kind != partition.Contraction || s.Mask == nil || len(s.Mask.Scalars) != 1 {
+				if s.Kind != schedule.Contraction || s.Mask == nil || len(s.Mask.Scalars) != 1 {
 					t.Fatalf("s: %s; want a contraction masked by the run-time pos", s)
 				}
 				if level < 3 {
@@ -147,7 +147,7 @@ func onlyStage(k *kir.Kernel, name string) bool {
 
 // liveTiles counts, point by point, the tiles of s[b, t] (batch b, N = t,
 // tiled by s's TileN) with some t <= pos[b].
-func liveTiles(s *partition.Schedule, pos []float64) int {
+func liveTiles(s *schedule.Schedule, pos []float64) int {
 	live := 0
 	for b := range s.Batch {
 		for n0 := 0; n0 < s.N; n0 += s.TileN {

@@ -13,6 +13,7 @@ import (
 	"tec/partition"
 	"tec/pipeline"
 	"tec/precision"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -211,7 +212,7 @@ func checkMasked(t *testing.T, res *pipeline.Result, rep *report.Report, name st
 		t.Fatalf("no tensor %s in the plan's program", name)
 	}
 	s := res.Plan.Schedules[u]
-	if s.Kind != partition.Contraction {
+	if s.Kind != schedule.Contraction {
 		t.Fatalf("%s is a %s stage, not a contraction", name, s.Kind)
 	}
 	d, _ := partition.ContractionDims(u)
@@ -244,7 +245,7 @@ func checkMasked(t *testing.T, res *pipeline.Result, rep *report.Report, name st
 // deadTiles counts the tiles of the contraction d, tiled as s says, none
 // of whose output points use the products, by evaluating the guards at
 // every point.
-func deadTiles(s *partition.Schedule, d partition.Dims) int {
+func deadTiles(s *schedule.Schedule, d partition.Dims) int {
 	val := map[*te.Var]int{}
 	at := func(v *te.Var) int { return val[v] }
 	set := func(axes []*te.Var, flat int) {

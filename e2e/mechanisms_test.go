@@ -11,6 +11,7 @@ import (
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -143,7 +144,7 @@ func checkMechanism(t *testing.T, p *te.Program, opts pipeline.Options, want fun
 	}
 }
 
-func stageKinds(pl *partition.Plan, f func(k *partition.Kernel, i int, s *partition.Schedule) bool) bool {
+func stageKinds(pl *partition.Plan, f func(k *partition.Kernel, i int, s *schedule.Schedule) bool) bool {
 	for _, k := range pl.Kernels {
 		for i, t := range k.Stages {
 			if f(k, i, pl.Schedules[t]) {
@@ -155,15 +156,15 @@ func stageKinds(pl *partition.Plan, f func(k *partition.Kernel, i int, s *partit
 }
 
 func hasRows(pl *partition.Plan) bool {
-	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool { return s.Kind == partition.Rows })
+	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *schedule.Schedule) bool { return s.Kind == schedule.Rows })
 }
 
 func hasSplit(pl *partition.Plan) bool {
-	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool { return s.Kind == partition.SplitReduce })
+	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *schedule.Schedule) bool { return s.Kind == schedule.SplitReduce })
 }
 
 func hasBlockSync(pl *partition.Plan) bool {
-	return stageKinds(pl, func(k *partition.Kernel, i int, _ *partition.Schedule) bool { return k.Sync[i] == partition.BlockSync })
+	return stageKinds(pl, func(k *partition.Kernel, i int, _ *schedule.Schedule) bool { return k.Sync[i] == partition.BlockSync })
 }
 
 func hasOnChip(pl *partition.Plan) bool {
@@ -202,8 +203,8 @@ func hasSpill(pl *partition.Plan) bool {
 // hasRegTile reports whether a contraction computes several outputs per
 // thread in both dimensions.
 func hasRegTile(pl *partition.Plan) bool {
-	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool {
-		return s.Kind == partition.Contraction && s.RegM > 1 && s.RegN > 1
+	return stageKinds(pl, func(_ *partition.Kernel, _ int, s *schedule.Schedule) bool {
+		return s.Kind == schedule.Contraction && s.RegM > 1 && s.RegN > 1
 	})
 }
 
@@ -250,7 +251,7 @@ func TestWeightCache(t *testing.T) {
 			if wc.Keys != tt.slices || wc.Slots != tt.slots || wc.Keys-wc.Resident() != tt.reload || wc.SliceFloats*4 != tt.slice {
 				t.Errorf("cache %s; want %d slices of %d B, %d slots, %d reloaded", wc, tt.slices, tt.slice, tt.slots, tt.reload)
 			}
-			if !stageKinds(res.Plan, func(_ *partition.Kernel, _ int, s *partition.Schedule) bool { return s.EpilogueOf != nil }) {
+			if !stageKinds(res.Plan, func(_ *partition.Kernel, _ int, s *schedule.Schedule) bool { return s.EpilogueOf != nil }) {
 				t.Errorf("no cell update in a tile's epilogue:\n%s", res.Plan)
 			}
 			out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: tt.grid})

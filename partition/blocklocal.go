@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"tec/cost"
 	"tec/gpu"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -25,7 +27,7 @@ import (
 // schedule s, one block computing each row: a row reduction's or a Rows
 // stage's (rowAxes), or a row contraction's (contractionRows); 0 if s
 // does not give each row to one block.
-func blockRows(t *te.Tensor, s *Schedule) int {
+func blockRows(t *te.Tensor, s *schedule.Schedule) int {
 	if l := rowAxes(t, s); l > 0 {
 		return l
 	}
@@ -38,8 +40,8 @@ func blockRows(t *te.Tensor, s *Schedule) int {
 // SIMT tile covering all of M and N, or a matrix-vector tile covering
 // all the wide factor's columns. Tensor-core, split-K and resident
 // schedules, whose tiles map otherwise, return 0.
-func contractionRows(t *te.Tensor, s *Schedule) int {
-	if s.Kind != Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil ||
+func contractionRows(t *te.Tensor, s *schedule.Schedule) int {
+	if s.Kind != schedule.Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil ||
 		s.Batch < 1 || s.Tiles != s.Batch {
 		return 0
 	}
@@ -70,7 +72,7 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 	}
 	for _, t := range stages {
 		s := pl.stage(t)
-		if s.Kind != Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
+		if s.Kind != schedule.Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
 			continue
 		}
 		d, ok := ContractionDims(t)
@@ -99,7 +101,7 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 		if a.KMask != nil && a.LiveK < a.K {
 			a.Bytes = a.Bytes * int64(a.LiveK) / int64(a.K) // as priceKMask left it
 		}
-		if solo(g, a) >= solo(g, s)+g.GridSyncCost {
+		if cost.Solo(g, a.Schedule, a.Price) >= cost.Solo(g, s.Schedule, s.Price)+g.GridSyncCost {
 			continue
 		}
 		s.set(a)
@@ -129,10 +131,10 @@ func (s stage) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
 			continue
 		}
 		try := s.clone()
-		if !try.setMatVec(d, &MatVec{Wide: wide, TileF: tf, Cols: c}, g, out) {
+		if !try.setMatVec(d, &schedule.MatVec{Wide: wide, TileF: tf, Cols: c}, g, out) {
 			continue
 		}
-		if t := solo(g, try); best.Schedule == nil || t < bestTime || t == bestTime && try.RegsPerThread < best.RegsPerThread {
+		if t := cost.Solo(g, try.Schedule, try.Price); best.Schedule == nil || t < bestTime || t == bestTime && try.RegsPerThread < best.RegsPerThread {
 			best, bestTime = try, t
 		}
 	}
@@ -143,20 +145,10 @@ func (s stage) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
 	return true
 }
 
-// solo returns the time of stage s alone on the GPU g, at its own
-// occupancy over the whole grid (stageTimeOn).
-func solo(g gpu.Model, s stage) float64 {
-	own, _ := g.BlocksPerSM(s.Resources().Block())
-	if own == 0 {
-		return inf
-	}
-	return stageTimeOn(g, s, s.Bytes, own, g.SMs*own)
-}
-
 // sameRows reports whether stage y reads stage u only in rows that the
 // same block computed: both work by rows over the same leading axes
 // (blockRows), and y loads u only in its own row (readsRows).
-func sameRows(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) bool {
+func sameRows(y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule) bool {
 	l := blockRows(y, sy)
 	return l > 0 && blockRows(u, su) == l && readsRows(y, u, l)
 }
@@ -178,7 +170,7 @@ func rowsForReaders(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 	}
 	for _, t := range stages {
 		s := pl.stage(t)
-		if s.Kind != Elementwise || len(readers[t]) == 0 {
+		if s.Kind != schedule.Elementwise || len(readers[t]) == 0 {
 			continue
 		}
 		l := blockRows(readers[t][0], scheds[readers[t][0]])
@@ -193,8 +185,8 @@ func rowsForReaders(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 			continue
 		}
 		r := s.clone()
-		r.Kind, r.RowAxes, r.Tiles = Rows, l, product(t.Axes[:l])
-		if solo(g, r) >= solo(g, s)+g.GridSyncCost {
+		r.Kind, r.RowAxes, r.Tiles = schedule.Rows, l, product(t.Axes[:l])
+		if cost.Solo(g, r.Schedule, r.Price) >= cost.Solo(g, s.Schedule, s.Price)+g.GridSyncCost {
 			continue
 		}
 		s.set(r)
@@ -206,7 +198,7 @@ func rowsForReaders(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 // point (readPoints, fitReads): finer than rowDep where the reads are not
 // at y's own leading axes, as a query head's scores read the key head
 // that its group of heads shares (TileDep.Div).
-func fitDep(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) (TileDep, bool) {
+func fitDep(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule) (TileDep, bool) {
 	ty, cy, oky := tiling(y, sy, pl.Threads)
 	tu, cu, oku := tiling(u, su, pl.Threads)
 	if !oky || !oku {
@@ -230,7 +222,7 @@ func (k *Kernel) preferredGroups(pl *Plan, j int, epoch map[*te.Tensor]int, sign
 	grid := max(k.Grid, 1)
 	type reader struct {
 		y  *te.Tensor
-		sy *Schedule
+		sy *schedule.Schedule
 	}
 	readers := map[*te.Tensor][]reader{}
 	for f := j; f < len(k.Stages) && (f == j || k.Sync[f] != GridSync); f++ {

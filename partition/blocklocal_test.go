@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
 )
 
 // TestBlockLocalAttention checks the plan of gqaAttention at -O4 (Reuse)
@@ -33,7 +34,7 @@ func TestBlockLocalAttention(t *testing.T) {
 			t.Errorf("%s: %d tiles, want one per head (8):\n%s", name, s.Tiles, pl)
 		}
 	}
-	if s := pl.Schedules[k.Stages[at["rq"]]]; s.Kind != Rows || s.RowAxes != 1 {
+	if s := pl.Schedules[k.Stages[at["rq"]]]; s.Kind != schedule.Rows || s.RowAxes != 1 {
 		t.Errorf("rq: %v over %d axes, want rows of the heads", s.Kind, s.RowAxes)
 	}
 	for _, name := range []string{"mx", "den", "ctx"} {

@@ -7,13 +7,9 @@ import (
 
 	"tec/analysis"
 	"tec/cost"
-	"tec/gpu"
+	"tec/schedule"
 	"tec/te"
 )
-
-// stageFloor is the least time a stage takes however little it does: about
-// one round trip to DRAM, since every stage reads what an earlier one wrote.
-const stageFloor = 0.5e-6
 
 // coster predicts the time of candidate kernels over the stages of a plan.
 type coster struct {
@@ -22,7 +18,7 @@ type coster struct {
 	opts   Options
 	stages []*te.Tensor
 	pos    map[*te.Tensor]int
-	scheds []*Schedule
+	scheds []*schedule.Schedule
 	prices []*cost.Price
 	// prods[j] are stage j's compute producers in the plan, with the
 	// barrier each needs if it was written since the last grid sync.
@@ -49,7 +45,7 @@ type coster struct {
 	// touch, and sufRes[j] their merged resources: bounds on what any
 	// extension of a kernel past stage j can add (see dominated).
 	sufBufs []int
-	sufRes  []Resources
+	sufRes  []schedule.Resources
 }
 
 // stage returns stage j's schedule and price.
@@ -86,7 +82,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 			}
 		}
 		for o := 1; o <= g.MaxBlocksPerSM; o++ {
-			c.pre[o][j+1] = c.pre[o][j] + c.stageTime(s, s.Bytes, occ, g.SMs*o)
+			c.pre[o][j+1] = c.pre[o][j] + cost.StageTime(c.pl.GPU, s.Schedule, s.Price, s.Bytes, occ, g.SMs*o)
 		}
 		c.keys = append(c.keys, regions(t, ids))
 		var bs []int
@@ -119,7 +115,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 func (c *coster) suffixes() {
 	n := len(c.stages)
 	c.sufBufs = make([]int, n+1)
-	c.sufRes = make([]Resources, n+1)
+	c.sufRes = make([]schedule.Resources, n+1)
 	bufSeen := make([]bool, len(c.bufSeen))
 	for j := n - 1; j >= 0; j-- {
 		c.sufBufs[j] = c.sufBufs[j+1]
@@ -197,47 +193,6 @@ func boxKey(lo, hi []int) string {
 	return string(b)
 }
 
-// stageTime predicts a stage's time on a grid of grid blocks: its work at
-// full rate (the largest of FLOPs over the attainable FP32 rate, bytes
-// moved over DRAM bandwidth, and the bytes its tiles load, all through L2,
-// over L2 bandwidth) scaled by the share of the blocks it needs to
-// saturate the GPU (SMs × its own occupancy) that run concurrently, and
-// when fewer blocks than SMs run, by the share of the SMs they keep busy.
-func (c *coster) stageTime(s stage, bytes int64, own, grid int) float64 {
-	return stageTimeOn(c.pl.GPU, s, bytes, own, grid)
-}
-
-// stageTimeOn is stageTime on the GPU g.
-func stageTimeOn(g gpu.Model, s stage, bytes int64, own, grid int) float64 {
-	if s.EpilogueOf != nil {
-		return 0 // part of its producer's tiles
-	}
-	peak := g.FP32Peak
-	if s.TensorCores {
-		peak = tensorPeak(g, s.TensorIn)
-	}
-	w := max(float64(s.FLOPs)/(peak*s.Efficiency()), float64(bytes)/g.DRAMBandwidth)
-	if g.L2Bandwidth > 0 {
-		w = max(w, float64(s.Bytes)/g.L2Bandwidth)
-	}
-	sat := g.SMs * max(own, 1)
-	conc := min(s.Tiles, grid, sat)
-	if conc <= 0 {
-		return inf
-	}
-	t := w * float64(min(s.Tiles, sat)) / float64(conc)
-	if conc < g.SMs {
-		t *= float64(g.SMs) / float64(conc)
-	}
-	switch {
-	case s.Kind == SplitReduce:
-		t += 2 * g.GridSyncCost
-	case s.KSplit > 1:
-		t += s.splitKTime(g)
-	}
-	return max(t, stageFloor)
-}
-
 // edge is a producer of a stage and the barrier the stage needs after it.
 type edge struct {
 	p    int
@@ -277,7 +232,7 @@ func (c *coster) barrier(i, last, j int) Barrier {
 	if b == GridSync {
 		return b
 	}
-	if c.scheds[j].Kind == SplitReduce {
+	if c.scheds[j].Kind == schedule.SplitReduce {
 		// Its accumulators are zeroed by its init phase, which must follow
 		// whatever the stages before it read.
 		return max(b, BlockSync)
@@ -290,7 +245,7 @@ func (c *coster) barrier(i, last, j int) Barrier {
 // elements, j loading p at its own output index.
 func (c *coster) sameThread(p, j int) bool {
 	sp, sj := c.scheds[p], c.scheds[j]
-	return sp.Kind == Elementwise && sj.Kind == Elementwise &&
+	return sp.Kind == schedule.Elementwise && sj.Kind == schedule.Elementwise &&
 		identityReads(c.stages[j], c.stages[p])
 }
 
@@ -334,7 +289,7 @@ func identityReads(t, u *te.Tensor) bool {
 // segment accumulates a candidate kernel of stages [i, j).
 type segment struct {
 	i, j      int
-	res       Resources
+	res       schedule.Resources
 	occ       int
 	last      int // position of the last stage that began with a grid sync
 	syncs     int
@@ -480,7 +435,7 @@ func (c *coster) extend(sg *segment) {
 	}
 	for o := 1; o <= sg.occ; o++ {
 		grid := c.pl.GPU.SMs * o
-		t := c.stageTime(s, bytes, c.own[j], grid)
+		t := cost.StageTime(c.pl.GPU, s.Schedule, s.Price, bytes, c.own[j], grid)
 		if sg.record {
 			times[o] = t
 		}
@@ -541,7 +496,7 @@ func (c *coster) kernel(i, e int) *Kernel {
 		if s.Foot <= int64(c.pl.GPU.L2Bytes) {
 			bytes = min(bytes, s.Foot)
 		}
-		k.Cost.Stages = c.stageTime(s, bytes, c.own[i], s.Tiles)
+		k.Cost.Stages = cost.StageTime(c.pl.GPU, s.Schedule, s.Price, bytes, c.own[i], s.Tiles)
 		k.Grid = max(1, s.Tiles)
 	}
 	for _, s := range c.prices[i:e] {
@@ -628,7 +583,7 @@ type mark struct {
 	synced bool // its last stage began a grid epoch after a grid sync
 	start  int
 	base   float64 // the best plan's time to its start
-	res    Resources
+	res    schedule.Resources
 	params int
 	foot   int64
 	syncs  int
@@ -776,7 +731,7 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 				ci = te.Intensity.Class == analysis.ComputeIntensive
 			}
 		} else {
-			ci = s.Kind == Contraction
+			ci = s.Kind == schedule.Contraction
 		}
 		switch {
 		case occ == 0:
@@ -851,7 +806,7 @@ func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
 			}
 		}
 		p := c.pos[t]
-		if c.scheds[p].Kind != RowReduce || a.Graph.IsOutput(t) || t.DType != te.F32 {
+		if c.scheds[p].Kind != schedule.RowReduce || a.Graph.IsOutput(t) || t.DType != te.F32 {
 			continue
 		}
 		last, ok := pos, true

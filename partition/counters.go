@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -174,18 +175,18 @@ func (d TileDep) String() string {
 // with blocks of threads: the elements of a tile, and whether tiles are
 // chunks of an element-wise stage; false if its tiles are not runs of
 // elements (contractions, split reductions, epilogues).
-func tiling(t *te.Tensor, s *Schedule, threads int) (width int, chunks, ok bool) {
+func tiling(t *te.Tensor, s *schedule.Schedule, threads int) (width int, chunks, ok bool) {
 	if s.EpilogueOf != nil {
 		return 0, false, false
 	}
 	switch s.Kind {
-	case RowReduce:
+	case schedule.RowReduce:
 		return 1, false, true
-	case Rows:
+	case schedule.Rows:
 		return product(t.Axes[s.RowAxes:]), false, true
-	case Elementwise:
+	case schedule.Elementwise:
 		return threads, true, true
-	case Contraction:
+	case schedule.Contraction:
 		if l := contractionRows(t, s); l > 0 { // blocklocal.go
 			return product(t.Axes[l:]), false, true
 		}
@@ -196,7 +197,7 @@ func tiling(t *te.Tensor, s *Schedule, threads int) (width int, chunks, ok bool)
 // rowDep returns the dependence of stage y's tiles on stage u's, when
 // both take runs of elements as tiles and y reads u only at its own first
 // axes (readsRows), as many as it can.
-func rowDep(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, threads int) (TileDep, bool) {
+func rowDep(y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule, threads int) (TileDep, bool) {
 	ty, cy, oky := tiling(y, sy, threads)
 	tu, cu, oku := tiling(u, su, threads)
 	if !oky || !oku {
@@ -245,7 +246,7 @@ func placeCounters(pl *Plan, mode CounterMode) {
 func (k *Kernel) placeCounters(pl *Plan, mode CounterMode) {
 	synced := false // a grid sync precedes the current epoch
 	for _, t := range k.Stages {
-		if pl.Schedules[t].Kind == SplitReduce {
+		if pl.Schedules[t].Kind == schedule.SplitReduce {
 			synced = true // the initialisation's grid sync starts the kernel
 		}
 	}
@@ -355,7 +356,7 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 // most MaxWaits waits each: a row dependence, or those on a
 // matrix-vector producer (matVecDeps), grouped as u signals already or
 // else by prefer (if not 0).
-func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, signalled map[*te.Tensor]int, prefer int) ([]TileDep, bool) {
+func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, signalled map[*te.Tensor]int, prefer int) ([]TileDep, bool) {
 	su := pl.Schedules[u]
 	group, done := signalled[u]
 	if _, _, ok := matVecWidth(u, su); ok {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -28,9 +29,9 @@ const maxFitPoints = 1 << 16
 // matVecWidth returns the columns of a tile of u, and its rows, when u
 // is a matrix-vector stage of rows × cols with no batch, whose tile t
 // computes its columns [t·W, (t+1)·W) of every row.
-func matVecWidth(u *te.Tensor, s *Schedule) (w, rows int, ok bool) {
+func matVecWidth(u *te.Tensor, s *schedule.Schedule) (w, rows int, ok bool) {
 	mv := s.MatVec
-	if s.Kind != Contraction || mv == nil || s.EpilogueOf != nil || mv.Wide != 1 || s.Tiles != mv.NT || len(u.Shape) != 2 {
+	if s.Kind != schedule.Contraction || mv == nil || s.EpilogueOf != nil || mv.Wide != 1 || s.Tiles != mv.NT || len(u.Shape) != 2 {
 		return 0, 0, false
 	}
 	if u.Shape[0] != s.TileM || u.Shape[1] != s.Tiles*mv.Width() {
@@ -44,7 +45,7 @@ func matVecWidth(u *te.Tensor, s *Schedule) (w, rows int, ok bool) {
 // that y reads, with the producer tiles grouped so that a tile of y waits
 // on as few counters as it can; group is u's group if an earlier
 // dependence fixed it, else 0.
-func matVecDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule, group int) ([]TileDep, bool) {
+func matVecDeps(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule, group int) ([]TileDep, bool) {
 	best, ok := matVecFit(pl, y, sy, u, su)
 	return grouped(best, group), ok
 }
@@ -53,7 +54,7 @@ func matVecDeps(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule
 // their schedules.
 type fitKey struct {
 	y, u   *te.Tensor
-	sy, su *Schedule
+	sy, su *schedule.Schedule
 }
 
 // fitResult is a matVecFit's answer.
@@ -65,7 +66,7 @@ type fitResult struct {
 // matVecFit is the package's matVecFit for pl's threads, remembered in
 // pl.fits while that is set. The dependences are a copy the caller may
 // group.
-func (pl *Plan) matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) ([]TileDep, bool) {
+func (pl *Plan) matVecFit(y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule) ([]TileDep, bool) {
 	key := fitKey{y, u, sy, su}
 	r, known := pl.fits[key]
 	if !known {
@@ -81,7 +82,7 @@ func (pl *Plan) matVecFit(y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule
 // fit of y's reads of u that waits on the fewest producer tiles. Finding
 // it evaluates every read of y, so callers that try several groups fit
 // once and group copies (see preferredGroups).
-func matVecFit(pl *Plan, y *te.Tensor, sy *Schedule, u *te.Tensor, su *Schedule) ([]TileDep, bool) {
+func matVecFit(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule) ([]TileDep, bool) {
 	w, rows, ok := matVecWidth(u, su)
 	if !ok {
 		return nil, false

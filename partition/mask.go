@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -92,34 +93,6 @@ func MaskedReduce(e te.Expr) (r *te.Reduce, guards []Guard, masked, ok bool) {
 	return r, guards, masked, true
 }
 
-// Mask is the test of a masked contraction's tiles: Live, a condition on
-// the flat output coordinates of the contraction (M over its M axes, N
-// over its N axes, B over its batch axes, each row-major), is false at
-// every output point where the body does not use the products.
-type Mask struct {
-	Live    te.Expr
-	M, N, B *te.Var
-	// Scalars are the run-time scalars Live reads, each a variable of
-	// Live standing for the value of a load at the contraction's batch
-	// axes (the lowering evaluates the load with those axes bound).
-	Scalars []Scalar
-	// Context, when not 0, is the value the cost model assumes every
-	// run-time scalar has, less one (a decode step at position
-	// Context-1 attends over Context positions); 0 assumes any value, so
-	// that no tile is priced as skipped (see Options.Context).
-	Context int
-	// K, when set, makes Live a k mask (KMaskOf): a condition on the
-	// flat reduction coordinate K as well, false where the products are
-	// exactly 0, so that a tile skips the k it makes false throughout.
-	K *te.Var
-}
-
-// Scalar is a run-time scalar of a mask: Var in Live is Load's value.
-type Scalar struct {
-	Var  *te.Var
-	Load *te.Load
-}
-
 // readsOnlyScalars reports whether every load in c is a run-time scalar: an
 // i32 input or param whose indexes read no tensor.
 func readsOnlyScalars(c te.Expr) bool {
@@ -149,11 +122,11 @@ func isScalarLoad(l *te.Load) bool {
 
 // MaskOf returns the mask of the contraction d, or nil if it has no
 // guards.
-func MaskOf(d Dims) *Mask {
+func MaskOf(d Dims) *schedule.Mask {
 	if len(d.Guards) == 0 {
 		return nil
 	}
-	mk := &Mask{
+	mk := &schedule.Mask{
 		M: &te.Var{Name: "m", Extent: d.M},
 		N: &te.Var{Name: "n", Extent: d.N},
 		B: &te.Var{Name: "b", Extent: d.Batch},
@@ -168,7 +141,7 @@ func MaskOf(d Dims) *Mask {
 	}
 	for _, g := range d.Guards {
 		n := len(mk.Scalars)
-		c, ok := mk.substituteCond(g.Cond, sub, batch)
+		c, ok := substituteCond(mk, g.Cond, sub, batch)
 		if !ok {
 			mk.Scalars = mk.Scalars[:n]
 			continue
@@ -206,7 +179,7 @@ func flatten(sub map[*te.Var]te.Index, axes []*te.Var, v *te.Var) {
 // run-time scalar as a variable of mk.Scalars, and reports false for a
 // node a tile cannot decide (a scalar indexed by other than batch axes,
 // which varies within a tile).
-func (mk *Mask) substituteCond(c te.Expr, sub map[*te.Var]te.Index, batch map[*te.Var]bool) (te.Expr, bool) {
+func substituteCond(mk *schedule.Mask, c te.Expr, sub map[*te.Var]te.Index, batch map[*te.Var]bool) (te.Expr, bool) {
 	switch x := c.(type) {
 	case *te.Load:
 		if !isScalarLoad(x) {
@@ -220,7 +193,7 @@ func (mk *Mask) substituteCond(c te.Expr, sub map[*te.Var]te.Index, batch map[*t
 			}
 		}
 		v := &te.Var{Name: x.Tensor.Name, Extent: 1 << 30}
-		mk.Scalars = append(mk.Scalars, Scalar{Var: v, Load: x})
+		mk.Scalars = append(mk.Scalars, schedule.Scalar{Var: v, Load: x})
 		return &te.IndexExpr{Index: te.VarIndex(v)}, true
 	case *te.ConstExpr:
 		return x, true
@@ -233,65 +206,17 @@ func (mk *Mask) substituteCond(c te.Expr, sub map[*te.Var]te.Index, batch map[*t
 		if x.Op != te.Not {
 			return nil, false
 		}
-		y, ok := mk.substituteCond(x.X, sub, batch)
+		y, ok := substituteCond(mk, x.X, sub, batch)
 		return &te.Unary{Op: te.Not, X: y}, ok
 	case *te.Binary:
 		if !x.Op.IsComparison() && !x.Op.IsLogical() {
 			return nil, false
 		}
-		a, okA := mk.substituteCond(x.X, sub, batch)
-		b, okB := mk.substituteCond(x.Y, sub, batch)
+		a, okA := substituteCond(mk, x.X, sub, batch)
+		b, okB := substituteCond(mk, x.Y, sub, batch)
 		return &te.Binary{Op: x.Op, X: a, Y: b}, okA && okB
 	}
 	return nil, false
-}
-
-// TileRange is the flat output coordinates of one tile: [MLo, MHi] ×
-// [NLo, NHi] of batch entry B (inclusive).
-type TileRange struct {
-	MLo, MHi, NLo, NHi, B int
-}
-
-// Dead reports whether the mask makes every output point of the tile r
-// leave the products unused, by ConditionUnder's exact integer bounds.
-func (mk *Mask) Dead(r TileRange) bool {
-	v, ok := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
-		switch x {
-		case mk.M:
-			return r.MLo, r.MHi
-		case mk.N:
-			return r.NLo, r.NHi
-		case mk.B:
-			return r.B, r.B
-		}
-		if mk.Context > 0 && mk.isScalar(x) {
-			return mk.Context - 1, mk.Context - 1
-		}
-		return 0, x.Extent - 1
-	})
-	return ok && !v
-}
-
-// isScalar reports whether v stands for a run-time scalar.
-func (mk *Mask) isScalar(v *te.Var) bool {
-	for _, s := range mk.Scalars {
-		if s.Var == v {
-			return true
-		}
-	}
-	return false
-}
-
-// UsesBatch reports whether the mask depends on the batch coordinate.
-func (mk *Mask) UsesBatch() bool {
-	uses := false
-	te.Walk(mk.Live, func(e te.Expr) bool {
-		if x, ok := e.(*te.IndexExpr); ok && x.Index.Uses(mk.B) {
-			uses = true
-		}
-		return !uses
-	})
-	return uses
 }
 
 // maskEnumLimit bounds the tiles a schedule enumerates to count the ones
@@ -301,7 +226,7 @@ const maskEnumLimit = 1 << 20
 // skipped counts the tiles of the contraction schedule s that its mask
 // removes, the output points those tiles hold, and the factor elements
 // they do not load (their rows of X and columns of Y over all of K).
-func (s *Schedule) skipped() (tiles, points, factors int64) {
+func (s stage) skipped() (tiles, points, factors int64) {
 	mk := s.Mask
 	if mk == nil || s.MatVec != nil || s.Resident != nil {
 		return 0, 0, 0
@@ -317,7 +242,7 @@ func (s *Schedule) skipped() (tiles, points, factors int64) {
 	for b := range batches {
 		for mi := range mt {
 			for ni := range nt {
-				r := TileRange{MLo: mi * s.TileM, MHi: min(s.M, (mi+1)*s.TileM) - 1, NLo: ni * s.TileN, NHi: min(s.N, (ni+1)*s.TileN) - 1, B: b}
+				r := schedule.TileRange{MLo: mi * s.TileM, MHi: min(s.M, (mi+1)*s.TileM) - 1, NLo: ni * s.TileN, NHi: min(s.N, (ni+1)*s.TileN) - 1, B: b}
 				if !mk.Dead(r) {
 					continue
 				}

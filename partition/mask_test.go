@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -78,7 +79,7 @@ func TestMaskedSchedule(t *testing.T) {
 	masked := plan(t, scores(h, s, e, causal), "a100", Options{})
 	plain := plan(t, scores(h, s, e, func(sum te.Expr, _, _ te.Index) te.Expr { return sum }), "a100", Options{})
 	ms, ps := masked.stage(masked.Program.Lookup("sc")), plain.stage(plain.Program.Lookup("sc"))
-	if ms.Kind != Contraction || ms.Mask == nil || ms.TileM != ps.TileM || ms.TileN != ps.TileN {
+	if ms.Kind != schedule.Contraction || ms.Mask == nil || ms.TileM != ps.TileM || ms.TileN != ps.TileN {
 		t.Fatalf("masked: %s\nplain: %s", ms, ps)
 	}
 	per := s / ms.TileM
@@ -125,13 +126,13 @@ func TestMaskOfFlatAxes(t *testing.T) {
 	}
 	mk := MaskOf(d)
 	tests := []struct {
-		r    TileRange
+		r    schedule.TileRange
 		dead bool
 	}{
-		{TileRange{MLo: 0, MHi: 7, NLo: 8, NHi: 15}, true},    // b 0, i 0..7, n 8..15
-		{TileRange{MLo: 16, MHi: 23, NLo: 8, NHi: 15}, false}, // crosses into b 1: i 16..19 and 0..3
-		{TileRange{MLo: 20, MHi: 23, NLo: 8, NHi: 15}, true},  // b 1, i 0..3
-		{TileRange{MLo: 40, MHi: 59, NLo: 0, NHi: 0}, false},
+		{schedule.TileRange{MLo: 0, MHi: 7, NLo: 8, NHi: 15}, true},    // b 0, i 0..7, n 8..15
+		{schedule.TileRange{MLo: 16, MHi: 23, NLo: 8, NHi: 15}, false}, // crosses into b 1: i 16..19 and 0..3
+		{schedule.TileRange{MLo: 20, MHi: 23, NLo: 8, NHi: 15}, true},  // b 1, i 0..3
+		{schedule.TileRange{MLo: 40, MHi: 59, NLo: 0, NHi: 0}, false},
 	}
 	for _, tt := range tests {
 		if got := mk.Dead(tt.r); got != tt.dead {
@@ -165,7 +166,7 @@ func TestRuntimeMask(t *testing.T) {
 	for _, tt := range []struct{ context int }{{0}, {1}, {1024}, {1025}, {4096}} {
 		pl := plan(t, decodeScores(batch, T, E), "h100", Options{Context: tt.context})
 		s := pl.stage(pl.Program.Lookup("sc"))
-		if s.Kind != Contraction || s.Mask == nil || len(s.Mask.Scalars) != 1 || s.Mask.Context != tt.context {
+		if s.Kind != schedule.Contraction || s.Mask == nil || len(s.Mask.Scalars) != 1 || s.Mask.Context != tt.context {
 			t.Fatalf("context %d: %s; want a contraction masked by one run-time scalar", tt.context, s)
 		}
 		perRow := T / s.TileN

@@ -54,6 +54,7 @@ import (
 	"tec/analysis"
 	"tec/cost"
 	"tec/gpu"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -139,7 +140,7 @@ type Plan struct {
 	Program   *te.Program
 	Strategy  Strategy
 	Threads   int
-	Schedules map[*te.Tensor]*Schedule
+	Schedules map[*te.Tensor]*schedule.Schedule
 	// Prices are what each schedule costs (package cost), apart from
 	// the decisions.
 	Prices  map[*te.Tensor]*cost.Price
@@ -166,7 +167,7 @@ type Kernel struct {
 	// kernel.
 	Sync []Barrier
 	// Resources of one block: the most of any stage.
-	Resources Resources
+	Resources schedule.Resources
 	// BlocksPerSM and Grid: occupancy, and the grid the cost model assumes:
 	// the all-resident grid's size, or for a kernel of its own (PerTE) a
 	// block per tile. The fused lowering launches at most Grid blocks (see
@@ -197,7 +198,7 @@ type Kernel struct {
 	Spilled []*te.Tensor
 	// Cache, when set, is the kernel's shared-memory cache of the weights
 	// that its Resident stages read (-O4).
-	Cache *WeightCache
+	Cache *schedule.WeightCache
 	// Counters[j], when set, replaces the grid sync before stage j
 	// (Sync[j] stays GridSync) by waits on per-tile counters that its
 	// producers' tiles signal: the dependences of stage j's tiles
@@ -261,7 +262,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 		opts.Scheduler = Analytic{}
 	}
 	p := a.Program
-	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*Schedule{}, Prices: map[*te.Tensor]*cost.Price{}, reuse: opts.Reuse}
+	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*schedule.Schedule{}, Prices: map[*te.Tensor]*cost.Price{}, reuse: opts.Reuse}
 	var stages []*te.Tensor
 	for _, t := range p.Tensors {
 		if t.Kind != te.Compute {
@@ -355,7 +356,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 // block per output (an RMSNorm's 2048 elements of one row take less than
 // the syncs would: see stageTime).
 func split(t *te.Tensor, s stage, g gpu.Model) {
-	if s.Kind != RowReduce {
+	if s.Kind != schedule.RowReduce {
 		return
 	}
 	reds := TopReduces(t.Body)
@@ -374,7 +375,7 @@ func split(t *te.Tensor, s stage, g gpu.Model) {
 	if parts >= whole {
 		return
 	}
-	s.Kind = SplitReduce
+	s.Kind = schedule.SplitReduce
 	s.Chunks = chunks
 	s.Tiles = n * s.Chunks
 }
@@ -385,7 +386,7 @@ func split(t *te.Tensor, s stage, g gpu.Model) {
 func rows(t *te.Tensor, pl *Plan, g gpu.Model) {
 	scheds := pl.Schedules
 	s := pl.stage(t)
-	if s.Kind != Elementwise {
+	if s.Kind != schedule.Elementwise {
 		return
 	}
 	for _, u := range te.Inputs(t.Body) {
@@ -401,7 +402,7 @@ func rows(t *te.Tensor, pl *Plan, g gpu.Model) {
 		if r < g.SMs && !fewRowsPay(s, r, g) || product(t.Axes[l:]) < 32 {
 			continue
 		}
-		s.Kind, s.RowAxes, s.Tiles = Rows, l, r
+		s.Kind, s.RowAxes, s.Tiles = schedule.Rows, l, r
 		return
 	}
 }
@@ -416,11 +417,11 @@ func fewRowsPay(s stage, r int, g gpu.Model) bool {
 
 // rowAxes returns how many leading axes of t make its rows under schedule
 // s, or 0 if s does not work by rows.
-func rowAxes(t *te.Tensor, s *Schedule) int {
+func rowAxes(t *te.Tensor, s *schedule.Schedule) int {
 	switch s.Kind {
-	case RowReduce:
+	case schedule.RowReduce:
 		return len(t.Shape)
-	case Rows:
+	case schedule.Rows:
 		return s.RowAxes
 	}
 	return 0
@@ -588,9 +589,9 @@ const FitHint = "build at -O2, whose kernels each take their own block, or descr
 // mergeRes returns the resources of a block that runs both r and s.
 // Their scratch arenas are shared (the larger of each type's), and so is
 // the persistent memory: the stages of a kernel use the one weight cache.
-func mergeRes(r, s Resources) Resources {
+func mergeRes(r, s schedule.Resources) schedule.Resources {
 	scratch := r.Scratch.Merge(s.Scratch)
-	return Resources{
+	return schedule.Resources{
 		Threads:       max(r.Threads, s.Threads),
 		SharedBytes:   scratch.Bytes() + max(r.SharedBytes-r.Scratch.Bytes(), s.SharedBytes-s.Scratch.Bytes()),
 		Scratch:       scratch,

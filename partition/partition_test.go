@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"tec/analysis"
+	"tec/cost"
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -121,7 +123,7 @@ func TestSchedules(t *testing.T) {
 	h := pl.Schedules[pl.Program.Lookup("h")]
 	// 256 threads in a 16×16 grid, one output each: a larger register tile
 	// would leave 12 tiles fewer still, far from filling 108 SMs.
-	if h.Kind != Contraction || h.TileM != 16 || h.TileN != 16 || h.RegM != 1 || h.RegN != 1 || h.M != 64 || h.N != 48 || h.K != 96 {
+	if h.Kind != schedule.Contraction || h.TileM != 16 || h.TileN != 16 || h.RegM != 1 || h.RegN != 1 || h.M != 64 || h.N != 48 || h.K != 96 {
 		t.Errorf("h: %s", h)
 	}
 	// A large product has tiles to spare: 4×4 outputs per thread, 256 tiles.
@@ -129,7 +131,7 @@ func TestSchedules(t *testing.T) {
 	if h := big.Schedules[big.Program.Lookup("h")]; h.RegM != 4 || h.RegN != 4 || h.TileM != 64 || h.TileN != 64 || h.Tiles != 256 {
 		t.Errorf("large h: %s", h)
 	}
-	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != Elementwise || r.From != pl.Program.Lookup("h") {
+	if r := pl.Schedules[pl.Program.Lookup("r")]; r.Kind != schedule.Elementwise || r.From != pl.Program.Lookup("h") {
 		t.Errorf("r: %s (propagated from the contraction h)", r)
 	}
 	// A long reduction with few outputs is split across blocks at -O3,
@@ -147,7 +149,7 @@ func TestSchedules(t *testing.T) {
 		})
 		pl = plan(t, b.Program(s), "a100", Options{Split: true})
 		sc := pl.Schedules[s]
-		if got := sc.Kind == SplitReduce; got != tt.split || got && (sc.Chunks < 2 || sc.Tiles != tt.rows*sc.Chunks) {
+		if got := sc.Kind == schedule.SplitReduce; got != tt.split || got && (sc.Chunks < 2 || sc.Tiles != tt.rows*sc.Chunks) {
 			t.Errorf("%d×%d: %s; want split %v", tt.rows, tt.n, sc, tt.split)
 		}
 	}
@@ -191,27 +193,13 @@ func TestParamLimit(t *testing.T) {
 	}
 }
 
-func TestEfficiency(t *testing.T) {
-	for _, tt := range []struct {
-		kind   Kind
-		rm, rn int
-		want   float64
-	}{
-		{Contraction, 1, 1, 0.25},
-		{Contraction, 2, 2, 0.5},
-		{Contraction, 4, 1, 0.4},
-		{Contraction, 4, 4, 1},
-		{Elementwise, 0, 0, 1},
-	} {
-		s := &Schedule{Kind: tt.kind, RegM: tt.rm, RegN: tt.rn}
-		if got := s.Efficiency(); got != tt.want {
-			t.Errorf("%s %dx%d: efficiency %v, want %v", tt.kind, tt.rm, tt.rn, got, tt.want)
-		}
-	}
+// TestPerTETile checks that a contraction in a kernel of its own (-O0 to
+// -O2) computes one output per thread, at a quarter of the FP32 peak.
+func TestPerTETile(t *testing.T) {
 	// A kernel of its own (-O0 to -O2) computes one output per thread.
 	pl := plan(t, mlp(256, 64, 256), "a100", Options{Strategy: PerTE})
 	h := pl.Schedules[pl.Program.Lookup("h")]
-	if h.RegM != 1 || h.RegN != 1 || h.TileM != 16 || h.TileN != 16 || h.Tiles != 256 || h.Efficiency() != 0.25 {
+	if h.RegM != 1 || h.RegN != 1 || h.TileM != 16 || h.TileN != 16 || h.Tiles != 256 || cost.Efficiency(h) != 0.25 {
 		t.Errorf("per-TE h: %s", h)
 	}
 }
@@ -252,8 +240,8 @@ func TestMatVecSchedule(t *testing.T) {
 		// Eight rows of many columns take several columns per thread (as
 		// many as their partial sums' shared memory allows), for a better
 		// efficiency than one column's.
-		if one := float64(tt.m) / float64(tt.m+1) / 2; mv != nil && tt.m == 8 && (mv.Cols < 2 || pl.Schedules[h].Efficiency() <= one) {
-			t.Errorf("%dx%dx%d: %d columns per thread, efficiency %g", tt.m, tt.k, tt.n, mv.Cols, pl.Schedules[h].Efficiency())
+		if one := float64(tt.m) / float64(tt.m+1) / 2; mv != nil && tt.m == 8 && (mv.Cols < 2 || cost.Efficiency(pl.Schedules[h]) <= one) {
+			t.Errorf("%dx%dx%d: %d columns per thread, efficiency %g", tt.m, tt.k, tt.n, mv.Cols, cost.Efficiency(pl.Schedules[h]))
 		}
 		if s := pl.Schedules[h]; mv != nil && s.SharedBytes > 4*(tt.m*4096+256*tt.m*max(mv.Cols, 1)) {
 			t.Errorf("%dx%dx%d: %d B of shared memory", tt.m, tt.k, tt.n, s.SharedBytes)
@@ -267,15 +255,15 @@ func TestMatVecSchedule(t *testing.T) {
 func TestArgReduceSchedule(t *testing.T) {
 	for _, tt := range []struct {
 		n    int
-		kind Kind
-	}{{128256, RowReduce}, {64, RowReduce}, {32, Elementwise}} {
+		kind schedule.Kind
+	}{{128256, schedule.RowReduce}, {64, schedule.RowReduce}, {32, schedule.Elementwise}} {
 		b := tb.New("greedy")
 		x := b.Input("x", 2, tt.n)
 		next := b.Compute("next", tb.Shape(2), func(ax []te.Index) te.Expr {
 			return tb.Reduce(te.Argmax, "k", tt.n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
 		})
 		pl := plan(t, b.Program(next), "h100", Options{Split: true, Reuse: true})
-		if s := pl.Schedules[next]; s.Kind != tt.kind || s.Kind == RowReduce && s.Tiles != 2 {
+		if s := pl.Schedules[next]; s.Kind != tt.kind || s.Kind == schedule.RowReduce && s.Tiles != 2 {
 			t.Errorf("argmax over %d: %s; want %s", tt.n, s, tt.kind)
 		}
 	}

@@ -3,7 +3,9 @@ package partition
 import (
 	"slices"
 
+	"tec/cost"
 	"tec/gpu"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -109,7 +111,7 @@ func (s stage) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
 	perK := 2 + opsOf(wide, map[*te.Reduce]bool{})
 	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*opsOf(x, nested) + tiles*int64(rows)*ops
 	if len(hs) > 0 {
-		s.setArrays(append(slices.Clip(s.Arrays), Array{te.F32, len(hs) * rows})...)
+		s.SetArrays(append(slices.Clip(s.Arrays), schedule.Array{DType: te.F32, Len: len(hs) * rows})...)
 	}
 }
 
@@ -147,7 +149,7 @@ func RecomputePays(g gpu.Model, threads int, old, nu *te.Tensor, removed []*te.T
 		threads = min(256, g.MaxThreadsPerBlock)
 	}
 	sn, ok := fusedSchedule(nu, g, threads)
-	if !ok || sn.Kind != Contraction || sn.MatVec == nil || sn.TensorCores {
+	if !ok || sn.Kind != schedule.Contraction || sn.MatVec == nil || sn.TensorCores {
 		return false
 	}
 	so, ok := fusedSchedule(old, g, threads)
@@ -155,14 +157,14 @@ func RecomputePays(g gpu.Model, threads int, old, nu *te.Tensor, removed []*te.T
 		return false
 	}
 	dram := dramBytes(old, so)
-	after := stageAlone(g, sn, dram)
-	before := stageAlone(g, so, dram) + g.GridSyncCost
+	after := cost.Alone(g, sn.Schedule, sn.Price, dram)
+	before := cost.Alone(g, so.Schedule, so.Price, dram) + g.GridSyncCost
 	for _, r := range removed {
 		sr, ok := fusedSchedule(r, g, threads)
 		if !ok {
 			return false
 		}
-		before += stageAlone(g, sr, sr.Bytes)
+		before += cost.Alone(g, sr.Schedule, sr.Price, sr.Bytes)
 	}
 	return after < before
 }
@@ -191,12 +193,4 @@ func dramBytes(t *te.Tensor, s stage) int64 {
 		wide, cols = d.X, d.M
 	}
 	return int64(d.Batch)*int64(elemSize(wide))*int64(d.K)*int64(cols) + t.Bytes()
-}
-
-// stageAlone is stageTime for a stage at its own occupancy on the whole
-// GPU, moving dram bytes from DRAM.
-func stageAlone(g gpu.Model, s stage, dram int64) float64 {
-	c := &coster{pl: &Plan{GPU: g}}
-	occ, _ := g.BlocksPerSM(s.Resources().Block())
-	return c.stageTime(s, dram, occ, g.SMs*max(occ, 1))
 }

@@ -7,70 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"tec/schedule"
 	"tec/te"
 )
-
-// Resident says how a contraction stage keeps the slices of its stationary
-// factor (a factor that loads only params: the weights of a matrix-vector
-// product) in shared memory across the stages of its kernel (-O4), so that
-// a weight reused by later stages (the steps of an LSTM) is read from
-// global memory once per kernel, not once per step.
-//
-// The stationary factor F(b, f, k) is cut into slices of TileF columns:
-// tile (b, nf) of the stage reads the slice F(b, nf·TileF + [0, TileF), all
-// k). Slices that are equal whatever stage reads them share a key: the key
-// of tile (b, nf) is Keys[b]·NT + nf, where Keys[b] numbers the distinct
-// F(b, ·, ·) of the kernel. Key κ belongs to virtual block κ mod V and to
-// its cache slot ⌊κ/V⌋ mod S (WeightCache), and is computed by whichever
-// block runs that virtual block, so in every stage the same block reads
-// the same slice: from shared memory after the first time, if its slot has
-// kept it.
-//
-// A tile computes every output row of the other factor (M of them, few) for
-// its TileF columns: the block's threads form Split × TileF, each summing
-// every Split-th k of its column, and combine their sums in shared memory.
-type Resident struct {
-	// MatVec is the tiling, its wide factor the stationary one.
-	MatVec
-	// Keys[b] numbers the distinct slice families of batch entry b.
-	Keys []int
-	// Group is the number of consecutive batch entries a tile computes
-	// (Keys then numbers the families of groups: Keys[i] for entries
-	// [i·Group, (i+1)·Group)), so that the element-wise stages in
-	// Epilogue, each reading the stage only within one group and at its
-	// own output's columns and rows, are computed in the tile's epilogue
-	// by the threads that wrote what they read, instead of after a grid
-	// sync. EpilogueGroup[e] is the group Epilogue[e] reads, and
-	// EpilogueAxes[e] maps each of its axes to the stage's axis it reads
-	// at.
-	Group         int
-	Epilogue      []*te.Tensor
-	EpilogueGroup []int
-	EpilogueAxes  []map[*te.Var]*te.Var
-}
-
-// WeightCache is a kernel's shared-memory cache of stationary factors'
-// slices (Resident): Slots slices of SliceFloats elements per block and a
-// tag per slot, keyed as Resident describes over Virtual virtual blocks.
-type WeightCache struct {
-	Keys, Virtual, Slots, SliceFloats int
-	// Stages are the contraction stages that read through it.
-	Stages []*te.Tensor
-}
-
-// Bytes returns the cache's shared memory per block: the slices and their
-// tags.
-func (w *WeightCache) Bytes() int { return w.Slots * (4*w.SliceFloats + 4) }
-
-// Resident returns how many of the cache's keys stay in shared memory once
-// loaded (every block's first Slots keys; the rest evict one another).
-func (w *WeightCache) Resident() int { return min(w.Keys, w.Slots*w.Virtual) }
-
-// String describes the cache on one line.
-func (w *WeightCache) String() string {
-	return fmt.Sprintf("weights on chip: %d slices of %d B for %d stages, %d slots × %d virtual blocks (%d resident, %d reloaded per use)",
-		w.Keys, 4*w.SliceFloats, len(w.Stages), w.Slots, w.Virtual, w.Resident(), w.Keys-w.Resident())
-}
 
 // Bounds of resident-weight stages.
 const (
@@ -180,7 +119,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	var cands []*stationary
 	users := map[string]map[*te.Tensor]bool{}
 	for _, t := range k.Stages {
-		if c.pl.Schedules[t].Kind != Contraction {
+		if c.pl.Schedules[t].Kind != schedule.Contraction {
 			continue
 		}
 		st, ok := stationaryStage(t)
@@ -238,12 +177,12 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	ids := map[string]int{}
 	// The kernel's resources with the resident stages' scratch arrays:
 	// the rows of the narrow factor and a partial sum per thread and row.
-	arrays := map[*te.Tensor][]Array{}
+	arrays := map[*te.Tensor][]schedule.Array{}
 	res := k.Resources
 	for _, st := range keep {
-		arrays[st.t] = []Array{{te.F32, st.rows * st.d.K}, {te.F32, st.rows * threads}}
-		scratch := ArenasOf(arrays[st.t])
-		res = mergeRes(res, Resources{SharedBytes: scratch.Bytes(), Scratch: scratch})
+		arrays[st.t] = []schedule.Array{{DType: te.F32, Len: st.rows * st.d.K}, {DType: te.F32, Len: st.rows * threads}}
+		scratch := schedule.ArenasOf(arrays[st.t])
+		res = mergeRes(res, schedule.Resources{SharedBytes: scratch.Bytes(), Scratch: scratch})
 		for i := 0; i < len(st.family); i += group {
 			f := strings.Join(st.family[i:i+group], "|")
 			if _, ok := ids[f]; !ok {
@@ -252,7 +191,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 		}
 	}
 	budget := g.SharedPerBlock - res.SharedBytes
-	if slices.ContainsFunc(k.Stages, func(t *te.Tensor) bool { return c.pl.Schedules[t].Kind == RowReduce }) {
+	if slices.ContainsFunc(k.Stages, func(t *te.Tensor) bool { return c.pl.Schedules[t].Kind == schedule.RowReduce }) {
 		budget -= c.opts.onChipBudget() // room for the row results kept on chip
 	}
 	if c.opts.ResidentBytes > 0 {
@@ -261,7 +200,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	// The columns per tile that keep the largest share of the slices on
 	// chip (the widest of those that tie): narrower slices pack the
 	// shared memory more tightly.
-	var cache *WeightCache
+	var cache *schedule.WeightCache
 	for f := tf; f >= 4 && first.cols%f == 0; f /= 2 {
 		if threads%f != 0 {
 			continue // the block must be Split × TileF threads exactly
@@ -282,7 +221,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 	for i, st := range keep {
 		s := c.pl.stage(st.t)
 		saved[st.t] = s.clone()
-		rs := &Resident{MatVec: MatVec{Wide: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf}, Group: group}
+		rs := &schedule.Resident{MatVec: schedule.MatVec{Wide: st.which, TileF: tf, NT: st.cols / tf, Split: threads / tf}, Group: group}
 		for i := 0; i < len(st.family); i += group {
 			rs.Keys = append(rs.Keys, ids[strings.Join(st.family[i:i+group], "|")])
 		}
@@ -300,7 +239,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 			s.TileM, s.TileN = tf, st.rows
 		}
 		s.Tiles = st.d.Batch / group * rs.NT
-		s.setArrays(arrays[st.t]...)
+		s.SetArrays(arrays[st.t]...)
 		s.SharedBytes += cache.Bytes() // the cache, which outlives the stage
 		s.RegsPerThread = 32 + 2*st.rows
 		weights := 4 * int64(st.d.Batch) * int64(st.d.K) * int64(st.cols)
@@ -437,7 +376,7 @@ func newEpilogueScope(pl *Plan, k *Kernel, ix *stageIndex, t *te.Tensor, d Dims)
 // blocks wrote, and must run after a grid sync.
 func (sc *epilogueScope) admit(pl *Plan, j int) (*epiCand, error) {
 	u := sc.ix.stages[j]
-	if pl.Schedules[u].Kind != Elementwise || u.DType != te.F32 {
+	if pl.Schedules[u].Kind != schedule.Elementwise || u.DType != te.F32 {
 		return nil, fmt.Errorf("epilogue stage %s is not an element-wise f32 stage", u.Name)
 	}
 	for _, x := range sc.ix.inputs[j] {
@@ -612,7 +551,7 @@ func (r *epilogueRefusal) Error() string {
 // fewest slots that hold every key at the occupancy they allow (the grid,
 // and so the virtual blocks, follow from the occupancy). It reports false
 // if not one slot fits.
-func (c *coster) weightCache(res Resources, budget, keys, slice int) (*WeightCache, bool) {
+func (c *coster) weightCache(res schedule.Resources, budget, keys, slice int) (*schedule.WeightCache, bool) {
 	g := c.pl.GPU
 	sliceBytes := 4*slice + 4
 	maxSlots := budget / sliceBytes
@@ -635,5 +574,5 @@ func (c *coster) weightCache(res Resources, budget, keys, slice int) (*WeightCac
 	r := res
 	r.SharedBytes += slots * sliceBytes
 	occ, _ := g.BlocksPerSM(r.Block())
-	return &WeightCache{Keys: keys, Virtual: g.SMs * occ, Slots: slots, SliceFloats: slice}, true
+	return &schedule.WeightCache{Keys: keys, Virtual: g.SMs * occ, Slots: slots, SliceFloats: slice}, true
 }

@@ -7,116 +7,15 @@ import (
 	"tec/analysis"
 	"tec/cost"
 	"tec/gpu"
+	"tec/schedule"
 	"tec/te"
 )
-
-// Kind is the shape of the code a stage becomes; the lowering implements
-// each kind, and the partitioner reasons about which block computes which
-// element from it.
-type Kind int
-
-// The stage kinds.
-const (
-	// Elementwise computes a thread per output element over a
-	// thread-stride loop; reductions in the body run serially.
-	Elementwise Kind = iota
-	// RowReduce computes a block per output element over a grid-stride loop:
-	// the block's threads share the top-level reductions and combine them in
-	// shared memory.
-	RowReduce
-	// Contraction computes a TileM×TileN tile of outputs per block, RegM×RegN
-	// of them per thread (in registers), staging TileM×TileK and
-	// TileK×TileN tiles of the two factors in shared memory.
-	Contraction
-	// SplitReduce is a two-phase reduction for few outputs over long
-	// reductions: blocks reduce chunks of each output's range into partials
-	// (atomics into global accumulators that the kernel zeroes itself, or a
-	// partials buffer under --deterministic), a grid sync, then a pass that
-	// finishes each output. It needs an all-resident grid.
-	SplitReduce
-	// Rows computes a block per row over a grid-stride loop, the block's
-	// threads sharing the row's elements: an element-wise stage shaped like
-	// the row reduction it reads (-O4), so that the block that reduced a
-	// row also consumes it, after a block barrier instead of a grid sync.
-	Rows
-)
-
-var kindNames = [...]string{Elementwise: "elementwise", RowReduce: "row-reduce", Contraction: "contraction", SplitReduce: "split-reduce", Rows: "rows"}
-
-// String returns the kind's name.
-func (k Kind) String() string { return kindNames[k] }
-
-// Schedule is how one compute tensor is computed on the GPU: the kind of
-// code, the block it runs in, its tiles and the resources of one block.
-type Schedule struct {
-	Kind    Kind
-	Threads int // threads per block
-	// Tiles is the number of block-sized work items (grid-stride loop trips
-	// over the whole grid): output tiles of a contraction, outputs of a row
-	// reduction, blocks' worth of elements of an element-wise stage, chunks
-	// of a split reduction.
-	Tiles int
-	// TileM, TileN and TileK are a contraction's tile; RegM×RegN are the
-	// outputs of each thread (the block's threads form a TileM/RegM ×
-	// TileN/RegN grid); M, N, K and Batch its problem size.
-	TileM, TileN, TileK int
-	RegM, RegN          int
-	M, N, K, Batch      int
-	// Chunks is the number of partial reductions per output of a split
-	// reduction.
-	Chunks int
-	// RowAxes is the number of leading axes that make a row of a Rows
-	// stage (its other axes are the row's elements).
-	RowAxes int
-	// Arrays are the scratch arrays in shared memory that backend/lower
-	// declares for the stage, and SharedBytes what they take in the
-	// kernel's arenas (Place), plus the weight cache of a resident stage.
-	// RegsPerThread estimates a thread's registers.
-	Arrays        []Array
-	SharedBytes   int
-	RegsPerThread int
-	// From is the compute-intensive tensor whose schedule a memory-intensive
-	// one took (paper Alg. 1, lines 13-18), or nil.
-	From *te.Tensor
-	// MatVec, when set, tiles the contraction as matrix-vector products;
-	// Resident, when set instead, does so with the wide factor kept in the
-	// kernel's weight cache (-O4).
-	MatVec   *MatVec
-	Resident *Resident
-	// EpilogueOf, when set, is the resident contraction in whose tiles'
-	// epilogue this element-wise stage is computed (see Resident.Group).
-	EpilogueOf *te.Tensor
-	// Mask, when set, is the mask of a masked contraction (see
-	// MaskedReduce): Skipped of its Tiles compute no products, only the
-	// other branch of the select, and FLOPs and Bytes leave their products
-	// and factor loads out.
-	Mask    *Mask
-	Skipped int
-	// KMask, when set, is the k mask of a matrix-vector contraction (see
-	// KMaskOf): its tiles skip the k where a factor is exactly 0, and
-	// LiveK of its K are priced as run (all of K unless Context is set).
-	KMask *Mask
-	LiveK int
-	// TensorCores marks a contraction computed with tensor-core MMAs of
-	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32), in
-	// a kernel of its own or a fused one, as backend/lower builds them.
-	TensorCores bool
-	TensorIn    te.DType
-	// WarpsM×WarpsN is the grid of a tensor-core block's warps over its
-	// tile, KSlices its groups of such warps along K (TCBlock).
-	WarpsM, WarpsN, KSlices int
-	// KSplit is the number of blocks that share each output tile of a
-	// tensor-core contraction, each summing its chunk of K (KChunk) into
-	// f32 partials that a finishing pass, after a grid sync, adds in chunk
-	// order before the epilogue; 0 or 1 means none.
-	KSplit, KChunk int
-}
 
 // stage is a schedule that the planner is deciding and its price, which
 // change together: a tile's shape decides the bytes it loads. The plan
 // keeps them apart (Plan.Schedules, Plan.Prices).
 type stage struct {
-	*Schedule
+	*schedule.Schedule
 	*cost.Price
 }
 
@@ -144,7 +43,7 @@ func (s stage) tileK(tm, tn, rm, rn, tk int, out int64) {
 	s.TileK = tk
 	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
-	s.setArrays(Array{te.F32, s.TileM * s.TileK}, Array{te.F32, s.TileK * s.TileN})
+	s.SetArrays(schedule.Array{DType: te.F32, Len: s.TileM * s.TileK}, schedule.Array{DType: te.F32, Len: s.TileK * s.TileN})
 	// The accumulators, one factor element per row and column of the
 	// thread's outputs, and the indexes.
 	s.RegsPerThread = 32 + rm*rn + rm + rn
@@ -185,7 +84,7 @@ func (s stage) priceKMask() {
 // runShare returns the share num/den of a contraction's factor loads
 // that its tiles make: those of the tiles its mask does not skip, and
 // of the k its k mask does not.
-func (s *Schedule) runShare() (num, den int64) {
+func (s stage) runShare() (num, den int64) {
 	num, den = 1, 1
 	if s.Skipped > 0 && s.Tiles > 0 {
 		num, den = int64(s.Tiles-s.Skipped), int64(s.Tiles)
@@ -202,7 +101,7 @@ func (s *Schedule) runShare() (num, den int64) {
 // schedule's threads (the plan's block, within the GPU's limit). Other
 // kinds are left alone.
 func (s stage) Unfused(out int64) {
-	if s.Kind != Contraction {
+	if s.Kind != schedule.Contraction {
 		return
 	}
 	s.MatVec = nil
@@ -221,30 +120,18 @@ func (s stage) Unfused(out int64) {
 // unfusedTile bounds the tile of a contraction in a kernel of its own.
 const unfusedTile = 16
 
-// Resources returns what one block of the stage occupies.
-func (s *Schedule) Resources() Resources {
-	return Resources{Threads: s.Threads, SharedBytes: s.SharedBytes, Scratch: ArenasOf(s.Arrays), RegsPerThread: s.RegsPerThread}
-}
-
-// setArrays makes arrays the stage's scratch arrays in shared memory, and
-// their bytes in the kernel's arenas its SharedBytes.
-func (s *Schedule) setArrays(arrays ...Array) {
-	s.Arrays = arrays
-	s.SharedBytes = ArenasOf(arrays).Bytes()
-}
-
 // rowReduceArrays returns the scratch arrays of a block of threads that
 // reduces reds together, as backend/lower's blockReduce declares them: a
 // slot per thread for each type of the sums, maxima and products, and for
 // the argmaxes and argmins a value per thread of each value type and one
 // position per thread.
-func rowReduceArrays(reds []*te.Reduce, threads int) []Array {
-	var arrays []Array
+func rowReduceArrays(reds []*te.Reduce, threads int) []schedule.Array {
+	var arrays []schedule.Array
 	seen := map[string]bool{}
 	add := func(name string, dt te.DType) {
 		if !seen[name] {
 			seen[name] = true
-			arrays = append(arrays, Array{DType: dt, Len: threads})
+			arrays = append(arrays, schedule.Array{DType: dt, Len: threads})
 		}
 	}
 	for _, r := range reds {
@@ -263,74 +150,10 @@ func rowReduceArrays(reds []*te.Reduce, threads int) []Array {
 	return arrays
 }
 
-// String formats the schedule on one line.
-func (s *Schedule) String() string {
-	str := fmt.Sprintf("%s threads=%d tiles=%d smem=%dB regs=%d", s.Kind, s.Threads, s.Tiles, s.SharedBytes, s.RegsPerThread)
-	switch s.Kind {
-	case Contraction:
-		str += fmt.Sprintf(" tile=%dx%dx%d (M=%d N=%d K=%d batch=%d)", s.TileM, s.TileN, s.TileK, s.M, s.N, s.K, s.Batch)
-		if s.RegM*s.RegN > 1 {
-			str += fmt.Sprintf(" %dx%d per thread", s.RegM, s.RegN)
-		}
-		if s.Mask != nil {
-			str += fmt.Sprintf(" masked: %d tiles skipped", s.Skipped)
-			if n := len(s.Mask.Scalars); n > 0 {
-				str += fmt.Sprintf(" (at run time, by %d scalars", n)
-				if s.Mask.Context > 0 {
-					str += fmt.Sprintf("; priced at context %d", s.Mask.Context)
-				}
-				str += ")"
-			}
-		}
-		if s.KMask != nil {
-			str += fmt.Sprintf(" zero past a mask: %d of K=%d live", s.LiveK, s.K)
-			if s.KMask.Context > 0 {
-				str += fmt.Sprintf(" (priced at context %d)", s.KMask.Context)
-			}
-		}
-		if s.TensorCores {
-			in := s.TensorIn.String()
-			if s.TensorIn == te.F32 {
-				in = "tf32"
-			}
-			str += fmt.Sprintf(" tensor cores %s, %dx%d warps", in, max(s.WarpsM, 1), max(s.WarpsN, 1))
-			if s.KSlices > 1 {
-				str += fmt.Sprintf(" × %d k slices", s.KSlices)
-			}
-			if s.KSplit > 1 {
-				str += fmt.Sprintf(", k split over %d blocks", s.KSplit)
-			}
-		}
-	case SplitReduce:
-		str += fmt.Sprintf(" chunks=%d", s.Chunks)
-	case Rows:
-		str += fmt.Sprintf(" row-axes=%d", s.RowAxes)
-	}
-	if m := s.MatVec; m != nil {
-		str += fmt.Sprintf(" matvec: %d columns per tile, %d threads per column", m.width(), m.Split)
-		if m.Cols > 1 {
-			str += fmt.Sprintf(", %d columns per thread", m.Cols)
-		}
-	}
-	if r := s.Resident; r != nil {
-		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
-	}
-	if r := s.Resident; r != nil && r.Group > 1 {
-		str += fmt.Sprintf(", %d batch entries per tile", r.Group)
-	}
-	if s.EpilogueOf != nil {
-		str += " in the epilogue of " + s.EpilogueOf.Name
-	}
-	if s.From != nil {
-		str += " from " + s.From.Name
-	}
-	return str
-}
-
 // Scheduler chooses the schedule of one compute tensor. It is the place
 // where a tuner plugs in; Analytic is the default.
 type Scheduler interface {
-	Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, *cost.Price, error)
+	Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*schedule.Schedule, *cost.Price, error)
 }
 
 // Analytic chooses schedules without search: contraction tiles whose
@@ -346,7 +169,7 @@ const (
 )
 
 // Schedule implements Scheduler.
-func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*Schedule, *cost.Price, error) {
+func (Analytic) Schedule(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (*schedule.Schedule, *cost.Price, error) {
 	s, err := analytic(t, x, g, threads)
 	return s.Schedule, s.Price, err
 }
@@ -357,7 +180,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		return stage{}, fmt.Errorf("schedule %s: not a compute tensor", t.Name)
 	}
 	n := t.NumElements()
-	s := stage{&Schedule{Threads: threads, RegsPerThread: 32}, &cost.Price{}}
+	s := stage{&schedule.Schedule{Threads: threads, RegsPerThread: 32}, &cost.Price{}}
 	if x != nil {
 		s.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
 	}
@@ -365,7 +188,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	s.FLOPs = int64(n) * opsOf(t.Body, map[*te.Reduce]bool{})
 	if d, ok := ContractionDims(t); ok {
 		base := s.clone()
-		s.Kind = Contraction
+		s.Kind = schedule.Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
 		if d.Masked {
 			// Tiled, its mask in the epilogue; matrix-vector tiles do
@@ -400,12 +223,12 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		// An argmax too: the block's threads merge their candidates
 		// (backend/lower's argBlockReduce), so the greedy token of a
 		// 128256-word vocabulary is not one thread's serial loop.
-		s.Kind = RowReduce
+		s.Kind = schedule.RowReduce
 		s.Tiles = n
-		s.setArrays(rowReduceArrays(reds, threads)...)
+		s.SetArrays(rowReduceArrays(reds, threads)...)
 		return s, nil
 	}
-	s.Kind = Elementwise
+	s.Kind = schedule.Elementwise
 	s.Tiles = ceilDiv(n, threads)
 	return s, nil
 }
@@ -523,7 +346,7 @@ func (s stage) regTile(tm, tn int, g gpu.Model, out int64) {
 	for _, rm := range options(s.M, tm, tn) {
 		for _, rn := range options(s.N, tn, tm) {
 			s.tile(tm, tn, rm, rn, out)
-			score := s.Efficiency() * min(1, float64(s.Tiles)/float64(g.SMs))
+			score := cost.Efficiency(s.Schedule) * min(1, float64(s.Tiles)/float64(g.SMs))
 			if score > best || score == best && rm*rn > bestM*bestN {
 				bestM, bestN, best = rm, rn, score
 			}
@@ -540,7 +363,7 @@ func (s stage) regTile(tm, tn int, g gpu.Model, out int64) {
 // shared memory. The block keeps its threads. out is the size of the
 // output in bytes.
 func (s stage) shrink(g gpu.Model, out int64) bool {
-	if s.Kind != Contraction || s.MatVec != nil || s.Resident != nil || s.TensorCores || s.RegM < 1 || s.RegN < 1 {
+	if s.Kind != schedule.Contraction || s.MatVec != nil || s.Resident != nil || s.TensorCores || s.RegM < 1 || s.RegN < 1 {
 		return false
 	}
 	tm, tn := s.TileM/s.RegM, s.TileN/s.RegN
@@ -563,49 +386,6 @@ func (s stage) shrink(g gpu.Model, out int64) bool {
 	}
 }
 
-// MatVec tiles a contraction one of whose factors has few rows (at most
-// matVecMaxRows points of its own axes: a matrix-vector product, or a few
-// vectors) by the columns of the other, wide factor: a tile computes every
-// row for TileF columns, the block's threads forming Split × TileF, each
-// summing every Split-th k of its column, and the Split partial sums of a
-// column are combined in shared memory. All the tile's rows are staged in
-// shared memory for the whole of K. Unlike a TileM × TileN tile, whose
-// threads along M would have no rows to compute, every thread works, and
-// the wide factor is read once.
-type MatVec struct {
-	// Wide is 0 when the wide factor is the contraction's X (Dims.X; its
-	// own axes, M, are the columns), 1 when it is Y (N).
-	Wide int
-	// TileF is the wide factor's columns per tile, NT its tiles along
-	// them, Split the threads that share one column's k range.
-	TileF, NT, Split int
-	// Chunk, when not 0, is the part of K whose rows are staged in shared
-	// memory at once (a multiple of Split that divides K): a tile stages
-	// and sums K/Chunk chunks in turn, so that rows too long for shared
-	// memory (an FFN's 8192, or eight rows of 2048) still make a
-	// matrix-vector tile. 0 stages all of K.
-	Chunk int
-	// Cols is the columns each thread sums (0 or 1: one): thread col of
-	// a tile takes columns col + c·TileF, c < Cols, of the tile's
-	// TileF·Cols, so that each row element it loads from shared memory
-	// serves Cols products.
-	Cols int
-}
-
-// width returns the columns of a tile: TileF × Cols.
-func (mv *MatVec) width() int { return mv.TileF * max(mv.Cols, 1) }
-
-// Width returns the columns of a tile, TileF × Cols.
-func (mv *MatVec) Width() int { return mv.width() }
-
-// StagedK returns how much of K a tile stages in shared memory at once.
-func (mv *MatVec) StagedK(k int) int {
-	if mv.Chunk > 0 {
-		return mv.Chunk
-	}
-	return k
-}
-
 // Bounds of matrix-vector tiles.
 const (
 	matVecMaxRows  = 8        // rows of the narrow factor
@@ -621,7 +401,7 @@ const (
 // columns, up to matVecMaxTileF) that still gives every SM a tile, or one
 // column per tile. out is the size of the output in bytes.
 func (s stage) matVec(d Dims, g gpu.Model, out int64) bool {
-	mv := &MatVec{Wide: 1}
+	mv := &schedule.MatVec{Wide: 1}
 	rows, cols := d.M, d.N
 	if d.N < d.M {
 		mv.Wide, rows, cols = 0, d.N, d.M
@@ -645,10 +425,10 @@ func (s stage) matVec(d Dims, g gpu.Model, out int64) bool {
 	}
 	for {
 		mv.TileF = matVecMaxTileF
-		for mv.TileF > 1 && (cols%mv.width() != 0 || (mv.TileF > narrowest && d.Batch*cols/mv.width() < g.SMs)) {
+		for mv.TileF > 1 && (cols%mv.Width() != 0 || (mv.TileF > narrowest && d.Batch*cols/mv.Width() < g.SMs)) {
 			mv.TileF /= 2
 		}
-		if mv.Cols == 1 || cols%mv.width() == 0 && d.Batch*cols/mv.width() >= g.SMs {
+		if mv.Cols == 1 || cols%mv.Width() == 0 && d.Batch*cols/mv.Width() >= g.SMs {
 			break
 		}
 		mv.Cols /= 2
@@ -661,12 +441,12 @@ func (s stage) matVec(d Dims, g gpu.Model, out int64) bool {
 // thread has k to sum, and the rows fit in shared memory (in chunks of K
 // if need be, beside the partials in g's shared memory per block). out is
 // the size of the output in bytes.
-func (s stage) setMatVec(d Dims, mv *MatVec, g gpu.Model, out int64) bool {
+func (s stage) setMatVec(d Dims, mv *schedule.MatVec, g gpu.Model, out int64) bool {
 	rows, cols := d.M, d.N
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M
 	}
-	mv.NT, mv.Split = cols/mv.width(), s.Threads/mv.TileF
+	mv.NT, mv.Split = cols/mv.Width(), s.Threads/mv.TileF
 	if mv.Split > d.K {
 		return false // threads with no k to sum: a tile of one output per thread does better
 	}
@@ -681,12 +461,12 @@ func (s stage) setMatVec(d Dims, mv *MatVec, g gpu.Model, out int64) bool {
 	staged := mv.StagedK(d.K)
 	// A thread's outputs are rows × Cols, its loads per k rows from
 	// shared memory and Cols from global: Efficiency's RegM × RegN.
-	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.width(), staged, rows, mv.Cols
+	s.TileM, s.TileN, s.TileK, s.RegM, s.RegN = rows, mv.Width(), staged, rows, mv.Cols
 	if mv.Wide == 0 {
-		s.TileM, s.TileN = mv.width(), rows
+		s.TileM, s.TileN = mv.Width(), rows
 	}
 	s.Tiles = d.Batch * mv.NT
-	s.setArrays(Array{te.F32, rows * staged}, Array{te.F32, rows * max(mv.Cols, 1) * s.Threads})
+	s.SetArrays(schedule.Array{DType: te.F32, Len: rows * staged}, schedule.Array{DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads})
 	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
 	// The wide factor once, the rows once per tile, each at its own
 	// element size (bf16 weights are half the bytes of f32 ones).
@@ -724,25 +504,6 @@ func elemSize(e te.Expr) int {
 		return 4
 	}
 	return n
-}
-
-// Efficiency returns the fraction of the FP32 peak that a contraction's
-// inner loop can reach: each step loads RegM + RegN factor elements from
-// shared memory for RegM × RegN fused multiply-adds, and an SM's shared
-// memory delivers 32 words per clock against 64 FP32 FMAs per clock (A100,
-// H100), so one output per thread runs at a quarter of the peak and 4×4
-// at all of it. A tensor-core schedule returns the fraction of the tensor
-// cores' peak that its tiles reach (tensorCoreEfficiency). Other kinds of
-// stage return 1.
-func (s *Schedule) Efficiency() float64 {
-	if s.Kind != Contraction {
-		return 1
-	}
-	if s.TensorCores {
-		return s.tensorCoreEfficiency()
-	}
-	rm, rn := max(s.RegM, 1), max(s.RegN, 1)
-	return min(1, float64(rm*rn)/float64(rm+rn)/2)
 }
 
 func abs(x int) int {

@@ -9,87 +9,27 @@ import (
 	"tec/analysis"
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
 	"tec/te"
 )
-
-func TestPlace(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		arrays  []Array
-		offsets []int
-		need    map[te.DType]int
-	}{
-		{"none", nil, []int{}, map[te.DType]int{}},
-		{"one tile", []Array{{te.F32, 64}, {te.F32, 4096}}, []int{0, 64}, map[te.DType]int{te.F32: 4160}},
-		// An odd array takes whole 16-byte units, so that the next starts
-		// aligned.
-		{"odd rows", []Array{{te.F32, 13}, {te.F32, 256}, {te.F32, 1}}, []int{0, 16, 272}, map[te.DType]int{te.F32: 276}},
-		{"argmax", []Array{{te.F32, 256}, {te.I32, 256}}, []int{0, 0}, map[te.DType]int{te.F32: 256, te.I32: 256}},
-		{"f16 operands", []Array{{te.F16, 7}, {te.F16, 9}, {te.F32, 3}}, []int{0, 8, 0}, map[te.DType]int{te.F16: 24, te.F32: 4}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			offsets, need := Place(tt.arrays)
-			if !slices.Equal(offsets, tt.offsets) {
-				t.Errorf("offsets %v, want %v", offsets, tt.offsets)
-			}
-			if len(need) != len(tt.need) {
-				t.Errorf("need %v, want %v", need, tt.need)
-			}
-			for dt, n := range tt.need {
-				if need[dt] != n {
-					t.Errorf("need %v, want %v", need, tt.need)
-				}
-			}
-		})
-	}
-}
-
-// TestSharedBytes checks the rule of shared.go: the scratch arrays of a
-// kernel's stages share an arena per type, as large as the largest
-// stage's arrays of that type, beside the persistent arrays.
-func TestSharedBytes(t *testing.T) {
-	matVec := []Array{{te.F32, 4 * 512}, {te.F32, 4 * 256}} // 12288 B
-	masked := []Array{{te.F32, 16}, {te.F32, 16 * 256}}     // 16448 B
-	argmax := []Array{{te.F32, 256}, {te.I32, 256}}         // 1024 B each
-	for _, tt := range []struct {
-		name       string
-		persistent int
-		stages     [][]Array
-		want       int
-	}{
-		{"nothing", 0, nil, 0},
-		// The kernel of issue 23: the largest stage, not each array's
-		// largest size (20480 B).
-		{"matvec and masked", 0, [][]Array{matVec, masked}, 16448},
-		{"and a cache", 2052, [][]Array{matVec, masked}, 16448 + 2052},
-		{"and an argmax", 0, [][]Array{matVec, argmax}, 12288 + 1024},
-		{"argmaxes", 0, [][]Array{argmax, argmax}, 2048},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := SharedBytes(tt.persistent, tt.stages...); got != tt.want {
-				t.Errorf("SharedBytes = %d, want %d", got, tt.want)
-			}
-		})
-	}
-}
 
 // TestMergeRes checks that a kernel's resources merged stage by stage
 // count the arenas as SharedBytes does, and the weight cache once.
 func TestMergeRes(t *testing.T) {
-	stage := func(persistent int, arrays ...Array) Resources {
-		s := &Schedule{Threads: 256}
-		s.setArrays(arrays...)
+	stage := func(persistent int, arrays ...schedule.Array) schedule.Resources {
+		s := &schedule.Schedule{Threads: 256}
+		s.SetArrays(arrays...)
 		s.SharedBytes += persistent
 		return s.Resources()
 	}
-	a := stage(0, Array{te.F32, 2048}, Array{te.F32, 1024})
-	b := stage(0, Array{te.F32, 16}, Array{te.F32, 4096})
-	c := stage(0, Array{te.F32, 256}, Array{te.I32, 256})
-	d := stage(2052, Array{te.F32, 64}, Array{te.F32, 256})
+	a := stage(0, schedule.Array{DType: te.F32, Len: 2048}, schedule.Array{DType: te.F32, Len: 1024})
+	b := stage(0, schedule.Array{DType: te.F32, Len: 16}, schedule.Array{DType: te.F32, Len: 4096})
+	c := stage(0, schedule.Array{DType: te.F32, Len: 256}, schedule.Array{DType: te.I32, Len: 256})
+	d := stage(2052, schedule.Array{DType: te.F32, Len: 64}, schedule.Array{DType: te.F32, Len: 256})
 	got := mergeRes(mergeRes(mergeRes(a, b), c), d)
-	want := SharedBytes(2052, [][]Array{
-		{{te.F32, 2048}, {te.F32, 1024}}, {{te.F32, 16}, {te.F32, 4096}},
-		{{te.F32, 256}, {te.I32, 256}}, {{te.F32, 64}, {te.F32, 256}},
+	want := schedule.SharedBytes(2052, [][]schedule.Array{
+		{{DType: te.F32, Len: 2048}, {DType: te.F32, Len: 1024}}, {{DType: te.F32, Len: 16}, {DType: te.F32, Len: 4096}},
+		{{DType: te.F32, Len: 256}, {DType: te.I32, Len: 256}}, {{DType: te.F32, Len: 64}, {DType: te.F32, Len: 256}},
 	}...)
 	if got.SharedBytes != want || want != 16448+1024+2052 {
 		t.Errorf("merged %d B, SharedBytes %d B, want %d", got.SharedBytes, want, 16448+1024+2052)
@@ -150,7 +90,7 @@ func TestShrink(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := pl.Schedules[p.Outputs[0]]
-			if s.Kind != Contraction || s.Mask == nil || s.TileK != tt.tileK || s.SharedBytes != tt.shared {
+			if s.Kind != schedule.Contraction || s.Mask == nil || s.TileK != tt.tileK || s.SharedBytes != tt.shared {
 				t.Errorf("schedule %s, want a masked contraction staging %d of K (%d B)", s, tt.tileK, tt.shared)
 			}
 			if k := pl.Kernels[0]; k.Resources.SharedBytes > tt.g.SharedPerBlock {
@@ -197,7 +137,7 @@ func TestNestedContraction(t *testing.T) {
 	}
 	pl := plan(t, p, "a100", Options{Split: true, Reuse: true})
 	sy := pl.Schedules[y]
-	if sy.Kind != RowReduce || sy.Tiles != 64*64 || !slices.Equal(sy.Arrays, []Array{{te.F32, 256}}) {
+	if sy.Kind != schedule.RowReduce || sy.Tiles != 64*64 || !slices.Equal(sy.Arrays, []schedule.Array{{DType: te.F32, Len: 256}}) {
 		t.Errorf("schedule %s, arrays %v: want a block per output reducing in one f32 array", sy, sy.Arrays)
 	}
 }

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"tec/cost"
 	"tec/gpu"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -48,24 +50,6 @@ func operandType(e te.Expr) (te.DType, bool) {
 	return 0, false
 }
 
-// tensorPeak returns g's dense tensor-core rate for operands of type in
-// (te.F16 or te.BF16; te.F32 meaning TF32), FLOP per second.
-func tensorPeak(g gpu.Model, in te.DType) float64 {
-	if in != te.F32 {
-		return g.FP16Peak
-	}
-	return g.TF32Rate()
-}
-
-// The shape of a tensor-core contraction's blocks, as backend/lower
-// builds them (TensorCoreBlock): TensorCoreWarps warps in a kernel of its
-// own, the kernel's block in a fused one, staging TensorCoreTileK of the
-// reduction at a time.
-const (
-	TensorCoreWarps = 4
-	TensorCoreTileK = 32
-)
-
 // TensorCoreTile returns a tensor-core block's tile along an output
 // extent n: 64, or 32 where n is at most 32.
 func TensorCoreTile(n int) int {
@@ -75,44 +59,25 @@ func TensorCoreTile(n int) int {
 	return 64
 }
 
-// TCBlock is the shape of a tensor-core block: TM×TN outputs, its warps
-// Slices groups (sliced K: group g computes the g-th share of every staged
-// k step, and the groups' accumulators are summed in shared memory before
-// the epilogue), each a WGM×WGN grid of warps computing a
-// (TM/WGM)×(TN/WGN) warp tile of m16n8 MMA tiles. Slices 0 means 1.
-type TCBlock struct {
-	TM, TN, WGM, WGN, Slices int
-}
-
-// WarpTile returns the MMA tiles of one warp along M and N.
-func (b TCBlock) WarpTile() (mt, nt int) { return b.TM / b.WGM / 16, b.TN / b.WGN / 8 }
-
-// KSlices returns the block's groups of warps along K, at least 1.
-func (b TCBlock) KSlices() int { return max(b.Slices, 1) }
-
-// ReduceBytes returns the shared memory in which the groups after the
-// first leave their accumulators for the first to sum.
-func (b TCBlock) ReduceBytes() int { return 4 * (b.KSlices() - 1) * b.TM * b.TN }
-
 // TensorCoreBlock returns the block of a tensor-core contraction of M
-// rows and N columns in a kernel of its own: TensorCoreWarps warps as 2×2
+// rows and N columns in a kernel of its own: schedule.TensorCoreWarps warps as 2×2
 // over a TensorCoreTile(M) × TensorCoreTile(N) tile.
-func TensorCoreBlock(M, N int) TCBlock {
-	return TCBlock{TM: TensorCoreTile(M), TN: TensorCoreTile(N), WGM: 2, WGN: 2}
+func TensorCoreBlock(M, N int) schedule.TCBlock {
+	return schedule.TCBlock{TM: TensorCoreTile(M), TN: TensorCoreTile(N), WGM: 2, WGN: 2}
 }
 
 // TensorCoreBlocks returns the blocks that warps warps (a power of two, at
-// least TensorCoreWarps) can form over a contraction of M rows and N
+// least schedule.TensorCoreWarps) can form over a contraction of M rows and N
 // columns, one per tile: tiles of 16 (along M), 32, 64 or 128 along each
 // extent (no larger than the extent needs), each with the warp grid whose warp tiles
 // have the most MMAs per fragment load, then the squarest. A fused
 // kernel's stage takes the one its cost model prefers
 // (Schedule.fusedTensorCores).
-func TensorCoreBlocks(M, N, warps int) []TCBlock {
-	if warps < TensorCoreWarps || warps&(warps-1) != 0 {
+func TensorCoreBlocks(M, N, warps int) []schedule.TCBlock {
+	if warps < schedule.TensorCoreWarps || warps&(warps-1) != 0 {
 		return nil
 	}
-	var out []TCBlock
+	var out []schedule.TCBlock
 	for _, tm := range []int{16, 32, 64, 128} {
 		for _, tn := range []int{32, 64, 128} {
 			if tm > max(16, nextPow2(M)) || tn > max(32, nextPow2(N)) {
@@ -132,12 +97,12 @@ func TensorCoreBlocks(M, N, warps int) []TCBlock {
 // every warp whole MMAs. Slicing K in two halves the warps of a grid and
 // doubles their warp tiles, for the price of a sum of accumulators in
 // shared memory once per tile.
-func warpGrid(tm, tn, warps int) (TCBlock, bool) {
-	var b TCBlock
+func warpGrid(tm, tn, warps int) (schedule.TCBlock, bool) {
+	var b schedule.TCBlock
 	best := -1.0
 	for _, slices := range []int{1, 2} {
 		for wgm := 1; wgm*slices <= warps; wgm *= 2 {
-			c := TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / slices / wgm, Slices: slices}
+			c := schedule.TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / slices / wgm, Slices: slices}
 			if !c.Valid(warps) {
 				continue
 			}
@@ -151,23 +116,6 @@ func warpGrid(tm, tn, warps int) (TCBlock, bool) {
 	return b, best > 0
 }
 
-// Valid reports whether b is a block of warps warps in which every warp
-// computes whole m16n8 MMA tiles, at most maxWarpMMAs of them, and every group of a sliced K a whole
-// number of an MMA's k (16; 8 for TF32) of each staged k step.
-func (b TCBlock) Valid(warps int) bool {
-	sl := b.KSlices()
-	if b.WGM <= 0 || b.WGN <= 0 || b.WGM*b.WGN*sl != warps || b.TM%b.WGM != 0 || b.TN%b.WGN != 0 || TensorCoreTileK%(16*sl) != 0 {
-		return false
-	}
-	wm, wn := b.TM/b.WGM, b.TN/b.WGN
-	return wm >= 16 && wn >= 8 && wm%16 == 0 && wn%8 == 0 && wm/16*wn/8 <= maxWarpMMAs
-}
-
-// maxWarpMMAs bounds a warp tile's m16n8 tiles: 16 of them hold 64 f32
-// accumulators per thread, which with the fragments and the indexes stay
-// within the registers a thread can have without spilling.
-const maxWarpMMAs = 16
-
 // TensorCoreFits reports whether a contraction of extents M, N, K with
 // operands of type in (see TensorCoreType) is large enough for tensor
 // cores: at least an MMA's 16 rows, two of its 8 columns and its k (16,
@@ -180,19 +128,12 @@ func TensorCoreFits(in te.DType, M, N, K int) bool {
 	return M >= 16 && N >= 16 && K >= k
 }
 
-// tensorCoreSync is the share of the tensor cores' rate a block keeps
-// while it also stages its operands at every k step, with a barrier
-// before and after the warps' MMAs (and, where the operands allow it, the
-// next step's cp.async copies in flight meanwhile, which the model does
-// not credit separately): a model parameter, to be measured.
-const tensorCoreSync = 0.5
-
 // unfusedTensorCores makes the schedule of contraction t, in a kernel of
 // its own with blocks of at most threads threads, the tensor-core one
 // that backend/lower.Unfused builds where it applies (TensorCoreBlock),
 // and reports whether it did.
 func (s stage) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
-	if threads < TensorCoreWarps*32 || s.Kind != Contraction {
+	if threads < schedule.TensorCoreWarps*32 || s.Kind != schedule.Contraction {
 		return false
 	}
 	d, ok := ContractionDims(t)
@@ -210,7 +151,7 @@ func (s stage) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 // fits reports whether a block of s's stage fits on an SM of g (its shared
 // memory, registers and threads): a tensor-core tile that does not is left
 // for the SIMT one.
-func fits(s *Schedule, g gpu.Model) bool {
+func fits(s *schedule.Schedule, g gpu.Model) bool {
 	n, _ := g.BlocksPerSM(s.Resources().Block())
 	return n > 0
 }
@@ -224,7 +165,7 @@ func fits(s *Schedule, g gpu.Model) bool {
 // reports whether it did. A matrix-vector schedule (a factor of at most
 // eight rows, too few for an MMA's sixteen) is kept.
 func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
-	if s.Kind != Contraction || s.MatVec != nil || threads%32 != 0 {
+	if s.Kind != schedule.Contraction || s.MatVec != nil || threads%32 != 0 {
 		return false
 	}
 	d, ok := ContractionDims(t)
@@ -232,7 +173,7 @@ func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 		return false
 	}
 	simt := s.clone()
-	best, bestTime := s.clone(), soloTime(s, g)
+	best, bestTime := s.clone(), cost.Ideal(g, s.Schedule, s.Price)
 	for _, b := range TensorCoreBlocks(d.M, d.N, threads/32) {
 		s.set(simt)
 		if !s.tensorCores(t, d, b) {
@@ -243,7 +184,7 @@ func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 		}
 		whole := s.clone()
 		for split := 1; split == 1 || s.splitK(split, g); split *= 2 {
-			if tt := soloTime(s, g); tt < bestTime {
+			if tt := cost.Ideal(g, s.Schedule, s.Price); tt < bestTime {
 				best, bestTime = s.clone(), tt
 			}
 			s.set(whole)
@@ -252,11 +193,6 @@ func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	s.set(best)
 	return s.TensorCores
 }
-
-// InnerSync reports whether s's stage has a grid sync between two phases
-// of its own: a split reduction's, or a tensor-core contraction's whose K
-// is split over blocks (KSplit).
-func (s *Schedule) InnerSync() bool { return s.Kind == SplitReduce || s.KSplit > 1 }
 
 // splitK makes tensor-core schedule s split its K over split blocks per
 // output tile, each summing an equal chunk of K that is a multiple of the
@@ -269,7 +205,7 @@ func (s stage) splitK(split int, g gpu.Model) bool {
 	if s.Mask != nil || s.KMask != nil || s.Tiles*split/2 >= g.SMs {
 		return false
 	}
-	if split < 2 || s.K%(split*TensorCoreTileK) != 0 {
+	if split < 2 || s.K%(split*schedule.TensorCoreTileK) != 0 {
 		return false
 	}
 	s.KSplit, s.KChunk = split, s.K/split
@@ -277,60 +213,11 @@ func (s stage) splitK(split int, g gpu.Model) bool {
 	return true
 }
 
-// splitKTime is the cost model's time of the finishing pass of a
-// tensor-core contraction whose K is split over blocks: the grid sync
-// after the partials, and the partials read back through L2 (their
-// KSplit f32 sums per output, written and read while L2 holds them).
-func (s *Schedule) splitKTime(g gpu.Model) float64 {
-	if s.KSplit <= 1 {
-		return 0
-	}
-	bw := g.L2Bandwidth
-	if bw <= 0 {
-		bw = g.DRAMBandwidth
-	}
-	return g.GridSyncCost + 2*float64(s.PartialBytes())/bw
-}
-
-// PartialBytes returns the f32 partial sums of a tensor-core contraction
-// whose K is split over blocks: KSplit per output.
-func (s *Schedule) PartialBytes() int64 {
-	if s.KSplit <= 1 {
-		return 0
-	}
-	return 4 * int64(s.KSplit) * int64(s.Batch) * int64(s.M) * int64(s.N)
-}
-
-// TCBlock returns the tensor-core block of schedule s.
-func (s *Schedule) TCBlock() TCBlock {
-	return TCBlock{TM: s.TileM, TN: s.TileN, WGM: max(s.WarpsM, 1), WGN: max(s.WarpsN, 1), Slices: s.KSlices}
-}
-
-// soloTime is the cost model's time of contraction stage s on g with the
-// whole GPU to itself, as coster.stageTime prices it with every block
-// resident: its FLOPs at the fraction of the peak its tiles reach, or its
-// tiles' loads through L2, whichever is longer, stretched where it has
-// fewer tiles than g has SMs.
-func soloTime(s stage, g gpu.Model) float64 {
-	peak := g.FP32Peak
-	if s.TensorCores {
-		peak = tensorPeak(g, s.TensorIn)
-	}
-	t := float64(s.FLOPs) / (peak * s.Efficiency())
-	if g.L2Bandwidth > 0 {
-		t = max(t, float64(s.Bytes)/g.L2Bandwidth)
-	}
-	if s.Tiles < g.SMs {
-		t *= float64(g.SMs) / float64(max(s.Tiles, 1))
-	}
-	return t + s.splitKTime(g)
-}
-
 // tensorCores makes the schedule of contraction t (of dimensions d) the
 // tensor-core one of block b, where t's operands and extents allow it,
 // and reports whether it did. A masked contraction skips the tiles its
 // mask removes (Schedule.Mask), priced as the SIMT tiles are.
-func (s stage) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
+func (s stage) tensorCores(t *te.Tensor, d Dims, b schedule.TCBlock) bool {
 	in, ok := TensorCoreType(d.X, d.Y)
 	if !ok || !TensorCoreFits(in, d.M, d.N, d.K) {
 		return false
@@ -344,7 +231,7 @@ func (s stage) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	s.MatVec = nil
 	s.Threads = warps * 32
 	s.RegM, s.RegN = 1, 1
-	s.TileM, s.TileN, s.TileK = b.TM, b.TN, TensorCoreTileK
+	s.TileM, s.TileN, s.TileK = b.TM, b.TN, schedule.TensorCoreTileK
 	s.WarpsM, s.WarpsN, s.KSlices = b.WGM, b.WGN, b.KSlices()
 	mt, nt := ceilDiv(d.M, s.TileM), ceilDiv(d.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
@@ -354,11 +241,11 @@ func (s stage) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 	if _, _, ok := AsyncOperands(d.X, d.Y, d.NAxes, d.Reduce, d.N, d.K); ok {
 		stages = 2
 	}
-	arrays := []Array{{in, stages * s.TileM * s.TileK}, {in, stages * s.TileK * s.TileN}}
+	arrays := []schedule.Array{{DType: in, Len: stages * s.TileM * s.TileK}, {DType: in, Len: stages * s.TileK * s.TileN}}
 	if b.KSlices() > 1 {
-		arrays = append(arrays, Array{te.F32, b.ReduceBytes() / 4})
+		arrays = append(arrays, schedule.Array{DType: te.F32, Len: b.ReduceBytes() / 4})
 	}
-	s.setArrays(arrays...)
+	s.SetArrays(arrays...)
 	// A warp's accumulators, its fragments and the indexes.
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16
 	s.Bytes = int64(size)*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + t.Bytes()
@@ -369,20 +256,6 @@ func (s stage) tensorCores(t *te.Tensor, d Dims, b TCBlock) bool {
 		s.Bytes -= int64(size) * factors
 	}
 	return true
-}
-
-// tensorCoreEfficiency is the fraction of the tensor cores' peak that a
-// tensor-core schedule's tiles reach, a model: the share of the MMAs that
-// compute outputs (not a tile's tail past M or N), times the warp tile's
-// ratio of MMAs to fragment loads (mt·nt MMA tiles for mt+nt fragment
-// loads per k step, taken as saturating at 3, CUTLASS's 64×64 warp tiles),
-// times tensorCoreSync.
-func (s *Schedule) tensorCoreEfficiency() float64 {
-	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
-	used := float64(s.M*s.N) / float64(mt*s.TileM*nt*s.TileN)
-	wm, wn := s.TCBlock().WarpTile()
-	ratio := min(1, float64(wm*wn)/float64(wm+wn)/3)
-	return used * ratio * tensorCoreSync
 }
 
 // vecLoad returns the load that operand e is, when a tensor-core tile can
@@ -426,7 +299,7 @@ func vecLoad(e te.Expr, along *te.Var, n int) (*te.Load, bool) {
 // contraction double-buffers its operands in shared memory
 // (backend/lower), and its schedule counts two stages of them.
 func AsyncOperands(X, Y te.Expr, ns []*te.Var, r *te.Reduce, N, K int) (xl, yl *te.Load, ok bool) {
-	if len(r.Axes) != 1 || len(ns) != 1 || K%TensorCoreTileK != 0 {
+	if len(r.Axes) != 1 || len(ns) != 1 || K%schedule.TensorCoreTileK != 0 {
 		return nil, nil, false
 	}
 	xl, okx := vecLoad(X, r.Axes[0], K)

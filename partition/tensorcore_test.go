@@ -3,8 +3,10 @@ package partition
 import (
 	"testing"
 
+	"tec/cost"
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -51,14 +53,14 @@ func TestTensorCoreSchedule(t *testing.T) {
 		})
 		return b.Program(y)
 	}
-	cost := func(p *te.Program) (*Schedule, float64) {
+	planned := func(p *te.Program) (*schedule.Schedule, float64) {
 		pl := plan(t, p, "a100", Options{Strategy: PerTE})
 		y := p.Outputs[0]
 		return pl.Schedules[y], pl.Kernels[0].Cost.Total()
 	}
-	s16, c16 := cost(matmul(te.F16, 1024, 1024, 1024))
-	s32, c32 := cost(matmul(te.F32, 1024, 1024, 1024))
-	if !s16.TensorCores || s16.TensorIn != te.F16 || s16.Threads != TensorCoreWarps*32 || s16.TileM != 64 || s16.TileN != 64 {
+	s16, c16 := planned(matmul(te.F16, 1024, 1024, 1024))
+	s32, c32 := planned(matmul(te.F32, 1024, 1024, 1024))
+	if !s16.TensorCores || s16.TensorIn != te.F16 || s16.Threads != schedule.TensorCoreWarps*32 || s16.TileM != 64 || s16.TileN != 64 {
 		t.Errorf("f16 schedule %s, want tensor cores over 64×64 tiles", s16)
 	}
 	if s32.TensorCores {
@@ -67,15 +69,8 @@ func TestTensorCoreSchedule(t *testing.T) {
 	if !(c16 < c32/4) {
 		t.Errorf("f16 on tensor cores predicted %.3g s, f32 %.3g s: want well under a quarter", c16, c32)
 	}
-	if small, _ := cost(matmul(te.F16, 8, 64, 64)); small.TensorCores {
+	if small, _ := planned(matmul(te.F16, 8, 64, 64)); small.TensorCores {
 		t.Errorf("8-row f16 schedule %s on tensor cores", small)
-	}
-	g, _ := gpu.Builtin("a100")
-	if tensorPeak(g, te.F16) != 312e12 || tensorPeak(g, te.BF16) != 312e12 || tensorPeak(g, te.F32) != 156e12 {
-		t.Errorf("A100 tensor peaks %g, %g, %g", tensorPeak(g, te.F16), tensorPeak(g, te.BF16), tensorPeak(g, te.F32))
-	}
-	if h, _ := gpu.Builtin("h100"); tensorPeak(h, te.F16) != 989.5e12 || tensorPeak(h, te.F32) != 494.7e12 {
-		t.Errorf("H100 tensor peaks %g, %g", tensorPeak(h, te.F16), tensorPeak(h, te.F32))
 	}
 }
 
@@ -84,24 +79,24 @@ func TestTensorCoreSchedule(t *testing.T) {
 // two where that makes the warp tiles larger, within 64 accumulators per
 // thread, and every block is valid for its warps.
 func TestTensorCoreBlocks(t *testing.T) {
-	find := func(bs []TCBlock, tm, tn int) (TCBlock, bool) {
+	find := func(bs []schedule.TCBlock, tm, tn int) (schedule.TCBlock, bool) {
 		for _, b := range bs {
 			if b.TM == tm && b.TN == tn {
 				return b, true
 			}
 		}
-		return TCBlock{}, false
+		return schedule.TCBlock{}, false
 	}
 	for _, tc := range []struct {
 		M, N, warps, tm, tn int
-		want                TCBlock
+		want                schedule.TCBlock
 	}{
-		{1024, 1024, 4, 64, 64, TCBlock{64, 64, 1, 2, 2}},   // 64×32 warp tiles
-		{1024, 1024, 4, 128, 64, TCBlock{128, 64, 2, 2, 1}}, // sliced, 128×32 would hold 128 accumulators
-		{1024, 1024, 8, 64, 128, TCBlock{64, 128, 1, 4, 2}},
-		{1024, 1024, 8, 128, 128, TCBlock{128, 128, 2, 4, 1}},
-		{1024, 1024, 16, 128, 128, TCBlock{128, 128, 2, 4, 2}},
-		{20, 40, 8, 16, 64, TCBlock{16, 64, 1, 4, 2}},
+		{1024, 1024, 4, 64, 64, schedule.TCBlock{TM: 64, TN: 64, WGM: 1, WGN: 2, Slices: 2}},   // 64×32 warp tiles
+		{1024, 1024, 4, 128, 64, schedule.TCBlock{TM: 128, TN: 64, WGM: 2, WGN: 2, Slices: 1}}, // sliced, 128×32 would hold 128 accumulators
+		{1024, 1024, 8, 64, 128, schedule.TCBlock{TM: 64, TN: 128, WGM: 1, WGN: 4, Slices: 2}},
+		{1024, 1024, 8, 128, 128, schedule.TCBlock{TM: 128, TN: 128, WGM: 2, WGN: 4, Slices: 1}},
+		{1024, 1024, 16, 128, 128, schedule.TCBlock{TM: 128, TN: 128, WGM: 2, WGN: 4, Slices: 2}},
+		{20, 40, 8, 16, 64, schedule.TCBlock{TM: 16, TN: 64, WGM: 1, WGN: 4, Slices: 2}},
 	} {
 		bs := TensorCoreBlocks(tc.M, tc.N, tc.warps)
 		for _, b := range bs {
@@ -122,8 +117,8 @@ func TestTensorCoreBlocks(t *testing.T) {
 	if bs := TensorCoreBlocks(64, 64, 6); bs != nil {
 		t.Errorf("6 warps: %v, want none", bs)
 	}
-	for _, b := range []TCBlock{{64, 64, 2, 2, 1}, {64, 64, 4, 2, 1}, {32, 32, 4, 1, 1}, {64, 64, 2, 2, 4}} {
-		if want := b == (TCBlock{64, 64, 2, 2, 1}); b.Valid(4) != want {
+	for _, b := range []schedule.TCBlock{{TM: 64, TN: 64, WGM: 2, WGN: 2, Slices: 1}, {TM: 64, TN: 64, WGM: 4, WGN: 2, Slices: 1}, {TM: 32, TN: 32, WGM: 4, WGN: 1, Slices: 1}, {TM: 64, TN: 64, WGM: 2, WGN: 2, Slices: 4}} {
+		if want := b == (schedule.TCBlock{TM: 64, TN: 64, WGM: 2, WGN: 2, Slices: 1}); b.Valid(4) != want {
 			t.Errorf("block %+v valid for 4 warps: %v, want %v", b, !want, want)
 		}
 	}
@@ -158,13 +153,13 @@ func TestSplitK(t *testing.T) {
 		if !tc.split {
 			continue
 		}
-		if s.KSplit*s.KChunk != s.K || s.KChunk%TensorCoreTileK != 0 {
+		if s.KSplit*s.KChunk != s.K || s.KChunk%schedule.TensorCoreTileK != 0 {
 			t.Errorf("K %d split as %d × %d", s.K, s.KSplit, s.KChunk)
 		}
 		whole := s.clone()
 		whole.Tiles /= s.KSplit
 		whole.KSplit, whole.KChunk = 0, 0
-		if split, unsplit := soloTime(s, g), soloTime(whole, g); split >= unsplit {
+		if split, unsplit := cost.Ideal(g, s.Schedule, s.Price), cost.Ideal(g, whole.Schedule, whole.Price); split >= unsplit {
 			t.Errorf("split over %d blocks predicted %.3g s, unsplit %.3g s", s.KSplit, split, unsplit)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -48,7 +49,7 @@ func (pl *Plan) Verify() error {
 }
 
 // verifyResident checks resident stage t (rs) of kernel k (ix): see Verify.
-func (pl *Plan) verifyResident(k *Kernel, ix *stageIndex, t *te.Tensor, rs *Resident) error {
+func (pl *Plan) verifyResident(k *Kernel, ix *stageIndex, t *te.Tensor, rs *schedule.Resident) error {
 	d, ok := ContractionDims(t)
 	if !ok {
 		return errors.New("the plan keeps its weights on chip, but it is not a resident contraction")

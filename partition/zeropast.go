@@ -3,6 +3,7 @@ package partition
 import (
 	"math"
 
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -191,11 +192,11 @@ func renameCond(c te.Expr, sub map[*te.Var]te.Index) (te.Expr, bool) {
 // factor is exactly 0 (ZeroPast), so that a tile may skip those k, or nil
 // when no factor has such a condition a tile can decide or the condition
 // reads no run-time scalar (the positions of a decode step).
-func KMaskOf(d Dims) *Mask {
+func KMaskOf(d Dims) *schedule.Mask {
 	if d.Reduce == nil {
 		return nil
 	}
-	mk := &Mask{
+	mk := &schedule.Mask{
 		M: &te.Var{Name: "m", Extent: max(d.M, 1)},
 		N: &te.Var{Name: "n", Extent: max(d.N, 1)},
 		B: &te.Var{Name: "b", Extent: max(d.Batch, 1)},
@@ -216,7 +217,7 @@ func KMaskOf(d Dims) *Mask {
 			continue
 		}
 		n := len(mk.Scalars)
-		c, ok = mk.substituteCond(c, sub, batch)
+		c, ok = substituteCond(mk, c, sub, batch)
 		if !ok || !usesVar(c, mk.K) {
 			mk.Scalars = mk.Scalars[:n]
 			continue
@@ -243,38 +244,4 @@ func usesVar(c te.Expr, v *te.Var) bool {
 		return !uses
 	})
 	return uses
-}
-
-// DeadK reports whether the k mask makes the products zero at every k in
-// [lo, hi], at every output point (and, when mk.Context is set, with
-// every run-time scalar at Context-1).
-func (mk *Mask) DeadK(lo, hi int) bool {
-	v, ok := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
-		if x == mk.K {
-			return lo, hi
-		}
-		if mk.Context > 0 && mk.isScalar(x) {
-			return mk.Context - 1, mk.Context - 1
-		}
-		return 0, x.Extent - 1
-	})
-	return ok && !v
-}
-
-// LiveK returns how many k of K the k mask leaves live: those priced as
-// run, at the scalars' Context (all of K when it is 0).
-func (mk *Mask) LiveK() int {
-	if mk.Context == 0 {
-		return mk.K.Extent
-	}
-	if n, ok := mk.liveKAveraged(); ok {
-		return n
-	}
-	live := 0
-	for k := range mk.K.Extent {
-		if !mk.DeadK(k, k) {
-			live++
-		}
-	}
-	return live
 }

@@ -6,6 +6,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -108,7 +109,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		var stage []kir.Stmt
 		l.tm, l.tn, l.rm, l.rn, l.tk = 0, 0, 1, 1, 0
 		switch s.Kind {
-		case partition.Contraction:
+		case schedule.Contraction:
 			if s.Resident != nil {
 				if !l.resident(t, s, cache, tmp, &stage) {
 					return nil, fmt.Errorf("lower: stage %s: the plan keeps its weights on chip, but it is not a resident contraction", t.Name)
@@ -133,11 +134,11 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			if !one || !l.contraction(t, r, tmp, &stage) {
 				l.blockReduceOrElementwise(t, tmp, &stage)
 			}
-		case partition.RowReduce:
+		case schedule.RowReduce:
 			l.blockReduceOrElementwise(t, tmp, &stage)
-		case partition.Rows:
+		case schedule.Rows:
 			l.rows(t, s.RowAxes, &stage)
-		case partition.SplitReduce:
+		case schedule.SplitReduce:
 			init := l.splitReduce(t, s, tmp, &stage, opts.Deterministic)
 			inits = append(inits, init...)
 		default:
@@ -216,8 +217,8 @@ func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]
 }
 
 // placeShared moves the scratch arrays of a stage lowered into tmp to k's
-// arenas, one shared array per element type, laid out as partition.Place
-// says (the layout whose size the plan counts, partition.SharedBytes):
+// arenas, one shared array per element type, laid out as schedule.Place
+// says (the layout whose size the plan counts, schedule.SharedBytes):
 // the stage's accesses of each array become accesses of its type's arena
 // from the array's offset, and an arena is as large as the most any stage
 // places in it. Results kept on chip and the weight cache, which outlive
@@ -225,11 +226,11 @@ func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]
 // separated by block barriers, so that one stage's arrays may take the
 // bytes of another's.
 func (l *lowerer) placeShared(k, tmp *kir.Kernel, stage []kir.Stmt, arenas map[te.DType]*kir.Buffer) {
-	arrays := make([]partition.Array, len(tmp.Shared))
+	arrays := make([]schedule.Array, len(tmp.Shared))
 	for i, b := range tmp.Shared {
-		arrays[i] = partition.Array{DType: b.DType, Len: b.Len()}
+		arrays[i] = schedule.Array{DType: b.DType, Len: b.Len()}
 	}
-	offsets, need := partition.Place(arrays)
+	offsets, need := schedule.Place(arrays)
 	for i, b := range tmp.Shared {
 		a := arenas[b.DType]
 		if a == nil {
@@ -303,7 +304,7 @@ func rebase(body []kir.Stmt, old, new *kir.Buffer, off int) {
 // phases (see Fused). It emits the partial and finishing phases, separated
 // by a grid sync, into body, and returns the init phase, which the kernel
 // runs before its first stage.
-func (l *lowerer) splitReduce(t *te.Tensor, s *partition.Schedule, k *kir.Kernel, body *[]kir.Stmt, deterministic bool) []kir.Stmt {
+func (l *lowerer) splitReduce(t *te.Tensor, s *schedule.Schedule, k *kir.Kernel, body *[]kir.Stmt, deterministic bool) []kir.Stmt {
 	r := topReduces(t.Body)[0]
 	rt := te.TypeOf(r)
 	n, ext, chunks := t.NumElements(), extent(r), s.Chunks

@@ -14,6 +14,7 @@ import (
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -86,7 +87,7 @@ func TestFusedSplitReduce(t *testing.T) {
 		{"small", false, false}, // 4 blocks: nothing to split
 	} {
 		m, pl := fusedModule(t, p, tt.gpu, tt.deterministic)
-		if s := pl.Schedules[p.Lookup("mean")]; (s.Kind == partition.SplitReduce) != (tt.gpu == "a100") {
+		if s := pl.Schedules[p.Lookup("mean")]; (s.Kind == schedule.SplitReduce) != (tt.gpu == "a100") {
 			t.Errorf("%s: mean scheduled %s", tt.gpu, s)
 		}
 		atomics := 0
@@ -176,10 +177,10 @@ func TestFusedReuse(t *testing.T) {
 	for _, tt := range []struct {
 		reuse     bool
 		gridSyncs int64
-		kind      partition.Kind // of y
+		kind      schedule.Kind // of y
 	}{
-		{false, 2, partition.Elementwise},
-		{true, 0, partition.Rows},
+		{false, 2, schedule.Elementwise},
+		{true, 0, schedule.Rows},
 	} {
 		pl, err := partition.Partition(a, g, partition.Options{Reuse: tt.reuse})
 		if err != nil {

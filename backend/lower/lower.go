@@ -44,6 +44,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -184,7 +185,7 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 }
 
 // schedule returns t's schedule in the per-TE plan, or nil without one.
-func (l *lowerer) schedule(t *te.Tensor) *partition.Schedule {
+func (l *lowerer) schedule(t *te.Tensor) *schedule.Schedule {
 	if l.opts.Plan == nil {
 		return nil
 	}
@@ -593,8 +594,8 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		if l.tk > 0 {
 			tk = l.tk
 		}
-	case s != nil && s.Kind == partition.Contraction && s.TileM > 0 && s.TileN > 0:
-		tm, tn, tk = s.TileM, s.TileN, s.TileK // partition.Schedule.Unfused's tile
+	case s != nil && s.Kind == schedule.Contraction && s.TileM > 0 && s.TileN > 0:
+		tm, tn, tk = s.TileM, s.TileN, s.TileK // the tile of a kernel of its own (partition's Unfused)
 	}
 	// The block's tile is TM×TN outputs; thread (ti, tj) of its tm×tn grid
 	// computes rows ti + i·tm and columns tj + j·tn of it (i < rm, j < rn),

@@ -2,7 +2,7 @@ package lower
 
 import (
 	"tec/backend/kir"
-	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -11,7 +11,7 @@ import (
 // output element. Its mask also decides, per tile, whether the tile needs
 // any product: a tile whose output ranges make the mask false throughout
 // skips the staging and the k loop, and its epilogue writes the select's
-// other branch. The test is the one partition.Mask.Dead makes when it
+// other branch. The test is the one schedule.Mask.Dead makes when it
 // prices the stage, computed at run time from the tile's coordinates with
 // the same integer bounds, so that the kernel skips exactly the tiles the
 // cost model leaves out; a mask on run-time scalars (pos[b]) compares them
@@ -23,7 +23,7 @@ import (
 // tile into registers (g, with the contraction's batch axes bound to the
 // tile's entry): the test stays block-uniform, since the scalars' indexes
 // use only batch axes.
-func tileMask(g *gen, mk *partition.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Expr {
+func tileMask(g *gen, mk *schedule.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Expr {
 	if mk == nil {
 		return nil
 	}
@@ -45,7 +45,7 @@ func tileMask(g *gen, mk *partition.Mask, mLo, mHi, nLo, nHi, b kir.Expr) kir.Ex
 // products at some k in [lo, hi] may be nonzero, or nil when mk is nil or
 // the test cannot be decided. The mask's run-time scalars are loaded once
 // (the contraction's batch axes bound to b).
-func kLive(g *gen, mk *partition.Mask, b kir.Expr) func(lo, hi kir.Expr) kir.Expr {
+func kLive(g *gen, mk *schedule.Mask, b kir.Expr) func(lo, hi kir.Expr) kir.Expr {
 	if mk == nil {
 		return nil
 	}

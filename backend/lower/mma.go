@@ -3,6 +3,7 @@ package lower
 import (
 	"tec/backend/kir"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -40,16 +41,16 @@ func mmaShape(in te.DType) kir.MMAShape {
 // its own, and whether it applies: both operands of one MMA type, extents
 // of at least an MMA's, and a block of four warps within the plan's. A
 // fused kernel's stages take the plan's word instead (tensorCoreStage).
-func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, partition.TCBlock, bool) {
+func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, schedule.TCBlock, bool) {
 	if l.tm > 0 {
-		return 0, partition.TCBlock{}, false // a fused kernel's SIMT stage
+		return 0, schedule.TCBlock{}, false // a fused kernel's SIMT stage
 	}
-	if l.opts.Plan != nil && l.opts.Plan.Threads < partition.TensorCoreWarps*kir.WarpSize {
-		return 0, partition.TCBlock{}, false
+	if l.opts.Plan != nil && l.opts.Plan.Threads < schedule.TensorCoreWarps*kir.WarpSize {
+		return 0, schedule.TCBlock{}, false
 	}
 	x, ok := partition.TensorCoreType(X, Y)
 	if !ok || !partition.TensorCoreFits(x, M, N, K) {
-		return 0, partition.TCBlock{}, false
+		return 0, schedule.TCBlock{}, false
 	}
 	return x, partition.TensorCoreBlock(M, N), true
 }
@@ -83,22 +84,22 @@ func fragIndex(shape kir.MMAShape, op kir.MMAOperand, i int, g, t kir.Expr) (row
 // their extents. Where mask is set (a masked contraction), a tile that
 // mask removes entirely skips its staging and k loop, as the SIMT tiles
 // do (tileMask), and its epilogue writes the select's other branch.
-func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk partition.TCBlock, mask *partition.Mask, k *kir.Kernel, body *[]kir.Stmt) {
+func (l *lowerer) mmaContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk schedule.TCBlock, mask *schedule.Mask, k *kir.Kernel, body *[]kir.Stmt) {
 	l.mmaSplitContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, blk, mask, 1, K, k, body)
 }
 
 // mmaSplitContraction is mmaContraction with K split over split blocks
-// per output tile (a fused kernel's stage, partition.Schedule.KSplit),
+// per output tile (a fused kernel's stage, schedule.Schedule.KSplit),
 // block c of a tile summing k in [c·chunk, (c+1)·chunk), chunk = K/split a
 // multiple of the staged k (each chunk's pipeline starts in stage 0). Each stores its tile's accumulators as
 // f32 partials, in a global array of split × t's elements; after a grid
 // sync, a finishing pass gives each thread an output, whose partials it
 // adds in chunk order (the same sum on every run) before it evaluates t's
 // body (the epilogue) on the sum. With split 1 it is mmaContraction.
-func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk partition.TCBlock, mask *partition.Mask, split, chunk int, k *kir.Kernel, body *[]kir.Stmt) {
+func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, in te.DType, ms, ns, batch []*te.Var, M, N, K, NB int, blk schedule.TCBlock, mask *schedule.Mask, split, chunk int, k *kir.Kernel, body *[]kir.Stmt) {
 	shape := mmaShape(in)
 	_, _, mk := shape.Dims()
-	TM, TN, tk := blk.TM, blk.TN, partition.TensorCoreTileK
+	TM, TN, tk := blk.TM, blk.TN, schedule.TensorCoreTileK
 	WM, WN := TM/blk.WGM, TN/blk.WGN
 	mt, nt := blk.WarpTile() // MMA tiles of a warp
 	mtiles, ntiles := te.CeilDiv(M, TM), te.CeilDiv(N, TN)
@@ -336,7 +337,7 @@ func sumSlices(acc, kred *kir.Buffer, kg, tig *kir.Var, slices, threads int) []k
 // entry b, TM×TN outputs of an M×N contraction, needs its products under
 // mask, or nil when every tile does; g receives the loads of the mask's
 // run-time scalars (see tileMask).
-func mmaTileLive(g *gen, mask *partition.Mask, mi, ni, b kir.Expr, TM, TN, M, N int) kir.Expr {
+func mmaTileLive(g *gen, mask *schedule.Mask, mi, ni, b kir.Expr, TM, TN, M, N int) kir.Expr {
 	if mask == nil {
 		return nil
 	}
@@ -380,7 +381,7 @@ func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, e te.Expr, axes []*te.Var,
 			g.emit(&kir.Store{Buf: s, Index: v, Value: convert(g.expr(e), te.F32)})
 		})
 		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: s, Index: v, Value: kir.F(0)}},
-			bound{x, n, n%tile != 0}, bound{kk, K, K%partition.TensorCoreTileK != 0})...)
+			bound{x, n, n%tile != 0}, bound{kk, K, K%schedule.TensorCoreTileK != 0})...)
 	})})
 }
 

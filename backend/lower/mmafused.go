@@ -5,11 +5,12 @@ import (
 
 	"tec/backend/kir"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
 // A contraction stage of a fused kernel (-O3, -O4) whose schedule is a
-// tensor-core one (partition.Schedule.TensorCores) is lowered as in a
+// tensor-core one (schedule.Schedule.TensorCores) is lowered as in a
 // kernel of its own (mmaContraction), with the kernel's block: its warps
 // form the schedule's WarpsM×WarpsN grid over a TileM×TileN tile
 // (partition.TensorCoreBlock). The stage's epilogue (bias, GELU, a
@@ -30,7 +31,7 @@ import (
 // tensor-core schedule s into body, with k receiving its shared and local
 // arrays. It fails where the schedule and the contraction disagree, which
 // is a partitioner bug, not bad input.
-func (l *lowerer) tensorCoreStage(t *te.Tensor, s *partition.Schedule, k *kir.Kernel, body *[]kir.Stmt) error {
+func (l *lowerer) tensorCoreStage(t *te.Tensor, s *schedule.Schedule, k *kir.Kernel, body *[]kir.Stmt) error {
 	d, ok := partition.ContractionDims(t)
 	if !ok {
 		return fmt.Errorf("the plan puts it on tensor cores, but it is not a contraction")
@@ -47,7 +48,7 @@ func (l *lowerer) tensorCoreStage(t *te.Tensor, s *partition.Schedule, k *kir.Ke
 	if split == 1 {
 		chunk = d.K
 	}
-	if split > 1 && (mask != nil || chunk%partition.TensorCoreTileK != 0 || split*chunk != d.K) {
+	if split > 1 && (mask != nil || chunk%schedule.TensorCoreTileK != 0 || split*chunk != d.K) {
 		return fmt.Errorf("the plan splits its K of %d over %d blocks of %d, which is not a split in equal whole staged k steps without a mask", d.K, split, chunk)
 	}
 	l.mmaSplitContraction(t, d.Reduce, d.X, d.Y, in, d.MAxes, d.NAxes, d.BatchAxes, d.M, d.N, d.K, d.Batch, blk, mask, split, chunk, k, body)

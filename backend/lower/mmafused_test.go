@@ -12,6 +12,7 @@ import (
 	"tec/gpu"
 	"tec/partition"
 	"tec/precision"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -85,20 +86,20 @@ func TestFusedTensorCores(t *testing.T) {
 		// force, when set, replaces every contraction's block (an
 		// unsliced grid of 2×4 warps, which the cost model does not pick at
 		// these sizes).
-		force *partition.TCBlock
+		force *schedule.TCBlock
 	}{
 		{"mlp/128", halfMLP(96, 64, 128, 80), "a100", 128, nil},
 		{"mlp/256", halfMLP(96, 64, 128, 80), "a100", 256, nil},
 		{"mlp/512", halfMLP(1024, 32, 128, 64), "h100", 512, nil},
 		{"causal/256", halfCausal(2, 96, 32), "a100", 256, nil},
-		{"mlp/2x4 warps", halfMLP(96, 64, 128, 80), "a100", 256, &partition.TCBlock{TM: 64, TN: 64, WGM: 2, WGN: 4, Slices: 1}},
+		{"mlp/2x4 warps", halfMLP(96, 64, 128, 80), "a100", 256, &schedule.TCBlock{TM: 64, TN: 64, WGM: 2, WGN: 4, Slices: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := fusedPlan(t, tc.p, tc.gpu, tc.threads)
 			for _, k := range pl.Kernels {
 				for _, st := range k.Stages {
 					s := pl.Schedules[st]
-					if s.Kind == partition.Contraction && !s.TensorCores {
+					if s.Kind == schedule.Contraction && !s.TensorCores {
 						t.Errorf("stage %s: %s, want tensor cores", st.Name, s)
 					}
 					if b := tc.force; b != nil && s.TensorCores {

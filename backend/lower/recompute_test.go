@@ -12,6 +12,7 @@ import (
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 	"tec/transform"
 )
@@ -84,13 +85,13 @@ func recomputeModule(t *testing.T, p *te.Program, gpuName string, reuse, recompu
 
 // prologueArray returns where the prologue results of pl's recomputing
 // matrix-vector stage lie in its kernel's f32 arena: the elements lo to
-// hi, the stage's last scratch array (partition.Place).
+// hi, the stage's last scratch array (schedule.Place).
 func prologueArray(pl *partition.Plan) (lo, hi int, ok bool) {
 	for _, s := range pl.Schedules {
 		if s.MatVec == nil || len(s.Arrays) != 3 {
 			continue
 		}
-		offsets, _ := partition.Place(s.Arrays)
+		offsets, _ := schedule.Place(s.Arrays)
 		return offsets[2], offsets[2] + s.Arrays[2].Len, true
 	}
 	return 0, 0, false

@@ -3,20 +3,21 @@ package lower
 import (
 	"tec/backend/kir"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
 // weightCache is a fused kernel's shared-memory cache of stationary slices
-// (partition.WeightCache): Slots slices and a tag per slot holding the key
+// (schedule.WeightCache): Slots slices and a tag per slot holding the key
 // of the slice it has, -1 for none.
 type weightCache struct {
-	plan      *partition.WeightCache
+	plan      *schedule.WeightCache
 	data, tag *kir.Buffer
 }
 
 // newWeightCache declares the cache's arrays in k and returns it with the
 // statements that clear its tags, which must run before any stage.
-func newWeightCache(wc *partition.WeightCache, k *kir.Kernel) (*weightCache, []kir.Stmt) {
+func newWeightCache(wc *schedule.WeightCache, k *kir.Kernel) (*weightCache, []kir.Stmt) {
 	c := &weightCache{
 		plan: wc,
 		data: &kir.Buffer{Name: "wcache", Space: kir.Shared, DType: te.F32, Shape: []int{wc.Slots, wc.SliceFloats}},
@@ -40,7 +41,7 @@ func newWeightCache(wc *partition.WeightCache, k *kir.Kernel) (*weightCache, []k
 // always read by the same block. The threads that write the tile's columns
 // then compute the stages of Resident.Epilogue that read this group. It
 // reports false, lowering nothing, when t is not such a contraction.
-func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache, tmp *kir.Kernel, body *[]kir.Stmt) bool {
+func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, tmp *kir.Kernel, body *[]kir.Stmt) bool {
 	d, ok := partition.ContractionDims(t)
 	rs := s.Resident
 	if !ok || rs == nil || wc == nil {
@@ -146,7 +147,7 @@ func (l *lowerer) resident(t *te.Tensor, s *partition.Schedule, wc *weightCache,
 // loop over tiles (batch entry, nf), each computing every row of the
 // narrow factor for TileF columns of the wide one, read from global
 // memory, and reports whether it did.
-func (l *lowerer) matVec(t *te.Tensor, s *partition.Schedule, tmp *kir.Kernel, body *[]kir.Stmt) bool {
+func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, body *[]kir.Stmt) bool {
 	d, ok := partition.ContractionDims(t)
 	mv := s.MatVec
 	if !ok || mv == nil || mv.TileF*mv.Split != l.threads {
@@ -226,7 +227,7 @@ type entryCtx struct {
 // factor's rows, let thread (kz, col) sum every split-th k of its column
 // against the cached slice, combine the sums in shared memory, and let
 // the threads of the first split write the outputs.
-func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *partition.MatVec, c entryCtx) {
+func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *schedule.MatVec, c entryCtx) {
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	c.tileF, c.split, c.chunk, c.cols = tf, split, rs.Chunk, max(rs.Cols, 1)

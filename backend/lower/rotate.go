@@ -6,6 +6,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/partition"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -43,7 +44,7 @@ func rotations(pk *partition.Kernel, pl *partition.Plan) (off []int, span int) {
 	grid := max(pk.Grid, 1)
 	fixed := func(j int) bool {
 		s := pl.Schedules[pk.Stages[j]]
-		return s.Kind == partition.SplitReduce || s.Resident != nil
+		return s.Kind == schedule.SplitReduce || s.Resident != nil
 	}
 	pinned := onChipStages(pk)
 	for start := 0; start < n; {
@@ -133,7 +134,7 @@ func onChipStages(pk *partition.Kernel) map[*te.Tensor]bool {
 
 // checkOnChip verifies that every result pk keeps on chip is read only by
 // the blocks that wrote it: each stage that reads it works by rows over the
-// same leading axes (partition.Rows or a row reduction), so that its
+// same leading axes (schedule.Rows or a row reduction), so that its
 // grid-stride loop gives row r to the block that computed row r, and
 // starts its tiles at the same block (off, from rotations).
 func checkOnChip(pk *partition.Kernel, pl *partition.Plan, off []int) error {
@@ -170,11 +171,11 @@ func checkOnChip(pk *partition.Kernel, pl *partition.Plan, off []int) error {
 
 // rowAxesOf returns how many leading axes of t make its rows under s, or 0
 // if s does not give each row to one block.
-func rowAxesOf(s *partition.Schedule, t *te.Tensor) int {
+func rowAxesOf(s *schedule.Schedule, t *te.Tensor) int {
 	switch s.Kind {
-	case partition.RowReduce:
+	case schedule.RowReduce:
 		return len(t.Shape)
-	case partition.Rows:
+	case schedule.Rows:
 		return s.RowAxes
 	}
 	return 0

@@ -13,6 +13,7 @@ import (
 	"tec/lang"
 	"tec/partition"
 	"tec/precision"
+	"tec/schedule"
 	"tec/te"
 	"tec/transform"
 )
@@ -58,7 +59,7 @@ func TestSplitKExamples(t *testing.T) {
 			}
 			n := 0
 			for _, s := range pl.Schedules {
-				if s.TensorCores && s.KSplit <= 1 && s.Mask == nil && s.KMask == nil && s.K%(2*partition.TensorCoreTileK) == 0 {
+				if s.TensorCores && s.KSplit <= 1 && s.Mask == nil && s.KMask == nil && s.K%(2*schedule.TensorCoreTileK) == 0 {
 					s.KSplit, s.KChunk, s.Tiles = 2, s.K/2, s.Tiles*2
 					n++
 				}

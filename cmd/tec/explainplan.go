@@ -44,7 +44,7 @@ type planKernel struct {
 	WeightCache *planCache `json:"weight_cache,omitempty"`
 }
 
-// planCache describes a partition.WeightCache.
+// planCache describes a schedule.WeightCache.
 type planCache struct {
 	Stages      []string `json:"stages"`
 	Slices      int      `json:"slices"`

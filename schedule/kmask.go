@@ -1,6 +1,44 @@
-package partition
+package schedule
 
 import "tec/te"
+
+// A k mask (Mask.K set) skips the k at which a matrix-vector
+// contraction's products are exactly zero; these are its counts of the
+// k it leaves live.
+
+// DeadK reports whether the k mask makes the products zero at every k in
+// [lo, hi], at every output point (and, when mk.Context is set, with
+// every run-time scalar at Context-1).
+func (mk *Mask) DeadK(lo, hi int) bool {
+	v, ok := te.ConditionUnder(mk.Live, func(x *te.Var) (int, int) {
+		if x == mk.K {
+			return lo, hi
+		}
+		if mk.Context > 0 && mk.isScalar(x) {
+			return mk.Context - 1, mk.Context - 1
+		}
+		return 0, x.Extent - 1
+	})
+	return ok && !v
+}
+
+// LiveK returns how many k of K the k mask leaves live: those priced as
+// run, at the scalars' Context (all of K when it is 0).
+func (mk *Mask) LiveK() int {
+	if mk.Context == 0 {
+		return mk.K.Extent
+	}
+	if n, ok := mk.liveKAveraged(); ok {
+		return n
+	}
+	live := 0
+	for k := range mk.K.Extent {
+		if !mk.DeadK(k, k) {
+			live++
+		}
+	}
+	return live
+}
 
 // maxAveragedRows bounds the values of an output variable over which
 // liveKAveraged averages a k mask.

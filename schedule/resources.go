@@ -1,4 +1,4 @@
-package partition
+package schedule
 
 import "tec/gpu"
 

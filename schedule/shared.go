@@ -1,8 +1,6 @@
-package partition
+package schedule
 
-import (
-	"tec/te"
-)
+import "tec/te"
 
 // This file is the one place where a fused kernel's shared memory is laid
 // out, for the plan, which counts it (occupancy, the grid, the cost

@@ -1,0 +1,55 @@
+package cost
+
+import (
+	"testing"
+
+	"tec/gpu"
+	"tec/schedule"
+	"tec/te"
+)
+
+// TestTensorPeak checks the dense tensor-core rates of the built-in GPUs:
+// f16 and bf16 at the FP16 peak, TF32 at half of it.
+func TestTensorPeak(t *testing.T) {
+	for _, tt := range []struct {
+		gpu  string
+		in   te.DType
+		want float64
+	}{
+		{"a100", te.F16, 312e12},
+		{"a100", te.BF16, 312e12},
+		{"a100", te.F32, 156e12},
+		{"h100", te.F16, 989.5e12},
+		{"h100", te.F32, 494.7e12},
+	} {
+		g, ok := gpu.Builtin(tt.gpu)
+		if !ok {
+			t.Fatalf("no built-in %s", tt.gpu)
+		}
+		if got := TensorPeak(g, tt.in); got != tt.want {
+			t.Errorf("%s %s: tensor peak %g, want %g", tt.gpu, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestEfficiency checks the fraction of the FP32 peak that a
+// contraction's register tile reaches, and that other stages run at all
+// of it.
+func TestEfficiency(t *testing.T) {
+	for _, tt := range []struct {
+		kind   schedule.Kind
+		rm, rn int
+		want   float64
+	}{
+		{schedule.Contraction, 1, 1, 0.25},
+		{schedule.Contraction, 2, 2, 0.5},
+		{schedule.Contraction, 4, 1, 0.4},
+		{schedule.Contraction, 4, 4, 1},
+		{schedule.Elementwise, 0, 0, 1},
+	} {
+		s := &schedule.Schedule{Kind: tt.kind, RegM: tt.rm, RegN: tt.rn}
+		if got := Efficiency(s); got != tt.want {
+			t.Errorf("%s %dx%d: efficiency %v, want %v", tt.kind, tt.rm, tt.rn, got, tt.want)
+		}
+	}
+}

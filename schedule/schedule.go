@@ -1,0 +1,232 @@
+// Package schedule is the schedule as data: how each compute tensor of a
+// partition plan is computed on the GPU — the kind of code (Kind), its
+// block and tiles, its matrix-vector or weight-resident tiling, its masks,
+// its tensor-core use, and the scratch arrays it lays out in shared memory
+// (Place) — as the planner (package partition) decides it and the
+// lowering (backend/lower) reads it. It decides nothing and prices
+// nothing: the planner chooses schedules, and package cost prices them.
+package schedule
+
+import (
+	"fmt"
+
+	"tec/te"
+)
+
+// Kind is the shape of the code a stage becomes; the lowering implements
+// each kind, and the partitioner reasons about which block computes which
+// element from it.
+type Kind int
+
+// The stage kinds.
+const (
+	// Elementwise computes a thread per output element over a
+	// thread-stride loop; reductions in the body run serially.
+	Elementwise Kind = iota
+	// RowReduce computes a block per output element over a grid-stride loop:
+	// the block's threads share the top-level reductions and combine them in
+	// shared memory.
+	RowReduce
+	// Contraction computes a TileM×TileN tile of outputs per block, RegM×RegN
+	// of them per thread (in registers), staging TileM×TileK and
+	// TileK×TileN tiles of the two factors in shared memory.
+	Contraction
+	// SplitReduce is a two-phase reduction for few outputs over long
+	// reductions: blocks reduce chunks of each output's range into partials
+	// (atomics into global accumulators that the kernel zeroes itself, or a
+	// partials buffer under --deterministic), a grid sync, then a pass that
+	// finishes each output. It needs an all-resident grid.
+	SplitReduce
+	// Rows computes a block per row over a grid-stride loop, the block's
+	// threads sharing the row's elements: an element-wise stage shaped like
+	// the row reduction it reads (-O4), so that the block that reduced a
+	// row also consumes it, after a block barrier instead of a grid sync.
+	Rows
+)
+
+var kindNames = [...]string{Elementwise: "elementwise", RowReduce: "row-reduce", Contraction: "contraction", SplitReduce: "split-reduce", Rows: "rows"}
+
+// String returns the kind's name.
+func (k Kind) String() string { return kindNames[k] }
+
+// Schedule is how one compute tensor is computed on the GPU: the kind of
+// code, the block it runs in, its tiles and the resources of one block.
+type Schedule struct {
+	Kind    Kind
+	Threads int // threads per block
+	// Tiles is the number of block-sized work items (grid-stride loop trips
+	// over the whole grid): output tiles of a contraction, outputs of a row
+	// reduction, blocks' worth of elements of an element-wise stage, chunks
+	// of a split reduction.
+	Tiles int
+	// TileM, TileN and TileK are a contraction's tile; RegM×RegN are the
+	// outputs of each thread (the block's threads form a TileM/RegM ×
+	// TileN/RegN grid); M, N, K and Batch its problem size.
+	TileM, TileN, TileK int
+	RegM, RegN          int
+	M, N, K, Batch      int
+	// Chunks is the number of partial reductions per output of a split
+	// reduction.
+	Chunks int
+	// RowAxes is the number of leading axes that make a row of a Rows
+	// stage (its other axes are the row's elements).
+	RowAxes int
+	// Arrays are the scratch arrays in shared memory that backend/lower
+	// declares for the stage, and SharedBytes what they take in the
+	// kernel's arenas (Place), plus the weight cache of a resident stage.
+	// RegsPerThread estimates a thread's registers.
+	Arrays        []Array
+	SharedBytes   int
+	RegsPerThread int
+	// From is the compute-intensive tensor whose schedule a memory-intensive
+	// one took (paper Alg. 1, lines 13-18), or nil.
+	From *te.Tensor
+	// MatVec, when set, tiles the contraction as matrix-vector products;
+	// Resident, when set instead, does so with the wide factor kept in the
+	// kernel's weight cache (-O4).
+	MatVec   *MatVec
+	Resident *Resident
+	// EpilogueOf, when set, is the resident contraction in whose tiles'
+	// epilogue this element-wise stage is computed (see Resident.Group).
+	EpilogueOf *te.Tensor
+	// Mask, when set, is the mask of a masked contraction (see
+	// MaskedReduce): Skipped of its Tiles compute no products, only the
+	// other branch of the select, and FLOPs and Bytes leave their products
+	// and factor loads out.
+	Mask    *Mask
+	Skipped int
+	// KMask, when set, is the k mask of a matrix-vector contraction (see
+	// KMaskOf): its tiles skip the k where a factor is exactly 0, and
+	// LiveK of its K are priced as run (all of K unless Context is set).
+	KMask *Mask
+	LiveK int
+	// TensorCores marks a contraction computed with tensor-core MMAs of
+	// operands of type TensorIn (te.F16, te.BF16, or te.F32 for TF32), in
+	// a kernel of its own or a fused one, as backend/lower builds them.
+	TensorCores bool
+	TensorIn    te.DType
+	// WarpsM×WarpsN is the grid of a tensor-core block's warps over its
+	// tile, KSlices its groups of such warps along K (TCBlock).
+	WarpsM, WarpsN, KSlices int
+	// KSplit is the number of blocks that share each output tile of a
+	// tensor-core contraction, each summing its chunk of K (KChunk) into
+	// f32 partials that a finishing pass, after a grid sync, adds in chunk
+	// order before the epilogue; 0 or 1 means none.
+	KSplit, KChunk int
+}
+
+// Resources returns what one block of the stage occupies.
+func (s *Schedule) Resources() Resources {
+	return Resources{Threads: s.Threads, SharedBytes: s.SharedBytes, Scratch: ArenasOf(s.Arrays), RegsPerThread: s.RegsPerThread}
+}
+
+// SetArrays makes arrays the stage's scratch arrays in shared memory, and
+// their bytes in the kernel's arenas its SharedBytes.
+func (s *Schedule) SetArrays(arrays ...Array) {
+	s.Arrays = arrays
+	s.SharedBytes = ArenasOf(arrays).Bytes()
+}
+
+// String formats the schedule on one line.
+func (s *Schedule) String() string {
+	str := fmt.Sprintf("%s threads=%d tiles=%d smem=%dB regs=%d", s.Kind, s.Threads, s.Tiles, s.SharedBytes, s.RegsPerThread)
+	switch s.Kind {
+	case Contraction:
+		str += fmt.Sprintf(" tile=%dx%dx%d (M=%d N=%d K=%d batch=%d)", s.TileM, s.TileN, s.TileK, s.M, s.N, s.K, s.Batch)
+		if s.RegM*s.RegN > 1 {
+			str += fmt.Sprintf(" %dx%d per thread", s.RegM, s.RegN)
+		}
+		if s.Mask != nil {
+			str += fmt.Sprintf(" masked: %d tiles skipped", s.Skipped)
+			if n := len(s.Mask.Scalars); n > 0 {
+				str += fmt.Sprintf(" (at run time, by %d scalars", n)
+				if s.Mask.Context > 0 {
+					str += fmt.Sprintf("; priced at context %d", s.Mask.Context)
+				}
+				str += ")"
+			}
+		}
+		if s.KMask != nil {
+			str += fmt.Sprintf(" zero past a mask: %d of K=%d live", s.LiveK, s.K)
+			if s.KMask.Context > 0 {
+				str += fmt.Sprintf(" (priced at context %d)", s.KMask.Context)
+			}
+		}
+		if s.TensorCores {
+			in := s.TensorIn.String()
+			if s.TensorIn == te.F32 {
+				in = "tf32"
+			}
+			str += fmt.Sprintf(" tensor cores %s, %dx%d warps", in, max(s.WarpsM, 1), max(s.WarpsN, 1))
+			if s.KSlices > 1 {
+				str += fmt.Sprintf(" × %d k slices", s.KSlices)
+			}
+			if s.KSplit > 1 {
+				str += fmt.Sprintf(", k split over %d blocks", s.KSplit)
+			}
+		}
+	case SplitReduce:
+		str += fmt.Sprintf(" chunks=%d", s.Chunks)
+	case Rows:
+		str += fmt.Sprintf(" row-axes=%d", s.RowAxes)
+	}
+	if m := s.MatVec; m != nil {
+		str += fmt.Sprintf(" matvec: %d columns per tile, %d threads per column", m.Width(), m.Split)
+		if m.Cols > 1 {
+			str += fmt.Sprintf(", %d columns per thread", m.Cols)
+		}
+	}
+	if r := s.Resident; r != nil {
+		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
+	}
+	if r := s.Resident; r != nil && r.Group > 1 {
+		str += fmt.Sprintf(", %d batch entries per tile", r.Group)
+	}
+	if s.EpilogueOf != nil {
+		str += " in the epilogue of " + s.EpilogueOf.Name
+	}
+	if s.From != nil {
+		str += " from " + s.From.Name
+	}
+	return str
+}
+
+// MatVec tiles a contraction one of whose factors has few rows (at most
+// matVecMaxRows points of its own axes: a matrix-vector product, or a few
+// vectors) by the columns of the other, wide factor: a tile computes every
+// row for TileF columns, the block's threads forming Split × TileF, each
+// summing every Split-th k of its column, and the Split partial sums of a
+// column are combined in shared memory. All the tile's rows are staged in
+// shared memory for the whole of K. Unlike a TileM × TileN tile, whose
+// threads along M would have no rows to compute, every thread works, and
+// the wide factor is read once.
+type MatVec struct {
+	// Wide is 0 when the wide factor is the contraction's X (Dims.X; its
+	// own axes, M, are the columns), 1 when it is Y (N).
+	Wide int
+	// TileF is the wide factor's columns per tile, NT its tiles along
+	// them, Split the threads that share one column's k range.
+	TileF, NT, Split int
+	// Chunk, when not 0, is the part of K whose rows are staged in shared
+	// memory at once (a multiple of Split that divides K): a tile stages
+	// and sums K/Chunk chunks in turn, so that rows too long for shared
+	// memory (an FFN's 8192, or eight rows of 2048) still make a
+	// matrix-vector tile. 0 stages all of K.
+	Chunk int
+	// Cols is the columns each thread sums (0 or 1: one): thread col of
+	// a tile takes columns col + c·TileF, c < Cols, of the tile's
+	// TileF·Cols, so that each row element it loads from shared memory
+	// serves Cols products.
+	Cols int
+}
+
+// Width returns the columns of a tile, TileF × Cols.
+func (mv *MatVec) Width() int { return mv.TileF * max(mv.Cols, 1) }
+
+// StagedK returns how much of K a tile stages in shared memory at once.
+func (mv *MatVec) StagedK(k int) int {
+	if mv.Chunk > 0 {
+		return mv.Chunk
+	}
+	return k
+}

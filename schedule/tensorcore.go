@@ -1,0 +1,65 @@
+package schedule
+
+// The shape of a tensor-core contraction's blocks, as backend/lower
+// builds them (TensorCoreBlock): TensorCoreWarps warps in a kernel of its
+// own, the kernel's block in a fused one, staging TensorCoreTileK of the
+// reduction at a time.
+const (
+	TensorCoreWarps = 4
+	TensorCoreTileK = 32
+)
+
+// maxWarpMMAs bounds a warp tile's m16n8 tiles: 16 of them hold 64 f32
+// accumulators per thread, which with the fragments and the indexes stay
+// within the registers a thread can have without spilling.
+const maxWarpMMAs = 16
+
+// TCBlock is the shape of a tensor-core block: TM×TN outputs, its warps
+// Slices groups (sliced K: group g computes the g-th share of every staged
+// k step, and the groups' accumulators are summed in shared memory before
+// the epilogue), each a WGM×WGN grid of warps computing a
+// (TM/WGM)×(TN/WGN) warp tile of m16n8 MMA tiles. Slices 0 means 1.
+type TCBlock struct {
+	TM, TN, WGM, WGN, Slices int
+}
+
+// WarpTile returns the MMA tiles of one warp along M and N.
+func (b TCBlock) WarpTile() (mt, nt int) { return b.TM / b.WGM / 16, b.TN / b.WGN / 8 }
+
+// KSlices returns the block's groups of warps along K, at least 1.
+func (b TCBlock) KSlices() int { return max(b.Slices, 1) }
+
+// ReduceBytes returns the shared memory in which the groups after the
+// first leave their accumulators for the first to sum.
+func (b TCBlock) ReduceBytes() int { return 4 * (b.KSlices() - 1) * b.TM * b.TN }
+
+// Valid reports whether b is a block of warps warps in which every warp
+// computes whole m16n8 MMA tiles, at most maxWarpMMAs of them, and every group of a sliced K a whole
+// number of an MMA's k (16; 8 for TF32) of each staged k step.
+func (b TCBlock) Valid(warps int) bool {
+	sl := b.KSlices()
+	if b.WGM <= 0 || b.WGN <= 0 || b.WGM*b.WGN*sl != warps || b.TM%b.WGM != 0 || b.TN%b.WGN != 0 || TensorCoreTileK%(16*sl) != 0 {
+		return false
+	}
+	wm, wn := b.TM/b.WGM, b.TN/b.WGN
+	return wm >= 16 && wn >= 8 && wm%16 == 0 && wn%8 == 0 && wm/16*wn/8 <= maxWarpMMAs
+}
+
+// InnerSync reports whether s's stage has a grid sync between two phases
+// of its own: a split reduction's, or a tensor-core contraction's whose K
+// is split over blocks (KSplit).
+func (s *Schedule) InnerSync() bool { return s.Kind == SplitReduce || s.KSplit > 1 }
+
+// PartialBytes returns the f32 partial sums of a tensor-core contraction
+// whose K is split over blocks: KSplit per output.
+func (s *Schedule) PartialBytes() int64 {
+	if s.KSplit <= 1 {
+		return 0
+	}
+	return 4 * int64(s.KSplit) * int64(s.Batch) * int64(s.M) * int64(s.N)
+}
+
+// TCBlock returns the tensor-core block of schedule s.
+func (s *Schedule) TCBlock() TCBlock {
+	return TCBlock{TM: s.TileM, TN: s.TileN, WGM: max(s.WarpsM, 1), WGN: max(s.WarpsN, 1), Slices: s.KSlices}
+}
