@@ -20,6 +20,13 @@ type Device interface {
 	// compilation, nil where Kernels is false), the feeds and the outputs
 	// included.
 	Memory(prog *te.Program, c *Compiled) Memory
+	// Seconds estimates the seconds of one core's time that a run of prog
+	// (c as for Memory) takes.
+	Seconds(prog *te.Program, c *Compiled) float64
+	// WorkSeconds estimates the seconds of one core's time that running
+	// work w takes, from the work alone (a run of several programs, whose
+	// kernels are not at hand).
+	WorkSeconds(w te.Work) float64
 	// Run runs prog (c, its compilation, nil where Kernels is false) on
 	// feeds, one array for each of its placeholders by name.
 	Run(ctx context.Context, prog *te.Program, c *Compiled, feeds map[string]*te.Array) (*Result, error)

@@ -362,7 +362,7 @@ func (ts *tokenStream) end() {
 // generateOnHost runs the generation in this process, on the reference
 // evaluator or in the simulator (the kernels mods).
 func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags, each func(generate.Step)) (*generate.Result, error) {
-	dev := hostDevice(rf.device, rf.race)
+	dev := namedDevice(rf.device, rf.race)
 	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
 		return e.evaluate(dev, p, mods[p], feeds)
 	}
@@ -382,7 +382,7 @@ func checkGenerateWork(plan *generate.Plan, steps int, rf *runFlags) (float64, e
 	pw, dw := plan.Prefill.Work(), plan.Decode.Work()
 	n := float64(steps)
 	w := te.Work{Scalar: pw.Scalar + n*dw.Scalar, Contraction: pw.Contraction + n*dw.Contraction}
-	secs := estimateRun(w, rf)
+	secs := namedDevice(rf.device, rf.race).WorkSeconds(w)
 	if rf.maxTime == 0 || secs <= rf.maxTime.Seconds() {
 		return secs, nil
 	}

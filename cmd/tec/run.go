@@ -287,10 +287,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 			return e.failf(c, exitUser, err)
 		}
 	}
-	dev := hostDevice(rf.device, rf.race)
-	if rf.device == "cuda" {
-		dev = &driver.CUDA{}
-	}
+	dev := namedDevice(rf.device, rf.race)
 	var comp *driver.Compiled
 	var mod *kir.Module
 	if dev.Kernels() {
@@ -309,7 +306,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 	if err := e.checkMemory(prog.Name, rf.device, need, limit); err != nil {
 		return e.failf(c, exitUser, fail(codeMemory, err))
 	}
-	secs, err := e.checkWork(prog, mod, rf)
+	secs, err := e.checkWork(dev, prog, comp, rf)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
 	}
@@ -469,12 +466,15 @@ func dataFailure(file string, err error) error {
 	return &failure{code: code, file: file, err: err}
 }
 
-// hostDevice returns the device that runs in this process named device:
-// the reference evaluator (ref) or the simulator (sim), detecting races
-// with race.
-func hostDevice(device string, race bool) driver.Device {
-	if device == "sim" {
+// namedDevice returns the device of --device name: the reference
+// evaluator (ref), the simulator (sim), detecting races with race, or, for
+// its estimates, a GPU (cuda; cudaDevice gives the one that runs).
+func namedDevice(name string, race bool) driver.Device {
+	switch name {
+	case "sim":
 		return driver.Simulator{Options: sim.Options{Race: race}}
+	case "cuda":
+		return &driver.CUDA{}
 	}
 	return driver.Reference{}
 }
