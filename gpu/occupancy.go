@@ -17,7 +17,7 @@ func (g Model) BlocksPerSM(b Block) (int, string) {
 	if b.Threads > g.MaxThreadsPerBlock {
 		return 0, fmt.Sprintf("%d threads per block > %d", b.Threads, g.MaxThreadsPerBlock)
 	}
-	if b.SharedBytes > g.SharedPerBlock {
+	if g.CheckShared("", int64(b.SharedBytes)) != nil {
 		return 0, fmt.Sprintf("%d B shared memory per block > %d", b.SharedBytes, g.SharedPerBlock)
 	}
 	if b.RegsPerThread > g.MaxRegsPerThread {

@@ -344,7 +344,7 @@ func (g *GPU) check(mod *module, k *kir.Kernel, sym string, l gpurun.Launch) err
 	if l.Shared != shared {
 		return fmt.Errorf("%d B of dynamic shared memory, want %d", l.Shared, shared)
 	}
-	if l.Shared > 48<<10 && g.optIn[l.Func] < l.Shared {
+	if gpu.DynamicShared(int64(l.Shared)) && g.optIn[l.Func] < l.Shared {
 		return fmt.Errorf("%d B of dynamic shared memory without opting in: CUDA_ERROR_INVALID_VALUE", l.Shared)
 	}
 	return g.checkArgs(mod, k, l.Args)
