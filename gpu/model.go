@@ -15,8 +15,9 @@ import (
 )
 
 // Model describes a GPU: the resources that bound how many blocks of a
-// kernel can be resident at once, and the rates that the cost model divides
-// work by. Sizes are in bytes, rates per second, costs in seconds.
+// kernel can be resident at once, the rates that the cost model divides
+// work by, and the architecture the build's code is compiled for. Sizes
+// are in bytes, rates per second, costs in seconds.
 // docs/gpu.md documents the JSON form for users (TestGPUDoc keeps it whole).
 type Model struct {
 	Name string `json:"name"`
@@ -173,8 +174,8 @@ func Builtin(name string) (Model, bool) {
 const maxFileBytes = 1 << 20
 
 // Lookup returns the GPU that spec names: a built-in model's name, or the
-// path of a JSON file holding a GPU (the field names of GPU's JSON tags), of
-// at most 1 MiB.
+// path of a JSON file holding one (the field names of Model's JSON tags),
+// of at most 1 MiB.
 func Lookup(spec string) (Model, error) {
 	if g, ok := Builtin(spec); ok {
 		return g, nil
