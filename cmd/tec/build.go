@@ -3,19 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
 	"strings"
 
-	"tec/backend/kir"
-	"tec/backend/report"
 	"tec/driver"
 	"tec/gpu"
 	"tec/internal/safefile"
@@ -386,7 +382,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, o
 	// that cannot be made leaves no partial outputs behind.
 	var reportData []byte
 	if bf.report != "" {
-		if reportData, err = makeReport(res.Result, opts.GPU, tg); err != nil {
+		if reportData, err = res.Report(opts.GPU, tg); err != nil {
 			return e.failf(c, exitUser, reportFailure(bf.gpu, opts.GPU, err))
 		}
 	}
@@ -419,107 +415,11 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, o
 	return exitOK
 }
 
-// reportJSON is the JSON that --report writes; its fields are documented in
-// docs/cli.md.
-type reportJSON struct {
-	Model          string         `json:"model"`
-	Target         string         `json:"target"`
-	GPU            string         `json:"gpu"`
-	ResidentBlocks int            `json:"resident_blocks"`
-	WorkspaceBytes int64          `json:"workspace_bytes"`
-	Exact          bool           `json:"exact"`
-	Total          countsJSON     `json:"total"`
-	Kernels        []kernelReport `json:"kernels"`
-	// Predicted is the cost model's prediction for the plan (not a
-	// measurement).
-	Predicted predictedJSON `json:"predicted"`
-}
-
-type predictedJSON struct {
-	MS        float64 `json:"ms"`
-	DRAMBytes int64   `json:"dram_bytes"`
-	GridSyncs int     `json:"grid_syncs"`
-	SyncMS    float64 `json:"grid_sync_ms"`
-}
-
-type countsJSON struct {
-	LoadBytes     int64 `json:"load_bytes"`
-	StoreBytes    int64 `json:"store_bytes"`
-	FLOPs         int64 `json:"flops"`
-	BlockBarriers int64 `json:"block_barriers"`
-	GridSyncs     int64 `json:"grid_syncs"`
-	Shuffles      int64 `json:"shuffles"`
-	MMAs          int64 `json:"mmas"`
-	// CounterSignals and CounterWaits count per-tile counter signals and
-	// waits (kir.Signal, kir.Wait), once per block; absent when none.
-	CounterSignals int64 `json:"counter_signals,omitempty"`
-	CounterWaits   int64 `json:"counter_waits,omitempty"`
-}
-
-type kernelReport struct {
-	Name        string `json:"name"`
-	Blocks      int    `json:"blocks"`
-	Resident    bool   `json:"resident"`
-	Threads     int    `json:"threads"`
-	SharedBytes int64  `json:"shared_bytes"`
-	countsJSON
-	Exact bool `json:"exact"`
-}
-
-func counts(c kir.Counts) countsJSON {
-	return countsJSON{LoadBytes: c.LoadBytes, StoreBytes: c.StoreBytes, FLOPs: c.FLOPs, BlockBarriers: c.BlockBarriers, GridSyncs: c.GridSyncs, Shuffles: c.Shuffles, MMAs: c.MMAs,
-		CounterSignals: c.CounterSignals, CounterWaits: c.CounterWaits}
-}
-
-// residentBlocks estimates the blocks of an all-resident grid on g: every SM
-// holds as many blocks of the module's largest block size as its thread
-// and block limits allow.
-func residentBlocks(m *kir.Module, g gpu.Model) int {
-	threads := 1
-	for _, k := range m.Kernels {
-		threads = max(threads, k.Block)
-	}
-	perSM, _ := g.BlocksPerSM(gpu.Block{Threads: threads})
-	return g.SMs * max(1, perSM)
-}
-
-// errNotFinite reports a prediction that is not a finite number.
-var errNotFinite = errors.New("the cost model's prediction is not finite")
-
-// makeReport returns the JSON of --report for res, built for g and tg. A
-// prediction that is not finite is an error that wraps errNotFinite: the
-// report's numbers must be JSON numbers, and such a prediction comes from
-// a GPU description whose rates no GPU has (a dram_bandwidth of 1e-300
-// bytes per second is in range).
-func makeReport(res *pipeline.Result, g gpu.Model, tg gpu.Arch) ([]byte, error) {
-	m := res.Module
-	blocks := residentBlocks(m, g)
-	r := report.Module(m, report.Config{ResidentBlocks: blocks})
-	_, syncs, cost := res.Plan.Stats()
-	out := reportJSON{Model: r.Module, Target: tg.Name, GPU: g.Name, ResidentBlocks: blocks,
-		WorkspaceBytes: r.WorkspaceBytes, Exact: r.Exact, Total: counts(r.Total), Kernels: []kernelReport{},
-		Predicted: predictedJSON{MS: cost.Total() * 1e3, DRAMBytes: cost.DRAM, GridSyncs: syncs, SyncMS: cost.Sync * 1e3}}
-	for _, v := range []float64{out.Predicted.MS, out.Predicted.SyncMS} {
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return nil, fmt.Errorf("%w: %g ms for model %s on %s", errNotFinite, v, m.Name, g.Name)
-		}
-	}
-	for _, k := range r.Kernels {
-		out.Kernels = append(out.Kernels, kernelReport{Name: k.Name, Blocks: k.Blocks, Resident: k.Resident, Threads: k.Threads,
-			SharedBytes: k.SharedBytes, countsJSON: counts(k.Counts), Exact: k.Exact})
-	}
-	data, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("report: %w", err)
-	}
-	return append(data, '\n'), nil
-}
-
-// reportFailure wraps an error of makeReport as a failure: a prediction
+// reportFailure wraps an error of driver.Compiled.Report as a failure: a prediction
 // that is not finite is the fault of the GPU description g (--gpu spec),
 // whose implausible figures it names.
 func reportFailure(spec string, g gpu.Model, err error) error {
-	if !errors.Is(err, errNotFinite) {
+	if !errors.Is(err, driver.ErrNotFinite) {
 		return fail(codeBuild, err)
 	}
 	// Validate bounds costs to a second; a rate is in range down to the

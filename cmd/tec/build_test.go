@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tec/driver"
 )
 
 func TestBuild(t *testing.T) {
@@ -30,7 +32,7 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r reportJSON
+	var r driver.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ model attend {
 	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	predicted := func(args ...string) predictedJSON {
+	predicted := func(args ...string) driver.Prediction {
 		t.Helper()
 		rep := filepath.Join(dir, "report.json")
 		code, _, stderr := runTec(t, append([]string{"build", src, "-o", dir, "--emit", "cu", "--report", rep}, args...)...)
@@ -72,7 +74,7 @@ model attend {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r reportJSON
+		var r driver.Report
 		if err := json.Unmarshal(data, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestBuildReportsShuffles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r reportJSON
+	var r driver.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}

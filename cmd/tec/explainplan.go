@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tec/backend/kir"
+	"tec/driver"
 	"tec/gpu"
 	"tec/partition"
 	"tec/pipeline"
@@ -100,7 +101,7 @@ func launches(pl *partition.Plan, m *kir.Module) ([]partition.Launch, error) {
 	if lowered != len(pl.Kernels) {
 		return nil, fmt.Errorf("the plan has %d kernels but the kernel IR %d", len(pl.Kernels), len(m.Kernels))
 	}
-	resident := residentBlocks(m, pl.GPU)
+	resident := driver.ResidentBlocks(m, pl.GPU)
 	out := make([]partition.Launch, len(pl.Kernels))
 	for i, pk := range pl.Kernels {
 		k := m.Kernels[i]

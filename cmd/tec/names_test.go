@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"tec/driver"
 )
 
 // TestSourceNames checks that the tensors a statement binds keep the
@@ -111,7 +113,7 @@ func TestSourceNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r reportJSON
+	var r driver.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
