@@ -111,7 +111,7 @@ func TestDecodeSkipsTiles(t *testing.T) {
 				if dead == 0 {
 					t.Fatalf("no tile wholly past pos %v: the test needs some", pos)
 				}
-				// The value side skips too (partition.ZeroPast): each
+				// The value side skips too (contraction.ZeroPast): each
 				// output o[b, e] sums no terms past pos[b], 7 FLOPs per
 				// t for each of its D = 16 columns (the numerator's
 				// s - m, exp, product and add; the denominator's s - m,

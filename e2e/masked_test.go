@@ -7,10 +7,10 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/report"
+	"tec/contraction"
 	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
-	"tec/partition"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/schedule"
@@ -215,7 +215,7 @@ func checkMasked(t *testing.T, res *pipeline.Result, rep *report.Report, name st
 	if s.Kind != schedule.Contraction {
 		t.Fatalf("%s is a %s stage, not a contraction", name, s.Kind)
 	}
-	d, _ := partition.ContractionDims(u)
+	d, _ := contraction.Of(u)
 	if dead := deadTiles(s, d); s.Skipped > dead || exact && s.Skipped != dead {
 		t.Fatalf("%s skips %d of %d tiles; %d have no output point that uses the products", name, s.Skipped, s.Tiles, dead)
 	}
@@ -245,7 +245,7 @@ func checkMasked(t *testing.T, res *pipeline.Result, rep *report.Report, name st
 // deadTiles counts the tiles of the contraction d, tiled as s says, none
 // of whose output points use the products, by evaluating the guards at
 // every point.
-func deadTiles(s *schedule.Schedule, d partition.Dims) int {
+func deadTiles(s *schedule.Schedule, d contraction.Dims) int {
 	val := map[*te.Var]int{}
 	at := func(v *te.Var) int { return val[v] }
 	set := func(axes []*te.Var, flat int) {

@@ -39,7 +39,7 @@ model decode {
 // the first, a middle and the last slot and mixed per sequence: against
 // every position at the last slot, the step loads none of the terms of
 // o's and den's sums past pos[b], counted point by point (at -O3 and
-// -O4 o is a matrix-vector stage with a k mask, partition.KMaskOf; at
+// -O4 o is a matrix-vector stage with a k mask, contraction.KMaskOf; at
 // -O0 to -O2 a row reduction whose terms are guarded).
 func TestDecodeSkipsValues(t *testing.T) {
 	p, diags := lang.Check("values.te", []byte(valueSkipSource), lang.Config{})

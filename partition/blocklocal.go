@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"tec/contraction"
 	"tec/cost"
 	"tec/gpu"
 	"tec/schedule"
@@ -45,7 +46,7 @@ func contractionRows(t *te.Tensor, s *schedule.Schedule) int {
 		s.Batch < 1 || s.Tiles != s.Batch {
 		return 0
 	}
-	d, ok := ContractionDims(t)
+	d, ok := contraction.Of(t)
 	if !ok || d.Batch != s.Batch || len(d.BatchAxes) == 0 {
 		return 0
 	}
@@ -75,7 +76,7 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 		if s.Kind != schedule.Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
 			continue
 		}
-		d, ok := ContractionDims(t)
+		d, ok := contraction.Of(t)
 		if !ok || len(d.BatchAxes) == 0 {
 			continue
 		}
@@ -114,7 +115,7 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 // matVecMaxCols) that make such a tile fit the block, the one predicted
 // fastest on g alone (solo), then the one with the fewest registers,
 // which bound the occupancy of the kernel it joins.
-func (s stage) alignedMatVec(d Dims, g gpu.Model, out int64) bool {
+func (s stage) alignedMatVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	wide := s.MatVec.Wide
 	rows, cols := d.M, d.N
 	if wide == 0 {

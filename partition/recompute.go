@@ -3,6 +3,7 @@ package partition
 import (
 	"slices"
 
+	"tec/contraction"
 	"tec/cost"
 	"tec/gpu"
 	"tec/schedule"
@@ -22,32 +23,6 @@ import (
 // and the grid sync before its reader, are gone. RecomputePays prices the
 // trade with the cost model that prices the plan.
 
-// HoistedReductions returns the reductions nested in a contraction's factor
-// x (outermost first, none inside another) that a matrix-vector tile
-// computes once per row in a prologue: f32 sums, maxima and minima. x is a
-// factor of a contraction whose ContractionDims hold, so none of them uses
-// the contraction's reduction axes.
-func HoistedReductions(x te.Expr) []*te.Reduce {
-	var rs []*te.Reduce
-	te.Walk(x, func(e te.Expr) bool {
-		r, ok := e.(*te.Reduce)
-		if !ok {
-			return true
-		}
-		if hoistableOp(r) {
-			rs = append(rs, r)
-		}
-		return false
-	})
-	return rs
-}
-
-// hoistableOp reports whether a nested reduction r is one that a block's
-// threads can compute together (an f32 sum, max or min).
-func hoistableOp(r *te.Reduce) bool {
-	return te.TypeOf(r) == te.F32 && (r.Op == te.Sum || r.Op == te.ReduceMax || r.Op == te.ReduceMin)
-}
-
 // nestsReduce reports whether a reduction lies in r's body.
 func nestsReduce(r *te.Reduce) bool {
 	found := false
@@ -58,34 +33,13 @@ func nestsReduce(r *te.Reduce) bool {
 	return found
 }
 
-// nestedInvariant reports whether every reduction nested in r's body is
-// invariant in r's axes: computed once for all of r's points, it could be
-// hoisted out of r's loop.
-func nestedInvariant(r *te.Reduce) bool {
-	ok := true
-	te.Walk(r.Body, func(e te.Expr) bool {
-		n, isReduce := e.(*te.Reduce)
-		if !isReduce || !ok {
-			return ok
-		}
-		used := te.UsedVars(n.Body)
-		for _, a := range r.Axes {
-			if used[a] {
-				ok = false
-			}
-		}
-		return false
-	})
-	return ok
-}
-
 // priceHoisted corrects the prediction of matrix-vector stage t (dims d,
 // narrow factor x) for what its tiles do: each element of x is evaluated
 // once per tile as its rows are staged (its distinct loads from L2, its
 // arithmetic), not once per product as the general count has it, and
 // the reductions nested in x are computed once per tile and row
 // (HoistedReductions) and kept in shared memory.
-func (s stage) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
+func (s stage) priceHoisted(t *te.Tensor, d contraction.Dims, x te.Expr) {
 	mv := s.MatVec
 	rows, wide := d.M, d.Y
 	if mv.Wide == 0 {
@@ -96,7 +50,7 @@ func (s stage) priceHoisted(t *te.Tensor, d Dims, x te.Expr) {
 	if one := int64(elemSize(x)); perElem > one {
 		s.Bytes += staged * (perElem - one)
 	}
-	hs := HoistedReductions(x)
+	hs := contraction.HoistedReductions(x)
 	nested := map[*te.Reduce]bool{}
 	var bytes, ops int64
 	for _, h := range hs {
@@ -184,7 +138,7 @@ func fusedSchedule(t *te.Tensor, g gpu.Model, threads int) (stage, bool) {
 // reads hit in L2: its output, and its wide factor's bytes if it is a
 // matrix-vector stage (the weights, read once); else all it requests.
 func dramBytes(t *te.Tensor, s stage) int64 {
-	d, ok := ContractionDims(t)
+	d, ok := contraction.Of(t)
 	if !ok || s.MatVec == nil {
 		return s.Bytes
 	}

@@ -3,6 +3,7 @@ package partition
 import (
 	"testing"
 
+	"tec/contraction"
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
@@ -72,8 +73,8 @@ func TestPriceHoisted(t *testing.T) {
 	if !ok || sn.MatVec == nil {
 		t.Fatalf("recomputing stage: %v, want a matrix-vector stage", sn)
 	}
-	d0, _ := ContractionDims(nu)
-	if hs := HoistedReductions(d0.X); len(hs) != 1 {
+	d0, _ := contraction.Of(nu)
+	if hs := contraction.HoistedReductions(d0.X); len(hs) != 1 {
 		t.Fatalf("%d hoisted reductions, want the mean of squares", len(hs))
 	}
 	tiles := int64(sn.Tiles)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tec/contraction"
 	"tec/schedule"
 	"tec/te"
 )
@@ -23,7 +24,7 @@ const (
 // slices for each batch entry.
 type stationary struct {
 	t      *te.Tensor
-	d      Dims
+	d      contraction.Dims
 	which  int
 	rows   int // points of the other factor's own axes
 	cols   int // points of the stationary factor's own axes
@@ -34,7 +35,7 @@ type stationary struct {
 // loads only params and whose other factor has at most residentMaxRows
 // rows, and returns the canonical form of its stationary slices.
 func stationaryStage(t *te.Tensor) (*stationary, bool) {
-	d, ok := ContractionDims(t)
+	d, ok := contraction.Of(t)
 	if !ok || t.DType != te.F32 || d.Masked {
 		return nil, false
 	}
@@ -346,7 +347,7 @@ type epilogueScope struct {
 
 // newEpilogueScope returns the scope of resident stage t (dimensions d) of
 // k, with no stage admitted yet.
-func newEpilogueScope(pl *Plan, k *Kernel, ix *stageIndex, t *te.Tensor, d Dims) *epilogueScope {
+func newEpilogueScope(pl *Plan, k *Kernel, ix *stageIndex, t *te.Tensor, d contraction.Dims) *epilogueScope {
 	sc := &epilogueScope{t: t, n: d.Batch, batch: map[*te.Var]bool{}, ix: ix, in: map[*te.Tensor]*epiCand{}}
 	for p := ix.pos[t]; p > 0; p-- {
 		if k.Sync[p] == GridSync || pl.Schedules[k.Stages[p]].InnerSync() {

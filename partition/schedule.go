@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"tec/analysis"
+	"tec/contraction"
 	"tec/cost"
 	"tec/gpu"
 	"tec/schedule"
@@ -186,14 +187,14 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	}
 	s.Bytes = requestBytes(t)
 	s.FLOPs = int64(n) * opsOf(t.Body, map[*te.Reduce]bool{})
-	if d, ok := ContractionDims(t); ok {
+	if d, ok := contraction.Of(t); ok {
 		base := s.clone()
 		s.Kind = schedule.Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
 		if d.Masked {
 			// Tiled, its mask in the epilogue; matrix-vector tiles do
 			// not skip.
-			s.Mask = MaskOf(d)
+			s.Mask = contraction.MaskOf(d)
 			s.Products = opsOf(d.Reduce, map[*te.Reduce]bool{})
 			s.UnmaskedFLOPs = s.FLOPs
 		} else if s.matVec(d, g, t.Bytes()) {
@@ -202,7 +203,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 				narrow = d.Y
 			}
 			s.priceHoisted(t, d, narrow)
-			if s.KMask = KMaskOf(d); s.KMask != nil {
+			if s.KMask = contraction.KMaskOf(d); s.KMask != nil {
 				s.LiveK = s.K
 			}
 			return s, nil
@@ -400,7 +401,7 @@ const (
 // shared memory. It takes the widest tile (a power of two that divides the
 // columns, up to matVecMaxTileF) that still gives every SM a tile, or one
 // column per tile. out is the size of the output in bytes.
-func (s stage) matVec(d Dims, g gpu.Model, out int64) bool {
+func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	mv := &schedule.MatVec{Wide: 1}
 	rows, cols := d.M, d.N
 	if d.N < d.M {
@@ -441,7 +442,7 @@ func (s stage) matVec(d Dims, g gpu.Model, out int64) bool {
 // thread has k to sum, and the rows fit in shared memory (in chunks of K
 // if need be, beside the partials in g's shared memory per block). out is
 // the size of the output in bytes.
-func (s stage) setMatVec(d Dims, mv *schedule.MatVec, g gpu.Model, out int64) bool {
+func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, out int64) bool {
 	rows, cols := d.M, d.N
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M
@@ -513,100 +514,6 @@ func abs(x int) int {
 	return x
 }
 
-// Dims are the sizes of a contraction out = f(sum[k](X * Y)): M counts the
-// output points that X uses and Y does not, N those that Y uses and X does
-// not, Batch the rest, K the reduction's points.
-type Dims struct {
-	M, N, K, Batch int
-	Reduce         *te.Reduce
-	// Masked says that the sum lies under a select (see MaskedReduce), and
-	// Guards are those selects that a tile can decide.
-	Masked bool
-	Guards []Guard
-	// MAxes, NAxes and BatchAxes partition t's axes.
-	MAxes, NAxes, BatchAxes []*te.Var
-	X, Y                    te.Expr
-}
-
-// ContractionDims reports whether t is a contraction worth tiling (a single
-// top-level f32 sum of a product of two factors, with N ≥ 8 and K ≥ 4; M
-// may be 1, a matrix-vector product; a reduction nested in the factors must
-// not use the sum's axes, see HoistedReductions) and returns its
-// dimensions. The sum may lie under selects (a masked contraction, see
-// MaskedReduce) if its factors load in bounds at every output point, where
-// the tiles compute them whether the select uses them or not.
-func ContractionDims(t *te.Tensor) (Dims, bool) {
-	r, guards, masked, ok := MaskedReduce(t.Body)
-	if !ok {
-		return Dims{}, false
-	}
-	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || !nestedInvariant(r) || masked && !te.LoadsInBounds(r.Body) {
-		return Dims{}, false
-	}
-	others := false
-	te.Walk(t.Body, func(x te.Expr) bool {
-		if rr, ok := x.(*te.Reduce); ok && rr != r {
-			others = true
-		}
-		return x != te.Expr(r)
-	})
-	if others {
-		return Dims{}, false
-	}
-	X, Y, ok := Factors(r)
-	if !ok {
-		return Dims{}, false
-	}
-	ux, uy := te.UsedVars(X), te.UsedVars(Y)
-	d := Dims{Reduce: r, X: X, Y: Y, K: product(r.Axes), Masked: masked, Guards: guards}
-	for _, a := range t.Axes {
-		switch {
-		case ux[a] && !uy[a]:
-			d.MAxes = append(d.MAxes, a)
-		case uy[a] && !ux[a]:
-			d.NAxes = append(d.NAxes, a)
-		default:
-			d.BatchAxes = append(d.BatchAxes, a)
-		}
-	}
-	d.M, d.N, d.Batch = product(d.MAxes), product(d.NAxes), product(d.BatchAxes)
-	if d.M*d.N < 8 || d.N < 8 || d.K < 4 {
-		return Dims{}, false
-	}
-	return d, true
-}
-
-// Factors splits the body of a contraction into its two factors: X * Y, or
-// select(c, X * Y, 0) where c guards X only (padding) and Y loads in bounds
-// everywhere, which is select(c, X, 0) * Y.
-func Factors(r *te.Reduce) (x, y te.Expr, ok bool) {
-	if m, isMul := r.Body.(*te.Binary); isMul && m.Op == te.Mul {
-		return m.X, m.Y, true
-	}
-	s, isSel := r.Body.(*te.Select)
-	if !isSel {
-		return nil, nil, false
-	}
-	m, isMul := s.Then.(*te.Binary)
-	zero, isConst := s.Else.(*te.ConstExpr)
-	if !isMul || m.Op != te.Mul || !isConst || zero.Value != 0 || te.HasLoad(s.Cond) {
-		return nil, nil, false
-	}
-	xs := te.UsedVars(m.X)
-	for _, v := range r.Axes {
-		xs[v] = true
-	}
-	for v := range te.UsedVars(s.Cond) {
-		if !xs[v] {
-			return nil, nil, false
-		}
-	}
-	if !te.LoadsInBounds(m.Y) {
-		return nil, nil, false
-	}
-	return &te.Select{Cond: s.Cond, Then: m.X, Else: &te.ConstExpr{Value: 0, DType: te.F32}}, m.Y, true
-}
-
 // TopReduces returns the reductions of e that are not inside another
 // reduction or a select, in order.
 func TopReduces(e te.Expr) []*te.Reduce {
@@ -626,24 +533,8 @@ func TopReduces(e te.Expr) []*te.Reduce {
 	return rs
 }
 
-func hasReduce(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Reduce); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-func product(axes []*te.Var) int {
-	n := 1
-	for _, a := range axes {
-		n *= a.Extent
-	}
-	return n
-}
+// product is contraction.Points.
+func product(axes []*te.Var) int { return contraction.Points(axes) }
 
 func maxExtent(rs []*te.Reduce) int {
 	m := 0

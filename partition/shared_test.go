@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"tec/analysis"
+	"tec/contraction"
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/schedule"
@@ -132,7 +133,7 @@ func TestNestedContraction(t *testing.T) {
 		})
 	})
 	p := b.Program(y)
-	if d, ok := ContractionDims(y); !ok || !nestsReduce(d.Reduce) {
+	if d, ok := contraction.Of(y); !ok || !nestsReduce(d.Reduce) {
 		t.Fatal("not a contraction with a nested reduction")
 	}
 	pl := plan(t, p, "a100", Options{Split: true, Reuse: true})

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"tec/contraction"
 	"tec/schedule"
 	"tec/te"
 )
@@ -50,7 +51,7 @@ func (pl *Plan) Verify() error {
 
 // verifyResident checks resident stage t (rs) of kernel k (ix): see Verify.
 func (pl *Plan) verifyResident(k *Kernel, ix *stageIndex, t *te.Tensor, rs *schedule.Resident) error {
-	d, ok := ContractionDims(t)
+	d, ok := contraction.Of(t)
 	if !ok {
 		return errors.New("the plan keeps its weights on chip, but it is not a resident contraction")
 	}

@@ -37,7 +37,7 @@ import (
 // exp(-inf - -inf) = NaN partials: the select drops it from the merge
 // (at least one chunk is live wherever the unsplit softmax is defined).
 // The partials are f32 whatever the precision; the reductions over t
-// still skip positions past a run-time mask (partition.ZeroPast follows
+// still skip positions past a run-time mask (contraction.ZeroPast follows
 // the -inf through pr's new subtraction).
 
 // SoftmaxSite is a softmax-weighted reduction that SplitSoftmax can split:

@@ -2,9 +2,9 @@ package lower
 
 import (
 	"math"
-	"tec/partition"
 
 	"tec/backend/kir"
+	"tec/contraction"
 	"tec/te"
 )
 
@@ -356,13 +356,13 @@ func (g *gen) argReduce(e *te.Reduce) kir.Expr {
 }
 
 // zeroPastPositions returns the condition outside which the terms of the
-// sum e are exactly 0 (partition.ZeroPast), when it reads a run-time
+// sum e are exactly 0 (contraction.ZeroPast), when it reads a run-time
 // scalar (a decode step's positions) and one of e's axes.
 func zeroPastPositions(e *te.Reduce) (te.Expr, bool) {
 	if e.Op != te.Sum {
 		return nil, false
 	}
-	c, ok := partition.ZeroPast(e.Body)
+	c, ok := contraction.ZeroPast(e.Body)
 	if !ok {
 		return nil, false
 	}

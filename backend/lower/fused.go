@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"tec/backend/kir"
+	"tec/contraction"
 	"tec/partition"
 	"tec/schedule"
 	"tec/te"
@@ -130,7 +131,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			}
 			l.rm, l.rn = max(s.RegM, 1), max(s.RegN, 1)
 			l.tm, l.tn, l.tk = s.TileM/l.rm, s.TileN/l.rn, s.TileK
-			r, _, _, one := partition.MaskedReduce(t.Body)
+			r, _, _, one := contraction.MaskedReduce(t.Body)
 			if !one || !l.contraction(t, r, tmp, &stage) {
 				l.blockReduceOrElementwise(t, tmp, &stage)
 			}

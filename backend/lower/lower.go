@@ -43,6 +43,7 @@ import (
 	"strings"
 
 	"tec/backend/kir"
+	"tec/contraction"
 	"tec/partition"
 	"tec/schedule"
 	"tec/te"
@@ -171,7 +172,7 @@ func (l *lowerer) gen(out *[]kir.Stmt) *gen {
 func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 	k := &kir.Kernel{Name: t.Name, Doc: doc(t)}
 	var body []kir.Stmt
-	r, _, _, one := partition.MaskedReduce(t.Body)
+	r, _, _, one := contraction.MaskedReduce(t.Body)
 	switch reds := topReduces(t.Body); {
 	case one && l.contraction(t, r, k, &body):
 	case len(reds) > 0 && maxExtent(reds) >= 64:
@@ -540,17 +541,17 @@ const (
 // contraction lowers t = f(sum[k](X * Y)) as a tiled contraction when X and
 // Y each miss output axes, and reports whether it did. The sum may lie
 // under selects on the output indexes (a masked contraction, see
-// partition.MaskedReduce): a tile whose mask is false throughout skips its
+// contraction.MaskedReduce): a tile whose mask is false throughout skips its
 // products (tileMask).
 func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[]kir.Stmt) bool {
 	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
 		return false
 	}
-	mr, guards, masked, ok := partition.MaskedReduce(t.Body)
+	mr, guards, masked, ok := contraction.MaskedReduce(t.Body)
 	if !ok || mr != r || masked && !te.LoadsInBounds(r.Body) {
 		return false
 	}
-	X, Y, ok := partition.Factors(r)
+	X, Y, ok := contraction.Factors(r)
 	if !ok {
 		return false
 	}
@@ -578,7 +579,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 		}
 	}
 	M, N, K, NB := product(ms), product(ns), extent(r), product(batch)
-	mask := partition.MaskOf(partition.Dims{M: M, N: N, Batch: NB, MAxes: ms, NAxes: ns, BatchAxes: batch, Guards: guards})
+	mask := contraction.MaskOf(contraction.Dims{M: M, N: N, Batch: NB, MAxes: ms, NAxes: ns, BatchAxes: batch, Guards: guards})
 	if in, blk, ok := l.tensorCoreType(X, Y, M, N, K); ok {
 		l.mmaContraction(t, r, X, Y, in, ms, ns, batch, M, N, K, NB, blk, mask, k, body)
 		return true

@@ -6,7 +6,7 @@ import (
 	"tec/te"
 )
 
-// A masked contraction (partition.MaskedReduce) is lowered like any other:
+// A masked contraction (contraction.MaskedReduce) is lowered like any other:
 // its select is part of the body that the tile's epilogue evaluates per
 // output element. Its mask also decides, per tile, whether the tile needs
 // any product: a tile whose output ranges make the mask false throughout

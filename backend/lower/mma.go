@@ -2,13 +2,14 @@ package lower
 
 import (
 	"tec/backend/kir"
+	"tec/contraction"
 	"tec/partition"
 	"tec/schedule"
 	"tec/te"
 )
 
 // This file lowers a contraction whose operands tensor cores can multiply
-// (partition.TensorCoreType: f16, bf16 or TF32 values, as the precision
+// (contraction.TensorCoreType: f16, bf16 or TF32 values, as the precision
 // pass writes them) to tensor-core MMAs, in unfused kernels (-O0 to -O2):
 // the products are exact in f32 on either path, so the tensor-core kernel
 // computes the same sum as the SIMT one, in another order.
@@ -18,7 +19,7 @@ import (
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
 // k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
 // the operands' type, zero past the extents): where both are loads of
-// half tensors with 16-byte aligned rows (partition.AsyncOperands), by cp.async
+// half tensors with 16-byte aligned rows (contraction.AsyncOperands), by cp.async
 // into two stages, the next step's copies in flight while the warps
 // compute this one; otherwise element by element. Then every warp loads its
 // fragments, with ldmatrix for f16 and bf16 (x4 for A, x2.trans for B) or
@@ -48,8 +49,8 @@ func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, schedule.
 	if l.opts.Plan != nil && l.opts.Plan.Threads < schedule.TensorCoreWarps*kir.WarpSize {
 		return 0, schedule.TCBlock{}, false
 	}
-	x, ok := partition.TensorCoreType(X, Y)
-	if !ok || !partition.TensorCoreFits(x, M, N, K) {
+	x, ok := contraction.TensorCoreType(X, Y)
+	if !ok || !contraction.TensorCoreFits(x, M, N, K) {
 		return 0, schedule.TCBlock{}, false
 	}
 	return x, partition.TensorCoreBlock(M, N), true
@@ -114,7 +115,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	}
 	// Operands that cp.async can stage are double-buffered: the copies of
 	// the next k step are in flight while the warps compute this one.
-	xl, yl, async := partition.AsyncOperands(X, Y, ns, r, N, K)
+	xl, yl, async := contraction.AsyncOperands(X, Y, ns, r, N, K)
 	stages := 1
 	if async {
 		stages = 2

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"tec/backend/kir"
-	"tec/partition"
+	"tec/contraction"
 	"tec/schedule"
 	"tec/te"
 )
@@ -32,19 +32,19 @@ import (
 // arrays. It fails where the schedule and the contraction disagree, which
 // is a partitioner bug, not bad input.
 func (l *lowerer) tensorCoreStage(t *te.Tensor, s *schedule.Schedule, k *kir.Kernel, body *[]kir.Stmt) error {
-	d, ok := partition.ContractionDims(t)
+	d, ok := contraction.Of(t)
 	if !ok {
 		return fmt.Errorf("the plan puts it on tensor cores, but it is not a contraction")
 	}
-	in, ok := partition.TensorCoreType(d.X, d.Y)
-	if !ok || in != s.TensorIn || !partition.TensorCoreFits(in, d.M, d.N, d.K) {
+	in, ok := contraction.TensorCoreType(d.X, d.Y)
+	if !ok || in != s.TensorIn || !contraction.TensorCoreFits(in, d.M, d.N, d.K) {
 		return fmt.Errorf("the plan puts it on tensor cores for %s operands, which it does not have", s.TensorIn)
 	}
 	blk := s.TCBlock()
 	if l.threads%kir.WarpSize != 0 || !blk.Valid(l.threads/kir.WarpSize) {
 		return fmt.Errorf("the plan's tensor-core block %+v is not one of %d threads", blk, l.threads)
 	}
-	split, chunk, mask := max(s.KSplit, 1), s.KChunk, partition.MaskOf(d)
+	split, chunk, mask := max(s.KSplit, 1), s.KChunk, contraction.MaskOf(d)
 	if split == 1 {
 		chunk = d.K
 	}

@@ -2,12 +2,12 @@ package lower
 
 import (
 	"tec/backend/kir"
-	"tec/partition"
+	"tec/contraction"
 	"tec/te"
 )
 
 // A matrix-vector tile whose narrow factor holds reductions of its own
-// (partition.HoistedReductions: an RMSNorm's mean of squares recomputed in
+// (contraction.HoistedReductions: an RMSNorm's mean of squares recomputed in
 // the projection after it, instead of stored by a stage and read after a
 // grid sync) computes each of them once per row, before it stages the
 // rows: the block's threads share each reduction, and thread 0 keeps the
@@ -18,7 +18,7 @@ import (
 // rows computes in its prologue, and the shared array that holds them,
 // declared in tmp; none and nil when a has none.
 func hoisted(tmp *kir.Kernel, a te.Expr, rows int) ([]*te.Reduce, *kir.Buffer) {
-	hs := partition.HoistedReductions(a)
+	hs := contraction.HoistedReductions(a)
 	if len(hs) == 0 {
 		return nil, nil
 	}

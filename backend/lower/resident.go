@@ -2,7 +2,7 @@ package lower
 
 import (
 	"tec/backend/kir"
-	"tec/partition"
+	"tec/contraction"
 	"tec/schedule"
 	"tec/te"
 )
@@ -42,7 +42,7 @@ func newWeightCache(wc *schedule.WeightCache, k *kir.Kernel) (*weightCache, []ki
 // then compute the stages of Resident.Epilogue that read this group. It
 // reports false, lowering nothing, when t is not such a contraction.
 func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, tmp *kir.Kernel, body *[]kir.Stmt) bool {
-	d, ok := partition.ContractionDims(t)
+	d, ok := contraction.Of(t)
 	rs := s.Resident
 	if !ok || rs == nil || wc == nil {
 		return false
@@ -148,7 +148,7 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 // narrow factor for TileF columns of the wide one, read from global
 // memory, and reports whether it did.
 func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, body *[]kir.Stmt) bool {
-	d, ok := partition.ContractionDims(t)
+	d, ok := contraction.Of(t)
 	mv := s.MatVec
 	if !ok || mv == nil || mv.TileF*mv.Split != l.threads {
 		return false
@@ -227,7 +227,7 @@ type entryCtx struct {
 // factor's rows, let thread (kz, col) sum every split-th k of its column
 // against the cached slice, combine the sums in shared memory, and let
 // the threads of the first split write the outputs.
-func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *schedule.MatVec, c entryCtx) {
+func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *schedule.MatVec, c entryCtx) {
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	c.tileF, c.split, c.chunk, c.cols = tf, split, rs.Chunk, max(rs.Cols, 1)
@@ -235,7 +235,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *schedu
 	b := kir.NewVar("b", te.I32)
 	g.emit(&kir.Let{Var: b, Value: c.b})
 	bind(g, d.BatchAxes, b)
-	c.liveK = kLive(g, partition.KMaskOf(d), b)
+	c.liveK = kLive(g, contraction.KMaskOf(d), b)
 	staged := c.K
 	if c.chunk > 0 {
 		staged = c.chunk
@@ -324,7 +324,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d partition.Dims, rs *schedu
 
 // stageRows emits the staging of k in [c0, c0 + staged) of every row of
 // the narrow factor into xs, and the barrier after it.
-func (l *lowerer) stageRows(g *gen, d partition.Dims, c entryCtx, staged int, c0 kir.Expr) {
+func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, c0 kir.Expr) {
 	e := kir.NewVar("e", te.I32)
 	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * staged), Body: g.into(func() {
 		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
@@ -353,7 +353,7 @@ func (l *lowerer) stageRows(g *gen, d partition.Dims, c entryCtx, staged int, c0
 // sumChunk emits thread (kz, col)'s sums over its k of the chunk staged at
 // c0: k = c0 + kz + i·split, in a loop over i (so that the static report
 // counts it exactly), each row's staged element times the wide factor's.
-func (l *lowerer) sumChunk(g *gen, d partition.Dims, c entryCtx, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
+func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
 	r := d.Reduce
 	tf, split, cols := c.tileF, c.split, c.cols
 	kl, kk := kir.NewVar("kl", te.I32), kir.NewVar("kk", te.I32)
@@ -390,7 +390,7 @@ func (l *lowerer) sumChunk(g *gen, d partition.Dims, c entryCtx, acc, fs []*kir.
 	}
 	if c.liveK != nil {
 		// No load of either factor, and no product, at a k where one of
-		// them is exactly 0 (partition.ZeroPast).
+		// them is exactly 0 (contraction.ZeroPast).
 		step = append([]kir.Stmt{&kir.Let{Var: kk, Value: addOffset(c0, kl)}},
 			&kir.If{Cond: c.liveK(kk, kk), Then: step[1:]})
 	}

@@ -1,4 +1,4 @@
-package partition
+package contraction
 
 import (
 	"math"
@@ -84,7 +84,7 @@ func TestKMaskOf(t *testing.T) {
 		})
 	})
 	b.Program(o)
-	d, ok := ContractionDims(o)
+	d, ok := Of(o)
 	if !ok {
 		t.Fatal("o is not a contraction")
 	}
@@ -119,7 +119,7 @@ func TestKMaskOfStatic(t *testing.T) {
 		})
 	})
 	b.Program(o)
-	d, ok := ContractionDims(o)
+	d, ok := Of(o)
 	if !ok {
 		t.Fatal("o is not a contraction")
 	}

@@ -1,4 +1,4 @@
-package partition
+package contraction
 
 import (
 	"math"
@@ -27,7 +27,7 @@ func TestLiveKChunks(t *testing.T) {
 		})
 	})
 	b.Program(o)
-	d, ok := ContractionDims(o)
+	d, ok := Of(o)
 	if !ok {
 		t.Fatal("o is not a contraction")
 	}
