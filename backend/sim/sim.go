@@ -526,8 +526,8 @@ func (s *machine) gridSize(k *kir.Kernel) (int, error) {
 	if k.Block > g.MaxThreadsPerBlock {
 		return 0, fmt.Errorf("kernel %s: launch of %d threads per block, more than the %d of GPU %s", k.Name, k.Block, g.MaxThreadsPerBlock, g.Name)
 	}
-	if se := (*gpu.SharedError)(nil); errors.As(g.CheckShared(k.Name, k.SharedBytes()), &se) {
-		return 0, fmt.Errorf("kernel %s: launch with %d B of shared memory per block, more than the %d B of GPU %s", k.Name, se.Need, se.Limit, g.Name)
+	if g.CheckShared(k.Name, k.SharedBytes()) != nil {
+		return 0, fmt.Errorf("kernel %s: launch with %d B of shared memory per block, more than the %d B of GPU %s", k.Name, k.SharedBytes(), g.SharedPerBlock, g.Name)
 	}
 	if !k.HasGridSync() && !k.HasCounters() {
 		return grid, nil

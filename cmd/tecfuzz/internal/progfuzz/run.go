@@ -3,7 +3,6 @@ package progfuzz
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -580,8 +579,8 @@ func checkLaunch(m *kir.Module, g gpu.Model) string {
 		if k.Block > g.MaxThreadsPerBlock {
 			return fmt.Sprintf("kernel %s: %d threads per block > %d", k.Name, k.Block, g.MaxThreadsPerBlock)
 		}
-		if se := (*gpu.SharedError)(nil); errors.As(g.CheckShared(k.Name, k.SharedBytes()), &se) {
-			return fmt.Sprintf("kernel %s: %d B shared memory per block > %d", k.Name, se.Need, se.Limit)
+		if g.CheckShared(k.Name, k.SharedBytes()) != nil {
+			return fmt.Sprintf("kernel %s: %d B shared memory per block > %d", k.Name, k.SharedBytes(), g.SharedPerBlock)
 		}
 	}
 	return ""
