@@ -59,7 +59,7 @@ func TestHostileNewSyntax(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no seeds in testdata/hostile: %v", err)
 	}
-	gpu, _ := gpu.Builtin("a100")
+	a100, _ := gpu.Builtin("a100")
 	cfg := lang.Config{ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist }}
 	checked, built := 0, map[string]bool{}
 	for _, file := range files {
@@ -96,7 +96,7 @@ func TestHostileNewSyntax(t *testing.T) {
 				t.Fatalf("%s: the reference of\n%s\n%s", file, m, msg)
 			}
 			for _, level := range []int{0, pipeline.MaxLevel} {
-				if msg := builds(p, pipeline.Options{Level: level, GPU: gpu}); msg != "" {
+				if msg := builds(p, pipeline.Options{Level: level, GPU: a100}); msg != "" {
 					t.Fatalf("%s: -O%d build of\n%s\n%s", file, level, m, msg)
 				}
 			}

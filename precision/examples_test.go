@@ -64,7 +64,7 @@ func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.See
 // the float64 reference of the f32 program is logged (docs/benchmarks.md,
 // "Precision", lists it).
 func TestExamples(t *testing.T) {
-	gpu, _ := gpu.Builtin("a100")
+	a100, _ := gpu.Builtin("a100")
 	modes := []precision.Mode{precision.F32, precision.TF32, precision.BF16, precision.F16}
 	var mu sync.Mutex
 	accuracy := map[string]map[precision.Mode]float64{}
@@ -80,7 +80,7 @@ func TestExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		accuracy[ex.Name] = map[precision.Mode]float64{}
-		amp := amplification(t, p, in, exact, gpu)
+		amp := amplification(t, p, in, exact, a100)
 		for _, m := range modes {
 			q := precision.Apply(p, m)
 			qin := numeric.ConformFeeds(in, q)
@@ -182,9 +182,9 @@ func levelRuns() []levelRun {
 // amplification returns how many times p amplifies one rounding error: the
 // relError of p simulated at -O0 in f32 against its float64 reference, in
 // units of f32.
-func amplification(t *testing.T, p *te.Program, in, exact map[string]*te.Array, gpu gpu.Model) float64 {
+func amplification(t *testing.T, p *te.Program, in, exact map[string]*te.Array, g gpu.Model) float64 {
 	t.Helper()
-	res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: gpu})
+	res, err := pipeline.Build(p, pipeline.Options{Level: 0, GPU: g})
 	if err != nil {
 		t.Fatal(err)
 	}
