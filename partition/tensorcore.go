@@ -8,72 +8,6 @@ import (
 	"tec/te"
 )
 
-// TensorCoreTile returns a tensor-core block's tile along an output
-// extent n: 64, or 32 where n is at most 32.
-func TensorCoreTile(n int) int {
-	if n <= 32 {
-		return 32
-	}
-	return 64
-}
-
-// TensorCoreBlock returns the block of a tensor-core contraction of M
-// rows and N columns in a kernel of its own: schedule.TensorCoreWarps warps as 2×2
-// over a TensorCoreTile(M) × TensorCoreTile(N) tile.
-func TensorCoreBlock(M, N int) schedule.TCBlock {
-	return schedule.TCBlock{TM: TensorCoreTile(M), TN: TensorCoreTile(N), WGM: 2, WGN: 2}
-}
-
-// TensorCoreBlocks returns the blocks that warps warps (a power of two, at
-// least schedule.TensorCoreWarps) can form over a contraction of M rows and N
-// columns, one per tile: tiles of 16 (along M), 32, 64 or 128 along each
-// extent (no larger than the extent needs), each with the warp grid whose warp tiles
-// have the most MMAs per fragment load, then the squarest. A fused
-// kernel's stage takes the one its cost model prefers
-// (Schedule.fusedTensorCores).
-func TensorCoreBlocks(M, N, warps int) []schedule.TCBlock {
-	if warps < schedule.TensorCoreWarps || warps&(warps-1) != 0 {
-		return nil
-	}
-	var out []schedule.TCBlock
-	for _, tm := range []int{16, 32, 64, 128} {
-		for _, tn := range []int{32, 64, 128} {
-			if tm > max(16, nextPow2(M)) || tn > max(32, nextPow2(N)) {
-				continue
-			}
-			if b, ok := warpGrid(tm, tn, warps); ok {
-				out = append(out, b)
-			}
-		}
-	}
-	return out
-}
-
-// warpGrid returns the block of warps warps over a tm×tn tile whose warp
-// tiles have the most MMAs per fragment load (then that slices K the
-// least, then whose warp tiles are the squarest), and whether one gives
-// every warp whole MMAs. Slicing K in two halves the warps of a grid and
-// doubles their warp tiles, for the price of a sum of accumulators in
-// shared memory once per tile.
-func warpGrid(tm, tn, warps int) (schedule.TCBlock, bool) {
-	var b schedule.TCBlock
-	best := -1.0
-	for _, slices := range []int{1, 2} {
-		for wgm := 1; wgm*slices <= warps; wgm *= 2 {
-			c := schedule.TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / slices / wgm, Slices: slices}
-			if !c.Valid(warps) {
-				continue
-			}
-			mt, nt := c.WarpTile()
-			score := float64(mt*nt) / float64(mt+nt)
-			if score > best || score == best && c.Slices == b.Slices && abs(tm/wgm-tn/c.WGN) < abs(tm/b.WGM-tn/b.WGN) {
-				best, b = score, c
-			}
-		}
-	}
-	return b, best > 0
-}
-
 // unfusedTensorCores makes the schedule of contraction t, in a kernel of
 // its own with blocks of at most threads threads, the tensor-core one
 // that backend/lower.Unfused builds where it applies (TensorCoreBlock),
@@ -87,7 +21,7 @@ func (s stage) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 		return false
 	}
 	simt := s.clone()
-	if !s.tensorCores(t, d, TensorCoreBlock(d.M, d.N)) || !fits(s.Schedule, g) {
+	if !s.tensorCores(t, d, schedule.TensorCoreBlock(d.M, d.N)) || !fits(s.Schedule, g) {
 		s.set(simt)
 		return false
 	}
@@ -120,7 +54,7 @@ func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	}
 	simt := s.clone()
 	best, bestTime := s.clone(), cost.Ideal(g, s.Schedule, s.Price)
-	for _, b := range TensorCoreBlocks(d.M, d.N, threads/32) {
+	for _, b := range schedule.TensorCoreBlocks(d.M, d.N, threads/32) {
 		s.set(simt)
 		if !s.tensorCores(t, d, b) {
 			break

@@ -1,5 +1,7 @@
 package schedule
 
+import "tec/te"
+
 // The shape of a tensor-core contraction's blocks, as backend/lower
 // builds them (TensorCoreBlock): TensorCoreWarps warps in a kernel of its
 // own, the kernel's block in a fused one, staging TensorCoreTileK of the
@@ -62,4 +64,71 @@ func (s *Schedule) PartialBytes() int64 {
 // TCBlock returns the tensor-core block of schedule s.
 func (s *Schedule) TCBlock() TCBlock {
 	return TCBlock{TM: s.TileM, TN: s.TileN, WGM: max(s.WarpsM, 1), WGN: max(s.WarpsN, 1), Slices: s.KSlices}
+}
+
+// TensorCoreTile returns a tensor-core block's tile along an output
+// extent n: 64, or 32 where n is at most 32.
+func TensorCoreTile(n int) int {
+	if n <= 32 {
+		return 32
+	}
+	return 64
+}
+
+// TensorCoreBlock returns the block of a tensor-core contraction of M
+// rows and N columns in a kernel of its own: TensorCoreWarps warps as 2×2
+// over a TensorCoreTile(M) × TensorCoreTile(N) tile.
+func TensorCoreBlock(M, N int) TCBlock {
+	return TCBlock{TM: TensorCoreTile(M), TN: TensorCoreTile(N), WGM: 2, WGN: 2}
+}
+
+// TensorCoreBlocks returns the blocks that warps warps (a power of two, at
+// least TensorCoreWarps) can form over a contraction of M rows and N
+// columns, one per tile: tiles of 16 (along M), 32, 64 or 128 along each
+// extent (no larger than the extent needs), each with the warp grid whose warp tiles
+// have the most MMAs per fragment load, then the squarest. A fused
+// kernel's stage takes the one its cost model prefers
+// (partition's fusedTensorCores).
+func TensorCoreBlocks(M, N, warps int) []TCBlock {
+	if warps < TensorCoreWarps || warps&(warps-1) != 0 {
+		return nil
+	}
+	var out []TCBlock
+	for _, tm := range []int{16, 32, 64, 128} {
+		for _, tn := range []int{32, 64, 128} {
+			if tm > max(16, te.NextPow2(M)) || tn > max(32, te.NextPow2(N)) {
+				continue
+			}
+			if b, ok := warpGrid(tm, tn, warps); ok {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// warpGrid returns the block of warps warps over a tm×tn tile whose warp
+// tiles have the most MMAs per fragment load (then that slices K the
+// least, then whose warp tiles are the squarest), and whether one gives
+// every warp whole MMAs. Slicing K in two halves the warps of a grid and
+// doubles their warp tiles, for the price of a sum of accumulators in
+// shared memory once per tile.
+func warpGrid(tm, tn, warps int) (TCBlock, bool) {
+	var b TCBlock
+	best := -1.0
+	dist := func(x, y int) int { return max(x-y, y-x) }
+	for _, slices := range []int{1, 2} {
+		for wgm := 1; wgm*slices <= warps; wgm *= 2 {
+			c := TCBlock{TM: tm, TN: tn, WGM: wgm, WGN: warps / slices / wgm, Slices: slices}
+			if !c.Valid(warps) {
+				continue
+			}
+			mt, nt := c.WarpTile()
+			score := float64(mt*nt) / float64(mt+nt)
+			if score > best || score == best && c.Slices == b.Slices && dist(tm/wgm, tn/c.WGN) < dist(tm/b.WGM, tn/b.WGN) {
+				best, b = score, c
+			}
+		}
+	}
+	return b, best > 0
 }

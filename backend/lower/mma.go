@@ -3,7 +3,6 @@ package lower
 import (
 	"tec/backend/kir"
 	"tec/contraction"
-	"tec/partition"
 	"tec/schedule"
 	"tec/te"
 )
@@ -14,7 +13,7 @@ import (
 // the products are exact in f32 on either path, so the tensor-core kernel
 // computes the same sum as the SIMT one, in another order.
 //
-// A block of four warps computes a TM×TN tile (partition.TensorCoreTile:
+// A block of four warps computes a TM×TN tile (schedule.TensorCoreTile:
 // 64, or 32 where the extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
 // k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
@@ -53,7 +52,7 @@ func (l *lowerer) tensorCoreType(X, Y te.Expr, M, N, K int) (te.DType, schedule.
 	if !ok || !contraction.TensorCoreFits(x, M, N, K) {
 		return 0, schedule.TCBlock{}, false
 	}
-	return x, partition.TensorCoreBlock(M, N), true
+	return x, schedule.TensorCoreBlock(M, N), true
 }
 
 // affine returns the expression base + cg·g + ct·t, the row or column of

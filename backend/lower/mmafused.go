@@ -13,7 +13,7 @@ import (
 // tensor-core one (schedule.Schedule.TensorCores) is lowered as in a
 // kernel of its own (mmaContraction), with the kernel's block: its warps
 // form the schedule's WarpsM×WarpsN grid over a TileM×TileN tile
-// (partition.TensorCoreBlock). The stage's epilogue (bias, GELU, a
+// (schedule.TensorCoreBlock). The stage's epilogue (bias, GELU, a
 // residual, a mask's select...) is evaluated on each f32 accumulator
 // element of the C fragments, where the fragment layout places it
 // (kir.FragElem). A fused plan never keeps a contraction's result on chip
