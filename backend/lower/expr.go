@@ -223,18 +223,6 @@ func (g *gen) expr(e te.Expr) kir.Expr {
 	panic("lower: unknown te expression")
 }
 
-// hasReduce reports whether e contains a reduction.
-func hasReduce(e te.Expr) bool {
-	found := false
-	te.Walk(e, func(x te.Expr) bool {
-		if _, ok := x.(*te.Reduce); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
 // selectExpr translates a select. Only the chosen branch is evaluated where
 // that matters: a branch that reduces runs under an If, and a select whose
 // condition depends only on indexes stays a lazy kir select. A select whose
@@ -254,7 +242,7 @@ func (g *gen) selectExpr(e *te.Select) kir.Expr {
 		}
 		return convert(g.expr(e.Else), t)
 	}
-	if hasReduce(e.Then) || hasReduce(e.Else) {
+	if te.HasReduce(e.Then) || te.HasReduce(e.Else) {
 		c := convert(g.expr(e.Cond), te.Bool)
 		r := kir.NewVar("sel", t)
 		zero := &kir.Const{T: t}

@@ -210,7 +210,7 @@ func (l *lowerer) rows(t *te.Tensor, rowAxes int, body *[]kir.Stmt) {
 // blockReduceOrElementwise lowers t as a block per output if it has a long
 // top-level reduction, and a thread per element otherwise.
 func (l *lowerer) blockReduceOrElementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
-	if reds := topReduces(t.Body); len(reds) > 0 {
+	if reds := te.TopReduces(t.Body); len(reds) > 0 {
 		l.blockReduce(t, reds, k, body)
 		return
 	}
@@ -306,10 +306,10 @@ func rebase(body []kir.Stmt, old, new *kir.Buffer, off int) {
 // by a grid sync, into body, and returns the init phase, which the kernel
 // runs before its first stage.
 func (l *lowerer) splitReduce(t *te.Tensor, s *schedule.Schedule, k *kir.Kernel, body *[]kir.Stmt, deterministic bool) []kir.Stmt {
-	r := topReduces(t.Body)[0]
+	r := te.TopReduces(t.Body)[0]
 	rt := te.TypeOf(r)
 	n, ext, chunks := t.NumElements(), extent(r), s.Chunks
-	chunkLen := ceilDiv(ext, chunks)
+	chunkLen := te.CeilDiv(ext, chunks)
 	threads := l.threads
 	red := &kir.Buffer{Name: "red_" + rt.String(), Space: kir.Shared, DType: rt, Shape: []int{threads}}
 	k.Shared = append(k.Shared, red)

@@ -173,7 +173,7 @@ func (l *lowerer) tensor(t *te.Tensor) *kir.Kernel {
 	k := &kir.Kernel{Name: t.Name, Doc: doc(t)}
 	var body []kir.Stmt
 	r, _, _, one := contraction.MaskedReduce(t.Body)
-	switch reds := topReduces(t.Body); {
+	switch reds := te.TopReduces(t.Body); {
 	case one && l.contraction(t, r, k, &body):
 	case len(reds) > 0 && maxExtent(reds) >= 64:
 		l.blockReduce(t, reds, k, &body)
@@ -246,25 +246,6 @@ func doc(t *te.Tensor) string {
 	return d
 }
 
-// topReduces returns the reductions of e that are not inside another
-// reduction or a select, in order.
-func topReduces(e te.Expr) []*te.Reduce {
-	var rs []*te.Reduce
-	te.Walk(e, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Reduce:
-			if !slices.Contains(rs, x) { // a shared node is one reduction
-				rs = append(rs, x)
-			}
-			return false
-		case *te.Select:
-			return false
-		}
-		return true
-	})
-	return rs
-}
-
 func extent(r *te.Reduce) int {
 	n := 1
 	for _, a := range r.Axes {
@@ -281,15 +262,8 @@ func maxExtent(rs []*te.Reduce) int {
 	return m
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
-	}
-	return p
-}
+// ceilDiv is te.CeilDiv, for resident.go.
+func ceilDiv(a, b int) int { return te.CeilDiv(a, b) }
 
 // bind emits lets that decompose the flat index flat over axes (row-major)
 // and binds them in g.
@@ -327,8 +301,8 @@ func axisIndexes(t *te.Tensor) []te.Index {
 // elementwise computes a thread per output element.
 func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 	n := t.NumElements()
-	k.Block = min(l.opts.BlockSize, max(32, nextPow2(n)))
-	k.Grid = kir.Grid{Blocks: max(1, ceilDiv(n, k.Block))}
+	k.Block = min(l.opts.BlockSize, max(32, te.NextPow2(n)))
+	k.Grid = kir.Grid{Blocks: max(1, te.CeilDiv(n, k.Block))}
 	buf := l.bufs[t]
 	i := kir.NewVar("i", te.I32)
 	g := l.gen(nil)
@@ -400,7 +374,7 @@ func warpReduce(g *gen, op te.ReduceOp, red *kir.Buffer, tid, acc kir.Expr, thre
 	} else {
 		w := kir.NewVar("wsum", t)
 		second := []kir.Stmt{&kir.Let{Var: w, Value: &kir.Select{Cond: kir.Lt(tid, kir.I(full)), Then: kir.Ld(red, tid), Else: identity(op, t)}}}
-		second = append(second, butterfly(w, nextPow2(full))...)
+		second = append(second, butterfly(w, te.NextPow2(full))...)
 		second = append(second, &kir.If{Cond: kir.Eq(tid, kir.I(0)), Then: []kir.Stmt{&kir.Store{Buf: red, Index: kir.I(0), Value: w}}})
 		warps := append(inWarps, &kir.If{Cond: lane0, Then: []kir.Stmt{&kir.Store{Buf: red, Index: kir.Div(tid, kir.I(kir.WarpSize)), Value: v}}})
 		if tail > 0 {
@@ -451,7 +425,7 @@ func halvings(n int) []halving {
 // blockReduce computes a block per output element; the top-level
 // reductions are shared among the block's threads.
 func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, body *[]kir.Stmt) {
-	threads := min(l.opts.BlockSize, max(32, nextPow2(maxExtent(reds))))
+	threads := min(l.opts.BlockSize, max(32, te.NextPow2(maxExtent(reds))))
 	if l.threads > 0 {
 		threads = l.threads
 	}
@@ -544,7 +518,7 @@ const (
 // contraction.MaskedReduce): a tile whose mask is false throughout skips its
 // products (tileMask).
 func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[]kir.Stmt) bool {
-	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || hasReduce(r.Body) {
+	if r.Op != te.Sum || te.TypeOf(r) != te.F32 || te.HasReduce(r.Body) {
 		return false
 	}
 	mr, guards, masked, ok := contraction.MaskedReduce(t.Body)
@@ -587,7 +561,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 	if l.tm == 0 && (M < 8 || N < 8 || K < 4) {
 		return false
 	}
-	tm, tn, tk := min(tileMN, nextPow2(M)), min(tileMN, nextPow2(N)), min(tileK, nextPow2(K))
+	tm, tn, tk := min(tileMN, te.NextPow2(M)), min(tileMN, te.NextPow2(N)), min(tileK, te.NextPow2(K))
 	rm, rn := 1, 1
 	switch s := l.schedule(t); {
 	case l.tm > 0:
@@ -602,7 +576,7 @@ func (l *lowerer) contraction(t *te.Tensor, r *te.Reduce, k *kir.Kernel, body *[
 	// computes rows ti + i·tm and columns tj + j·tn of it (i < rm, j < rn),
 	// so that neighbouring threads read neighbouring shared elements.
 	TM, TN := tm*rm, tn*rn
-	mt, nt := ceilDiv(M, TM), ceilDiv(N, TN)
+	mt, nt := te.CeilDiv(M, TM), te.CeilDiv(N, TN)
 	threads := tm * tn
 	k.Block = threads
 	k.Grid = kir.Grid{Blocks: NB * mt * nt}
