@@ -69,8 +69,12 @@ func (*CUDA) Memory(prog *te.Program, _ *Compiled) Memory {
 	return m
 }
 
-// Run implements Device.
+// Run implements Device. SIGINT and SIGTERM end ctx while it runs (see
+// TecCUDA.Call), rather than the process, until the job's directory is
+// removed.
 func (d *CUDA) Run(ctx context.Context, prog *te.Program, c *Compiled, feeds map[string]*te.Array) (*Result, error) {
+	ctx, stop := withInterrupt(ctx)
+	defer stop() // after the removal below: a signal meanwhile waits for it
 	dir, err := os.MkdirTemp(d.TempDir, "tec-cuda-")
 	if err != nil {
 		return nil, &Error{Kind: ErrIO, Err: err}

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"tec/backend/gpurun"
@@ -24,9 +20,6 @@ import (
 // codeCUDA is the code of a failure to run on a GPU: tec-cuda missing, no
 // GPU or driver, or an error of the run.
 const codeCUDA = "cuda"
-
-// tecCUDA is the name of the GPU runner's executable.
-const tecCUDA = "tec-cuda"
 
 // cudaFlags are the flags of tec run that only --device cuda uses.
 type cudaFlags struct {
@@ -42,11 +35,6 @@ type cudaFlags struct {
 // take seconds with --bench), short enough that a kernel that never ends
 // does not hold the GPU and the terminal for good.
 const defaultCUDATimeout = 10 * time.Minute
-
-// runnerGrace is how long tec-cuda has to exit after the signal that stops
-// it (SIGTERM at the timeout, or the signal tec received) before it is
-// killed.
-const runnerGrace = 5 * time.Second
 
 func (cf *cudaFlags) registerCUDA(fs *flag.FlagSet) {
 	fs.StringVar(&cf.codegen, "codegen", "ptx", "with --device cuda, the code to run: ptx (the LLVM path's PTX, compiled by the driver) or cu (the CUDA C++, compiled by nvcc)")
@@ -129,7 +117,7 @@ func (e *env) findTecCUDA() (string, error) {
 	}
 	var looked []string
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), tecCUDA)
+		p := filepath.Join(filepath.Dir(exe), driver.RunnerName)
 		if isExecutable(p) {
 			return p, nil
 		}
@@ -139,7 +127,7 @@ func (e *env) findTecCUDA() (string, error) {
 		if dir == "" {
 			dir = "."
 		}
-		if p := filepath.Join(dir, tecCUDA); isExecutable(p) {
+		if p := filepath.Join(dir, driver.RunnerName); isExecutable(p) {
 			return p, nil
 		}
 	}
@@ -164,9 +152,7 @@ func (e *env) runCUDA(prog *te.Program, c *driver.Compiled, feeds map[string]*te
 		return nil, nil, err
 	}
 	dev.Bench, dev.Warmup = cf.bench, cf.warmup
-	ctx, stop := withInterrupt(context.Background())
-	defer stop() // after the driver removed the job: a signal meanwhile waits for it
-	res, err := dev.Run(ctx, prog, c, feeds)
+	res, err := dev.Run(context.Background(), prog, c, feeds)
 	if err != nil {
 		return nil, nil, runFailure(err)
 	}
@@ -193,15 +179,13 @@ func (e *env) cudaDevice(model string, cf *cudaFlags) (*driver.CUDA, error) {
 	if err != nil {
 		return nil, fail(codeUsage, err)
 	}
-	call := func(ctx context.Context, jobDir string) error {
-		return e.callTecCUDA(ctx, runner, model, jobDir, cf.timeout)
-	}
+	r := &driver.TecCUDA{Path: runner, Timeout: cf.timeout, Exec: e.execTecCUDA}
+	call := func(ctx context.Context, jobDir string) error { return r.Call(ctx, model, jobDir) }
 	return &driver.CUDA{Runner: runner, Codegen: cf.codegen, Target: tg, Call: call}, nil
 }
 
 // runFailure wraps an error of a device's run as a failure with its code:
-// races found by the simulator, a kind of driver.Error, or a failure
-// (of callTecCUDA) as it is.
+// races found by the simulator, or a kind of driver.Error.
 func runFailure(err error) error {
 	var races *driver.RaceError
 	var de *driver.Error
@@ -227,143 +211,6 @@ func runCode(k driver.ErrorKind) string {
 		return codeCUDA
 	}
 	return codeInternal
-}
-
-// callTecCUDA runs tec-cuda (runner) on the job in jobDir, of model, and
-// explains a failure. tec-cuda is stopped after timeout (0: no limit, the
-// --timeout of tec run and tec generate), when ctx ends, or when tec
-// receives SIGINT or SIGTERM, which it passes on to tec-cuda; callTecCUDA
-// returns once tec-cuda has exited, so that the caller may remove the job.
-func (e *env) callTecCUDA(ctx context.Context, runner, model, jobDir string, timeout time.Duration) error {
-	run := e.execTecCUDA
-	if run == nil {
-		run = execTecCUDA
-	}
-	ctx, stop := withInterrupt(ctx)
-	defer stop()
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, timedOut{timeout})
-		defer cancel()
-	}
-	out, err := run(ctx, runner, jobDir)
-	var t timedOut
-	var in interrupted
-	switch cause := context.Cause(ctx); {
-	case err == nil:
-		return nil
-	case errors.As(cause, &t):
-		return &failure{code: codeCUDA, err: fmt.Errorf("running model %s on the GPU: %s had not finished after %v (--timeout), and was stopped"+
-			hintSep+"a kernel that never ends, or a run longer than that: give a longer --timeout, or --timeout 0 for no limit", model, runner, t.after)}
-	case errors.As(cause, &in):
-		return &failure{code: codeCUDA, err: fmt.Errorf("running model %s on the GPU: interrupted by %s, passed on to %s, which has exited; its job's files are removed", model, signalName(in.sig), runner)}
-	}
-	return &failure{code: codeCUDA, err: explainTecCUDA(runner, model, out, err)}
-}
-
-// timedOut is the cause of the end of a run of tec-cuda that took longer
-// than --timeout.
-type timedOut struct{ after time.Duration }
-
-func (t timedOut) Error() string { return fmt.Sprintf("no result after %v", t.after) }
-
-// interrupted is the cause of the end of a context that a signal ended.
-type interrupted struct{ sig os.Signal }
-
-func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
-
-// signalName names a signal as kill -l does, with its SIG prefix.
-func signalName(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return sig.String()
-}
-
-// withInterrupt returns a context that SIGINT or SIGTERM ends, with an
-// interrupted cause, instead of the signal ending tec before it has
-// stopped tec-cuda and removed its files; stop restores the signals' usual
-// effect.
-func withInterrupt(parent context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-sigs:
-			cancel(interrupted{sig})
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		close(done)
-		cancel(nil)
-	}
-}
-
-// execTecCUDA runs tec-cuda on a job directory and returns what it printed.
-// When ctx ends, tec-cuda gets the signal that ended it (interrupted) or
-// SIGTERM, and runnerGrace to exit before it is killed; execTecCUDA
-// returns once it has exited.
-func execTecCUDA(ctx context.Context, runner, dir string) ([]byte, error) {
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, runner, dir)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Cancel = func() error {
-		var sig os.Signal = syscall.SIGTERM
-		var in interrupted
-		if errors.As(context.Cause(ctx), &in) {
-			sig = in.sig
-		}
-		return cmd.Process.Signal(sig)
-	}
-	cmd.WaitDelay = runnerGrace
-	err := cmd.Run()
-	return out.Bytes(), err
-}
-
-// explainTecCUDA turns a failed run of tec-cuda into one line that says
-// what went wrong: no GPU or driver (gorgonia.org/cu's init prints
-// "Error in initialization ... details on: NoDevice" and exits before
-// tec-cuda's main runs), no libcuda, or tec-cuda's own message.
-func explainTecCUDA(runner, model string, out []byte, err error) error {
-	text := strings.TrimSpace(string(out))
-	lines := strings.Split(text, "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	// tec-cuda's own message: its last line that starts with "tec-cuda: ",
-	// and the hint lines after it.
-	own := ""
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], tecCUDA+": ") {
-			own = strings.TrimPrefix(strings.Join(lines[i:], "\n"), tecCUDA+": ")
-			break
-		}
-	}
-	var exit *exec.ExitError
-	switch {
-	case !errors.As(err, &exit):
-		return fmt.Errorf("cannot run %s: %w", runner, err)
-	case strings.Contains(text, "Error in initialization"):
-		cause := text
-		if _, after, ok := strings.Cut(text, "details on: "); ok {
-			cause = strings.TrimSpace(after)
-		}
-		return fmt.Errorf("no usable CUDA GPU: the CUDA driver failed to initialise (cuInit: %s)"+hintSep+
-			"check that an NVIDIA GPU is present and its driver loaded (nvidia-smi lists it), and that CUDA_VISIBLE_DEVICES does not hide it", cause)
-	case strings.Contains(text, "libcuda.so") && strings.Contains(text, "cannot open shared object"):
-		return fmt.Errorf("no CUDA driver: %s cannot load libcuda.so.1"+hintSep+"install the NVIDIA driver (it provides libcuda), or run on a machine that has one", runner)
-	case own != "":
-		return fmt.Errorf("running model %s on the GPU: %s", model, own)
-	}
-	if last == "" {
-		last = "no output"
-	}
-	return fmt.Errorf("%s failed (%v): %s", runner, err, last)
 }
 
 // printCUDA prints the GPU, the launches' grids and, with --bench, the

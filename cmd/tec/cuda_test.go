@@ -276,11 +276,3 @@ func TestTecCUDABinary(t *testing.T) {
 		t.Errorf("status %d, stderr:\n%s", code, stderr)
 	}
 }
-
-// TestExplainTecCUDA: a failure to start tec-cuda at all is said as such.
-func TestExplainTecCUDA(t *testing.T) {
-	err := explainTecCUDA("/x/tec-cuda", "m", nil, exec.ErrNotFound)
-	if err == nil || !strings.Contains(err.Error(), "cannot run /x/tec-cuda: executable file not found") {
-		t.Errorf("got %v", err)
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"tec/backend/gpurun"
 	"tec/backend/gpurun/fakegpu"
 	"tec/backend/llvm"
+	"tec/driver"
 	"tec/internal/testkit/tooltest"
 )
 
@@ -83,7 +84,7 @@ func TestCUDATimeoutFakeGPU(t *testing.T) {
 // TestCUDARunnerSignals runs a real process as tec-cuda, one that never
 // finishes, as a hung kernel does: tec stops it at --timeout with SIGTERM,
 // passes on SIGINT and SIGTERM that tec itself receives, kills it when it
-// ignores them (after runnerGrace), and in every case waits for it to exit
+// ignores them (after driver.RunnerGrace), and in every case waits for it to exit
 // and removes the job's directory, with the weights it holds.
 func TestCUDARunnerSignals(t *testing.T) {
 	tooltest.Require(t, "LLVM (Debian: llvm)", "llc", "llc-16")
@@ -152,8 +153,8 @@ func TestCUDARunnerSignals(t *testing.T) {
 				t.Errorf("tec-cuda got %q, want %q", got, tt.got)
 			}
 			if tt.ignoreTerm {
-				if d := time.Since(start); d < runnerGrace {
-					t.Errorf("tec returned after %v, before the grace of %v", d, runnerGrace)
+				if d := time.Since(start); d < driver.RunnerGrace {
+					t.Errorf("tec returned after %v, before the grace of %v", d, driver.RunnerGrace)
 				}
 			}
 			job, err := os.ReadFile(mark + ".dir")
