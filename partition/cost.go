@@ -408,7 +408,7 @@ func (c *coster) extend(sg *segment) {
 		case sg.stream-c.touched[r.id] > l2:
 			moved := r.bytes
 			if i+1 < len(keys) {
-				num, den := s.runShare()
+				num, den := cost.RunShare(s.Schedule)
 				moved = moved * num / den
 			}
 			fresh += moved

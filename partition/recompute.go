@@ -45,9 +45,9 @@ func (s stage) priceHoisted(t *te.Tensor, d contraction.Dims, x te.Expr) {
 	if mv.Wide == 0 {
 		rows, wide = d.N, d.X
 	}
-	tiles, perElem := int64(d.Batch*mv.NT), elementBytes(x)
+	tiles, perElem := int64(d.Batch*mv.NT), cost.ElementBytes(x)
 	staged := tiles * int64(rows) * int64(d.K) // elements of x staged
-	if one := int64(elemSize(x)); perElem > one {
+	if one := int64(cost.ElemSize(x)); perElem > one {
 		s.Bytes += staged * (perElem - one)
 	}
 	hs := contraction.HoistedReductions(x)
@@ -55,39 +55,18 @@ func (s stage) priceHoisted(t *te.Tensor, d contraction.Dims, x te.Expr) {
 	var bytes, ops int64
 	for _, h := range hs {
 		nested[h] = true
-		bytes += int64(product(h.Axes)) * elementBytes(h.Body)
-		ops += opsOf(h, map[*te.Reduce]bool{})
+		bytes += int64(product(h.Axes)) * cost.ElementBytes(h.Body)
+		ops += cost.Ops(h, map[*te.Reduce]bool{})
 	}
 	s.Bytes += tiles * int64(rows) * bytes
 	// Per output: its epilogue, and a multiply-add and the wide factor's
 	// arithmetic per k; per staged element, x's.
-	epilogue := opsOf(t.Body, map[*te.Reduce]bool{d.Reduce: true})
-	perK := 2 + opsOf(wide, map[*te.Reduce]bool{})
-	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*opsOf(x, nested) + tiles*int64(rows)*ops
+	epilogue := cost.Ops(t.Body, map[*te.Reduce]bool{d.Reduce: true})
+	perK := 2 + cost.Ops(wide, map[*te.Reduce]bool{})
+	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*cost.Ops(x, nested) + tiles*int64(rows)*ops
 	if len(hs) > 0 {
 		s.SetArrays(append(slices.Clip(s.Arrays), schedule.Array{DType: te.F32, Len: len(hs) * rows})...)
 	}
-}
-
-// elementBytes returns the bytes that one point of e loads: each distinct
-// load (tensor and indexes) once, at its element size, leaving out the
-// loads of reductions nested in e.
-func elementBytes(e te.Expr) int64 {
-	seen := map[string]bool{}
-	var n int64
-	te.Walk(e, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Reduce:
-			return false
-		case *te.Load:
-			if k := te.FormatExpr(x); !seen[k] {
-				seen[k] = true
-				n += int64(x.Tensor.DType.Size())
-			}
-		}
-		return true
-	})
-	return n
 }
 
 // RecomputePays reports whether consumer nu, stage old with the producers
@@ -146,5 +125,5 @@ func dramBytes(t *te.Tensor, s stage) int64 {
 	if s.MatVec.Wide == 0 {
 		wide, cols = d.X, d.M
 	}
-	return int64(d.Batch)*int64(elemSize(wide))*int64(d.K)*int64(cols) + t.Bytes()
+	return int64(d.Batch)*int64(cost.ElemSize(wide))*int64(d.K)*int64(cols) + t.Bytes()
 }

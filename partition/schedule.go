@@ -60,7 +60,7 @@ func (s stage) priceMask() {
 	if s.Mask == nil {
 		return
 	}
-	tiles, points, factors := s.skipped()
+	tiles, points, factors := cost.Skipped(s.Schedule)
 	s.Skipped = int(tiles)
 	s.FLOPs = s.UnmaskedFLOPs - points*s.Products
 	s.Bytes = s.UnmaskedBytes - 4*factors
@@ -80,20 +80,6 @@ func (s stage) priceKMask() {
 	s.FLOPs = s.FLOPs * int64(live) / int64(s.LiveK)
 	s.Bytes = s.Bytes * int64(live) / int64(s.LiveK)
 	s.LiveK = live
-}
-
-// runShare returns the share num/den of a contraction's factor loads
-// that its tiles make: those of the tiles its mask does not skip, and
-// of the k its k mask does not.
-func (s stage) runShare() (num, den int64) {
-	num, den = 1, 1
-	if s.Skipped > 0 && s.Tiles > 0 {
-		num, den = int64(s.Tiles-s.Skipped), int64(s.Tiles)
-	}
-	if s.KMask != nil && s.LiveK < s.K && s.K > 0 {
-		num, den = num*int64(s.LiveK), den*int64(s.K)
-	}
-	return num, den
 }
 
 // Unfused makes a contraction's schedule the one that a kernel of its own
@@ -185,8 +171,8 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	if x != nil {
 		s.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
 	}
-	s.Bytes = requestBytes(t)
-	s.FLOPs = int64(n) * opsOf(t.Body, map[*te.Reduce]bool{})
+	s.Bytes = cost.RequestBytes(t)
+	s.FLOPs = int64(n) * cost.Ops(t.Body, map[*te.Reduce]bool{})
 	if d, ok := contraction.Of(t); ok {
 		base := s.clone()
 		s.Kind = schedule.Contraction
@@ -195,7 +181,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 			// Tiled, its mask in the epilogue; matrix-vector tiles do
 			// not skip.
 			s.Mask = contraction.MaskOf(d)
-			s.Products = opsOf(d.Reduce, map[*te.Reduce]bool{})
+			s.Products = cost.Ops(d.Reduce, map[*te.Reduce]bool{})
 			s.UnmaskedFLOPs = s.FLOPs
 		} else if s.matVec(d, g, t.Bytes()) {
 			narrow := d.X
@@ -232,63 +218,6 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	s.Kind = schedule.Elementwise
 	s.Tiles = ceilDiv(n, threads)
 	return s, nil
-}
-
-// requestBytes counts the bytes t's body loads and stores when every thread
-// reads what it needs from global memory, with nothing cached: each load
-// once per point of the variables around it (output axes and enclosing
-// reduction axes; both branches of a select).
-func requestBytes(t *te.Tensor) int64 {
-	n := t.Bytes()
-	var walk func(e te.Expr, points int64)
-	seen := map[*te.Reduce]bool{}
-	walk = func(e te.Expr, points int64) {
-		te.Walk(e, func(x te.Expr) bool {
-			switch x := x.(type) {
-			case *te.Load:
-				n += points * int64(x.Tensor.DType.Size())
-			case *te.Reduce:
-				if !seen[x] { // a shared node is computed once
-					seen[x] = true
-					walk(x.Body, points*int64(product(x.Axes)))
-				}
-				return false
-			}
-			return true
-		})
-	}
-	walk(t.Body, int64(t.NumElements()))
-	return n
-}
-
-// opsOf counts the arithmetic operations of one element of e as the
-// analysis does (a reduction over N points counts N × (body + 1)), but not
-// a select whose condition reads no tensor (see below), counting
-// a reduction node that occurs more than once (shared by the vertical
-// transform) once.
-func opsOf(e te.Expr, seen map[*te.Reduce]bool) int64 {
-	switch e := e.(type) {
-	case *te.Unary:
-		return 1 + opsOf(e.X, seen)
-	case *te.Binary:
-		return 1 + opsOf(e.X, seen) + opsOf(e.Y, seen)
-	case *te.Select:
-		if !te.HasLoad(e.Cond) {
-			// A condition on indexes only (padding, a packed operand's part)
-			// picks the code to run, not a value: no arithmetic.
-			return max(opsOf(e.Then, seen), opsOf(e.Else, seen))
-		}
-		return 1 + opsOf(e.Cond, seen) + max(opsOf(e.Then, seen), opsOf(e.Else, seen))
-	case *te.Cast:
-		return opsOf(e.X, seen)
-	case *te.Reduce:
-		if seen[e] {
-			return 0
-		}
-		seen[e] = true
-		return int64(product(e.Axes)) * (1 + opsOf(e.Body, seen))
-	}
-	return 0
 }
 
 // tileShape returns TileM×TileN = threads, TileM a power of two up to 32
@@ -475,7 +404,7 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	if mv.Wide == 0 {
 		wide, narrow = d.X, d.Y
 	}
-	s.Bytes = int64(d.Batch)*(int64(elemSize(wide))*int64(d.K)*int64(cols)+int64(elemSize(narrow))*int64(rows)*int64(d.K)*int64(mv.NT)) + out
+	s.Bytes = int64(d.Batch)*(int64(cost.ElemSize(wide))*int64(d.K)*int64(cols)+int64(cost.ElemSize(narrow))*int64(rows)*int64(d.K)*int64(mv.NT)) + out
 	return true
 }
 
@@ -489,22 +418,6 @@ func matVecChunk(k, rows, split, stage int) int {
 		}
 	}
 	return 0
-}
-
-// elemSize returns the bytes of one element of the tensors e loads (the
-// widest, if they differ; 4 if it loads none).
-func elemSize(e te.Expr) int {
-	n := 0
-	te.Walk(e, func(x te.Expr) bool {
-		if l, ok := x.(*te.Load); ok {
-			n = max(n, l.Tensor.DType.Size())
-		}
-		return true
-	})
-	if n == 0 {
-		return 4
-	}
-	return n
 }
 
 func abs(x int) int {
