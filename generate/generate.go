@@ -43,6 +43,13 @@ const (
 	Next = "next" // the greedy next token of each sequence [B]
 )
 
+// The types of the protocol's tensors, with B the number of sequences and
+// P the prompt's length.
+const (
+	PromptType = "i32[B, P]" // the prefill's ids
+	TokenType  = "i32[B]"    // the decode step's ids and pos, each model's next
+)
+
 // PerStep reports whether the protocol feeds the input name to the decode
 // step anew at every step (ids and pos), rather than once.
 func PerStep(name string) bool { return name == IDs || name == Pos }
@@ -80,12 +87,12 @@ type Plan struct {
 // their plan. Each error says what does not fit and how to fix it.
 func NewPlan(prefill, decode *te.Program) (*Plan, error) {
 	pl := &Plan{Prefill: prefill, Decode: decode}
-	ids, err := placeholder(prefill, IDs, "the prompts", "i32[B, P]", "--prefill")
+	ids, err := placeholder(prefill, IDs, "the prompts", PromptType, "--prefill")
 	if err != nil {
 		return nil, err
 	}
 	if ids.DType != te.I32 || len(ids.Shape) != 2 {
-		return nil, fmt.Errorf("model %s's input ids is %s; tec generate feeds it the prompts, ids: i32[B, P]", prefill.Name, ids.TypeString())
+		return nil, fmt.Errorf("model %s's input %s is %s; tec generate feeds it the prompts, %s: %s", prefill.Name, IDs, ids.TypeString(), IDs, PromptType)
 	}
 	pl.B, pl.P = ids.Shape[0], ids.Shape[1]
 	want := fmt.Sprintf("i32[%d]", pl.B)

@@ -121,9 +121,9 @@ func findInput(p *Plan, name string, rank int, batch ...int) (int, error) {
 	}
 	b := p.Buffers[i]
 	if b.DType != "i32" || len(b.Shape) != rank || len(batch) > 0 && b.Shape[0] != batch[0] || b.InPlace {
-		want := "i32[B]"
+		want := generate.TokenType
 		if rank == 2 {
-			want = "i32[B, P]"
+			want = generate.PromptType
 		}
 		if len(batch) > 0 {
 			want += fmt.Sprintf(" with B = %d", batch[0])
