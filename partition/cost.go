@@ -454,17 +454,17 @@ func (c *coster) extend(sg *segment) {
 }
 
 // cost returns the predicted cost of the segment as one kernel.
-func (c *coster) cost(sg *segment) Cost {
+func (c *coster) cost(sg *segment) cost.Estimate {
 	g := c.pl.GPU
 	if !sg.fits {
-		return Cost{Stages: inf}
+		return cost.Estimate{Stages: inf}
 	}
 	// Re-reads, and reads of what an earlier stage wrote, hit in L2 unless
 	// more than L2 holds streamed through in between (see extend): a
 	// kernel that streams gigabytes of weights once still finds its small
 	// activations in L2.
 	stages := sg.fit(sg.occ)
-	return Cost{
+	return cost.Estimate{
 		Launch: g.LaunchCost,
 		Sync:   float64(sg.syncs) * g.GridSyncCost,
 		Stages: stages,
@@ -504,7 +504,7 @@ func (c *coster) kernel(i, e int) *Kernel {
 		k.Cost.FLOPs += s.FLOPs
 	}
 	for j, t := range sg.times {
-		k.StageCosts = append(k.StageCosts, StageCost{Time: t[max(sg.occ, 1)], DRAM: sg.fresh[j]})
+		k.StageCosts = append(k.StageCosts, cost.StageEstimate{Time: t[max(sg.occ, 1)], DRAM: sg.fresh[j]})
 	}
 	return k
 }

@@ -177,10 +177,10 @@ type Kernel struct {
 	// split reduction; the lowering may need fewer).
 	GridSyncs int
 	// Cost is the predicted time of the kernel.
-	Cost Cost
+	Cost cost.Estimate
 	// StageCosts[i] is what the cost model predicts of stage i alone in
 	// this kernel (cost strategy): where a kernel's time goes.
-	StageCosts []StageCost
+	StageCosts []cost.StageEstimate
 	// Boundary says why this kernel begins where it does; nil for the
 	// first kernel.
 	Boundary *Boundary
@@ -226,29 +226,6 @@ type Boundary struct {
 	// around the boundary kept as one and split here (cost strategy).
 	MergedCost, SplitCost float64
 }
-
-// Cost is a predicted time, in seconds, and its parts.
-type Cost struct {
-	Launch, Sync, Stages float64
-	Bytes                int64 // predicted global traffic
-	// DRAM is the predicted traffic to DRAM: each region a stage touches
-	// once per kernel, and again when it has left L2 (its reuse distance
-	// exceeds L2) — weights streamed once, activations hitting in L2.
-	DRAM  int64
-	FLOPs int64
-}
-
-// StageCost is the cost model's prediction for one stage of a kernel: its
-// own time at the kernel's occupancy (the stages of a grid epoch may
-// overlap, so a kernel's time is not their sum) and the bytes it moves
-// from DRAM.
-type StageCost struct {
-	Time float64
-	DRAM int64
-}
-
-// Total returns the predicted time.
-func (c Cost) Total() float64 { return c.Launch + c.Sync + c.Stages }
 
 // Partition plans a's program on gpu.
 func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
@@ -483,17 +460,17 @@ func propagate(a *analysis.Analysis, pl *Plan) {
 }
 
 // Stats sums a plan's predictions.
-func (pl *Plan) Stats() (kernels, gridSyncs int, cost Cost) {
+func (pl *Plan) Stats() (kernels, gridSyncs int, total cost.Estimate) {
 	for _, k := range pl.Kernels {
 		gridSyncs += k.GridSyncs
-		cost.Launch += k.Cost.Launch
-		cost.Sync += k.Cost.Sync
-		cost.Stages += k.Cost.Stages
-		cost.Bytes += k.Cost.Bytes
-		cost.DRAM += k.Cost.DRAM
-		cost.FLOPs += k.Cost.FLOPs
+		total.Launch += k.Cost.Launch
+		total.Sync += k.Cost.Sync
+		total.Stages += k.Cost.Stages
+		total.Bytes += k.Cost.Bytes
+		total.DRAM += k.Cost.DRAM
+		total.FLOPs += k.Cost.FLOPs
 	}
-	return len(pl.Kernels), gridSyncs, cost
+	return len(pl.Kernels), gridSyncs, total
 }
 
 // Launch is the grid that the lowering gave one kernel of a plan. The plan's
