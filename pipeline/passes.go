@@ -130,6 +130,11 @@ type build struct {
 	plan *partition.Plan
 	// mod is the kernel IR once the kir pass has made it.
 	mod *kir.Module
+	// checked holds the program and plan that verify has checked.
+	checked struct {
+		prog *te.Program
+		plan *partition.Plan
+	}
 }
 
 // runPasses runs, in order, the passes of which runs returns true for b's

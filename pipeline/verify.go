@@ -9,13 +9,18 @@ import (
 
 // verify checks the structure that every pass must leave: the program's
 // tensors in definition order, and the plan, once made, a partition of
-// that program. It is cheap, linear in the size of the program (shared
-// sub-expressions counted once), and runs after every pass.
+// that program that keeps its own promises (partition.Plan.Verify). It
+// runs after every pass and checks what the pass made anew: each program
+// and plan once. The program's check is linear in its size (shared
+// sub-expressions counted once).
 func (b *build) verify() error {
-	if err := verifyProgram(b.prog); err != nil {
-		return err
+	if b.prog != b.checked.prog {
+		if err := verifyProgram(b.prog); err != nil {
+			return err
+		}
+		b.checked.prog = b.prog
 	}
-	if b.plan == nil {
+	if b.plan == nil || b.plan == b.checked.plan {
 		return nil
 	}
 	if b.plan.Program != b.prog {
@@ -34,6 +39,10 @@ func (b *build) verify() error {
 			seen[s] = true
 		}
 	}
+	if err := b.plan.Verify(); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	b.checked.plan = b.plan
 	return nil
 }
 
