@@ -24,40 +24,6 @@ import (
 // larger tiles leave idle, and rowsForReaders makes an element-wise
 // producer of such a chain (RoPE's queries) rows of it too.
 
-// blockRows returns how many leading axes of t make its rows under
-// schedule s, one block computing each row: a row reduction's or a Rows
-// stage's (rowAxes), or a row contraction's (contractionRows); 0 if s
-// does not give each row to one block.
-func blockRows(t *te.Tensor, s *schedule.Schedule) int {
-	if l := rowAxes(t, s); l > 0 {
-		return l
-	}
-	return contractionRows(t, s)
-}
-
-// contractionRows returns l when s computes the contraction t one tile
-// per entry of its batch, and the batch axes are t's first l axes, so
-// that tile r computes the row of t whose first l axes flatten to r: a
-// SIMT tile covering all of M and N, or a matrix-vector tile covering
-// all the wide factor's columns. Tensor-core, split-K and resident
-// schedules, whose tiles map otherwise, return 0.
-func contractionRows(t *te.Tensor, s *schedule.Schedule) int {
-	if s.Kind != schedule.Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil ||
-		s.Batch < 1 || s.Tiles != s.Batch {
-		return 0
-	}
-	d, ok := contraction.Of(t)
-	if !ok || d.Batch != s.Batch || len(d.BatchAxes) == 0 {
-		return 0
-	}
-	for i, a := range d.BatchAxes {
-		if t.Axes[i] != a {
-			return 0
-		}
-	}
-	return len(d.BatchAxes)
-}
-
 // alignRows gives each matrix-vector stage of stages a tile per entry of
 // its batch when it reads, or is read by, a stage that works by rows over
 // its batch axes (blockRows), only in its own row (readsRows), and its
@@ -144,14 +110,6 @@ func (s stage) alignedMatVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	}
 	s.set(best)
 	return true
-}
-
-// sameRows reports whether stage y reads stage u only in rows that the
-// same block computed: both work by rows over the same leading axes
-// (blockRows), and y loads u only in its own row (readsRows).
-func sameRows(y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su *schedule.Schedule) bool {
-	l := blockRows(y, sy)
-	return l > 0 && blockRows(u, su) == l && readsRows(y, u, l)
 }
 
 // rowsForReaders makes each element-wise stage of stages a Rows stage
@@ -259,7 +217,7 @@ func (k *Kernel) preferredGroups(pl *Plan, j int, epoch map[*te.Tensor]int, sign
 			n := 0.0
 			for i, r := range rs {
 				ds := grouped(fits[i], g)
-				n += float64(ceilDiv(r.sy.Tiles, grid) * waits(ds))
+				n += float64(te.CeilDiv(r.sy.Tiles, grid) * waits(ds))
 			}
 			if n < fewest {
 				best, fewest = g, n

@@ -6,6 +6,7 @@ import (
 
 	tb "tec/internal/testkit/tebuild"
 	"tec/schedule"
+	"tec/te"
 )
 
 // TestBlockLocalAttention checks the plan of gqaAttention at -O4 (Reuse)
@@ -67,7 +68,7 @@ func TestTileDepDiv(t *testing.T) {
 		prefixes := div * (1 + rng.IntN(6))
 		q, span := 1+rng.IntN(9), 1+rng.IntN(9)
 		d := TileDep{Tile: 1 + rng.IntN(20), N: prefixes * q, Prefix: q, Span: span, Width: 1 + rng.IntN(20), Offset: rng.IntN(10), Div: div}
-		for r := range ceilDiv(d.N, d.Tile) {
+		for r := range te.CeilDiv(d.N, d.Tile) {
 			want := map[int]bool{}
 			for e := r * d.Tile; e < min((r+1)*d.Tile, d.N); e++ {
 				g := e / d.Prefix / div

@@ -750,10 +750,6 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 	return starts, bounds
 }
 
-// DefaultOnChipBytes bounds the shared memory per block that a kernel
-// spends on keeping results on chip, when Options.OnChipBytes is 0.
-const DefaultOnChipBytes = 16 << 10
-
 // onChip chooses the row reductions of k to keep in shared memory: those
 // that are not program outputs and whose every consumer is a stage of k
 // that reads them in its own rows (a block barrier apart). It walks them in
@@ -873,15 +869,6 @@ func (c *coster) onChip(k *Kernel, a *analysis.Analysis) {
 		k.SlotBytes = append(k.SlotBytes, s.bytes)
 	}
 	k.Resources.SharedBytes = base + total()
-}
-
-// onChipBudget returns the shared memory per block that a kernel may spend
-// on results kept on chip.
-func (o Options) onChipBudget() int {
-	if o.OnChipBytes <= 0 {
-		return DefaultOnChipBytes
-	}
-	return o.OnChipBytes
 }
 
 // readsTensor reports whether t's body loads u.

@@ -50,19 +50,6 @@ func matVecDeps(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.Tensor, su 
 	return grouped(best, group), ok
 }
 
-// fitKey names a matVecFit: the reading stage and the producer under
-// their schedules.
-type fitKey struct {
-	y, u   *te.Tensor
-	sy, su *schedule.Schedule
-}
-
-// fitResult is a matVecFit's answer.
-type fitResult struct {
-	deps []TileDep
-	ok   bool
-}
-
 // matVecFit is the package's matVecFit for pl's threads, remembered in
 // pl.fits while that is set. The dependences are a copy the caller may
 // group.
@@ -177,14 +164,6 @@ func bestGroup(d TileDep) int {
 	return best
 }
 
-// A read is one load of the producer at one consumer point: the consumer
-// element's flat index, the least and greatest producer elements it reads
-// there (one, or the corners of the reductions around it), and the load.
-type read struct {
-	at, lo, hi int
-	load       *te.Load
-}
-
 // readPoints returns every read of u by y, or false where y's reads of u
 // depend on data, or y has too many points. byColumn records u's element
 // by its column (its last index), not its flat index. A load under a
@@ -215,21 +194,6 @@ func (pl *Plan) readPoints(y, u *te.Tensor, byColumn, ranges bool) ([]read, bool
 	}
 	reads := rs.reads[u]
 	return reads, len(reads) > 0
-}
-
-// readKey names the reads of one consumer, as readPoints records them.
-type readKey struct {
-	y                *te.Tensor
-	byColumn, ranges bool
-}
-
-// readSet is every read of one consumer's points, by producer: ok is false
-// where the consumer has too many points, and bad holds the producers
-// whose reads fail (see readPoints).
-type readSet struct {
-	reads map[*te.Tensor][]read
-	bad   map[*te.Tensor]bool
-	ok    bool
 }
 
 // pointReads returns every read of every compute tensor by y, point by
@@ -589,10 +553,10 @@ func fitReads(base TileDep, y *te.Tensor, reads []read, ld *te.Load) (TileDep, b
 			n = base.Row
 		}
 		for _, div := range []int{1, sameRun(ps, lo, hi)} {
-			if div < 1 || div > 1 && (ps[0] != 0 || ceilDiv(n, prefix)%div != 0) {
+			if div < 1 || div > 1 && (ps[0] != 0 || te.CeilDiv(n, prefix)%div != 0) {
 				continue
 			}
-			if span, off, ok := fitSpan(ps, lo, hi, div, ceilDiv(n, prefix)/div, base.Width*base.Tiles); ok {
+			if span, off, ok := fitSpan(ps, lo, hi, div, te.CeilDiv(n, prefix)/div, base.Width*base.Tiles); ok {
 				d := base
 				d.Prefix, d.Span, d.Offset = prefix, span, off
 				if div > 1 {

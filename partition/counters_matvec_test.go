@@ -114,7 +114,7 @@ func TestTileDepRangeRows(t *testing.T) {
 		rows, prefixes, q, span := 1+rng.IntN(4), 1+rng.IntN(8), 1+rng.IntN(6), 1+rng.IntN(6)
 		row := prefixes * q
 		d := TileDep{Tile: 1 + rng.IntN(2*row), N: rows * row, Prefix: q, Span: span, Width: 1 + rng.IntN(8), Offset: rng.IntN(5), Row: row}
-		for r := range ceilDiv(d.N, d.Tile) {
+		for r := range te.CeilDiv(d.N, d.Tile) {
 			want := map[int]bool{}
 			first, last := r*d.Tile, min((r+1)*d.Tile, d.N)-1
 			for e := first; e <= last; e++ {

@@ -18,7 +18,7 @@ func TestTileDepRange(t *testing.T) {
 		q, span := 1+rng.IntN(9), 1+rng.IntN(9)
 		d := TileDep{Tile: 1 + rng.IntN(20), N: prefixes * q, Prefix: q, Span: span, Width: 1 + rng.IntN(20)}
 		most := 0
-		for r := range ceilDiv(d.N, d.Tile) {
+		for r := range te.CeilDiv(d.N, d.Tile) {
 			want := map[int]bool{}
 			for e := r * d.Tile; e < min((r+1)*d.Tile, d.N); e++ {
 				p := e / d.Prefix

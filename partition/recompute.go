@@ -1,8 +1,6 @@
 package partition
 
 import (
-	"slices"
-
 	"tec/contraction"
 	"tec/cost"
 	"tec/gpu"
@@ -22,52 +20,6 @@ import (
 // arithmetic is a few operations per element. The stage the producer was,
 // and the grid sync before its reader, are gone. RecomputePays prices the
 // trade with the cost model that prices the plan.
-
-// nestsReduce reports whether a reduction lies in r's body.
-func nestsReduce(r *te.Reduce) bool {
-	found := false
-	te.Walk(r.Body, func(e te.Expr) bool {
-		_, found = e.(*te.Reduce)
-		return !found
-	})
-	return found
-}
-
-// priceHoisted corrects the prediction of matrix-vector stage t (dims d,
-// narrow factor x) for what its tiles do: each element of x is evaluated
-// once per tile as its rows are staged (its distinct loads from L2, its
-// arithmetic), not once per product as the general count has it, and
-// the reductions nested in x are computed once per tile and row
-// (HoistedReductions) and kept in shared memory.
-func (s stage) priceHoisted(t *te.Tensor, d contraction.Dims, x te.Expr) {
-	mv := s.MatVec
-	rows, wide := d.M, d.Y
-	if mv.Wide == 0 {
-		rows, wide = d.N, d.X
-	}
-	tiles, perElem := int64(d.Batch*mv.NT), cost.ElementBytes(x)
-	staged := tiles * int64(rows) * int64(d.K) // elements of x staged
-	if one := int64(cost.ElemSize(x)); perElem > one {
-		s.Bytes += staged * (perElem - one)
-	}
-	hs := contraction.HoistedReductions(x)
-	nested := map[*te.Reduce]bool{}
-	var bytes, ops int64
-	for _, h := range hs {
-		nested[h] = true
-		bytes += int64(product(h.Axes)) * cost.ElementBytes(h.Body)
-		ops += cost.Ops(h, map[*te.Reduce]bool{})
-	}
-	s.Bytes += tiles * int64(rows) * bytes
-	// Per output: its epilogue, and a multiply-add and the wide factor's
-	// arithmetic per k; per staged element, x's.
-	epilogue := cost.Ops(t.Body, map[*te.Reduce]bool{d.Reduce: true})
-	perK := 2 + cost.Ops(wide, map[*te.Reduce]bool{})
-	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*cost.Ops(x, nested) + tiles*int64(rows)*ops
-	if len(hs) > 0 {
-		s.SetArrays(append(slices.Clip(s.Arrays), schedule.Array{DType: te.F32, Len: len(hs) * rows})...)
-	}
-}
 
 // RecomputePays reports whether consumer nu, stage old with the producers
 // removed recomputed in it, is predicted faster on g with threads per

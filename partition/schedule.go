@@ -12,29 +12,10 @@ import (
 	"tec/te"
 )
 
-// stage is a schedule that the planner is deciding and its price, which
-// change together: a tile's shape decides the bytes it loads. The plan
-// keeps them apart (Plan.Schedules, Plan.Prices).
-type stage struct {
-	*schedule.Schedule
-	*cost.Price
-}
-
-// clone returns a copy of s that shares nothing with it.
-func (s stage) clone() stage {
-	sc, pc := *s.Schedule, *s.Price
-	return stage{&sc, &pc}
-}
-
-// set makes s what o is.
-func (s stage) set(o stage) {
-	*s.Schedule, *s.Price = *o.Schedule, *o.Price
-}
-
 // tile sets a contraction's tile: a tm×tn grid of threads, each computing
 // rm×rn outputs; out is the size of the output in bytes.
 func (s stage) tile(tm, tn, rm, rn int, out int64) {
-	s.tileK(tm, tn, rm, rn, min(tileK, nextPow2(s.K)), out)
+	s.tileK(tm, tn, rm, rn, min(tileK, te.NextPow2(s.K)), out)
 }
 
 // tileK is tile with the factors staged tk of K at a time.
@@ -42,7 +23,7 @@ func (s stage) tileK(tm, tn, rm, rn, tk int, out int64) {
 	s.RegM, s.RegN = rm, rn
 	s.TileM, s.TileN = tm*rm, tn*rn
 	s.TileK = tk
-	mt, nt := ceilDiv(s.M, s.TileM), ceilDiv(s.N, s.TileN)
+	mt, nt := te.CeilDiv(s.M, s.TileM), te.CeilDiv(s.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
 	s.SetArrays(schedule.Array{DType: te.F32, Len: s.TileM * s.TileK}, schedule.Array{DType: te.F32, Len: s.TileK * s.TileN})
 	// The accumulators, one factor element per row and column of the
@@ -92,7 +73,7 @@ func (s stage) Unfused(out int64) {
 		return
 	}
 	s.MatVec = nil
-	tm, tn := min(unfusedTile, nextPow2(s.M)), min(unfusedTile, nextPow2(s.N))
+	tm, tn := min(unfusedTile, te.NextPow2(s.M)), min(unfusedTile, te.NextPow2(s.N))
 	for tm*tn > max(s.Threads, 1) {
 		if tm >= tn {
 			tm /= 2
@@ -216,7 +197,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		return s, nil
 	}
 	s.Kind = schedule.Elementwise
-	s.Tiles = ceilDiv(n, threads)
+	s.Tiles = te.CeilDiv(n, threads)
 	return s, nil
 }
 
@@ -235,7 +216,7 @@ func tileShape(m, n, threads int) (int, int) {
 		if tn < 8 || tm*tn != threads {
 			continue
 		}
-		cost := float64(m)*float64(ceilDiv(n, tn)) + float64(n)*float64(ceilDiv(m, tm))
+		cost := float64(m)*float64(te.CeilDiv(n, tn)) + float64(n)*float64(te.CeilDiv(m, tm))
 		if best < 0 || cost < best || (cost == best && abs(tm-tn) < abs(bestM-bestN)) {
 			bestM, bestN, best = tm, tn, cost
 		}
@@ -264,7 +245,7 @@ const (
 func (s stage) regTile(tm, tn int, g gpu.Model, out int64) {
 	options := func(n, t, u int) []int {
 		rs := []int{1}
-		pad := func(r int) int { return ceilDiv(n, r*t) * r * t }
+		pad := func(r int) int { return te.CeilDiv(n, r*t) * r * t }
 		for r := 2; u > 1 && r <= maxReg && r*t <= min(n, maxTile); r *= 2 {
 			if 8*pad(r) <= 9*pad(1) {
 				rs = append(rs, r)
@@ -341,7 +322,7 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	}
 	// Narrower tiles make more of them, for more SMs, but split K among
 	// more threads: keep at least matVecMinK of it to each.
-	narrowest := min(matVecMaxTileF, nextPow2(ceilDiv(s.Threads*matVecMinK, d.K)))
+	narrowest := min(matVecMaxTileF, te.NextPow2(te.CeilDiv(s.Threads*matVecMinK, d.K)))
 	// Several rows share each thread's load of the wide factor; several
 	// columns per thread share its loads of the rows too (Efficiency), as
 	// long as the tiles still fill the SMs.
@@ -446,9 +427,6 @@ func TopReduces(e te.Expr) []*te.Reduce {
 	return rs
 }
 
-// product is contraction.Points.
-func product(axes []*te.Var) int { return contraction.Points(axes) }
-
 func maxExtent(rs []*te.Reduce) int {
 	m := 0
 	for _, r := range rs {
@@ -457,12 +435,48 @@ func maxExtent(rs []*te.Reduce) int {
 	return m
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// nestsReduce reports whether a reduction lies in r's body.
+func nestsReduce(r *te.Reduce) bool {
+	found := false
+	te.Walk(r.Body, func(e te.Expr) bool {
+		_, found = e.(*te.Reduce)
+		return !found
+	})
+	return found
+}
 
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p *= 2
+// priceHoisted corrects the prediction of matrix-vector stage t (dims d,
+// narrow factor x) for what its tiles do: each element of x is evaluated
+// once per tile as its rows are staged (its distinct loads from L2, its
+// arithmetic), not once per product as the general count has it, and
+// the reductions nested in x are computed once per tile and row
+// (HoistedReductions) and kept in shared memory.
+func (s stage) priceHoisted(t *te.Tensor, d contraction.Dims, x te.Expr) {
+	mv := s.MatVec
+	rows, wide := d.M, d.Y
+	if mv.Wide == 0 {
+		rows, wide = d.N, d.X
 	}
-	return p
+	tiles, perElem := int64(d.Batch*mv.NT), cost.ElementBytes(x)
+	staged := tiles * int64(rows) * int64(d.K) // elements of x staged
+	if one := int64(cost.ElemSize(x)); perElem > one {
+		s.Bytes += staged * (perElem - one)
+	}
+	hs := contraction.HoistedReductions(x)
+	nested := map[*te.Reduce]bool{}
+	var bytes, ops int64
+	for _, h := range hs {
+		nested[h] = true
+		bytes += int64(product(h.Axes)) * cost.ElementBytes(h.Body)
+		ops += cost.Ops(h, map[*te.Reduce]bool{})
+	}
+	s.Bytes += tiles * int64(rows) * bytes
+	// Per output: its epilogue, and a multiply-add and the wide factor's
+	// arithmetic per k; per staged element, x's.
+	epilogue := cost.Ops(t.Body, map[*te.Reduce]bool{d.Reduce: true})
+	perK := 2 + cost.Ops(wide, map[*te.Reduce]bool{})
+	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*cost.Ops(x, nested) + tiles*int64(rows)*ops
+	if len(hs) > 0 {
+		s.SetArrays(append(slices.Clip(s.Arrays), schedule.Array{DType: te.F32, Len: len(hs) * rows})...)
+	}
 }

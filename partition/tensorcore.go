@@ -113,7 +113,7 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock)
 	s.RegM, s.RegN = 1, 1
 	s.TileM, s.TileN, s.TileK = b.TM, b.TN, schedule.TensorCoreTileK
 	s.WarpsM, s.WarpsN, s.KSlices = b.WGM, b.WGN, b.KSlices()
-	mt, nt := ceilDiv(d.M, s.TileM), ceilDiv(d.N, s.TileN)
+	mt, nt := te.CeilDiv(d.M, s.TileM), te.CeilDiv(d.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
 	// Two stages of operands where the lowering double-buffers them
 	// (those it can copy asynchronously), else one.
