@@ -388,14 +388,10 @@ func Inputs(e Expr) []*Tensor {
 // HasLoad reports whether e loads an element of a tensor (a gather's
 // index included), so that its value is known only at run time.
 func HasLoad(e Expr) bool {
-	found := false
-	Walk(e, func(x Expr) bool {
-		if _, ok := x.(*Load); ok {
-			found = true
-		}
-		return !found
+	return Contains(e, func(x Expr) bool {
+		_, ok := x.(*Load)
+		return ok
 	})
-	return found
 }
 
 // LoadsInBounds reports whether every load of e is in bounds for every value
