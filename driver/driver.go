@@ -1,12 +1,13 @@
 // Package driver compiles tensor-expression programs and runs them: the one
 // place where a .te source or a lowered program becomes kernels (Compile),
-// files (Emit) and outputs (Run on a Device). The command tec, the program
-// fuzzer and the benchmarks all go through it, so that "compile and emit"
-// is written once.
+// files (Emit), a static cost report (Compiled.Report) and outputs (a
+// Device's Run). The command tec, the program fuzzer and the benchmarks
+// all go through it, so that "compile and emit" is written once.
 //
 // A Device is where a program runs: the reference evaluator (Reference),
-// the kernel-IR simulator (Simulator) or an NVIDIA GPU through tec-cuda
-// (CUDA). Each says, before the run, how much memory the run needs.
+// the kernel-IR simulator (Simulator) or an NVIDIA GPU through tec-cuda,
+// the GPU runner (CUDA, whose jobs TecCUDA runs). Each estimates, before
+// the run, the memory the run needs and the time it takes.
 package driver
 
 import (
