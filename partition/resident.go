@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"tec/contraction"
+	"tec/cost"
 	"tec/schedule"
 	"tec/te"
 )
@@ -243,9 +244,7 @@ func (c *coster) resident(k *Kernel) *Kernel {
 		s.SetArrays(arrays[st.t]...)
 		s.SharedBytes += cache.Bytes() // the cache, which outlives the stage
 		s.RegsPerThread = 32 + 2*st.rows
-		weights := 4 * int64(st.d.Batch) * int64(st.d.K) * int64(st.cols)
-		acts := 4 * int64(st.d.Batch) * int64(st.rows) * int64(st.d.K) * int64(rs.NT)
-		s.Bytes = acts + int64(missed*float64(weights)) + st.t.Bytes()
+		s.Bytes = cost.ResidentBytes(st.d, st.rows, st.cols, rs.NT, missed, st.t.Bytes())
 		cache.Stages = append(cache.Stages, st.t)
 	}
 	nc := newCoster(c.pl, k.Stages, c.opts)

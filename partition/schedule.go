@@ -29,8 +29,7 @@ func (s stage) tileK(tm, tn, rm, rn, tk int, out int64) {
 	// The accumulators, one factor element per row and column of the
 	// thread's outputs, and the indexes.
 	s.RegsPerThread = 32 + rm*rn + rm + rn
-	// Each tile loads its rows of X and its columns of Y over all of K.
-	s.Bytes = 4*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + out
+	s.Bytes = cost.TileBytes(s.Schedule, 4, out)
 	s.UnmaskedBytes = s.Bytes
 	s.priceMask()
 }
@@ -41,10 +40,7 @@ func (s stage) priceMask() {
 	if s.Mask == nil {
 		return
 	}
-	tiles, points, factors := cost.Skipped(s.Schedule)
-	s.Skipped = int(tiles)
-	s.FLOPs = s.UnmaskedFLOPs - points*s.Products
-	s.Bytes = s.UnmaskedBytes - 4*factors
+	s.Skipped = s.Price.SkipMasked(s.Schedule, 4, s.UnmaskedBytes)
 }
 
 // priceKMask leaves the products and factor loads of the k its k mask
@@ -58,8 +54,7 @@ func (s stage) priceKMask() {
 	if live == s.LiveK {
 		return
 	}
-	s.FLOPs = s.FLOPs * int64(live) / int64(s.LiveK)
-	s.Bytes = s.Bytes * int64(live) / int64(s.LiveK)
+	s.Price.ScaleK(live, s.LiveK)
 	s.LiveK = live
 }
 
@@ -379,13 +374,7 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	s.Tiles = d.Batch * mv.NT
 	s.SetArrays(schedule.Array{DType: te.F32, Len: rows * staged}, schedule.Array{DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads})
 	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
-	// The wide factor once, the rows once per tile, each at its own
-	// element size (bf16 weights are half the bytes of f32 ones).
-	wide, narrow := d.Y, d.X
-	if mv.Wide == 0 {
-		wide, narrow = d.X, d.Y
-	}
-	s.Bytes = int64(d.Batch)*(int64(cost.ElemSize(wide))*int64(d.K)*int64(cols)+int64(cost.ElemSize(narrow))*int64(rows)*int64(d.K)*int64(mv.NT)) + out
+	s.Bytes = cost.MatVecBytes(d, mv, out)
 	return true
 }
 

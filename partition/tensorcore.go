@@ -128,12 +128,9 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock)
 	s.SetArrays(arrays...)
 	// A warp's accumulators, its fragments and the indexes.
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16
-	s.Bytes = int64(size)*int64(s.Batch)*(int64(s.M)*int64(s.K)*int64(nt)+int64(s.K)*int64(s.N)*int64(mt)) + t.Bytes()
+	s.Bytes = cost.TileBytes(s.Schedule, size, t.Bytes())
 	if s.Mask != nil {
-		tiles, points, factors := cost.Skipped(s.Schedule)
-		s.Skipped = int(tiles)
-		s.FLOPs = s.UnmaskedFLOPs - points*s.Products
-		s.Bytes -= int64(size) * factors
+		s.Skipped = s.Price.SkipMasked(s.Schedule, size, s.Bytes)
 	}
 	return true
 }
