@@ -164,7 +164,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 			if s.MatVec.Wide == 0 {
 				narrow = d.Y
 			}
-			s.priceHoisted(t, d, narrow)
+			s.hoist(t, d, narrow)
 			if s.KMask = contraction.KMaskOf(d); s.KMask != nil {
 				s.LiveK = s.K
 			}
@@ -434,38 +434,17 @@ func nestsReduce(r *te.Reduce) bool {
 	return found
 }
 
-// priceHoisted corrects the prediction of matrix-vector stage t (dims d,
-// narrow factor x) for what its tiles do: each element of x is evaluated
-// once per tile as its rows are staged (its distinct loads from L2, its
-// arithmetic), not once per product as the general count has it, and
-// the reductions nested in x are computed once per tile and row
-// (HoistedReductions) and kept in shared memory.
-func (s stage) priceHoisted(t *te.Tensor, d contraction.Dims, x te.Expr) {
-	mv := s.MatVec
-	rows, wide := d.M, d.Y
-	if mv.Wide == 0 {
-		rows, wide = d.N, d.X
+// hoist gives matrix-vector stage s (dims d, narrow factor x) the shared
+// array in which its tiles keep the reductions nested in x, one per row
+// (HoistedReductions), and prices its tiles as they work
+// (cost.Price.Hoisted).
+func (s stage) hoist(t *te.Tensor, d contraction.Dims, x te.Expr) {
+	s.Price.Hoisted(t, d, s.MatVec, x)
+	rows := d.M
+	if s.MatVec.Wide == 0 {
+		rows = d.N
 	}
-	tiles, perElem := int64(d.Batch*mv.NT), cost.ElementBytes(x)
-	staged := tiles * int64(rows) * int64(d.K) // elements of x staged
-	if one := int64(cost.ElemSize(x)); perElem > one {
-		s.Bytes += staged * (perElem - one)
-	}
-	hs := contraction.HoistedReductions(x)
-	nested := map[*te.Reduce]bool{}
-	var bytes, ops int64
-	for _, h := range hs {
-		nested[h] = true
-		bytes += int64(product(h.Axes)) * cost.ElementBytes(h.Body)
-		ops += cost.Ops(h, map[*te.Reduce]bool{})
-	}
-	s.Bytes += tiles * int64(rows) * bytes
-	// Per output: its epilogue, and a multiply-add and the wide factor's
-	// arithmetic per k; per staged element, x's.
-	epilogue := cost.Ops(t.Body, map[*te.Reduce]bool{d.Reduce: true})
-	perK := 2 + cost.Ops(wide, map[*te.Reduce]bool{})
-	s.FLOPs = int64(t.NumElements())*(epilogue+int64(d.K)*perK) + staged*cost.Ops(x, nested) + tiles*int64(rows)*ops
-	if len(hs) > 0 {
+	if hs := contraction.HoistedReductions(x); len(hs) > 0 {
 		s.SetArrays(append(slices.Clip(s.Arrays), schedule.Array{DType: te.F32, Len: len(hs) * rows})...)
 	}
 }
