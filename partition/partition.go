@@ -26,7 +26,8 @@
 // canon.go, counters_matvec.go, blocklocal.go and counters.go (stages that
 // read their own block's rows, and per-tile counters), cost.go (the search
 // over kernel boundaries), resident.go (weights kept on chip), verify.go
-// (the plan's -O4 promises) and partition.go (Partition, which runs them).
+// (the plan's -O4 promises) and partition.go (Partition, which runs them);
+// TestLayers keeps them so.
 //
 // The plan also fixes where a kernel needs grid-wide barriers: before a
 // stage that reads what another block wrote since the last barrier. A stage
