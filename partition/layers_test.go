@@ -17,7 +17,7 @@ import (
 var layers = []string{
 	"stage.go", "rows.go", "tiledep.go", "schedule.go", "tensorcore.go", "recompute.go",
 	"options.go", "plan.go", "canon.go", "counters_matvec.go", "blocklocal.go", "counters.go",
-	"cost.go", "resident.go", "verify.go", "partition.go",
+	"search.go", "resident.go", "verify.go", "partition.go",
 }
 
 // TestLayers checks that no file of the package uses a name (a function,

@@ -24,7 +24,7 @@
 // dependences), schedule.go, tensorcore.go and recompute.go (choosing and
 // pricing one stage's schedule), options.go, plan.go (the plan as data),
 // canon.go, counters_matvec.go, blocklocal.go and counters.go (stages that
-// read their own block's rows, and per-tile counters), cost.go (the search
+// read their own block's rows, and per-tile counters), search.go (the search
 // over kernel boundaries), resident.go (weights kept on chip), verify.go
 // (the plan's -O4 promises) and partition.go (Partition, which runs them);
 // TestLayers keeps them so.
