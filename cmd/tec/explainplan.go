@@ -76,7 +76,7 @@ func (p *kernelPlan) String() string { return p.Format(p.Launch) }
 // plan runs the pipeline for prog, and returns its partition plan with the
 // grid of each kernel it lowered.
 func plan(prog *te.Program, opts pipeline.Options) (*kernelPlan, error) {
-	res, err := pipeline.Build(prog, opts)
+	res, err := driver.Compile(prog, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func plan(prog *te.Program, opts pipeline.Options) (*kernelPlan, error) {
 
 // launches returns the grid that kernel i of m, lowered from kernel i of
 // pl, is launched with: the blocks that tec build's report counts (see
-// writeReport), and why they are not the plan's grid where they are not.
+// driver.Compiled.Report), and why they are not the plan's grid where they are not.
 // A module may end with one kernel more than the plan, the kernel that
 // applies the program's in-place updates (te.Update), which no plan kernel
 // lowers to.

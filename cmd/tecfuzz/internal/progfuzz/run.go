@@ -63,7 +63,7 @@ const (
 	KindFmt      = "fmt"       // tec fmt is not idempotent, or changes the program
 	KindRefPanic = "ref-panic" // the reference evaluator panicked
 	KindRef      = "ref-error" // the reference evaluator failed
-	KindBuild    = "build"     // pipeline.Build failed (or panicked)
+	KindBuild    = "build"     // driver.Compile (the pipeline) failed (or panicked)
 	KindLaunch   = "launch"    // a kernel exceeds the GPU's block limits
 	KindEmit     = "emit"      // the CUDA or LLVM emitter failed (or panicked)
 	KindSim      = "sim"       // the simulator failed (or panicked)
@@ -465,7 +465,7 @@ func explainPlan(src []byte, c *Config) (msg, stack string) {
 		return err.Error(), ""
 	}
 	opts := pipeline.Options{Level: c.Level, GPU: c.GPU, Deterministic: c.Deterministic, Counters: c.Counters}
-	if _, err := pipeline.Build(a.Program, opts); err != nil {
+	if _, err := driver.Compile(a.Program, opts); err != nil {
 		return err.Error(), ""
 	}
 	if r := a.Report(); r == nil {
