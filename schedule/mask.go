@@ -16,9 +16,9 @@ type Mask struct {
 	// Context, when not 0, is the value the cost model assumes every
 	// run-time scalar has, less one (a decode step at position
 	// Context-1 attends over Context positions); 0 assumes any value, so
-	// that no tile is priced as skipped (see Options.Context).
+	// that no tile is priced as skipped (see partition.Options.Context).
 	Context int
-	// K, when set, makes Live a k mask (KMaskOf): a condition on the
+	// K, when set, makes Live a k mask (contraction.KMaskOf): a condition on the
 	// flat reduction coordinate K as well, false where the products are
 	// exactly 0, so that a tile skips the k it makes false throughout.
 	K *te.Var

@@ -90,13 +90,13 @@ type Schedule struct {
 	// epilogue this element-wise stage is computed (see Resident.Group).
 	EpilogueOf *te.Tensor
 	// Mask, when set, is the mask of a masked contraction (see
-	// MaskedReduce): Skipped of its Tiles compute no products, only the
-	// other branch of the select, and FLOPs and Bytes leave their products
-	// and factor loads out.
+	// contraction.MaskedReduce): Skipped of its Tiles compute no
+	// products, only the other branch of the select, and its price
+	// (cost.Price) leaves their products and factor loads out.
 	Mask    *Mask
 	Skipped int
 	// KMask, when set, is the k mask of a matrix-vector contraction (see
-	// KMaskOf): its tiles skip the k where a factor is exactly 0, and
+	// contraction.KMaskOf): its tiles skip the k where a factor is exactly 0, and
 	// LiveK of its K are priced as run (all of K unless Context is set).
 	KMask *Mask
 	LiveK int
