@@ -41,7 +41,7 @@ func ResidentBytes(d contraction.Dims, rows, cols, nt int, missed float64, out i
 // skips do not do: their products, from UnmaskedFLOPs, and the factor
 // elements they do not load, elem bytes each, from bytes, what the stage
 // requests with no tile skipped. It returns the tiles skipped
-// (Schedule.Skipped).
+// (schedule.Schedule.Skipped).
 func (p *Price) SkipMasked(s *schedule.Schedule, elem int, bytes int64) int {
 	tiles, points, factors := Skipped(s)
 	p.FLOPs = p.UnmaskedFLOPs - points*p.Products

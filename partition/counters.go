@@ -17,7 +17,7 @@ import (
 // such counters can replace, from the exact row dependences of the stages,
 // and keeps those that the cost model says pay: Kernel.Counters.
 //
-// A stage's tiles are its grid-stride loop's trips (see Schedule.Tiles);
+// A stage's tiles are its grid-stride loop's trips (see schedule.Schedule.Tiles);
 // the dependences the plan knows exactly are those between stages that
 // work by rows (row reductions and Rows stages): consumer tile r, the flat
 // index of its first rows axes, reads its producer only where the

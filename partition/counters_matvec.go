@@ -8,7 +8,7 @@ import (
 	"tec/te"
 )
 
-// A matrix-vector stage (Schedule.MatVec) with one row computes, in tile
+// A matrix-vector stage (schedule.Schedule.MatVec) with one row computes, in tile
 // t, its output columns [t·W, (t+1)·W): a run of W elements, like a Rows
 // stage's tile. Its consumers in a decode step read it at columns that
 // depend on theirs in ways readsRows does not describe: RoPE reads the

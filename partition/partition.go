@@ -14,7 +14,7 @@
 // by the same function (schedule.Place, schedule.SharedBytes): the arrays
 // that outlive their stages (results kept on chip, the weight cache) plus
 // one scratch arena per element type, as large as the most that one stage
-// places in it; each stage's scratch arrays (Schedule.Arrays) follow one
+// places in it; each stage's scratch arrays (schedule.Schedule.Arrays) follow one
 // another from the arena's start, in whole 16-byte units. With f32 scratch
 // arrays only, the kernel's scratch memory is its largest stage's.
 //

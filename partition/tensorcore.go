@@ -96,7 +96,7 @@ func (s stage) splitK(split int, g gpu.Model) bool {
 // tensorCores makes the schedule of contraction t (of dimensions d) the
 // tensor-core one of block b, where t's operands and extents allow it,
 // and reports whether it did. A masked contraction skips the tiles its
-// mask removes (Schedule.Mask), priced as the SIMT tiles are.
+// mask removes (schedule.Schedule.Mask), priced as the SIMT tiles are.
 func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock) bool {
 	in, ok := contraction.TensorCoreType(d.X, d.Y)
 	if !ok || !contraction.TensorCoreFits(in, d.M, d.N, d.K) {
