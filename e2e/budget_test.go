@@ -57,38 +57,17 @@ func (b *memBudget) release(n int64) {
 	b.freed.Broadcast()
 }
 
-// shadowBytes is what race detection keeps per element of global and
-// shared memory: its last write and last two reads (see backend/sim).
-const shadowBytes = 48
-
 // simBytes estimates the memory sim.Run with race detection takes for m
-// launched with the given resident blocks: 8 B of data and the shadow for
-// every element of every buffer, and, for the kernel that needs most, the
-// same for the shared arrays of every block that is alive at once (all of
-// an all-resident grid, one of another), each block's local arrays, and
-// one lane vector per expression node.
+// launched with the given resident blocks: the simulator's own estimate
+// (sim.EstimateMemory: values and access records of every buffer, and the
+// shared and local arrays of the blocks alive at once) and, for the kernel
+// with most, one lane vector per expression node.
 func simBytes(m *kir.Module, resident int) int64 {
-	const elem = 8 + shadowBytes
-	var bufs int64
-	for _, b := range m.Buffers {
-		bufs += int64(b.Len()) * elem
-	}
-	var most int64
+	var lanes int64
 	for _, k := range m.Kernels {
-		blocks := int64(1)
-		if k.HasGridSync() {
-			blocks = int64(k.Grid.Size(resident))
-		}
-		var perBlock int64
-		for _, b := range k.Shared {
-			perBlock += int64(b.Len()) * elem
-		}
-		for _, b := range k.Locals {
-			perBlock += int64(b.Len()) * int64(k.Block) * 8
-		}
-		most = max(most, blocks*perBlock+exprNodes(k.Body)*int64(k.Block)*8)
+		lanes = max(lanes, exprNodes(k.Body)*int64(k.Block)*sim.ValueBytes)
 	}
-	return bufs + most
+	return sim.EstimateMemory(m, sim.Options{Race: true, ResidentBlocks: resident}).Total() + lanes
 }
 
 // exprNodes counts the expression nodes of a kernel body.
@@ -170,7 +149,7 @@ func TestSimBytes(t *testing.T) {
 			},
 		}},
 	}
-	const elem = 8 + shadowBytes
+	const elem = 8 + 48 // a value and its three 16-byte access records
 	for _, tt := range []struct{ resident, blocks int }{{3, 3}, {1 << 20, 5}} {
 		want := int64(16*elem + tt.blocks*8*elem + 4*4*8)
 		if got := simBytes(m, tt.resident); got != want {
