@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"tec/contraction"
 	"tec/cost"
 	"tec/gpu"
 	"tec/schedule"
@@ -23,12 +22,9 @@ import (
 
 // RecomputePays reports whether consumer nu, stage old with the producers
 // removed recomputed in it, is predicted faster on g with threads per
-// block: nu must be a matrix-vector stage (whose tiles stage the
-// recomputed rows once each), and its time, with the redundant loads from
-// L2 and arithmetic of its tiles, must be below old's plus the removed
-// producers' stages and the grid sync before old that no longer has
-// anything to wait for. Both are priced as the plan prices stages: at
-// their own occupancy on the whole GPU, the weights read from DRAM once.
+// block (cost.RecomputePays): nu must be a matrix-vector stage (whose
+// tiles stage the recomputed rows once each), and each is scheduled as
+// Partition schedules it in a fused kernel.
 func RecomputePays(g gpu.Model, threads int, old, nu *te.Tensor, removed []*te.Tensor) bool {
 	if threads == 0 {
 		threads = min(256, g.MaxThreadsPerBlock)
@@ -41,17 +37,15 @@ func RecomputePays(g gpu.Model, threads int, old, nu *te.Tensor, removed []*te.T
 	if !ok {
 		return false
 	}
-	dram := dramBytes(old, so)
-	after := cost.Alone(g, sn.Schedule, sn.Price, dram)
-	before := cost.Alone(g, so.Schedule, so.Price, dram) + g.GridSyncCost
+	var rs []cost.Stage
 	for _, r := range removed {
 		sr, ok := fusedSchedule(r, g, threads)
 		if !ok {
 			return false
 		}
-		before += cost.Alone(g, sr.Schedule, sr.Price, sr.Bytes)
+		rs = append(rs, cost.Stage(sr))
 	}
-	return after < before
+	return cost.RecomputePays(g, cost.Stage(sn), cost.Stage(so), rs, cost.DRAMBytes(old, cost.Stage(so)))
 }
 
 // fusedSchedule returns t's schedule in a fused kernel, as Partition makes
@@ -63,19 +57,4 @@ func fusedSchedule(t *te.Tensor, g gpu.Model, threads int) (stage, bool) {
 	}
 	s.fusedTensorCores(t, threads, g)
 	return s, true
-}
-
-// dramBytes returns what stage t moves from DRAM when the activations it
-// reads hit in L2: its output, and its wide factor's bytes if it is a
-// matrix-vector stage (the weights, read once); else all it requests.
-func dramBytes(t *te.Tensor, s stage) int64 {
-	d, ok := contraction.Of(t)
-	if !ok || s.MatVec == nil {
-		return s.Bytes
-	}
-	wide, cols := d.Y, d.N
-	if s.MatVec.Wide == 0 {
-		wide, cols = d.X, d.M
-	}
-	return int64(d.Batch)*int64(cost.ElemSize(wide))*int64(d.K)*int64(cols) + t.Bytes()
 }

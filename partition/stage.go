@@ -5,17 +5,14 @@ import (
 
 	"tec/contraction"
 	"tec/cost"
-	"tec/schedule"
 	"tec/te"
 )
 
 // stage is a schedule that the planner is deciding and its price, which
 // change together: a tile's shape decides the bytes it loads. The plan
-// keeps them apart (Plan.Schedules, Plan.Prices).
-type stage struct {
-	*schedule.Schedule
-	*cost.Price
-}
+// keeps them apart (Plan.Schedules, Plan.Prices); the cost model reads
+// them together (cost.Stage).
+type stage cost.Stage
 
 // clone returns a copy of s that shares nothing with it.
 func (s stage) clone() stage {
