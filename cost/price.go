@@ -1,11 +1,21 @@
 // Package cost is the cost model of partition plans, apart from the
 // schedules it prices (package schedule) and from the planner that asks it
-// (package partition): a stage's Price, the work its schedule does (its
-// arithmetic, the bytes its tiles request, its footprint), and the time
-// that work takes on a GPU (StageTime and its forms for a stage alone:
-// Alone, Solo, Ideal), from the rates of the GPU's model and the fraction
-// of them a schedule's tiles reach (Efficiency).
+// (package partition). A stage's Price is the work its schedule does: its
+// arithmetic, the bytes its tiles request and its footprint, from Of, a
+// tensor before its schedule is chosen, and the counts that reprice what a
+// schedule changes (TileBytes, MatVecBytes, ResidentBytes,
+// Price.SkipMasked, Price.Hoisted). StageTime, and its forms for a stage
+// alone (Alone, Solo, Ideal), is the time that work takes on a GPU model,
+// from its rates and the fraction of them a schedule's tiles reach
+// (Efficiency); RecomputePays, SplitPays and FewRowsPay answer the
+// planner's questions of one stage; an Estimate is a kernel's predicted
+// time, its parts and its traffic.
 package cost
+
+import (
+	"tec/analysis"
+	"tec/te"
+)
 
 // Price is what one stage costs whatever the GPU it runs on: the work its
 // schedule does.
@@ -22,4 +32,20 @@ type Price struct {
 	// Bytes when no tile is skipped: what the tiles its mask skips are
 	// priced from.
 	Products, UnmaskedFLOPs, UnmaskedBytes int64
+}
+
+// Of returns the price of tensor t as a thread per output element computes
+// it, reading what it needs from global memory: its arithmetic (Ops), the
+// bytes it requests with nothing cached (RequestBytes) and, where its
+// analysis x is known, its footprint (the distinct bytes it reads and
+// writes). The planner starts from it and reprices what its schedule
+// changes.
+func Of(t *te.Tensor, x *analysis.TE) Price {
+	var p Price
+	if x != nil {
+		p.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
+	}
+	p.Bytes = RequestBytes(t)
+	p.FLOPs = int64(t.NumElements()) * Ops(t.Body, map[*te.Reduce]bool{})
+	return p
 }

@@ -151,3 +151,23 @@ func tensorCoreEfficiency(s *schedule.Schedule) float64 {
 	ratio := min(1, float64(wm*wn)/float64(wm+wn)/3)
 	return used * ratio * tensorCoreSync
 }
+
+// SplitPays reports whether a row reduction of n outputs, requesting bytes
+// bytes, is predicted faster on g split into chunks partial reductions per
+// output on more SMs, plus the split's two grid syncs, than a block per
+// output (an RMSNorm's 2048 elements of one row take less than the syncs
+// would).
+func SplitPays(g gpu.Model, bytes int64, n, chunks int) bool {
+	w := float64(bytes) / g.DRAMBandwidth
+	whole := w * float64(g.SMs) / float64(min(n, g.SMs))
+	parts := w*float64(g.SMs)/float64(min(n*chunks, g.SMs)) + 2*g.GridSyncCost
+	return parts < whole
+}
+
+// FewRowsPay reports whether an element-wise stage requesting bytes bytes
+// costs less on g as a stage of r rows, fewer than g has SMs, on r blocks
+// (as StageTime prices it), than the grid sync it saves: the
+// normalisation of an RMSNorm over the one row of a decode step.
+func FewRowsPay(g gpu.Model, bytes int64, r int) bool {
+	return float64(bytes)/g.DRAMBandwidth*float64(g.SMs)/float64(r) < g.GridSyncCost
+}

@@ -53,3 +53,27 @@ func TestEfficiency(t *testing.T) {
 		}
 	}
 }
+
+// TestPays checks the planner's yes-or-no questions at their extremes on
+// the A100 model (108 SMs, a grid sync of about a microsecond): a stage of
+// few bytes pays a Rows stage on one block and not a split, a large one
+// the reverse.
+func TestPays(t *testing.T) {
+	g, _ := gpu.Builtin("a100")
+	for _, tt := range []struct {
+		name    string
+		bytes   int64
+		split   bool
+		fewRows bool
+	}{
+		{"8 KB", 8 << 10, false, true},
+		{"64 MB", 64 << 20, true, false},
+	} {
+		if got := SplitPays(g, tt.bytes, 1, 8); got != tt.split {
+			t.Errorf("%s: SplitPays %v, want %v", tt.name, got, tt.split)
+		}
+		if got := FewRowsPay(g, tt.bytes, 1); got != tt.fewRows {
+			t.Errorf("%s: FewRowsPay %v, want %v", tt.name, got, tt.fewRows)
+		}
+	}
+}

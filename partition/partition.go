@@ -171,8 +171,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 // split turns a row reduction with too few outputs to fill the GPU and a
 // long enough range into a two-phase split reduction, when the cost model
 // prices the split's chunks on more SMs, plus its two grid syncs, below a
-// block per output (an RMSNorm's 2048 elements of one row take less than
-// the syncs would: see stageTime).
+// block per output (cost.SplitPays).
 func split(t *te.Tensor, s stage, g gpu.Model) {
 	if s.Kind != schedule.RowReduce {
 		return
@@ -187,10 +186,7 @@ func split(t *te.Tensor, s stage, g gpu.Model) {
 		return
 	}
 	chunks := max(2, min(full/n, ext/(4*s.Threads)))
-	w := float64(s.Bytes) / g.DRAMBandwidth
-	whole := w * float64(g.SMs) / float64(min(n, g.SMs))
-	parts := w*float64(g.SMs)/float64(min(n*chunks, g.SMs)) + 2*g.GridSyncCost
-	if parts >= whole {
+	if !cost.SplitPays(g, s.Bytes, n, chunks) {
 		return
 	}
 	s.Kind = schedule.SplitReduce
@@ -217,20 +213,12 @@ func rows(t *te.Tensor, pl *Plan, g gpu.Model) {
 			continue
 		}
 		r := product(t.Axes[:l])
-		if r < g.SMs && !fewRowsPay(s, r, g) || product(t.Axes[l:]) < 32 {
+		if r < g.SMs && !cost.FewRowsPay(g, s.Bytes, r) || product(t.Axes[l:]) < 32 {
 			continue
 		}
 		s.Kind, s.RowAxes, s.Tiles = schedule.Rows, l, r
 		return
 	}
-}
-
-// fewRowsPay reports whether an element-wise stage s of r rows, fewer than
-// the GPU has SMs, costs less as a Rows stage (on r blocks, as stageTime
-// prices it) than the grid sync it saves: the normalisation of an RMSNorm
-// over the one row of a decode step.
-func fewRowsPay(s stage, r int, g gpu.Model) bool {
-	return float64(s.Bytes)/g.DRAMBandwidth*float64(g.SMs)/float64(r) < g.GridSyncCost
 }
 
 // propagate gives each memory-intensive stage the compute-intensive stage

@@ -90,7 +90,7 @@ func TestPartition(t *testing.T) {
 		{"ln/cost", layernormRows(64, 256), "a100", Options{}, []string{"mean var|G y|G"}},
 		// With reuse, var reads mean's row from the block that computed it,
 		// and so does y: its 64 rows on 64 blocks take less than the grid
-		// sync they save (fewRowsPay), though the A100 has 108 SMs.
+		// sync they save (cost.FewRowsPay), though the A100 has 108 SMs.
 		{"ln/reuse", layernormRows(64, 256), "a100", Options{Reuse: true}, []string{"mean var|B y|B"}},
 		{"ln/reuse/long", layernormRows(64, 65536), "a100", Options{Reuse: true}, []string{"mean var|B y|G"}},
 	} {

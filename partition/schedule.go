@@ -143,12 +143,8 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		return stage{}, fmt.Errorf("schedule %s: not a compute tensor", t.Name)
 	}
 	n := t.NumElements()
-	s := stage{&schedule.Schedule{Threads: threads, RegsPerThread: 32}, &cost.Price{}}
-	if x != nil {
-		s.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
-	}
-	s.Bytes = cost.RequestBytes(t)
-	s.FLOPs = int64(n) * cost.Ops(t.Body, map[*te.Reduce]bool{})
+	p := cost.Of(t, x)
+	s := stage{&schedule.Schedule{Threads: threads, RegsPerThread: 32}, &p}
 	if d, ok := contraction.Of(t); ok {
 		base := s.clone()
 		s.Kind = schedule.Contraction
