@@ -180,41 +180,30 @@ func flatten(sub map[*te.Var]te.Index, axes []*te.Var, v *te.Var) {
 // node a tile cannot decide (a scalar indexed by other than batch axes,
 // which varies within a tile).
 func substituteCond(mk *schedule.Mask, c te.Expr, sub map[*te.Var]te.Index, batch map[*te.Var]bool) (te.Expr, bool) {
-	switch x := c.(type) {
-	case *te.Load:
-		if !isScalarLoad(x) {
-			return nil, false
-		}
-		for _, ix := range x.Index {
-			for _, v := range ix.Vars() {
-				if !batch[v] {
-					return nil, false
+	return rewriteCond(c, func(leaf te.Expr) (te.Expr, bool) {
+		switch x := leaf.(type) {
+		case *te.Load:
+			if !isScalarLoad(x) {
+				return nil, false
+			}
+			for _, ix := range x.Index {
+				for _, v := range ix.Vars() {
+					if !batch[v] {
+						return nil, false
+					}
 				}
 			}
+			v := &te.Var{Name: x.Tensor.Name, Extent: 1 << 30}
+			mk.Scalars = append(mk.Scalars, schedule.Scalar{Var: v, Load: x})
+			return &te.IndexExpr{Index: te.VarIndex(v)}, true
+		case *te.ConstExpr:
+			return x, true
+		case *te.IndexExpr:
+			return &te.IndexExpr{Index: x.Index.Simplify().Substitute(func(v *te.Var) (te.Index, bool) {
+				s, ok := sub[v]
+				return s, ok
+			})}, true
 		}
-		v := &te.Var{Name: x.Tensor.Name, Extent: 1 << 30}
-		mk.Scalars = append(mk.Scalars, schedule.Scalar{Var: v, Load: x})
-		return &te.IndexExpr{Index: te.VarIndex(v)}, true
-	case *te.ConstExpr:
-		return x, true
-	case *te.IndexExpr:
-		return &te.IndexExpr{Index: x.Index.Simplify().Substitute(func(v *te.Var) (te.Index, bool) {
-			s, ok := sub[v]
-			return s, ok
-		})}, true
-	case *te.Unary:
-		if x.Op != te.Not {
-			return nil, false
-		}
-		y, ok := substituteCond(mk, x.X, sub, batch)
-		return &te.Unary{Op: te.Not, X: y}, ok
-	case *te.Binary:
-		if !x.Op.IsComparison() && !x.Op.IsLogical() {
-			return nil, false
-		}
-		a, okA := substituteCond(mk, x.X, sub, batch)
-		b, okB := substituteCond(mk, x.Y, sub, batch)
-		return &te.Binary{Op: x.Op, X: a, Y: b}, okA && okB
-	}
-	return nil, false
+		return nil, false
+	})
 }

@@ -155,35 +155,47 @@ func renameCond(c te.Expr, sub map[*te.Var]te.Index) (te.Expr, bool) {
 			return s, ok
 		})
 	}
+	return rewriteCond(c, func(leaf te.Expr) (te.Expr, bool) {
+		switch x := leaf.(type) {
+		case *te.ConstExpr:
+			return x, true
+		case *te.IndexExpr:
+			return &te.IndexExpr{Index: rename(x.Index)}, true
+		case *te.Load:
+			if !isScalarLoad(x) {
+				return nil, false
+			}
+			ix := make([]te.Index, len(x.Index))
+			for i, v := range x.Index {
+				ix[i] = rename(v)
+			}
+			return &te.Load{Tensor: x.Tensor, Index: ix}, true
+		}
+		return nil, false
+	})
+}
+
+// rewriteCond rebuilds the condition c, comparisons and logical operations
+// over leaves and their negations, with each leaf (any other node) as leaf
+// rewrites it. It reports false if leaf refuses a leaf or c has an
+// arithmetic operation above its comparisons.
+func rewriteCond(c te.Expr, leaf func(te.Expr) (te.Expr, bool)) (te.Expr, bool) {
 	switch x := c.(type) {
-	case *te.ConstExpr:
-		return x, true
-	case *te.IndexExpr:
-		return &te.IndexExpr{Index: rename(x.Index)}, true
-	case *te.Load:
-		if !isScalarLoad(x) {
-			return nil, false
-		}
-		ix := make([]te.Index, len(x.Index))
-		for i, v := range x.Index {
-			ix[i] = rename(v)
-		}
-		return &te.Load{Tensor: x.Tensor, Index: ix}, true
 	case *te.Unary:
 		if x.Op != te.Not {
 			return nil, false
 		}
-		y, ok := renameCond(x.X, sub)
+		y, ok := rewriteCond(x.X, leaf)
 		return &te.Unary{Op: te.Not, X: y}, ok
 	case *te.Binary:
 		if !x.Op.IsComparison() && !x.Op.IsLogical() {
 			return nil, false
 		}
-		a, okA := renameCond(x.X, sub)
-		b, okB := renameCond(x.Y, sub)
+		a, okA := rewriteCond(x.X, leaf)
+		b, okB := rewriteCond(x.Y, leaf)
 		return &te.Binary{Op: x.Op, X: a, Y: b}, okA && okB
 	}
-	return nil, false
+	return leaf(c)
 }
 
 // KMaskOf returns the k mask of the contraction d: a Mask whose Live is a

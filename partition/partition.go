@@ -176,7 +176,7 @@ func split(t *te.Tensor, s stage, g gpu.Model) {
 	if s.Kind != schedule.RowReduce {
 		return
 	}
-	reds := TopReduces(t.Body)
+	reds := te.TopReduces(t.Body)
 	if len(reds) != 1 || te.TypeOf(reds[0]) != te.F32 || reds[0].Op == te.Prod {
 		return
 	}

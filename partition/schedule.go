@@ -177,7 +177,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		// its schedule is that one's, shared memory and all.
 		s.set(base)
 	}
-	reds := TopReduces(t.Body)
+	reds := te.TopReduces(t.Body)
 	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin {
 		// An argmax too: the block's threads merge their candidates
 		// (backend/lower's argBlockReduce), so the greedy token of a
@@ -391,25 +391,6 @@ func abs(x int) int {
 		return -x
 	}
 	return x
-}
-
-// TopReduces returns the reductions of e that are not inside another
-// reduction or a select, in order.
-func TopReduces(e te.Expr) []*te.Reduce {
-	var rs []*te.Reduce
-	te.Walk(e, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Reduce:
-			if !slices.Contains(rs, x) { // a shared node is one reduction
-				rs = append(rs, x)
-			}
-			return false
-		case *te.Select:
-			return false
-		}
-		return true
-	})
-	return rs
 }
 
 func maxExtent(rs []*te.Reduce) int {

@@ -262,9 +262,6 @@ func maxExtent(rs []*te.Reduce) int {
 	return m
 }
 
-// ceilDiv is te.CeilDiv, for resident.go.
-func ceilDiv(a, b int) int { return te.CeilDiv(a, b) }
-
 // bind emits lets that decompose the flat index flat over axes (row-major)
 // and binds them in g.
 func bind(g *gen, axes []*te.Var, flat kir.Expr) {

@@ -398,7 +398,7 @@ func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*ki
 		step = []kir.Stmt{&kir.If{Cond: kir.Lt(kl, kir.I(staged)), Then: step}}
 	}
 	step = append([]kir.Stmt{&kir.Let{Var: kl, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))}}, step...)
-	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(ceilDiv(staged, split)), Step: 1, Body: step})
+	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(te.CeilDiv(staged, split)), Step: 1, Body: step})
 }
 
 // addOffset returns c0 + x, or x when c0 is the constant 0.
