@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"tec/te"
@@ -83,44 +82,26 @@ type Plan struct {
 	Logits map[string]*te.Tensor
 }
 
-// NewPlan checks that prefill and decode fit the protocol and returns
-// their plan. Each error says what does not fit and how to fix it.
+// NewPlan checks that prefill and decode fit the protocol (Check, over
+// their signatures) and returns their plan. Each error says what does not fit and how to fix it.
 func NewPlan(prefill, decode *te.Program) (*Plan, error) {
 	pl := &Plan{Prefill: prefill, Decode: decode}
-	ids, err := placeholder(prefill, IDs, "the prompts", PromptType, "--prefill")
+	l, err := Check(NewSignature(prefill), NewSignature(decode), Explain)
 	if err != nil {
 		return nil, err
 	}
-	if ids.DType != te.I32 || len(ids.Shape) != 2 {
-		return nil, fmt.Errorf("model %s's input %s is %s; tec generate feeds it the prompts, %s: %s", prefill.Name, IDs, ids.TypeString(), IDs, PromptType)
+	pl.B, pl.P = l.B, l.P
+	for _, name := range l.Caches {
+		pl.Caches = append(pl.Caches, prefill.Lookup(name))
 	}
-	pl.B, pl.P = ids.Shape[0], ids.Shape[1]
-	want := fmt.Sprintf("i32[%d]", pl.B)
-	dids, err := placeholder(decode, IDs, "each sequence's last token", want, "--decode")
-	if err != nil {
-		return nil, err
-	}
-	pos, err := placeholder(decode, Pos, "each token's position", want, "--decode")
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range []*te.Tensor{dids, pos} {
-		if t.DType != te.I32 || len(t.Shape) != 1 || t.Shape[0] != pl.B {
-			return nil, fmt.Errorf("model %s's input %s is %s; with model %s's %d sequences (ids %s), tec generate feeds it %s: %s",
-				decode.Name, t.Name, t.TypeString(), prefill.Name, pl.B, ids.TypeString(), t.Name, want)
+	for _, name := range l.Shared {
+		t := prefill.Lookup(name)
+		if t == nil || t.Kind == te.Compute {
+			t = decode.Lookup(name)
 		}
+		pl.Shared = append(pl.Shared, t)
 	}
-	for _, p := range []*te.Program{prefill, decode} {
-		if err := checkNext(p, pl.B); err != nil {
-			return nil, err
-		}
-	}
-	if err := pl.matchCaches(); err != nil {
-		return nil, err
-	}
-	if err := pl.matchShared(); err != nil {
-		return nil, err
-	}
+	ids, pos := prefill.Lookup(IDs), decode.Lookup(Pos)
 	if err := pl.findT(pos); err != nil {
 		return nil, err
 	}
@@ -231,116 +212,10 @@ func (pl *Plan) CheckLogits(model string, logits *te.Array) error {
 	return nil
 }
 
-// placeholder returns p's input name, or an error that says what the
-// protocol feeds it (what, of type typ) and the flag that picks the model.
-func placeholder(p *te.Program, name, what, typ, flag string) (*te.Tensor, error) {
-	t := p.Lookup(name)
-	if t == nil || t.Kind != te.Input {
-		return nil, fmt.Errorf("model %s has no input %s: tec generate feeds it %s as %s: %s"+hintSep+
-			"declare input %s: %s in it, or pick another model with %s", p.Name, name, what, name, typ, name, typ, flag)
-	}
-	return t, nil
-}
-
-// checkNext checks that p outputs next: i32[B].
-func checkNext(p *te.Program, b int) error {
-	for _, o := range p.Outputs {
-		if o.Name != Next {
-			continue
-		}
-		if o.DType != te.I32 || len(o.Shape) != 1 || o.Shape[0] != b {
-			return fmt.Errorf("model %s's output next is %s; tec generate reads the next token of each of the %d sequences from it, next: i32[%d]",
-				p.Name, o.TypeString(), b, b)
-		}
-		return nil
-	}
-	return fmt.Errorf("model %s has no output next: tec generate reads the greedy next token of each sequence from it, next: i32[%d]"+hintSep+
-		"output it, e.g. next[b] = argmax[t](logits[b, t]) and output next", p.Name, b)
-}
-
-// updated returns the inputs that p updates in place, in p's order.
-func updated(p *te.Program) []*te.Tensor {
-	var out []*te.Tensor
-	for _, t := range p.Placeholders() {
-		if t.Kind == te.Input && p.Updated(t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func names(ts []*te.Tensor) string {
-	if len(ts) == 0 {
-		return "none"
-	}
-	s := make([]string, len(ts))
-	for i, t := range ts {
-		s[i] = t.Name
-	}
-	return strings.Join(s, ", ")
-}
-
-// matchCaches sets the caches: the inputs that both models update in
-// place, declared alike.
-func (pl *Plan) matchCaches() error {
-	pre, dec := updated(pl.Prefill), updated(pl.Decode)
-	if len(dec) == 0 {
-		return fmt.Errorf("model %s updates no input in place: tec generate needs the KV caches that it writes at pos (update k_cache[..., pos[b], ...] = ...)", pl.Decode.Name)
-	}
-	same := len(pre) == len(dec)
-	for i := 0; same && i < len(pre); i++ {
-		same = pl.Decode.Lookup(pre[i].Name) != nil && pl.Decode.Updated(pl.Decode.Lookup(pre[i].Name))
-	}
-	if !same {
-		return fmt.Errorf("the models update different inputs in place: %s updates %s, %s updates %s; tec generate keeps one set of caches for both"+hintSep+
-			"declare the same cache inputs in both models, and update each in both", pl.Prefill.Name, names(pre), pl.Decode.Name, names(dec))
-	}
-	for _, c := range pre {
-		d := pl.Decode.Lookup(c.Name)
-		if !te.SameShape(c.Shape, d.Shape) || c.DType != d.DType {
-			return fmt.Errorf("cache %s is %s in model %s but %s in model %s; tec generate keeps one cache for both"+hintSep+
-				"declare it alike in both models", c.Name, c.TypeString(), pl.Prefill.Name, d.TypeString(), pl.Decode.Name)
-		}
-	}
-	pl.Caches = pre
-	return nil
-}
-
-// protocol reports whether name is fed by the protocol rather than shared.
-func (pl *Plan) protocol(name string) bool {
-	return PerStep(name) || pl.IsCache(name)
-}
-
 // IsCache reports whether name is one of the caches that both models
 // update in place (pl.Caches).
 func (pl *Plan) IsCache(name string) bool {
 	return slices.ContainsFunc(pl.Caches, func(c *te.Tensor) bool { return c.Name == name })
-}
-
-// matchShared sets the shared placeholders and checks that those of the
-// same name are the same tensor in both models.
-func (pl *Plan) matchShared() error {
-	seen := map[string]bool{}
-	for _, p := range []*te.Program{pl.Prefill, pl.Decode} {
-		other := pl.Decode
-		if p == pl.Decode {
-			other = pl.Prefill
-		}
-		for _, t := range p.Placeholders() {
-			if pl.protocol(t.Name) || seen[t.Name] {
-				continue
-			}
-			if u := other.Lookup(t.Name); u != nil && u.Kind != te.Compute {
-				if u.Kind != t.Kind || u.DType != t.DType || !te.SameShape(u.Shape, t.Shape) {
-					return fmt.Errorf("%s %s is %s in model %s but %s %s in model %s; tec generate feeds it once to both"+hintSep+
-						"declare it alike in both models", t.Kind, t.Name, t.TypeString(), p.Name, u.Kind, u.TypeString(), other.Name)
-				}
-			}
-			seen[t.Name] = true
-			pl.Shared = append(pl.Shared, t)
-		}
-	}
-	return nil
 }
 
 // findT sets T from the dimension of each cache that the decode step's
@@ -501,33 +376,73 @@ func GenerateEach(r Runner, pl *Plan, prompt *te.Array, steps int, each func(Ste
 	if err := pl.CheckSteps(steps); err != nil {
 		return nil, err
 	}
-	res := &Result{Tokens: make([][]int, pl.B)}
+	l := &Loop{Prefill: pl.Prefill.Name, Decode: pl.Decode.Name, B: pl.B, P: pl.P, Each: each, Label: pl.label}
+	return l.Run(r, prompt, steps)
+}
+
+// label names a run in the errors of GenerateEach: step -1 is the
+// prefill, pos a decode step's position.
+func (pl *Plan) label(step, pos int) string {
+	if step < 0 {
+		return fmt.Sprintf("prefill (model %s)", pl.Prefill.Name)
+	}
+	return fmt.Sprintf("decode step %d (model %s, position %d)", step, pl.Decode.Name, pos)
+}
+
+// Loop is the stepping of a generation, the same on every device: the
+// prefill, then each decode step fed each sequence's last token at the
+// position after the tokens before it. GenerateEach runs it with any
+// Runner (Host in this process); gpurun runs it with a Runner that keeps
+// the prompts, the params and the caches on the GPU.
+type Loop struct {
+	// Prefill and Decode are the models' names, as the Runner knows them.
+	Prefill, Decode string
+	// B is the number of sequences, P the prompt's length.
+	B, P int
+	// Label names a run in its errors: step -1 is the prefill; a decode
+	// step's tokens are at position pos.
+	Label func(step, pos int) string
+	// Each, unless nil, is called after every run with the tokens it
+	// gave.
+	Each func(Step)
+}
+
+// Run runs the prefill, fed prompt as its ids (unless nil: a Runner that
+// holds the prompts already), and then steps decode steps, step i feeding
+// each sequence's last token at position P + i. Each time is the wall
+// time of the Runner's Run.
+func (l *Loop) Run(r Runner, prompt *te.Array, steps int) (*Result, error) {
+	res := &Result{Tokens: make([][]int, l.B)}
+	inputs := map[string]*te.Array{}
+	if prompt != nil {
+		inputs[IDs] = prompt
+	}
 	start := time.Now()
-	next, err := r.Run(pl.Prefill.Name, map[string]*te.Array{IDs: prompt})
+	next, err := r.Run(l.Prefill, inputs)
 	res.Prefill = time.Since(start)
+	if err == nil {
+		err = res.append(l.B, next)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("prefill (model %s): %w", pl.Prefill.Name, err)
+		return nil, fmt.Errorf("%s: %w", l.Label(-1, 0), err)
 	}
-	if err := res.append(pl, next); err != nil {
-		return nil, fmt.Errorf("prefill (model %s): %w", pl.Prefill.Name, err)
-	}
-	res.report(each, -1, res.Prefill)
+	res.report(l.Each, -1, res.Prefill)
 	for i := range steps {
-		ids, pos := te.NewArray(te.I32, []int{pl.B}), te.NewArray(te.I32, []int{pl.B})
-		for b := range pl.B {
+		ids, pos := te.NewArray(te.I32, []int{l.B}), te.NewArray(te.I32, []int{l.B})
+		for b := range l.B {
 			ids.Data[b] = float64(res.Tokens[b][i])
-			pos.Data[b] = float64(pl.P + i)
+			pos.Data[b] = float64(l.P + i)
 		}
 		start := time.Now()
-		next, err := r.Run(pl.Decode.Name, map[string]*te.Array{IDs: ids, Pos: pos})
+		next, err := r.Run(l.Decode, map[string]*te.Array{IDs: ids, Pos: pos})
 		res.Steps = append(res.Steps, time.Since(start))
+		if err == nil {
+			err = res.append(l.B, next)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("decode step %d (model %s, position %d): %w", i, pl.Decode.Name, pl.P+i, err)
+			return nil, fmt.Errorf("%s: %w", l.Label(i, l.P+i), err)
 		}
-		if err := res.append(pl, next); err != nil {
-			return nil, fmt.Errorf("decode step %d (model %s): %w", i, pl.Decode.Name, err)
-		}
-		res.report(each, i, res.Steps[i])
+		res.report(l.Each, i, res.Steps[i])
 	}
 	return res, nil
 }
@@ -544,9 +459,9 @@ func (res *Result) report(each func(Step), step int, took time.Duration) {
 	each(Step{Step: step, Next: next, Took: took})
 }
 
-// append adds each sequence's next token.
-func (res *Result) append(pl *Plan, next *te.Array) error {
-	if next == nil || !te.SameShape(next.Shape, []int{pl.B}) {
+// append adds each of the b sequences' next token.
+func (res *Result) append(b int, next *te.Array) error {
+	if next == nil || !te.SameShape(next.Shape, []int{b}) {
 		return errors.New("the run gave no next token for each sequence")
 	}
 	for b, v := range next.Data {

@@ -28,6 +28,15 @@ func pair(t *testing.T, src string) (*te.Program, *te.Program) {
 	return ps[0], ps[1]
 }
 
+// tensorNames lists the names of ts for a message.
+func tensorNames(ts []*te.Tensor) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = t.Name
+	}
+	return names(s)
+}
+
 func pairSource(t *testing.T) string {
 	t.Helper()
 	src, err := os.ReadFile("testdata/pair.te")
@@ -45,8 +54,8 @@ func TestNewPlan(t *testing.T) {
 	if pl.B != 2 || pl.P != 3 || pl.T != 8 || pl.TCache != "kc" || pl.TDim != 1 || pl.Vocab != 5 {
 		t.Errorf("plan B %d P %d T %d (%s dim %d) vocab %d, want 2 3 8 (kc dim 1) 5", pl.B, pl.P, pl.T, pl.TCache, pl.TDim, pl.Vocab)
 	}
-	if names(pl.Caches) != "kc" || names(pl.Shared) != "emb" {
-		t.Errorf("caches %s, shared %s; want kc and emb", names(pl.Caches), names(pl.Shared))
+	if tensorNames(pl.Caches) != "kc" || tensorNames(pl.Shared) != "emb" {
+		t.Errorf("caches %s, shared %s; want kc and emb", tensorNames(pl.Caches), tensorNames(pl.Shared))
 	}
 }
 
@@ -452,7 +461,7 @@ func TestOutputLogits(t *testing.T) {
 		if output {
 			pl.OutputLogits()
 			pl.OutputLogits() // once only
-			if got := names(pre.Outputs) + "; " + names(dec.Outputs); got != "next, kc, logits; next, kc, logits" {
+			if got := tensorNames(pre.Outputs) + "; " + tensorNames(dec.Outputs); got != "next, kc, logits; next, kc, logits" {
 				t.Fatalf("outputs %s, want next, kc, logits for each model", got)
 			}
 		}
@@ -495,9 +504,6 @@ func TestProtocolNames(t *testing.T) {
 		}
 		if got := pl.IsCache(tt.name); got != tt.cache {
 			t.Errorf("IsCache(%q) = %t, want %t", tt.name, got, tt.cache)
-		}
-		if got := pl.protocol(tt.name); got != (tt.perStep || tt.cache) {
-			t.Errorf("protocol(%q) = %t, want %t", tt.name, got, tt.perStep || tt.cache)
 		}
 	}
 }
