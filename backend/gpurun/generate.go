@@ -1,13 +1,13 @@
 package gpurun
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"tec/generate"
+	"tec/te"
 )
 
 // Model is one module of a generation: its plan and its code.
@@ -65,8 +65,9 @@ type generation struct {
 	names  []string // shared's names, sorted
 }
 
-// Check reports the first way in which j does not follow the protocol, or
-// lacks or has extra feeds; Generate and ReadGenerateJob check it too.
+// Check reports the first way in which j does not follow the protocol
+// (generate.Check over the two plans' signatures, worded Terse), or lacks
+// or has extra feeds; Generate and ReadGenerateJob check it too.
 func (j *GenerateJob) Check() error {
 	_, err := j.check()
 	return err
@@ -86,106 +87,48 @@ func (j *GenerateJob) check() (*generation, error) {
 	if j.Steps < 0 {
 		return nil, fmt.Errorf("%d decode steps: want 0 or more", j.Steps)
 	}
-	g := &generation{shared: map[string]Buffer{}}
-	var err error
-	if g.prompts, err = findInput(pre, generate.IDs, 2); err != nil {
+	ps, pi := signature(pre)
+	ds, di := signature(dec)
+	l, err := generate.Check(ps, ds, generate.Terse)
+	if err != nil {
 		return nil, err
 	}
-	g.batch, g.prompt = pre.Buffers[g.prompts].Shape[0], pre.Buffers[g.prompts].Shape[1]
-	if g.ids, err = findInput(dec, generate.IDs, 1, g.batch); err != nil {
-		return nil, err
-	}
-	if g.pos, err = findInput(dec, generate.Pos, 1, g.batch); err != nil {
-		return nil, err
-	}
-	if slices.ContainsFunc(pre.Buffers, func(b Buffer) bool { return b.Name == generate.Pos && b.Fed() }) {
-		return nil, fmt.Errorf("prefill model %s has an input %s: only the decode model takes positions (the prompt is at 0..P-1)", pre.Model, generate.Pos)
-	}
-	for m, p := range []*Plan{pre, dec} {
-		if g.next[m], err = findNext(p, g.batch); err != nil {
-			return nil, err
-		}
-	}
-	if err := g.share(pre, dec); err != nil {
-		return nil, err
-	}
-	return g, g.checkFeeds(j.Feeds, pre.Buffers[g.prompts])
-}
-
-// findInput returns the index of p's input name: i32 of the given rank and,
-// when given, leading dimension.
-func findInput(p *Plan, name string, rank int, batch ...int) (int, error) {
-	i := slices.IndexFunc(p.Buffers, func(b Buffer) bool { return b.Name == name && b.Role == "input" })
-	if i < 0 {
-		return 0, fmt.Errorf("model %s has no input %s", p.Model, name)
-	}
-	b := p.Buffers[i]
-	if b.DType != "i32" || len(b.Shape) != rank || len(batch) > 0 && b.Shape[0] != batch[0] || b.InPlace {
-		want := generate.TokenType
-		if rank == 2 {
-			want = generate.PromptType
-		}
-		if len(batch) > 0 {
-			want += fmt.Sprintf(" with B = %d", batch[0])
-		}
-		return 0, fmt.Errorf("model %s: input %s is %s, want %s", p.Model, name, b.Type(), want)
-	}
-	return i, nil
-}
-
-// findNext returns the output index of p's output next: i32[batch].
-func findNext(p *Plan, batch int) (int, error) {
-	i := slices.IndexFunc(p.Outputs, func(o int) bool { return p.Buffers[o].Name == generate.Next })
-	if i < 0 {
-		return 0, fmt.Errorf("model %s has no output %s", p.Model, generate.Next)
-	}
-	if b := p.Buffers[p.Outputs[i]]; b.DType != "i32" || len(b.Shape) != 1 || b.Shape[0] != batch || b.Role != "output" {
-		return 0, fmt.Errorf("model %s: output %s is %s %s, want an output i32[%d]", p.Model, generate.Next, b.Role, b.Type(), batch)
-	}
-	return i, nil
-}
-
-// share finds the buffers taken by name: every fed buffer of the two but
-// prefill's ids and decode's ids and pos. One that both take must have
-// the same role, type and in-place flag in both.
-func (g *generation) share(pre, dec *Plan) error {
-	for m, p := range []*Plan{pre, dec} {
-		for i, b := range p.Buffers {
-			if !b.Fed() || m == 0 && i == g.prompts || m == 1 && (i == g.ids || i == g.pos) {
-				continue
-			}
-			o, ok := g.shared[b.Name]
-			if !ok {
-				g.shared[b.Name] = b
-				continue
-			}
-			if o.Role != b.Role || o.Type() != b.Type() || o.InPlace != b.InPlace {
-				return fmt.Errorf("%s %s is %s in model %s and %s in model %s: the two models share it, so it must be the same in both",
-					b.Role, b.Name, describe(o), pre.Model, describe(b), dec.Model)
+	g := &generation{batch: l.B, prompt: l.P, prompts: pi[l.Prompts], ids: di[l.IDs], pos: di[l.Pos], next: l.Next, shared: map[string]Buffer{}}
+	fed := map[string]Buffer{} // by name, the prefill's where it has one
+	for _, p := range []*Plan{dec, pre} {
+		for _, b := range p.Buffers {
+			if b.Fed() {
+				fed[b.Name] = b
 			}
 		}
 	}
-	for name, b := range g.shared {
-		if b.InPlace && (!updates(pre, name) || !updates(dec, name)) {
-			return fmt.Errorf("input %s is updated in place by only one of models %s and %s: a cache is updated by both", name, pre.Model, dec.Model)
-		}
+	for _, name := range append(slices.Clone(l.Caches), l.Shared...) {
+		g.shared[name] = fed[name]
 		g.names = append(g.names, name)
 	}
 	sort.Strings(g.names)
-	return nil
+	return g, g.checkFeeds(j.Feeds, pre.Buffers[g.prompts])
 }
 
-func describe(b Buffer) string {
-	s := b.Role + " " + b.Type()
-	if b.InPlace {
-		s += " updated in place"
+// signature returns p's signature for the protocol's checks, and the
+// buffer index of each of its fed entries.
+func signature(p *Plan) (*generate.Signature, []int) {
+	s := &generate.Signature{Model: p.Model}
+	var index []int
+	for i, b := range p.Buffers {
+		if b.Fed() {
+			s.Fed = append(s.Fed, entry(b))
+			index = append(index, i)
+		}
 	}
-	return s
+	for _, o := range p.Outputs {
+		s.Outputs = append(s.Outputs, entry(p.Buffers[o]))
+	}
+	return s, index
 }
 
-// updates reports whether p updates its input name in place.
-func updates(p *Plan, name string) bool {
-	return slices.ContainsFunc(p.Buffers, func(b Buffer) bool { return b.Name == name && b.InPlace })
+func entry(b Buffer) generate.Entry {
+	return generate.Entry{Name: b.Name, Role: b.Role, DType: b.DType, Shape: b.Shape, InPlace: b.InPlace}
 }
 
 // checkFeeds checks that feeds holds the prompts and the data of every
@@ -219,8 +162,9 @@ func (g *generation) checkFeeds(feeds map[string][]byte, prompts Buffer) error {
 // Generate runs job on the driver's GPU: it loads both models, places the
 // shared buffers (params, inputs and the zeroed caches) on the device once,
 // runs the prefill on the prompts and then job.Steps decode steps, copying
-// only each step's ids and pos to the device and its next tokens back. The
-// caches stay on the device, updated in place by both models' kernels.
+// only each step's ids and pos to the device and its next tokens back: it
+// steps through generate.Loop, with a Runner over the device. The caches
+// stay on the device, updated in place by both models' kernels.
 // Each model's workspace is allocated once. An error of a step says which;
 // Generate frees the memory it allocates on every path, and closing the
 // driver is the caller's.
@@ -259,38 +203,73 @@ func Generate(d Driver, job *GenerateJob) (res *GenerateResult, err error) {
 			return nil, err
 		}
 	}
-	res = &GenerateResult{Device: dev, PrefillLaunches: pre.infos, DecodeLaunches: dec.infos, Tokens: make([][]int32, g.batch)}
-	var events [2]Event
-	for i := range events {
-		if events[i], err = d.NewEvent(); err != nil {
+	gr := &gpuRunner{d: d, pre: pre, dec: dec, g: g, res: &GenerateResult{Device: dev, PrefillLaunches: pre.infos, DecodeLaunches: dec.infos}}
+	for i := range gr.events {
+		if gr.events[i], err = d.NewEvent(); err != nil {
 			return nil, fmt.Errorf("creating an event: %w", err)
 		}
 	}
-	next, ms, err := step(pre, events, g.next[0])
+	loop := &generate.Loop{Prefill: pre.p.Model, Decode: dec.p.Model, B: g.batch, P: g.prompt, Label: func(step, pos int) string {
+		if step < 0 {
+			return "prefill"
+		}
+		return fmt.Sprintf("decode step %d (position %d)", step, pos)
+	}}
+	out, err := loop.Run(gr, nil, job.Steps) // the prompts are on the device
 	if err != nil {
-		return nil, fmt.Errorf("prefill: %w", err)
+		return nil, err
 	}
-	res.PrefillMS = ms
-	g.appendTokens(res, next)
-	pos := make([]byte, 4*g.batch)
-	for i := range job.Steps {
-		at := g.prompt + i
-		for b := range g.batch {
-			binary.LittleEndian.PutUint32(pos[4*b:], uint32(int32(at)))
+	res = gr.res
+	res.Tokens = make([][]int32, g.batch)
+	for b, toks := range out.Tokens {
+		for _, t := range toks {
+			res.Tokens[b] = append(res.Tokens[b], int32(t))
 		}
-		if err := d.CopyToDevice(dec.ptrs[g.ids], next); err != nil {
-			return nil, fmt.Errorf("decode step %d (position %d): copying ids to the device: %w", i, at, err)
-		}
-		if err := d.CopyToDevice(dec.ptrs[g.pos], pos); err != nil {
-			return nil, fmt.Errorf("decode step %d (position %d): copying pos to the device: %w", i, at, err)
-		}
-		if next, ms, err = step(dec, events, g.next[1]); err != nil {
-			return nil, fmt.Errorf("decode step %d (position %d): %w", i, at, err)
-		}
-		res.StepMS = append(res.StepMS, ms)
-		g.appendTokens(res, next)
 	}
 	return res, nil
+}
+
+// gpuRunner is the generate.Runner of Generate: the models' buffers are on
+// the device, the caches among them; a decode step copies only its ids
+// and pos there, and each run only its next tokens back.
+type gpuRunner struct {
+	d        Driver
+	pre, dec *runner
+	g        *generation
+	events   [2]Event
+	// res gathers the times of the runs, by CUDA events.
+	res *GenerateResult
+}
+
+// Run implements generate.Runner: it runs the prefill on the prompts that
+// Generate placed on the device, or a decode step on inputs' ids and pos.
+func (gr *gpuRunner) Run(model string, inputs map[string]*te.Array) (*te.Array, error) {
+	r, next := gr.pre, gr.g.next[0]
+	if model == gr.dec.p.Model {
+		r, next = gr.dec, gr.g.next[1]
+		for _, in := range []struct {
+			name string
+			buf  int
+		}{{generate.IDs, gr.g.ids}, {generate.Pos, gr.g.pos}} {
+			data, err := Encode(inputs[in.name], r.p.Buffers[in.buf])
+			if err != nil {
+				return nil, err
+			}
+			if err := gr.d.CopyToDevice(r.ptrs[in.buf], data); err != nil {
+				return nil, fmt.Errorf("copying %s to the device: %w", in.name, err)
+			}
+		}
+	}
+	out, ms, err := step(r, gr.events, next)
+	if err != nil {
+		return nil, err
+	}
+	if r == gr.pre {
+		gr.res.PrefillMS = ms
+	} else {
+		gr.res.StepMS = append(gr.res.StepMS, ms)
+	}
+	return Decode(out, r.p.Buffers[r.p.Outputs[next]])
 }
 
 // place allocates each shared buffer once and uploads its data, or zeros
@@ -347,12 +326,4 @@ func step(r *runner, events [2]Event, next int) ([]byte, float64, error) {
 		return nil, 0, err
 	}
 	return out, ms, nil
-}
-
-// appendTokens appends each sequence's token in next (i32[B] as the device
-// stores it) to res.Tokens.
-func (g *generation) appendTokens(res *GenerateResult, next []byte) {
-	for b := range g.batch {
-		res.Tokens[b] = append(res.Tokens[b], int32(binary.LittleEndian.Uint32(next[4*b:])))
-	}
 }
