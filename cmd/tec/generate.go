@@ -446,34 +446,10 @@ func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fil
 			return msg
 		}, fmt.Sprintf("no shared input or param of models %s and %s", plan.Prefill.Name, plan.Decode.Name))
 	}
-	ranges := map[string][2]int{}
-	for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
-		for t, r := range numeric.GatherRanges(p) {
-			ranges[t.Name] = r
-		}
-	}
-	feeds := map[string]*te.Array{}
-	filled, missing := []string{}, []string{}
-	for _, t := range plan.Shared {
-		a, ok := given[t.Name]
-		if !ok {
-			if fill == nil {
-				missing = append(missing, t.Name)
-				continue
-			}
-			if r, isIndex := ranges[t.Name]; isIndex {
-				feeds[t.Name] = numeric.NewFilledIndex(t, *fill, gf.seed, r)
-			} else {
-				feeds[t.Name] = numeric.NewFilled(t, *fill, gf.seed)
-			}
-			filled = append(filled, t.Name)
-			continue
-		}
-		conv, err := conform(a, t)
-		if err != nil {
-			return nil, nil, &failure{code: codeData, file: gf.params, err: fmt.Errorf("%s: %s %q: %w", gf.params, t.Kind, t.Name, err)}
-		}
-		feeds[t.Name] = conv
+	ranges := gatherRanges(plan.Prefill, plan.Decode)
+	feeds, filled, missing, err := fillOrConform(plan.Shared, given, func(string) string { return gf.params }, fill, gf.seed, ranges)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(missing) > 0 {
 		return nil, nil, fail(codeData, fmt.Errorf("no data for %s %s of models %s and %s"+hintSep+"pass --params, or --fill zeros|ones|random",

@@ -566,38 +566,64 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 		return msg
 	}, "no input or param of model "+prog.Name)
 
-	feeds := map[string]*te.Array{}
-	filled, missing := []string{}, []string{}
-	var ranges map[*te.Tensor][2]int // of gathers' index tensors, for --fill
+	var ranges map[string][2]int // of gathers' index tensors, for --fill
 	if fill != nil {
-		ranges = numeric.GatherRanges(prog)
+		ranges = gatherRanges(prog)
 	}
-	for _, t := range placeholders {
-		a, ok := given[t.Name]
-		if !ok {
-			if fill == nil {
-				missing = append(missing, t.Name)
-				continue
-			}
-			if r, isIndex := ranges[t]; isIndex {
-				feeds[t.Name] = numeric.NewFilledIndex(t, *fill, rf.seed, r)
-			} else {
-				feeds[t.Name] = numeric.NewFilled(t, *fill, rf.seed)
-			}
-			filled = append(filled, t.Name)
-			continue
-		}
-		conv, err := conform(a, t)
-		if err != nil {
-			return nil, nil, &failure{code: codeData, file: origin[t.Name], err: fmt.Errorf("%s: %s %q: %w", origin[t.Name], t.Kind, t.Name, err)}
-		}
-		feeds[t.Name] = conv
+	feeds, filled, missing, err := fillOrConform(placeholders, given, func(name string) string { return origin[name] }, fill, rf.seed, ranges)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(missing) > 0 {
 		return nil, nil, fail(codeData, fmt.Errorf("no data for %s %s of model %s"+hintSep+"pass --inputs/--params/--input, or --fill zeros|ones|random",
 			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), prog.Name))
 	}
 	return feeds, filled, nil
+}
+
+// fillOrConform returns an array for each placeholder of ts: the one
+// given, conformed to it (an error names the file origin(name) that gave
+// it), or else one filled as fill says, an index tensor's within the
+// range of its gathers (ranges, by name). It returns the names it filled,
+// and those neither given nor filled, where fill is nil.
+func fillOrConform(ts []*te.Tensor, given map[string]*te.Array, origin func(name string) string, fill *numeric.Fill, seed uint64, ranges map[string][2]int) (feeds map[string]*te.Array, filled, missing []string, err error) {
+	feeds = map[string]*te.Array{}
+	filled, missing = []string{}, []string{}
+	for _, t := range ts {
+		a, ok := given[t.Name]
+		if !ok {
+			if fill == nil {
+				missing = append(missing, t.Name)
+				continue
+			}
+			if r, isIndex := ranges[t.Name]; isIndex {
+				feeds[t.Name] = numeric.NewFilledIndex(t, *fill, seed, r)
+			} else {
+				feeds[t.Name] = numeric.NewFilled(t, *fill, seed)
+			}
+			filled = append(filled, t.Name)
+			continue
+		}
+		conv, err := conform(a, t)
+		if err != nil {
+			file := origin(t.Name)
+			return nil, nil, nil, &failure{code: codeData, file: file, err: fmt.Errorf("%s: %s %q: %w", file, t.Kind, t.Name, err)}
+		}
+		feeds[t.Name] = conv
+	}
+	return feeds, filled, missing, nil
+}
+
+// gatherRanges returns, by name, the range of the values that the gathers
+// of progs accept of each of their index tensors (numeric.GatherRanges).
+func gatherRanges(progs ...*te.Program) map[string][2]int {
+	ranges := map[string][2]int{}
+	for _, p := range progs {
+		for t, r := range numeric.GatherRanges(p) {
+			ranges[t.Name] = r
+		}
+	}
+	return ranges
 }
 
 // specKind returns "input" or "param" for the placeholder name of prog.
