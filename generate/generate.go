@@ -4,14 +4,16 @@
 // caches in place, and a decode step, which runs one token per sequence at
 // a position and writes that slot of the caches.
 //
-// NewPlan checks that two programs fit together this way: the prefill takes
-// ids: i32[B, P], the decode step ids: i32[B] and pos: i32[B]; both give
-// next: i32[B]; both update the same caches (inputs of the same names,
-// shapes and dtypes) in place, the decode step at pos; every other input
-// and param of the same name is the same tensor, fed once. Generate drives
-// a Runner through the prefill and then one decode step per new token; the
-// Runner holds the params and the caches wherever the models run, so that
-// only token ids and positions go in and the next tokens come out. Host is
+// The protocol: the prefill takes ids: i32[B, P], the decode step
+// ids: i32[B] and pos: i32[B]; both give next: i32[B]; both update the same
+// caches (inputs of the same names, shapes and dtypes) in place, the decode
+// step at pos; every other input and param of the same name is the same
+// tensor, fed once. Check holds these rules, over two models' Signatures:
+// NewPlan checks two te programs by it, and gpurun a generation job for
+// the GPU. Generate drives a Runner through Loop, the prefill and then one
+// decode step per new token, as gpurun does on the GPU; the Runner holds
+// the params and the caches wherever the models run, so that only token
+// ids and positions go in and the next tokens come out. Host is
 // the Runner of the devices that run in this process on host arrays (the
 // reference evaluator, the simulator).
 //
@@ -333,7 +335,8 @@ func (pl *Plan) CheckPrompt(prompt *te.Array) error {
 // updates for the next.
 type Runner interface {
 	// Run runs the model named (the plan's Prefill or Decode program's
-	// name) with the step's inputs (ids, and pos for the decode step) and
+	// name) with the step's inputs (ids, and pos for the decode step; the
+	// prefill's ids are absent where the Runner holds the prompts) and
 	// returns its next tokens, i32[B]. It fails where the plan's
 	// CheckLogits fails on the run's logits, if it can see them.
 	Run(model string, inputs map[string]*te.Array) (next *te.Array, err error)
