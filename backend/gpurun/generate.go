@@ -127,6 +127,7 @@ func signature(p *Plan) (*generate.Signature, []int) {
 	return s, index
 }
 
+// entry describes b for the protocol's checks.
 func entry(b Buffer) generate.Entry {
 	return generate.Entry{Name: b.Name, Role: b.Role, DType: b.DType, Shape: b.Shape, InPlace: b.InPlace}
 }
@@ -244,6 +245,9 @@ type gpuRunner struct {
 // Run implements generate.Runner: it runs the prefill on the prompts that
 // Generate placed on the device, or a decode step on inputs' ids and pos.
 func (gr *gpuRunner) Run(model string, inputs map[string]*te.Array) (*te.Array, error) {
+	if model != gr.pre.p.Model && model != gr.dec.p.Model {
+		return nil, fmt.Errorf("no model %s in the job (%s, %s)", model, gr.pre.p.Model, gr.dec.p.Model)
+	}
 	r, next := gr.pre, gr.g.next[0]
 	if model == gr.dec.p.Model {
 		r, next = gr.dec, gr.g.next[1]

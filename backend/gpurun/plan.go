@@ -62,16 +62,7 @@ type Buffer struct {
 func (b Buffer) Fed() bool { return b.Role == kir.Input.String() || b.Role == kir.Param.String() }
 
 // Type formats the buffer's type as the language does, e.g. "f32[2, 3]".
-func (b Buffer) Type() string {
-	s := b.DType + "["
-	for i, d := range b.Shape {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprint(d)
-	}
-	return s + "]"
-}
+func (b Buffer) Type() string { return entry(b).Type() }
 
 // Kernel is one kernel launch of a module.
 type Kernel struct {
