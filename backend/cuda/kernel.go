@@ -226,7 +226,11 @@ func (w *kernelWriter) header(also []string) {
 	if ws {
 		params = append(params, "unsigned char* __restrict__ ws")
 	}
-	w.line(0, "static __global__ void __launch_bounds__(%d)", k.Block)
+	if k.BlocksPerSM > 0 {
+		w.line(0, "static __global__ void __launch_bounds__(%d, %d)", k.Block, k.BlocksPerSM)
+	} else {
+		w.line(0, "static __global__ void __launch_bounds__(%d)", k.Block)
+	}
 	w.line(0, "%s(%s) {", w.names.kernel[k], strings.Join(params, ", "))
 	if !ws {
 		return

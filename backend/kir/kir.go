@@ -255,6 +255,12 @@ type Kernel struct {
 	Name  string
 	Grid  Grid
 	Block int // threads per block
+	// BlocksPerSM, when not 0, is how many blocks of the kernel the plan
+	// counts on being resident on one SM at once: the emitters pass it to
+	// the register allocator (__launch_bounds__'s second argument, PTX's
+	// .minnctapersm), which keeps a thread's registers within what that
+	// many blocks leave it.
+	BlocksPerSM int
 
 	// Params are the global buffers the kernel reads or writes, in the
 	// order of the emitted kernel's parameters. They are buffers of the

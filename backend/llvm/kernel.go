@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -48,6 +49,7 @@ func (g *gen) kernel(k *kir.Kernel, name string) error {
 	}
 	f := g.mod.NewFunc(name, types.Void, params...)
 	f.CallingConv = enum.CallingConvPTXKernel
+	g.launchBounds(f, k)
 	kg := &kgen{g: g, k: k, f: f, blocks: ident.NewScope(), bufs: map[*kir.Buffer]value.Value{},
 		env: map[*kir.Var]value.Value{}, facts: sign.Analyze(k.Body)}
 	for i, b := range args {
@@ -698,4 +700,24 @@ func (kg *kgen) callStage(s *kir.Stage, f *dedup.StageFunc) {
 		args[i] = p
 	}
 	kg.cur.NewCall(kg.g.stageFuncs[f], args...)
+}
+
+// launchBounds annotates kernel f (of k) as CUDA's __launch_bounds__ does:
+// at most k.Block threads per block (PTX's .maxntid) and, where the plan
+// counts on k.BlocksPerSM blocks per SM, that many (.minnctapersm), so that
+// ptxas keeps each thread's registers within what they leave it. The
+// annotations are operands of the module's !nvvm.annotations.
+func (g *gen) launchBounds(f *ir.Func, k *kir.Kernel) {
+	fields := []metadata.Field{f, &metadata.String{Value: "maxntidx"}, constant.NewInt(types.I32, int64(k.Block))}
+	if k.BlocksPerSM > 0 {
+		fields = append(fields, &metadata.String{Value: "minctasm"}, constant.NewInt(types.I32, int64(k.BlocksPerSM)))
+	}
+	node := &metadata.Tuple{MetadataID: metadata.MetadataID(len(g.mod.MetadataDefs)), Fields: fields}
+	g.mod.MetadataDefs = append(g.mod.MetadataDefs, node)
+	named := g.mod.NamedMetadataDefs["nvvm.annotations"]
+	if named == nil {
+		named = &metadata.NamedDef{Name: "nvvm.annotations"}
+		g.mod.NamedMetadataDefs["nvvm.annotations"] = named
+	}
+	named.Nodes = append(named.Nodes, node)
 }

@@ -185,6 +185,9 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			k.Name, res.Threads, res.RegsPerThread, res.SharedBytes, pl.GPU.Name, partition.FitHint)
 	}
 	k.Grid.Blocks = min(k.Grid.Blocks, fit)
+	// The blocks per SM that the grid counts on: all that fit, or as many
+	// as the grid's blocks spread over the SMs take.
+	k.BlocksPerSM = min(fit/pl.GPU.SMs, te.CeilDiv(k.Grid.Blocks, pl.GPU.SMs))
 	l.params(k)
 	return k, nil
 }

@@ -92,6 +92,8 @@ func (w *keyWriter) key(m *kir.Module, k *kir.Kernel, offsets map[*kir.Buffer]in
 	w.str(k.Grid.String())
 	w.b = append(w.b, ' ')
 	w.int(int64(k.Block))
+	w.b = append(w.b, ' ')
+	w.int(int64(k.BlocksPerSM))
 	w.b = append(w.b, '\n')
 	args, ws := m.KernelArgs(k)
 	aliased := kir.Overlapping(k, offsets) // emitted without restrict
