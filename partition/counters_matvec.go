@@ -456,68 +456,6 @@ func (ch *selectChain) pick(v int) te.Expr {
 	return ch.last
 }
 
-// indexCond evaluates a condition on indices alone (comparisons of index
-// expressions and constants, and their conjunctions and disjunctions) at
-// the point val binds, or reports it unknown.
-func indexCond(e te.Expr, val func(*te.Var) int) (bool, bool) {
-	b, ok := e.(*te.Binary)
-	if !ok {
-		return false, false
-	}
-	if b.Op.IsLogical() {
-		x, xok := indexCond(b.X, val)
-		y, yok := indexCond(b.Y, val)
-		if !xok || !yok {
-			return false, false
-		}
-		if b.Op == te.And {
-			return x && y, true
-		}
-		return x || y, true
-	}
-	if !b.Op.IsComparison() {
-		return false, false
-	}
-	x, xok := indexValue(b.X, val)
-	y, yok := indexValue(b.Y, val)
-	if !xok || !yok {
-		return false, false
-	}
-	switch b.Op {
-	case te.Lt:
-		return x < y, true
-	case te.Le:
-		return x <= y, true
-	case te.Gt:
-		return x > y, true
-	case te.Ge:
-		return x >= y, true
-	case te.Eq:
-		return x == y, true
-	case te.Ne:
-		return x != y, true
-	}
-	return false, false
-}
-
-// indexValue evaluates an index expression or an integral constant.
-func indexValue(e te.Expr, val func(*te.Var) int) (int, bool) {
-	switch e := e.(type) {
-	case *te.IndexExpr:
-		for _, v := range e.Index.Vars() {
-			if val(v) < 0 {
-				return 0, false
-			}
-		}
-		return e.Index.Eval(val), true
-	case *te.ConstExpr:
-		if e.Value == float64(int(e.Value)) {
-			return int(e.Value), true
-		}
-	}
-	return 0, false
-}
-
 // fitReads fits the reads (those of load ld, or all where ld is nil) to
 // base with the most leading axes of y it can: the consumer elements of
 // prefix p read within [Offset + p·Span, Offset + (p+1)·Span), which

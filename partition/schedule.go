@@ -300,14 +300,20 @@ const (
 // matVec gives the contraction d a MatVec schedule and reports whether it
 // is one: one factor with at most matVecMaxRows rows whose rows fit in
 // shared memory. It takes the widest tile (a power of two that divides the
-// columns, up to matVecMaxTileF) that still gives every SM a tile, or one
-// column per tile. out is the size of the output in bytes.
+// columns, and each part of a horizontally concatenated wide factor, up
+// to matVecMaxTileF) that still gives every SM a tile, or one column per
+// tile. out is the size of the output in bytes.
 func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	mv := &schedule.MatVec{Wide: 1}
 	rows, cols := d.M, d.N
+	wide, axes := d.Y, d.NAxes
 	if d.N < d.M {
 		mv.Wide, rows, cols = 0, d.N, d.M
+		wide, axes = d.X, d.MAxes
 	}
+	// A tile reads one part of a horizontally concatenated wide factor
+	// where it can (setLoads).
+	parts := wideParts(wide, axes)
 	if rows > matVecMaxRows || s.Threads%matVecMaxTileF != 0 {
 		return false
 	}
@@ -321,20 +327,35 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	// no more than the rows staged.
 	// On a GPU of little shared memory, the partials take at most half
 	// of a block's, the rows staged the rest.
-	mv.Cols = 1
-	for rows > 1 && mv.Cols < matVecMaxCols && 4*s.Threads*rows*mv.Cols*2 <= min(matVecMaxStage, g.SharedPerBlock/2) {
-		mv.Cols *= 2
+	cols1 := 1
+	for rows > 1 && cols1 < matVecMaxCols && 4*s.Threads*rows*cols1*2 <= min(matVecMaxStage, g.SharedPerBlock/2) {
+		cols1 *= 2
 	}
-	for {
-		mv.TileF = matVecMaxTileF
-		for mv.TileF > 1 && (cols%mv.Width() != 0 || (mv.TileF > narrowest && d.Batch*cols/mv.Width() < g.SMs)) {
-			mv.TileF /= 2
+	// The widest tile that divides the columns (and the parts, where
+	// parts is set) and still fills the SMs, at cols1 columns per thread
+	// or fewer.
+	widest := func(parts []colPart) (int, int) {
+		mv.Cols = cols1
+		for {
+			mv.TileF = matVecMaxTileF
+			for mv.TileF > 1 && (!widthFits(mv.Width(), cols, parts) || (mv.TileF > narrowest && d.Batch*cols/mv.Width() < g.SMs)) {
+				mv.TileF /= 2
+			}
+			if mv.Cols == 1 || widthFits(mv.Width(), cols, parts) && d.Batch*cols/mv.Width() >= g.SMs {
+				return mv.TileF, mv.Cols
+			}
+			mv.Cols /= 2
 		}
-		if mv.Cols == 1 || cols%mv.Width() == 0 && d.Batch*cols/mv.Width() >= g.SMs {
-			break
-		}
-		mv.Cols /= 2
 	}
+	// Tiles within the parts of a horizontally concatenated wide factor,
+	// unless that makes them narrower: then they read it through its
+	// selects (a select on one column, as a decode step's new key, makes
+	// a part of one column).
+	tf, c := widest(parts)
+	if tf0, c0 := widest(nil); tf*c < tf0*c0 {
+		tf, c = tf0, c0
+	}
+	mv.TileF, mv.Cols = tf, c
 	return s.setMatVec(d, mv, g, out)
 }
 
@@ -370,6 +391,7 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	s.Tiles = d.Batch * mv.NT
 	s.SetArrays(schedule.Array{DType: te.F32, Len: rows * staged}, schedule.Array{DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads})
 	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
+	s.setLoads(d, mv, g)
 	s.Bytes = cost.MatVecBytes(d, mv, out)
 	return true
 }

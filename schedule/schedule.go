@@ -175,6 +175,12 @@ func (s *Schedule) String() string {
 		if m.Cols > 1 {
 			str += fmt.Sprintf(", %d columns per thread", m.Cols)
 		}
+		if len(m.Parts) > 1 {
+			str += fmt.Sprintf(", %d parts", len(m.Parts))
+		}
+		if m.Vec > 0 {
+			str += fmt.Sprintf(", 16-byte loads (%d in flight)", m.InFlight)
+		}
 	}
 	if r := s.Resident; r != nil {
 		str += fmt.Sprintf(" resident weights: %d×%d slices, %d threads per column", s.K, r.TileF, r.Split)
@@ -218,6 +224,31 @@ type MatVec struct {
 	// TileF·Cols, so that each row element it loads from shared memory
 	// serves Cols products.
 	Cols int
+	// Parts, when set, are the parts of a wide factor that selects, by
+	// its column, among tensors (a horizontal concatenation of
+	// projections, transform.Horizontal): the tiles from Parts[i].Tile
+	// up to the next part's read it as Parts[i].F. The tile width
+	// divides every part, so that a tile chooses its tensor once,
+	// outside its k loop, instead of at every load.
+	Parts []Part
+	// Vec, when not 0, is the elements of the wide factor a thread loads
+	// at once, along k, with one 16-byte load (8 of f16 or bf16, 4 of
+	// f32): every part reads one tensor contiguously along k, 16-byte
+	// aligned at every multiple of Vec, and Vec divides the k staged at
+	// once. InFlight is the 16-byte loads a thread issues before it uses
+	// any of them (Little's law on the GPU's DRAM: bytes in flight per SM
+	// at least its share of bandwidth × latency).
+	Vec, InFlight int
+}
+
+// Part is a run of a matrix-vector stage's tiles that read its wide
+// factor as one expression (MatVec.Parts).
+type Part struct {
+	// Tile is the part's first tile along the wide factor's columns.
+	Tile int
+	// F is the wide factor in these tiles, its selects on the column
+	// resolved.
+	F te.Expr
 }
 
 // Width returns the columns of a tile, TileF × Cols.

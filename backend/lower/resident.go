@@ -173,7 +173,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 		)
 		l.matVecEntry(g, t, d, mv, entryCtx{
 			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
-			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro,
+			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro, tmp: tmp,
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -211,8 +211,14 @@ type entryCtx struct {
 	// column; cols the columns each thread sums (MatVec.Cols, at least 1).
 	tileF, split, cols int
 	// F, when set, is the wide factor, read from global memory at each k
-	// instead of from the cache slice at base in data.
-	F te.Expr
+	// instead of from the cache slice at base in data; parts, vec and
+	// inFlight are MatVec's Parts, Vec and InFlight, and tmp the kernel
+	// that takes the local arrays of vector loads.
+	F        te.Expr
+	parts    []schedule.Part
+	vec      int
+	inFlight int
+	tmp      *kir.Kernel
 	// hoisted are the reductions of A that the tile computes once per row
 	// in its prologue, into pro (see prologue).
 	hoisted []*te.Reduce
@@ -231,6 +237,9 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	r := d.Reduce
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	c.tileF, c.split, c.chunk, c.cols = tf, split, rs.Chunk, max(rs.Cols, 1)
+	if c.F != nil {
+		c.parts, c.vec, c.inFlight = rs.Parts, rs.Vec, rs.InFlight
+	}
 	cols, width := c.cols, tf*c.cols
 	b := kir.NewVar("b", te.I32)
 	g.emit(&kir.Let{Var: b, Value: c.b})
@@ -351,39 +360,48 @@ func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, 
 }
 
 // sumChunk emits thread (kz, col)'s sums over its k of the chunk staged at
-// c0: k = c0 + kz + i·split, in a loop over i (so that the static report
-// counts it exactly), each row's staged element times the wide factor's.
+// c0, each row's staged element times the wide factor's. A wide factor in
+// parts (MatVec.Parts) is read in one loop per part, the tile choosing
+// its part once, by its nf.
 func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
+	if c.F == nil || len(c.parts) == 0 {
+		l.sumPart(g, d, c, c.F, acc, fs, staged, c0)
+		return
+	}
+	var chain []kir.Stmt
+	for i := len(c.parts) - 1; i >= 0; i-- {
+		part := g.into(func() { l.sumPart(g, d, c, c.parts[i].F, acc, fs, staged, c0) })
+		if chain == nil {
+			chain = part
+			continue
+		}
+		chain = []kir.Stmt{&kir.If{Cond: kir.Lt(c.nf, kir.I(c.parts[i+1].Tile)), Then: part, Else: chain}}
+	}
+	g.emit(chain...)
+}
+
+// sumPart emits sumChunk's sums with the wide factor read as f (c.F, or
+// one of its parts; nil for the cache slice): with 16-byte loads where
+// the schedule has them (sumVec), else k = c0 + kz + i·split in a loop
+// over i (so that the static report counts it exactly).
+func (l *lowerer) sumPart(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
+	if f != nil && c.vec > 0 && l.sumVec(g, d, c, f, acc, fs, staged, c0) {
+		return
+	}
 	r := d.Reduce
-	tf, split, cols := c.tileF, c.split, c.cols
+	tf, split := c.tileF, c.split
 	kl, kk := kir.NewVar("kl", te.I32), kir.NewVar("kk", te.I32)
 	i := kir.NewVar("i", te.I32)
 	step := g.into(func() {
 		g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kl)})
-		// Each row's element, read once for the thread's columns.
-		xv := make([]kir.Expr, c.rows)
-		for m := range xv {
-			xv[m] = kir.Ld(c.xs, kir.Add(kir.I(m*staged), kl))
-			if cols > 1 {
-				v := kir.NewVar("x", te.F32)
-				g.emit(&kir.Let{Var: v, Value: xv[m]})
-				xv[m] = v
+		accumulate(g, c, acc, kl, staged, func(j int) kir.Expr {
+			if f == nil {
+				return kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))
 			}
-		}
-		for j := range cols {
-			w := kir.NewVar("w", te.F32)
-			if c.F != nil {
-				bind(g, r.Axes, kk)
-				bind(g, c.fAxes, fs[j])
-				g.emit(&kir.Let{Var: w, Value: convert(g.expr(c.F), te.F32)})
-			} else {
-				g.emit(&kir.Let{Var: w, Value: kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))})
-			}
-			for m := range c.rows {
-				a := acc[m*cols+j]
-				g.emit(&kir.Assign{Var: a, Value: kir.Add(a, kir.Mul(xv[m], w))})
-			}
-		}
+			bind(g, r.Axes, kk)
+			bind(g, c.fAxes, fs[j])
+			return convert(g.expr(f), te.F32)
+		})
 	})
 	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
 		delete(g.env, a)
@@ -399,6 +417,94 @@ func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*ki
 	}
 	step = append([]kir.Stmt{&kir.Let{Var: kl, Value: kir.Add(c.kz, kir.Mul(i, kir.I(split)))}}, step...)
 	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(te.CeilDiv(staged, split)), Step: 1, Body: step})
+}
+
+// accumulate emits the products at the staged k at kl: each row's
+// element, read once for the thread's columns, times weight(j), the wide
+// factor's element at the thread's column j (weight may emit the
+// statements it needs), added to the row's and column's accumulator.
+func accumulate(g *gen, c entryCtx, acc []*kir.Var, kl kir.Expr, staged int, weight func(j int) kir.Expr) {
+	xv := make([]kir.Expr, c.rows)
+	for m := range xv {
+		xv[m] = kir.Ld(c.xs, kir.Add(kir.I(m*staged), kl))
+		if c.cols > 1 {
+			v := kir.NewVar("x", te.F32)
+			g.emit(&kir.Let{Var: v, Value: xv[m]})
+			xv[m] = v
+		}
+	}
+	for j := range c.cols {
+		w := kir.NewVar("w", te.F32)
+		value := weight(j)
+		g.emit(&kir.Let{Var: w, Value: value})
+		for m := range c.rows {
+			a := acc[m*c.cols+j]
+			g.emit(&kir.Assign{Var: a, Value: kir.Add(a, kir.Mul(xv[m], w))})
+		}
+	}
+}
+
+// sumVec emits sumPart's sums with the wide factor f loaded c.vec elements
+// at a time, each with one 16-byte load into a local array: thread
+// (kz, col) takes the chunk's vectors v = kz + i·split (k from c0 + v·vec),
+// c.inFlight of them per round of a loop over rounds, and issues a
+// round's loads, for each of its columns, before it uses any. The
+// planner proved the loads contiguous and aligned (MatVec.Vec); sumVec
+// reports false, emitting nothing, where f's element at a k is not a
+// plain load after all.
+func (l *lowerer) sumVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc, fs []*kir.Var, staged int, c0 kir.Expr) bool {
+	r := d.Reduce
+	n, u, split, cols := c.vec, max(c.inFlight, 1), c.split, c.cols
+	vecs := staged / n
+	rounds := te.CeilDiv(te.CeilDiv(vecs, split), u)
+	var wv *kir.Buffer
+	ok := true
+	i := kir.NewVar("i", te.I32)
+	vs := make([]*kir.Var, u)
+	var lets, loads, sums []kir.Stmt
+	for q := range u {
+		vs[q] = kir.NewVar("v", te.I32)
+		lets = append(lets, &kir.Let{Var: vs[q], Value: kir.Add(c.kz, kir.Mul(kir.Add(kir.Mul(i, kir.I(u)), kir.I(q)), kir.I(split)))})
+		load := g.into(func() {
+			kk := kir.NewVar("kk", te.I32)
+			g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(vs[q], kir.I(n)))})
+			for j := range cols {
+				bind(g, r.Axes, kk)
+				bind(g, c.fAxes, fs[j])
+				ld, isLoad := g.expr(f).(*kir.Load)
+				if !isLoad || ld.Buf.Space != kir.Global || kir.VecLen(ld.Buf.DType) != n {
+					ok = false
+					return
+				}
+				if wv == nil {
+					wv = &kir.Buffer{Name: ld.Buf.Name + ".vec", Space: kir.Local, DType: ld.Buf.DType, Shape: []int{u * cols * n}}
+				}
+				g.emit(&kir.VecCopy{Dst: wv, DstIndex: kir.I((q*cols + j) * n), Src: ld.Buf, SrcIndex: ld.Index})
+			}
+		})
+		sum := g.into(func() {
+			for e := range n {
+				kl := kir.Add(kir.Mul(vs[q], kir.I(n)), kir.I(e))
+				accumulate(g, c, acc, kl, staged, func(j int) kir.Expr { return kir.Ld(wv, kir.I((q*cols+j)*n+e)) })
+			}
+		})
+		if rounds*u*split > vecs {
+			// Threads past the chunk's last vector load and sum nothing.
+			load = []kir.Stmt{&kir.If{Cond: kir.Lt(vs[q], kir.I(vecs)), Then: load}}
+			sum = []kir.Stmt{&kir.If{Cond: kir.Lt(vs[q], kir.I(vecs)), Then: sum}}
+		}
+		loads, sums = append(loads, load...), append(sums, sum...)
+	}
+	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
+		delete(g.env, a)
+	}
+	if !ok || wv == nil {
+		return false
+	}
+	c.tmp.Locals = append(c.tmp.Locals, wv)
+	body := append(append(lets, loads...), sums...)
+	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(rounds), Step: 1, Body: body})
+	return true
 }
 
 // addOffset returns c0 + x, or x when c0 is the constant 0.

@@ -1,0 +1,309 @@
+package partition
+
+import (
+	"math"
+	"slices"
+
+	"tec/contraction"
+	"tec/gpu"
+	"tec/schedule"
+	"tec/te"
+)
+
+// The wide factor's loads of a matrix-vector stage. A horizontally
+// concatenated product (transform.Horizontal's q/k/v or gate/up
+// projections) reads its wide factor through selects on the column
+// among its parts' tensors: wideParts finds the runs of columns that
+// read one tensor, and the planner takes a tile width that divides each
+// (schedule.MatVec.Parts), so that a tile chooses its tensor once, not at
+// every load. Where every part is a tensor read contiguously along k,
+// 16-byte aligned, its tiles load it 16 bytes at a time (MatVec.Vec),
+// with enough loads in flight to cover the DRAM's latency (InFlight).
+
+// maxPartCols bounds the columns wideParts evaluates a wide factor's
+// selects at.
+const maxPartCols = 1 << 16
+
+// colPart is a run of the wide factor's columns, from col on, that read
+// it as f.
+type colPart struct {
+	col int
+	f   te.Expr
+}
+
+// wideParts returns the parts of the wide factor f over its columns (the
+// points of axes, row-major): where f selects by conditions on the
+// columns alone, the runs of columns that take the same branches, each
+// with f resolved there. It returns one part where f has no such select,
+// and nil where there are too many columns to evaluate them all.
+func wideParts(f te.Expr, axes []*te.Var) []colPart {
+	onCols := map[*te.Var]bool{}
+	for _, a := range axes {
+		onCols[a] = true
+	}
+	at := map[*te.Select]int{}
+	var sels []*te.Select
+	te.Walk(f, func(x te.Expr) bool {
+		if s, ok := x.(*te.Select); ok && colCond(s.Cond, onCols) {
+			if _, seen := at[s]; !seen {
+				at[s] = len(sels)
+				sels = append(sels, s)
+			}
+		}
+		return true
+	})
+	if len(sels) == 0 {
+		return []colPart{{0, f}}
+	}
+	cols := product(axes)
+	if cols > maxPartCols {
+		return nil
+	}
+	env := map[*te.Var]int{}
+	val := func(v *te.Var) int {
+		if x, ok := env[v]; ok {
+			return x
+		}
+		return -1 << 40
+	}
+	var parts []colPart
+	var last []bool
+	for c := range cols {
+		rest := c
+		for d := len(axes) - 1; d >= 0; d-- {
+			env[axes[d]] = rest % axes[d].Extent
+			rest /= axes[d].Extent
+		}
+		taken := make([]bool, len(sels))
+		for i, s := range sels {
+			taken[i], _ = indexCond(s.Cond, val)
+		}
+		if c > 0 && slices.Equal(taken, last) {
+			continue
+		}
+		last = taken
+		parts = append(parts, colPart{c, resolveSelects(f, at, taken)})
+	}
+	return parts
+}
+
+// colCond reports whether e is a condition on the columns alone:
+// comparisons of index expressions over the variables of cols and of
+// integral constants, and their conjunctions and disjunctions.
+func colCond(e te.Expr, cols map[*te.Var]bool) bool {
+	b, ok := e.(*te.Binary)
+	switch {
+	case !ok:
+		return false
+	case b.Op.IsLogical():
+		return colCond(b.X, cols) && colCond(b.Y, cols)
+	}
+	return b.Op.IsComparison() && colIndex(b.X, cols) && colIndex(b.Y, cols)
+}
+
+// colIndex reports whether e is an index expression over the variables
+// of cols, or an integral constant.
+func colIndex(e te.Expr, cols map[*te.Var]bool) bool {
+	switch e := e.(type) {
+	case *te.IndexExpr:
+		return !slices.ContainsFunc(e.Index.Vars(), func(v *te.Var) bool { return !cols[v] })
+	case *te.ConstExpr:
+		return e.Value == float64(int(e.Value))
+	}
+	return false
+}
+
+// resolveSelects returns f with each select of at replaced by its branch:
+// Then where taken[at[s]], else Else.
+func resolveSelects(f te.Expr, at map[*te.Select]int, taken []bool) te.Expr {
+	return te.Replace(f, func(x te.Expr) te.Expr {
+		s, ok := x.(*te.Select)
+		if !ok {
+			return nil
+		}
+		i, ok := at[s]
+		switch {
+		case !ok:
+			return nil
+		case taken[i]:
+			return resolveSelects(s.Then, at, taken)
+		}
+		return resolveSelects(s.Else, at, taken)
+	})
+}
+
+// tileParts returns the parts of a wide factor as runs of tiles width
+// columns wide, or false where a part does not begin at a tile's first
+// column.
+func tileParts(parts []colPart, width int) ([]schedule.Part, bool) {
+	out := make([]schedule.Part, len(parts))
+	for i, p := range parts {
+		if p.col%width != 0 {
+			return nil, false
+		}
+		out[i] = schedule.Part{Tile: p.col / width, F: p.f}
+	}
+	return out, true
+}
+
+// widthFits reports whether tiles width columns wide cover cols columns
+// without straddling a part (parts may be nil: none known).
+func widthFits(width, cols int, parts []colPart) bool {
+	_, ok := tileParts(parts, width)
+	return cols%width == 0 && ok
+}
+
+// vecElems returns the elements of one 16-byte load of each of the wide
+// factor's parts fs along the reduction axis k, or 0 unless every part is
+// a load, not a gather, of a tensor of one floating-point type whose last
+// index is k plus a multiple of that (the tensor's last dimension one
+// too) and whose other indexes do not use k: then, since every buffer
+// starts 16-byte aligned, the elements at k0, ..., k0+n-1, k0 a multiple
+// of n, are contiguous and 16-byte aligned.
+func vecElems(fs []te.Expr, k *te.Var) int {
+	n := 0
+	for _, f := range fs {
+		ld, ok := f.(*te.Load)
+		if !ok || ld.IsGather() || len(ld.Index) == 0 {
+			return 0
+		}
+		dt := ld.Tensor.DType
+		if dt != te.F32 && dt != te.F16 && dt != te.BF16 || n != 0 && n != 16/dt.Size() {
+			return 0
+		}
+		n = 16 / dt.Size()
+		last := len(ld.Index) - 1
+		ix := ld.Index[last]
+		if ld.Tensor.Shape[last]%n != 0 || ix.Const%n != 0 || len(ix.Terms) != 1 {
+			return 0
+		}
+		if t := ix.Terms[0]; t.Coef != 1 || t.Atom.Op != te.AtomVar || t.Atom.Var != k {
+			return 0
+		}
+		for _, x := range ld.Index[:last] {
+			if slices.Contains(x.Vars(), k) {
+				return 0
+			}
+		}
+	}
+	return n
+}
+
+// dramLatency is the time from a load's issue to its data, for DRAM on
+// the GPUs we plan for: an assumption (about 600 ns under load on A100
+// and H100 in published microbenchmarks), not a measurement of ours.
+const dramLatency = 600e-9
+
+// Bounds of the 16-byte loads a thread has in flight.
+const (
+	minInFlight = 2 // the next loads issue while the last ones return
+	maxInFlight = 8 // each takes 4 registers per column
+)
+
+// setLoads sets the matrix-vector schedule mv's Parts, Vec and InFlight
+// for the contraction d (see MatVec), once its tiling is chosen.
+func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
+	f, axes := d.Y, d.NAxes
+	if mv.Wide == 0 {
+		f, axes = d.X, d.MAxes
+	}
+	cols := product(axes)
+	parts := wideParts(f, axes)
+	mv.Parts, mv.Vec, mv.InFlight = nil, 0, 0
+	tp, ok := tileParts(parts, mv.Width())
+	if !ok || cols%mv.Width() != 0 {
+		return
+	}
+	if len(tp) > 1 {
+		mv.Parts = tp
+	}
+	fs := make([]te.Expr, len(parts))
+	for i, p := range parts {
+		fs[i] = p.f
+	}
+	if len(d.Reduce.Axes) != 1 || contraction.KMaskOf(d) != nil {
+		return
+	}
+	n := vecElems(fs, d.Reduce.Axes[0])
+	staged := mv.StagedK(d.K)
+	if n == 0 || staged%n != 0 {
+		return
+	}
+	mv.Vec = n
+	// Little's law: an SM must have the DRAM's bandwidth × latency, its
+	// share, in flight; its blocks' threads share that.
+	perSM := g.DRAMBandwidth * dramLatency / float64(max(g.SMs, 1))
+	blocks, _ := g.BlocksPerSM(s.Resources().Block())
+	loads := int(math.Ceil(perSM / float64(max(blocks, 1)*s.Threads*16)))
+	u := min(max(te.NextPow2(loads), minInFlight), maxInFlight)
+	// No more than a thread's share of the chunk's vectors, and a divisor
+	// of it, so that every round of loads is whole.
+	per := te.CeilDiv(staged/n, mv.Split)
+	for u > 1 && (u > per || per%u != 0) {
+		u /= 2
+	}
+	mv.InFlight = u
+	s.RegsPerThread += 4 * u * max(mv.Cols, 1)
+}
+
+// indexCond evaluates a condition on indices alone (comparisons of index
+// expressions and constants, and their conjunctions and disjunctions) at
+// the point val binds, or reports it unknown.
+func indexCond(e te.Expr, val func(*te.Var) int) (bool, bool) {
+	b, ok := e.(*te.Binary)
+	if !ok {
+		return false, false
+	}
+	if b.Op.IsLogical() {
+		x, xok := indexCond(b.X, val)
+		y, yok := indexCond(b.Y, val)
+		if !xok || !yok {
+			return false, false
+		}
+		if b.Op == te.And {
+			return x && y, true
+		}
+		return x || y, true
+	}
+	if !b.Op.IsComparison() {
+		return false, false
+	}
+	x, xok := indexValue(b.X, val)
+	y, yok := indexValue(b.Y, val)
+	if !xok || !yok {
+		return false, false
+	}
+	switch b.Op {
+	case te.Lt:
+		return x < y, true
+	case te.Le:
+		return x <= y, true
+	case te.Gt:
+		return x > y, true
+	case te.Ge:
+		return x >= y, true
+	case te.Eq:
+		return x == y, true
+	case te.Ne:
+		return x != y, true
+	}
+	return false, false
+}
+
+// indexValue evaluates an index expression or an integral constant.
+func indexValue(e te.Expr, val func(*te.Var) int) (int, bool) {
+	switch e := e.(type) {
+	case *te.IndexExpr:
+		for _, v := range e.Index.Vars() {
+			if val(v) < 0 {
+				return 0, false
+			}
+		}
+		return e.Index.Eval(val), true
+	case *te.ConstExpr:
+		if e.Value == float64(int(e.Value)) {
+			return int(e.Value), true
+		}
+	}
+	return 0, false
+}
