@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"tec/backend/cuda"
 	"tec/backend/gpurun"
@@ -237,25 +236,10 @@ func (d *CUDA) compile(ctx context.Context, c *Compiled, dir string) ([]byte, ma
 		}
 		return files[0].Data, llvm.KernelNames(c.Module), gpurun.PTX, nil
 	}
-	nvcc, err := exec.LookPath("nvcc")
-	if err != nil {
+	if _, err := exec.LookPath("nvcc"); err != nil {
 		return nil, nil, "", errors.New("--codegen cu needs nvcc on PATH (the CUDA toolkit; Debian: nvidia-cuda-toolkit), or use --codegen ptx")
 	}
-	files, err := Emit(ctx, c, tg, Outputs{CUDA: true})
-	if err != nil {
-		return nil, nil, "", err
-	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-			return nil, nil, "", err
-		}
-	}
-	out := filepath.Join(dir, "model.cubin")
-	cmd := exec.CommandContext(ctx, nvcc, "-cubin", "-O3", "-arch="+tg.Name, "-o", out, filepath.Join(dir, files[0].Name))
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, nil, "", fmt.Errorf("nvcc -cubin -arch=%s: %w\n%s", tg.Name, err, strings.TrimSpace(string(msg)))
-	}
-	cubin, err := os.ReadFile(out)
+	cubin, _, err := nvccCubin(ctx, c, tg, dir)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -24,7 +24,11 @@ import (
 // layout that every emitter and report of it shares.
 type Compiled struct {
 	*pipeline.Result
-	layout *kir.Layout
+	// Registers, when set, says which register figure each kernel's
+	// occupancy counted, and what ptxas made of the kernels
+	// (CompileChecked).
+	Registers *RegisterCheck
+	layout    *kir.Layout
 }
 
 // Compile builds prog through the pipeline with opts. The module it

@@ -59,6 +59,38 @@ type ReportKernel struct {
 	SharedBytes int64  `json:"shared_bytes"`
 	ReportCounts
 	Exact bool `json:"exact"`
+	// Registers says which registers per thread the kernel's occupancy
+	// counted; absent where the build did not say (Compile, not
+	// CompileChecked).
+	Registers *ReportRegisters `json:"registers,omitempty"`
+}
+
+// ReportRegisters is a kernel's register figure (KernelRegisters).
+type ReportRegisters struct {
+	// PerThread is the figure the plan's occupancy counted, Source where
+	// it came from: "estimate" (the planner's) or "ptxas".
+	PerThread int    `json:"per_thread"`
+	Source    string `json:"source"`
+	Estimate  int    `json:"estimate"`
+	// PTXAS is what ptxas allocated to the kernel, compiled without a
+	// blocks-per-SM bound, and the bytes it spilled; absent where ptxas
+	// did not run.
+	PTXAS       int `json:"ptxas,omitempty"`
+	SpillStores int `json:"spill_stores,omitempty"`
+	SpillLoads  int `json:"spill_loads,omitempty"`
+}
+
+// reportRegisters returns kernel i's figures of check, or nil.
+func reportRegisters(check *RegisterCheck, i int) *ReportRegisters {
+	if check == nil || i >= len(check.Kernels) {
+		return nil
+	}
+	k := check.Kernels[i]
+	r := &ReportRegisters{PerThread: k.Planned, Source: k.Source(), Estimate: k.Estimate, PTXAS: k.PTXAS}
+	if f := k.Function; f != nil {
+		r.SpillStores, r.SpillLoads = f.SpillStores, f.SpillLoads
+	}
+	return r
 }
 
 func reportCounts(c kir.Counts) ReportCounts {
@@ -68,7 +100,7 @@ func reportCounts(c kir.Counts) ReportCounts {
 
 // ResidentBlocks estimates the blocks of an all-resident grid of m on g:
 // every SM holds as many blocks of the module's largest block size as its
-// thread and block limits allow.
+// thread and block limits allow (and g.MinRegsPerThread, where set).
 func ResidentBlocks(m *kir.Module, g gpu.Model) int {
 	threads := 1
 	for _, k := range m.Kernels {
@@ -88,6 +120,7 @@ var ErrNotFinite = errors.New("the cost model's prediction is not finite")
 // bytes per second is in range).
 func (c *Compiled) Report(g gpu.Model, arch gpu.Arch) ([]byte, error) {
 	m := c.Module
+	g.MinRegsPerThread = max(g.MinRegsPerThread, c.Plan.GPU.MinRegsPerThread)
 	blocks := ResidentBlocks(m, g)
 	r := report.Module(m, report.Config{ResidentBlocks: blocks})
 	_, syncs, cost := c.Plan.Stats()
@@ -99,9 +132,9 @@ func (c *Compiled) Report(g gpu.Model, arch gpu.Arch) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %g ms for model %s on %s", ErrNotFinite, v, m.Name, g.Name)
 		}
 	}
-	for _, k := range r.Kernels {
+	for i, k := range r.Kernels {
 		out.Kernels = append(out.Kernels, ReportKernel{Name: k.Name, Blocks: k.Blocks, Resident: k.Resident, Threads: k.Threads,
-			SharedBytes: k.SharedBytes, ReportCounts: reportCounts(k.Counts), Exact: k.Exact})
+			SharedBytes: k.SharedBytes, ReportCounts: reportCounts(k.Counts), Exact: k.Exact, Registers: reportRegisters(c.Registers, i)})
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

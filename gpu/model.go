@@ -57,6 +57,13 @@ type Model struct {
 	// no compute capability and none has been set. A GPU file does not
 	// give it (--target does).
 	Arch Arch `json:"-"`
+
+	// MinRegsPerThread, when not 0, is the fewest registers per thread
+	// that occupancy (BlocksPerSM) counts for any block, where a block's
+	// own estimate is fewer: what the compiled kernels were found to take
+	// (ptxas), set by the build that plans with it. A GPU file does not
+	// give it.
+	MinRegsPerThread int `json:"-"`
 }
 
 // ParamLimit returns how many buffer parameters one kernel may take.

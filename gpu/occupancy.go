@@ -12,8 +12,10 @@ type Block struct {
 // BlocksPerSM returns how many blocks with resources b fit on one SM at
 // once (occupancy), and 0 with the limiting resource when not one does.
 // Registers are allocated per warp in units of 256, shared memory in units
-// of 128 bytes, as on Ampere and Hopper.
+// of 128 bytes, as on Ampere and Hopper. A block takes at least
+// g.MinRegsPerThread registers per thread.
 func (g Model) BlocksPerSM(b Block) (int, string) {
+	b.RegsPerThread = max(b.RegsPerThread, g.MinRegsPerThread)
 	if b.Threads > g.MaxThreadsPerBlock {
 		return 0, fmt.Sprintf("%d threads per block > %d", b.Threads, g.MaxThreadsPerBlock)
 	}

@@ -51,6 +51,12 @@ type Options struct {
 	// splits, N > 1 splits each in N chunks at every level where N divides
 	// its axis.
 	FlashChunks int
+	// RegsPerThread, when not 0, is the fewest registers per thread that
+	// the plan's occupancy counts for any kernel
+	// (gpu.Model.MinRegsPerThread): what ptxas allocated to the kernels of
+	// an earlier build (driver.CompileChecked), where the planner's
+	// estimates are fewer. 0 plans with the estimates.
+	RegsPerThread int
 	// Dump, if set, receives the text of each pass's result as it is made,
 	// under the pass's name (Table).
 	Dump func(pass, text string)
@@ -62,6 +68,7 @@ func (opts Options) withDefaultGPU() Options {
 	if opts.GPU.Name == "" {
 		opts.GPU, _ = gpu.Builtin(gpu.Default)
 	}
+	opts.GPU.MinRegsPerThread = max(opts.GPU.MinRegsPerThread, opts.RegsPerThread)
 	return opts
 }
 

@@ -52,28 +52,42 @@ func PTX(ctx context.Context, ll []byte, tg gpu.Arch) ([]byte, error) {
 // Assemble assembles PTX for tg with ptxas, to check it, and returns the
 // cubin.
 func Assemble(ctx context.Context, ptx []byte, tg gpu.Arch) ([]byte, error) {
+	cubin, _, err := assemble(ctx, ptx, tg)
+	return cubin, err
+}
+
+// AssembleVerbose is Assemble with ptxas -v, and returns also what ptxas
+// reports of each function it compiled: registers, spills, stack frames.
+func AssembleVerbose(ctx context.Context, ptx []byte, tg gpu.Arch) (cubin, info []byte, err error) {
+	return assemble(ctx, ptx, tg, "-v")
+}
+
+// assemble runs ptxas for tg with flags on ptx and returns the cubin and
+// ptxas's output.
+func assemble(ctx context.Context, ptx []byte, tg gpu.Arch, flags ...string) (cubin, info []byte, err error) {
 	ptxas, err := FindPTXAS()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "tec-ptxas-")
 	if err != nil {
-		return nil, fmt.Errorf("llvm: %w", err)
+		return nil, nil, fmt.Errorf("llvm: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	in, out := filepath.Join(dir, "kernels.ptx"), filepath.Join(dir, "kernels.cubin")
 	if err := os.WriteFile(in, ptx, 0o644); err != nil {
-		return nil, fmt.Errorf("llvm: %w", err)
+		return nil, nil, fmt.Errorf("llvm: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, ptxas, "-arch="+tg.Name, "-o", out, in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	args := append(append([]string{"-arch=" + tg.Name}, flags...), "-o", out, in)
+	cmd := exec.CommandContext(ctx, ptxas, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("llvm: ptxas -arch=%s: %w\n%s", tg.Name, err, strings.TrimSpace(stderr.String()))
+		return nil, nil, fmt.Errorf("llvm: ptxas -arch=%s: %w\n%s", tg.Name, err, strings.TrimSpace(stderr.String()))
 	}
-	cubin, err := os.ReadFile(out)
+	cubin, err = os.ReadFile(out)
 	if err != nil {
-		return nil, fmt.Errorf("llvm: %w", err)
+		return nil, nil, fmt.Errorf("llvm: %w", err)
 	}
-	return cubin, nil
+	return cubin, append(stdout.Bytes(), stderr.Bytes()...), nil
 }

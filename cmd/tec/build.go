@@ -137,6 +137,7 @@ type buildFlags struct {
 	dumpAfter  string
 	cpuprofile string
 	counters   string
+	ptxas      string
 }
 
 // counterModes are the values of tec build's --counters.
@@ -176,6 +177,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
 		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the result of a pass on standard output: "+strings.Join(dumpNames(), ", ")+" (those that run with the options given), or all; comma-separated")
 		fs.StringVar(&bf.cpuprofile, "cpuprofile", "", "write a CPU profile of the build to this file, for go tool pprof")
+		registerPTXAS(fs, &bf.ptxas)
 		fs.StringVar(&bf.counters, "counters", "cost", "where -O3 and -O4 kernels wait on per-tile counters instead of grid syncs: cost (where sound and predicted cheaper), off, or everywhere (where sound)")
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
@@ -208,6 +210,10 @@ shared memory, global bytes read and written, FLOPs, barriers);
 			return e.usageError(c, "--counters %s: want cost, off or everywhere", bf.counters)
 		}
 		opts.Counters = mode
+		tool, err := e.toolchain(bf.ptxas, tg, !emit["cu"] && !emit["host"] && (emit["ll"] || emit["ptx"]))
+		if err != nil {
+			return e.usageError(c, "%v", err)
+		}
 		dumps, err := parseDumps(bf.dumpAfter, opts)
 		if err != nil {
 			return e.usageError(c, "--dump-after: %v", err)
@@ -225,7 +231,7 @@ shared memory, global bytes read and written, FLOPs, barriers);
 			return code
 		}
 		relativeSpans(prog, pos[0])
-		return e.build(c, prog, &bf, tg, opts, emit, dumps)
+		return e.build(c, prog, &bf, tg, opts, tool, emit, dumps)
 	}
 	return c
 }
@@ -345,7 +351,7 @@ func parseDumps(s string, opts pipeline.Options) (map[string]bool, error) {
 	return dumps, nil
 }
 
-func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, opts pipeline.Options, emit, dumps map[string]bool) int {
+func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, opts pipeline.Options, tool driver.Toolchain, emit, dumps map[string]bool) int {
 	dump := func(pass, text string) {
 		if dumps[pass] {
 			fmt.Fprintf(e.stdout, "// ---- after %s ----\n%s", pass, text)
@@ -364,7 +370,7 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, o
 			opts.Dump = dump
 		}
 	}
-	res, err := driver.Compile(prog, opts)
+	res, err := e.compileChecked(c, prog, opts, tg, tool)
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeBuild, err))
 	}
@@ -408,6 +414,9 @@ func (e *env) build(c *command, prog *te.Program, bf *buildFlags, tg gpu.Arch, o
 	if len(dumps) == 0 {
 		fmt.Fprintf(e.stdout, "%s: model %s at -O%d for %s: %d kernels, workspace %d B\n",
 			bf.out, res.Module.Name, opts.Level, tg.Name, len(res.Module.Kernels), res.Layout().Bytes)
+		if s := registerSummary(res.Registers); s != "" {
+			fmt.Fprintf(e.stdout, "  %s\n", s)
+		}
 		for _, w := range written {
 			fmt.Fprintf(e.stdout, "  wrote %s\n", w)
 		}

@@ -88,6 +88,8 @@ merged and split there.
 		withPlan := fs.Bool("plan", false, "also print the partition plan (kernels, boundaries and their reasons) at -O for --gpu")
 		var of optFlags
 		of.registerOpt(fs)
+		var ptxasMode string
+		registerPTXAS(fs, &ptxasMode)
 		pos, code, ok := e.parse(c, fs, splitOptLevel(args))
 		if !ok {
 			return code
@@ -116,7 +118,12 @@ merged and split there.
 		}
 		var pl *kernelPlan
 		if *withPlan {
-			if pl, err = plan(a.Program, opts); err != nil {
+			tg := opts.GPU.Arch
+			tool, err := e.toolchain(ptxasMode, tg, false)
+			if err != nil {
+				return e.usageError(c, "%v", err)
+			}
+			if pl, err = e.plan(c, a.Program, opts, tg, tool); err != nil {
 				return e.failf(c, exitUser, fail(codeBuild, err))
 			}
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"tec/backend/kir"
 	"tec/driver"
@@ -34,6 +35,15 @@ type planKernel struct {
 	Threads     int           `json:"threads"`
 	SharedBytes int           `json:"shared_bytes"`
 	Registers   int           `json:"registers_per_thread"`
+	// RegistersUsed is the registers per thread that the plan's occupancy
+	// counted, RegistersSource where that figure came from ("estimate",
+	// Registers, or "ptxas"), and PTXASRegisters what ptxas allocated
+	// to the kernel (--ptxas), with the bytes it spilled.
+	RegistersUsed   int    `json:"registers_used"`
+	RegistersSource string `json:"registers_source"`
+	PTXASRegisters  int    `json:"ptxas_registers,omitempty"`
+	SpillStores     int    `json:"spill_stores,omitempty"`
+	SpillLoads      int    `json:"spill_loads,omitempty"`
 	GridSyncs   int           `json:"grid_syncs"`
 	PredictedMS jsonFloat     `json:"predicted_ms"`
 	Boundary    *planBoundary `json:"boundary,omitempty"`
@@ -68,15 +78,46 @@ type planBoundary struct {
 type kernelPlan struct {
 	*partition.Plan
 	Launch []partition.Launch
+	// Registers says which register figure each kernel's occupancy
+	// counted.
+	Registers *driver.RegisterCheck
 }
 
-// String formats the plan with the launched grids.
-func (p *kernelPlan) String() string { return p.Format(p.Launch) }
+// String formats the plan with the launched grids, and the register
+// figure of each kernel.
+func (p *kernelPlan) String() string {
+	var b strings.Builder
+	b.WriteString(p.Format(p.Launch))
+	if s := registerSummary(p.Registers); s != "" {
+		fmt.Fprintf(&b, "%s\n", s)
+	}
+	if p.Registers == nil {
+		return b.String()
+	}
+	b.WriteString("registers per thread that each kernel's occupancy counts:\n")
+	for i, k := range p.Registers.Kernels {
+		fmt.Fprintf(&b, "  kernel %d (%s): %d, %s", i, k.Kernel, k.Planned, registerSource(k))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
 
-// plan runs the pipeline for prog, and returns its partition plan with the
-// grid of each kernel it lowered.
-func plan(prog *te.Program, opts pipeline.Options) (*kernelPlan, error) {
-	res, err := driver.Compile(prog, opts)
+// registerSource says where kernel k's register figure came from.
+func registerSource(k driver.KernelRegisters) string {
+	switch {
+	case k.FromPTXAS:
+		return fmt.Sprintf("ptxas (the planned estimate was %d)", k.Estimate)
+	case k.PTXAS > 0:
+		return fmt.Sprintf("the planned estimate (ptxas: %d, which the planned blocks per SM leave room for)", k.PTXAS)
+	}
+	return "the planned estimate"
+}
+
+// plan runs the pipeline for prog, checking the kernels' registers with
+// tool for tg (driver.CompileChecked), and returns its partition plan
+// with the grid of each kernel it lowered.
+func (e *env) plan(c *command, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool driver.Toolchain) (*kernelPlan, error) {
+	res, err := e.compileChecked(c, prog, opts, tg, tool)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +125,7 @@ func plan(prog *te.Program, opts pipeline.Options) (*kernelPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kernelPlan{Plan: res.Plan, Launch: launch}, nil
+	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers}, nil
 }
 
 // launches returns the grid that kernel i of m, lowered from kernel i of
@@ -146,6 +187,14 @@ func newPlanReport(p *kernelPlan, level int) *planReport {
 			PredictedMS: jsonFloat(k.Cost.Total() * 1e3),
 		}
 		kr.Stages = names(k.Stages)
+		kr.RegistersUsed, kr.RegistersSource = k.Resources.RegsPerThread, "estimate"
+		if p.Registers != nil && i < len(p.Registers.Kernels) {
+			rk := p.Registers.Kernels[i]
+			kr.RegistersUsed, kr.RegistersSource, kr.PTXASRegisters = rk.Planned, rk.Source(), rk.PTXAS
+			if f := rk.Function; f != nil {
+				kr.SpillStores, kr.SpillLoads = f.SpillStores, f.SpillLoads
+			}
+		}
 		kr.OnChip, kr.Spilled = names(k.OnChip), names(k.Spilled)
 		if c := k.Cache; c != nil {
 			kr.WeightCache = &planCache{Stages: names(c.Stages), Slices: c.Keys, SliceBytes: 4 * c.SliceFloats,

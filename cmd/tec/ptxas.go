@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"tec/driver"
+	"tec/gpu"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// registerPTXAS registers --ptxas, whose value p receives.
+func registerPTXAS(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "ptxas", "auto", "check the registers of -O3 and -O4 kernels with ptxas: auto (when nvcc, or llc and ptxas, are on PATH: compile the kernels once and plan again with ptxas's registers where the plan's blocks per SM need fewer) or off (the planner's estimates)")
+}
+
+// toolchain returns the compiler that --ptxas mode has check the
+// registers of kernels built for tg: off none; auto nvcc or llc and ptxas,
+// whichever is on PATH, the LLVM path first where llvmFirst (the build
+// emits LLVM IR or PTX and no CUDA C++), or none when neither is.
+func (e *env) toolchain(mode string, tg gpu.Arch, llvmFirst bool) (driver.Toolchain, error) {
+	switch mode {
+	case "off":
+		return driver.NoToolchain, nil
+	case "auto":
+	default:
+		return driver.NoToolchain, fmt.Errorf("--ptxas %s: want auto or off", mode)
+	}
+	if tg.Name == "" {
+		return driver.NoToolchain, nil
+	}
+	_, nvcc := e.lookPath("nvcc")
+	_, ptxas := e.lookPath("ptxas")
+	llc := false
+	for _, name := range tg.LLC {
+		if _, ok := e.lookPath(name); ok {
+			llc = true
+		}
+	}
+	order := []driver.Toolchain{driver.NVCC, driver.LLCPTXAS}
+	if llvmFirst {
+		order = []driver.Toolchain{driver.LLCPTXAS, driver.NVCC}
+	}
+	for _, t := range order {
+		if t == driver.NVCC && nvcc || t == driver.LLCPTXAS && llc && ptxas {
+			return t, nil
+		}
+	}
+	return driver.NoToolchain, nil
+}
+
+// compileChecked compiles prog with opts for tg, checking its kernels'
+// registers with tool (driver.CompileChecked), and warns of the kernels
+// that ptxas spills.
+func (e *env) compileChecked(c *command, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool driver.Toolchain) (*driver.Compiled, error) {
+	res, err := driver.CompileChecked(context.Background(), prog, opts, tg, tool)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Registers.Warnings {
+		e.warn(c, codeBuild, "", "%s", w)
+	}
+	return res, nil
+}
+
+// registerSummary says in one line what ptxas made of a checked build's
+// kernels, or "" when it did not run.
+func registerSummary(check *driver.RegisterCheck) string {
+	if check == nil || check.Tool == driver.NoToolchain {
+		return ""
+	}
+	var ks []string
+	for _, k := range check.Kernels {
+		if k.PTXAS > 0 {
+			ks = append(ks, fmt.Sprintf("%s %d", k.Kernel, k.PTXAS))
+		}
+	}
+	s := fmt.Sprintf("ptxas (%s), registers per thread: %s", check.Tool, strings.Join(ks, ", "))
+	if check.Replanned {
+		s += fmt.Sprintf("; planned again with %d registers per thread, which the planned blocks per SM did not leave", check.Floor)
+	}
+	return s
+}

@@ -1,0 +1,309 @@
+package driver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"tec/backend/cuda"
+	"tec/backend/kir"
+	"tec/backend/llvm"
+	"tec/gpu"
+	"tec/pipeline"
+	"tec/te"
+)
+
+// Toolchain is the compiler that a register check (CompileChecked) runs
+// on a build's kernels.
+type Toolchain int
+
+// The toolchains.
+const (
+	NoToolchain Toolchain = iota // no compiler: the plan's estimates stand
+	NVCC                         // nvcc -cubin -Xptxas -v on the CUDA C++
+	LLCPTXAS                     // llc on the LLVM IR, then ptxas -v
+)
+
+func (t Toolchain) String() string {
+	switch t {
+	case NVCC:
+		return "nvcc"
+	case LLCPTXAS:
+		return "llc+ptxas"
+	}
+	return "none"
+}
+
+// PTXASFunction is what ptxas -v reports of one entry function.
+type PTXASFunction struct {
+	Registers int
+	// SpillStores and SpillLoads are bytes, StackFrame the bytes of the
+	// function's stack frame.
+	SpillStores, SpillLoads, StackFrame int
+	// Calls says that the function calls others (ptxas lists their
+	// properties under it): its stack frame and spills include what the
+	// calls save, not only registers that did not fit.
+	Calls bool
+}
+
+var (
+	ptxasEntry = regexp.MustCompile(`Compiling entry function '([^']+)'`)
+	ptxasFunc  = regexp.MustCompile(`Compiling function '([^']+)'`)
+	ptxasProps = regexp.MustCompile(`Function properties for (\S+)`)
+	ptxasFrame = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
+	ptxasUsed  = regexp.MustCompile(`Used (\d+) registers`)
+)
+
+// ParsePTXAS parses the output of ptxas -v (or nvcc -Xptxas -v): each
+// entry function's figures by its name, demangled where it is a C++
+// name (_Z13k_k26_x_mu_24PK6__half… is k_k26_x_mu_24).
+func ParsePTXAS(out []byte) map[string]*PTXASFunction {
+	fns := map[string]*PTXASFunction{}
+	var cur *PTXASFunction
+	var curName string
+	props := "" // the function whose properties the next line gives
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := ptxasEntry.FindStringSubmatch(line); m != nil {
+			curName = m[1]
+			cur = &PTXASFunction{}
+			fns[demangle(curName)] = cur
+			continue
+		}
+		if ptxasFunc.MatchString(line) {
+			cur, curName = nil, ""
+			continue
+		}
+		if m := ptxasProps.FindStringSubmatch(line); m != nil {
+			props = m[1]
+			if cur != nil && props != curName {
+				cur.Calls = true
+			}
+			continue
+		}
+		if m := ptxasFrame.FindStringSubmatch(line); m != nil {
+			if cur != nil && props == curName {
+				cur.StackFrame, _ = strconv.Atoi(m[1])
+				cur.SpillStores, _ = strconv.Atoi(m[2])
+				cur.SpillLoads, _ = strconv.Atoi(m[3])
+			}
+			props = ""
+			continue
+		}
+		if m := ptxasUsed.FindStringSubmatch(line); m != nil && cur != nil && cur.Registers == 0 {
+			cur.Registers, _ = strconv.Atoi(m[1])
+		}
+	}
+	return fns
+}
+
+// demangle returns the name of a C++ function's mangled symbol (_Z, an
+// optional L for internal linkage, the name's length and the name), or
+// sym itself.
+func demangle(sym string) string {
+	s, ok := strings.CutPrefix(sym, "_Z")
+	if !ok {
+		return sym
+	}
+	s = strings.TrimPrefix(s, "L")
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.Atoi(s[:i])
+	if err != nil || i+n > len(s) {
+		return sym
+	}
+	return s[i : i+n]
+}
+
+// KernelRegisters says which register figure a kernel's occupancy counts.
+type KernelRegisters struct {
+	// Kernel is the kernel's name (kir.Kernel.Name).
+	Kernel string
+	// Estimate is the planner's estimate of registers per thread, Planned
+	// the figure the plan's occupancy counted: the estimate, or the
+	// registers that ptxas allocated to the build's kernels where it
+	// planned again with them (RegisterCheck.Floor).
+	Estimate, Planned int
+	// PTXAS is what ptxas allocated to the kernel compiled without a
+	// blocks-per-SM bound (0: not compiled), with its figures.
+	PTXAS     int
+	Function  *PTXASFunction
+	FromPTXAS bool // Planned is ptxas's figure, not the estimate
+}
+
+// Source says where a kernel's register figure came from: "ptxas" or
+// "estimate".
+func (k KernelRegisters) Source() string {
+	if k.FromPTXAS {
+		return "ptxas"
+	}
+	return "estimate"
+}
+
+// RegisterCheck is what a register check (CompileChecked) found.
+type RegisterCheck struct {
+	// Tool compiled the kernels; NoToolchain when none did and the
+	// estimates stand.
+	Tool Toolchain
+	// Replanned says that the plan counted on more blocks per SM than
+	// ptxas's registers let be resident, and the program was planned
+	// again with Floor registers per thread (pipeline.Options.RegsPerThread).
+	Replanned bool
+	Floor     int
+	// Kernels are the module's kernels' figures, in order.
+	Kernels []KernelRegisters
+	// Warnings name the kernels that spill registers without calling a
+	// function.
+	Warnings []string
+}
+
+// CompileChecked compiles prog as Compile does and, at -O3 and up where
+// tool is not NoToolchain, compiles the kernels once with tool and checks
+// the registers that ptxas allocates against the plan's occupancy: where
+// a kernel's blocks per SM (kir.Kernel.BlocksPerSM, its launch bounds) need
+// fewer registers per thread than ptxas gives it unbounded, the program
+// is planned again, once, with ptxas's largest such figure as every
+// kernel's floor, so that the grid the plan launches and the launch
+// bounds hold what ptxas made. The result's Registers says what was used.
+func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool Toolchain) (*Compiled, error) {
+	c, err := Compile(prog, opts)
+	if err != nil {
+		return nil, err
+	}
+	check := &RegisterCheck{Tool: tool}
+	if opts.Level < 3 || tool == NoToolchain {
+		check.Tool = NoToolchain
+		c.Registers = check.figures(c, nil)
+		return c, nil
+	}
+	fns, err := ptxasFunctions(ctx, c, tg, tool)
+	if err != nil {
+		return nil, err
+	}
+	g := c.Plan.GPU
+	for _, k := range c.Module.Kernels {
+		f := fns[k.Name]
+		if f == nil || k.BlocksPerSM == 0 {
+			continue
+		}
+		n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: f.Registers})
+		if n < k.BlocksPerSM {
+			check.Floor = max(check.Floor, f.Registers)
+		}
+	}
+	if check.Floor > 0 {
+		opts.RegsPerThread = max(opts.RegsPerThread, check.Floor)
+		if c, err = Compile(prog, opts); err != nil {
+			return nil, fmt.Errorf("planning again with ptxas's %d registers per thread: %w", check.Floor, err)
+		}
+		check.Replanned = true
+	}
+	c.Registers = check.figures(c, fns)
+	return c, nil
+}
+
+// figures fills in check's kernels from c's plan and ptxas's functions
+// (by kernel name; nil when none ran), and warns of spills.
+func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) *RegisterCheck {
+	for i, k := range c.Module.Kernels {
+		kr := KernelRegisters{Kernel: k.Name}
+		if i < len(c.Plan.Kernels) {
+			kr.Estimate = c.Plan.Kernels[i].Resources.RegsPerThread
+		}
+		kr.Planned = max(kr.Estimate, c.Plan.GPU.MinRegsPerThread)
+		kr.FromPTXAS = kr.Planned > kr.Estimate
+		if f := fns[k.Name]; f != nil {
+			kr.PTXAS, kr.Function = f.Registers, f
+			if (f.SpillStores > 0 || f.SpillLoads > 0) && !f.Calls {
+				check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
+					k.Name, f.SpillStores, f.SpillLoads, f.Registers))
+			}
+		}
+		check.Kernels = append(check.Kernels, kr)
+	}
+	return check
+}
+
+// ptxasFunctions compiles c's kernels with tool, without their blocks-per-SM
+// bounds (the registers each takes unconstrained), and returns what ptxas
+// reports of each by kernel name.
+func ptxasFunctions(ctx context.Context, c *Compiled, tg gpu.Arch, tool Toolchain) (map[string]*PTXASFunction, error) {
+	probe := *c.Module
+	probe.Kernels = make([]*kir.Kernel, len(c.Module.Kernels))
+	for i, k := range c.Module.Kernels {
+		kc := *k
+		kc.BlocksPerSM = 0
+		probe.Kernels[i] = &kc
+	}
+	pc := &Compiled{Result: &pipeline.Result{Program: c.Program, Plan: c.Plan, Module: &probe, Passes: c.Passes}, layout: c.Layout()}
+	var info []byte
+	var names map[*kir.Kernel]string
+	switch tool {
+	case NVCC:
+		dir, err := os.MkdirTemp("", "tec-nvcc-")
+		if err != nil {
+			return nil, fmt.Errorf("ptxas: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if _, info, err = nvccCubin(ctx, pc, tg, dir, "-Xptxas", "-v"); err != nil {
+			return nil, err
+		}
+		names = cuda.KernelNames(&probe)
+	case LLCPTXAS:
+		files, err := Emit(ctx, pc, tg, Outputs{PTX: true})
+		if err != nil {
+			return nil, err
+		}
+		if _, info, err = llvm.AssembleVerbose(ctx, files[0].Data, tg); err != nil {
+			return nil, err
+		}
+		names = llvm.KernelNames(&probe)
+	}
+	fns := ParsePTXAS(info)
+	out := map[string]*PTXASFunction{}
+	for i, k := range probe.Kernels {
+		if f := fns[names[k]]; f != nil {
+			out[c.Module.Kernels[i].Name] = f
+		}
+	}
+	return out, nil
+}
+
+// nvccCubin writes c's CUDA C++ for tg to dir and compiles it with nvcc
+// -cubin -O3 and flags, returning the cubin and nvcc's output.
+func nvccCubin(ctx context.Context, c *Compiled, tg gpu.Arch, dir string, flags ...string) (cubin, info []byte, err error) {
+	nvcc, err := exec.LookPath("nvcc")
+	if err != nil {
+		return nil, nil, fmt.Errorf("no nvcc on PATH (the CUDA toolkit; Debian: nvidia-cuda-toolkit): %w", err)
+	}
+	files, err := Emit(ctx, c, tg, Outputs{CUDA: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return nil, nil, err
+		}
+	}
+	out := filepath.Join(dir, "model.cubin")
+	args := append(append([]string{"-cubin", "-O3", "-arch=" + tg.Name}, flags...), "-o", out, filepath.Join(dir, files[0].Name))
+	info, err = exec.CommandContext(ctx, nvcc, args...).CombinedOutput()
+	if err != nil {
+		return nil, nil, fmt.Errorf("nvcc -cubin -arch=%s: %w\n%s", tg.Name, err, strings.TrimSpace(string(info)))
+	}
+	cubin, err = os.ReadFile(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cubin, info, nil
+}
