@@ -27,26 +27,26 @@ type planKernel struct {
 	// Grid is the blocks the kernel is launched with, as in tec build's
 	// report; PlanGrid is the plan's all-resident grid, and GridReason
 	// says why Grid differs from it.
-	Grid        int           `json:"grid"`
-	Resident    bool          `json:"resident"`
-	PlanGrid    int           `json:"plan_grid"`
-	GridReason  string        `json:"grid_reason,omitempty"`
-	BlocksPerSM int           `json:"blocks_per_sm"`
-	Threads     int           `json:"threads"`
-	SharedBytes int           `json:"shared_bytes"`
-	Registers   int           `json:"registers_per_thread"`
+	Grid        int    `json:"grid"`
+	Resident    bool   `json:"resident"`
+	PlanGrid    int    `json:"plan_grid"`
+	GridReason  string `json:"grid_reason,omitempty"`
+	BlocksPerSM int    `json:"blocks_per_sm"`
+	Threads     int    `json:"threads"`
+	SharedBytes int    `json:"shared_bytes"`
+	Registers   int    `json:"registers_per_thread"`
 	// RegistersUsed is the registers per thread that the plan's occupancy
 	// counted, RegistersSource where that figure came from ("estimate",
 	// Registers, or "ptxas"), and PTXASRegisters what ptxas allocated
 	// to the kernel (--ptxas), with the bytes it spilled.
-	RegistersUsed   int    `json:"registers_used"`
-	RegistersSource string `json:"registers_source"`
-	PTXASRegisters  int    `json:"ptxas_registers,omitempty"`
-	SpillStores     int    `json:"spill_stores,omitempty"`
-	SpillLoads      int    `json:"spill_loads,omitempty"`
-	GridSyncs   int           `json:"grid_syncs"`
-	PredictedMS jsonFloat     `json:"predicted_ms"`
-	Boundary    *planBoundary `json:"boundary,omitempty"`
+	RegistersUsed   int           `json:"registers_used"`
+	RegistersSource string        `json:"registers_source"`
+	PTXASRegisters  int           `json:"ptxas_registers,omitempty"`
+	SpillStores     int           `json:"spill_stores,omitempty"`
+	SpillLoads      int           `json:"spill_loads,omitempty"`
+	GridSyncs       int           `json:"grid_syncs"`
+	PredictedMS     jsonFloat     `json:"predicted_ms"`
+	Boundary        *planBoundary `json:"boundary,omitempty"`
 	// OnChip are the results kept in shared memory, Spilled those spilled
 	// to global memory when the budget ran out (-O4).
 	OnChip  []string `json:"on_chip,omitempty"`
