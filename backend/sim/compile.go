@@ -78,6 +78,7 @@ type block struct {
 	stage   int16 // index of the current stage, -1 outside stages
 	yield   func(struct{}) bool
 	counts  kir.Counts
+	banks   []Banks     // by shared array
 	async   *asyncState // nil unless the kernel issues cp.async
 	// clock is the block's vector clock of counter signals (see
 	// counter.go), nil in a kernel without counters; wait is the counter
@@ -150,6 +151,7 @@ func (p *program) newBlock(grid int) *block {
 			b.sshadow = append(b.sshadow, nil)
 		}
 	}
+	b.banks = make([]Banks, len(p.k.Shared))
 	for _, buf := range p.k.Locals {
 		b.local = append(b.local, make([]float64, buf.Len()*t))
 	}
@@ -217,6 +219,7 @@ func (b *block) reset(id int) {
 	b.epoch = 0
 	b.stage = -1
 	b.counts = kir.Counts{}
+	clear(b.banks)
 	b.launch = b.m.gepoch
 	b.wait = nil
 	if b.prog.counters {
@@ -569,6 +572,7 @@ func (p *program) store(buf *kir.Buffer, index, value kir.Expr, op kir.AtomicOp)
 		}
 	case kir.Shared:
 		j := p.shared[buf]
+		size := dt.Size()
 		return func(b *block, act []int32) {
 			ix, v := idx(b, act), val(b, act)
 			data, sh := b.shared[j], b.sshadow[j]
@@ -588,6 +592,8 @@ func (p *program) store(buf *kir.Buffer, index, value kir.Expr, op kir.AtomicOp)
 			}
 			if atomic {
 				b.counts.FLOPs += int64(len(act))
+			} else {
+				b.countShared(j, act, ix, size, 1)
 			}
 		}
 	default:
@@ -775,6 +781,7 @@ func (p *program) load(e *kir.Load) vfn {
 		}
 	case kir.Shared:
 		j := p.shared[buf]
+		size := buf.DType.Size()
 		return func(b *block, act []int32) []float64 {
 			ix, o := idx(b, act), b.scratch[out]
 			data, sh := b.shared[j], b.sshadow[j]
@@ -789,6 +796,7 @@ func (p *program) load(e *kir.Load) vfn {
 				}
 				o[l] = data[i]
 			}
+			b.countShared(j, act, ix, size, 1)
 			return o
 		}
 	default:

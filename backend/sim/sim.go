@@ -118,6 +118,11 @@ type KernelStats struct {
 	Blocks  int // blocks launched
 	Threads int // threads per block
 	kir.Counts
+	// Banks are the kernel's shared-memory wavefronts and bank conflicts
+	// (see Banks), and ArrayBanks the same by shared array (nil where the
+	// kernel accesses none).
+	Banks      Banks
+	ArrayBanks map[string]Banks
 }
 
 // Access is one side of a data race.
@@ -225,6 +230,16 @@ func (r *Result) Total() kir.Counts {
 	var c kir.Counts
 	for _, k := range r.Kernels {
 		c.Add(k.Counts)
+	}
+	return c
+}
+
+// Banks returns the sum of the kernels' shared-memory wavefronts and bank
+// conflicts.
+func (r *Result) Banks() Banks {
+	var c Banks
+	for _, k := range r.Kernels {
+		c.Add(k.Banks)
 	}
 	return c
 }
@@ -435,6 +450,7 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 			b.reset(id)
 			prog.body(b, b.all)
 			st.Counts.Add(b.counts)
+			st.addBanks(k, b.banks)
 			s.progress(st.Counts)
 		}
 		return st, nil
@@ -477,6 +493,7 @@ func (s *machine) launch(k *kir.Kernel) (st KernelStats, err error) {
 				live--
 				nexts[id] = nil
 				st.Counts.Add(b.counts)
+				st.addBanks(k, b.banks)
 			} else if b.wait == nil {
 				atSync[id] = true
 			}

@@ -193,6 +193,7 @@ func (p *program) ldmatrix(s *kir.LdMatrix) sfn {
 					b.faultf(int32(base+r), "%s row address %s[%d] is not 16-byte aligned (the index is not a multiple of 8)", what, s.Src.Name, row)
 				}
 			}
+			b.countLdMatrix(src.slot, base, s.Num, ix)
 			for lane := range kir.WarpSize {
 				l := int32(base + lane)
 				for i := range regs {
@@ -222,6 +223,12 @@ func (p *program) vecCopy(s *kir.VecCopy) sfn {
 			for e := range vl {
 				dst.write(b, l, d+e, src.read(b, l, s+e, "128-bit load"), "128-bit store")
 			}
+		}
+		if src.buf.Space == kir.Shared {
+			b.countShared(src.slot, act, sv, src.buf.DType.Size(), vl)
+		}
+		if dst.buf.Space == kir.Shared {
+			b.countShared(dst.slot, act, dv, dst.buf.DType.Size(), vl)
 		}
 		n := int64(kir.VecBytes * len(act))
 		if src.global != nil {
@@ -313,6 +320,7 @@ func (p *program) copyAsync(s *kir.CopyAsync) sfn {
 			}
 			b.async.open[l] = append(b.async.open[l], c)
 		}
+		b.countShared(dst.slot, act, dv, dst.buf.DType.Size(), vl)
 		b.counts.LoadBytes += int64(kir.VecBytes * len(act))
 	}
 }
