@@ -1,0 +1,104 @@
+package partition
+
+import (
+	"testing"
+
+	tb "tec/internal/testkit/tebuild"
+	"tec/te"
+)
+
+// concatProgram is a horizontally concatenated matrix-vector product, as
+// transform.Horizontal makes the q/k/v projections: y[0, n] = sum over k
+// of x[0, k] times wa[n, k], wb[n-A, k] or wc[n-A-B, k] by n, the weights
+// of type dt laid out [out, in].
+func concatProgram(dt te.DType, k int, parts ...int) *te.Program {
+	b := tb.New("concat")
+	x := b.Input("x", 1, k)
+	ws := make([]*te.Tensor, len(parts))
+	for i, n := range parts {
+		ws[i] = b.ParamOf(string(rune('a'+i))+"w", dt, n, k)
+	}
+	total := 0
+	for _, n := range parts {
+		total += n
+	}
+	y := b.Compute("y", tb.Shape(1, total), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr {
+			// The last part, then a select for each earlier one.
+			at := total - parts[len(parts)-1]
+			w := tb.Ld(ws[len(ws)-1], ax[1].AddConst(-at), kk)
+			for i := len(parts) - 2; i >= 0; i-- {
+				at -= parts[i]
+				w = tb.Sel(tb.Bin(te.Lt, tb.Idx(ax[1]), tb.I(at+parts[i])), tb.Ld(ws[i], ax[1].AddConst(-at), kk), w)
+			}
+			return tb.Bin(te.Mul, tb.Ld(x, ax[0], kk), w)
+		})
+	})
+	return b.Program(y)
+}
+
+// TestMatVecParts checks that the tiles of a horizontally concatenated
+// matrix-vector product do not straddle its parts, each part reading one
+// tensor, and that the wide factor is loaded 16 bytes at a time where
+// its parts allow it: where tiles within the parts would be narrower than
+// across them, the tiles read through the selects, without parts.
+func TestMatVecParts(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		dt    te.DType
+		k     int
+		parts []int
+		split bool // tiles within the parts
+		vec   int
+	}{
+		{"qkv", te.BF16, 2048, []int{2048, 512, 512}, true, 8},
+		{"gate-up", te.F16, 512, []int{1024, 1024}, true, 8},
+		{"f32", te.F32, 256, []int{256, 64, 64}, true, 4},
+		{"narrow-part", te.BF16, 256, []int{48, 8, 8}, true, 8},
+		{"odd-k", te.BF16, 100, []int{256, 256}, true, 0},
+		{"one-column", te.F32, 256, []int{1, 255}, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := concatProgram(c.dt, c.k, c.parts...)
+			pl := plan(t, p, "h100", Options{Strategy: CostModel})
+			var y *te.Tensor
+			for _, x := range p.Tensors {
+				if x.Name == "y" {
+					y = x
+				}
+			}
+			mv := pl.Schedules[y].MatVec
+			if mv == nil {
+				t.Fatalf("y is not a matrix-vector stage: %s", pl.Schedules[y])
+			}
+			if !c.split {
+				if mv.Parts != nil || mv.Vec != 0 {
+					t.Errorf("parts %v, vec %d: want the tiles across the parts, scalar loads", mv.Parts, mv.Vec)
+				}
+				return
+			}
+			if len(mv.Parts) != len(c.parts) {
+				t.Fatalf("%d parts, want %d: %s", len(mv.Parts), len(c.parts), pl.Schedules[y])
+			}
+			col := 0
+			for i, part := range mv.Parts {
+				if part.Tile*mv.Width() != col {
+					t.Errorf("part %d begins at tile %d of %d columns, want column %d", i, part.Tile, mv.Width(), col)
+				}
+				if c.parts[i]%mv.Width() != 0 {
+					t.Errorf("part %d of %d columns: tiles of %d straddle it", i, c.parts[i], mv.Width())
+				}
+				if ld, ok := part.F.(*te.Load); !ok || ld.Tensor.Name != string(rune('a'+i))+"w" {
+					t.Errorf("part %d reads %v, want a load of %cw", i, part.F, 'a'+i)
+				}
+				col += c.parts[i]
+			}
+			if mv.Vec != c.vec {
+				t.Errorf("vectors of %d, want %d", mv.Vec, c.vec)
+			}
+			if mv.Vec > 0 && (mv.InFlight < 1 || mv.InFlight > maxInFlight) {
+				t.Errorf("%d loads in flight, want 1 to %d", mv.InFlight, maxInFlight)
+			}
+		})
+	}
+}
