@@ -38,6 +38,8 @@ func TestBuiltinGPUs(t *testing.T) {
 func TestBlocksPerSM(t *testing.T) {
 	a100, _ := Builtin("a100")
 	small, _ := Builtin("small")
+	ptxas := a100
+	ptxas.MinRegsPerThread = 100
 	for _, tt := range []struct {
 		g    Model
 		r    Block
@@ -50,6 +52,10 @@ func TestBlocksPerSM(t *testing.T) {
 		{a100, Block{Threads: 1024, RegsPerThread: 128}, 0},
 		{a100, Block{Threads: 64, SharedBytes: 200 << 10}, 0},
 		{small, Block{Threads: 256, RegsPerThread: 32}, 1},
+		{ptxas, Block{Threads: 256, RegsPerThread: 32}, 2},
+		{ptxas, Block{Threads: 256}, 2},
+		{ptxas, Block{Threads: 256, RegsPerThread: 128}, 2},
+		{ptxas, Block{Threads: 256, RegsPerThread: 168}, 1},
 	} {
 		got, why := tt.g.BlocksPerSM(tt.r)
 		if got != tt.want {
