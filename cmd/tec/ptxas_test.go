@@ -30,7 +30,7 @@ func TestPTXAS(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		mode, stdout, stderr, source string
-		blocks                        int
+		blocks                       int
 	}{
 		{"auto", "planned again with 200 registers per thread", "warning: kernel k0_m: ptxas spills 8 B", "ptxas", 108},
 		{"off", "", "", "estimate", 128},
