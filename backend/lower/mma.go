@@ -17,7 +17,8 @@ import (
 // 64, or 32 where the extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
 // k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
-// the operands' type, zero past the extents): where both are loads of
+// the operands' type, zero past the extents, each row's 16-byte chunks
+// rotated as the package doc's "Shared tiles" says): where both are loads of
 // half tensors with 16-byte aligned rows (contraction.AsyncOperands), by cp.async
 // into two stages, the next step's copies in flight while the warps
 // compute this one; otherwise element by element. Then every warp loads its
@@ -34,6 +35,59 @@ func mmaShape(in te.DType) kir.MMAShape {
 		return kir.M16N8K8
 	}
 	return kir.M16N8K16
+}
+
+// tile is the layout of a staged operand tile in shared memory (the
+// package doc's "Shared tiles"): rows of cols elements, each row cut into
+// 16-byte chunks of vec elements, chunk j of row r stored at chunk
+// j - j%p + (j%p + w·⌊r/q⌋) mod p of its row. p is min(chunks per row, 8)
+// and q is max(8 / chunks per row, 1), the rows that share a 128-byte line,
+// so that any 8 consecutive rows' chunk j lie in 8 different groups of 4
+// banks; w is the chunks of one row that one wavefront of the tile's
+// reads takes (1: an ldmatrix row or a TF32 A fragment's column of 4 words;
+// 2: a TF32 B fragment's 8 columns). p = 1 is the plain row-major layout.
+type tile struct {
+	cols, vec int
+	p, q, w   int
+}
+
+// newTile returns the layout of a tile of rows of cols elements of dt,
+// rotated by w chunks per line of rows, or plain where flat is set or a
+// row is one chunk.
+func newTile(cols int, dt te.DType, w int, flat bool) tile {
+	vec := kir.VecLen(dt)
+	n := cols / vec // chunks per row
+	if flat || n <= 1 {
+		return tile{cols: cols, vec: vec, p: 1, q: 1, w: 0}
+	}
+	return tile{cols: cols, vec: vec, p: min(n, 8), q: max(8/n, 1), w: w}
+}
+
+// chunk returns the element index of the start of chunk j of row r. The
+// rotation depends on r mod 8 only (q·p = 8), which rr, when not nil, gives
+// as a simpler expression than r's (its lane-dependent part), so that the
+// warps' indexes differ by constants wherever their rows do.
+func (t tile) chunk(r, rr, j kir.Expr) kir.Expr {
+	if rr == nil {
+		rr = r
+	}
+	if t.p > 1 {
+		rot := kir.Mul(kir.Div(rr, kir.I(t.q)), kir.I(t.w))
+		if t.cols/t.vec == t.p { // j < p: the row is one group
+			j = kir.Mod(kir.Add(j, rot), kir.I(t.p))
+		} else {
+			j = kir.Add(kir.Sub(j, kir.Mod(j, kir.I(t.p))), kir.Mod(kir.Add(kir.Mod(j, kir.I(t.p)), rot), kir.I(t.p)))
+		}
+	}
+	return kir.Add(kir.Mul(r, kir.I(t.cols)), kir.Mul(j, kir.I(t.vec)))
+}
+
+// at returns the element index of element c of row r.
+func (t tile) at(r, c kir.Expr) kir.Expr {
+	if t.p == 1 {
+		return kir.Add(kir.Mul(r, kir.I(t.cols)), c)
+	}
+	return kir.Add(t.chunk(r, nil, kir.Div(c, kir.I(t.vec))), kir.Mod(c, kir.I(t.vec)))
 }
 
 // tensorCoreType returns the operand type and the block of a tensor-core
@@ -121,6 +175,11 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	}
 	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: in, Shape: []int{stages, TM, tk}}
 	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: in, Shape: []int{stages, tk, TN}}
+	// Y's TF32 fragments read 8 columns (2 chunks) of 4 rows at once.
+	xt, yt := newTile(tk, in, 1, l.opts.flatTiles), newTile(TN, in, 1, l.opts.flatTiles)
+	if in == te.F32 {
+		yt.w *= 2
+	}
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
 	fa := &kir.Buffer{Name: "fa", Space: kir.Local, DType: in, Shape: []int{mt, na}}
 	fb := &kir.Buffer{Name: "fb", Space: kir.Local, DType: in, Shape: []int{nt, nb}}
@@ -170,7 +229,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 		var products []kir.Stmt
 		if async {
 			products = gen.into(func() {
-				l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, klo, kir.I(0), kir.I(0), TM, TN, tk, M, N)
+				l.stageAsync(gen, xs, ys, xt, yt, xl, yl, ms, ns, r, mi, ni, klo, kir.I(0), kir.I(0), TM, TN, tk, M, N)
 				gen.emit(&kir.CommitGroup{})
 			})
 		}
@@ -186,19 +245,19 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 				gen.emit(&kir.Let{Var: st, Value: kir.Mod(kir.Div(kc, kir.I(tk)), kir.I(2))})
 				other := kir.Sub(kir.I(1), st)
 				next := gen.into(func() {
-					l.stageAsync(gen, xs, ys, xl, yl, ms, ns, r, mi, ni, kir.Add(k0, kir.I(tk)),
+					l.stageAsync(gen, xs, ys, xt, yt, xl, yl, ms, ns, r, mi, ni, kir.Add(k0, kir.I(tk)),
 						kir.Mul(other, kir.I(TM*tk)), kir.Mul(other, kir.I(tk*TN)), TM, TN, tk, M, N)
 				})
 				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(kc, kir.I(tk)), kir.I(chunk)), Then: next},
 					&kir.CommitGroup{}, &kir.WaitGroup{N: 1})
 				xoff, yoff = kir.Mul(st, kir.I(TM*tk)), kir.Mul(st, kir.I(tk*TN))
 			} else {
-				l.stageOperand(gen, xs, X, ms, r, mi, k0, TM, tk, M, K, true)
-				l.stageOperand(gen, ys, Y, ns, r, ni, k0, tk, TN, N, K, false)
+				l.stageOperand(gen, xs, xt, X, ms, r, mi, k0, TM, tk, M, K, true)
+				l.stageOperand(gen, ys, yt, Y, ns, r, ni, k0, tk, TN, N, K, false)
 			}
 			gen.emit(&kir.SyncThreads{})
 			ks := kir.NewVar("ks", te.I32)
-			step := mmaStep(shape, in, xs, ys, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN, tk, TN)
+			step := mmaStep(shape, in, xs, ys, xt, yt, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN)
 			if slices == 1 {
 				gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
 			} else {
@@ -353,9 +412,9 @@ func mmaTileLive(g *gen, mask *schedule.Mask, mi, ni, b kir.Expr, TM, TN, M, N i
 }
 
 // stageOperand stages a rows×cols tile of operand e (X: rows of m by
-// columns of k; Y: rows of k by columns of n) in shared array s, as the
-// SIMT contraction does, with zeros past the extents.
-func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, e te.Expr, axes []*te.Var, r *te.Reduce, ti, k0 *kir.Var, rows, cols, n, K int, isX bool) {
+// columns of k; Y: rows of k by columns of n) in shared array s, laid out
+// as lay says, with zeros past the extents.
+func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, lay tile, e te.Expr, axes []*te.Var, r *te.Reduce, ti, k0 *kir.Var, rows, cols, n, K int, isX bool) {
 	v := kir.NewVar("e", te.I32)
 	g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(rows * cols), Body: g.into(func() {
 		x, kk := kir.NewVar("x", te.I32), kir.NewVar("kk", te.I32)
@@ -375,19 +434,21 @@ func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, e te.Expr, axes []*te.Var,
 		if !isX {
 			tile = tileCols
 		}
+		at := kir.NewVar("at", te.I32)
+		g.emit(&kir.Let{Var: at, Value: lay.at(kir.Div(v, kir.I(cols)), kir.Mod(v, kir.I(cols)))})
 		guarded := g.into(func() {
 			bind(g, axes, x)
 			bind(g, r.Axes, kk)
-			g.emit(&kir.Store{Buf: s, Index: v, Value: convert(g.expr(e), te.F32)})
+			g.emit(&kir.Store{Buf: s, Index: at, Value: convert(g.expr(e), te.F32)})
 		})
-		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: s, Index: v, Value: kir.F(0)}},
+		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: s, Index: at, Value: kir.F(0)}},
 			bound{x, n, n%tile != 0}, bound{kk, K, K%schedule.TensorCoreTileK != 0})...)
 	})})
 }
 
 // mmaStep returns one k step (of the MMA's k, at ks within the staged
 // tile) of a warp: its fragments of the staged tiles and its MMAs.
-func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN, tk, TN int) []kir.Stmt {
+func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xt, yt tile, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN int) []kir.Stmt {
 	var out []kir.Stmt
 	mt, nt := WM/16, WN/8
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
@@ -405,13 +466,14 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xoff, yoff kir
 			for reg := range na {
 				rr, cc := fragIndex(shape, kir.OperandA, reg, g, t)
 				out = append(out, &kir.Store{Buf: fa, Index: kir.I(i*na + reg),
-					Value: kir.Ld(xs, at(xoff, kir.Add(kir.Mul(kir.Add(row0, rr), kir.I(tk)), kir.Add(ks, cc))))})
+					Value: kir.Ld(xs, at(xoff, xt.at(kir.Add(row0, rr), kir.Add(ks, cc))))})
 			}
 			continue
 		}
 		// ldmatrix.x4: lanes 0-15 give rows 0-15 at column ks, lanes
 		// 16-31 the same rows at column ks+8.
-		idx := kir.Add(kir.Mul(kir.Add(row0, kir.Mod(lane, kir.I(16))), kir.I(tk)), kir.Add(ks, kir.Mul(kir.Div(lane, kir.I(16)), kir.I(8))))
+		// row0 is a multiple of 16: lane%16 is the row mod 8.
+		idx := xt.chunk(kir.Add(row0, kir.Mod(lane, kir.I(16))), kir.Mod(lane, kir.I(16)), kir.Add(kir.Div(ks, kir.I(xt.vec)), kir.Div(lane, kir.I(16))))
 		out = append(out, &kir.LdMatrix{Num: 4, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: at(xoff, idx)})
 	}
 	for j := range nt {
@@ -420,13 +482,13 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xoff, yoff kir
 			for reg := range nb {
 				rr, cc := fragIndex(shape, kir.OperandB, reg, g, t)
 				out = append(out, &kir.Store{Buf: fb, Index: kir.I(j*nb + reg),
-					Value: kir.Ld(ys, at(yoff, kir.Add(kir.Mul(kir.Add(ks, rr), kir.I(TN)), kir.Add(col0, cc))))})
+					Value: kir.Ld(ys, at(yoff, yt.at(kir.Add(ks, rr), kir.Add(col0, cc))))})
 			}
 			continue
 		}
 		// ldmatrix.x2.trans: lanes 0-15 give rows ks to ks+15 at the
 		// tile's column; the others' addresses are not used.
-		idx := kir.Add(kir.Mul(kir.Add(ks, kir.Mod(lane, kir.I(16))), kir.I(TN)), col0)
+		idx := yt.chunk(kir.Add(ks, kir.Mod(lane, kir.I(16))), kir.Mod(lane, kir.I(16)), kir.Div(col0, kir.I(yt.vec)))
 		out = append(out, &kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: at(yoff, idx)})
 	}
 	for i := range mt {
@@ -443,11 +505,12 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xoff, yoff kir
 // ys: X's TM×tk rows (rows past M repeat row M-1, whose products only
 // reach outputs that are not stored) and Y's tk×TN columns (vectors past
 // N repeat the last one, likewise).
-func (l *lowerer) stageAsync(g *gen, xs, ys *kir.Buffer, xl, yl *te.Load, ms, ns []*te.Var, r *te.Reduce, mi, ni *kir.Var, k0 kir.Expr, xoff, yoff kir.Expr, TM, TN, tk, M, N int) {
+func (l *lowerer) stageAsync(g *gen, xs, ys *kir.Buffer, xt, yt tile, xl, yl *te.Load, ms, ns []*te.Var, r *te.Reduce, mi, ni *kir.Var, k0 kir.Expr, xoff, yoff kir.Expr, TM, TN, tk, M, N int) {
 	vx, vy := kir.NewVar("v", te.I32), kir.NewVar("v", te.I32)
 	g.emit(&kir.For{Var: vx, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(TM * tk / 8), Body: g.into(func() {
 		row, m := kir.NewVar("row", te.I32), kir.NewVar("m", te.I32)
-		col := kir.Mul(kir.Mod(vx, kir.I(tk/8)), kir.I(8))
+		chunk := kir.Mod(vx, kir.I(tk/8))
+		col := kir.Mul(chunk, kir.I(8))
 		g.emit(&kir.Let{Var: row, Value: kir.Div(vx, kir.I(tk/8))})
 		var mv kir.Expr = kir.Add(kir.Mul(mi, kir.I(TM)), row)
 		if M%TM != 0 {
@@ -458,15 +521,16 @@ func (l *lowerer) stageAsync(g *gen, xs, ys *kir.Buffer, xl, yl *te.Load, ms, ns
 		g.emit(&kir.Let{Var: kk, Value: kir.Add(k0, col)})
 		bind(g, ms, m)
 		bind(g, r.Axes, kk)
-		g.emit(&kir.CopyAsync{Dst: xs, DstIndex: kir.Add(xoff, kir.Add(kir.Mul(row, kir.I(tk)), col)),
+		g.emit(&kir.CopyAsync{Dst: xs, DstIndex: kir.Add(xoff, xt.chunk(row, nil, chunk)),
 			Src: l.bufs[xl.Tensor], SrcIndex: g.flat(xl.Tensor.Shape, xl.Index), Bypass: true})
 	})})
 	g.emit(&kir.For{Var: vy, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tk * TN / 8), Body: g.into(func() {
 		row, n := kir.NewVar("row", te.I32), kir.NewVar("n", te.I32)
-		col := kir.NewVar("col", te.I32)
+		col, chunk := kir.NewVar("col", te.I32), kir.NewVar("chunk", te.I32)
 		g.emit(
 			&kir.Let{Var: row, Value: kir.Div(vy, kir.I(TN/8))},
-			&kir.Let{Var: col, Value: kir.Mul(kir.Mod(vy, kir.I(TN/8)), kir.I(8))},
+			&kir.Let{Var: chunk, Value: kir.Mod(vy, kir.I(TN/8))},
+			&kir.Let{Var: col, Value: kir.Mul(chunk, kir.I(8))},
 		)
 		var nv kir.Expr = kir.Add(kir.Mul(ni, kir.I(TN)), col)
 		if N%TN != 0 {
@@ -477,7 +541,7 @@ func (l *lowerer) stageAsync(g *gen, xs, ys *kir.Buffer, xl, yl *te.Load, ms, ns
 		g.emit(&kir.Let{Var: kk, Value: kir.Add(k0, row)})
 		bind(g, ns, n)
 		bind(g, r.Axes, kk)
-		g.emit(&kir.CopyAsync{Dst: ys, DstIndex: kir.Add(yoff, kir.Add(kir.Mul(row, kir.I(TN)), col)),
+		g.emit(&kir.CopyAsync{Dst: ys, DstIndex: kir.Add(yoff, yt.chunk(row, nil, chunk)),
 			Src: l.bufs[yl.Tensor], SrcIndex: g.flat(yl.Tensor.Shape, yl.Index), Bypass: true})
 	})})
 }

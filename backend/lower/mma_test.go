@@ -66,36 +66,7 @@ func TestTensorCoreContraction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := rand.New(rand.NewPCG(7, uint64(tc.M)))
-			feeds := map[string]*te.Array{}
-			for _, pt := range p.Placeholders() {
-				a := te.NewArray(pt.DType, pt.Shape)
-				for i := range a.Data {
-					a.Data[i] = te.Round(pt.DType, 2*r.Float64()-1)
-				}
-				feeds[pt.Name] = a
-			}
-			want, err := te.Evaluate(p, feeds, te.EvalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := sim.Run(m, feeds, sim.Options{Race: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.RaceCount > 0 {
-				t.Fatalf("%d races; first: %s", res.RaceCount, res.Races[0])
-			}
-			got, ref := res.Outputs["y"].Data, want["y"].Data
-			scale := 0.0
-			for _, v := range ref {
-				scale = max(scale, math.Abs(v))
-			}
-			for i := range ref {
-				if math.Abs(got[i]-ref[i]) > scale*0x1p-20 {
-					t.Fatalf("y[%d] = %v, want %v", i, got[i], ref[i])
-				}
-			}
+			res := simulateMatmul(t, p, m, uint64(tc.M))
 			total := res.Total()
 			if (total.MMAs > 0) != tc.mma {
 				t.Errorf("%d MMAs, want MMAs %v", total.MMAs, tc.mma)
@@ -113,5 +84,80 @@ func TestTensorCoreContraction(t *testing.T) {
 				t.Errorf("cp.async staging %v, want %v", async, tc.async)
 			}
 		})
+	}
+}
+
+// simulateMatmul runs m, the lowering of halfMatmul's p, in the simulator
+// with race detection on inputs drawn from seed, and checks y against the
+// reference evaluator (see TestTensorCoreContraction for the tolerance).
+func simulateMatmul(t *testing.T, p *te.Program, m *kir.Module, seed uint64) *sim.Result {
+	t.Helper()
+	r := rand.New(rand.NewPCG(7, seed))
+	feeds := map[string]*te.Array{}
+	for _, pt := range p.Placeholders() {
+		a := te.NewArray(pt.DType, pt.Shape)
+		for i := range a.Data {
+			a.Data[i] = te.Round(pt.DType, 2*r.Float64()-1)
+		}
+		feeds[pt.Name] = a
+	}
+	want, err := te.Evaluate(p, feeds, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(m, feeds, sim.Options{Race: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RaceCount > 0 {
+		t.Fatalf("%d races; first: %s", res.RaceCount, res.Races[0])
+	}
+	got, ref := res.Outputs["y"].Data, want["y"].Data
+	scale := 0.0
+	for _, v := range ref {
+		scale = max(scale, math.Abs(v))
+	}
+	for i := range ref {
+		if math.Abs(got[i]-ref[i]) > scale*0x1p-20 {
+			t.Fatalf("y[%d] = %v, want %v", i, got[i], ref[i])
+		}
+	}
+	return res
+}
+
+// TestTensorCoreBanks lowers tensor-core contractions with their operand
+// tiles laid out as "Shared tiles" says and, through the unexported
+// flatTiles, row-major, and checks the simulator's bank-conflict counts
+// of the tiles xs and ys: none when rotated (ldmatrix, cp.async and
+// element stores of f16 and bf16; TF32's element loads and stores), and
+// some when row-major, where the 8 rows an ldmatrix phase reads share
+// banks (4-way in 64-byte rows, 8-way in rows of 128 bytes or more).
+func TestTensorCoreBanks(t *testing.T) {
+	for _, tc := range []struct {
+		in         te.DType
+		B, M, K, N int
+	}{
+		{te.F16, 1, 64, 64, 64},  // cp.async, 64-byte rows of xs, 128 of ys
+		{te.F16, 2, 40, 48, 24},  // element stores, 64-byte rows of ys
+		{te.BF16, 1, 96, 32, 72}, // cp.async, tails in M and N
+		{te.F16, 1, 64, 64, 200}, // ys in tiles of 64
+		{te.F32, 1, 64, 40, 64},  // TF32: element loads, 256-byte rows of ys
+	} {
+		for _, flat := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%dx%d/flat=%v", tc.in, tc.B, tc.M, tc.K, tc.N, flat), func(t *testing.T) {
+				p := halfMatmul(tc.in, tc.B, tc.M, tc.K, tc.N)
+				m, err := Unfused(p, Options{flatTiles: flat})
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := simulateMatmul(t, p, m, uint64(tc.N)).Kernels[0]
+				for _, a := range []string{"xs", "ys"} {
+					b := st.ArrayBanks[a]
+					if b.Wavefronts == 0 || (b.Conflicts > 0) != flat {
+						t.Errorf("%s: %d wavefronts, %d bank conflicts", a, b.Wavefronts, b.Conflicts)
+					}
+				}
+			})
+		}
 	}
 }

@@ -60,6 +60,14 @@
 // thread; a read of an element whose copy is still in flight is reported
 // among the races (Race.Async), with or without Options.Race.
 //
+// Every warp-level shared-memory access (a warp's loads or stores, an
+// LdMatrix, a VecCopy's shared side, a CopyAsync's shared write) counts the
+// wavefronts that the GPU's 32 banks take to serve it and those beyond the
+// ideal, its bank conflicts (KernelStats.Banks, by array in ArrayBanks; the
+// rule is in banks.go), the figures of the profiler's
+// l1tex__data_pipe_lsu_wavefronts_mem_shared and
+// l1tex__data_bank_conflicts_pipe_lsu_mem_shared.
+//
 // When the module records its GPU (kir.Module.GPU), every launch is checked
 // against it before it runs, as the CUDA runtime would refuse it: threads
 // per block and shared memory per block within the GPU's limits, and for a

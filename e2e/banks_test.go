@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	"tec/examples"
+	"tec/gpu"
+	"tec/internal/numeric"
+	"tec/lang"
+	"tec/pipeline"
+	"tec/precision"
+	"tec/te"
+)
+
+// TestTensorCoreBanks simulates every example at its tiny configuration,
+// at every level and at f16 and bf16, against the reference of the
+// transformed program, and checks that the half-precision shared arrays,
+// which hold only the operand tiles of tensor-core stages (SIMT stages
+// stage f32), have no bank conflicts: neither their cp.async or element
+// stores nor the ldmatrix loads of the main loop, since the lowering lays
+// the tiles out rotated (package lower's "Shared tiles").
+func TestTensorCoreBanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates every example at two precisions")
+	}
+	g, _ := gpu.Builtin("a100")
+	for _, ex := range examples.All() {
+		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
+		if diags.HasErrors() {
+			t.Fatalf("%s: lang.Check:\n%v", ex.Name, diags.Error())
+		}
+		in := feeds(p, 1)
+		for _, m := range []precision.Mode{precision.F16, precision.BF16} {
+			q := precision.Apply(p, m)
+			qin := numeric.ConformFeeds(in, q)
+			ref, err := te.Evaluate(q, qin, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for level := 0; level <= pipeline.MaxLevel; level++ {
+				t.Run(fmt.Sprintf("%s/%s/O%d", ex.Name, m, level), func(t *testing.T) {
+					t.Parallel()
+					res, out := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g, Precision: m}, qin, ref, tolPrecision[m])
+					for i, k := range res.Module.Kernels {
+						for _, a := range k.Shared {
+							if a.DType != te.F16 && a.DType != te.BF16 {
+								continue
+							}
+							b := out.Kernels[i].ArrayBanks[a.Name]
+							t.Logf("kernel %s, %s: %d wavefronts, %d conflicts", k.Name, a.Name, b.Wavefronts, b.Conflicts)
+							if b.Conflicts != 0 {
+								t.Errorf("kernel %s: %d bank conflicts in %d wavefronts of shared %s", k.Name, b.Conflicts, b.Wavefronts, a.Name)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
