@@ -60,7 +60,7 @@ func TestBanks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Banks{Wavefronts: tc.wavefronts, Conflicts: tc.conflicts}
+			want := kir.Banks{Wavefronts: tc.wavefronts, Conflicts: tc.conflicts}
 			if got := res.Banks(); got != want {
 				t.Errorf("got %+v, want %+v", got, want)
 			}

@@ -78,7 +78,7 @@ type block struct {
 	stage   int16 // index of the current stage, -1 outside stages
 	yield   func(struct{}) bool
 	counts  kir.Counts
-	banks   []Banks     // by shared array
+	banks   []kir.Banks // by shared array
 	async   *asyncState // nil unless the kernel issues cp.async
 	// clock is the block's vector clock of counter signals (see
 	// counter.go), nil in a kernel without counters; wait is the counter
@@ -151,7 +151,7 @@ func (p *program) newBlock(grid int) *block {
 			b.sshadow = append(b.sshadow, nil)
 		}
 	}
-	b.banks = make([]Banks, len(p.k.Shared))
+	b.banks = make([]kir.Banks, len(p.k.Shared))
 	for _, buf := range p.k.Locals {
 		b.local = append(b.local, make([]float64, buf.Len()*t))
 	}

@@ -63,10 +63,8 @@
 // Every warp-level shared-memory access (a warp's loads or stores, an
 // LdMatrix, a VecCopy's shared side, a CopyAsync's shared write) counts the
 // wavefronts that the GPU's 32 banks take to serve it and those beyond the
-// ideal, its bank conflicts (KernelStats.Banks, by array in ArrayBanks; the
-// rule is in banks.go), the figures of the profiler's
-// l1tex__data_pipe_lsu_wavefronts_mem_shared and
-// l1tex__data_bank_conflicts_pipe_lsu_mem_shared.
+// ideal, its bank conflicts (KernelStats.Banks, by array in ArrayBanks),
+// by kir.Banks's rule.
 //
 // When the module records its GPU (kir.Module.GPU), every launch is checked
 // against it before it runs, as the CUDA runtime would refuse it: threads
@@ -127,10 +125,10 @@ type KernelStats struct {
 	Threads int // threads per block
 	kir.Counts
 	// Banks are the kernel's shared-memory wavefronts and bank conflicts
-	// (see Banks), and ArrayBanks the same by shared array (nil where the
-	// kernel accesses none).
-	Banks      Banks
-	ArrayBanks map[string]Banks
+	// (see kir.Banks), and ArrayBanks the same by shared array (nil where
+	// the kernel accesses none).
+	Banks      kir.Banks
+	ArrayBanks map[string]kir.Banks
 }
 
 // Access is one side of a data race.
@@ -244,8 +242,8 @@ func (r *Result) Total() kir.Counts {
 
 // Banks returns the sum of the kernels' shared-memory wavefronts and bank
 // conflicts.
-func (r *Result) Banks() Banks {
-	var c Banks
+func (r *Result) Banks() kir.Banks {
+	var c kir.Banks
 	for _, k := range r.Kernels {
 		c.Add(k.Banks)
 	}
