@@ -162,9 +162,18 @@ type RegisterCheck struct {
 	Floor     int
 	// Kernels are the module's kernels' figures, in order.
 	Kernels []KernelRegisters
+	// Probed are the kernels that ptxas compiled, those of the first plan
+	// (which a re-plan may cut differently), in order.
+	Probed []ProbedKernel
 	// Warnings name the kernels that spill registers without calling a
 	// function.
 	Warnings []string
+}
+
+// ProbedKernel is what ptxas reported of one kernel (kir.Kernel.Name).
+type ProbedKernel struct {
+	Kernel string
+	*PTXASFunction
 }
 
 // CompileChecked compiles prog as Compile does and, at -O3 and up where
@@ -193,7 +202,15 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 	g := c.Plan.GPU
 	for _, k := range c.Module.Kernels {
 		f := fns[k.Name]
-		if f == nil || k.BlocksPerSM == 0 {
+		if f == nil {
+			continue
+		}
+		check.Probed = append(check.Probed, ProbedKernel{k.Name, f})
+		if (f.SpillStores > 0 || f.SpillLoads > 0) && !f.Calls {
+			check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
+				k.Name, f.SpillStores, f.SpillLoads, f.Registers))
+		}
+		if k.BlocksPerSM == 0 {
 			continue
 		}
 		n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: f.Registers})
@@ -213,7 +230,7 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 }
 
 // figures fills in check's kernels from c's plan and ptxas's functions
-// (by kernel name; nil when none ran), and warns of spills.
+// (by kernel name; nil when none ran).
 func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) *RegisterCheck {
 	for i, k := range c.Module.Kernels {
 		kr := KernelRegisters{Kernel: k.Name}
@@ -224,10 +241,6 @@ func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) 
 		kr.FromPTXAS = kr.Planned > kr.Estimate
 		if f := fns[k.Name]; f != nil {
 			kr.PTXAS, kr.Function = f.Registers, f
-			if (f.SpillStores > 0 || f.SpillLoads > 0) && !f.Calls {
-				check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
-					k.Name, f.SpillStores, f.SpillLoads, f.Registers))
-			}
 		}
 		check.Kernels = append(check.Kernels, kr)
 	}

@@ -73,10 +73,8 @@ func registerSummary(check *driver.RegisterCheck) string {
 		return ""
 	}
 	var ks []string
-	for _, k := range check.Kernels {
-		if k.PTXAS > 0 {
-			ks = append(ks, fmt.Sprintf("%s %d", k.Kernel, k.PTXAS))
-		}
+	for _, k := range check.Probed {
+		ks = append(ks, fmt.Sprintf("%s %d", k.Kernel, k.Registers))
 	}
 	s := fmt.Sprintf("ptxas (%s), registers per thread: %s", check.Tool, strings.Join(ks, ", "))
 	if check.Replanned {
