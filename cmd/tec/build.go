@@ -164,7 +164,13 @@ on-chip reuse) and writes to DIR what --emit asks for:
 
 --report writes the static cost report as JSON (per kernel: grid, block,
 shared memory, global bytes read and written, FLOPs, barriers);
---dump-after prints a pass's result on standard output.`,
+--dump-after prints a pass's result on standard output.
+
+At -O3 and -O4 the kernels carry the blocks per SM the plan counts on
+(__launch_bounds__). With --ptxas auto, the default, and nvcc (or llc and
+ptxas) on PATH, the build compiles its kernels once, reads the registers
+ptxas gives them, and plans again with that figure where the planned
+blocks per SM cannot hold it; a kernel that spills is a warning.`,
 	}
 	c.run = func(e *env, args []string) int {
 		fs := newFlagSet(c)
