@@ -166,7 +166,7 @@ type RegisterCheck struct {
 	// (which a re-plan may cut differently), in order.
 	Probed []ProbedKernel
 	// Warnings name the kernels that spill registers without calling a
-	// function.
+	// function, or say why the tool could not compile them.
 	Warnings []string
 }
 
@@ -186,18 +186,35 @@ type ProbedKernel struct {
 // bounds hold what ptxas made. The result's Registers says what was used;
 // where the tool fails, its warnings say so and the estimates stand.
 func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool Toolchain) (*Compiled, error) {
-	c, err := Compile(prog, opts)
-	if err != nil {
-		return nil, err
-	}
 	check := &RegisterCheck{Tool: tool}
 	if opts.Level < 3 || tool == NoToolchain {
+		c, err := Compile(prog, opts)
+		if err != nil {
+			return nil, err
+		}
 		check.Tool = NoToolchain
 		c.Registers = check.figures(c, nil)
 		return c, nil
 	}
+	// The passes' dumps wait for the check: a re-plan dumps its own.
+	first := opts
+	var dumps [][2]string
+	if opts.Dump != nil {
+		first.Dump = func(pass, text string) { dumps = append(dumps, [2]string{pass, text}) }
+	}
+	flush := func() {
+		for _, d := range dumps {
+			opts.Dump(d[0], d[1])
+		}
+	}
+	c, err := Compile(prog, first)
+	if err != nil {
+		flush()
+		return nil, err
+	}
 	fns, err := ptxasFunctions(ctx, c, tg, tool)
 	if err != nil {
+		flush()
 		// The estimates stand; the build goes on, and says why.
 		check.Tool = NoToolchain
 		check.Warnings = append(check.Warnings, fmt.Sprintf("the register check could not compile the kernels with %s, so the plan keeps its estimates: %v", tool, err))
@@ -223,7 +240,9 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 			check.Floor = max(check.Floor, f.Registers)
 		}
 	}
-	if check.Floor > 0 {
+	if check.Floor == 0 {
+		flush()
+	} else {
 		opts.RegsPerThread = max(opts.RegsPerThread, check.Floor)
 		if c, err = Compile(prog, opts); err != nil {
 			return nil, fmt.Errorf("planning again with ptxas's %d registers per thread: %w", check.Floor, err)

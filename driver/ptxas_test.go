@@ -121,9 +121,18 @@ func TestCompileChecked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("PATH", tooltest.FakeNVCC(t, tt.regs, tt.spill))
-			c, err := CompileChecked(context.Background(), prog, pipeline.Options{Level: tt.level}, tg, tt.tool)
+			plans := 0
+			dump := func(pass, _ string) {
+				if pass == "plan" {
+					plans++
+				}
+			}
+			c, err := CompileChecked(context.Background(), prog, pipeline.Options{Level: tt.level, Dump: dump}, tg, tt.tool)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if plans != 1 {
+				t.Errorf("the plan was dumped %d times, want once", plans)
 			}
 			check := c.Registers
 			if check.Replanned != tt.replanned || len(check.Warnings) != tt.warnings {
