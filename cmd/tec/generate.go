@@ -258,7 +258,7 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	mods := map[*te.Program]*driver.Compiled{}
 	if gf.device == "sim" || gf.device == "cuda" {
 		for _, p := range []*te.Program{plan.Prefill, plan.Decode} {
-			res, err := driver.Compile(p, opts)
+			res, err := e.compileForDevice(c, p, opts, gf.device, &gf.cuda)
 			if err != nil {
 				return e.failf(c, exitUser, fail(codeBuild, fmt.Errorf("model %s: %w", p.Name, err)))
 			}

@@ -82,3 +82,25 @@ func registerSummary(check *driver.RegisterCheck) string {
 	}
 	return s
 }
+
+// compileForDevice compiles prog with opts for a run on device: on the
+// GPU (cuda) with its registers checked by the compiler of its code, as
+// tec build --ptxas auto checks them (nvcc for --codegen cu, llc and
+// ptxas for ptx, where on PATH), elsewhere as driver.Compile does.
+func (e *env) compileForDevice(c *command, prog *te.Program, opts pipeline.Options, device string, cf *cudaFlags) (*driver.Compiled, error) {
+	if device != "cuda" {
+		return driver.Compile(prog, opts)
+	}
+	tg, err := gpu.LookupArch(cf.target)
+	if err != nil {
+		return nil, err
+	}
+	tool, err := e.toolchain("auto", tg, cf.codegen == driver.CodegenPTX)
+	if err != nil {
+		return nil, err
+	}
+	if tool == driver.NVCC && cf.codegen == driver.CodegenPTX || tool == driver.LLCPTXAS && cf.codegen == driver.CodegenCU {
+		tool = driver.NoToolchain // not the compiler of the code that runs
+	}
+	return e.compileChecked(c, prog, opts, tg, tool)
+}

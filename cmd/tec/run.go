@@ -292,7 +292,7 @@ func (e *env) runProgram(c *command, prog *te.Program, rf *runFlags, opts pipeli
 	var mod *kir.Module
 	if dev.Kernels() {
 		var err error
-		if comp, err = driver.Compile(prog, opts); err != nil {
+		if comp, err = e.compileForDevice(c, prog, opts, rf.device, &rf.cudaFlags); err != nil {
 			return e.failf(c, exitUser, fail(codeBuild, err))
 		}
 		mod = comp.Module
