@@ -189,6 +189,45 @@ func vecElems(fs []te.Expr, k *te.Var) int {
 	return n
 }
 
+// stageElems returns the elements of one 16-byte load of each load of the
+// narrow factor a that moves with the reduction axis k, or 0 unless each
+// is contiguous and aligned along k as vecElems requires, all of one
+// length, with no other variable than k and the row's axes own, and none
+// under a select (a concatenation along k reads each tensor only within
+// its part, where a vector would read past it).
+func stageElems(a te.Expr, k *te.Var, own []*te.Var) int {
+	n, ok := 0, true
+	moves := func(ld *te.Load) bool {
+		return slices.ContainsFunc(ld.Index, func(ix te.Index) bool { return slices.Contains(ix.Vars(), k) })
+	}
+	te.Walk(a, func(x te.Expr) bool {
+		if s, isSel := x.(*te.Select); isSel && ok {
+			for _, b := range []te.Expr{s.Then, s.Else} {
+				ok = ok && !te.Contains(b, func(y te.Expr) bool { ld, isLoad := y.(*te.Load); return isLoad && moves(ld) })
+			}
+		}
+		ld, isLoad := x.(*te.Load)
+		if !isLoad || !ok {
+			return ok
+		}
+		if !moves(ld) {
+			return true
+		}
+		var vars []*te.Var
+		for _, ix := range ld.Index {
+			vars = append(vars, ix.Vars()...)
+		}
+		m := vecElems([]te.Expr{ld}, k)
+		ok = m > 0 && (n == 0 || m == n) && !slices.ContainsFunc(vars, func(v *te.Var) bool { return v != k && !slices.Contains(own, v) })
+		n = m
+		return ok
+	})
+	if !ok {
+		return 0
+	}
+	return n
+}
+
 // dramLatency is the time from a load's issue to its data, for DRAM on
 // the GPUs we plan for: an assumption (about 600 ns under load on A100
 // and H100 in published microbenchmarks), not a measurement of ours.
@@ -209,7 +248,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	}
 	cols := product(axes)
 	parts := wideParts(f, axes)
-	mv.Parts, mv.Vec, mv.InFlight = nil, 0, 0
+	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec = nil, 0, 0, 0
 	tp, ok := tileParts(parts, mv.Width())
 	if !ok || cols%mv.Width() != 0 {
 		return
@@ -224,8 +263,15 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	if len(d.Reduce.Axes) != 1 || contraction.KMaskOf(d) != nil {
 		return
 	}
-	n := vecElems(fs, d.Reduce.Axes[0])
-	staged := mv.StagedK(d.K)
+	k, staged := d.Reduce.Axes[0], mv.StagedK(d.K)
+	narrow, own := d.X, d.MAxes
+	if mv.Wide == 0 {
+		narrow, own = d.Y, d.NAxes
+	}
+	if n := stageElems(narrow, k, append(slices.Clone(own), d.BatchAxes...)); n > 0 && staged%n == 0 {
+		mv.StageVec = n
+	}
+	n := vecElems(fs, k)
 	if n == 0 || staged%n != 0 {
 		return
 	}

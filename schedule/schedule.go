@@ -239,6 +239,10 @@ type MatVec struct {
 	// any of them (Little's law on the GPU's DRAM: bytes in flight per SM
 	// at least its share of bandwidth × latency).
 	Vec, InFlight int
+	// StageVec, when not 0, is the elements of the narrow factor a thread
+	// stages at once: each of its loads that moves with k reads them with
+	// one 16-byte load, contiguous and aligned as Vec's are.
+	StageVec int
 }
 
 // Part is a run of a matrix-vector stage's tiles that read its wide

@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"slices"
+
 	"tec/backend/kir"
 	"tec/contraction"
 	"tec/schedule"
@@ -219,6 +221,9 @@ type entryCtx struct {
 	vec      int
 	inFlight int
 	tmp      *kir.Kernel
+	// stageVec is MatVec.StageVec: the narrow factor's elements staged
+	// at once, with 16-byte loads.
+	stageVec int
 	// hoisted are the reductions of A that the tile computes once per row
 	// in its prologue, into pro (see prologue).
 	hoisted []*te.Reduce
@@ -238,7 +243,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	c.tileF, c.split, c.chunk, c.cols = tf, split, rs.Chunk, max(rs.Cols, 1)
 	if c.F != nil {
-		c.parts, c.vec, c.inFlight = rs.Parts, rs.Vec, rs.InFlight
+		c.parts, c.vec, c.inFlight, c.stageVec = rs.Parts, rs.Vec, rs.InFlight, rs.StageVec
 	}
 	cols, width := c.cols, tf*c.cols
 	b := kir.NewVar("b", te.I32)
@@ -334,6 +339,9 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 // stageRows emits the staging of k in [c0, c0 + staged) of every row of
 // the narrow factor into xs, and the barrier after it.
 func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, c0 kir.Expr) {
+	if c.stageVec > 0 && c.liveK == nil && staged%c.stageVec == 0 && l.stageRowsVec(g, d, c, staged, c0) {
+		return
+	}
 	e := kir.NewVar("e", te.I32)
 	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * staged), Body: g.into(func() {
 		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
@@ -357,6 +365,76 @@ func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, 
 	for _, a := range append(append(append([]*te.Var{}, c.fAxes...), c.aAxes...), d.Reduce.Axes...) {
 		delete(g.env, a)
 	}
+}
+
+// stageRowsVec emits stageRows's staging with c.stageVec elements of a
+// row per thread and step: each load of the narrow factor that moves
+// with k reads them with one 16-byte load into a local array, and the
+// elements are computed from those (MatVec.StageVec). It reports false,
+// emitting nothing, where such a load is not a plain one after all.
+func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged int, c0 kir.Expr) bool {
+	n, k := c.stageVec, d.Reduce.Axes[0]
+	groups := staged / n
+	var moving []*te.Load
+	te.Walk(c.A, func(x te.Expr) bool {
+		if ld, ok := x.(*te.Load); ok && !slices.Contains(moving, ld) && slices.ContainsFunc(ld.Index, func(ix te.Index) bool { return slices.Contains(ix.Vars(), k) }) {
+			moving = append(moving, ld)
+		}
+		return true
+	})
+	e := kir.NewVar("e", te.I32)
+	ok := true
+	local := map[*te.Load]*te.Tensor{}
+	var bufs []*kir.Buffer
+	body := g.into(func() {
+		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
+		g.emit(
+			&kir.Let{Var: m, Value: kir.Div(e, kir.I(groups))},
+			&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)))},
+		)
+		bind(g, c.aAxes, m)
+		bind(g, d.Reduce.Axes, kk)
+		for _, x := range moving {
+			ld, isLoad := g.expr(x).(*kir.Load)
+			if !isLoad || ld.Buf.Space != kir.Global || kir.VecLen(ld.Buf.DType) != n {
+				ok = false
+				return
+			}
+			buf := &kir.Buffer{Name: ld.Buf.Name + ".vec", Space: kir.Local, DType: ld.Buf.DType, Shape: []int{n}}
+			bufs = append(bufs, buf)
+			g.emit(&kir.VecCopy{Dst: buf, DstIndex: kir.I(0), Src: ld.Buf, SrcIndex: ld.Index})
+			// The element j of the vector is a load of a tensor that is
+			// the local array.
+			local[x] = &te.Tensor{Name: buf.Name, Kind: te.Compute, DType: x.Tensor.DType, Shape: []int{n}}
+			g.bufs[local[x]] = buf
+		}
+		forget := useHoisted(g, c, m)
+		for j := range n {
+			kj := kir.NewVar("kk", te.I32)
+			g.emit(&kir.Let{Var: kj, Value: kir.Add(kk, kir.I(j))})
+			bind(g, d.Reduce.Axes, kj)
+			a := te.Replace(c.A, func(x te.Expr) te.Expr {
+				if ld, isLoad := x.(*te.Load); isLoad && local[ld] != nil {
+					return &te.Load{Tensor: local[ld], Index: []te.Index{te.Const(j)}}
+				}
+				return nil
+			})
+			g.emit(&kir.Store{Buf: c.xs, Index: kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)), Value: convert(g.expr(a), te.F32)})
+		}
+		forget()
+	})
+	for _, t := range local {
+		delete(g.bufs, t)
+	}
+	for _, a := range append(append(append([]*te.Var{}, c.fAxes...), c.aAxes...), d.Reduce.Axes...) {
+		delete(g.env, a)
+	}
+	if !ok {
+		return false
+	}
+	c.tmp.Locals = append(c.tmp.Locals, bufs...)
+	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * groups), Body: body}, &kir.SyncThreads{})
+	return true
 }
 
 // sumChunk emits thread (kz, col)'s sums over its k of the chunk staged at
