@@ -26,7 +26,9 @@ const resident = 1 << 20
 // configuration, at every optimisation level, on the A100 and H100 models
 // and on the small GPU model (4 resident blocks, fewer than most stages'
 // tiles), simulated with race detection, equals the reference evaluator;
-// the static report's counts equal the simulator's.
+// the static report's counts equal the simulator's, and so do its
+// shared-memory wavefronts and bank conflicts wherever it counts them
+// exactly (every kernel but those whose conditions depend on data).
 func TestLevels(t *testing.T) {
 	var simTime atomic.Int64
 	for _, ex := range examples.All() {
@@ -69,6 +71,9 @@ func TestLevels(t *testing.T) {
 					rep := report.Module(res.Module, report.Config{ResidentBlocks: resident})
 					for i, k := range rep.Kernels {
 						got := out.Kernels[i].Counts
+						if sb := out.Kernels[i].Banks; k.BanksExact && k.Banks != sb {
+							t.Errorf("kernel %s: report's shared-memory wavefronts %+v, simulator's %+v", k.Name, k.Banks, sb)
+						}
 						if cached := i < len(res.Plan.Kernels) && res.Plan.Kernels[i].Cache != nil; cached && !k.Exact && bounds(k.Counts, got) {
 							continue // it assumes a weight slice loaded at every use
 						}

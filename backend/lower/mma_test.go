@@ -131,7 +131,8 @@ func simulateMatmul(t *testing.T, p *te.Program, m *kir.Module, seed uint64) *si
 // of the tiles xs and ys: none when rotated (ldmatrix, cp.async and
 // element stores of f16 and bf16; TF32's element loads and stores), and
 // some when row-major, where the 8 rows an ldmatrix phase reads share
-// banks (4-way in 64-byte rows, 8-way in rows of 128 bytes or more).
+// banks (4-way in 64-byte rows, 8-way in rows of 128 bytes or more); the
+// static report predicts the kernel's wavefronts exactly.
 func TestTensorCoreBanks(t *testing.T) {
 	for _, tc := range []struct {
 		in         te.DType
@@ -156,6 +157,9 @@ func TestTensorCoreBanks(t *testing.T) {
 					if b.Wavefronts == 0 || (b.Conflicts > 0) != flat {
 						t.Errorf("%s: %d wavefronts, %d bank conflicts", a, b.Wavefronts, b.Conflicts)
 					}
+				}
+				if k := report.Module(m, report.Config{}).Kernels[0]; !k.BanksExact || k.Banks != st.Banks {
+					t.Errorf("static report (exact %v): %+v, simulator: %+v", k.BanksExact, k.Banks, st.Banks)
 				}
 			})
 		}

@@ -18,6 +18,14 @@ type dim struct {
 	v            *kir.Var       // the loop variable, or nil
 	reg          kir.SpecialReg // for v == nil: ThreadIdx or BlockIdx
 	lo, hi, step int
+	// lanes marks a block- or thread-stride loop's variable, which
+	// replaces the thread index: thread (v-lo) mod threads.
+	lanes bool
+	// start, for a loop from a variable start, is that start, and stride
+	// the loop's step: its threads run start + i·stride together in
+	// iteration i, which banks.go groups as the GPU does.
+	start  kir.Expr
+	stride int
 }
 
 func (d dim) size() int {
@@ -48,6 +56,11 @@ type counter struct {
 	memo    map[string]enumerated // by key
 	enums   int                   // enumerations done
 	facts   *sign.Facts
+	// banks are the shared-memory wavefronts counted (banks.go), exact
+	// while banksExact; bankMemo holds them by access and domain.
+	banks      kir.Banks
+	banksExact bool
+	bankMemo   map[string]bankCount
 }
 
 func kernel(k *kir.Kernel, cfg Config) Kernel {
@@ -56,7 +69,7 @@ func kernel(k *kir.Kernel, cfg Config) Kernel {
 	return Kernel{
 		Name: k.Name, Blocks: c.grid, Threads: k.Block, Resident: k.Grid.Resident,
 		SharedBytes: k.SharedBytes(), Counts: c.counts, Exact: c.exact,
-		Traffic: c.trafficList(k),
+		Traffic: c.trafficList(k), Banks: c.banks, BanksExact: c.banksExact,
 	}
 }
 
@@ -71,7 +84,7 @@ func newCounter(k *kir.Kernel, cfg Config) *counter {
 		},
 		defs: map[*kir.Var]kir.Expr{}, opaque: map[*kir.Var]bool{},
 		traffic: map[*kir.Buffer]*Traffic{}, memo: map[string]enumerated{},
-		facts: sign.Analyze(k.Body),
+		facts: sign.Analyze(k.Body), banksExact: true, bankMemo: map[string]bankCount{},
 	}
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		if a, ok := s.(*kir.Assign); ok {
@@ -102,6 +115,7 @@ func (c *counter) stmt(s kir.Stmt) {
 	case *kir.Store:
 		c.cost(s.Index)
 		c.cost(s.Value)
+		c.shared(s.Buf, s.Index, 1)
 		if s.Buf.Space == kir.Global {
 			n := c.count() * int64(s.Buf.DType.Size())
 			c.counts.StoreBytes += n
@@ -148,15 +162,19 @@ func (c *counter) stmt(s kir.Stmt) {
 		c.counts.FLOPs += warps * int64(2*m*n*k)
 	case *kir.LdMatrix:
 		c.cost(s.Index)
+		c.sharedAccess(bankAccess{index: s.Index, size: s.Src.DType.Size(), width: 1, matrices: s.Num})
 	case *kir.VecCopy:
 		c.cost(s.DstIndex)
 		c.cost(s.SrcIndex)
 		c.vector(s.Src, false)
 		c.vector(s.Dst, true)
+		c.shared(s.Src, s.SrcIndex, kir.VecLen(s.Src.DType))
+		c.shared(s.Dst, s.DstIndex, kir.VecLen(s.Dst.DType))
 	case *kir.CopyAsync:
 		c.cost(s.DstIndex)
 		c.cost(s.SrcIndex)
 		c.vector(s.Src, false)
+		c.shared(s.Dst, s.DstIndex, kir.VecLen(s.Dst.DType))
 	}
 }
 
@@ -191,11 +209,11 @@ func (c *counter) loop(s *kir.For) {
 	}
 	if !lok || !hok {
 		// Not supported exactly: count one iteration per entry.
-		c.exact = false
+		c.exact, c.banksExact = false, false
 		lo, hi = 0, 1
 	}
 	saved := append([]dim(nil), c.dims...)
-	d := dim{v: s.Var, lo: lo, hi: hi, step: 1}
+	d := dim{v: s.Var, lo: lo, hi: hi, step: 1, lanes: s.Kind == kir.BlockStride || s.Kind == kir.ThreadStride}
 	drop := func(reg kir.SpecialReg) {
 		for i, x := range c.dims {
 			if x.v == nil && x.reg == reg {
@@ -203,7 +221,7 @@ func (c *counter) loop(s *kir.For) {
 				return
 			}
 		}
-		c.exact = false // nested thread loops: not supported exactly
+		c.exact, c.banksExact = false, false // nested thread loops: not supported exactly
 	}
 	switch s.Kind {
 	case kir.Serial, kir.Unrolled:
@@ -215,6 +233,9 @@ func (c *counter) loop(s *kir.For) {
 	case kir.ThreadStride:
 		drop(kir.BlockIdx)
 		drop(kir.ThreadIdx)
+	}
+	if from != nil {
+		d.start, d.stride = s.Lo, s.Step
 	}
 	c.dims = append(c.dims, d)
 	if from != nil {
@@ -252,6 +273,7 @@ func (c *counter) cost(e kir.Expr) {
 	switch e := e.(type) {
 	case *kir.Load:
 		c.cost(e.Index)
+		c.shared(e.Buf, e.Index, 1)
 		if e.Buf.Space == kir.Global {
 			n := c.count() * int64(e.Buf.DType.Size())
 			c.counts.LoadBytes += n
@@ -278,7 +300,7 @@ func (c *counter) cost(e kir.Expr) {
 		c.cost(e.X)
 	case *kir.Select:
 		c.cost(e.Cond)
-		if !costly(e.Then) && !costly(e.Else) {
+		if !costly(e.Then) && !costly(e.Else) && !loadsShared(e.Then) && !loadsShared(e.Else) {
 			return
 		}
 		c.conds = append(c.conds, cond{e: e.Cond})
@@ -302,6 +324,19 @@ func costly(e kir.Expr) bool {
 		case *kir.Binary:
 			found = found || x.X.Type() == te.F32 && !x.Op.IsComparison() && !x.Op.IsLogical()
 		case *kir.Shuffle:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// loadsShared reports whether evaluating e loads from shared memory, whose
+// wavefronts count (banks.go); nothing else it evaluates is costly.
+func loadsShared(e kir.Expr) bool {
+	found := false
+	kir.WalkExpr(e, func(x kir.Expr) bool {
+		if ld, ok := x.(*kir.Load); ok && ld.Buf.Space == kir.Shared {
 			found = true
 		}
 		return !found

@@ -56,6 +56,12 @@ type Kernel struct {
 	Exact bool
 	// Traffic is the kernel's global traffic per buffer.
 	Traffic []Traffic
+	// Banks are the wavefronts of the kernel's shared-memory accesses
+	// and their bank conflicts (kir.Banks), exact where BanksExact: every
+	// index and condition of a shared access depends only on indexes, and
+	// no domain was sampled.
+	Banks      kir.Banks
+	BanksExact bool
 }
 
 // Traffic is the global traffic of one kernel to one buffer.

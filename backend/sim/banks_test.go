@@ -4,11 +4,13 @@ import (
 	"testing"
 
 	"tec/backend/kir"
+	"tec/backend/report"
 	"tec/te"
 )
 
 // TestBanks runs one warp-level shared-memory instruction of one warp and
-// checks its wavefronts and bank conflicts against the hardware's rule
+// checks its wavefronts and bank conflicts, as the simulator counts them
+// and as the static report predicts them, against the hardware's rule
 // worked by hand.
 func TestBanks(t *testing.T) {
 	tid := kir.NewVar("tid", te.I32)
@@ -63,6 +65,9 @@ func TestBanks(t *testing.T) {
 			want := kir.Banks{Wavefronts: tc.wavefronts, Conflicts: tc.conflicts}
 			if got := res.Banks(); got != want {
 				t.Errorf("got %+v, want %+v", got, want)
+			}
+			if k := report.Module(m, report.Config{}).Kernels[0]; !k.BanksExact || k.Banks != want {
+				t.Errorf("static report (exact %v): %+v, want %+v", k.BanksExact, k.Banks, want)
 			}
 		})
 	}
