@@ -22,14 +22,16 @@ func TestWarpPTX(t *testing.T) {
 		"bf16":     kirtest.MMA(kir.M16N8K16, te.BF16, kirtest.ISAFragIndex),
 		"tf32":     kirtest.MMA(kir.M16N8K8, te.F32, kirtest.ISAFragIndex),
 		"vectors":  kirtest.Vectors(0),
+		"vecloads": kirtest.VectorLoads(),
 	}
 	want := map[string][]string{
 		"pipeline": {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
 			"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 0",
 			"ld.global.v4.u32", "st.shared.v4.u32"},
-		"bf16":    {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
-		"tf32":    {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"},
-		"vectors": {"ld.global.v4.u32", "st.shared.v4.u32", "ld.shared.v4.u32", "st.global.v4.u32"},
+		"bf16":     {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
+		"tf32":     {"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"},
+		"vectors":  {"ld.global.v4.u32", "st.shared.v4.u32", "ld.shared.v4.u32", "st.global.v4.u32"},
+		"vecloads": {"ld.global.v4.u32"},
 	}
 	for _, tname := range gpu.ArchNames() {
 		tg := lookup(t, tname)

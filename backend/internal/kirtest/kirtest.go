@@ -57,6 +57,7 @@ func Modules() (map[string]*kir.Module, error) {
 		ms[m.Name] = m
 	}
 	ms["vectors"] = Vectors(0)
+	ms["vecloads"] = VectorLoads()
 	ms["counters"] = Counters(6, 10, 0, NoCounterBug)
 	return ms, nil
 }

@@ -58,3 +58,31 @@ func TestPrograms(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorLoads runs VectorLoads in the simulator on weights w[r, j] =
+// r + j and x[r, j] = r - j and checks every output.
+func TestVectorLoads(t *testing.T) {
+	w, x := te.NewArray(te.BF16, []int{16, 8}), te.NewArray(te.F32, []int{16, 4})
+	for i := range w.Data {
+		w.Data[i] = float64(i/8 + i%8)
+	}
+	for i := range x.Data {
+		x.Data[i] = float64(i/4 - i%4)
+	}
+	res, err := sim.Run(VectorLoads(), map[string]*te.Array{"w": w, "x": x}, sim.Options{Race: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, got := range res.Outputs["y"].Data {
+		want := 0.0
+		for j := range 8 {
+			want += float64(r+j) * float64(j+1)
+		}
+		for j := range 4 {
+			want += float64(r-j) * float64(j+1)
+		}
+		if got != want {
+			t.Errorf("y[%d] = %v, want %v", r, got, want)
+		}
+	}
+}

@@ -207,3 +207,38 @@ func Vectors(skew int) *kir.Module {
 		}},
 	}
 }
+
+// VectorLoads returns a module of 16 threads whose kernel loads a row of
+// weights 16 bytes at a time into registers, as a matrix-vector tile
+// loads its wide factor (backend/lower's sumVec): thread i loads w[8i:8i+8]
+// (bf16) and x[4i:4i+4] (f32) with one 128-bit load each into local
+// arrays, and writes y[i] = sum over j of w[8i+j]·(j+1) + sum over j of
+// x[4i+j]·(j+1), the elements read from the arrays at constant indexes.
+func VectorLoads() *kir.Module {
+	w := &kir.Buffer{Name: "w", Role: kir.Param, DType: te.BF16, Shape: []int{16, 8}}
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.F32, Shape: []int{16, 4}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.F32, Shape: []int{16}}
+	rw := &kir.Buffer{Name: "w.vec", Space: kir.Local, DType: te.BF16, Shape: []int{8}}
+	rx := &kir.Buffer{Name: "x.vec", Space: kir.Local, DType: te.F32, Shape: []int{4}}
+	tid, acc := kir.NewVar("tid", te.I32), kir.NewVar("acc", te.F32)
+	body := []kir.Stmt{
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.VecCopy{Dst: rw, DstIndex: kir.I(0), Src: w, SrcIndex: kir.Mul(tid, kir.I(8))},
+		&kir.VecCopy{Dst: rx, DstIndex: kir.I(0), Src: x, SrcIndex: kir.Mul(tid, kir.I(4))},
+		&kir.Let{Var: acc, Value: kir.F(0)},
+	}
+	for _, r := range []*kir.Buffer{rw, rx} {
+		for j := range r.Len() {
+			body = append(body, &kir.Assign{Var: acc, Value: kir.Add(acc, kir.Mul(kir.Ld(r, kir.I(j)), kir.F(float64(j+1))))})
+		}
+	}
+	body = append(body, &kir.Store{Buf: y, Index: tid, Value: acc})
+	return &kir.Module{
+		Name: "vecloads", Buffers: []*kir.Buffer{w, x, y}, Outputs: []*kir.Buffer{y},
+		Kernels: []*kir.Kernel{{
+			Name: "vecloads", Grid: kir.Grid{Blocks: 1}, Block: 16, Params: []*kir.Buffer{w, x, y},
+			Locals: []*kir.Buffer{rw, rx}, Body: body,
+			Doc: "128-bit loads of bf16 and f32 weights from global memory into registers, used element by element",
+		}},
+	}
+}
