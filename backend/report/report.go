@@ -2,7 +2,9 @@
 // does when it runs: its launch shape and shared memory, and the global bytes
 // it loads and stores, its FLOPs and its barriers (kir.Counts). It needs no
 // data and no execution, so it works for models too large to simulate; on
-// small ones its counts equal those the simulator measures.
+// small ones its counts equal those the simulator measures. It predicts the
+// wavefronts of the kernels' shared-memory accesses and their bank
+// conflicts too (kir.Banks, banks.go).
 //
 // Counts are exact when every loop has constant bounds and every condition
 // (If, Select) depends only on indexes, not on loaded data: the report counts
