@@ -72,7 +72,13 @@ func (t tile) chunk(r, rr, j kir.Expr) kir.Expr {
 		rr = r
 	}
 	if t.p > 1 {
-		rot := kir.Mul(kir.Div(rr, kir.I(t.q)), kir.I(t.w))
+		rot := rr
+		if t.q > 1 {
+			rot = kir.Div(rot, kir.I(t.q))
+		}
+		if t.w > 1 {
+			rot = kir.Mul(rot, kir.I(t.w))
+		}
 		if t.cols/t.vec == t.p { // j < p: the row is one group
 			j = kir.Mod(kir.Add(j, rot), kir.I(t.p))
 		} else {
