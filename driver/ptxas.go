@@ -125,6 +125,14 @@ func demangle(sym string) string {
 	return s[i : i+n]
 }
 
+// RegisterMargin is the registers per thread that the register check
+// adds to what ptxas allocates unbounded before it compares them with the
+// plan's blocks per SM: ptxas allocates differently under launch bounds,
+// and one that leaves exactly its unbounded figure can spill (resnext's
+// k1_x.1 at f16: 38 registers unbounded, 12 B spilled when bounded to 40
+// on sm_90). 8 is a thread's share of one 256-register warp granule.
+const RegisterMargin = 8
+
 // KernelRegisters says which register figure a kernel's occupancy counts.
 type KernelRegisters struct {
 	// Kernel is the kernel's name (kir.Kernel.Name).
@@ -180,9 +188,9 @@ type ProbedKernel struct {
 // tool is not NoToolchain, compiles the kernels once with tool and checks
 // the registers that ptxas allocates against the plan's occupancy: where
 // a kernel's blocks per SM (kir.Kernel.BlocksPerSM, its launch bounds) need
-// fewer registers per thread than ptxas gives it unbounded, the program
-// is planned again, once, with ptxas's largest such figure as every
-// kernel's floor, so that the grid the plan launches and the launch
+// fewer registers per thread than ptxas gives it unbounded (plus
+// RegisterMargin), the program is planned again, once, with the largest
+// such figure as every kernel's floor, so that the grid the plan launches and the launch
 // bounds hold what ptxas made. The result's Registers says what was used;
 // where the tool fails, its warnings say so and the estimates stand.
 func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool Toolchain) (*Compiled, error) {
@@ -235,9 +243,10 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		if k.BlocksPerSM == 0 {
 			continue
 		}
-		n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: f.Registers})
+		need := min(f.Registers+RegisterMargin, g.MaxRegsPerThread)
+		n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: need})
 		if n < k.BlocksPerSM {
-			check.Floor = max(check.Floor, f.Registers)
+			check.Floor = max(check.Floor, need)
 		}
 	}
 	if check.Floor == 0 {

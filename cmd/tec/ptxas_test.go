@@ -32,7 +32,7 @@ func TestPTXAS(t *testing.T) {
 		mode, stdout, stderr, source string
 		blocks                       int
 	}{
-		{"auto", "planned again with 200 registers per thread", "warning: kernel k0_m: ptxas spills 8 B", "ptxas", 108},
+		{"auto", "planned again with 208 registers per thread", "warning: kernel k0_m: ptxas spills 8 B", "ptxas", 108},
 		{"off", "", "", "estimate", 128},
 	} {
 		dir := t.TempDir()
@@ -63,7 +63,7 @@ func TestPTXAS(t *testing.T) {
 		code, stdout, stderr = run("explain", "../../examples/softmax.te", "--plan", "--summary", "--ptxas", tt.mode)
 		want := "kernel 0 (k0_m): 32, the planned estimate"
 		if tt.mode == "auto" {
-			want = "kernel 0 (k0_m): 200, ptxas (the planned estimate was"
+			want = "kernel 0 (k0_m): 208, ptxas (the planned estimate was"
 		}
 		if code != exitOK || !strings.Contains(stdout, want) {
 			t.Errorf("explain --ptxas %s: exit %d\n%s%s\nwant %q", tt.mode, code, stdout, stderr, want)

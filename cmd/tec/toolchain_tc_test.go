@@ -368,11 +368,21 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 		// The f16 build is tec build's with nvcc on PATH (--ptxas auto):
 		// planned again where ptxas's registers do not leave the blocks
 		// per SM of the plan's estimate, whose launch bounds would spill.
-		checked, err := driver.CompileChecked(context.Background(), p, opts, tools.targets[0], driver.NVCC)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		// Its one PTX is assembled for each of sweepArchs, so each checks
+		// it in turn, the registers per thread only growing.
+		var res *pipeline.Result
+		for _, arch := range sweepArchs {
+			tg, err := gpu.LookupArch(arch)
+			if err != nil {
+				return nil, err
+			}
+			checked, err := driver.CompileChecked(context.Background(), p, opts, tg, driver.NVCC)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			opts.RegsPerThread = max(opts.RegsPerThread, checked.Registers.Floor)
+			res = checked.Result
 		}
-		res := checked.Result
 		d := filepath.Join(root, ex.Name, "full", "f16")
 		files, err := writeBuild(d, res, tools.targets[0], false)
 		if err != nil {
