@@ -193,6 +193,11 @@ type ProbedKernel struct {
 // such figure as every kernel's floor, so that the grid the plan launches and the launch
 // bounds hold what ptxas made. The result's Registers says what was used;
 // where the tool fails, its warnings say so and the estimates stand.
+//
+// Only a checked plan's blocks per SM become launch bounds: where no check
+// ran (below -O3, no tool, or a tool that failed), the kernels are bounded
+// by their threads alone, since an estimate too low (2.7 times, for the
+// decode step) would make ptxas spill to meet it.
 func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool Toolchain) (*Compiled, error) {
 	check := &RegisterCheck{Tool: tool}
 	if opts.Level < 3 || tool == NoToolchain {
@@ -202,6 +207,7 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		}
 		check.Tool = NoToolchain
 		c.Registers = check.figures(c, nil)
+		unbound(c.Module)
 		return c, nil
 	}
 	// The passes' dumps wait for the check: a re-plan dumps its own.
@@ -227,6 +233,7 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		check.Tool = NoToolchain
 		check.Warnings = append(check.Warnings, fmt.Sprintf("the register check could not compile the kernels with %s, so the plan keeps its estimates: %v", tool, err))
 		c.Registers = check.figures(c, nil)
+		unbound(c.Module)
 		return c, nil
 	}
 	g := c.Plan.GPU
@@ -260,6 +267,14 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 	}
 	c.Registers = check.figures(c, fns)
 	return c, nil
+}
+
+// unbound drops the blocks-per-SM bound of m's kernels (kir.Kernel.BlocksPerSM),
+// leaving ptxas the registers it would take.
+func unbound(m *kir.Module) {
+	for _, k := range m.Kernels {
+		k.BlocksPerSM = 0
+	}
 }
 
 // figures fills in check's kernels from c's plan and ptxas's functions

@@ -111,12 +111,13 @@ func TestCompileChecked(t *testing.T) {
 		replanned   bool
 		source      string
 		warnings    int
+		bounded     bool // the kernels carry a blocks-per-SM launch bound
 	}{
-		{"more registers", NVCC, 200, 8, 4, true, "ptxas", 1},
-		{"fewer registers", NVCC, 16, 0, 4, false, "estimate", 0},
-		{"no toolchain", NoToolchain, 200, 0, 4, false, "estimate", 0},
-		{"-O2", NVCC, 200, 0, 2, false, "estimate", 0},
-		{"no llc", LLCPTXAS, 200, 0, 4, false, "estimate", 1},
+		{"more registers", NVCC, 200, 8, 4, true, "ptxas", 1, true},
+		{"fewer registers", NVCC, 16, 0, 4, false, "estimate", 0, true},
+		{"no toolchain", NoToolchain, 200, 0, 4, false, "estimate", 0, false},
+		{"-O2", NVCC, 200, 0, 2, false, "estimate", 0, false},
+		{"no llc", LLCPTXAS, 200, 0, 4, false, "estimate", 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +147,9 @@ func TestCompileChecked(t *testing.T) {
 					t.Errorf("kernel %s: planned with %d registers (floor %d), want %d", k.Kernel, k.Planned, check.Floor, want)
 				}
 				mk := c.Module.Kernels[i]
+				if bounded := mk.BlocksPerSM > 0; bounded != tt.bounded {
+					t.Errorf("kernel %s: launch bound of %d blocks per SM; want one: %v (only a checked plan bounds ptxas)", k.Kernel, mk.BlocksPerSM, tt.bounded)
+				}
 				if tt.replanned && mk.BlocksPerSM > 0 {
 					n, _ := c.Plan.GPU.BlocksPerSM(gpu.Block{Threads: mk.Block, RegsPerThread: tt.regs})
 					if mk.BlocksPerSM > n {
