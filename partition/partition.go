@@ -171,13 +171,16 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 // split turns a row reduction with too few outputs to fill the GPU and a
 // long enough range into a two-phase split reduction, when the cost model
 // prices the split's chunks on more SMs, plus its two grid syncs, below a
-// block per output (cost.SplitPays).
+// block per output (cost.SplitPays). An f32 sum, max or min is split in
+// partial values; an argmax or argmin in partial (value, position) pairs,
+// in chunks of whole passes of its blocks' loads (argChunks).
 func split(t *te.Tensor, s stage, g gpu.Model) {
 	if s.Kind != schedule.RowReduce {
 		return
 	}
 	reds := te.TopReduces(t.Body)
-	if len(reds) != 1 || te.TypeOf(reds[0]) != te.F32 || reds[0].Op == te.Prod {
+	arg := len(reds) == 1 && reds[0].Op.IsArg() // pairs of value and position (argChunks)
+	if len(reds) != 1 || te.TypeOf(reds[0]) != te.F32 && !arg || reds[0].Op == te.Prod {
 		return
 	}
 	n, ext := t.NumElements(), product(reds[0].Axes)
@@ -186,6 +189,9 @@ func split(t *te.Tensor, s stage, g gpu.Model) {
 		return
 	}
 	chunks := max(2, min(full/n, ext/(4*s.Threads)))
+	if arg {
+		chunks = argChunks(ext, s.Threads, full/n)
+	}
 	if !cost.SplitPays(g, s.Bytes, n, chunks) {
 		return
 	}

@@ -250,21 +250,49 @@ func TestMatVecSchedule(t *testing.T) {
 }
 
 // TestArgReduceSchedule checks that an argmax over a long row (a greedy
-// token over a vocabulary) is a block's row reduction, and one over a
-// short row a thread's loop.
+// token over a vocabulary) is split across blocks in chunks of whole
+// passes of a block's 16-byte loads (1024 positions for 256 threads), or
+// a block's row reduction where splits are not allowed, one over a
+// medium row a block's row reduction, and one over a short row a
+// thread's loop.
 func TestArgReduceSchedule(t *testing.T) {
 	for _, tt := range []struct {
-		n    int
-		kind schedule.Kind
-	}{{128256, schedule.RowReduce}, {64, schedule.RowReduce}, {32, schedule.Elementwise}} {
+		n      int
+		split  bool
+		kind   schedule.Kind
+		chunks int
+	}{
+		{128256, true, schedule.SplitReduce, 126},
+		{128256, false, schedule.RowReduce, 0},
+		{64, true, schedule.RowReduce, 0},
+		{32, true, schedule.Elementwise, 0},
+	} {
 		b := tb.New("greedy")
 		x := b.Input("x", 2, tt.n)
 		next := b.Compute("next", tb.Shape(2), func(ax []te.Index) te.Expr {
 			return tb.Reduce(te.Argmax, "k", tt.n, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
 		})
-		pl := plan(t, b.Program(next), "h100", Options{Split: true, Reuse: true})
-		if s := pl.Schedules[next]; s.Kind != tt.kind || s.Kind == schedule.RowReduce && s.Tiles != 2 {
-			t.Errorf("argmax over %d: %s; want %s", tt.n, s, tt.kind)
+		pl := plan(t, b.Program(next), "h100", Options{Split: tt.split, Reuse: true})
+		s := pl.Schedules[next]
+		if s.Kind != tt.kind || s.Kind == schedule.RowReduce && s.Tiles != 2 ||
+			s.Kind == schedule.SplitReduce && (s.Chunks != tt.chunks || s.Tiles != 2*tt.chunks) {
+			t.Errorf("argmax over %d, split %v: %s; want %s, %d chunks", tt.n, tt.split, s, tt.kind, tt.chunks)
+		}
+	}
+}
+
+// TestArgChunks checks the chunks of split argmaxes: whole passes of the
+// block's loads, as many chunks as the blocks allow, at least 2.
+func TestArgChunks(t *testing.T) {
+	for _, tt := range []struct{ ext, threads, most, want int }{
+		{128256, 256, 264, 126}, // a pass per chunk
+		{128256, 256, 100, 63},  // two passes per chunk
+		{128256, 256, 1, 2},
+		{4096, 256, 264, 4},
+		{2048, 1024, 264, 2},
+	} {
+		if got := argChunks(tt.ext, tt.threads, tt.most); got != tt.want {
+			t.Errorf("argChunks(%d, %d, %d) = %d, want %d", tt.ext, tt.threads, tt.most, got, tt.want)
 		}
 	}
 }

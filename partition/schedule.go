@@ -113,6 +113,22 @@ func rowReduceArrays(reds []*te.Reduce, threads int) []schedule.Array {
 	return arrays
 }
 
+// argPass is the positions a thread reads at a time in a split argmax or
+// argmin: one 16-byte load of f32 values (backend/lower's argChunkVec).
+const argPass = 4
+
+// argChunks returns the chunks per output of a split argmax or argmin
+// (split, in partition.go) over ext positions, in blocks of threads
+// threads with at most most blocks per output: chunks of whole passes of
+// the block's loads (argPass positions per thread), as few passes per
+// chunk as most allows, so that backend/lower gives every chunk but the
+// last the same whole passes; at least 2.
+func argChunks(ext, threads, most int) int {
+	passes := te.CeilDiv(ext, argPass*threads)
+	each := te.CeilDiv(passes, max(1, min(most, passes)))
+	return max(2, te.CeilDiv(passes, each))
+}
+
 // Scheduler chooses the schedule of one compute tensor. It is the place
 // where a tuner plugs in; Analytic is the default.
 type Scheduler interface {
@@ -181,7 +197,9 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	if ext := maxExtent(reds); len(reds) > 0 && ext >= rowReduceMin {
 		// An argmax too: the block's threads merge their candidates
 		// (backend/lower's argBlockReduce), so the greedy token of a
-		// 128256-word vocabulary is not one thread's serial loop.
+		// 128256-word vocabulary is not one thread's serial loop; where
+		// the outputs are too few to fill the GPU, split makes it a
+		// split reduction of (value, position) pairs (argChunks).
 		s.Kind = schedule.RowReduce
 		s.Tiles = n
 		s.SetArrays(rowReduceArrays(reds, threads)...)

@@ -310,6 +310,10 @@ func rebase(body []kir.Stmt, old, new *kir.Buffer, off int) {
 // runs before its first stage.
 func (l *lowerer) splitReduce(t *te.Tensor, s *schedule.Schedule, k *kir.Kernel, body *[]kir.Stmt, deterministic bool) []kir.Stmt {
 	r := te.TopReduces(t.Body)[0]
+	if r.Op.IsArg() {
+		l.argSplitReduce(t, r, s, k, body) // argreduce.go: pairs, never atomics
+		return nil
+	}
 	rt := te.TypeOf(r)
 	n, ext, chunks := t.NumElements(), extent(r), s.Chunks
 	chunkLen := te.CeilDiv(ext, chunks)
