@@ -26,7 +26,13 @@ const tensorCoreSync = 0.5
 // all through L2, over L2 bandwidth) scaled by the share of the blocks it
 // needs to saturate the GPU (SMs × its own occupancy) that run
 // concurrently, and when fewer blocks than SMs run, by the share of the
-// SMs they keep busy; plus the grid syncs of its own phases.
+// SMs they keep busy; plus the grid syncs of its own phases. A split
+// reduction is charged two grid syncs: the one between its phases, and
+// either the one after the initialisation of its atomic accumulators or,
+// for one that writes partials (--deterministic, and every argmax or
+// argmin, whose (value, position) pairs a block per output merges), its
+// finishing pass, a block reading the chunks' partials from L2 and
+// merging them, which takes about as long.
 func StageTime(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, grid int) float64 {
 	if s.EpilogueOf != nil {
 		return 0 // part of its producer's tiles

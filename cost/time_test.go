@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"math"
 	"testing"
 
 	"tec/gpu"
@@ -75,5 +76,29 @@ func TestPays(t *testing.T) {
 		if got := FewRowsPay(g, tt.bytes, 1); got != tt.fewRows {
 			t.Errorf("%s: FewRowsPay %v, want %v", tt.name, got, tt.fewRows)
 		}
+	}
+}
+
+// TestSplitArgStageTime checks the price of the greedy token of a
+// 128256-word vocabulary on the H100 model, its logits in L2: a block's
+// row reduction takes the whole stage on one SM, the split into 126
+// chunks of pairs a 126th of it plus two grid syncs (the one between its
+// phases and its finishing pass), several times less.
+func TestSplitArgStageTime(t *testing.T) {
+	g, _ := gpu.Builtin("h100")
+	const vocab = 128256
+	p := &Price{FLOPs: vocab, Bytes: 4 * vocab}
+	row := &schedule.Schedule{Kind: schedule.RowReduce, Threads: 256, Tiles: 1}
+	split := &schedule.Schedule{Kind: schedule.SplitReduce, Threads: 256, Tiles: 126, Chunks: 126}
+	whole, parts := StageTime(g, row, p, 4, 2, 264), StageTime(g, split, p, 4, 2, 264)
+	load := float64(p.Bytes) / g.L2Bandwidth
+	if want := load * float64(g.SMs); math.Abs(whole-want) > 1e-3*want {
+		t.Errorf("row reduction: %.3g s, want %.3g", whole, want)
+	}
+	if want := load*float64(g.SMs)/126 + 2*g.GridSyncCost; math.Abs(parts-want) > 1e-3*want {
+		t.Errorf("split: %.3g s, want %.3g", parts, want)
+	}
+	if 3*parts > whole {
+		t.Errorf("split %.3g s, row reduction %.3g s: want the split several times faster", parts, whole)
 	}
 }
