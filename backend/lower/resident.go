@@ -63,6 +63,7 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1)
 	hs, pro := hoisted(tmp, A, rows)
+	proFor := prologueOwner(g, hs)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
 	perGroup := g.into(func() {
@@ -111,7 +112,7 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 				l.matVecEntry(g, t, d, &rs.MatVec, entryCtx{
 					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
 					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
-					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro,
+					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro, proFor: proFor,
 				})
 			}
 			// The stages in the epilogue: thread col wrote every entry of
@@ -166,6 +167,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF, max(mv.Cols, 1))
 	hs, pro := hoisted(tmp, A, rows)
+	proFor := prologueOwner(g, hs)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	inner := g.into(func() {
 		g.emit(
@@ -175,7 +177,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 		)
 		l.matVecEntry(g, t, d, mv, entryCtx{
 			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
-			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro, tmp: tmp,
+			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro, proFor: proFor, tmp: tmp,
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -228,6 +230,11 @@ type entryCtx struct {
 	// in its prologue, into pro (see prologue).
 	hoisted []*te.Reduce
 	pro     *kir.Buffer
+	// proFor, when set, is the block's register holding the batch entry
+	// whose hoisted reductions pro holds (-1 before the first), so that a
+	// block computes them once for all its tiles of an entry
+	// (hoistedOnce).
+	proFor *kir.Var
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
@@ -269,7 +276,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 			fs = append(fs, f)
 		}
 	}
-	l.prologue(g, c)
+	l.hoistedOnce(g, c, b)
 	// Chunk ci stages k in [c0, c0 + staged) of every row, then each
 	// thread sums its share of them.
 	ci := kir.NewVar("ci", te.I32)
@@ -334,6 +341,37 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 		delete(g.done, r)
 	})
 	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+}
+
+// prologueOwner emits, where a matrix-vector stage hoists reductions hs
+// (an RMSNorm's mean of squares), the block's register of the batch entry
+// whose reductions the prologue array holds, -1 for none yet, and returns
+// it; nil where there are none.
+func prologueOwner(g *gen, hs []*te.Reduce) *kir.Var {
+	if len(hs) == 0 {
+		return nil
+	}
+	owner := kir.NewVar("pro_b", te.I32)
+	g.emit(&kir.Let{Var: owner, Value: kir.I(-1)})
+	return owner
+}
+
+// hoistedOnce emits the tile's prologue (the hoisted reductions of batch
+// entry b's rows into c.pro) only where the block's last prologue was for
+// another entry: they read no column of the tile, so that the block's
+// tiles of one entry (every tile of a decode step's single row) share one
+// computation instead of each repeating it. The test is block-uniform (b
+// and c.proFor are the same in every thread), so that the prologue's
+// barriers are reached by all threads or none; c.pro is the stage's own
+// array, which nothing else writes between its tiles.
+func (l *lowerer) hoistedOnce(g *gen, c entryCtx, b kir.Expr) {
+	if c.proFor == nil || len(c.hoisted) == 0 {
+		l.prologue(g, c)
+		return
+	}
+	pro := g.into(func() { l.prologue(g, c) })
+	pro = append(pro, &kir.Assign{Var: c.proFor, Value: b})
+	g.emit(&kir.If{Cond: kir.Bin(te.Ne, b, c.proFor), Then: pro})
 }
 
 // stageRows emits the staging of k in [c0, c0 + staged) of every row of
