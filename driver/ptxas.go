@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"tec/backend/kir"
 	"tec/backend/llvm"
 	"tec/gpu"
+	"tec/partition"
 	"tec/pipeline"
 	"tec/te"
 )
@@ -137,10 +139,11 @@ const RegisterMargin = 8
 type KernelRegisters struct {
 	// Kernel is the kernel's name (kir.Kernel.Name).
 	Kernel string
-	// Estimate is the planner's estimate of registers per thread, Planned
-	// the figure the plan's occupancy counted: the estimate, or the
-	// registers that ptxas allocated to the build's kernels where it
-	// planned again with them (RegisterCheck.Floor).
+	// Estimate is the planner's estimate of registers per thread (the
+	// most of its stages' schedules'), Planned the figure the plan's
+	// occupancy counted: the estimate, or, where the build planned again
+	// with ptxas's figures, the most of its stages' floors
+	// (RegisterCheck.Floors) where that is more.
 	Estimate, Planned int
 	// PTXAS is what ptxas allocated to the kernel compiled without a
 	// blocks-per-SM bound (0: not compiled), with its figures.
@@ -164,10 +167,18 @@ type RegisterCheck struct {
 	// estimates stand.
 	Tool Toolchain
 	// Replanned says that the plan counted on more blocks per SM than
-	// ptxas's registers let be resident, and the program was planned
-	// again with Floor registers per thread (pipeline.Options.RegsPerThread).
+	// ptxas's registers let be resident for some kernel (ProbedKernel.Short),
+	// and the program was planned again with Floors.
 	Replanned bool
-	Floor     int
+	// Floors are the fewest registers per thread, by the name of the
+	// tensor each stage computes, that the check found: what ptxas
+	// allocated to the probed kernel computing it, plus RegisterMargin
+	// (the most of those and of the build's own
+	// pipeline.Options.StageRegs). Where Replanned, the re-plan counted
+	// them (pipeline.Options.StageRegs): each kernel the most of its
+	// stages', so that a light kernel keeps the blocks per SM that its
+	// own registers leave, whatever a heavy one takes.
+	Floors map[string]int
 	// Kernels are the module's kernels' figures, in order.
 	Kernels []KernelRegisters
 	// Probed are the kernels that ptxas compiled, those of the first plan
@@ -182,6 +193,12 @@ type RegisterCheck struct {
 type ProbedKernel struct {
 	Kernel string
 	*PTXASFunction
+	// Floor is the kernel's registers plus RegisterMargin, at most the
+	// GPU's registers per thread: the floor of the stages it computes
+	// (RegisterCheck.Floors). Short says that the plan counted on more
+	// blocks per SM of the kernel (its launch bounds) than Floor leaves.
+	Floor int
+	Short bool
 }
 
 // CompileChecked compiles prog as Compile does and, at -O3 and up where
@@ -189,10 +206,14 @@ type ProbedKernel struct {
 // the registers that ptxas allocates against the plan's occupancy: where
 // a kernel's blocks per SM (kir.Kernel.BlocksPerSM, its launch bounds) need
 // fewer registers per thread than ptxas gives it unbounded (plus
-// RegisterMargin), the program is planned again, once, with the largest
-// such figure as every kernel's floor, so that the grid the plan launches and the launch
-// bounds hold what ptxas made. The result's Registers says what was used;
-// where the tool fails, its warnings say so and the estimates stand.
+// RegisterMargin), the program is planned again, once, with each probed
+// kernel's figure (plus RegisterMargin) as the floor of the stages it
+// computes (RegisterCheck.Floors, pipeline.Options.StageRegs), so that the
+// grid the plan launches and the launch bounds hold what ptxas made. A
+// kernel of the re-plan counts the most of its stages' floors, so that a
+// light kernel is not planned with a heavy one's registers. The result's
+// Registers says what was used; where the tool fails, its warnings say so
+// and the estimates stand.
 //
 // Only a checked plan's blocks per SM become launch bounds: where no check
 // ran (below -O3, no tool, or a tool that failed), the kernels are bounded
@@ -236,37 +257,52 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		unbound(c.Module)
 		return c, nil
 	}
+	check.probe(c, fns, opts.StageRegs)
+	if !check.Replanned {
+		flush()
+	} else {
+		opts.StageRegs = check.Floors
+		if c, err = Compile(prog, opts); err != nil {
+			return nil, fmt.Errorf("planning again with ptxas's registers per thread: %w", err)
+		}
+	}
+	c.Registers = check.figures(c, fns)
+	return c, nil
+}
+
+// probe records what ptxas reported (fns) of c's kernels: each kernel's
+// figure, plus RegisterMargin, becomes the floor of the stages it computes
+// (the most of it and of floors, those c was planned with), and a kernel
+// whose launch bounds count on more blocks per SM than that figure leaves
+// is short and has the program planned again.
+func (check *RegisterCheck) probe(c *Compiled, fns map[string]*PTXASFunction, floors map[string]int) {
+	check.Floors = maps.Clone(floors)
+	if check.Floors == nil {
+		check.Floors = map[string]int{}
+	}
 	g := c.Plan.GPU
-	for _, k := range c.Module.Kernels {
+	for i, k := range c.Module.Kernels {
 		f := fns[k.Name]
 		if f == nil {
 			continue
 		}
-		check.Probed = append(check.Probed, ProbedKernel{k.Name, f})
 		if (f.SpillStores > 0 || f.SpillLoads > 0) && !f.Calls {
 			check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
 				k.Name, f.SpillStores, f.SpillLoads, f.Registers))
 		}
-		if k.BlocksPerSM == 0 {
-			continue
+		pk := ProbedKernel{Kernel: k.Name, PTXASFunction: f, Floor: min(f.Registers+RegisterMargin, g.MaxRegsPerThread)}
+		if i < len(c.Plan.Kernels) {
+			for _, t := range c.Plan.Kernels[i].Stages {
+				check.Floors[t.Name] = max(check.Floors[t.Name], pk.Floor)
+			}
 		}
-		need := min(f.Registers+RegisterMargin, g.MaxRegsPerThread)
-		n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: need})
-		if n < k.BlocksPerSM {
-			check.Floor = max(check.Floor, need)
+		if k.BlocksPerSM > 0 {
+			n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: pk.Floor})
+			pk.Short = n < k.BlocksPerSM
 		}
+		check.Replanned = check.Replanned || pk.Short
+		check.Probed = append(check.Probed, pk)
 	}
-	if check.Floor == 0 {
-		flush()
-	} else {
-		opts.RegsPerThread = max(opts.RegsPerThread, check.Floor)
-		if c, err = Compile(prog, opts); err != nil {
-			return nil, fmt.Errorf("planning again with ptxas's %d registers per thread: %w", check.Floor, err)
-		}
-		check.Replanned = true
-	}
-	c.Registers = check.figures(c, fns)
-	return c, nil
 }
 
 // unbound drops the blocks-per-SM bound of m's kernels (kir.Kernel.BlocksPerSM),
@@ -283,9 +319,11 @@ func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) 
 	for i, k := range c.Module.Kernels {
 		kr := KernelRegisters{Kernel: k.Name}
 		if i < len(c.Plan.Kernels) {
-			kr.Estimate = c.Plan.Kernels[i].Resources.RegsPerThread
+			pk := c.Plan.Kernels[i]
+			kr.Estimate = estimate(c.Plan, pk)
+			kr.Planned = pk.Resources.RegsPerThread
 		}
-		kr.Planned = max(kr.Estimate, c.Plan.GPU.MinRegsPerThread)
+		kr.Planned = max(kr.Planned, kr.Estimate, c.Plan.GPU.MinRegsPerThread)
 		kr.FromPTXAS = kr.Planned > kr.Estimate
 		if f := fns[k.Name]; f != nil {
 			kr.PTXAS, kr.Function = f.Registers, f
@@ -293,6 +331,19 @@ func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) 
 		check.Kernels = append(check.Kernels, kr)
 	}
 	return check
+}
+
+// estimate returns the planner's own estimate of the registers per thread
+// of kernel k of pl: the most of its stages' schedules', which its
+// Resources raise to their floors (partition.Options.StageRegs).
+func estimate(pl *partition.Plan, k *partition.Kernel) int {
+	n := 0
+	for _, t := range k.Stages {
+		if s := pl.Schedules[t]; s != nil {
+			n = max(n, s.RegsPerThread)
+		}
+	}
+	return n
 }
 
 // ptxasFunctions compiles c's kernels with tool, without their blocks-per-SM

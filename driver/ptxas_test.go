@@ -2,10 +2,14 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"tec/backend/cuda"
 	"tec/examples"
 	"tec/gpu"
 	"tec/internal/testkit/tooltest"
@@ -143,8 +147,8 @@ func TestCompileChecked(t *testing.T) {
 				if k.Source() != tt.source {
 					t.Errorf("kernel %s: source %s, want %s", k.Kernel, k.Source(), tt.source)
 				}
-				if want := tt.regs + RegisterMargin; tt.replanned && (k.Planned != want || check.Floor != want) {
-					t.Errorf("kernel %s: planned with %d registers (floor %d), want %d", k.Kernel, k.Planned, check.Floor, want)
+				if want := tt.regs + RegisterMargin; tt.replanned && k.Planned != want {
+					t.Errorf("kernel %s: planned with %d registers, want %d", k.Kernel, k.Planned, want)
 				}
 				mk := c.Module.Kernels[i]
 				if bounded := mk.BlocksPerSM > 0; bounded != tt.bounded {
@@ -157,10 +161,127 @@ func TestCompileChecked(t *testing.T) {
 					}
 				}
 			}
+			if !tt.bounded && len(check.Floors) > 0 {
+				t.Errorf("floors %v where no check ran", check.Floors)
+			}
+			for _, pk := range c.Plan.Kernels {
+				for _, st := range pk.Stages {
+					if got, want := check.Floors[st.Name], tt.regs+RegisterMargin; tt.bounded && got != want {
+						t.Errorf("stage %s: floor %d, want ptxas's %d plus the margin", st.Name, got, tt.regs)
+					}
+				}
+			}
 			if tt.spill > 0 && !strings.Contains(check.Warnings[0], "spills 8 B") {
 				t.Errorf("warning %q does not give the spill", check.Warnings[0])
 			}
 		})
+	}
+}
+
+// fakeNVCC writes to a new directory an nvcc that compiles nothing, as
+// tooltest.FakeNVCC does, and claims regs[name] registers per thread for
+// the kernel of that name in the CUDA C++ it is given, others for the
+// rest, with no spills. It returns the directory, to put on PATH.
+func fakeNVCC(t *testing.T, regs map[string]int, others int) string {
+	t.Helper()
+	var cases strings.Builder
+	for name, n := range regs {
+		fmt.Fprintf(&cases, "    %s) r=%d ;;\n", name, n)
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+PATH="$PATH:/usr/bin:/bin"
+out= src=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out="$2"; shift ;;
+    *.cu) src="$1" ;;
+  esac
+  shift
+done
+: > "$out"
+grep -A1 '__launch_bounds__' "$src" | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' | while read k; do
+  case "$k" in
+%s    *) r=%d ;;
+  esac
+  echo "ptxas info    : Compiling entry function '$k' for 'sm_80'"
+  echo "ptxas info    : Function properties for $k"
+  echo "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+  echo "ptxas info    : Used $r registers, 384 bytes cmem[0]"
+done
+`, cases.String(), others)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nvcc"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// heavyLight is a program whose plan (-O4, an A100) is a light kernel, a
+// softmax of 8 blocks per SM, and a heavy one, a matrix product.
+const heavyLight = `model heavy_light {
+  input x: f32[4096, 1024]
+  input w: f32[1024, 1024]
+  s = softmax(x)
+  output y = matmul(s, w)
+}`
+
+// TestCompileCheckedStageFloors runs the register check with an nvcc that
+// claims many registers for the heavy kernel of a program and few for the
+// light one: the heavy kernel's launch bounds do not leave its registers,
+// so the program is planned again, with each kernel's figure the floor of
+// its own stages. The light kernel keeps its blocks per SM, which one
+// floor for the whole program (the heavy kernel's) took from it, and every
+// kernel's launch bounds hold the registers of its stages.
+func TestCompileCheckedStageFloors(t *testing.T) {
+	const heavyRegs, lightRegs = 200, 16
+	prog, err := Check("heavy_light.te", []byte(heavyLight), lang.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := gpu.LookupArch("sm_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := pipeline.Options{Level: 4}
+	first, err := Compile(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Plan.Kernels) != 2 || first.Module.Kernels[0].BlocksPerSM < 2 {
+		t.Fatalf("the plan is not a light kernel of 2 or more blocks per SM and a heavy one:\n%s", first.Plan)
+	}
+	light, heavy := first.Module.Kernels[0], first.Module.Kernels[1]
+	t.Setenv("PATH", fakeNVCC(t, map[string]int{cuda.KernelNames(first.Module)[heavy]: heavyRegs}, lightRegs))
+	c, err := CompileChecked(context.Background(), prog, opts, tg, NVCC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := c.Registers
+	if !check.Replanned {
+		t.Fatalf("not planned again with ptxas's %d registers for %s", heavyRegs, heavy.Name)
+	}
+	want := map[string]int{}
+	for i, regs := range []int{lightRegs, heavyRegs} {
+		for _, st := range first.Plan.Kernels[i].Stages {
+			want[st.Name] = regs + RegisterMargin
+		}
+	}
+	if !reflect.DeepEqual(check.Floors, want) {
+		t.Errorf("floors %v, want %v", check.Floors, want)
+	}
+	lightStage := first.Plan.Kernels[0].Stages[0].Name
+	for i, pk := range c.Plan.Kernels {
+		mk, regs, hasLight := c.Module.Kernels[i], 0, false
+		for _, st := range pk.Stages {
+			regs = max(regs, want[st.Name])
+			hasLight = hasLight || st.Name == lightStage
+		}
+		if n, _ := c.Plan.GPU.BlocksPerSM(gpu.Block{Threads: mk.Block, SharedBytes: int(mk.SharedBytes()), RegsPerThread: regs}); mk.BlocksPerSM > n {
+			t.Errorf("kernel %s: launch bounds count on %d blocks per SM; its stages' %d registers leave %d", mk.Name, mk.BlocksPerSM, regs, n)
+		}
+		if hasLight && mk.BlocksPerSM < light.BlocksPerSM {
+			t.Errorf("kernel %s, computing %s: planned again at %d blocks per SM, want the light kernel's %d", mk.Name, lightStage, mk.BlocksPerSM, light.BlocksPerSM)
+		}
 	}
 }
 

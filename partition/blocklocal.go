@@ -38,6 +38,7 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 		}
 	}
 	for _, t := range stages {
+		g := pl.stageGPU(t)
 		s := pl.stage(t)
 		if s.Kind != schedule.Contraction || s.MatVec == nil || s.Resident != nil || s.TensorCores || s.MatVec.NT == 1 {
 			continue
@@ -128,6 +129,7 @@ func rowsForReaders(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 		}
 	}
 	for _, t := range stages {
+		g := pl.stageGPU(t)
 		s := pl.stage(t)
 		if s.Kind != schedule.Elementwise || len(readers[t]) == 0 {
 			continue

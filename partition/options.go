@@ -63,6 +63,16 @@ type Options struct {
 	// worst case: the cache full).
 	Context int
 
+	// StageRegs, when not nil, gives the fewest registers per thread that
+	// occupancy counts for the stage computing the tensor of each name,
+	// where its schedule's estimate is fewer: what ptxas allocated to the
+	// kernel that computed it in an earlier build of the program
+	// (pipeline.Options.StageRegs). A kernel counts the most of its
+	// stages' figures, so a kernel cut differently from the earlier
+	// build's still counts what each of its stages took; a stage without
+	// a figure keeps its estimate.
+	StageRegs map[string]int
+
 	// search, for tests, turns the cost-model search's dominance cut off
 	// and counts the stages it grows kernels by.
 	search *searchProbe

@@ -80,12 +80,13 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 		opts.Scheduler = Analytic{}
 	}
 	p := a.Program
-	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*schedule.Schedule{}, Prices: map[*te.Tensor]*cost.Price{}, reuse: opts.Reuse}
+	pl := &Plan{GPU: g, Program: p, Strategy: opts.Strategy, Threads: opts.Threads, Schedules: map[*te.Tensor]*schedule.Schedule{}, Prices: map[*te.Tensor]*cost.Price{}, reuse: opts.Reuse, stageRegs: opts.StageRegs}
 	var stages []*te.Tensor
 	for _, t := range p.Tensors {
 		if t.Kind != te.Compute {
 			continue
 		}
+		g := pl.stageGPU(t)
 		sched, price, err := opts.Scheduler.Schedule(t, a.TE(t), g, opts.Threads)
 		if err != nil {
 			return nil, fmt.Errorf("partition: %w", err)
@@ -123,7 +124,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 			alignRows(stages, pl, g) // blocklocal.go
 		}
 		for _, t := range stages {
-			rows(t, pl, g)
+			rows(t, pl, pl.stageGPU(t))
 		}
 		if opts.Strategy != PerTE {
 			rowsForReaders(stages, pl, g) // blocklocal.go

@@ -25,6 +25,9 @@ type Plan struct {
 	// reuse is Options.Reuse: stages may read what their own block
 	// wrote after a block barrier (sameBlock, sameRows).
 	reuse bool
+	// stageRegs is Options.StageRegs: the fewest registers per thread
+	// that occupancy counts for the stage computing each named tensor.
+	stageRegs map[string]int
 	// fits caches matVecFit while counters are placed (placeCounters),
 	// which asks for the same stage pair's fit many times.
 	fits map[fitKey]fitResult
@@ -37,13 +40,34 @@ func (pl *Plan) stage(t *te.Tensor) stage {
 	return stage{pl.Schedules[t], pl.Prices[t]}
 }
 
+// stageGPU returns the GPU that stage t's own occupancy is counted on:
+// pl.GPU, whose blocks take at least the registers per thread that
+// Options.StageRegs gives t (gpu.Model.MinRegsPerThread).
+func (pl *Plan) stageGPU(t *te.Tensor) gpu.Model {
+	g := pl.GPU
+	g.MinRegsPerThread = max(g.MinRegsPerThread, pl.stageRegs[t.Name])
+	return g
+}
+
+// stageResources returns what one block of stage t occupies: its
+// schedule's resources, with at least the registers per thread that
+// Options.StageRegs gives t. It is where a stage's register figure
+// becomes the resources that a kernel's occupancy counts (mergeRes takes
+// the most of its stages').
+func (pl *Plan) stageResources(t *te.Tensor) schedule.Resources {
+	r := pl.Schedules[t].Resources()
+	r.RegsPerThread = max(r.RegsPerThread, pl.stageRegs[t.Name])
+	return r
+}
+
 // Kernel is one subprogram: the stages that one persistent kernel computes.
 type Kernel struct {
 	Stages []*te.Tensor
 	// Sync[i] is how stage i is separated from what precedes it in the
 	// kernel.
 	Sync []Barrier
-	// Resources of one block: the most of any stage.
+	// Resources of one block: the most of any stage (their registers per
+	// thread at least the floors of Options.StageRegs).
 	Resources schedule.Resources
 	// BlocksPerSM and Grid: occupancy, and the grid the cost model assumes:
 	// the all-resident grid's size, or for a kernel of its own (PerTE) a

@@ -51,6 +51,9 @@ type coster struct {
 // stage returns stage j's schedule and price.
 func (c *coster) stage(j int) stage { return stage{c.scheds[j], c.prices[j]} }
 
+// res returns what one block of stage j occupies (Plan.stageResources).
+func (c *coster) res(j int) schedule.Resources { return c.pl.stageResources(c.stages[j]) }
+
 func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 	c := &coster{pl: pl, opts: opts, stages: stages, pos: map[*te.Tensor]int{}}
 	for i, t := range stages {
@@ -72,7 +75,7 @@ func newCoster(pl *Plan, stages []*te.Tensor, opts Options) *coster {
 		s := pl.stage(t)
 		c.scheds = append(c.scheds, s.Schedule)
 		c.prices = append(c.prices, s.Price)
-		occ, _ := g.BlocksPerSM(s.Resources().Block())
+		occ, _ := g.BlocksPerSM(c.res(j).Block())
 		c.own = append(c.own, occ)
 		c.prods = append(c.prods, nil)
 		inputs := te.Inputs(t.Body)
@@ -119,7 +122,7 @@ func (c *coster) suffixes() {
 	bufSeen := make([]bool, len(c.bufSeen))
 	for j := n - 1; j >= 0; j-- {
 		c.sufBufs[j] = c.sufBufs[j+1]
-		c.sufRes[j] = mergeRes(c.sufRes[j+1], c.scheds[j].Resources())
+		c.sufRes[j] = mergeRes(c.sufRes[j+1], c.res(j))
 		for _, id := range c.bufs[j] {
 			if !bufSeen[id] {
 				bufSeen[id] = true
@@ -351,10 +354,10 @@ func (c *coster) extend(sg *segment) {
 	j := sg.j
 	s := c.stage(j)
 	if j == sg.i {
-		sg.res = s.Resources()
+		sg.res = c.res(j)
 	} else {
 		prev := sg.res
-		sg.res = mergeRes(sg.res, s.Resources())
+		sg.res = mergeRes(sg.res, c.res(j))
 		if sg.res != prev {
 			sg.heaviest = j
 		}
@@ -701,14 +704,14 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 	starts := []int{0}
 	var bounds []*Boundary
 	g := c.pl.GPU
-	res := c.scheds[0].Resources()
+	res := c.res(0)
 	params := map[int]bool{}
 	for _, id := range c.bufs[0] {
 		params[id] = true
 	}
 	for j := 1; j < len(c.stages); j++ {
 		s := c.scheds[j]
-		merged := mergeRes(res, s.Resources())
+		merged := mergeRes(res, c.res(j))
 		occ, why := g.BlocksPerSM(merged.Block())
 		n := len(params)
 		for _, id := range c.bufs[j] {
@@ -737,12 +740,12 @@ func (c *coster) greedy() ([]int, []*Boundary) {
 		case occ == 0:
 			starts = append(starts, j)
 			bounds = append(bounds, &Boundary{Before: c.stages[j], Reason: "resources: " + why})
-			res = s.Resources()
+			res = c.res(j)
 		case ci && s.Tiles > g.SMs*occ:
 			starts = append(starts, j)
 			bounds = append(bounds, &Boundary{Before: c.stages[j],
 				Reason: fmt.Sprintf("Alg. 1: %s needs %d blocks > %d resident (%d SMs × %d)", c.stages[j].Name, s.Tiles, g.SMs*occ, g.SMs, occ)})
-			res = s.Resources()
+			res = c.res(j)
 		default:
 			res = merged
 		}

@@ -51,12 +51,13 @@ type Options struct {
 	// splits, N > 1 splits each in N chunks at every level where N divides
 	// its axis.
 	FlashChunks int
-	// RegsPerThread, when not 0, is the fewest registers per thread that
-	// the plan's occupancy counts for any kernel
-	// (gpu.Model.MinRegsPerThread): what ptxas allocated to the kernels of
-	// an earlier build (driver.CompileChecked), where the planner's
-	// estimates are fewer. 0 plans with the estimates.
-	RegsPerThread int
+	// StageRegs, when not nil, gives the fewest registers per thread that
+	// the plan's occupancy counts for the stage computing the tensor of
+	// each name (partition.Options.StageRegs), where the planner's
+	// estimate is fewer: what ptxas allocated to the kernel computing it
+	// in an earlier build of the program (driver.CompileChecked). A kernel
+	// counts the most of its stages'; nil plans with the estimates.
+	StageRegs map[string]int
 	// Dump, if set, receives the text of each pass's result as it is made,
 	// under the pass's name (Table).
 	Dump func(pass, text string)
@@ -68,7 +69,6 @@ func (opts Options) withDefaultGPU() Options {
 	if opts.GPU.Name == "" {
 		opts.GPU, _ = gpu.Builtin(gpu.Default)
 	}
-	opts.GPU.MinRegsPerThread = max(opts.GPU.MinRegsPerThread, opts.RegsPerThread)
 	return opts
 }
 
@@ -94,7 +94,7 @@ func partitionOptions(opts Options) partition.Options {
 	// outputs count against the kernel parameter limit. Unfused kernels
 	// take a parameter each, so that the kernels of an unrolled model
 	// that differ only in their buffers share code.
-	popts := partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context, Counters: opts.Counters}
+	popts := partition.Options{Strategy: opts.Strategy, Split: true, Reuse: opts.Level >= 4, TempsInWorkspace: true, OnChipBytes: opts.OnChipBytes, ResidentBytes: opts.ResidentBytes, Context: opts.Context, Counters: opts.Counters, StageRegs: opts.StageRegs}
 	if popts.Strategy == partition.PerTE {
 		popts.Strategy = partition.CostModel
 	}

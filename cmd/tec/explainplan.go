@@ -190,7 +190,7 @@ func newPlanReport(p *kernelPlan, level int) *planReport {
 		kr.RegistersUsed, kr.RegistersSource = k.Resources.RegsPerThread, "estimate"
 		if p.Registers != nil && i < len(p.Registers.Kernels) {
 			rk := p.Registers.Kernels[i]
-			kr.RegistersUsed, kr.RegistersSource, kr.PTXASRegisters = rk.Planned, rk.Source(), rk.PTXAS
+			kr.Registers, kr.RegistersUsed, kr.RegistersSource, kr.PTXASRegisters = rk.Estimate, rk.Planned, rk.Source(), rk.PTXAS
 			if f := rk.Function; f != nil {
 				kr.SpillStores, kr.SpillLoads = f.SpillStores, f.SpillLoads
 			}

@@ -78,7 +78,14 @@ func registerSummary(check *driver.RegisterCheck) string {
 	}
 	s := fmt.Sprintf("ptxas (%s), registers per thread: %s", check.Tool, strings.Join(ks, ", "))
 	if check.Replanned {
-		s += fmt.Sprintf("; planned again with %d registers per thread, which the planned blocks per SM did not leave", check.Floor)
+		var short []string
+		for _, k := range check.Probed {
+			if k.Short {
+				short = append(short, fmt.Sprintf("%s %d", k.Kernel, k.Floor))
+			}
+		}
+		s += fmt.Sprintf("; planned again with each kernel's figure plus %d as the floor of its stages' registers, since the planned blocks per SM did not leave %s",
+			driver.RegisterMargin, strings.Join(short, ", "))
 	}
 	return s
 }

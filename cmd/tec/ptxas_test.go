@@ -32,7 +32,7 @@ func TestPTXAS(t *testing.T) {
 		mode, stdout, stderr, source string
 		blocks                       int
 	}{
-		{"auto", "planned again with 208 registers per thread", "warning: kernel k0_m: ptxas spills 8 B", "ptxas", 108},
+		{"auto", "planned again with each kernel's figure plus 8 as the floor of its stages' registers, since the planned blocks per SM did not leave k0_m 208", "warning: kernel k0_m: ptxas spills 8 B", "ptxas", 108},
 		{"off", "", "", "estimate", 128},
 	} {
 		dir := t.TempDir()

@@ -369,7 +369,7 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 		// planned again where ptxas's registers do not leave the blocks
 		// per SM of the plan's estimate, whose launch bounds would spill.
 		// Its one PTX is assembled for each of sweepArchs, so each checks
-		// it in turn, the registers per thread only growing.
+		// it in turn, each stage's registers per thread (Floors) only growing.
 		var res *pipeline.Result
 		for _, arch := range sweepArchs {
 			tg, err := gpu.LookupArch(arch)
@@ -380,7 +380,7 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			opts.RegsPerThread = max(opts.RegsPerThread, checked.Registers.Floor)
+			opts.StageRegs = checked.Registers.Floors
 			res = checked.Result
 		}
 		d := filepath.Join(root, ex.Name, "full", "f16")
