@@ -63,7 +63,6 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1)
 	hs, pro := hoisted(tmp, A, rows)
-	proFor := prologueOwner(g, hs)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
 	perGroup := g.into(func() {
@@ -112,7 +111,8 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 				l.matVecEntry(g, t, d, &rs.MatVec, entryCtx{
 					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
 					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
-					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro, proFor: proFor,
+					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro,
+					proOnce: groupPrologue(group, nf, first),
 				})
 			}
 			// The stages in the epilogue: thread col wrote every entry of
@@ -167,7 +167,6 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 	g := l.gen(body)
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF, max(mv.Cols, 1))
 	hs, pro := hoisted(tmp, A, rows)
-	proFor := prologueOwner(g, hs)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	inner := g.into(func() {
 		g.emit(
@@ -177,7 +176,11 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 		)
 		l.matVecEntry(g, t, d, mv, entryCtx{
 			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
-			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro, proFor: proFor, tmp: tmp,
+			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro, tmp: tmp,
+			// The block's tiles step by the grid (rotated or not), so that
+			// its last tile, tile − gridDim, was of the same entry, and ran
+			// the prologue of its rows, exactly where nf ≥ gridDim.
+			proOnce: kir.Lt(nf, kir.Gdim()),
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -230,11 +233,11 @@ type entryCtx struct {
 	// in its prologue, into pro (see prologue).
 	hoisted []*te.Reduce
 	pro     *kir.Buffer
-	// proFor, when set, is the block's register holding the batch entry
-	// whose hoisted reductions pro holds (-1 before the first), so that a
-	// block computes them once for all its tiles of an entry
-	// (hoistedOnce).
-	proFor *kir.Var
+	// proOnce, when set, is the block-uniform condition under which the
+	// tile computes them: the block's first tile of its batch entry,
+	// whose results pro keeps for the block's other tiles of the entry
+	// (hoistedOnce); nil where every tile does.
+	proOnce kir.Expr
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
@@ -276,7 +279,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 			fs = append(fs, f)
 		}
 	}
-	l.hoistedOnce(g, c, b)
+	l.hoistedOnce(g, c)
 	// Chunk ci stages k in [c0, c0 + staged) of every row, then each
 	// thread sums its share of them.
 	ci := kir.NewVar("ci", te.I32)
@@ -343,35 +346,33 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
 }
 
-// prologueOwner emits, where a matrix-vector stage hoists reductions hs
-// (an RMSNorm's mean of squares), the block's register of the batch entry
-// whose reductions the prologue array holds, -1 for none yet, and returns
-// it; nil where there are none.
-func prologueOwner(g *gen, hs []*te.Reduce) *kir.Var {
-	if len(hs) == 0 {
+// groupPrologue returns the condition under which a resident tile
+// computes its entry's hoisted reductions: for groups of one entry, the
+// first tile nf of its virtual block and group (the others follow it with
+// the same entry, and nothing else writes the prologue array between
+// them); nil, every tile, for larger groups, whose entries take turns.
+func groupPrologue(group int, nf, first kir.Expr) kir.Expr {
+	if group > 1 {
 		return nil
 	}
-	owner := kir.NewVar("pro_b", te.I32)
-	g.emit(&kir.Let{Var: owner, Value: kir.I(-1)})
-	return owner
+	return kir.Eq(nf, first)
 }
 
-// hoistedOnce emits the tile's prologue (the hoisted reductions of batch
-// entry b's rows into c.pro) only where the block's last prologue was for
-// another entry: they read no column of the tile, so that the block's
-// tiles of one entry (every tile of a decode step's single row) share one
-// computation instead of each repeating it. The test is block-uniform (b
-// and c.proFor are the same in every thread), so that the prologue's
-// barriers are reached by all threads or none; c.pro is the stage's own
-// array, which nothing else writes between its tiles.
-func (l *lowerer) hoistedOnce(g *gen, c entryCtx, b kir.Expr) {
-	if c.proFor == nil || len(c.hoisted) == 0 {
+// hoistedOnce emits the tile's prologue (the hoisted reductions of its
+// batch entry's rows into c.pro) under c.proOnce: they read no column of
+// the tile, so that the block's tiles of one entry (every tile of a
+// decode step's single row) share one computation instead of each
+// repeating it. The condition is block-uniform, so that the prologue's
+// barriers are reached by all threads or none, and reads only loop
+// variables and the grid, so that the static report counts it exactly;
+// c.pro is the stage's own array, which nothing else writes between its
+// tiles.
+func (l *lowerer) hoistedOnce(g *gen, c entryCtx) {
+	if c.proOnce == nil || len(c.hoisted) == 0 {
 		l.prologue(g, c)
 		return
 	}
-	pro := g.into(func() { l.prologue(g, c) })
-	pro = append(pro, &kir.Assign{Var: c.proFor, Value: b})
-	g.emit(&kir.If{Cond: kir.Bin(te.Ne, b, c.proFor), Then: pro})
+	g.emit(&kir.If{Cond: c.proOnce, Then: g.into(func() { l.prologue(g, c) })})
 }
 
 // stageRows emits the staging of k in [c0, c0 + staged) of every row of
