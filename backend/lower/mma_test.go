@@ -87,9 +87,25 @@ func TestTensorCoreContraction(t *testing.T) {
 	}
 }
 
+// TestTF32DoubleRounding is TestTensorCoreContraction's TF32 contraction
+// with seed 40, whose draw for w[24, 39], 0.7019042800353…, lies just
+// below a TF32 tie and is that tie, 0x3f33b000, in f32. Fed as a float64,
+// the reference rounded it to TF32 down while the simulator, given the
+// f32 as a device is, rounded it up (away from zero): a TF32 unit, 2^-11,
+// apart, in every row of column 39. simulateMatmul feeds f32 values.
+func TestTF32DoubleRounding(t *testing.T) {
+	p := halfMatmul(te.F32, 1, 64, 40, 64)
+	m, err := Unfused(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simulateMatmul(t, p, m, 40)
+}
+
 // simulateMatmul runs m, the lowering of halfMatmul's p, in the simulator
-// with race detection on inputs drawn from seed, and checks y against the
-// reference evaluator (see TestTensorCoreContraction for the tolerance).
+// with race detection on inputs drawn from seed (f32 values for f32
+// inputs, as a device gets them), and checks y against the reference
+// evaluator (see TestTensorCoreContraction for the tolerance).
 func simulateMatmul(t *testing.T, p *te.Program, m *kir.Module, seed uint64) *sim.Result {
 	t.Helper()
 	r := rand.New(rand.NewPCG(7, seed))
@@ -98,6 +114,9 @@ func simulateMatmul(t *testing.T, p *te.Program, m *kir.Module, seed uint64) *si
 		a := te.NewArray(pt.DType, pt.Shape)
 		for i := range a.Data {
 			a.Data[i] = te.Round(pt.DType, 2*r.Float64()-1)
+			if pt.DType == te.F32 { // f32 values, as the device gets them
+				a.Data[i] = float64(float32(a.Data[i]))
+			}
 		}
 		feeds[pt.Name] = a
 	}
