@@ -37,13 +37,20 @@
 #
 # $TEC, if set, is a tec binary built from this tree to use instead of
 # building one (CI builds it once for all its steps); TEC_CUDA=0 skips
-# OUT/bin/tec-cuda (test_fake_gpu.sh, which cannot load it).
+# OUT/bin/tec-cuda (test_fake_gpu.sh, which cannot load it). $PTXAS (default
+# auto) is the builds' --ptxas, the register check that compiles the kernels
+# of -O3 and -O4 builds once with nvcc where it is installed, and
+# $FULL_PTXAS (default $PTXAS) the full-size builds': off where no nvcc
+# compiles a build (CI's compile-only run, test_fake_gpu.sh's stand-ins),
+# whose check would take minutes of nvcc for the decode steps alone.
 set -euo pipefail
 
 out=${1:?usage: bench/gpu/prepare.sh OUT [MODEL...]}
 shift
 levels=${LEVELS:-0 1 2 3 4}
 precisions=${PRECISIONS:-f32 f16 bf16}
+ptxas=${PTXAS:-auto}
+full_ptxas=${FULL_PTXAS:-$ptxas}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 python=${PYTHON:-python3}
 mkdir -p "$out"
@@ -96,7 +103,7 @@ for m in "${models[@]}"; do
     for p in $precisions; do
       dir="$out/$m/tiny/O$level"
       [ "$p" = f32 ] || dir="$dir-$p"
-      "$tec" build -O"$level" --precision "$p" --emit cu,host "${tiny[@]}" -o "$dir" "$src" > /dev/null
+      "$tec" build -O"$level" --precision "$p" --ptxas "$ptxas" --emit cu,host "${tiny[@]}" -o "$dir" "$src" > /dev/null
     done
   done
   if [ "$m" = llama-decode ]; then
@@ -115,7 +122,7 @@ for m in "${models[@]}"; do
           dir="$out/$m/full-b$b/O$level"
           [ "$p" = f32 ] || dir="$dir-$p"
           "$tec" build -O"$level" --precision "$p" --gpu "${DECODE_GPU:-h100}" --target "${DECODE_TARGET:-sm_90}" \
-            --emit cu,host "${entry[@]}" "${shrink[@]}" -D B="$b" -D T="$decode_t" \
+            --ptxas "$full_ptxas" --emit cu,host "${entry[@]}" "${shrink[@]}" -D B="$b" -D T="$decode_t" \
             -o "$dir" --report "$dir/report.json" "$src" > /dev/null
           printf 'B=%s\nT=%s\nPOS=%s\nDEFINES="%s"\n' "$b" "$decode_t" "$decode_pos" "${shrink[*]}" > "$dir/bench.env"
         done
@@ -126,7 +133,7 @@ for m in "${models[@]}"; do
       for p in $precisions; do
         dir="$out/$m/full/O$level"
         [ "$p" = f32 ] || dir="$dir-$p"
-        "$tec" build -O"$level" --precision "$p" --emit cu,host "${entry[@]}" -o "$dir" "$src" > /dev/null
+        "$tec" build -O"$level" --precision "$p" --ptxas "$full_ptxas" --emit cu,host "${entry[@]}" -o "$dir" "$src" > /dev/null
       done
     done
   fi
