@@ -4,7 +4,8 @@
 // dimensions (Of, Dims), the selects that mask them (MaskedReduce, MaskOf)
 // and the k their factors make zero (ZeroPast, KMaskOf), the reductions
 // nested in a factor that a tile hoists (HoistedReductions), and whether
-// their operands suit tensor cores (TensorCoreType, AsyncOperands). The
+// their operands suit tensor cores (TensorCoreType) and how a tile stages
+// them (StagingOf). The
 // planner (package partition) and the lowering (backend/lower) both read
 // a contraction through it.
 package contraction

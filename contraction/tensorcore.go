@@ -1,7 +1,6 @@
 package contraction
 
 import (
-	"tec/schedule"
 	"tec/te"
 )
 
@@ -58,53 +57,4 @@ func TensorCoreFits(in te.DType, M, N, K int) bool {
 		k = 8
 	}
 	return M >= 16 && N >= 16 && K >= k
-}
-
-// vecLoad returns the load that operand e is, when a tensor-core tile can
-// stage it with 16-byte cp.async copies: a load of an f16 or bf16 tensor
-// whose flat element offset is affine in the axes, with coefficient 1 on
-// axis along (k for X, n for Y, whose extent n is a multiple of 8, so that
-// no vector straddles its end) and multiples of 8 on every other axis and
-// in the constant, so that every vector is 16-byte aligned.
-func vecLoad(e te.Expr, along *te.Var, n int) (*te.Load, bool) {
-	ld, ok := e.(*te.Load)
-	if !ok || (ld.Tensor.DType != te.F16 && ld.Tensor.DType != te.BF16) || n%8 != 0 {
-		return nil, false
-	}
-	coef := map[*te.Var]int{}
-	c, stride := 0, 1
-	for d := len(ld.Index) - 1; d >= 0; d-- {
-		ix := ld.Index[d].Simplify()
-		if !ix.IsAffine() {
-			return nil, false
-		}
-		for _, t := range ix.Terms {
-			coef[t.Atom.Var] += t.Coef * stride
-		}
-		c += ix.Const * stride
-		stride *= ld.Tensor.Shape[d]
-	}
-	if coef[along] != 1 || c%8 != 0 {
-		return nil, false
-	}
-	for v, k := range coef {
-		if v != along && k%8 != 0 {
-			return nil, false
-		}
-	}
-	return ld, true
-}
-
-// AsyncOperands returns the loads of X and Y when both can be staged by
-// cp.async (see vecLoad) in a pipelined tensor-core contraction: one
-// reduction axis, one n axis, K a multiple of the staged k. Such a
-// contraction double-buffers its operands in shared memory
-// (backend/lower), and its schedule counts two stages of them.
-func AsyncOperands(X, Y te.Expr, ns []*te.Var, r *te.Reduce, N, K int) (xl, yl *te.Load, ok bool) {
-	if len(r.Axes) != 1 || len(ns) != 1 || K%schedule.TensorCoreTileK != 0 {
-		return nil, nil, false
-	}
-	xl, okx := vecLoad(X, r.Axes[0], K)
-	yl, oky := vecLoad(Y, ns[0], N)
-	return xl, yl, okx && oky
 }

@@ -21,7 +21,7 @@ func (s stage) unfusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 		return false
 	}
 	simt := s.clone()
-	if !s.tensorCores(t, d, schedule.TensorCoreBlock(d.M, d.N)) || !fits(s.Schedule, g) {
+	if !s.tensorCores(t, d, schedule.TensorCoreBlock(d.M, d.N), g) || !fits(s.Schedule, g) {
 		s.set(simt)
 		return false
 	}
@@ -56,7 +56,7 @@ func (s stage) fusedTensorCores(t *te.Tensor, threads int, g gpu.Model) bool {
 	best, bestTime := s.clone(), cost.Ideal(g, s.Schedule, s.Price)
 	for _, b := range schedule.TensorCoreBlocks(d.M, d.N, threads/32) {
 		s.set(simt)
-		if !s.tensorCores(t, d, b) {
+		if !s.tensorCores(t, d, b, g) {
 			break
 		}
 		if !fits(s.Schedule, g) {
@@ -97,7 +97,7 @@ func (s stage) splitK(split int, g gpu.Model) bool {
 // tensor-core one of block b, where t's operands and extents allow it,
 // and reports whether it did. A masked contraction skips the tiles its
 // mask removes (schedule.Schedule.Mask), priced as the SIMT tiles are.
-func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock) bool {
+func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock, g gpu.Model) bool {
 	in, ok := contraction.TensorCoreType(d.X, d.Y)
 	if !ok || !contraction.TensorCoreFits(in, d.M, d.N, d.K) {
 		return false
@@ -116,21 +116,37 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock)
 	mt, nt := te.CeilDiv(d.M, s.TileM), te.CeilDiv(d.N, s.TileN)
 	s.Tiles = s.Batch * mt * nt
 	// Two stages of operands where the lowering double-buffers them
-	// (those it can copy asynchronously), else one.
-	stages := 1
-	if _, _, ok := contraction.AsyncOperands(d.X, d.Y, d.NAxes, d.Reduce, d.N, d.K); ok {
-		stages = 2
-	}
-	arrays := []schedule.Array{{DType: in, Len: stages * s.TileM * s.TileK}, {DType: in, Len: stages * s.TileK * s.TileN}}
+	// (those it moves 16 bytes at a time), else one.
+	st := contraction.StagingOf(d.X, d.Y, in, d.MAxes, d.NAxes, d.Reduce, d.M, d.N, d.K)
+	stages := st.Stages()
+	var reduce []schedule.Array
 	if b.KSlices() > 1 {
-		arrays = append(arrays, schedule.Array{DType: te.F32, Len: b.ReduceBytes() / 4})
+		reduce = append(reduce, schedule.Array{DType: te.F32, Len: b.ReduceBytes() / 4})
 	}
+	if stages == 2 && 2*(s.TileM+s.TileN)*s.TileK*size+b.ReduceBytes() > g.SharedPerBlock {
+		stages = 1 // as backend/lower does: no copies in flight
+	}
+	arrays := append([]schedule.Array{{DType: in, Len: stages * s.TileM * s.TileK}, {DType: in, Len: stages * s.TileK * s.TileN}}, reduce...)
 	s.SetArrays(arrays...)
 	// A warp's accumulators, its fragments and the indexes.
-	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16
+	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16 +
+		prefetchRegs(st.X, s.TileM*s.TileK, in, s.Threads) + prefetchRegs(st.Y, s.TileK*s.TileN, in, s.Threads)
 	s.Bytes = cost.TileBytes(s.Schedule, size, t.Bytes())
 	if s.Mask != nil {
 		s.Skipped = s.Price.SkipMasked(s.Schedule, size, s.Bytes)
 	}
 	return true
+}
+
+// prefetchRegs returns the registers per thread that a tile of elems
+// elements of type in, staged as op says by threads threads, holds
+// between its loads and its stores: a register prefetch's vectors
+// (contraction.StageVector), four registers each (the values it stores
+// take the registers of those it has used).
+func prefetchRegs(op contraction.Operand, elems int, in te.DType, threads int) int {
+	if op.Mode != contraction.StageVector {
+		return 0
+	}
+	per := te.CeilDiv(elems/(16/in.Size()), threads)
+	return 4 * per * op.Loads
 }

@@ -16,18 +16,26 @@ import (
 // A block of four warps computes a TM×TN tile (schedule.TensorCoreTile:
 // 64, or 32 where the extent is at most 32), each warp a (TM/2)×(TN/2) quarter of it as
 // m16n8 MMA tiles with f32 accumulators in registers. Each step of the
-// k loop stages TM×32 operands of X and 32×TN of Y in shared memory (in
-// the operands' type, zero past the extents, each row's 16-byte chunks
-// rotated as the package doc's "Shared tiles" says): where both are loads of
-// half tensors with 16-byte aligned rows (contraction.AsyncOperands), by cp.async
-// into two stages, the next step's copies in flight while the warps
-// compute this one; otherwise element by element. Then every warp loads its
-// fragments, with ldmatrix for f16 and bf16 (x4 for A, x2.trans for B) or
-// element by element for TF32 (ldmatrix moves 16-bit elements only), and
-// issues its MMAs. The epilogue evaluates the tensor's body (bias, GELU,
-// residual...) on each accumulator element where the C fragment layout
-// places it. Contractions with an extent below an MMA's keep the SIMT
-// code.
+// k loop stages TM×32 operands of X and 32×TN of Y (or TN×32 of a
+// k-major Y: an [out, in] weight, the K of Q·Kᵀ) in shared memory (in
+// the operands' type, zero past K, each row's 16-byte chunks rotated as
+// the package doc's "Shared tiles" says), as contraction.StagingOf
+// decides: where both are bare loads of half tensors, contiguous and
+// aligned along the tile's rows, by cp.async into two stages, the next
+// step's copies in flight while the warps compute this one; where an
+// operand's moving loads are contiguous but it is computed (a cast, a
+// rounding, exp(s - max), a reshape's index map), by a register
+// prefetch: every thread issues the next step's 16-byte loads before
+// this step's MMAs, and at the next step computes its vectors from them
+// and stores them with 16-byte stores into the other stage, one barrier
+// a step; otherwise element by element. Every thread's chunks of a
+// prefetch are a loop of a trip count known here, unrolled. Then every
+// warp loads its fragments, with ldmatrix for f16 and bf16 (x4 for A,
+// x2.trans for an n-major B, x2 for a k-major one) or element by element
+// for TF32 (ldmatrix moves 16-bit elements only), and issues its MMAs.
+// The epilogue evaluates the tensor's body (bias, GELU, residual...) on
+// each accumulator element where the C fragment layout places it.
+// Contractions with an extent below an MMA's keep the SIMT code.
 
 // mmaShape returns the MMA shape for operands of type in.
 func mmaShape(in te.DType) kir.MMAShape {
@@ -172,20 +180,29 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 		part = &kir.Buffer{Name: t.Name + ".part", Space: kir.Global, Role: kir.Temp, DType: te.F32, Shape: []int{split, size}}
 		l.m.Buffers = append(l.m.Buffers, part)
 	}
-	// Operands that cp.async can stage are double-buffered: the copies of
-	// the next k step are in flight while the warps compute this one.
-	xl, yl, async := contraction.AsyncOperands(X, Y, ns, r, N, K)
-	stages := 1
-	if async {
-		stages = 2
+	// Operands moved 16 bytes at a time are double-buffered: the next
+	// k step's copies or loads are in flight while the warps compute
+	// this one (contraction.StagingOf).
+	st := contraction.StagingOf(X, Y, in, ms, ns, r, M, N, K)
+	stages, async := st.Stages(), st.Async()
+	kredBytes := 0
+	if slices > 1 {
+		kredBytes = (slices - 1) * mt * nt * 4 * group * kir.WarpSize * 4
 	}
-	xs := &kir.Buffer{Name: "xs", Space: kir.Shared, DType: in, Shape: []int{stages, TM, tk}}
-	ys := &kir.Buffer{Name: "ys", Space: kir.Shared, DType: in, Shape: []int{stages, tk, TN}}
-	// Y's TF32 fragments read 8 columns (2 chunks) of 4 rows at once.
-	xt, yt := newTile(tk, in, 1, l.opts.flatTiles), newTile(TN, in, 1, l.opts.flatTiles)
-	if in == te.F32 {
-		yt.w *= 2
+	if pl := l.opts.Plan; stages == 2 && pl != nil && 2*(TM+TN)*tk*in.Size()+kredBytes > pl.GPU.SharedPerBlock {
+		// Two stages do not fit the GPU's shared memory: one, still with
+		// the register prefetch, but no copies in flight.
+		stages, async = 1, false
+		for _, op := range []*contraction.Operand{&st.X, &st.Y} {
+			if op.Mode == contraction.StageAsync {
+				op.Mode = contraction.StageVector
+			}
+		}
 	}
+	vector := !async && (st.X.Mode == contraction.StageVector || st.Y.Mode == contraction.StageVector)
+	xo := l.operandTile(X, st.X, "xs", ms, TM, M, stages, in)
+	yo := l.operandTile(Y, st.Y, "ys", ns, TN, N, stages, in)
+	xs, ys := xo.s, yo.s
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
 	fa := &kir.Buffer{Name: "fa", Space: kir.Local, DType: in, Shape: []int{mt, na}}
 	fb := &kir.Buffer{Name: "fb", Space: kir.Local, DType: in, Shape: []int{nt, nb}}
@@ -232,38 +249,88 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 		if split == 1 {
 			kc = k0
 		}
+		xo.ti, yo.ti = mi, ni
+		var prefetched []*opTile // the operands of a register prefetch
+		for _, o := range []*opTile{xo, yo} {
+			if !vector || o.op.Mode != contraction.StageVector {
+				continue
+			}
+			if l.prepareVector(gen, o, r, k.Block, o.s.Name[:1], k) {
+				prefetched = append(prefetched, o)
+			} else {
+				o.op.Mode = contraction.StageElements
+			}
+		}
+		fetch := func(from kir.Expr) []kir.Stmt {
+			return gen.into(func() {
+				for _, o := range prefetched {
+					l.fetch(gen, o, r, tid, k.Block, from, K)
+				}
+			})
+		}
 		var products []kir.Stmt
-		if async {
+		switch {
+		case async:
 			products = gen.into(func() {
-				l.stageAsync(gen, xs, ys, xt, yt, xl, yl, ms, ns, r, mi, ni, klo, kir.I(0), kir.I(0), TM, TN, tk, M, N)
+				l.stageAsync(gen, xo, r, klo, kir.I(0), K)
+				l.stageAsync(gen, yo, r, klo, kir.I(0), K)
 				gen.emit(&kir.CommitGroup{})
 			})
+		case vector:
+			products = fetch(klo)
 		}
 		kloop := gen.into(func() {
 			if split > 1 {
 				gen.emit(&kir.Let{Var: k0, Value: kir.Add(klo, kc)})
 			}
 			var xoff, yoff kir.Expr = kir.I(0), kir.I(0)
-			if async {
+			switch {
+			case async:
 				// Stage s holds this step; the next goes to the other,
 				// which every warp finished reading at the last barrier.
-				st := kir.NewVar("s", te.I32)
-				gen.emit(&kir.Let{Var: st, Value: kir.Mod(kir.Div(kc, kir.I(tk)), kir.I(2))})
-				other := kir.Sub(kir.I(1), st)
+				sv := kir.NewVar("s", te.I32)
+				gen.emit(&kir.Let{Var: sv, Value: kir.Mod(kir.Div(kc, kir.I(tk)), kir.I(2))})
+				other := kir.Sub(kir.I(1), sv)
 				next := gen.into(func() {
-					l.stageAsync(gen, xs, ys, xt, yt, xl, yl, ms, ns, r, mi, ni, kir.Add(k0, kir.I(tk)),
-						kir.Mul(other, kir.I(TM*tk)), kir.Mul(other, kir.I(tk*TN)), TM, TN, tk, M, N)
+					l.stageAsync(gen, xo, r, kir.Add(k0, kir.I(tk)), kir.Mul(other, kir.I(TM*tk)), K)
+					l.stageAsync(gen, yo, r, kir.Add(k0, kir.I(tk)), kir.Mul(other, kir.I(tk*TN)), K)
 				})
 				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(kc, kir.I(tk)), kir.I(chunk)), Then: next},
 					&kir.CommitGroup{}, &kir.WaitGroup{N: 1})
-				xoff, yoff = kir.Mul(st, kir.I(TM*tk)), kir.Mul(st, kir.I(tk*TN))
-			} else {
-				l.stageOperand(gen, xs, xt, X, ms, r, mi, k0, TM, tk, M, K, true)
-				l.stageOperand(gen, ys, yt, Y, ns, r, ni, k0, tk, TN, N, K, false)
+				xoff, yoff = kir.Mul(sv, kir.I(TM*tk)), kir.Mul(sv, kir.I(tk*TN))
+				gen.emit(&kir.SyncThreads{})
+			case vector:
+				// This step's tile goes to stage s, which no warp reads:
+				// every warp passed the last barrier after its MMAs on
+				// it. The next step's loads are issued before this
+				// step's MMAs, one barrier a step (two with one stage).
+				if stages == 2 {
+					sv := kir.NewVar("s", te.I32)
+					gen.emit(&kir.Let{Var: sv, Value: kir.Mod(kir.Div(kc, kir.I(tk)), kir.I(2))})
+					xoff, yoff = kir.Mul(sv, kir.I(TM*tk)), kir.Mul(sv, kir.I(tk*TN))
+				}
+				for _, o := range []*opTile{xo, yo} {
+					off := xoff
+					if o == yo {
+						off = yoff
+					}
+					if o.op.Mode == contraction.StageVector {
+						l.put(gen, o, r, tid, k.Block, k0, off, K)
+					} else {
+						l.stageOperand(gen, o, r, k0, off, K)
+					}
+				}
+				gen.emit(&kir.SyncThreads{})
+				if next := fetch(kir.Add(k0, kir.I(tk))); len(next) > 0 {
+					gen.emit(&kir.If{Cond: kir.Lt(kir.Add(kc, kir.I(tk)), kir.I(chunk)), Then: next})
+				}
+			default:
+				l.stageOperand(gen, xo, r, k0, kir.I(0), K)
+				l.stageOperand(gen, yo, r, k0, kir.I(0), K)
+				gen.emit(&kir.SyncThreads{})
 			}
-			gen.emit(&kir.SyncThreads{})
 			ks := kir.NewVar("ks", te.I32)
-			step := mmaStep(shape, in, xs, ys, xt, yt, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN)
+			step := mmaStep(shape, in, xo, yo, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN)
 			if slices == 1 {
 				gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
 			} else {
@@ -272,9 +339,16 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 				step = append([]kir.Stmt{&kir.Let{Var: ks, Value: kir.Add(kir.Mul(kg, kir.I(tk/slices)), kk)}}, step...)
 				gen.emit(&kir.For{Var: kk, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk / slices), Step: mk, Body: step})
 			}
-			gen.emit(&kir.SyncThreads{})
+			if !vector || stages == 1 {
+				gen.emit(&kir.SyncThreads{})
+			}
 		})
 		products = append(products, &kir.For{Var: kc, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(chunk), Step: tk, Body: kloop})
+		if vector && stages == 2 {
+			// The next tile's first step writes stage 0: every warp
+			// must be done reading it.
+			products = append(products, &kir.SyncThreads{})
+		}
 		if slices > 1 {
 			products = append(products, sumSlices(acc, kred, kg, tig, slices, group*kir.WarpSize)...)
 		}
@@ -417,85 +491,107 @@ func mmaTileLive(g *gen, mask *schedule.Mask, mi, ni, b kir.Expr, TM, TN, M, N i
 	return tileMask(g, mask, mLo, mHi, nLo, nHi, b)
 }
 
-// stageOperand stages a rows×cols tile of operand e (X: rows of m by
-// columns of k; Y: rows of k by columns of n) in shared array s, laid out
-// as lay says, with zeros past the extents.
-func (l *lowerer) stageOperand(g *gen, s *kir.Buffer, lay tile, e te.Expr, axes []*te.Var, r *te.Reduce, ti, k0 *kir.Var, rows, cols, n, K int, isX bool) {
+// stageOperand stages o's tile element by element at the k step from
+// k0, into its stage at element off, with zeros past the extents.
+func (l *lowerer) stageOperand(g *gen, o *opTile, r *te.Reduce, k0, off kir.Expr, K int) {
 	v := kir.NewVar("e", te.I32)
-	g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(rows * cols), Body: g.into(func() {
+	g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(o.rows * o.cols), Body: g.into(func() {
 		x, kk := kir.NewVar("x", te.I32), kir.NewVar("kk", te.I32)
-		tileRows, tileCols := rows, cols
-		if isX {
+		row, col := kir.Div(v, kir.I(o.cols)), kir.Mod(v, kir.I(o.cols))
+		tile := o.rows
+		if o.kRows {
+			tile = o.cols
 			g.emit(
-				&kir.Let{Var: x, Value: kir.Add(kir.Mul(ti, kir.I(tileRows)), kir.Div(v, kir.I(cols)))},
-				&kir.Let{Var: kk, Value: kir.Add(k0, kir.Mod(v, kir.I(cols)))},
+				&kir.Let{Var: kk, Value: addOffset(k0, row)},
+				&kir.Let{Var: x, Value: kir.Add(kir.Mul(o.ti, kir.I(tile)), col)},
 			)
 		} else {
 			g.emit(
-				&kir.Let{Var: kk, Value: kir.Add(k0, kir.Div(v, kir.I(cols)))},
-				&kir.Let{Var: x, Value: kir.Add(kir.Mul(ti, kir.I(tileCols)), kir.Mod(v, kir.I(cols)))},
+				&kir.Let{Var: x, Value: kir.Add(kir.Mul(o.ti, kir.I(tile)), row)},
+				&kir.Let{Var: kk, Value: addOffset(k0, col)},
 			)
 		}
-		tile := tileRows
-		if !isX {
-			tile = tileCols
-		}
 		at := kir.NewVar("at", te.I32)
-		g.emit(&kir.Let{Var: at, Value: lay.at(kir.Div(v, kir.I(cols)), kir.Mod(v, kir.I(cols)))})
+		g.emit(&kir.Let{Var: at, Value: addOffset(off, o.lay.at(row, col))})
 		guarded := g.into(func() {
-			bind(g, axes, x)
+			bind(g, o.axes, x)
 			bind(g, r.Axes, kk)
-			g.emit(&kir.Store{Buf: s, Index: at, Value: convert(g.expr(e), te.F32)})
+			g.emit(&kir.Store{Buf: o.s, Index: at, Value: convert(g.expr(o.e), te.F32)})
 		})
-		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: s, Index: at, Value: kir.F(0)}},
-			bound{x, n, n%tile != 0}, bound{kk, K, K%schedule.TensorCoreTileK != 0})...)
+		g.emit(guard(guarded, []kir.Stmt{&kir.Store{Buf: o.s, Index: at, Value: kir.F(0)}},
+			bound{x, o.ext, o.ext%tile != 0}, bound{kk, K, K%schedule.TensorCoreTileK != 0})...)
 	})})
 }
 
 // mmaStep returns one k step (of the MMA's k, at ks within the staged
-// tile) of a warp: its fragments of the staged tiles and its MMAs.
-func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xt, yt tile, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN int) []kir.Stmt {
+// tiles, whose stages start at elements xoff and yoff) of a warp: its
+// fragments of the staged tiles of xo and yo and its MMAs.
+func mmaStep(shape kir.MMAShape, in te.DType, xo, yo *opTile, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN int) []kir.Stmt {
 	var out []kir.Stmt
 	mt, nt := WM/16, WN/8
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
 	rowBase := kir.Mul(wm, kir.I(WM))
 	colBase := kir.Mul(wn, kir.I(WN))
+	xs, ys, xt, yt := xo.s, yo.s, xo.lay, yo.lay
 	at := func(off, x kir.Expr) kir.Expr {
 		if c, ok := off.(*kir.Const); ok && c.Value == 0 {
 			return x
 		}
 		return kir.Add(off, x)
 	}
+	// elem returns the index in o's tile of the element at k and its m or n.
+	elem := func(o *opTile, k, x kir.Expr) kir.Expr {
+		if o.kRows {
+			return o.lay.at(k, x)
+		}
+		return o.lay.at(x, k)
+	}
 	for i := range mt {
 		row0 := kir.Add(rowBase, kir.I(16*i))
-		if in == te.F32 {
+		switch {
+		case in == te.F32:
 			for reg := range na {
 				rr, cc := fragIndex(shape, kir.OperandA, reg, g, t)
 				out = append(out, &kir.Store{Buf: fa, Index: kir.I(i*na + reg),
-					Value: kir.Ld(xs, at(xoff, xt.at(kir.Add(row0, rr), kir.Add(ks, cc))))})
+					Value: kir.Ld(xs, at(xoff, elem(xo, kir.Add(ks, cc), kir.Add(row0, rr))))})
 			}
-			continue
+		case xo.kRows:
+			// ldmatrix.x4.trans of rows of k: lanes 0-7 give rows ks to
+			// ks+7 at columns row0 to row0+7 (a0), lanes 8-15 the same
+			// rows at row0+8 (a1), lanes 16-31 rows ks+8 to ks+15 (a2,
+			// a3). ks is a multiple of 16: lane%8 is the row mod 8.
+			kr := kir.Add(ks, kir.Add(kir.Mod(lane, kir.I(8)), kir.Mul(kir.Div(lane, kir.I(16)), kir.I(8))))
+			idx := xt.chunk(kr, kir.Mod(lane, kir.I(8)), kir.Add(kir.Div(row0, kir.I(xt.vec)), kir.Mod(kir.Div(lane, kir.I(8)), kir.I(2))))
+			out = append(out, &kir.LdMatrix{Num: 4, Trans: true, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: at(xoff, idx)})
+		default:
+			// ldmatrix.x4: lanes 0-15 give rows 0-15 at column ks, lanes
+			// 16-31 the same rows at column ks+8.
+			// row0 is a multiple of 16: lane%16 is the row mod 8.
+			idx := xt.chunk(kir.Add(row0, kir.Mod(lane, kir.I(16))), kir.Mod(lane, kir.I(16)), kir.Add(kir.Div(ks, kir.I(xt.vec)), kir.Div(lane, kir.I(16))))
+			out = append(out, &kir.LdMatrix{Num: 4, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: at(xoff, idx)})
 		}
-		// ldmatrix.x4: lanes 0-15 give rows 0-15 at column ks, lanes
-		// 16-31 the same rows at column ks+8.
-		// row0 is a multiple of 16: lane%16 is the row mod 8.
-		idx := xt.chunk(kir.Add(row0, kir.Mod(lane, kir.I(16))), kir.Mod(lane, kir.I(16)), kir.Add(kir.Div(ks, kir.I(xt.vec)), kir.Div(lane, kir.I(16))))
-		out = append(out, &kir.LdMatrix{Num: 4, Dst: kir.Frag{Buf: fa, Off: i * na}, Src: xs, Index: at(xoff, idx)})
 	}
 	for j := range nt {
 		col0 := kir.Add(colBase, kir.I(8*j))
-		if in == te.F32 {
+		switch {
+		case in == te.F32:
 			for reg := range nb {
 				rr, cc := fragIndex(shape, kir.OperandB, reg, g, t)
 				out = append(out, &kir.Store{Buf: fb, Index: kir.I(j*nb + reg),
-					Value: kir.Ld(ys, at(yoff, yt.at(kir.Add(ks, rr), kir.Add(col0, cc))))})
+					Value: kir.Ld(ys, at(yoff, elem(yo, kir.Add(ks, rr), kir.Add(col0, cc))))})
 			}
-			continue
+		case !yo.kRows:
+			// ldmatrix.x2 of rows of n: lanes 0-7 give rows col0 to
+			// col0+7 at column ks, lanes 8-15 the same rows at ks+8; the
+			// others' addresses are not used. col0 is a multiple of 8.
+			idx := yt.chunk(kir.Add(col0, kir.Mod(lane, kir.I(8))), kir.Mod(lane, kir.I(8)), kir.Add(kir.Div(ks, kir.I(yt.vec)), kir.Mod(kir.Div(lane, kir.I(8)), kir.I(2))))
+			out = append(out, &kir.LdMatrix{Num: 2, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: at(yoff, idx)})
+		default:
+			// ldmatrix.x2.trans: lanes 0-15 give rows ks to ks+15 at the
+			// tile's column; the others' addresses are not used.
+			idx := yt.chunk(kir.Add(ks, kir.Mod(lane, kir.I(16))), kir.Mod(lane, kir.I(16)), kir.Div(col0, kir.I(yt.vec)))
+			out = append(out, &kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: at(yoff, idx)})
 		}
-		// ldmatrix.x2.trans: lanes 0-15 give rows ks to ks+15 at the
-		// tile's column; the others' addresses are not used.
-		idx := yt.chunk(kir.Add(ks, kir.Mod(lane, kir.I(16))), kir.Mod(lane, kir.I(16)), kir.Div(col0, kir.I(yt.vec)))
-		out = append(out, &kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb, Off: j * nb}, Src: ys, Index: at(yoff, idx)})
 	}
 	for i := range mt {
 		for j := range nt {
@@ -504,50 +600,4 @@ func mmaStep(shape kir.MMAShape, in te.DType, xs, ys *kir.Buffer, xt, yt tile, x
 		}
 	}
 	return out
-}
-
-// stageAsync issues the cp.async copies of one k step of a pipelined
-// tensor-core tile into stage buffers at offsets xoff and yoff of xs and
-// ys: X's TM×tk rows (rows past M repeat row M-1, whose products only
-// reach outputs that are not stored) and Y's tk×TN columns (vectors past
-// N repeat the last one, likewise).
-func (l *lowerer) stageAsync(g *gen, xs, ys *kir.Buffer, xt, yt tile, xl, yl *te.Load, ms, ns []*te.Var, r *te.Reduce, mi, ni *kir.Var, k0 kir.Expr, xoff, yoff kir.Expr, TM, TN, tk, M, N int) {
-	vx, vy := kir.NewVar("v", te.I32), kir.NewVar("v", te.I32)
-	g.emit(&kir.For{Var: vx, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(TM * tk / 8), Body: g.into(func() {
-		row, m := kir.NewVar("row", te.I32), kir.NewVar("m", te.I32)
-		chunk := kir.Mod(vx, kir.I(tk/8))
-		col := kir.Mul(chunk, kir.I(8))
-		g.emit(&kir.Let{Var: row, Value: kir.Div(vx, kir.I(tk/8))})
-		var mv kir.Expr = kir.Add(kir.Mul(mi, kir.I(TM)), row)
-		if M%TM != 0 {
-			mv = kir.Bin(te.Min, mv, kir.I(M-1))
-		}
-		g.emit(&kir.Let{Var: m, Value: mv})
-		kk := kir.NewVar("kk", te.I32)
-		g.emit(&kir.Let{Var: kk, Value: kir.Add(k0, col)})
-		bind(g, ms, m)
-		bind(g, r.Axes, kk)
-		g.emit(&kir.CopyAsync{Dst: xs, DstIndex: kir.Add(xoff, xt.chunk(row, nil, chunk)),
-			Src: l.bufs[xl.Tensor], SrcIndex: g.flat(xl.Tensor.Shape, xl.Index), Bypass: true})
-	})})
-	g.emit(&kir.For{Var: vy, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(tk * TN / 8), Body: g.into(func() {
-		row, n := kir.NewVar("row", te.I32), kir.NewVar("n", te.I32)
-		col, chunk := kir.NewVar("col", te.I32), kir.NewVar("chunk", te.I32)
-		g.emit(
-			&kir.Let{Var: row, Value: kir.Div(vy, kir.I(TN/8))},
-			&kir.Let{Var: chunk, Value: kir.Mod(vy, kir.I(TN/8))},
-			&kir.Let{Var: col, Value: kir.Mul(chunk, kir.I(8))},
-		)
-		var nv kir.Expr = kir.Add(kir.Mul(ni, kir.I(TN)), col)
-		if N%TN != 0 {
-			nv = kir.Bin(te.Min, nv, kir.I(N-8))
-		}
-		g.emit(&kir.Let{Var: n, Value: nv})
-		kk := kir.NewVar("kk", te.I32)
-		g.emit(&kir.Let{Var: kk, Value: kir.Add(k0, row)})
-		bind(g, ns, n)
-		bind(g, r.Axes, kk)
-		g.emit(&kir.CopyAsync{Dst: ys, DstIndex: kir.Add(yoff, yt.chunk(row, nil, chunk)),
-			Src: l.bufs[yl.Tensor], SrcIndex: g.flat(yl.Tensor.Shape, yl.Index), Bypass: true})
-	})})
 }

@@ -1,0 +1,277 @@
+package lower
+
+import (
+	"fmt"
+	"slices"
+
+	"tec/backend/kir"
+	"tec/contraction"
+	"tec/schedule"
+	"tec/te"
+)
+
+// opTile is one operand's tile in a tensor-core k loop: the operand, how
+// it is staged (contraction.StagingOf), its shared array and layout,
+// and its shape, rows×cols with cols contiguous in shared memory. The
+// rows are k (kRows: an n-major Y) or the operand's m or n points (X, a
+// k-major Y), whose tile index ti and extent ext place the tile.
+type opTile struct {
+	e          te.Expr
+	op         contraction.Operand
+	s          *kir.Buffer
+	lay        tile
+	rows, cols int
+	kRows      bool
+	axes       []*te.Var // the operand's m or n axes
+	ti         *kir.Var
+	ext        int
+	// A register prefetch's loads (contraction.StageVector): the loads
+	// that move along the contiguous axis, each read into its array of
+	// vectors (one vector per chunk a thread stages), and the vector of
+	// values that a chunk stores.
+	moving []*te.Load
+	vecs   []*kir.Buffer
+	out    *kir.Buffer
+}
+
+// operandTile returns the tile of an operand e staged as op says, in a
+// shared array name of stages copies, whose m or n axes axes of ext
+// points it takes tm of: rows of k and columns of tm where the operand is
+// not k-major, else the transpose. Rows of 32 elements are rotated with
+// one chunk per wavefront (ldmatrix rows, TF32 fragments' columns of 4
+// words), wider ones with two for TF32, whose fragments read 8 of their
+// columns in 4 rows.
+func (l *lowerer) operandTile(e te.Expr, op contraction.Operand, name string, axes []*te.Var, tm, ext, stages int, in te.DType) *opTile {
+	tk := schedule.TensorCoreTileK
+	o := &opTile{e: e, op: op, axes: axes, ext: ext, rows: tk, cols: tm, kRows: !op.KMajor}
+	if op.KMajor {
+		o.rows, o.cols = tm, tk
+	}
+	o.s = &kir.Buffer{Name: name, Space: kir.Shared, DType: in, Shape: []int{stages, o.rows, o.cols}}
+	o.lay = newTile(o.cols, in, 1, l.opts.flatTiles)
+	if o.kRows && in == te.F32 {
+		o.lay.w *= 2
+	}
+	return o
+}
+
+// vec returns the elements of a 16-byte vector of the tile.
+func (o *opTile) vec() int { return o.lay.vec }
+
+// chunks returns the 16-byte vectors of one stage of the tile.
+func (o *opTile) chunks() int { return o.rows * o.cols / o.vec() }
+
+// chunkAt is one vector of a tile as bindChunk places it.
+type chunkAt struct {
+	row, chunk kir.Expr // its row and its index in the row
+	along      *kir.Var // the first element's position on the contiguous axis
+	inK        kir.Expr // when not nil, the condition that its k lies below K
+}
+
+// bindChunk emits the lets of chunk v of o at the k step from k0 and
+// binds the operand's axes (r's and o.axes) at its first element. Rows
+// past the extent read the last row and columns past it the last vector
+// (their products reach only outputs that are not stored); where K is not
+// a multiple of the staged k, inK says whether the chunk's k lies below
+// it.
+func (l *lowerer) bindChunk(g *gen, o *opTile, r *te.Reduce, v kir.Expr, k0 kir.Expr, K int) chunkAt {
+	n := o.vec()
+	perRow := o.cols / n
+	row, chunk := kir.NewVar("row", te.I32), kir.NewVar("chunk", te.I32)
+	g.emit(
+		&kir.Let{Var: row, Value: kir.Div(v, kir.I(perRow))},
+		&kir.Let{Var: chunk, Value: kir.Mod(v, kir.I(perRow))},
+	)
+	col := kir.Mul(chunk, kir.I(n))
+	kk, x := kir.NewVar("kk", te.I32), kir.NewVar("x", te.I32)
+	var xv kir.Expr
+	if o.kRows {
+		g.emit(&kir.Let{Var: kk, Value: addOffset(k0, row)})
+		xv = kir.Add(kir.Mul(o.ti, kir.I(o.cols)), col)
+		if o.ext%o.cols != 0 {
+			xv = kir.Bin(te.Min, xv, kir.I(o.ext-n))
+		}
+	} else {
+		xv = kir.Add(kir.Mul(o.ti, kir.I(o.rows)), row)
+		if o.ext%o.rows != 0 {
+			xv = kir.Bin(te.Min, xv, kir.I(o.ext-1))
+		}
+		g.emit(&kir.Let{Var: kk, Value: addOffset(k0, col)})
+	}
+	g.emit(&kir.Let{Var: x, Value: xv})
+	bind(g, o.axes, x)
+	bind(g, r.Axes, kk)
+	c := chunkAt{row: row, chunk: chunk, along: kk}
+	if o.kRows {
+		c.along = x
+	}
+	if K%schedule.TensorCoreTileK != 0 {
+		c.inK = kir.Lt(kk, kir.I(K))
+	}
+	return c
+}
+
+// stageAsync issues the cp.async copies of one k step of o's tile, from
+// k0, into its stage at element off.
+func (l *lowerer) stageAsync(g *gen, o *opTile, r *te.Reduce, k0, off kir.Expr, K int) {
+	v := kir.NewVar("v", te.I32)
+	g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(o.chunks()), Body: g.into(func() {
+		c := l.bindChunk(g, o, r, v, k0, K)
+		ld := o.op.Load
+		g.emit(&kir.CopyAsync{Dst: o.s, DstIndex: addOffset(off, o.lay.chunk(c.row, nil, c.chunk)),
+			Src: l.bufs[ld.Tensor], SrcIndex: g.flat(ld.Tensor.Shape, ld.Index), Bypass: true})
+	})})
+}
+
+// prepareVector sets up o's register prefetch (contraction.StageVector)
+// for a block of threads threads: its moving loads and their arrays,
+// which it adds to k's locals. It reports false, leaving o to be staged
+// element by element, where a moving load does not lower to a plain load
+// of 16-byte vectors (it is checked on a chunk whose statements are
+// dropped).
+func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, name string, k *kir.Kernel) bool {
+	along := r.Axes
+	if o.kRows {
+		along = o.axes
+	}
+	te.Walk(o.e, func(x te.Expr) bool {
+		ld, ok := x.(*te.Load)
+		if !ok {
+			return true
+		}
+		used := te.UsedVars(ld)
+		if slices.ContainsFunc(along, func(a *te.Var) bool { return used[a] }) {
+			o.moving = append(o.moving, ld)
+		}
+		return false
+	})
+	per := te.CeilDiv(o.chunks(), threads)
+	ok := true
+	g.into(func() {
+		l.bindChunk(g, o, r, kir.I(0), kir.I(0), schedule.TensorCoreTileK)
+		for i, ld := range o.moving {
+			kl, isLoad := g.expr(ld).(*kir.Load)
+			if !isLoad || o.vec()%kir.VecLen(kl.Buf.DType) != 0 {
+				ok = false
+				return
+			}
+			o.vecs = append(o.vecs, &kir.Buffer{Name: fmt.Sprintf("%sv%d", name, i), Space: kir.Local, DType: kl.Buf.DType, Shape: []int{per * o.vec()}})
+		}
+	})
+	l.unbind(g, o, r)
+	if !ok {
+		o.moving, o.vecs = nil, nil
+		return false
+	}
+	o.out = &kir.Buffer{Name: name + "o", Space: kir.Local, DType: o.s.DType, Shape: []int{o.vec()}}
+	k.Locals = append(k.Locals, o.vecs...)
+	k.Locals = append(k.Locals, o.out)
+	return true
+}
+
+// unbind forgets the bindings of o's axes.
+func (l *lowerer) unbind(g *gen, o *opTile, r *te.Reduce) {
+	for _, a := range append(append([]*te.Var{}, o.axes...), r.Axes...) {
+		delete(g.env, a)
+	}
+}
+
+// eachChunk emits f for each chunk that a thread tid of a block of
+// threads threads stages, chunks tid, tid + threads, ...: a loop unrolled
+// here, of a trip count known when the kernel is compiled, the last
+// round guarded where the threads do not divide the chunks.
+func eachChunk(g *gen, o *opTile, tid kir.Expr, threads int, f func(u int, v kir.Expr)) {
+	for u := range te.CeilDiv(o.chunks(), threads) {
+		v := kir.NewVar("v", te.I32)
+		body := g.into(func() {
+			g.emit(&kir.Let{Var: v, Value: addOffset(tid, kir.I(u*threads))})
+			f(u, v)
+		})
+		if (u+1)*threads > o.chunks() {
+			body = []kir.Stmt{&kir.If{Cond: kir.Lt(addOffset(tid, kir.I(u*threads)), kir.I(o.chunks())), Then: body}}
+		}
+		g.emit(body...)
+	}
+}
+
+// fetch emits the 16-byte loads of o's moving loads for the k step from
+// k0 into its prefetch arrays (two for 8 elements of f32): every load of
+// a thread's chunks before any of them is used.
+func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int, k0 kir.Expr, K int) {
+	n := o.vec()
+	eachChunk(g, o, tid, threads, func(u int, v kir.Expr) {
+		var c chunkAt
+		loads := g.into(func() {
+			c = l.bindChunk(g, o, r, v, k0, K)
+			var copies []kir.Stmt
+			for i, ld := range o.moving {
+				kl := g.expr(ld).(*kir.Load) // checked by prepareVector
+				for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
+					copies = append(copies, &kir.VecCopy{Dst: o.vecs[i], DstIndex: kir.I(u*n + q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+				}
+			}
+			if c.inK != nil {
+				copies = []kir.Stmt{&kir.If{Cond: c.inK, Then: copies}}
+			}
+			g.emit(copies...)
+		})
+		g.emit(loads...)
+		l.unbind(g, o, r)
+	})
+}
+
+// put emits, for the k step from k0 whose loads fetch made, the
+// computation of each of a thread's vectors of o from its prefetch arrays
+// and its 16-byte store into o's stage at element off (zeros past K).
+func (l *lowerer) put(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int, k0, off kir.Expr, K int) {
+	n := o.vec()
+	local := make([]*te.Tensor, len(o.vecs))
+	for i, b := range o.vecs {
+		local[i] = &te.Tensor{Name: b.Name, Kind: te.Compute, DType: o.moving[i].Tensor.DType, Shape: b.Shape}
+		g.bufs[local[i]] = b
+	}
+	alongAxes := r.Axes
+	if o.kRows {
+		alongAxes = o.axes
+	}
+	eachChunk(g, o, tid, threads, func(u int, v kir.Expr) {
+		c := l.bindChunk(g, o, r, v, k0, K)
+		values := g.into(func() {
+			for j := range n {
+				aj := kir.NewVar(c.along.Name, te.I32)
+				g.emit(&kir.Let{Var: aj, Value: kir.Add(c.along, kir.I(j))})
+				bind(g, alongAxes, aj)
+				e := te.Replace(o.e, func(x te.Expr) te.Expr {
+					for i, ld := range o.moving {
+						if x == te.Expr(ld) {
+							return &te.Load{Tensor: local[i], Index: []te.Index{te.Const(u*n + j)}}
+						}
+					}
+					return nil
+				})
+				g.emit(&kir.Store{Buf: o.out, Index: kir.I(j), Value: convert(g.expr(e), te.F32)})
+			}
+		})
+		if c.inK != nil {
+			zeros := make([]kir.Stmt, n)
+			for j := range zeros {
+				zeros[j] = &kir.Store{Buf: o.out, Index: kir.I(j), Value: kir.F(0)}
+			}
+			values = []kir.Stmt{&kir.If{Cond: c.inK, Then: values, Else: zeros}}
+		}
+		g.emit(values...)
+		g.emit(&kir.VecCopy{Dst: o.s, DstIndex: addOffset(off, o.lay.chunk(c.row, nil, c.chunk)), Src: o.out, SrcIndex: kir.I(0)})
+		l.unbind(g, o, r)
+	})
+	for _, t := range local {
+		delete(g.bufs, t)
+	}
+}
+
+// addIndex returns x + c, or x when c is 0.
+func addIndex(x kir.Expr, c int) kir.Expr {
+	if c == 0 {
+		return x
+	}
+	return kir.Add(x, kir.I(c))
+}

@@ -1,0 +1,340 @@
+package contraction
+
+import (
+	"tec/schedule"
+	"tec/te"
+)
+
+// StageMode says how a tensor-core tile moves one operand from global to
+// shared memory each k step.
+type StageMode int
+
+// The stage modes, slowest first.
+const (
+	// StageElements computes the tile element by element: a load (or an
+	// expression of loads) and a store of one element per instruction.
+	StageElements StageMode = iota
+	// StageVector reads the operand's loads that move along the tile's
+	// contiguous axis 16 bytes per instruction into registers, computes a
+	// vector's elements from them there (casts, roundings, exp(s - max)...)
+	// and stores them to shared memory 16 bytes at a time. The lowering
+	// issues the next k step's loads before this step's MMAs, so that
+	// their latency hides under the MMAs (a register prefetch).
+	StageVector
+	// StageAsync copies the operand, a bare load, with 16-byte cp.async
+	// copies that bypass registers, the next step's in flight while the
+	// warps compute this one.
+	StageAsync
+)
+
+func (m StageMode) String() string {
+	switch m {
+	case StageVector:
+		return "16-byte loads through registers"
+	case StageAsync:
+		return "16-byte cp.async"
+	}
+	return "element by element"
+}
+
+// Operand is how a tensor-core tile stages one operand of a contraction.
+type Operand struct {
+	Mode StageMode
+	// KMajor says that the staged tile's rows are the operand's m or n
+	// points and its columns k, k contiguous in shared memory: X's rows of
+	// a matrix, Y's [out, in] weight, the K of Q·Kᵀ. Otherwise the tile's
+	// rows are k: an NCHW convolution's X (its pixels contiguous), a
+	// weight laid out [in, out]. ldmatrix reads k-major tiles without .trans,
+	// the others with it.
+	KMajor bool
+	// Load is the load that StageAsync copies (no-op casts around it
+	// removed).
+	Load *te.Load
+	// Loads counts the 16-byte loads of one vector of StageVector: those
+	// of the operand's loads that move along the tile's contiguous axis
+	// (two for an f32 tensor's 8 elements of a half tile).
+	Loads int
+	// Why says, for StageElements, why no 16-byte transfer applies.
+	Why string
+}
+
+// Staging is how a tensor-core tile stages both operands (StagingOf).
+type Staging struct{ X, Y Operand }
+
+// Async reports whether both operands are copied by cp.async.
+func (s Staging) Async() bool { return s.X.Mode == StageAsync }
+
+// Stages returns the copies of each operand tile that shared memory holds:
+// two where an operand moves 16 bytes per instruction (the next step's
+// tile fills one while the warps read the other, one barrier a step),
+// else one.
+func (s Staging) Stages() int {
+	if s.X.Mode != StageElements || s.Y.Mode != StageElements {
+		return 2
+	}
+	return 1
+}
+
+// StagingOf returns how a tensor-core tile of the contraction
+// sum[k](X·Y), whose m axes are ms and n axes ns, of extents M, N and K,
+// stages its operands of type in (TensorCoreType). Each operand's tile is
+// k-major (its rows the operand's m or n points, its columns k) where its
+// loads are contiguous along k, else m- or n-major where they are along
+// its m or n points, else k-major for X and n-major for Y. An operand moves
+// 16 bytes per instruction where each of its loads that moves along the
+// tile's contiguous axis reads, at every vector of that axis, consecutive
+// and 16-byte aligned elements (see contiguous), none of them under a
+// select (which may guard a read out of bounds), with an extent along
+// that axis a multiple of the vector; several axes count as one, row-major.
+// Both operands are copied by cp.async when both are bare loads of the
+// tile's type (no-op casts stripped) and K is a multiple of the staged k.
+func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, K int) Staging {
+	n := 16 / in.Size()
+	s := Staging{X: operandStaging(X, in, r.Axes, ms, K, M, n, true), Y: operandStaging(Y, in, r.Axes, ns, K, N, n, false)}
+	if K%schedule.TensorCoreTileK == 0 && s.X.Mode != StageElements && s.Y.Mode != StageElements {
+		xl, okx := bareLoad(X, in)
+		yl, oky := bareLoad(Y, in)
+		if okx && oky {
+			s.X.Mode, s.X.Load = StageAsync, xl
+			s.Y.Mode, s.Y.Load = StageAsync, yl
+		}
+	}
+	return s
+}
+
+// operandStaging returns the staging of operand e of type in, whose tile
+// is k-major along ks (of K points) or else major along its own axes own
+// (of ext points), n elements to a vector; staged element by element, it
+// is k-major where kMajor is set.
+func operandStaging(e te.Expr, in te.DType, ks, own []*te.Var, K, ext, n int, kMajor bool) Operand {
+	op := vectorOperand(e, in, ks, K, n)
+	op.KMajor = true
+	if op.Mode != StageElements {
+		return op
+	}
+	if o := vectorOperand(e, in, own, ext, n); o.Mode != StageElements {
+		return o
+	}
+	op.KMajor = kMajor
+	return op
+}
+
+// vectorOperand returns the staging of operand e of type in along axes
+// (row-major) of ext points, n elements to a vector.
+func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
+	if ext%n != 0 {
+		return Operand{Why: "its extent along the tile's contiguous axis is not a multiple of a 16-byte vector"}
+	}
+	if te.Contains(e, func(x te.Expr) bool { _, ok := x.(*te.Reduce); return ok }) {
+		return Operand{Why: "it holds a reduction"}
+	}
+	along, sub := flatAxes(axes, ext)
+	moves := func(x te.Expr) bool {
+		ld, ok := x.(*te.Load)
+		if !ok {
+			return false
+		}
+		used := te.UsedVars(ld)
+		for _, a := range axes {
+			if used[a] {
+				return true
+			}
+		}
+		return false
+	}
+	op := Operand{Mode: StageVector}
+	te.Walk(e, func(x te.Expr) bool {
+		if op.Mode == StageElements {
+			return false
+		}
+		if s, ok := x.(*te.Select); ok && (te.Contains(s.Then, moves) || te.Contains(s.Else, moves)) {
+			op = Operand{Why: "a load that moves along its contiguous axis lies under a select"}
+			return false
+		}
+		if !moves(x) {
+			return true
+		}
+		ld := x.(*te.Load)
+		if !ld.IsGather() {
+			idx := make([]te.Index, len(ld.Index))
+			for i, ix := range ld.Index {
+				idx[i] = ix.Substitute(sub)
+			}
+			ld = &te.Load{Tensor: ld.Tensor, Index: idx}
+		}
+		bytes := n * ld.Tensor.DType.Size() // one vector's
+		if bytes%16 != 0 || !contiguous(ld, along, n) {
+			op = Operand{Why: "its load of " + ld.Tensor.Name + " is not contiguous and 16-byte aligned along the tile's axis"}
+			return false
+		}
+		op.Loads += bytes / 16
+		return false
+	})
+	return op
+}
+
+// flatAxes returns a variable of the ext points of axes, row-major, and
+// the substitution of each axis by its index in it (an axis alone is
+// itself).
+func flatAxes(axes []*te.Var, ext int) (*te.Var, func(*te.Var) (te.Index, bool)) {
+	if len(axes) == 1 {
+		return axes[0], func(*te.Var) (te.Index, bool) { return te.Index{}, false }
+	}
+	f := &te.Var{Name: "flat", Extent: ext}
+	at := map[*te.Var]te.Index{}
+	stride := 1
+	for i := len(axes) - 1; i >= 0; i-- {
+		x := te.VarIndex(f).Div(stride)
+		if i > 0 {
+			x = x.Mod(axes[i].Extent)
+		}
+		at[axes[i]] = x
+		stride *= axes[i].Extent
+	}
+	return f, func(v *te.Var) (te.Index, bool) { x, ok := at[v]; return x, ok }
+}
+
+// bareLoad returns e as a load of a tensor of type in, looking through
+// casts that do not change its value (to in, or to f32 and back).
+func bareLoad(e te.Expr, in te.DType) (*te.Load, bool) {
+	for {
+		switch x := e.(type) {
+		case *te.Load:
+			return x, x.Tensor.DType == in && !x.IsGather()
+		case *te.Cast:
+			if x.To != in && x.To != te.F32 {
+				return nil, false
+			}
+			e = x.X
+		default:
+			return nil, false
+		}
+	}
+}
+
+// contiguous reports whether load ld, where along takes the values
+// n·q, ..., n·q + n-1 of a vector, reads n consecutive elements from a
+// multiple of n, whatever q and the other variables are: its flat offset
+// is along (coefficient 1) plus terms that stay multiples of n (or
+// variables of one point, always 0), where a
+// term floor((along + a) / d) is constant over the vector and
+// (along + a) mod d moves with it when n divides a's coefficients and d
+// (a reshape's index map). Since every buffer starts 16-byte aligned,
+// such a vector is an aligned 16-byte access for n = 16 / element size.
+func contiguous(ld *te.Load, along *te.Var, n int) bool {
+	if ld.IsGather() || len(ld.Index) != len(ld.Tensor.Shape) {
+		return false
+	}
+	var flat te.Index
+	stride := 1
+	for d := len(ld.Index) - 1; d >= 0; d-- {
+		flat = flat.Add(ld.Index[d].Simplify().Scale(stride))
+		stride *= ld.Tensor.Shape[d]
+	}
+	flat = mergeDivMod(flat)
+	if flat.Const%n != 0 {
+		return false
+	}
+	unit := 0 // the offset's coefficient on the position in the vector
+	for _, t := range flat.Terms {
+		a := t.Atom
+		switch {
+		case a.Op == te.AtomVar && a.Var == along:
+			unit += t.Coef
+		case a.Op == te.AtomVar && a.Var.Extent == 1:
+			// always 0 (a 1×1 convolution's window)
+		case a.Op == te.AtomVar || !a.Arg.Uses(along):
+			if t.Coef%n != 0 {
+				return false
+			}
+		default:
+			if a.Divisor%n != 0 || !alongPlusMultiple(*a.Arg, along, n) {
+				return false
+			}
+			if a.Op == te.AtomMod {
+				unit += t.Coef
+			} else if t.Coef%n != 0 {
+				return false
+			}
+		}
+	}
+	return unit == 1
+}
+
+// alongPlusMultiple reports whether x is along + a, where a does not use
+// along and every coefficient of a, and its constant, are multiples of n.
+func alongPlusMultiple(x te.Index, along *te.Var, n int) bool {
+	if x.Const%n != 0 {
+		return false
+	}
+	seen := false
+	for _, t := range x.Terms {
+		if t.Atom.Op == te.AtomVar && t.Atom.Var == along {
+			seen = t.Coef == 1
+			if !seen {
+				return false
+			}
+			continue
+		}
+		if t.Atom.Op == te.AtomVar && t.Atom.Var.Extent == 1 {
+			continue
+		}
+		if t.Coef%n != 0 || t.Atom.Op != te.AtomVar && t.Atom.Arg.Uses(along) {
+			return false
+		}
+	}
+	return seen
+}
+
+// mergeDivMod rewrites x's pairs of terms that a row-major reshape splits
+// back into one: b·d·floor(y/d) + b·(y mod d) is b·y, and
+// b·d·(floor(y/d) mod e) + b·(y mod d) is b·(y mod d·e) (the offset of a
+// pixel oh·W + ow, where oh and ow are a flat index's digits).
+func mergeDivMod(x te.Index) te.Index {
+	for {
+		y, i, j, ok := divModPair(x)
+		if !ok {
+			return x
+		}
+		var rest []te.Term
+		for k, t := range x.Terms {
+			if k != i && k != j {
+				rest = append(rest, t)
+			}
+		}
+		x = te.Index{Terms: rest, Const: x.Const}.Add(y)
+	}
+}
+
+// divModPair finds in x a term b·(y mod d) (i) and a term that, with it,
+// makes a multiple of y or of y mod d·e (j), and returns their sum.
+func divModPair(x te.Index) (sum te.Index, i, j int, ok bool) {
+	for i, ti := range x.Terms {
+		if ti.Atom.Op != te.AtomMod {
+			continue
+		}
+		y, d, b := *ti.Atom.Arg, ti.Atom.Divisor, ti.Coef
+		for j, tj := range x.Terms {
+			if j == i || tj.Coef != b*d {
+				continue
+			}
+			a := tj.Atom
+			switch {
+			case a.Op == te.AtomDiv && a.Divisor == d && a.Arg.Equal(y):
+				return y.Scale(b), i, j, true
+			case a.Op == te.AtomMod && isDivOf(*a.Arg, y, d):
+				return y.Mod(d * a.Divisor).Scale(b), i, j, true
+			}
+		}
+	}
+	return te.Index{}, 0, 0, false
+}
+
+// isDivOf reports whether x is floor(y / d).
+func isDivOf(x, y te.Index, d int) bool {
+	if x.Const != 0 || len(x.Terms) != 1 || x.Terms[0].Coef != 1 {
+		return false
+	}
+	a := x.Terms[0].Atom
+	return a.Op == te.AtomDiv && a.Divisor == d && a.Arg.Equal(y)
+}
