@@ -127,14 +127,6 @@ func demangle(sym string) string {
 	return s[i : i+n]
 }
 
-// RegisterMargin is the registers per thread that the register check
-// adds to what ptxas allocates unbounded before it compares them with the
-// plan's blocks per SM: ptxas allocates differently under launch bounds,
-// and one that leaves exactly its unbounded figure can spill (resnext's
-// k1_x.1 at f16: 38 registers unbounded, 12 B spilled when bounded to 40
-// on sm_90). 8 is a thread's share of one 256-register warp granule.
-const RegisterMargin = 8
-
 // KernelRegisters says which register figure a kernel's occupancy counts.
 type KernelRegisters struct {
 	// Kernel is the kernel's name (kir.Kernel.Name).
@@ -145,11 +137,19 @@ type KernelRegisters struct {
 	// with ptxas's figures, the most of its stages' floors
 	// (RegisterCheck.Floors) where that is more.
 	Estimate, Planned int
-	// PTXAS is what ptxas allocated to the kernel compiled without a
-	// blocks-per-SM bound (0: not compiled), with its figures.
+	// PTXAS is what ptxas allocated to the kernel as the build ships it
+	// (0: not compiled so): compiled under its launch bounds or, where
+	// the check dropped its blocks-per-SM bound (BoundDropped), with its
+	// threads alone. Function has its figures.
 	PTXAS     int
 	Function  *PTXASFunction
 	FromPTXAS bool // Planned is ptxas's figure, not the estimate
+	// BoundDropped is the blocks per SM of the launch bound that the
+	// check took from the kernel (0: none), since ptxas still spilled
+	// under it after the program was planned again: the kernel is bounded
+	// by its threads alone, and its launch takes the blocks per SM that
+	// its registers leave.
+	BoundDropped int
 }
 
 // Source says where a kernel's register figure came from: "ptxas" or
@@ -166,52 +166,83 @@ type RegisterCheck struct {
 	// Tool compiled the kernels; NoToolchain when none did and the
 	// estimates stand.
 	Tool Toolchain
-	// Replanned says that the plan counted on more blocks per SM than
-	// ptxas's registers let be resident for some kernel (ProbedKernel.Short),
-	// and the program was planned again with Floors.
+	// Replanned says that ptxas did not meet some kernel's launch bounds
+	// (ProbedKernel.Short), and the program was planned again with Floors.
 	Replanned bool
 	// Floors are the fewest registers per thread, by the name of the
-	// tensor each stage computes, that the check found: what ptxas
-	// allocated to the probed kernel computing it, plus RegisterMargin
-	// (the most of those and of the build's own
-	// pipeline.Options.StageRegs). Where Replanned, the re-plan counted
-	// them (pipeline.Options.StageRegs): each kernel the most of its
-	// stages', so that a light kernel keeps the blocks per SM that its
-	// own registers leave, whatever a heavy one takes.
+	// tensor each stage computes, that the check found (the most of
+	// those and of the build's own pipeline.Options.StageRegs): the
+	// probed kernel's Floor for each stage it computes. Where Replanned,
+	// the re-plan counted them (pipeline.Options.StageRegs): each kernel
+	// the most of its stages', so that a light kernel keeps the blocks
+	// per SM that its own registers leave, whatever a heavy one takes.
 	Floors map[string]int
 	// Kernels are the module's kernels' figures, in order.
 	Kernels []KernelRegisters
-	// Probed are the kernels that ptxas compiled, those of the first plan
-	// (which a re-plan may cut differently), in order.
+	// Probed are the kernels of the first plan (which a re-plan may cut
+	// differently), in order, as ptxas compiled them under their launch
+	// bounds.
 	Probed []ProbedKernel
-	// Warnings name the kernels that spill registers without calling a
-	// function, or say why the tool could not compile them.
+	// Warnings name the kernels that ship spilling registers without
+	// calling a function and those whose blocks-per-SM bound the check
+	// dropped, or say why the tool could not compile them.
 	Warnings []string
 }
 
-// ProbedKernel is what ptxas reported of one kernel (kir.Kernel.Name).
+// ProbedKernel is what ptxas reported of one kernel (kir.Kernel.Name) of
+// the first plan, compiled under its launch bounds.
 type ProbedKernel struct {
 	Kernel string
 	*PTXASFunction
-	// Floor is the kernel's registers plus RegisterMargin, at most the
-	// GPU's registers per thread: the floor of the stages it computes
-	// (RegisterCheck.Floors). Short says that the plan counted on more
-	// blocks per SM of the kernel (its launch bounds) than Floor leaves.
+	// Threads and BlocksPerSM are the kernel's launch bounds
+	// (__launch_bounds__(Threads, BlocksPerSM); BlocksPerSM 0: its threads
+	// alone).
+	Threads, BlocksPerSM int
+	// Short says that ptxas did not meet the kernel's blocks-per-SM bound:
+	// it spilled registers under it (where the kernel calls no function,
+	// whose spills include what the calls save) or allocated more
+	// registers per thread than those blocks leave. Unbounded is then what
+	// ptxas allocated to the kernel compiled with its threads alone (nil
+	// where it reported nothing of it).
+	Short     bool
+	Unbounded *PTXASFunction
+	// Floor is the floor of the registers per thread of the stages the
+	// kernel computes (RegisterCheck.Floors): its registers under its
+	// bounds where ptxas met them, else its Unbounded registers, with no
+	// margin: a bound that leaves a few more does not keep ptxas from
+	// spilling (resnext's k1_x.1 at f16 on sm_80: 38 registers unbounded,
+	// spills 12 B under a bound of 40 and 20 B under one of 48), and a
+	// kernel that still spills loses its bound, so that ptxas gives it
+	// its unbounded figure, which the re-plan's blocks per SM leave room
+	// for.
 	Floor int
-	Short bool
+}
+
+// spills reports whether f spills registers that did not fit: any spill
+// of a function that calls none (a call's spills include what it saves).
+func (f *PTXASFunction) spills() bool {
+	return (f.SpillStores > 0 || f.SpillLoads > 0) && !f.Calls
 }
 
 // CompileChecked compiles prog as Compile does and, at -O3 and up where
-// tool is not NoToolchain, compiles the kernels once with tool and checks
-// the registers that ptxas allocates against the plan's occupancy: where
-// a kernel's blocks per SM (kir.Kernel.BlocksPerSM, its launch bounds) need
-// fewer registers per thread than ptxas gives it unbounded (plus
-// RegisterMargin), the program is planned again, once, with each probed
-// kernel's figure (plus RegisterMargin) as the floor of the stages it
-// computes (RegisterCheck.Floors, pipeline.Options.StageRegs), so that the
-// grid the plan launches and the launch bounds hold what ptxas made. A
-// kernel of the re-plan counts the most of its stages' floors, so that a
-// light kernel is not planned with a heavy one's registers. The result's
+// tool is not NoToolchain, checks with tool that ptxas meets the launch
+// bounds of the kernels (kir.Kernel.BlocksPerSM, the blocks per SM the
+// plan counts on): it compiles them all once under their bounds, and a
+// kernel that ptxas compiles without spilling, in registers that leave
+// its blocks per SM, keeps its plan, since that compile is the code the
+// build ships. Where some kernel is short (ProbedKernel.Short), the check
+// compiles the short kernels once more with their threads alone as their
+// bound, and plans the program again, once, with each probed kernel's
+// Floor as the floor of the stages it computes (RegisterCheck.Floors,
+// pipeline.Options.StageRegs): a short kernel's registers unbounded, any
+// other's under its bounds. A kernel of the re-plan counts the most of its
+// stages' floors, so that a light kernel is not planned with a heavy one's
+// registers. The kernels of the re-plan that are not the code of a kernel
+// already compiled under the same bounds are compiled once more under
+// theirs, and one that is still short has its blocks-per-SM bound
+// dropped (RegisterCheck.Warnings say so): it takes the registers it
+// needs, and its launch the blocks per SM those leave. So the check runs
+// the tool once, or three times where it plans again. The result's
 // Registers says what was used; where the tool fails, its warnings say so
 // and the estimates stand.
 //
@@ -220,89 +251,235 @@ type ProbedKernel struct {
 // by their threads alone, since an estimate too low (2.7 times, for the
 // decode step) would make ptxas spill to meet it.
 func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options, tg gpu.Arch, tool Toolchain) (*Compiled, error) {
-	check := &RegisterCheck{Tool: tool}
 	if opts.Level < 3 || tool == NoToolchain {
 		c, err := Compile(prog, opts)
 		if err != nil {
 			return nil, err
 		}
-		check.Tool = NoToolchain
-		c.Registers = check.figures(c, nil)
+		c.Registers = (&RegisterCheck{}).figures(c, nil, nil)
 		unbound(c.Module)
 		return c, nil
 	}
-	// The passes' dumps wait for the check: a re-plan dumps its own.
-	first := opts
-	var dumps [][2]string
-	if opts.Dump != nil {
-		first.Dump = func(pass, text string) { dumps = append(dumps, [2]string{pass, text}) }
-	}
-	flush := func() {
-		for _, d := range dumps {
-			opts.Dump(d[0], d[1])
-		}
-	}
-	c, err := Compile(prog, first)
+	// The passes' dumps wait for the check, which shows those of the plan
+	// it keeps.
+	first, dumps, err := compileDeferred(prog, opts)
 	if err != nil {
-		flush()
+		dumps.replay(opts)
 		return nil, err
 	}
-	fns, err := ptxasFunctions(ctx, c, tg, tool)
+	tc := toolchain{ctx: ctx, tg: tg, tool: tool}
+	bounded, err := tc.compile(first, first.Module.Kernels, true)
 	if err != nil {
-		flush()
-		// The estimates stand; the build goes on, and says why.
-		check.Tool = NoToolchain
-		check.Warnings = append(check.Warnings, fmt.Sprintf("the register check could not compile the kernels with %s, so the plan keeps its estimates: %v", tool, err))
-		c.Registers = check.figures(c, nil)
+		return standDown(first, dumps, opts, tool, err), nil
+	}
+	check := &RegisterCheck{Tool: tool}
+	short := check.probe(first, bounded)
+	if len(short) == 0 {
+		check.floors(first, opts.StageRegs)
+		dumps.replay(opts)
+		first.Registers = check.figures(first, bounded, check.drop(first, bounded, nil))
+		return first, nil
+	}
+	unbounded, err := tc.compile(first, short, false)
+	if err != nil {
+		return standDown(first, dumps, opts, tool, err), nil
+	}
+	check.unbounded(first, unbounded)
+	check.floors(first, opts.StageRegs)
+	check.Replanned = true
+	again := opts
+	again.StageRegs = check.Floors
+	c, dumps, err := compileDeferred(prog, again)
+	if err != nil {
+		dumps.replay(opts)
+		return nil, fmt.Errorf("planning again with ptxas's registers per thread: %w", err)
+	}
+	defer dumps.replay(opts)
+	compiled := compiledCode(first, bounded, unbounded)
+	shipped, err := tc.recheck(c, compiled)
+	if err != nil {
+		check.Warnings = append(check.Warnings, fmt.Sprintf("the register check could not compile the kernels planned again with %s, so their launch bounds are their threads alone: %v", tool, err))
 		unbound(c.Module)
+		c.Registers = check.figures(c, nil, nil)
 		return c, nil
 	}
-	check.probe(c, fns, opts.StageRegs)
-	if !check.Replanned {
-		flush()
-	} else {
-		opts.StageRegs = check.Floors
-		if c, err = Compile(prog, opts); err != nil {
-			return nil, fmt.Errorf("planning again with ptxas's registers per thread: %w", err)
-		}
-	}
-	c.Registers = check.figures(c, fns)
+	dropped := check.drop(c, shipped, compiled)
+	c.Registers = check.figures(c, shipped, dropped)
 	return c, nil
 }
 
-// probe records what ptxas reported (fns) of c's kernels: each kernel's
-// figure, plus RegisterMargin, becomes the floor of the stages it computes
-// (the most of it and of floors, those c was planned with), and a kernel
-// whose launch bounds count on more blocks per SM than that figure leaves
-// is short and has the program planned again.
-func (check *RegisterCheck) probe(c *Compiled, fns map[string]*PTXASFunction, floors map[string]int) {
-	check.Floors = maps.Clone(floors)
-	if check.Floors == nil {
-		check.Floors = map[string]int{}
+// heldDumps are the passes' dumps of a compile, held back.
+type heldDumps [][2]string
+
+// compileDeferred compiles prog as Compile does, holding back the dumps
+// that opts asks for.
+func compileDeferred(prog *te.Program, opts pipeline.Options) (*Compiled, heldDumps, error) {
+	var d heldDumps
+	if opts.Dump != nil {
+		opts.Dump = func(pass, text string) { d = append(d, [2]string{pass, text}) }
 	}
-	g := c.Plan.GPU
-	for i, k := range c.Module.Kernels {
-		f := fns[k.Name]
+	c, err := Compile(prog, opts)
+	return c, d, err
+}
+
+// replay passes d to opts.Dump.
+func (d heldDumps) replay(opts pipeline.Options) {
+	for _, p := range d {
+		opts.Dump(p[0], p[1])
+	}
+}
+
+// standDown returns c, whose register check failed with err, with the
+// planner's estimates standing and its kernels bounded by their threads
+// alone, having replayed its dumps d.
+func standDown(c *Compiled, d heldDumps, opts pipeline.Options, tool Toolchain, err error) *Compiled {
+	d.replay(opts)
+	check := &RegisterCheck{Warnings: []string{fmt.Sprintf("the register check could not compile the kernels with %s, so the plan keeps its estimates: %v", tool, err)}}
+	c.Registers = check.figures(c, nil, nil)
+	unbound(c.Module)
+	return c
+}
+
+// meets reports whether ptxas's figures f of kernel k, compiled under
+// its launch bounds, keep them: no spill, and registers per thread that
+// leave k's blocks per SM on g.
+func meets(g gpu.Model, k *kir.Kernel, f *PTXASFunction) bool {
+	if f.spills() {
+		return false
+	}
+	if k.BlocksPerSM == 0 {
+		return true
+	}
+	n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: f.Registers})
+	return n >= k.BlocksPerSM
+}
+
+// probe records what ptxas reported of c's kernels compiled under their
+// launch bounds (fns) and returns the short ones: those with a
+// blocks-per-SM bound that ptxas did not meet.
+func (check *RegisterCheck) probe(c *Compiled, fns map[*kir.Kernel]*PTXASFunction) []*kir.Kernel {
+	var short []*kir.Kernel
+	for _, k := range c.Module.Kernels {
+		f := fns[k]
 		if f == nil {
 			continue
 		}
-		if (f.SpillStores > 0 || f.SpillLoads > 0) && !f.Calls {
-			check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
-				k.Name, f.SpillStores, f.SpillLoads, f.Registers))
+		pk := ProbedKernel{Kernel: k.Name, PTXASFunction: f, Threads: k.Block, BlocksPerSM: k.BlocksPerSM, Floor: min(f.Registers, c.Plan.GPU.MaxRegsPerThread)}
+		if k.BlocksPerSM > 0 && !meets(c.Plan.GPU, k, f) {
+			pk.Short = true
+			short = append(short, k)
 		}
-		pk := ProbedKernel{Kernel: k.Name, PTXASFunction: f, Floor: min(f.Registers+RegisterMargin, g.MaxRegsPerThread)}
-		if i < len(c.Plan.Kernels) {
-			for _, t := range c.Plan.Kernels[i].Stages {
-				check.Floors[t.Name] = max(check.Floors[t.Name], pk.Floor)
-			}
-		}
-		if k.BlocksPerSM > 0 {
-			n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: pk.Floor})
-			pk.Short = n < k.BlocksPerSM
-		}
-		check.Replanned = check.Replanned || pk.Short
 		check.Probed = append(check.Probed, pk)
 	}
+	return short
+}
+
+// unbounded records what ptxas reported of c's short kernels compiled
+// with their threads alone (fns): their floors become those registers.
+func (check *RegisterCheck) unbounded(c *Compiled, fns map[*kir.Kernel]*PTXASFunction) {
+	byName := map[string]*PTXASFunction{}
+	for k, f := range fns {
+		byName[k.Name] = f
+	}
+	for i := range check.Probed {
+		pk := &check.Probed[i]
+		if f := byName[pk.Kernel]; pk.Short && f != nil {
+			pk.Unbounded = f
+			pk.Floor = min(f.Registers, c.Plan.GPU.MaxRegsPerThread)
+		}
+	}
+}
+
+// floors sets check.Floors: the most of the build's own floors and of
+// each probed kernel of c's floor for each stage it computes.
+func (check *RegisterCheck) floors(c *Compiled, own map[string]int) {
+	check.Floors = maps.Clone(own)
+	if check.Floors == nil {
+		check.Floors = map[string]int{}
+	}
+	kernel := map[string]int{}
+	for i, k := range c.Module.Kernels {
+		kernel[k.Name] = i
+	}
+	for _, pk := range check.Probed {
+		i, ok := kernel[pk.Kernel]
+		if !ok || i >= len(c.Plan.Kernels) {
+			continue
+		}
+		for _, t := range c.Plan.Kernels[i].Stages {
+			check.Floors[t.Name] = max(check.Floors[t.Name], pk.Floor)
+		}
+	}
+}
+
+// compiledCode returns what ptxas reported of first's kernels by their
+// code (kernelKey): those it compiled under their launch bounds and met
+// them (bounded), and those it compiled with their threads alone
+// (unbounded).
+func compiledCode(first *Compiled, bounded, unbounded map[*kir.Kernel]*PTXASFunction) map[string]*PTXASFunction {
+	code := map[string]*PTXASFunction{}
+	for _, k := range first.Module.Kernels {
+		if f := bounded[k]; f != nil && meets(first.Plan.GPU, k, f) {
+			code[kernelKey(k, first.Layout(), k.BlocksPerSM)] = f
+		}
+		if f := unbounded[k]; f != nil {
+			code[kernelKey(k, first.Layout(), 0)] = f
+		}
+	}
+	return code
+}
+
+// kernelKey is the same string for two kernels exactly when a compiler
+// makes the same code of them under the blocks-per-SM bound bound: the
+// kernel's text but for its grid's size, which only the host's launch
+// reads, its parameters' types and workspace offsets of layout, and the
+// bound.
+func kernelKey(k *kir.Kernel, layout *kir.Layout, bound int) string {
+	kc := *k
+	kc.Grid.Blocks = 0
+	var b strings.Builder
+	fmt.Fprintf(&b, "bound %d\n", bound)
+	for _, p := range k.Params {
+		fmt.Fprintf(&b, "param %s %s%v", p.Name, p.DType, p.Shape)
+		if off, ok := layout.Offsets[p]; ok {
+			fmt.Fprintf(&b, " at %d", off)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(kc.String())
+	return b.String()
+}
+
+// drop takes the blocks-per-SM bound from each kernel of c that ptxas
+// compiled under its launch bounds (shipped) without meeting them, which
+// only a re-plan's kernels can do, and warns of it and of any kernel
+// without a blocks-per-SM bound that spills. It
+// returns the dropped bounds by kernel, and replaces their figures in
+// shipped by those of the same code compiled with its threads alone
+// (compiled, by kernelKey), or by none.
+func (check *RegisterCheck) drop(c *Compiled, shipped map[*kir.Kernel]*PTXASFunction, compiled map[string]*PTXASFunction) map[*kir.Kernel]int {
+	dropped := map[*kir.Kernel]int{}
+	for _, k := range c.Module.Kernels {
+		f := shipped[k]
+		if f == nil || meets(c.Plan.GPU, k, f) {
+			continue
+		}
+		if k.BlocksPerSM == 0 {
+			check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
+				k.Name, f.SpillStores, f.SpillLoads, f.Registers))
+			continue
+		}
+		w := fmt.Sprintf("kernel %s: planned again, ptxas still spills %d B of registers (stores) and reloads %d B with %d registers per thread under __launch_bounds__(%d, %d), so the kernel is bounded by its threads alone",
+			k.Name, f.SpillStores, f.SpillLoads, f.Registers, k.Block, k.BlocksPerSM)
+		dropped[k] = k.BlocksPerSM
+		k.BlocksPerSM = 0
+		shipped[k] = compiled[kernelKey(k, c.Layout(), 0)]
+		if u := shipped[k]; u != nil && u.spills() {
+			w += fmt.Sprintf(", with which it spills %d B (stores) and reloads %d B with %d registers per thread", u.SpillStores, u.SpillLoads, u.Registers)
+		}
+		check.Warnings = append(check.Warnings, w)
+	}
+	return dropped
 }
 
 // unbound drops the blocks-per-SM bound of m's kernels (kir.Kernel.BlocksPerSM),
@@ -313,11 +490,12 @@ func unbound(m *kir.Module) {
 	}
 }
 
-// figures fills in check's kernels from c's plan and ptxas's functions
-// (by kernel name; nil when none ran).
-func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) *RegisterCheck {
+// figures fills in check's kernels from c's plan, ptxas's figures of the
+// kernels as shipped (nil when none ran) and the bounds that the check
+// dropped.
+func (check *RegisterCheck) figures(c *Compiled, shipped map[*kir.Kernel]*PTXASFunction, dropped map[*kir.Kernel]int) *RegisterCheck {
 	for i, k := range c.Module.Kernels {
-		kr := KernelRegisters{Kernel: k.Name}
+		kr := KernelRegisters{Kernel: k.Name, BoundDropped: dropped[k]}
 		if i < len(c.Plan.Kernels) {
 			pk := c.Plan.Kernels[i]
 			kr.Estimate = estimate(c.Plan, pk)
@@ -325,7 +503,7 @@ func (check *RegisterCheck) figures(c *Compiled, fns map[string]*PTXASFunction) 
 		}
 		kr.Planned = max(kr.Planned, kr.Estimate, c.Plan.GPU.MinRegsPerThread)
 		kr.FromPTXAS = kr.Planned > kr.Estimate
-		if f := fns[k.Name]; f != nil {
+		if f := shipped[k]; f != nil {
 			kr.PTXAS, kr.Function = f.Registers, f
 		}
 		check.Kernels = append(check.Kernels, kr)
@@ -346,46 +524,80 @@ func estimate(pl *partition.Plan, k *partition.Kernel) int {
 	return n
 }
 
-// ptxasFunctions compiles c's kernels with tool, without their blocks-per-SM
-// bounds (the registers each takes unconstrained), and returns what ptxas
-// reports of each by kernel name.
-func ptxasFunctions(ctx context.Context, c *Compiled, tg gpu.Arch, tool Toolchain) (map[string]*PTXASFunction, error) {
+// toolchain runs a register check's compiler.
+type toolchain struct {
+	ctx  context.Context
+	tg   gpu.Arch
+	tool Toolchain
+}
+
+// recheck returns what ptxas reports of c's kernels compiled under their
+// launch bounds: from compiled (by kernelKey) where it holds their code
+// under those bounds, else from one compile of the rest.
+func (tc toolchain) recheck(c *Compiled, compiled map[string]*PTXASFunction) (map[*kir.Kernel]*PTXASFunction, error) {
+	shipped := map[*kir.Kernel]*PTXASFunction{}
+	var rest []*kir.Kernel
+	for _, k := range c.Module.Kernels {
+		if f := compiled[kernelKey(k, c.Layout(), k.BlocksPerSM)]; f != nil {
+			shipped[k] = f
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) == 0 {
+		return shipped, nil
+	}
+	fns, err := tc.compile(c, rest, true)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(shipped, fns)
+	return shipped, nil
+}
+
+// compile compiles kernels ks of c's module, in one module of their own
+// laid out as c's, with tc's tool: under their launch bounds where
+// bounded, else with their threads alone as their bound. It returns what
+// ptxas reports of each kernel of ks.
+func (tc toolchain) compile(c *Compiled, ks []*kir.Kernel, bounded bool) (map[*kir.Kernel]*PTXASFunction, error) {
 	probe := *c.Module
-	probe.Kernels = make([]*kir.Kernel, len(c.Module.Kernels))
-	for i, k := range c.Module.Kernels {
+	probe.Kernels = make([]*kir.Kernel, len(ks))
+	for i, k := range ks {
 		kc := *k
-		kc.BlocksPerSM = 0
+		if !bounded {
+			kc.BlocksPerSM = 0
+		}
 		probe.Kernels[i] = &kc
 	}
 	pc := &Compiled{Result: &pipeline.Result{Program: c.Program, Plan: c.Plan, Module: &probe, Passes: c.Passes}, layout: c.Layout()}
 	var info []byte
 	var names map[*kir.Kernel]string
-	switch tool {
+	switch tc.tool {
 	case NVCC:
 		dir, err := os.MkdirTemp("", "tec-nvcc-")
 		if err != nil {
 			return nil, fmt.Errorf("ptxas: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		if _, info, err = nvccCubin(ctx, pc, tg, dir, "-Xptxas", "-v"); err != nil {
+		if _, info, err = nvccCubin(tc.ctx, pc, tc.tg, dir, "-Xptxas", "-v"); err != nil {
 			return nil, err
 		}
 		names = cuda.KernelNames(&probe)
 	case LLCPTXAS:
-		files, err := Emit(ctx, pc, tg, Outputs{PTX: true})
+		files, err := Emit(tc.ctx, pc, tc.tg, Outputs{PTX: true})
 		if err != nil {
 			return nil, err
 		}
-		if _, info, err = llvm.AssembleVerbose(ctx, files[0].Data, tg); err != nil {
+		if _, info, err = llvm.AssembleVerbose(tc.ctx, files[0].Data, tc.tg); err != nil {
 			return nil, err
 		}
 		names = llvm.KernelNames(&probe)
 	}
 	fns := ParsePTXAS(info)
-	out := map[string]*PTXASFunction{}
+	out := map[*kir.Kernel]*PTXASFunction{}
 	for i, k := range probe.Kernels {
 		if f := fns[names[k]]; f != nil {
-			out[c.Module.Kernels[i].Name] = f
+			out[ks[i]] = f
 		}
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"tec/backend/cuda"
+	"tec/backend/kir"
 	"tec/examples"
 	"tec/gpu"
 	"tec/internal/testkit/tooltest"
@@ -91,8 +92,10 @@ func tinyExample(t *testing.T, ex examples.Example) *te.Program {
 }
 
 // TestCompileChecked runs the register check with an nvcc that claims
-// regs registers for every kernel: more than the plan's blocks per SM
-// leave plans again with them, fewer keeps the plan.
+// regs registers for every kernel, under any bound: fewer than the plan's
+// blocks per SM leave keep the plan; more, with a spill, plan again with
+// them, and since the kernel still spills under its new bound, it is
+// bounded by its threads alone.
 func TestCompileChecked(t *testing.T) {
 	// The full-size softmax's kernel counts on 2 blocks per SM of an A100.
 	ex, _ := examples.Lookup("softmax")
@@ -115,13 +118,14 @@ func TestCompileChecked(t *testing.T) {
 		replanned   bool
 		source      string
 		warnings    int
+		checked     bool // ptxas's figures are the floors
 		bounded     bool // the kernels carry a blocks-per-SM launch bound
 	}{
-		{"more registers", NVCC, 200, 8, 4, true, "ptxas", 1, true},
-		{"fewer registers", NVCC, 16, 0, 4, false, "estimate", 0, true},
-		{"no toolchain", NoToolchain, 200, 0, 4, false, "estimate", 0, false},
-		{"-O2", NVCC, 200, 0, 2, false, "estimate", 0, false},
-		{"no llc", LLCPTXAS, 200, 0, 4, false, "estimate", 1, false},
+		{"more registers", NVCC, 200, 8, 4, true, "ptxas", 1, true, false},
+		{"fewer registers", NVCC, 16, 0, 4, false, "estimate", 0, true, true},
+		{"no toolchain", NoToolchain, 200, 0, 4, false, "estimate", 0, false, false},
+		{"-O2", NVCC, 200, 0, 2, false, "estimate", 0, false, false},
+		{"no llc", LLCPTXAS, 200, 0, 4, false, "estimate", 1, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,27 +151,24 @@ func TestCompileChecked(t *testing.T) {
 				if k.Source() != tt.source {
 					t.Errorf("kernel %s: source %s, want %s", k.Kernel, k.Source(), tt.source)
 				}
-				if want := tt.regs + RegisterMargin; tt.replanned && k.Planned != want {
-					t.Errorf("kernel %s: planned with %d registers, want %d", k.Kernel, k.Planned, want)
+				if tt.replanned && k.Planned != tt.regs {
+					t.Errorf("kernel %s: planned with %d registers, want ptxas's %d", k.Kernel, k.Planned, tt.regs)
 				}
 				mk := c.Module.Kernels[i]
 				if bounded := mk.BlocksPerSM > 0; bounded != tt.bounded {
 					t.Errorf("kernel %s: launch bound of %d blocks per SM; want one: %v (only a checked plan bounds ptxas)", k.Kernel, mk.BlocksPerSM, tt.bounded)
 				}
-				if tt.replanned && mk.BlocksPerSM > 0 {
-					n, _ := c.Plan.GPU.BlocksPerSM(gpu.Block{Threads: mk.Block, RegsPerThread: tt.regs})
-					if mk.BlocksPerSM > n {
-						t.Errorf("kernel %s: launch bounds count on %d blocks per SM; %d registers leave %d", k.Kernel, mk.BlocksPerSM, tt.regs, n)
-					}
+				if tt.replanned && k.BoundDropped == 0 {
+					t.Errorf("kernel %s: still spilling when planned again, it keeps its bound of %d blocks per SM", k.Kernel, mk.BlocksPerSM)
 				}
 			}
-			if !tt.bounded && len(check.Floors) > 0 {
+			if !tt.checked && len(check.Floors) > 0 {
 				t.Errorf("floors %v where no check ran", check.Floors)
 			}
 			for _, pk := range c.Plan.Kernels {
 				for _, st := range pk.Stages {
-					if got, want := check.Floors[st.Name], tt.regs+RegisterMargin; tt.bounded && got != want {
-						t.Errorf("stage %s: floor %d, want ptxas's %d plus the margin", st.Name, got, tt.regs)
+					if got := check.Floors[st.Name]; tt.checked && got != tt.regs {
+						t.Errorf("stage %s: floor %d, want ptxas's %d", st.Name, got, tt.regs)
 					}
 				}
 			}
@@ -178,16 +179,29 @@ func TestCompileChecked(t *testing.T) {
 	}
 }
 
+// fakeRule is what a fake nvcc (fakeNVCC) reports of each kernel whose
+// name and launch bound, "NAME:BLOCKS" (BLOCKS the bound's blocks per SM,
+// empty where the kernel is bounded by its threads alone), match the
+// shell pattern.
+type fakeRule struct {
+	pattern     string
+	regs, spill int
+}
+
 // fakeNVCC writes to a new directory an nvcc that compiles nothing, as
-// tooltest.FakeNVCC does, and claims regs[name] registers per thread for
-// the kernel of that name in the CUDA C++ it is given, others for the
-// rest, with no spills. It returns the directory, to put on PATH.
-func fakeNVCC(t *testing.T, regs map[string]int, others int) string {
+// tooltest.FakeNVCC does, and reports of each kernel of the CUDA C++ it is
+// given the figures of the first of rules that matches it, else others
+// registers per thread and no spill. Each run appends to the file log a
+// line of the "NAME:BLOCKS" of the kernels it compiled. It returns the
+// directory, to put on PATH, and log.
+func fakeNVCC(t *testing.T, rules []fakeRule, others int) (dir, log string) {
 	t.Helper()
 	var cases strings.Builder
-	for name, n := range regs {
-		fmt.Fprintf(&cases, "    %s) r=%d ;;\n", name, n)
+	for _, r := range rules {
+		fmt.Fprintf(&cases, "    %s) r=%d s=%d ;;\n", r.pattern, r.regs, r.spill)
 	}
+	dir = t.TempDir()
+	log = filepath.Join(dir, "runs.log")
 	script := fmt.Sprintf(`#!/bin/sh
 PATH="$PATH:/usr/bin:/bin"
 out= src=
@@ -199,21 +213,39 @@ while [ $# -gt 0 ]; do
   shift
 done
 : > "$out"
-grep -A1 '__launch_bounds__' "$src" | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' | while read k; do
-  case "$k" in
-%s    *) r=%d ;;
+grep -A1 '__launch_bounds__' "$src" | grep -v '^--$' | while read -r bounds && read -r name; do
+  k="${name%%%%(*}"
+  b=$(echo "$bounds" | sed -n 's/.*__launch_bounds__([0-9]*, *\([0-9]*\)).*/\1/p')
+  case "$k:$b" in
+%s    *) r=%d s=0 ;;
   esac
+  printf '%%s ' "$k:$b" >> %q
   echo "ptxas info    : Compiling entry function '$k' for 'sm_80'"
   echo "ptxas info    : Function properties for $k"
-  echo "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
+  echo "    0 bytes stack frame, $s bytes spill stores, $s bytes spill loads"
   echo "ptxas info    : Used $r registers, 384 bytes cmem[0]"
 done
-`, cases.String(), others)
-	dir := t.TempDir()
+echo >> %q
+`, cases.String(), others, log, log)
 	if err := os.WriteFile(filepath.Join(dir, "nvcc"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return dir, log
+}
+
+// fakeRuns returns the runs that a fake nvcc logged to log (fakeNVCC):
+// for each, the "NAME:BLOCKS" of the kernels it compiled.
+func fakeRuns(t *testing.T, log string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs [][]string
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		runs = append(runs, strings.Fields(line))
+	}
+	return runs
 }
 
 // heavyLight is a program whose plan (-O4, an A100) is a light kernel, a
@@ -225,15 +257,30 @@ const heavyLight = `model heavy_light {
   output y = matmul(s, w)
 }`
 
-// TestCompileCheckedStageFloors runs the register check with an nvcc that
-// claims many registers for the heavy kernel of a program and few for the
-// light one: the heavy kernel's launch bounds do not leave its registers,
-// so the program is planned again, with each kernel's figure the floor of
-// its own stages. The light kernel keeps its blocks per SM, which one
-// floor for the whole program (the heavy kernel's) took from it, and every
-// kernel's launch bounds hold the registers of its stages.
-func TestCompileCheckedStageFloors(t *testing.T) {
-	const heavyRegs, lightRegs = 200, 16
+// mostRegisters returns the most registers per thread that leave g room
+// for blocks blocks of kernel k per SM, or 0.
+func mostRegisters(g gpu.Model, k *kir.Kernel, blocks int) int {
+	for r := g.MaxRegsPerThread; r > 0; r-- {
+		if n, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: r}); n >= blocks {
+			return r
+		}
+	}
+	return 0
+}
+
+// TestCompileCheckedBounds runs the register check on heavyLight with an
+// nvcc that claims few registers for the light kernel, and for the heavy
+// one figures that depend on its launch bound. A heavy kernel that ptxas
+// compiles under its bound without spilling keeps its plan, though its
+// figure plus the margin the check used to add does not leave its blocks
+// per SM; one that spills under it is planned again, with the registers
+// ptxas gives it unbounded as the floor of its stage, while the light
+// kernel keeps its blocks per SM and is not compiled again; and one that
+// still spills under its new bound is bounded by its threads alone, with a
+// warning. The check runs nvcc once, or three times where it plans again:
+// the second time on the short kernel alone, unbounded.
+func TestCompileCheckedBounds(t *testing.T) {
+	const lightRegs, spill = 16, 12
 	prog, err := Check("heavy_light.te", []byte(heavyLight), lang.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -247,48 +294,97 @@ func TestCompileCheckedStageFloors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Plan.Kernels) != 2 || first.Module.Kernels[0].BlocksPerSM < 2 {
-		t.Fatalf("the plan is not a light kernel of 2 or more blocks per SM and a heavy one:\n%s", first.Plan)
+	if len(first.Plan.Kernels) != 2 || first.Module.Kernels[0].BlocksPerSM < 2 || first.Module.Kernels[1].BlocksPerSM < 2 {
+		t.Fatalf("the plan is not a light kernel and a heavy one, each of 2 or more blocks per SM:\n%s", first.Plan)
 	}
+	g := first.Plan.GPU
 	light, heavy := first.Module.Kernels[0], first.Module.Kernels[1]
-	t.Setenv("PATH", fakeNVCC(t, map[string]int{cuda.KernelNames(first.Module)[heavy]: heavyRegs}, lightRegs))
-	c, err := CompileChecked(context.Background(), prog, opts, tg, NVCC)
-	if err != nil {
-		t.Fatal(err)
+	names := cuda.KernelNames(first.Module)
+	ln, hn := names[light], names[heavy]
+	// full is the most registers that the heavy kernel's bound leaves;
+	// unbounded, what the fake gives it unbounded, leaves fewer blocks.
+	full := mostRegisters(g, heavy, heavy.BlocksPerSM)
+	unbounded := full + 32
+	if n, _ := g.BlocksPerSM(gpu.Block{Threads: heavy.Block, SharedBytes: int(heavy.SharedBytes()), RegsPerThread: full + 8}); n >= heavy.BlocksPerSM {
+		t.Fatalf("%d registers (the heavy kernel's bound's %d plus 8) leave its %d blocks per SM: the test needs another", full+8, full, heavy.BlocksPerSM)
 	}
-	check := c.Registers
-	if !check.Replanned {
-		t.Fatalf("not planned again with ptxas's %d registers for %s", heavyRegs, heavy.Name)
+	tests := []struct {
+		name      string
+		rules     []fakeRule
+		replanned bool
+		dropped   bool
+		ptxas     int // the heavy kernel's registers as shipped
+	}{
+		{"meets its bound", []fakeRule{{hn + ":*", full, 0}}, false, false, full},
+		{"spills under its bound", []fakeRule{{fmt.Sprintf("%s:%d", hn, heavy.BlocksPerSM), full, spill}, {hn + ":*", unbounded, 0}}, true, false, unbounded},
+		{"still spills", []fakeRule{{hn + ":", unbounded, 0}, {hn + ":*", full, spill}}, true, true, unbounded},
 	}
-	want := map[string]int{}
-	for i, regs := range []int{lightRegs, heavyRegs} {
-		for _, st := range first.Plan.Kernels[i].Stages {
-			want[st.Name] = regs + RegisterMargin
-		}
-	}
-	if !reflect.DeepEqual(check.Floors, want) {
-		t.Errorf("floors %v, want %v", check.Floors, want)
-	}
-	lightStage := first.Plan.Kernels[0].Stages[0].Name
-	for i, pk := range c.Plan.Kernels {
-		mk, regs, hasLight := c.Module.Kernels[i], 0, false
-		for _, st := range pk.Stages {
-			regs = max(regs, want[st.Name])
-			hasLight = hasLight || st.Name == lightStage
-		}
-		if n, _ := c.Plan.GPU.BlocksPerSM(gpu.Block{Threads: mk.Block, SharedBytes: int(mk.SharedBytes()), RegsPerThread: regs}); mk.BlocksPerSM > n {
-			t.Errorf("kernel %s: launch bounds count on %d blocks per SM; its stages' %d registers leave %d", mk.Name, mk.BlocksPerSM, regs, n)
-		}
-		if hasLight && mk.BlocksPerSM < light.BlocksPerSM {
-			t.Errorf("kernel %s, computing %s: planned again at %d blocks per SM, want the light kernel's %d", mk.Name, lightStage, mk.BlocksPerSM, light.BlocksPerSM)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, log := fakeNVCC(t, tt.rules, lightRegs)
+			t.Setenv("PATH", dir)
+			c, err := CompileChecked(context.Background(), prog, opts, tg, NVCC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := c.Registers
+			if check.Replanned != tt.replanned {
+				t.Fatalf("planned again: %v, want %v", check.Replanned, tt.replanned)
+			}
+			if len(c.Module.Kernels) != 2 {
+				t.Fatalf("planned again as %d kernels, want the light one and the heavy one:\n%s", len(c.Module.Kernels), c.Plan)
+			}
+			cl, ch := c.Module.Kernels[0], c.Module.Kernels[1]
+			runs := fakeRuns(t, log)
+			want := [][]string{{fmt.Sprintf("%s:%d", ln, light.BlocksPerSM), fmt.Sprintf("%s:%d", hn, heavy.BlocksPerSM)}}
+			if tt.replanned {
+				bound := ch.BlocksPerSM + check.Kernels[1].BoundDropped
+				want = append(want, []string{hn + ":"}, []string{fmt.Sprintf("%s:%d", hn, bound)})
+			}
+			if !reflect.DeepEqual(runs, want) {
+				t.Errorf("nvcc compiled %q, want %q", runs, want)
+			}
+			wantFloor := map[string]int{}
+			for i, regs := range []int{lightRegs, full} {
+				if i == 1 && tt.replanned {
+					regs = unbounded
+				}
+				for _, st := range first.Plan.Kernels[i].Stages {
+					wantFloor[st.Name] = regs
+				}
+			}
+			if !reflect.DeepEqual(check.Floors, wantFloor) {
+				t.Errorf("floors %v, want %v", check.Floors, wantFloor)
+			}
+			if cl.BlocksPerSM != light.BlocksPerSM {
+				t.Errorf("the light kernel %s: %d blocks per SM, want its own %d", cl.Name, cl.BlocksPerSM, light.BlocksPerSM)
+			}
+			hr := check.Kernels[1]
+			switch {
+			case !tt.replanned && ch.BlocksPerSM != heavy.BlocksPerSM:
+				t.Errorf("the heavy kernel %s: %d blocks per SM, want its plan's %d", ch.Name, ch.BlocksPerSM, heavy.BlocksPerSM)
+			case tt.replanned && !tt.dropped:
+				if n, _ := g.BlocksPerSM(gpu.Block{Threads: ch.Block, SharedBytes: int(ch.SharedBytes()), RegsPerThread: unbounded}); ch.BlocksPerSM < 1 || ch.BlocksPerSM > n {
+					t.Errorf("the heavy kernel %s, planned again: a bound of %d blocks per SM; its %d registers unbounded leave %d", ch.Name, ch.BlocksPerSM, unbounded, n)
+				}
+			case tt.dropped && (ch.BlocksPerSM != 0 || hr.BoundDropped == 0):
+				t.Errorf("the heavy kernel %s, still spilling: a bound of %d blocks per SM, %d dropped; want its threads alone", ch.Name, ch.BlocksPerSM, hr.BoundDropped)
+			}
+			if hr.PTXAS != tt.ptxas || hr.Source() != map[bool]string{false: "estimate", true: "ptxas"}[tt.replanned] {
+				t.Errorf("the heavy kernel's figures %+v: want ptxas's %d as shipped", hr, tt.ptxas)
+			}
+			if tt.dropped != (len(check.Warnings) == 1) || tt.dropped && !strings.Contains(check.Warnings[0], fmt.Sprintf("still spills %d B", spill)) {
+				t.Errorf("warnings %q; want one of the dropped bound: %v", check.Warnings, tt.dropped)
+			}
+		})
 	}
 }
 
 // TestRegisterEstimates calibrates the planner's register estimates
 // against ptxas (through nvcc) on the tiny examples at -O4: it states the
-// largest ratio of ptxas's registers to the estimate, and checks that
-// after the check every kernel's launch bounds hold what ptxas allocated.
+// largest ratio of ptxas's registers as built (under the launch bounds) to
+// the estimate, and checks that after the check every kernel's launch
+// bounds hold what ptxas allocated, without spilling.
 func TestRegisterEstimates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles every example with nvcc")
@@ -299,12 +395,19 @@ func TestRegisterEstimates(t *testing.T) {
 		t.Fatal(err)
 	}
 	worst, where := 0.0, ""
+	var replanned, dropped []string
 	for _, ex := range examples.All() {
 		c, err := CompileChecked(context.Background(), tinyExample(t, ex), pipeline.Options{Level: pipeline.MaxLevel}, tg, NVCC)
 		if err != nil {
 			t.Fatalf("%s: %v", ex.Name, err)
 		}
+		if c.Registers.Replanned {
+			replanned = append(replanned, ex.Name)
+		}
 		for i, k := range c.Registers.Kernels {
+			if k.BoundDropped > 0 {
+				dropped = append(dropped, ex.Name+" "+k.Kernel)
+			}
 			if k.PTXAS == 0 || k.Estimate == 0 {
 				continue
 			}
@@ -316,7 +419,10 @@ func TestRegisterEstimates(t *testing.T) {
 			if mk.BlocksPerSM > n {
 				t.Errorf("%s kernel %s: launch bounds count on %d blocks per SM; ptxas's %d registers leave %d", ex.Name, k.Kernel, mk.BlocksPerSM, k.PTXAS, n)
 			}
+			if f := k.Function; mk.BlocksPerSM > 0 && f.spills() {
+				t.Errorf("%s kernel %s: spills %d B under its launch bounds of %d blocks per SM", ex.Name, k.Kernel, f.SpillStores, mk.BlocksPerSM)
+			}
 		}
 	}
-	t.Logf("largest ratio of ptxas's registers to the estimate: %.2f (%s)", worst, where)
+	t.Logf("largest ratio of ptxas's registers to the estimate: %.2f (%s); planned again: %v; bounded by their threads alone: %v", worst, where, replanned, dropped)
 }

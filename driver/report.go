@@ -72,9 +72,9 @@ type ReportRegisters struct {
 	PerThread int    `json:"per_thread"`
 	Source    string `json:"source"`
 	Estimate  int    `json:"estimate"`
-	// PTXAS is what ptxas allocated to the kernel, compiled without a
-	// blocks-per-SM bound, and the bytes it spilled; absent where ptxas
-	// did not run.
+	// PTXAS is what ptxas allocated to the kernel as built (under its
+	// launch bounds; KernelRegisters.PTXAS), and the bytes it spilled;
+	// absent where ptxas did not run.
 	PTXAS       int `json:"ptxas,omitempty"`
 	SpillStores int `json:"spill_stores,omitempty"`
 	SpillLoads  int `json:"spill_loads,omitempty"`

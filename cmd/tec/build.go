@@ -168,9 +168,10 @@ shared memory, global bytes read and written, FLOPs, barriers);
 
 At -O3 and -O4 the kernels carry the blocks per SM the plan counts on
 (__launch_bounds__). With --ptxas auto, the default, and nvcc (or llc and
-ptxas) on PATH, the build compiles its kernels once, reads the registers
-ptxas gives them, and plans again with that figure where the planned
-blocks per SM cannot hold it; a kernel that spills is a warning.`,
+ptxas) on PATH, the build compiles its kernels under those bounds; where
+ptxas spills under a kernel's bound, it plans again with the registers
+ptxas gives that kernel unbounded, and a kernel that still spills is
+bounded by its threads alone, with a warning.`,
 	}
 	c.run = func(e *env, args []string) int {
 		fs := newFlagSet(c)

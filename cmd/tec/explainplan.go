@@ -38,12 +38,15 @@ type planKernel struct {
 	// RegistersUsed is the registers per thread that the plan's occupancy
 	// counted, RegistersSource where that figure came from ("estimate",
 	// Registers, or "ptxas"), and PTXASRegisters what ptxas allocated
-	// to the kernel (--ptxas), with the bytes it spilled.
+	// to the kernel as built (--ptxas), with the bytes it spilled;
+	// BoundDropped the blocks per SM of the launch bound that the register
+	// check dropped (driver.KernelRegisters.BoundDropped).
 	RegistersUsed   int           `json:"registers_used"`
 	RegistersSource string        `json:"registers_source"`
 	PTXASRegisters  int           `json:"ptxas_registers,omitempty"`
 	SpillStores     int           `json:"spill_stores,omitempty"`
 	SpillLoads      int           `json:"spill_loads,omitempty"`
+	BoundDropped    int           `json:"bound_dropped,omitempty"`
 	GridSyncs       int           `json:"grid_syncs"`
 	PredictedMS     jsonFloat     `json:"predicted_ms"`
 	Boundary        *planBoundary `json:"boundary,omitempty"`
@@ -102,15 +105,24 @@ func (p *kernelPlan) String() string {
 	return b.String()
 }
 
-// registerSource says where kernel k's register figure came from.
+// registerSource says where kernel k's register figure came from, what
+// ptxas allocated to the kernel as the build ships it, and whether the
+// register check dropped its blocks-per-SM bound.
 func registerSource(k driver.KernelRegisters) string {
+	s := "the planned estimate"
 	switch {
 	case k.FromPTXAS:
-		return fmt.Sprintf("ptxas (the planned estimate was %d)", k.Estimate)
-	case k.PTXAS > 0:
-		return fmt.Sprintf("the planned estimate (ptxas: %d, which the planned blocks per SM leave room for)", k.PTXAS)
+		s = fmt.Sprintf("ptxas (the planned estimate was %d)", k.Estimate)
+	case k.PTXAS > 0 && k.BoundDropped == 0:
+		s += fmt.Sprintf(" (ptxas: %d under the kernel's launch bounds, without spilling)", k.PTXAS)
 	}
-	return "the planned estimate"
+	if k.BoundDropped > 0 {
+		s += fmt.Sprintf("; ptxas spilled under its bound of %s even when planned again, so the kernel is bounded by its threads alone", blocksPerSM(k.BoundDropped))
+		if k.PTXAS > 0 {
+			s += fmt.Sprintf(" (ptxas: %d)", k.PTXAS)
+		}
+	}
+	return s
 }
 
 // plan runs the pipeline for prog, checking the kernels' registers with
@@ -191,6 +203,7 @@ func newPlanReport(p *kernelPlan, level int) *planReport {
 		if p.Registers != nil && i < len(p.Registers.Kernels) {
 			rk := p.Registers.Kernels[i]
 			kr.Registers, kr.RegistersUsed, kr.RegistersSource, kr.PTXASRegisters = rk.Estimate, rk.Planned, rk.Source(), rk.PTXAS
+			kr.BoundDropped = rk.BoundDropped
 			if f := rk.Function; f != nil {
 				kr.SpillStores, kr.SpillLoads = f.SpillStores, f.SpillLoads
 			}

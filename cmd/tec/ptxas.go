@@ -14,7 +14,7 @@ import (
 
 // registerPTXAS registers --ptxas, whose value p receives.
 func registerPTXAS(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "ptxas", "auto", "check the registers of -O3 and -O4 kernels with ptxas: auto (when nvcc, or llc and ptxas, are on PATH: compile the kernels once and plan again with ptxas's registers where the plan's blocks per SM need fewer) or off (the planner's estimates)")
+	fs.StringVar(p, "ptxas", "auto", "check the registers of -O3 and -O4 kernels with ptxas: auto (when nvcc, or llc and ptxas, are on PATH: compile the kernels under the plan's launch bounds and plan again where ptxas spills under them) or off (the planner's estimates)")
 }
 
 // toolchain returns the compiler that --ptxas mode has check the
@@ -67,27 +67,62 @@ func (e *env) compileChecked(c *command, prog *te.Program, opts pipeline.Options
 }
 
 // registerSummary says in one line what ptxas made of a checked build's
-// kernels, or "" when it did not run.
+// kernels, or "" when it did not run: their registers as shipped, and,
+// where the build planned again, the kernels whose launch bounds ptxas did
+// not meet and those whose blocks-per-SM bound the check dropped.
 func registerSummary(check *driver.RegisterCheck) string {
 	if check == nil || check.Tool == driver.NoToolchain {
 		return ""
 	}
-	var ks []string
-	for _, k := range check.Probed {
-		ks = append(ks, fmt.Sprintf("%s %d", k.Kernel, k.Registers))
+	var ks, dropped []string
+	for _, k := range check.Kernels {
+		switch {
+		case k.Function != nil:
+			ks = append(ks, fmt.Sprintf("%s %d", k.Kernel, k.PTXAS))
+		case k.BoundDropped > 0:
+			ks = append(ks, k.Kernel+" ?")
+		}
+		if k.BoundDropped > 0 {
+			dropped = append(dropped, fmt.Sprintf("%s (was %s)", k.Kernel, blocksPerSM(k.BoundDropped)))
+		}
 	}
-	s := fmt.Sprintf("ptxas (%s), registers per thread: %s", check.Tool, strings.Join(ks, ", "))
+	s := fmt.Sprintf("ptxas (%s), registers per thread as built: %s", check.Tool, strings.Join(ks, ", "))
 	if check.Replanned {
 		var short []string
 		for _, k := range check.Probed {
 			if k.Short {
-				short = append(short, fmt.Sprintf("%s %d", k.Kernel, k.Floor))
+				short = append(short, shortfall(k))
 			}
 		}
-		s += fmt.Sprintf("; planned again with each kernel's figure plus %d as the floor of its stages' registers, since the planned blocks per SM did not leave %s",
-			driver.RegisterMargin, strings.Join(short, ", "))
+		s += fmt.Sprintf("; ptxas did not meet the launch bounds of %s, so the build planned again with their registers unbounded as the floor of their stages' registers (and the other kernels' as theirs)",
+			strings.Join(short, ", "))
+	}
+	if len(dropped) > 0 {
+		s += "; still spilling when planned again, so bounded by their threads alone: " + strings.Join(dropped, ", ")
 	}
 	return s
+}
+
+// shortfall says how ptxas did not meet probed kernel k's launch bounds,
+// and what it gave the kernel unbounded.
+func shortfall(k driver.ProbedKernel) string {
+	s := fmt.Sprintf("%s (%d registers", k.Kernel, k.Registers)
+	if k.SpillStores > 0 || k.SpillLoads > 0 {
+		s += fmt.Sprintf(", %d B spilled", k.SpillStores)
+	}
+	s += fmt.Sprintf(" at %s", blocksPerSM(k.BlocksPerSM))
+	if k.Unbounded != nil {
+		s += fmt.Sprintf("; %d unbounded", k.Unbounded.Registers)
+	}
+	return s + ")"
+}
+
+// blocksPerSM says n blocks per SM.
+func blocksPerSM(n int) string {
+	if n == 1 {
+		return "1 block per SM"
+	}
+	return fmt.Sprintf("%d blocks per SM", n)
 }
 
 // compileForDevice compiles prog with opts for a run on device: on the
