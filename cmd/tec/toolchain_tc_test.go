@@ -28,14 +28,17 @@ import (
 	"tec/lang"
 	"tec/pipeline"
 	"tec/precision"
+	"tec/te"
 )
 
 // TestBuildToolchain is the back end's check against real toolchains: every
 // example at its tiny configuration and at full size, at -O0 and -O4, is
 // built, its CUDA C++ compiled with nvcc for sm_80 and sm_90, and its
 // LLVM IR compiled with llc and assembled with ptxas for both targets.
-// At full size and -O4 it also builds each example at --precision f16,
-// compiled by nvcc for both with ptxas -v, whose kernels with MMAs must
+// At full size and -O4 it also builds each example at --precision f16 as
+// tec build does for its default target, register check included (nvcc's
+// probe of the kernels for sm_80, and a re-plan where their registers ask
+// for one), compiled by nvcc for both with ptxas -v, whose kernels with MMAs must
 // have HMMA in their SASS and whose functions must not spill (halfJobs),
 // and at --precision bf16 through llc and ptxas (at the tiny size where the
 // full-size IR passes bf16LLCLimit). Only the tiny builds'
@@ -145,10 +148,11 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			perExample[i], errs[i] = exampleJobs(ex, root, tools)
+			var cuBytes int
+			perExample[i], cuBytes, errs[i] = exampleJobs(ex, root, tools)
 			if errs[i] == nil {
 				var half []toolJob
-				half, errs[i] = halfJobs(ex, root, tools)
+				half, errs[i] = halfJobs(ex, root, tools, cuBytes)
 				perExample[i] = append(perExample[i], half...)
 			}
 		}()
@@ -182,9 +186,9 @@ var gencode = fmt.Sprintf("-gencode=arch=%s,code=[%s]", sweepPTX, strings.Join(s
 // exampleJobs returns the f32 compilations of ex: tiny and full size, at
 // -O0 and -O4, the CUDA C++ by nvcc for both architectures (host code too
 // at the tiny size, the device code alone into a fatbinary at full size)
-// and the LLVM IR by llc and ptxas for each target.
-func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
-	var jobs []toolJob
+// and the LLVM IR by llc and ptxas for each target; and the size of the
+// full-size -O4 build's CUDA C++.
+func exampleJobs(ex examples.Example, root string, tools sweepTools) (jobs []toolJob, fullBytes int, err error) {
 	for _, size := range []string{"tiny", "full"} {
 		defines := ex.Tiny
 		if size == "full" {
@@ -194,18 +198,21 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 			name := fmt.Sprintf("%s/%s/O%d", ex.Name, size, level)
 			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
 			if diags.HasErrors() {
-				return nil, fmt.Errorf("%s: %v", name, diags)
+				return nil, 0, fmt.Errorf("%s: %v", name, diags)
 			}
 			res, err := pipeline.Build(p, pipeline.Options{Level: level})
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, 0, fmt.Errorf("%s: %w", name, err)
 			}
 			dir := filepath.Join(root, ex.Name, size, fmt.Sprint(level))
 			files, err := writeBuild(dir, res, tools.targets[0], true)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, 0, fmt.Errorf("%s: %w", name, err)
 			}
 			cu, n := files[0].Name, len(files[0].Data)
+			if size == "full" {
+				fullBytes = n // -O4 last
+			}
 			mode, out := "-c", ".o" // host and device code
 			if size == "full" {
 				mode, out = "-fatbin", ".fatbin" // device code alone
@@ -216,13 +223,13 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 			for _, tg := range tools.targets {
 				job, err := llcJob(name, res.Module, tg)
 				if err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				jobs = append(jobs, job)
 			}
 		}
 	}
-	return jobs, nil
+	return jobs, fullBytes, nil
 }
 
 // writeBuild writes res's CUDA C++ (and, with host, its runner) for tg to
@@ -340,11 +347,12 @@ var stageFunction = regexp.MustCompile(`\d+s_[A-Za-z0-9_]+E`)
 
 // halfJobs returns the jobs of TestBuildToolchain's half-precision sweep
 // for example ex at full size, built at -O4 under root: at --precision
-// f16, nvcc's PTX for sweepPTX (the device code alone), ptxas -v on it for
-// each of sweepArchs, then the checks of checkHalfSASS on that
-// architecture's log and SASS; at --precision bf16, llc and ptxas for
-// each target.
-func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
+// f16, the build with its register check, then nvcc's PTX for sweepPTX
+// (the device code alone), ptxas -v on it for each of sweepArchs, and the
+// checks of checkHalfSASS on that architecture's log and SASS (halfBuild;
+// its cost estimated from cuBytes, the size of the example's full-size
+// f32 -O4 CUDA C++); at --precision bf16, llc and ptxas for each target.
+func halfJobs(ex examples.Example, root string, tools sweepTools, cuBytes int) ([]toolJob, error) {
 	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s: %v", ex.Name, diags)
@@ -365,35 +373,44 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 			jobs = append(jobs, bf...)
 			continue
 		}
-		// The f16 build is tec build's with nvcc on PATH (--ptxas auto):
-		// planned again where ptxas's registers do not leave the blocks
-		// per SM of the plan's estimate, whose launch bounds would spill.
-		// Its one PTX is assembled for each of sweepArchs, so each checks
-		// it in turn, each stage's registers per thread (Floors) only growing.
-		var res *pipeline.Result
-		for _, arch := range sweepArchs {
-			tg, err := gpu.LookupArch(arch)
-			if err != nil {
-				return nil, err
-			}
-			checked, err := driver.CompileChecked(context.Background(), p, opts, tg, driver.NVCC)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			opts.StageRegs = checked.Registers.Floors
-			res = checked.Result
-		}
-		d := filepath.Join(root, ex.Name, "full", "f16")
-		files, err := writeBuild(d, res, tools.targets[0], false)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		cu, m := files[0].Name, res.Module
-		jobs = append(jobs, toolJob{name + " nvcc, ptxas, HMMA and spills", nvccCost(len(files[0].Data), false), func() (string, error) {
-			return halfCompile(ex.Name, m, d, cu, tools)
+		jobs = append(jobs, toolJob{name + " register check, nvcc, ptxas, HMMA and spills", 2 * nvccCost(cuBytes, false), func() (string, error) {
+			return halfBuild(ex.Name, p, opts, filepath.Join(root, ex.Name, "full", "f16"), tools)
 		}})
 	}
 	return jobs, nil
+}
+
+// halfBuild builds p at --precision f16 (opts) as tec build does with
+// nvcc on PATH (--ptxas auto) for its default target (gpu.DefaultArch):
+// the register check compiles the kernels once and plans again where
+// ptxas's registers do not leave the blocks per SM of the plan's estimate.
+// It writes the CUDA C++ to dir and compiles and checks it for every arch
+// of sweepArchs (halfCompile). The check runs here, in the job, rather
+// than while the jobs are prepared, so that its nvcc shares the CPUs with
+// the other compilations instead of running before them all.
+func halfBuild(ex string, p *te.Program, opts pipeline.Options, dir string, tools sweepTools) (string, error) {
+	tg, err := gpu.LookupArch(gpu.DefaultArch())
+	if err != nil {
+		return "", err
+	}
+	t0 := time.Now()
+	checked, err := driver.CompileChecked(context.Background(), p, opts, tg, driver.NVCC)
+	if err != nil {
+		return "", err
+	}
+	if checked.Registers.Tool == driver.NoToolchain {
+		return "", fmt.Errorf("the register check did not run: %s", strings.Join(checked.Registers.Warnings, "; "))
+	}
+	check := fmt.Sprintf("register check (%s) %.1fs wall, planned again: %v", tg.Name, time.Since(t0).Seconds(), checked.Registers.Replanned)
+	files, err := writeBuild(dir, checked.Result, tools.targets[0], false)
+	if err != nil {
+		return "", err
+	}
+	notes, err := halfCompile(ex, checked.Module, dir, files[0].Name, tools)
+	if err != nil {
+		return "", err
+	}
+	return check + "; " + notes, nil
 }
 
 // bf16LLCLimit is the most LLVM IR of a full-size bf16 build that the
