@@ -198,14 +198,17 @@ type ProbedKernel struct {
 	// (__launch_bounds__(Threads, BlocksPerSM); BlocksPerSM 0: its threads
 	// alone).
 	Threads, BlocksPerSM int
-	// Short says that ptxas did not meet the kernel's blocks-per-SM bound:
-	// it spilled registers under it (where the kernel calls no function,
-	// whose spills include what the calls save) or allocated more
-	// registers per thread than those blocks leave. Unbounded is then what
-	// ptxas allocated to the kernel compiled with its threads alone (nil
-	// where it reported nothing of it).
-	Short     bool
+	// Unbounded is what ptxas allocated to the kernel compiled with its
+	// threads alone, where the check compiled it so: where ptxas spilled
+	// under its blocks-per-SM bound or allocated more registers than those
+	// blocks leave (nil where it did neither, or reported nothing).
 	Unbounded *PTXASFunction
+	// Short says that ptxas did not meet the kernel's blocks-per-SM bound
+	// (meets): it allocated more registers per thread than those blocks
+	// leave, or spilled more under the bound than with the kernel's
+	// threads alone (a kernel that calls functions spills what the calls
+	// save whatever its bound).
+	Short bool
 	// Floor is the floor of the registers per thread of the stages the
 	// kernel computes (RegisterCheck.Floors): its registers under its
 	// bounds where ptxas met them, else its Unbounded registers, with no
@@ -230,21 +233,24 @@ func (f *PTXASFunction) spills() bool {
 // plan counts on): it compiles them all once under their bounds, and a
 // kernel that ptxas compiles without spilling, in registers that leave
 // its blocks per SM, keeps its plan, since that compile is the code the
-// build ships. Where some kernel is short (ProbedKernel.Short), the check
-// compiles the short kernels once more with their threads alone as their
-// bound, and plans the program again, once, with each probed kernel's
-// Floor as the floor of the stages it computes (RegisterCheck.Floors,
-// pipeline.Options.StageRegs): a short kernel's registers unbounded, any
-// other's under its bounds. A kernel of the re-plan counts the most of its
-// stages' floors, so that a light kernel is not planned with a heavy one's
-// registers. The kernels of the re-plan that are not the code of a kernel
-// already compiled under the same bounds are compiled once more under
-// theirs, and one that is still short has its blocks-per-SM bound
-// dropped (RegisterCheck.Warnings say so): it takes the registers it
-// needs, and its launch the blocks per SM those leave. So the check runs
-// the tool once, or three times where it plans again. The result's
-// Registers says what was used; where the tool fails, its warnings say so
-// and the estimates stand.
+// build ships. The kernels that spill under their bounds, or take more
+// registers, are compiled once more, together, with their threads alone
+// as their bound; one that spills no more so (a kernel whose calls save
+// registers) keeps its plan too. Where some kernel is short
+// (ProbedKernel.Short), the program is planned again, once, with each
+// probed kernel's Floor as the floor of the stages it computes
+// (RegisterCheck.Floors, pipeline.Options.StageRegs): a short kernel's
+// registers unbounded, any other's under its bounds. A kernel of the
+// re-plan counts the most of its stages' floors, so that a light kernel
+// is not planned with a heavy one's registers. The kernels of the re-plan
+// that are not the code of a kernel already compiled under the same
+// bounds are compiled once more under theirs, and one that is still
+// short has its blocks-per-SM bound dropped (RegisterCheck.Warnings say
+// so): it takes the registers it needs, and its launch the blocks per SM
+// those leave. So the check runs the tool once where ptxas meets every
+// bound, and at most three times. The result's Registers says what was
+// used; where the tool fails, its warnings say so and the estimates
+// stand.
 //
 // Only a checked plan's blocks per SM become launch bounds: where no check
 // ran (below -O3, no tool, or a tool that failed), the kernels are bounded
@@ -273,20 +279,20 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		return standDown(first, dumps, opts, tool, err), nil
 	}
 	check := &RegisterCheck{Tool: tool}
-	short := check.probe(first, bounded)
-	if len(short) == 0 {
-		check.floors(first, opts.StageRegs)
+	var unbounded map[*kir.Kernel]*PTXASFunction
+	if spilled := check.probe(first, bounded); len(spilled) > 0 {
+		if unbounded, err = tc.compile(first, spilled, false); err != nil {
+			return standDown(first, dumps, opts, tool, err), nil
+		}
+	}
+	check.Replanned = check.unbounded(first, unbounded)
+	check.floors(first, opts.StageRegs)
+	compiled := compiledCode(first, bounded, unbounded)
+	if !check.Replanned {
 		dumps.replay(opts)
-		first.Registers = check.figures(first, bounded, check.drop(first, bounded, nil))
+		first.Registers = check.figures(first, bounded, check.settle(first, bounded, compiled))
 		return first, nil
 	}
-	unbounded, err := tc.compile(first, short, false)
-	if err != nil {
-		return standDown(first, dumps, opts, tool, err), nil
-	}
-	check.unbounded(first, unbounded)
-	check.floors(first, opts.StageRegs)
-	check.Replanned = true
 	again := opts
 	again.StageRegs = check.Floors
 	c, dumps, err := compileDeferred(prog, again)
@@ -295,7 +301,6 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		return nil, fmt.Errorf("planning again with ptxas's registers per thread: %w", err)
 	}
 	defer dumps.replay(opts)
-	compiled := compiledCode(first, bounded, unbounded)
 	shipped, err := tc.recheck(c, compiled)
 	if err != nil {
 		check.Warnings = append(check.Warnings, fmt.Sprintf("the register check could not compile the kernels planned again with %s, so their launch bounds are their threads alone: %v", tool, err))
@@ -303,8 +308,7 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		c.Registers = check.figures(c, nil, nil)
 		return c, nil
 	}
-	dropped := check.drop(c, shipped, compiled)
-	c.Registers = check.figures(c, shipped, dropped)
+	c.Registers = check.figures(c, shipped, check.settle(c, shipped, compiled))
 	return c, nil
 }
 
@@ -341,10 +345,15 @@ func standDown(c *Compiled, d heldDumps, opts pipeline.Options, tool Toolchain, 
 }
 
 // meets reports whether ptxas's figures f of kernel k, compiled under
-// its launch bounds, keep them: no spill, and registers per thread that
-// leave k's blocks per SM on g.
-func meets(g gpu.Model, k *kir.Kernel, f *PTXASFunction) bool {
-	if f.spills() {
+// its launch bounds, keep them: registers per thread that leave k's
+// blocks per SM on g, and no more bytes spilled than base, ptxas's
+// figures of k compiled with its threads alone (nil: none).
+func meets(g gpu.Model, k *kir.Kernel, f, base *PTXASFunction) bool {
+	var stores, loads int
+	if base != nil {
+		stores, loads = base.SpillStores, base.SpillLoads
+	}
+	if f.SpillStores > stores || f.SpillLoads > loads {
 		return false
 	}
 	if k.BlocksPerSM == 0 {
@@ -355,39 +364,46 @@ func meets(g gpu.Model, k *kir.Kernel, f *PTXASFunction) bool {
 }
 
 // probe records what ptxas reported of c's kernels compiled under their
-// launch bounds (fns) and returns the short ones: those with a
-// blocks-per-SM bound that ptxas did not meet.
+// launch bounds (fns), and returns the kernels with a blocks-per-SM
+// bound that ptxas spilled under or allocated more registers than it
+// leaves: those to compile with their threads alone.
 func (check *RegisterCheck) probe(c *Compiled, fns map[*kir.Kernel]*PTXASFunction) []*kir.Kernel {
-	var short []*kir.Kernel
+	var spilled []*kir.Kernel
 	for _, k := range c.Module.Kernels {
 		f := fns[k]
 		if f == nil {
 			continue
 		}
-		pk := ProbedKernel{Kernel: k.Name, PTXASFunction: f, Threads: k.Block, BlocksPerSM: k.BlocksPerSM, Floor: min(f.Registers, c.Plan.GPU.MaxRegsPerThread)}
-		if k.BlocksPerSM > 0 && !meets(c.Plan.GPU, k, f) {
-			pk.Short = true
-			short = append(short, k)
+		check.Probed = append(check.Probed, ProbedKernel{Kernel: k.Name, PTXASFunction: f, Threads: k.Block, BlocksPerSM: k.BlocksPerSM, Floor: min(f.Registers, c.Plan.GPU.MaxRegsPerThread)})
+		if k.BlocksPerSM > 0 && !meets(c.Plan.GPU, k, f, nil) {
+			spilled = append(spilled, k)
 		}
-		check.Probed = append(check.Probed, pk)
 	}
-	return short
+	return spilled
 }
 
-// unbounded records what ptxas reported of c's short kernels compiled
-// with their threads alone (fns): their floors become those registers.
-func (check *RegisterCheck) unbounded(c *Compiled, fns map[*kir.Kernel]*PTXASFunction) {
-	byName := map[string]*PTXASFunction{}
-	for k, f := range fns {
-		byName[k.Name] = f
+// unbounded records what ptxas reported of c's kernels compiled with
+// their threads alone (fns), and whether any probed kernel is short: the
+// floors of a short one become those registers.
+func (check *RegisterCheck) unbounded(c *Compiled, fns map[*kir.Kernel]*PTXASFunction) bool {
+	kernel := map[string]*kir.Kernel{}
+	for k := range fns {
+		kernel[k.Name] = k
 	}
+	short := false
 	for i := range check.Probed {
 		pk := &check.Probed[i]
-		if f := byName[pk.Kernel]; pk.Short && f != nil {
-			pk.Unbounded = f
-			pk.Floor = min(f.Registers, c.Plan.GPU.MaxRegsPerThread)
+		k := kernel[pk.Kernel]
+		if k == nil {
+			continue
+		}
+		pk.Unbounded = fns[k]
+		if pk.Short = !meets(c.Plan.GPU, k, pk.PTXASFunction, pk.Unbounded); pk.Short {
+			pk.Floor = min(pk.Unbounded.Registers, c.Plan.GPU.MaxRegsPerThread)
+			short = true
 		}
 	}
+	return short
 }
 
 // floors sets check.Floors: the most of the build's own floors and of
@@ -413,17 +429,18 @@ func (check *RegisterCheck) floors(c *Compiled, own map[string]int) {
 }
 
 // compiledCode returns what ptxas reported of first's kernels by their
-// code (kernelKey): those it compiled under their launch bounds and met
-// them (bounded), and those it compiled with their threads alone
-// (unbounded).
+// code (kernelKey): those it compiled with their threads alone
+// (unbounded), and those it compiled under their launch bounds (bounded)
+// and met them.
 func compiledCode(first *Compiled, bounded, unbounded map[*kir.Kernel]*PTXASFunction) map[string]*PTXASFunction {
 	code := map[string]*PTXASFunction{}
 	for _, k := range first.Module.Kernels {
-		if f := bounded[k]; f != nil && meets(first.Plan.GPU, k, f) {
-			code[kernelKey(k, first.Layout(), k.BlocksPerSM)] = f
+		u := unbounded[k]
+		if u != nil {
+			code[kernelKey(k, first.Layout(), 0)] = u
 		}
-		if f := unbounded[k]; f != nil {
-			code[kernelKey(k, first.Layout(), 0)] = f
+		if f := bounded[k]; f != nil && meets(first.Plan.GPU, k, f, u) {
+			code[kernelKey(k, first.Layout(), k.BlocksPerSM)] = f
 		}
 	}
 	return code
@@ -450,36 +467,50 @@ func kernelKey(k *kir.Kernel, layout *kir.Layout, bound int) string {
 	return b.String()
 }
 
-// drop takes the blocks-per-SM bound from each kernel of c that ptxas
+// settle takes the blocks-per-SM bound from each kernel of c that ptxas
 // compiled under its launch bounds (shipped) without meeting them, which
-// only a re-plan's kernels can do, and warns of it and of any kernel
-// without a blocks-per-SM bound that spills. It
-// returns the dropped bounds by kernel, and replaces their figures in
-// shipped by those of the same code compiled with its threads alone
-// (compiled, by kernelKey), or by none.
-func (check *RegisterCheck) drop(c *Compiled, shipped map[*kir.Kernel]*PTXASFunction, compiled map[string]*PTXASFunction) map[*kir.Kernel]int {
+// only a re-plan's kernels can do, measured against the same code
+// compiled with its threads alone where compiled has it (by kernelKey);
+// it replaces their figures in shipped by those, or by none. It warns of
+// each, and of every other kernel that ships spilling without calling a
+// function, and returns the dropped bounds by kernel.
+func (check *RegisterCheck) settle(c *Compiled, shipped map[*kir.Kernel]*PTXASFunction, compiled map[string]*PTXASFunction) map[*kir.Kernel]int {
 	dropped := map[*kir.Kernel]int{}
 	for _, k := range c.Module.Kernels {
 		f := shipped[k]
-		if f == nil || meets(c.Plan.GPU, k, f) {
+		if f == nil {
 			continue
 		}
-		if k.BlocksPerSM == 0 {
-			check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread",
-				k.Name, f.SpillStores, f.SpillLoads, f.Registers))
+		var base *PTXASFunction
+		if !meets(c.Plan.GPU, k, f, nil) {
+			base = compiled[kernelKey(k, c.Layout(), 0)]
+		}
+		if meets(c.Plan.GPU, k, f, base) {
+			if f.spills() {
+				check.Warnings = append(check.Warnings, fmt.Sprintf("kernel %s: ptxas spills %d B of registers (stores) and reloads %d B with %d registers per thread%s",
+					k.Name, f.SpillStores, f.SpillLoads, f.Registers, spillBound(k)))
+			}
 			continue
 		}
 		w := fmt.Sprintf("kernel %s: planned again, ptxas still spills %d B of registers (stores) and reloads %d B with %d registers per thread under __launch_bounds__(%d, %d), so the kernel is bounded by its threads alone",
 			k.Name, f.SpillStores, f.SpillLoads, f.Registers, k.Block, k.BlocksPerSM)
 		dropped[k] = k.BlocksPerSM
 		k.BlocksPerSM = 0
-		shipped[k] = compiled[kernelKey(k, c.Layout(), 0)]
-		if u := shipped[k]; u != nil && u.spills() {
-			w += fmt.Sprintf(", with which it spills %d B (stores) and reloads %d B with %d registers per thread", u.SpillStores, u.SpillLoads, u.Registers)
+		shipped[k] = base
+		if base != nil && base.spills() {
+			w += fmt.Sprintf(", with which it spills %d B (stores) and reloads %d B with %d registers per thread", base.SpillStores, base.SpillLoads, base.Registers)
 		}
 		check.Warnings = append(check.Warnings, w)
 	}
 	return dropped
+}
+
+// spillBound says, for a kernel that ships spilling, under which bound.
+func spillBound(k *kir.Kernel) string {
+	if k.BlocksPerSM == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" under __launch_bounds__(%d, %d), as much as with its threads alone", k.Block, k.BlocksPerSM)
 }
 
 // unbound drops the blocks-per-SM bound of m's kernels (kir.Kernel.BlocksPerSM),

@@ -108,7 +108,7 @@ func registerSummary(check *driver.RegisterCheck) string {
 func shortfall(k driver.ProbedKernel) string {
 	s := fmt.Sprintf("%s (%d registers", k.Kernel, k.Registers)
 	if k.SpillStores > 0 || k.SpillLoads > 0 {
-		s += fmt.Sprintf(", %d B spilled", k.SpillStores)
+		s += fmt.Sprintf(", %d B spilled and %d B reloaded", k.SpillStores, k.SpillLoads)
 	}
 	s += fmt.Sprintf(" at %s", blocksPerSM(k.BlocksPerSM))
 	if k.Unbounded != nil {

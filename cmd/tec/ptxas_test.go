@@ -8,14 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"tec/driver"
 	"tec/internal/testkit/tooltest"
 )
 
 // TestPTXAS builds and explains the softmax, whose kernel counts on 2
 // blocks per SM of an A100, with an nvcc that claims 200 registers and a
-// spill for every kernel under any bound: --ptxas auto plans again with
-// them and, since the kernel still spills, drops its blocks-per-SM bound
-// and warns; --ptxas off keeps the estimate.
+// spill for every kernel under any bound and unbounded: --ptxas auto
+// plans again with them and warns of the spill; --ptxas off keeps the
+// estimate.
 func TestPTXAS(t *testing.T) {
 	fake := tooltest.FakeNVCC(t, 200, 8)
 	t.Setenv("PATH", fake+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -33,7 +34,7 @@ func TestPTXAS(t *testing.T) {
 		mode, stdout, stderr, source string
 		blocks                       int
 	}{
-		{"auto", "ptxas did not meet the launch bounds of k0_m (200 registers, 8 B spilled at 2 blocks per SM; 200 unbounded), so the build planned again", "warning: kernel k0_m: planned again, ptxas still spills 8 B", "ptxas", 108},
+		{"auto", "ptxas did not meet the launch bounds of k0_m (200 registers, 8 B spilled and 8 B reloaded at 2 blocks per SM; 200 unbounded), so the build planned again", "warning: kernel k0_m: ptxas spills 8 B", "ptxas", 108},
 		{"off", "", "", "estimate", 128},
 	} {
 		dir := t.TempDir()
@@ -64,7 +65,7 @@ func TestPTXAS(t *testing.T) {
 		code, stdout, stderr = run("explain", "../../examples/softmax.te", "--plan", "--summary", "--ptxas", tt.mode)
 		want := "kernel 0 (k0_m): 32, the planned estimate"
 		if tt.mode == "auto" {
-			want = "kernel 0 (k0_m): 200, ptxas (the planned estimate was 32); ptxas spilled under its bound of 1 block per SM"
+			want = "kernel 0 (k0_m): 200, ptxas (the planned estimate was 32)\n"
 		}
 		if code != exitOK || !strings.Contains(stdout, want) {
 			t.Errorf("explain --ptxas %s: exit %d\n%s%s\nwant %q", tt.mode, code, stdout, stderr, want)
@@ -72,5 +73,45 @@ func TestPTXAS(t *testing.T) {
 	}
 	if code, _, stderr := run("build", "../../examples/softmax.te", "--emit", "", "--ptxas", "always"); code != exitUsage || !strings.Contains(stderr, "--ptxas always") {
 		t.Errorf("--ptxas always: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRegisterSummary checks the build's register line and tec explain's
+// register source of a check that met every bound and of one that planned
+// again and dropped a kernel's blocks-per-SM bound.
+func TestRegisterSummary(t *testing.T) {
+	met := &driver.RegisterCheck{Tool: driver.NVCC, Kernels: []driver.KernelRegisters{
+		{Kernel: "k0_a", Estimate: 64, Planned: 64, PTXAS: 128, Function: &driver.PTXASFunction{Registers: 128}},
+	}}
+	replanned := &driver.RegisterCheck{Tool: driver.NVCC, Replanned: true,
+		Probed: []driver.ProbedKernel{
+			{Kernel: "k0_a", PTXASFunction: &driver.PTXASFunction{Registers: 32, SpillStores: 24, SpillLoads: 24}, Threads: 256, BlocksPerSM: 8, Unbounded: &driver.PTXASFunction{Registers: 38}, Short: true, Floor: 38},
+			{Kernel: "k1_b", PTXASFunction: &driver.PTXASFunction{Registers: 100}, Threads: 256, BlocksPerSM: 2, Floor: 100},
+		},
+		Kernels: []driver.KernelRegisters{
+			{Kernel: "k0_a", Estimate: 30, Planned: 38, PTXAS: 38, Function: &driver.PTXASFunction{Registers: 38}, FromPTXAS: true, BoundDropped: 6},
+			{Kernel: "k1_b", Estimate: 100, Planned: 100, PTXAS: 100, Function: &driver.PTXASFunction{Registers: 100}},
+		}}
+	tests := []struct {
+		name    string
+		check   *driver.RegisterCheck
+		summary string
+		sources []string
+	}{
+		{"off", &driver.RegisterCheck{Kernels: []driver.KernelRegisters{{Kernel: "k0_a", Estimate: 64, Planned: 64}}}, "", []string{"the planned estimate"}},
+		{"met", met, "ptxas (nvcc), registers per thread as built: k0_a 128", []string{"the planned estimate (ptxas: 128 under the kernel's launch bounds, without spilling)"}},
+		{"replanned", replanned,
+			"ptxas (nvcc), registers per thread as built: k0_a 38, k1_b 100; ptxas did not meet the launch bounds of k0_a (32 registers, 24 B spilled and 24 B reloaded at 8 blocks per SM; 38 unbounded), so the build planned again with their registers unbounded as the floor of their stages' registers (and the other kernels' as theirs); still spilling when planned again, so bounded by their threads alone: k0_a (was 6 blocks per SM)",
+			[]string{"ptxas (the planned estimate was 30); ptxas spilled under its bound of 6 blocks per SM even when planned again, so the kernel is bounded by its threads alone (ptxas: 38)", "the planned estimate (ptxas: 100 under the kernel's launch bounds, without spilling)"}},
+	}
+	for _, tt := range tests {
+		if got := registerSummary(tt.check); got != tt.summary {
+			t.Errorf("%s: summary\n%q, want\n%q", tt.name, got, tt.summary)
+		}
+		for i, k := range tt.check.Kernels {
+			if got := registerSource(k); got != tt.sources[i] {
+				t.Errorf("%s: kernel %s's source\n%q, want\n%q", tt.name, k.Kernel, got, tt.sources[i])
+			}
+		}
 	}
 }
