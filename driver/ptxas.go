@@ -273,15 +273,15 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		dumps.replay(opts)
 		return nil, err
 	}
-	tc := toolchain{ctx: ctx, tg: tg, tool: tool}
-	bounded, err := tc.compile(first, first.Module.Kernels, true)
+	tc := toolchain{tg: tg, tool: tool}
+	bounded, err := tc.compile(ctx, first, first.Module.Kernels, true)
 	if err != nil {
 		return standDown(first, dumps, opts, tool, err), nil
 	}
 	check := &RegisterCheck{Tool: tool}
 	var unbounded map[*kir.Kernel]*PTXASFunction
 	if spilled := check.probe(first, bounded); len(spilled) > 0 {
-		if unbounded, err = tc.compile(first, spilled, false); err != nil {
+		if unbounded, err = tc.compile(ctx, first, spilled, false); err != nil {
 			return standDown(first, dumps, opts, tool, err), nil
 		}
 	}
@@ -301,7 +301,7 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		return nil, fmt.Errorf("planning again with ptxas's registers per thread: %w", err)
 	}
 	defer dumps.replay(opts)
-	shipped, err := tc.recheck(c, compiled)
+	shipped, err := tc.recheck(ctx, c, compiled)
 	if err != nil {
 		check.Warnings = append(check.Warnings, fmt.Sprintf("the register check could not compile the kernels planned again with %s, so their launch bounds are their threads alone: %v", tool, err))
 		unbound(c.Module)
@@ -557,7 +557,6 @@ func estimate(pl *partition.Plan, k *partition.Kernel) int {
 
 // toolchain runs a register check's compiler.
 type toolchain struct {
-	ctx  context.Context
 	tg   gpu.Arch
 	tool Toolchain
 }
@@ -565,7 +564,7 @@ type toolchain struct {
 // recheck returns what ptxas reports of c's kernels compiled under their
 // launch bounds: from compiled (by kernelKey) where it holds their code
 // under those bounds, else from one compile of the rest.
-func (tc toolchain) recheck(c *Compiled, compiled map[string]*PTXASFunction) (map[*kir.Kernel]*PTXASFunction, error) {
+func (tc toolchain) recheck(ctx context.Context, c *Compiled, compiled map[string]*PTXASFunction) (map[*kir.Kernel]*PTXASFunction, error) {
 	shipped := map[*kir.Kernel]*PTXASFunction{}
 	var rest []*kir.Kernel
 	for _, k := range c.Module.Kernels {
@@ -578,7 +577,7 @@ func (tc toolchain) recheck(c *Compiled, compiled map[string]*PTXASFunction) (ma
 	if len(rest) == 0 {
 		return shipped, nil
 	}
-	fns, err := tc.compile(c, rest, true)
+	fns, err := tc.compile(ctx, c, rest, true)
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +589,7 @@ func (tc toolchain) recheck(c *Compiled, compiled map[string]*PTXASFunction) (ma
 // laid out as c's, with tc's tool: under their launch bounds where
 // bounded, else with their threads alone as their bound. It returns what
 // ptxas reports of each kernel of ks.
-func (tc toolchain) compile(c *Compiled, ks []*kir.Kernel, bounded bool) (map[*kir.Kernel]*PTXASFunction, error) {
+func (tc toolchain) compile(ctx context.Context, c *Compiled, ks []*kir.Kernel, bounded bool) (map[*kir.Kernel]*PTXASFunction, error) {
 	probe := *c.Module
 	probe.Kernels = make([]*kir.Kernel, len(ks))
 	for i, k := range ks {
@@ -610,16 +609,16 @@ func (tc toolchain) compile(c *Compiled, ks []*kir.Kernel, bounded bool) (map[*k
 			return nil, fmt.Errorf("ptxas: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		if _, info, err = nvccCubin(tc.ctx, pc, tc.tg, dir, "-Xptxas", "-v"); err != nil {
+		if _, info, err = nvccCubin(ctx, pc, tc.tg, dir, "-Xptxas", "-v"); err != nil {
 			return nil, err
 		}
 		names = cuda.KernelNames(&probe)
 	case LLCPTXAS:
-		files, err := Emit(tc.ctx, pc, tc.tg, Outputs{PTX: true})
+		files, err := Emit(ctx, pc, tc.tg, Outputs{PTX: true})
 		if err != nil {
 			return nil, err
 		}
-		if _, info, err = llvm.AssembleVerbose(tc.ctx, files[0].Data, tc.tg); err != nil {
+		if _, info, err = llvm.AssembleVerbose(ctx, files[0].Data, tc.tg); err != nil {
 			return nil, err
 		}
 		names = llvm.KernelNames(&probe)
