@@ -17,8 +17,10 @@ func (e Estimate) Total() float64 { return e.Launch + e.Sync + e.Stages }
 
 // StageEstimate is the prediction for one stage of a kernel: its own time
 // at the kernel's occupancy (the stages of a grid epoch may overlap, so a
-// kernel's time is not their sum) and the bytes it moves from DRAM.
+// kernel's time is not their sum), the bytes it moves from DRAM, and what
+// bounds its time (StageBound).
 type StageEstimate struct {
-	Time float64
-	DRAM int64
+	Time  float64
+	DRAM  int64
+	Bound Bound
 }

@@ -27,6 +27,9 @@ type Price struct {
 	FLOPs int64
 	Bytes int64
 	Foot  int64
+	// Out is the bytes of the stage's output, the stores of its Bytes:
+	// what its threads do not wait for (LatencyTime).
+	Out int64
 	// Products are the operations of one output's reduction of a masked
 	// contraction, and UnmaskedFLOPs and UnmaskedBytes its FLOPs and
 	// Bytes when no tile is skipped: what the tiles its mask skips are
@@ -46,6 +49,7 @@ func Of(t *te.Tensor, x *analysis.TE) Price {
 		p.Foot = (x.Intensity.Read + x.Intensity.Written) * int64(t.DType.Size())
 	}
 	p.Bytes = RequestBytes(t)
+	p.Out = t.Bytes()
 	p.FLOPs = int64(t.NumElements()) * Ops(t.Body, map[*te.Reduce]bool{})
 	return p
 }

@@ -12,13 +12,6 @@ import (
 // one round trip to DRAM, since every stage reads what an earlier one wrote.
 const stageFloor = 0.5e-6
 
-// tensorCoreSync is the share of the tensor cores' rate a block keeps
-// while it also stages its operands at every k step, with a barrier
-// before and after the warps' MMAs (and, where the operands allow it, the
-// next step's cp.async copies in flight meanwhile, which the model does
-// not credit separately): a model parameter, to be measured.
-const tensorCoreSync = 0.5
-
 // StageTime predicts the time of a stage (schedule s, price p) on a grid
 // of grid blocks of g, own of them resident per SM, moving dram bytes from
 // DRAM: its work at full rate (the largest of FLOPs over the attainable
@@ -26,41 +19,75 @@ const tensorCoreSync = 0.5
 // all through L2, over L2 bandwidth) scaled by the share of the blocks it
 // needs to saturate the GPU (SMs × its own occupancy) that run
 // concurrently, and when fewer blocks than SMs run, by the share of the
-// SMs they keep busy; plus the grid syncs of its own phases. A split
+// SMs they keep busy; or, where it is longer, the round trips of its
+// loads at the bytes its running threads keep in flight (LatencyTime:
+// what a stage of narrow loads, few in flight, takes whatever the
+// bandwidth); plus the grid syncs of its own phases. A split
 // reduction is charged two grid syncs: the one between its phases, and
 // either the one after the initialisation of its atomic accumulators or,
 // for one that writes partials (--deterministic, and every argmax or
 // argmin, whose (value, position) pairs a block per output merges), its
 // finishing pass, a block reading the chunks' partials from L2 and
-// merging them, which takes about as long.
+// merging them, which takes about as long. StageBound says which term
+// won.
 func StageTime(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, grid int) float64 {
+	t, _ := StageBound(g, s, p, dram, own, grid)
+	return t
+}
+
+// StageBound is StageTime and the term that bounds it: the one that won
+// the maximum, or the grid syncs where they take longer than the stage's
+// work, or latency where the stage takes no longer than the least time of
+// a stage.
+func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, grid int) (float64, Bound) {
 	if s.EpilogueOf != nil {
-		return 0 // part of its producer's tiles
-	}
-	peak := g.FP32Peak
-	if s.TensorCores {
-		peak = TensorPeak(g, s.TensorIn)
-	}
-	w := max(float64(p.FLOPs)/(peak*Efficiency(s)), float64(dram)/g.DRAMBandwidth)
-	if g.L2Bandwidth > 0 {
-		w = max(w, float64(p.Bytes)/g.L2Bandwidth)
+		return 0, BoundNone // part of its producer's tiles
 	}
 	sat := g.SMs * max(own, 1)
 	conc := min(s.Tiles, grid, sat)
 	if conc <= 0 {
-		return math.Inf(1)
+		return math.Inf(1), BoundLatency
+	}
+	w, bound := computeTime(g, s, p)
+	if d := float64(dram) / g.DRAMBandwidth; d > w {
+		w, bound = d, BoundDRAM
+	}
+	if g.L2Bandwidth > 0 {
+		if l := float64(p.Bytes) / g.L2Bandwidth; l > w {
+			w, bound = l, BoundL2
+		}
 	}
 	t := w * float64(min(s.Tiles, sat)) / float64(conc)
 	if conc < g.SMs {
 		t *= float64(g.SMs) / float64(conc)
 	}
+	if l := LatencyTime(s, p, dram, conc*s.Threads); l > t {
+		t, bound = l, BoundLatency
+	}
+	var syncs float64
 	switch {
 	case s.Kind == schedule.SplitReduce:
-		t += 2 * g.GridSyncCost
+		syncs = 2 * g.GridSyncCost
 	case s.KSplit > 1:
-		t += SplitKTime(g, s)
+		syncs = SplitKTime(g, s)
 	}
-	return max(t, stageFloor)
+	if syncs > t {
+		bound = BoundGridSync
+	}
+	if t += syncs; t < stageFloor {
+		return stageFloor, BoundLatency
+	}
+	return t, bound
+}
+
+// computeTime is the time of p's FLOPs at the rate stage s reaches on g
+// (Efficiency), and the bound it names: the tensor cores or the CUDA
+// cores.
+func computeTime(g gpu.Model, s *schedule.Schedule, p *Price) (float64, Bound) {
+	if s.TensorCores {
+		return float64(p.FLOPs) / (TensorPeak(g, s.TensorIn) * Efficiency(s)), BoundTensor
+	}
+	return float64(p.FLOPs) / (g.FP32Peak * Efficiency(s)), BoundFP32
 }
 
 // Alone is StageTime for a stage at its own occupancy on the whole of g,
@@ -85,19 +112,18 @@ func Solo(g gpu.Model, s *schedule.Schedule, p *Price) float64 {
 // itself, as StageTime prices it with every block resident: its FLOPs at
 // the fraction of the peak its tiles reach, or its tiles' loads through
 // L2, whichever is longer, stretched where it has fewer tiles than g has
-// SMs.
+// SMs; or the round trips of those loads from L2 (LatencyTime) at its own
+// occupancy, where they take longer.
 func Ideal(g gpu.Model, s *schedule.Schedule, p *Price) float64 {
-	peak := g.FP32Peak
-	if s.TensorCores {
-		peak = TensorPeak(g, s.TensorIn)
-	}
-	t := float64(p.FLOPs) / (peak * Efficiency(s))
+	t, _ := computeTime(g, s, p)
 	if g.L2Bandwidth > 0 {
 		t = max(t, float64(p.Bytes)/g.L2Bandwidth)
 	}
 	if s.Tiles < g.SMs {
 		t *= float64(g.SMs) / float64(max(s.Tiles, 1))
 	}
+	own, _ := g.BlocksPerSM(s.Resources().Block())
+	t = max(t, LatencyTime(s, p, 0, min(s.Tiles, g.SMs*max(own, 1))*s.Threads))
 	return t + SplitKTime(g, s)
 }
 
@@ -144,18 +170,58 @@ func Efficiency(s *schedule.Schedule) float64 {
 	return min(1, float64(rm*rn)/float64(rm+rn)/2)
 }
 
+// The shared memory of an SM (A100, H100) serves one wavefront a clock:
+// 32 banks of 4 bytes, 128 bytes.
+const wavefrontBytes = 128
+
+// tensorFLOPsPerClock is the dense MMA rate of an SM, FLOP per clock, for
+// f16 and bf16 operands (TF32 at half of it): the A100's (312 TFLOP/s
+// over 108 SMs at 1.41 GHz). The rates of tensorCoreEfficiency are in
+// the A100's ratio of MMAs to shared-memory wavefronts on every GPU: the
+// H100's tensor cores are twice as fast a clock through wgmma, which the
+// emitted mma.sync does not use.
+const tensorFLOPsPerClock = 2048
+
+// barrierCycles is what a block barrier of a tensor-core tile's k step
+// costs, in SM clocks: the warps drain their shared-memory loads and MMAs
+// before it and refill the pipes after it (about an ldmatrix's latency
+// plus an MMA's, 30 clocks each): a model parameter, to be measured.
+const barrierCycles = 60
+
 // tensorCoreEfficiency is the fraction of the tensor cores' peak that a
-// tensor-core schedule's tiles reach, a model: the share of the MMAs that
-// compute outputs (not a tile's tail past M or N), times the warp tile's
-// ratio of MMAs to fragment loads (mt·nt MMA tiles for mt+nt fragment
-// loads per k step, taken as saturating at 3, CUTLASS's 64×64 warp tiles),
-// times tensorCoreSync.
+// tensor-core schedule's tiles reach, a model of one k step of a block on
+// an SM: its MMAs' clocks at the SM's MMA rate against the wavefronts of
+// shared memory that feed them, one a clock, whichever takes longer, plus
+// the step's block barriers (two where the tile stages element by
+// element, one with the next step's transfers in flight: LoadPath's
+// Barriers); times the share of the MMAs that compute outputs (not a
+// tile's tail past M or N). The wavefronts are each warp's fragment loads
+// (an ldmatrix.x4 of a 16×16 A fragment, 4 wavefronts, and an
+// ldmatrix.x2 of a 16×8 B fragment, 2; TF32's element loads of the same
+// fragments take as many) and the stores that stage the step's operands
+// (16-byte chunks, 8 to a wavefront; elements, a warp's 32 to one), all
+// free of bank conflicts: backend/lower rotates the 16-byte chunks of
+// every staged tile's rows ("Shared tiles"), as its TestTensorCoreBanks
+// checks on the simulator.
 func tensorCoreEfficiency(s *schedule.Schedule) float64 {
 	mt, nt := te.CeilDiv(s.M, s.TileM), te.CeilDiv(s.N, s.TileN)
 	used := float64(s.M*s.N) / float64(mt*s.TileM*nt*s.TileN)
+	mmaK, rate, size := 16, tensorFLOPsPerClock, 2
+	if s.TensorIn == te.F32 {
+		mmaK, rate, size = 8, tensorFLOPsPerClock/2, 4
+	}
+	steps := max(s.TileK, mmaK) / mmaK // MMA k steps of a staged k step
+	mmas := (s.TileM / 16) * (s.TileN / 8) * steps
+	mmaClocks := float64(mmas*2*16*8*mmaK) / float64(rate)
 	wm, wn := s.TCBlock().WarpTile()
-	ratio := min(1, float64(wm*wn)/float64(wm+wn)/3)
-	return used * ratio * tensorCoreSync
+	frags := max(s.WarpsM, 1) * max(s.WarpsN, 1) * steps * (4*wm + 2*wn)
+	elems := (s.TileM + s.TileN) * max(s.TileK, mmaK)
+	stores := te.CeilDiv(elems, 32)
+	if s.Load.Width == 16 {
+		stores = te.CeilDiv(elems*size, wavefrontBytes)
+	}
+	step := max(mmaClocks, float64(frags+stores)) + float64(s.Load.Barriers*barrierCycles)
+	return used * mmaClocks / step
 }
 
 // SplitPays reports whether a row reduction of n outputs, requesting bytes

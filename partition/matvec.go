@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"tec/contraction"
+	"tec/cost"
 	"tec/gpu"
 	"tec/schedule"
 	"tec/te"
@@ -228,11 +229,6 @@ func stageElems(a te.Expr, k *te.Var, own []*te.Var) int {
 	return n
 }
 
-// dramLatency is the time from a load's issue to its data, for DRAM on
-// the GPUs we plan for: an assumption (about 600 ns under load on A100
-// and H100 in published microbenchmarks), not a measurement of ours.
-const dramLatency = 600e-9
-
 // Bounds of the 16-byte loads a thread has in flight.
 const (
 	minInFlight = 2 // the next loads issue while the last ones return
@@ -240,7 +236,10 @@ const (
 )
 
 // setLoads sets the matrix-vector schedule mv's Parts, Vec and InFlight
-// for the contraction d (see MatVec), once its tiling is chosen.
+// for the contraction d (see MatVec), once its tiling is chosen, and the
+// stage's load path (schedule.LoadPath): InFlight 16-byte loads per
+// column a thread sums where Vec is set, else scalar loads of the wide
+// factor's element (scalarMatVecLoads).
 func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	f, axes := d.Y, d.NAxes
 	if mv.Wide == 0 {
@@ -250,7 +249,9 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	parts := wideParts(f, axes)
 	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec = nil, 0, 0, 0
 	tp, ok := tileParts(parts, mv.Width())
-	if !ok || cols%mv.Width() != 0 {
+	ok = ok && cols%mv.Width() == 0
+	s.Load = schedule.LoadPath{Width: cost.ElemSize(f), InFlight: scalarMatVecLoads(d, mv, !ok && len(parts) > 1)}
+	if !ok {
 		return
 	}
 	if len(tp) > 1 {
@@ -278,7 +279,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	mv.Vec = n
 	// Little's law: an SM must have the DRAM's bandwidth × latency, its
 	// share, in flight; its blocks' threads share that.
-	perSM := g.DRAMBandwidth * dramLatency / float64(max(g.SMs, 1))
+	perSM := cost.InFlightPerSM(g)
 	blocks, _ := g.BlocksPerSM(s.Resources().Block())
 	loads := int(math.Ceil(perSM / float64(max(blocks, 1)*s.Threads*16)))
 	u := min(max(te.NextPow2(loads), minInFlight), maxInFlight)
@@ -289,7 +290,32 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 		u /= 2
 	}
 	mv.InFlight = u
+	s.Load = schedule.LoadPath{Width: 16, InFlight: u * max(mv.Cols, 1)}
 	s.RegsPerThread += 4 * u * max(mv.Cols, 1)
+}
+
+// scalarUnroll is the trips of a loop of constant trip count that nvcc
+// unrolls, at least (its default for a loop too long to unroll whole):
+// the loads of those trips issue before the first is used. The decode
+// step's SASS before its 16-byte loads (docs/benchmarks.md, "Issue 25:
+// decode weights") had 8 and 16 scalar weight loads in flight in the
+// gate/up and W_o loops, one in the Q·K·V loop that chose its tensor at
+// every load.
+const scalarUnroll = 4
+
+// scalarMatVecLoads returns the scalar loads of the wide factor that a
+// thread of matrix-vector tiling mv of d has in flight: one per column
+// it sums for each of the trips of its k loop (a serial loop of constant
+// trip count, backend/lower's sumChunk) that nvcc unrolls (scalarUnroll),
+// or one per column where selects (a tile straddling the parts of a
+// horizontal concatenation: selects is set) or a k mask branch around
+// every load.
+func scalarMatVecLoads(d contraction.Dims, mv *schedule.MatVec, selects bool) int {
+	cols := max(mv.Cols, 1)
+	if selects || contraction.KMaskOf(d) != nil {
+		return cols
+	}
+	return cols * min(scalarUnroll, te.CeilDiv(mv.StagedK(d.K), max(mv.Split, 1)))
 }
 
 // indexCond evaluates a condition on indices alone (comparisons of index

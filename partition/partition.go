@@ -20,7 +20,9 @@
 //
 // The package's files build on one another in one direction, each using
 // only those before it: stage.go (a schedule and its price, as the planner
-// decides them), rows.go (which stages work by rows), tiledep.go (tile
+// decides them), loadpath.go (how each stage's code moves its operands,
+// what the cost model prices its round trips from), rows.go (which
+// stages work by rows), tiledep.go (tile
 // dependences), schedule.go, tensorcore.go and recompute.go (choosing and
 // pricing one stage's schedule), options.go, plan.go (the plan as data),
 // canon.go, counters_matvec.go, blocklocal.go and counters.go (stages that

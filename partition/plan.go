@@ -218,10 +218,19 @@ func (pl *Plan) Format(launch []Launch) string {
 			cost := ""
 			if j < len(k.StageCosts) {
 				sc := k.StageCosts[j]
-				cost = fmt.Sprintf(" [%.2f µs, %s from DRAM]", sc.Time*1e6, byteSize(sc.DRAM))
+				cost = fmt.Sprintf(" [%.2f µs, %s from DRAM, bound: %s]", sc.Time*1e6, byteSize(sc.DRAM), stageBound(sc.Bound, pl.Schedules[t]))
 			}
 			fmt.Fprintf(&b, "    %s%s: %s%s\n", bar, t.Name, pl.Schedules[t], cost)
 		}
+	}
+	return b.String()
+}
+
+// stageBound names what bounds a stage of schedule s (cost.Bound), with
+// its load path where its loads' round trips do.
+func stageBound(b cost.Bound, s *schedule.Schedule) string {
+	if b == cost.BoundLatency && s.Load.Width > 0 {
+		return fmt.Sprintf("%s (%s)", b, s.Load)
 	}
 	return b.String()
 }

@@ -29,6 +29,8 @@ func (s stage) tileK(tm, tn, rm, rn, tk int, out int64) {
 	// The accumulators, one factor element per row and column of the
 	// thread's outputs, and the indexes.
 	s.RegsPerThread = 32 + rm*rn + rm + rn
+	// Each factor staged by a block-stride loop, a load a trip.
+	s.Load.InFlight, s.Load.Prefetch = 1, false
 	s.Bytes = cost.TileBytes(s.Schedule, 4, out)
 	s.UnmaskedBytes = s.Bytes
 	s.priceMask()
@@ -160,7 +162,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	}
 	n := t.NumElements()
 	p := cost.Of(t, x)
-	s := stage{&schedule.Schedule{Threads: threads, RegsPerThread: 32}, &p}
+	s := stage{&schedule.Schedule{Threads: threads, RegsPerThread: 32, Load: scalarPath(t)}, &p}
 	if d, ok := contraction.Of(t); ok {
 		base := s.clone()
 		s.Kind = schedule.Contraction

@@ -320,9 +320,11 @@ type segment struct {
 	finish          [][]float64
 	pool            []float64
 	// When record is set, times[k][o] is stage i+k's own time at o blocks
-	// per SM and fresh[k] the bytes it moves from DRAM (see kernel).
+	// per SM, bounds[k][o] what bounds it (cost.StageBound), and fresh[k]
+	// the bytes it moves from DRAM (see kernel).
 	record bool
 	times  [][]float64
+	bounds [][]cost.Bound
 	fresh  []int64
 	dram   int64 // the sum of fresh
 }
@@ -431,16 +433,17 @@ func (c *coster) extend(sg *segment) {
 	sg.pool = sg.pool[:len(sg.pool)+n]
 	sg.dram += bytes
 	var times []float64
+	var bounds []cost.Bound
 	if sg.record {
-		times = make([]float64, n)
-		sg.times = append(sg.times, times)
+		times, bounds = make([]float64, n), make([]cost.Bound, n)
+		sg.times, sg.bounds = append(sg.times, times), append(sg.bounds, bounds)
 		sg.fresh = append(sg.fresh, bytes)
 	}
 	for o := 1; o <= sg.occ; o++ {
 		grid := c.pl.GPU.SMs * o
-		t := cost.StageTime(c.pl.GPU, s.Schedule, s.Price, bytes, c.own[j], grid)
+		t, bound := cost.StageBound(c.pl.GPU, s.Schedule, s.Price, bytes, c.own[j], grid)
 		if sg.record {
-			times[o] = t
+			times[o], bounds[o] = t, bound
 		}
 		start := 0.0
 		for _, e := range c.prods[j] {
@@ -507,7 +510,8 @@ func (c *coster) kernel(i, e int) *Kernel {
 		k.Cost.FLOPs += s.FLOPs
 	}
 	for j, t := range sg.times {
-		k.StageCosts = append(k.StageCosts, cost.StageEstimate{Time: t[max(sg.occ, 1)], DRAM: sg.fresh[j]})
+		o := max(sg.occ, 1)
+		k.StageCosts = append(k.StageCosts, cost.StageEstimate{Time: t[o], DRAM: sg.fresh[j], Bound: sg.bounds[j][o]})
 	}
 	return k
 }

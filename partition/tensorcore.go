@@ -131,6 +131,7 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 	// A warp's accumulators, its fragments and the indexes.
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16 +
 		prefetchRegs(st.X, s.TileM*s.TileK, in, s.Threads) + prefetchRegs(st.Y, s.TileK*s.TileN, in, s.Threads)
+	s.Load = tensorCorePath(st, stages, s.TileM, s.TileN, s.TileK, in, s.Threads)
 	s.Bytes = cost.TileBytes(s.Schedule, size, t.Bytes())
 	if s.Mask != nil {
 		s.Skipped = s.Price.SkipMasked(s.Schedule, size, s.Bytes)

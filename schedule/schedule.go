@@ -113,6 +113,9 @@ type Schedule struct {
 	// f32 partials that a finishing pass, after a grid sync, adds in chunk
 	// order before the epilogue; 0 or 1 means none.
 	KSplit, KChunk int
+	// Load is how the stage's code moves its operands from global memory
+	// (LoadPath), what the cost model prices its round trips from.
+	Load LoadPath
 }
 
 // Resources returns what one block of the stage occupies.

@@ -11,10 +11,10 @@ import (
 )
 
 // TestExplainPlan checks that "tec explain --plan" shows every kernel
-// boundary of the full-size EfficientNet with its reason and numbers, as
-// text and as JSON.
+// boundary of the full-size EfficientNet at f16 with its reason and
+// numbers, and what bounds each stage, as text and as JSON.
 func TestExplainPlan(t *testing.T) {
-	code, stdout, stderr := runTec(t, "explain", "../../examples/efficientnet.te", "--plan", "--summary", "--json")
+	code, stdout, stderr := runTec(t, "explain", "../../examples/efficientnet.te", "--precision", "f16", "--ptxas", "off", "--plan", "--summary", "--json")
 	if code != exitOK {
 		t.Fatalf("status %d\n%s", code, stderr)
 	}
@@ -40,6 +40,7 @@ func TestExplainPlan(t *testing.T) {
 		case i > 0 && (k.Boundary == nil || k.Boundary.Reason == "" || k.Boundary.Before != k.Stages[0]):
 			t.Errorf("kernel %d: boundary %+v, first stage %s", i, k.Boundary, k.Stages[0])
 		}
+		checkStageCosts(t, i, k)
 	}
 
 	// The LSTM's steps read their weights through the weight cache.
@@ -53,12 +54,35 @@ func TestExplainPlan(t *testing.T) {
 		t.Errorf("LSTM plan: %+v; want one kernel whose weight cache holds all 3 slices", k)
 	}
 
+	code, stdout, _ = runTec(t, "explain", "../../examples/mmoe.te", "--plan", "--summary", "--ptxas", "off")
+	if code != exitOK || !strings.Contains(stdout, "from DRAM, bound: ") {
+		t.Errorf("text plan: status %d, no stage's bound\n%s", code, stdout)
+	}
+
 	code, stdout, _ = runTec(t, "explain", "../../examples/bert.te", "--plan", "--summary", "-O0")
 	if code != exitOK || !strings.Contains(stdout, "partition at -O0:") {
 		t.Fatalf("text plan at -O0: status %d\n%s", code, stdout)
 	}
 	if code, _, stderr := runTec(t, "explain", "../../examples/bert.te", "--plan", "--gpu", "tpu"); code != exitUsage || !strings.Contains(stderr, "--gpu") {
 		t.Errorf("unknown GPU: status %d, stderr %q", code, stderr)
+	}
+}
+
+// checkStageCosts checks the predictions of kernel i's stages, k: one
+// per stage in its order, each with a bound the cost model names, a time
+// (but a stage in another's epilogue) and its loads described.
+func checkStageCosts(t *testing.T, i int, k planKernel) {
+	t.Helper()
+	bounds := map[string]bool{"DRAM": true, "L2": true, "tensor": true, "FP32 issue": true, "latency": true, "grid syncs": true, "none (in an epilogue)": true}
+	if len(k.StageCosts) != len(k.Stages) {
+		t.Errorf("kernel %d: %d stage costs for %d stages", i, len(k.StageCosts), len(k.Stages))
+		return
+	}
+	for j, sc := range k.StageCosts {
+		epilogue := sc.Bound == "none (in an epilogue)"
+		if sc.Stage != k.Stages[j] || !bounds[sc.Bound] || (sc.PredictedUS > 0) == epilogue || sc.LoadBytes <= 0 || sc.LoadsInFlight <= 0 {
+			t.Errorf("kernel %d, stage %d (%s): %+v", i, j, k.Stages[j], sc)
+		}
 	}
 }
 

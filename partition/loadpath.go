@@ -1,0 +1,97 @@
+package partition
+
+import (
+	"tec/contraction"
+	"tec/cost"
+	"tec/schedule"
+	"tec/te"
+)
+
+// The load paths of the stages (schedule.LoadPath), as backend/lower emits
+// them: what the cost model prices their round trips from. A stage whose
+// schedule is made here first takes scalarPath; the tiles that move more
+// at once set their own: tensor-core tiles from their operands' staging
+// (tensorCorePath), matrix-vector tiles from their 16-byte loads
+// (setLoads), SIMT tiles their staging loops' one load (tileK).
+
+// scalarPath returns the load path of t's body as a thread-stride or
+// block-stride loop computes it, one point a trip: scalar loads of the
+// widest element its body loads (cost.ElemSize), as many in flight as one
+// trip's distinct loads, which are independent of one another — the loads
+// of t's top-level reductions' bodies where it has any (their loops'
+// trips), else those of its body; at least one.
+func scalarPath(t *te.Tensor) schedule.LoadPath {
+	n := 0
+	if reds := te.TopReduces(t.Body); len(reds) > 0 {
+		for _, r := range reds {
+			n = max(n, distinctLoads(r.Body))
+		}
+	} else {
+		n = distinctLoads(t.Body)
+	}
+	return schedule.LoadPath{Width: cost.ElemSize(t.Body), InFlight: max(n, 1)}
+}
+
+// distinctLoads counts e's distinct loads (tensor and indexes), leaving
+// out those of reductions nested in it.
+func distinctLoads(e te.Expr) int {
+	seen := map[string]bool{}
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			return false
+		case *te.Load:
+			seen[te.FormatExpr(x)] = true
+		}
+		return true
+	})
+	return len(seen)
+}
+
+// tensorCorePath returns the load path of a tensor-core tile of
+// tm×tn outputs, staging tk of K at a time for threads threads into
+// stages copies of its operand tiles, its operands of type in staged as
+// st says (contraction.StagingOf). A
+// 16-byte operand (cp.async or a register prefetch) has all of its
+// step's chunks in flight at once, one round trip a step (a prefetch's
+// chunks each take Loads loads, an f32 source's two; both operands'
+// are issued before either is waited for), and the next
+// step's in flight while the warps compute where shared memory holds two
+// stages (one barrier a step; else two, as element staging takes, before
+// its stores and after its MMAs); an operand staged element by
+// element has one load in flight a trip of its blockDim.x-stride loop,
+// whose trip count the compiler does not know, so as many round trips
+// as a thread's elements. The path's bytes in flight are the step's
+// bytes over its round trips.
+func tensorCorePath(st contraction.Staging, stages, tm, tn, tk int, in te.DType, threads int) schedule.LoadPath {
+	size := in.Size()
+	var bytes, trips int
+	width, loads, vector := 16, 0, false
+	for _, o := range []struct {
+		op    contraction.Operand
+		elems int
+	}{{st.X, tm * tk}, {st.Y, tk * tn}} {
+		per := te.CeilDiv(o.elems, threads) // a thread's elements a step
+		bytes += per * size
+		if o.op.Mode == contraction.StageElements {
+			trips += per
+			width = min(width, size)
+			continue
+		}
+		vector = true
+		loads += te.CeilDiv(per*size, 16) * max(o.op.Loads, 1)
+	}
+	if vector {
+		trips++ // both operands' 16-byte transfers issued before either waits
+	}
+	p := schedule.LoadPath{Width: width, Prefetch: stages == 2, Barriers: 2}
+	if p.Prefetch {
+		p.Barriers = 1
+	}
+	if width == 16 {
+		p.InFlight = max(loads/trips, 1)
+	} else {
+		p.InFlight = max(bytes/trips/width, 1)
+	}
+	return p
+}
