@@ -24,6 +24,10 @@ type planReport struct {
 
 type planKernel struct {
 	Stages []string `json:"stages"`
+	// StageCosts are the cost model's predictions of the stages, in
+	// their order (the cost strategy, -O3 and up): each one's time, what
+	// it moves from DRAM, and what bounds it.
+	StageCosts []planStage `json:"stage_costs,omitempty"`
 	// Grid is the blocks the kernel is launched with, as in tec build's
 	// report; PlanGrid is the plan's all-resident grid, and GridReason
 	// says why Grid differs from it.
@@ -56,6 +60,21 @@ type planKernel struct {
 	Spilled []string `json:"spilled,omitempty"`
 	// WeightCache is the kernel's cache of reused weights (-O4).
 	WeightCache *planCache `json:"weight_cache,omitempty"`
+}
+
+// planStage is the prediction of one stage (cost.StageEstimate): its
+// time, its bytes from DRAM, the term of the cost model that bounds it
+// (cost.Bound: "DRAM", "L2", "tensor", "FP32 issue", "latency", "grid
+// syncs", or "none (in an epilogue)"), and how its code moves its
+// operands (schedule.LoadPath): the bytes of one load instruction and the
+// loads a thread has in flight per round trip.
+type planStage struct {
+	Stage         string    `json:"stage"`
+	PredictedUS   jsonFloat `json:"predicted_us"`
+	DRAMBytes     int64     `json:"dram_bytes"`
+	Bound         string    `json:"bound"`
+	LoadBytes     int       `json:"load_bytes,omitempty"`
+	LoadsInFlight int       `json:"loads_in_flight,omitempty"`
 }
 
 // planCache describes a schedule.WeightCache.
@@ -199,6 +218,7 @@ func newPlanReport(p *kernelPlan, level int) *planReport {
 			PredictedMS: jsonFloat(k.Cost.Total() * 1e3),
 		}
 		kr.Stages = names(k.Stages)
+		kr.StageCosts = stageCosts(pl, k)
 		kr.RegistersUsed, kr.RegistersSource = k.Resources.RegsPerThread, "estimate"
 		if p.Registers != nil && i < len(p.Registers.Kernels) {
 			rk := p.Registers.Kernels[i]
@@ -220,6 +240,19 @@ func newPlanReport(p *kernelPlan, level int) *planReport {
 		r.Kernels = append(r.Kernels, kr)
 	}
 	return r
+}
+
+// stageCosts returns the predictions of kernel k's stages in plan pl;
+// none where the plan has none (-O0 to -O2).
+func stageCosts(pl *partition.Plan, k *partition.Kernel) []planStage {
+	var out []planStage
+	for j, sc := range k.StageCosts {
+		t := k.Stages[j]
+		load := pl.Schedules[t].Load
+		out = append(out, planStage{Stage: t.Name, PredictedUS: jsonFloat(sc.Time * 1e6), DRAMBytes: sc.DRAM,
+			Bound: sc.Bound.String(), LoadBytes: load.Width, LoadsInFlight: load.InFlight})
+	}
+	return out
 }
 
 // names returns the names of ts.
