@@ -48,21 +48,20 @@ func distinctLoads(e te.Expr) int {
 	return len(seen)
 }
 
-// tensorCorePath returns the load path of a tensor-core tile of
-// tm×tn outputs, staging tk of K at a time for threads threads into
-// stages copies of its operand tiles, its operands of type in staged as
-// st says (contraction.StagingOf). A
-// 16-byte operand (cp.async or a register prefetch) has all of its
-// step's chunks in flight at once, one round trip a step (a prefetch's
-// chunks each take Loads loads, an f32 source's two; both operands'
-// are issued before either is waited for), and the next
-// step's in flight while the warps compute where shared memory holds two
-// stages (one barrier a step; else two, as element staging takes, before
-// its stores and after its MMAs); an operand staged element by
+// tensorCorePath returns the load path of a tensor-core tile of tm×tn
+// outputs, staging tk of K at a time for threads threads into stages
+// copies of its operand tiles, its operands of type in staged as st says
+// (contraction.StagingOf). A 16-byte operand (cp.async or a register
+// prefetch) has all its step's chunks in flight at once (a prefetch's
+// chunks take Loads loads each, an f32 source's two), both operands'
+// issued before either is waited for: one round trip a step; with two
+// stages in shared memory the next step's are in flight while the warps
+// compute this one, one barrier a step. An operand staged element by
 // element has one load in flight a trip of its blockDim.x-stride loop,
-// whose trip count the compiler does not know, so as many round trips
-// as a thread's elements. The path's bytes in flight are the step's
-// bytes over its round trips.
+// whose trip count the compiler does not know: as many round trips as a
+// thread's elements, and two barriers a step (before its stores, after
+// the MMAs). The path's loads in flight are the step's bytes over its
+// round trips, in loads of its narrowest width.
 func tensorCorePath(st contraction.Staging, stages, tm, tn, tk int, in te.DType, threads int) schedule.LoadPath {
 	size := in.Size()
 	var bytes, trips int

@@ -1,0 +1,71 @@
+package partition
+
+import (
+	"testing"
+
+	"tec/contraction"
+	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
+	"tec/te"
+)
+
+// TestTensorCorePath checks the load paths of a 64×128 tensor-core tile
+// staging 32 of K for 256 threads (8 elements of X and 16 of Y a thread
+// a step, f16): cp.async and a register prefetch move 16 bytes a load,
+// all of a step's in flight at once, the next step's while the warps
+// compute (one barrier); element staging one load of 2 bytes (TF32's 4)
+// a round trip, two barriers; a tile of one 16-byte operand and one
+// staged by elements its step's bytes over its round trips; and one
+// stage of shared memory no prefetch.
+func TestTensorCorePath(t *testing.T) {
+	async := contraction.Operand{Mode: contraction.StageAsync}
+	vector := contraction.Operand{Mode: contraction.StageVector, Loads: 1}
+	f32src := contraction.Operand{Mode: contraction.StageVector, Loads: 2}
+	elems := contraction.Operand{Mode: contraction.StageElements}
+	for _, tt := range []struct {
+		name   string
+		st     contraction.Staging
+		stages int
+		in     te.DType
+		want   schedule.LoadPath
+	}{
+		{"cp.async", contraction.Staging{X: async, Y: async}, 2, te.F16, schedule.LoadPath{Width: 16, InFlight: 3, Prefetch: true, Barriers: 1}},
+		{"prefetch", contraction.Staging{X: vector, Y: vector}, 2, te.F16, schedule.LoadPath{Width: 16, InFlight: 3, Prefetch: true, Barriers: 1}},
+		{"prefetch of f32 sources", contraction.Staging{X: f32src, Y: f32src}, 2, te.F16, schedule.LoadPath{Width: 16, InFlight: 6, Prefetch: true, Barriers: 1}},
+		{"elements", contraction.Staging{X: elems, Y: elems}, 1, te.F16, schedule.LoadPath{Width: 2, InFlight: 1, Barriers: 2}},
+		{"TF32 elements", contraction.Staging{X: elems, Y: elems}, 1, te.F32, schedule.LoadPath{Width: 4, InFlight: 1, Barriers: 2}},
+		// X's 8 elements, 8 round trips, and Y's 32 bytes, one: 48 bytes
+		// over 9 round trips, 2 loads of 2 bytes.
+		{"mixed", contraction.Staging{X: elems, Y: vector}, 2, te.F16, schedule.LoadPath{Width: 2, InFlight: 2, Prefetch: true, Barriers: 1}},
+		{"one stage", contraction.Staging{X: vector, Y: vector}, 1, te.F16, schedule.LoadPath{Width: 16, InFlight: 3, Barriers: 2}},
+	} {
+		if got := tensorCorePath(tt.st, tt.stages, 64, 128, 32, tt.in, 256); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestScalarPath checks the load path of a stage's scalar loop: one
+// trip's distinct loads in flight (a load read twice counts once), at
+// the widest element it loads; a reduction's loop its body's loads.
+func TestScalarPath(t *testing.T) {
+	b := tb.New("p")
+	x, y := b.InputOf("x", te.F16, 64, 256), b.InputOf("y", te.F32, 64, 256)
+	add := b.Compute("add", tb.Shape(64, 256), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Add, tb.Bin(te.Mul, tb.Ld(x, ax...), tb.Ld(x, ax...)), tb.Ld(y, ax...))
+	})
+	sum := b.ComputeOf("sum", te.F16, tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 256, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) })
+	})
+	for _, tt := range []struct {
+		t    *te.Tensor
+		want schedule.LoadPath
+	}{
+		{add, schedule.LoadPath{Width: 4, InFlight: 2}},
+		{sum, schedule.LoadPath{Width: 2, InFlight: 1}},
+	} {
+		if got := scalarPath(tt.t); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.t.Name, got, tt.want)
+		}
+	}
+}
