@@ -6,8 +6,12 @@
 // schedule changes (TileBytes, MatVecBytes, ResidentBytes,
 // Price.SkipMasked, Price.Hoisted). StageTime, and its forms for a stage
 // alone (Alone, Solo, Ideal), is the time that work takes on a GPU model,
-// from its rates and the fraction of them a schedule's tiles reach
-// (Efficiency); RecomputePays, SplitPays and FewRowsPay answer the
+// from its rates, the fraction of them a schedule's tiles reach
+// (Efficiency: for tensor cores, the shared-memory wavefronts and
+// barriers of a k step) and the round trips of the stage's loads
+// (LatencyTime: Little's law on its schedule.LoadPath, at DRAMLatency
+// and L2Latency); StageBound names the term that bounds it.
+// RecomputePays, SplitPays and FewRowsPay answer the
 // planner's questions of one stage; an Estimate is a kernel's predicted
 // time, its parts and its traffic.
 package cost
