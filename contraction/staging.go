@@ -83,7 +83,7 @@ func (s Staging) Stages() int {
 // its m or n points, else k-major for X and n-major for Y. An operand moves
 // 16 bytes per instruction where each of its loads that moves along the
 // tile's contiguous axis reads, at every vector of that axis, consecutive
-// and 16-byte aligned elements (see contiguous), none of them under a
+// and 16-byte aligned elements (te.Load.Contiguous), none of them under a
 // select (which may guard a read out of bounds), with an extent along
 // that axis a multiple of the vector; several axes count as one, row-major.
 // Both operands are copied by cp.async when both are bare loads of the
@@ -128,7 +128,7 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
 	if te.Contains(e, func(x te.Expr) bool { _, ok := x.(*te.Reduce); return ok }) {
 		return Operand{Why: "it holds a reduction"}
 	}
-	along, sub := flatAxes(axes, ext)
+	along, sub := te.FlatAxes(axes, ext)
 	moves := func(x te.Expr) bool {
 		ld, ok := x.(*te.Load)
 		if !ok {
@@ -163,7 +163,7 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
 			ld = &te.Load{Tensor: ld.Tensor, Index: idx}
 		}
 		bytes := n * ld.Tensor.DType.Size() // one vector's
-		if bytes%16 != 0 || !contiguous(ld, along, n) {
+		if bytes%16 != 0 || !ld.Contiguous(along, n) {
 			op = Operand{Why: "its load of " + ld.Tensor.Name + " is not contiguous and 16-byte aligned along the tile's axis"}
 			return false
 		}
@@ -171,27 +171,6 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
 		return false
 	})
 	return op
-}
-
-// flatAxes returns a variable of the ext points of axes, row-major, and
-// the substitution of each axis by its index in it (an axis alone is
-// itself).
-func flatAxes(axes []*te.Var, ext int) (*te.Var, func(*te.Var) (te.Index, bool)) {
-	if len(axes) == 1 {
-		return axes[0], func(*te.Var) (te.Index, bool) { return te.Index{}, false }
-	}
-	f := &te.Var{Name: "flat", Extent: ext}
-	at := map[*te.Var]te.Index{}
-	stride := 1
-	for i := len(axes) - 1; i >= 0; i-- {
-		x := te.VarIndex(f).Div(stride)
-		if i > 0 {
-			x = x.Mod(axes[i].Extent)
-		}
-		at[axes[i]] = x
-		stride *= axes[i].Extent
-	}
-	return f, func(v *te.Var) (te.Index, bool) { x, ok := at[v]; return x, ok }
 }
 
 // bareLoad returns e as a load of a tensor of type in, looking through
@@ -210,131 +189,4 @@ func bareLoad(e te.Expr, in te.DType) (*te.Load, bool) {
 			return nil, false
 		}
 	}
-}
-
-// contiguous reports whether load ld, where along takes the values
-// n·q, ..., n·q + n-1 of a vector, reads n consecutive elements from a
-// multiple of n, whatever q and the other variables are: its flat offset
-// is along (coefficient 1) plus terms that stay multiples of n (or
-// variables of one point, always 0), where a
-// term floor((along + a) / d) is constant over the vector and
-// (along + a) mod d moves with it when n divides a's coefficients and d
-// (a reshape's index map). Since every buffer starts 16-byte aligned,
-// such a vector is an aligned 16-byte access for n = 16 / element size.
-func contiguous(ld *te.Load, along *te.Var, n int) bool {
-	if ld.IsGather() || len(ld.Index) != len(ld.Tensor.Shape) {
-		return false
-	}
-	var flat te.Index
-	stride := 1
-	for d := len(ld.Index) - 1; d >= 0; d-- {
-		flat = flat.Add(ld.Index[d].Simplify().Scale(stride))
-		stride *= ld.Tensor.Shape[d]
-	}
-	flat = mergeDivMod(flat)
-	if flat.Const%n != 0 {
-		return false
-	}
-	unit := 0 // the offset's coefficient on the position in the vector
-	for _, t := range flat.Terms {
-		a := t.Atom
-		switch {
-		case a.Op == te.AtomVar && a.Var == along:
-			unit += t.Coef
-		case a.Op == te.AtomVar && a.Var.Extent == 1:
-			// always 0 (a 1×1 convolution's window)
-		case a.Op == te.AtomVar || !a.Arg.Uses(along):
-			if t.Coef%n != 0 {
-				return false
-			}
-		default:
-			if a.Divisor%n != 0 || !alongPlusMultiple(*a.Arg, along, n) {
-				return false
-			}
-			if a.Op == te.AtomMod {
-				unit += t.Coef
-			} else if t.Coef%n != 0 {
-				return false
-			}
-		}
-	}
-	return unit == 1
-}
-
-// alongPlusMultiple reports whether x is along + a, where a does not use
-// along and every coefficient of a, and its constant, are multiples of n.
-func alongPlusMultiple(x te.Index, along *te.Var, n int) bool {
-	if x.Const%n != 0 {
-		return false
-	}
-	seen := false
-	for _, t := range x.Terms {
-		if t.Atom.Op == te.AtomVar && t.Atom.Var == along {
-			seen = t.Coef == 1
-			if !seen {
-				return false
-			}
-			continue
-		}
-		if t.Atom.Op == te.AtomVar && t.Atom.Var.Extent == 1 {
-			continue
-		}
-		if t.Coef%n != 0 || t.Atom.Op != te.AtomVar && t.Atom.Arg.Uses(along) {
-			return false
-		}
-	}
-	return seen
-}
-
-// mergeDivMod rewrites x's pairs of terms that a row-major reshape splits
-// back into one: b·d·floor(y/d) + b·(y mod d) is b·y, and
-// b·d·(floor(y/d) mod e) + b·(y mod d) is b·(y mod d·e) (the offset of a
-// pixel oh·W + ow, where oh and ow are a flat index's digits).
-func mergeDivMod(x te.Index) te.Index {
-	for {
-		y, i, j, ok := divModPair(x)
-		if !ok {
-			return x
-		}
-		var rest []te.Term
-		for k, t := range x.Terms {
-			if k != i && k != j {
-				rest = append(rest, t)
-			}
-		}
-		x = te.Index{Terms: rest, Const: x.Const}.Add(y)
-	}
-}
-
-// divModPair finds in x a term b·(y mod d) (i) and a term that, with it,
-// makes a multiple of y or of y mod d·e (j), and returns their sum.
-func divModPair(x te.Index) (sum te.Index, i, j int, ok bool) {
-	for i, ti := range x.Terms {
-		if ti.Atom.Op != te.AtomMod {
-			continue
-		}
-		y, d, b := *ti.Atom.Arg, ti.Atom.Divisor, ti.Coef
-		for j, tj := range x.Terms {
-			if j == i || tj.Coef != b*d {
-				continue
-			}
-			a := tj.Atom
-			switch {
-			case a.Op == te.AtomDiv && a.Divisor == d && a.Arg.Equal(y):
-				return y.Scale(b), i, j, true
-			case a.Op == te.AtomMod && isDivOf(*a.Arg, y, d):
-				return y.Mod(d * a.Divisor).Scale(b), i, j, true
-			}
-		}
-	}
-	return te.Index{}, 0, 0, false
-}
-
-// isDivOf reports whether x is floor(y / d).
-func isDivOf(x, y te.Index, d int) bool {
-	if x.Const != 0 || len(x.Terms) != 1 || x.Terms[0].Coef != 1 {
-		return false
-	}
-	a := x.Terms[0].Atom
-	return a.Op == te.AtomDiv && a.Divisor == d && a.Arg.Equal(y)
 }

@@ -138,7 +138,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		case schedule.RowReduce:
 			l.blockReduceOrElementwise(t, tmp, &stage)
 		case schedule.Rows:
-			l.rows(t, s.RowAxes, &stage)
+			l.rows(t, s.RowAxes, tmp, &stage)
 		case schedule.SplitReduce:
 			init := l.splitReduce(t, s, tmp, &stage, opts.Deterministic)
 			inits = append(inits, init...)
@@ -193,12 +193,30 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 }
 
 // rows computes t a block per row (its first rowAxes axes), the block's
-// threads sharing the row's elements.
-func (l *lowerer) rows(t *te.Tensor, rowAxes int, body *[]kir.Stmt) {
+// threads sharing the row's elements, a vector of them each where
+// vectorElems allows (k receives the vectors' local arrays).
+func (l *lowerer) rows(t *te.Tensor, rowAxes int, k *kir.Kernel, body *[]kir.Stmt) {
 	r, c := product(t.Axes[:rowAxes]), product(t.Axes[rowAxes:])
 	buf := l.bufs[t]
 	o, e := kir.NewVar("row", te.I32), kir.NewVar("e", te.I32)
 	g := l.gen(nil)
+	if vec, moving := vectorElems(t, buf); vec > 0 {
+		ev := kir.NewVar("ev", te.I32)
+		ok := false
+		inner := g.into(func() {
+			g.emit(&kir.Let{Var: e, Value: kir.Mul(ev, kir.I(vec))})
+			bind(g, t.Axes[:rowAxes], o)
+			bind(g, t.Axes[rowAxes:], e)
+			ok = l.storeVector(g, t, vec, moving, kir.Add(kir.Mul(o, kir.I(c)), e), k)
+		})
+		if ok {
+			*body = append(*body, &kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(r), Body: []kir.Stmt{
+				&kir.For{Var: ev, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c / vec), Body: inner},
+			}})
+			return
+		}
+		g = l.gen(nil)
+	}
 	inner := g.into(func() {
 		bind(g, t.Axes[:rowAxes], o)
 		bind(g, t.Axes[rowAxes:], e)

@@ -314,12 +314,18 @@ func axisIndexes(t *te.Tensor) []te.Index {
 	return ix
 }
 
-// elementwise computes a thread per output element.
+// elementwise computes a thread per output element, or in a kernel of
+// its own, a thread per vector of them where vectorElems allows.
 func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 	n := t.NumElements()
+	buf := l.bufs[t]
+	if l.threads == 0 { // a kernel of its own: no counters tile its elements
+		if vec, moving := vectorElems(t, buf); vec > 0 && l.elementwiseVector(t, vec, moving, k, body) {
+			return
+		}
+	}
 	k.Block = min(l.opts.BlockSize, max(32, te.NextPow2(n)))
 	k.Grid = kir.Grid{Blocks: max(1, te.CeilDiv(n, k.Block))}
-	buf := l.bufs[t]
 	i := kir.NewVar("i", te.I32)
 	g := l.gen(nil)
 	inner := g.into(func() {
@@ -328,6 +334,28 @@ func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 		g.emit(&kir.Store{Buf: buf, Index: i, Value: convert(v, buf.ValueType())})
 	})
 	*body = append(*body, &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
+}
+
+// elementwiseVector computes t a thread per vector of vec elements
+// (storeVector), and reports false, emitting nothing, where a moving load
+// is not a plain one after all.
+func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, k *kir.Kernel, body *[]kir.Stmt) bool {
+	n := t.NumElements() / vec
+	iv, i := kir.NewVar("iv", te.I32), kir.NewVar("i", te.I32)
+	g := l.gen(nil)
+	ok := false
+	inner := g.into(func() {
+		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
+		bind(g, t.Axes, i)
+		ok = l.storeVector(g, t, vec, moving, i, k)
+	})
+	if !ok {
+		return false
+	}
+	k.Block = min(l.opts.BlockSize, max(32, te.NextPow2(n)))
+	k.Grid = kir.Grid{Blocks: max(1, te.CeilDiv(n, k.Block))}
+	*body = append(*body, &kir.For{Var: iv, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
+	return true
 }
 
 // treeReduce emits the reduction of each thread's acc over a block of

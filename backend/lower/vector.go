@@ -1,0 +1,122 @@
+package lower
+
+import (
+	"fmt"
+	"slices"
+
+	"tec/backend/kir"
+	"tec/te"
+)
+
+// A loop over the elements of a tensor whose body moves along the last
+// axis with contiguous loads computes a vector of elements per thread:
+// 16 bytes of the tensor's storage type, each load that moves along the
+// axis read with 16-byte loads into registers (two for 8 elements of
+// f32), the elements computed there, and one 16-byte store (vectorElems,
+// storeVector).
+
+// vectorElems returns the elements of t that a thread computes at once —
+// a 16-byte vector of its storage type — and the loads of its body that
+// move along its last axis, where that applies: an f32, i32, f16 or bf16
+// tensor whose last extent is a multiple of the vector, whose body has no
+// reduction, and whose moving loads each read the vector's elements
+// contiguous and aligned (te.Load.Contiguous) as whole 16-byte vectors,
+// none of them under a select (which may guard a read out of bounds). It
+// returns 0 otherwise.
+func vectorElems(t *te.Tensor, buf *kir.Buffer) (int, []*te.Load) {
+	switch buf.DType {
+	case te.F32, te.I32, te.F16, te.BF16:
+	default:
+		return 0, nil
+	}
+	n := kir.VecLen(buf.DType)
+	if len(t.Axes) == 0 || t.Axes[len(t.Axes)-1].Extent%n != 0 {
+		return 0, nil
+	}
+	last := t.Axes[len(t.Axes)-1]
+	moves := func(x te.Expr) bool {
+		ld, ok := x.(*te.Load)
+		return ok && te.UsedVars(ld)[last]
+	}
+	var moving []*te.Load
+	ok := true
+	te.Walk(t.Body, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			ok = false
+		case *te.Select:
+			ok = ok && !te.Contains(x.Then, moves) && !te.Contains(x.Else, moves)
+		case *te.Load:
+			if !moves(x) {
+				return ok
+			}
+			ok = ok && n*x.Tensor.DType.Size()%kir.VecBytes == 0 && x.Contiguous(last, n)
+			if !slices.Contains(moving, x) {
+				moving = append(moving, x)
+			}
+			return false
+		}
+		return ok
+	})
+	if !ok {
+		return 0, nil
+	}
+	return n, moving
+}
+
+// storeVector emits the computation of the n elements of t (vectorElems)
+// from the one that g binds t's axes to, its last axis at a multiple of
+// n, and their 16-byte store at at, t's flat index there: the moving
+// loads read into local arrays, which it adds to k, and the elements
+// computed from them. It reports false, emitting nothing, where a moving
+// load does not lower to a plain load.
+func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at kir.Expr, k *kir.Kernel) bool {
+	buf := l.bufs[t]
+	var vecs []*kir.Buffer
+	local := make([]*te.Tensor, len(moving))
+	body := g.into(func() {
+		for i, ld := range moving {
+			kl, isLoad := g.expr(ld).(*kir.Load)
+			if !isLoad || n%kir.VecLen(kl.Buf.DType) != 0 {
+				vecs = nil
+				return
+			}
+			v := &kir.Buffer{Name: fmt.Sprintf("%s.v%d", t.Name, i), Space: kir.Local, DType: kl.Buf.DType, Shape: []int{n}}
+			vecs = append(vecs, v)
+			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
+				g.emit(&kir.VecCopy{Dst: v, DstIndex: kir.I(q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+			}
+			local[i] = &te.Tensor{Name: v.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{n}}
+			g.bufs[local[i]] = v
+		}
+		out := &kir.Buffer{Name: t.Name + ".vo", Space: kir.Local, DType: buf.DType, Shape: []int{n}}
+		vecs = append(vecs, out)
+		last := t.Axes[len(t.Axes)-1]
+		base := g.env[last]
+		for j := range n {
+			aj := kir.NewVar(last.Name, te.I32)
+			g.emit(&kir.Let{Var: aj, Value: addIndex(base, j)})
+			g.env[last] = aj
+			e := te.Replace(t.Body, func(x te.Expr) te.Expr {
+				for i, ld := range moving {
+					if x == te.Expr(ld) {
+						return &te.Load{Tensor: local[i], Index: []te.Index{te.Const(j)}}
+					}
+				}
+				return nil
+			})
+			g.emit(&kir.Store{Buf: out, Index: kir.I(j), Value: convert(g.expr(e), buf.ValueType())})
+		}
+		g.env[last] = base
+		g.emit(&kir.VecCopy{Dst: buf, DstIndex: at, Src: out, SrcIndex: kir.I(0)})
+	})
+	for _, t := range local {
+		delete(g.bufs, t)
+	}
+	if len(vecs) != len(moving)+1 {
+		return false
+	}
+	k.Locals = append(k.Locals, vecs...)
+	g.emit(body...)
+	return true
+}
