@@ -200,14 +200,14 @@ func (l *lowerer) rows(t *te.Tensor, rowAxes int, k *kir.Kernel, body *[]kir.Stm
 	buf := l.bufs[t]
 	o, e := kir.NewVar("row", te.I32), kir.NewVar("e", te.I32)
 	g := l.gen(nil)
-	if vec, moving := vectorElems(t, buf); vec > 0 {
+	if vec, moving := vectorElems(t, buf, nil); vec > 0 {
 		ev := kir.NewVar("ev", te.I32)
 		ok := false
 		inner := g.into(func() {
 			g.emit(&kir.Let{Var: e, Value: kir.Mul(ev, kir.I(vec))})
 			bind(g, t.Axes[:rowAxes], o)
 			bind(g, t.Axes[rowAxes:], e)
-			ok = l.storeVector(g, t, vec, moving, kir.Add(kir.Mul(o, kir.I(c)), e), k)
+			ok = l.storeVector(g, t, vec, moving, kir.Add(kir.Mul(o, kir.I(c)), e), k, nil, nil)
 		})
 		if ok {
 			*body = append(*body, &kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(r), Body: []kir.Stmt{

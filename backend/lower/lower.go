@@ -320,7 +320,7 @@ func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 	n := t.NumElements()
 	buf := l.bufs[t]
 	if l.threads == 0 { // a kernel of its own: no counters tile its elements
-		if vec, moving := vectorElems(t, buf); vec > 0 && l.elementwiseVector(t, vec, moving, k, body) {
+		if vec, moving := vectorElems(t, buf, nil); vec > 0 && l.elementwiseVector(t, vec, moving, k, body) {
 			return
 		}
 	}
@@ -347,7 +347,7 @@ func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, k 
 	inner := g.into(func() {
 		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
 		bind(g, t.Axes, i)
-		ok = l.storeVector(g, t, vec, moving, i, k)
+		ok = l.storeVector(g, t, vec, moving, i, k, nil, nil)
 	})
 	if !ok {
 		return false

@@ -387,8 +387,55 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	}
 	*body = append(*body, &kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(NB * mtiles * ntiles * split), Body: inner})
 	if split > 1 {
-		*body = append(*body, &kir.GridSync{}, l.finishSplit(t, r, part, split, size))
+		fin := l.finishSplitVector(t, r, part, split, size, k)
+		if fin == nil {
+			fin = l.finishSplit(t, r, part, split, size)
+		}
+		*body = append(*body, &kir.GridSync{}, fin)
 	}
+}
+
+// finishSplitVector is finishSplit with a thread per vector of t's
+// elements where vectorElems allows: 16-byte loads of each chunk's
+// partials (two per chunk for 8 elements), added in chunk order, and the
+// body's moving loads and store as storeVector makes them. It returns nil
+// where that does not apply; k receives the local arrays.
+func (l *lowerer) finishSplitVector(t *te.Tensor, r *te.Reduce, part *kir.Buffer, split, size int, k *kir.Kernel) kir.Stmt {
+	buf := l.bufs[t]
+	vec, moving := vectorElems(t, buf, r)
+	if vec == 0 {
+		return nil
+	}
+	acc := &kir.Buffer{Name: t.Name + ".acc", Space: kir.Local, DType: te.F32, Shape: []int{vec}}
+	p := &kir.Buffer{Name: t.Name + ".p", Space: kir.Local, DType: te.F32, Shape: []int{vec}}
+	iv, i := kir.NewVar("iv", te.I32), kir.NewVar("i", te.I32)
+	g := l.gen(nil)
+	ok := false
+	fin := g.into(func() {
+		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
+		vl := kir.VecLen(te.F32)
+		for c := range split {
+			dst := acc
+			if c > 0 {
+				dst = p
+			}
+			for q := 0; q < vec; q += vl {
+				g.emit(&kir.VecCopy{Dst: dst, DstIndex: kir.I(q), Src: part, SrcIndex: addIndex(kir.Add(kir.I(c*size), i), q)})
+			}
+			if c > 0 {
+				for j := range vec {
+					g.emit(&kir.Store{Buf: acc, Index: kir.I(j), Value: kir.Add(kir.Ld(acc, kir.I(j)), kir.Ld(p, kir.I(j)))})
+				}
+			}
+		}
+		bind(g, t.Axes, i)
+		ok = l.storeVector(g, t, vec, moving, i, k, r, func(j int) kir.Expr { return kir.Ld(acc, kir.I(j)) })
+	})
+	if !ok {
+		return nil
+	}
+	k.Locals = append(k.Locals, acc, p)
+	return &kir.For{Var: iv, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(size / vec), Body: fin}
 }
 
 // finishSplit returns the finishing pass of a contraction t = f(r) whose K

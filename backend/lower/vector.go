@@ -22,8 +22,9 @@ import (
 // reduction, and whose moving loads each read the vector's elements
 // contiguous and aligned (te.Load.Contiguous) as whole 16-byte vectors,
 // none of them under a select (which may guard a read out of bounds). It
-// returns 0 otherwise.
-func vectorElems(t *te.Tensor, buf *kir.Buffer) (int, []*te.Load) {
+// returns 0 otherwise. A reduction done, when not nil, is one whose
+// values the caller provides (storeVector's sum): the body may hold it.
+func vectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []*te.Load) {
 	switch buf.DType {
 	case te.F32, te.I32, te.F16, te.BF16:
 	default:
@@ -43,7 +44,8 @@ func vectorElems(t *te.Tensor, buf *kir.Buffer) (int, []*te.Load) {
 	te.Walk(t.Body, func(x te.Expr) bool {
 		switch x := x.(type) {
 		case *te.Reduce:
-			ok = false
+			ok = ok && x == done
+			return false
 		case *te.Select:
 			ok = ok && !te.Contains(x.Then, moves) && !te.Contains(x.Else, moves)
 		case *te.Load:
@@ -69,8 +71,9 @@ func vectorElems(t *te.Tensor, buf *kir.Buffer) (int, []*te.Load) {
 // n, and their 16-byte store at at, t's flat index there: the moving
 // loads read into local arrays, which it adds to k, and the elements
 // computed from them. It reports false, emitting nothing, where a moving
-// load does not lower to a plain load.
-func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at kir.Expr, k *kir.Kernel) bool {
+// load does not lower to a plain load. Where sum is not nil, element j's
+// value of reduction r is sum(j).
+func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr) bool {
 	buf := l.bufs[t]
 	var vecs []*kir.Buffer
 	local := make([]*te.Tensor, len(moving))
@@ -105,7 +108,13 @@ func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at
 				}
 				return nil
 			})
+			if sum != nil {
+				g.done[r] = sum(j)
+			}
 			g.emit(&kir.Store{Buf: out, Index: kir.I(j), Value: convert(g.expr(e), buf.ValueType())})
+		}
+		if sum != nil {
+			delete(g.done, r)
 		}
 		g.env[last] = base
 		g.emit(&kir.VecCopy{Dst: buf, DstIndex: at, Src: out, SrcIndex: kir.I(0)})
