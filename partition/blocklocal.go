@@ -147,6 +147,7 @@ func rowsForReaders(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 		}
 		r := s.clone()
 		r.Kind, r.RowAxes, r.Tiles = schedule.Rows, l, product(t.Axes[:l])
+		r.setVectorPath(t)
 		if cost.Solo(g, r.Schedule, r.Price) >= cost.Solo(g, s.Schedule, s.Price)+g.GridSyncCost {
 			continue
 		}

@@ -12,7 +12,9 @@ import (
 // schedule is made here first takes scalarPath; the tiles that move more
 // at once set their own: tensor-core tiles from their operands' staging
 // (tensorCorePath), matrix-vector tiles from their 16-byte loads
-// (setLoads), SIMT tiles their staging loops' one load (tileK).
+// (setLoads), SIMT tiles their staging loops' one load (tileK), and the
+// element loops that compute a 16-byte vector of elements per thread
+// (setVectorPath: an element-wise kernel of its own, a Rows stage).
 
 // scalarPath returns the load path of t's body as a thread-stride or
 // block-stride loop computes it, one point a trip: scalar loads of the
@@ -93,4 +95,65 @@ func tensorCorePath(st contraction.Staging, stages, tm, tn, tk int, in te.DType,
 		p.InFlight = max(bytes/trips/width, 1)
 	}
 	return p
+}
+
+// elementVectorPath returns the load path of a loop over t's elements
+// that computes a 16-byte vector of them per thread, as backend/lower's
+// vectorElems does for an element-wise stage in a kernel of its own and
+// for a fused kernel's Rows stage, and whether that applies: t of type
+// f32, i32, f16 or bf16, its last extent a multiple of the vector, no
+// reduction in its body, and each load that moves along its last axis
+// reading whole aligned 16-byte vectors (te.Load.Contiguous), none under
+// a select. Every thread issues all its moving loads' 16-byte loads (two
+// for 8 elements of f32) before it computes; a body with no moving load
+// keeps its scalar loads.
+func elementVectorPath(t *te.Tensor) (schedule.LoadPath, bool) {
+	switch t.DType {
+	case te.F32, te.I32, te.F16, te.BF16:
+	default:
+		return schedule.LoadPath{}, false
+	}
+	n := 16 / t.DType.Size()
+	if len(t.Axes) == 0 || t.Axes[len(t.Axes)-1].Extent%n != 0 {
+		return schedule.LoadPath{}, false
+	}
+	last := t.Axes[len(t.Axes)-1]
+	moves := func(x te.Expr) bool {
+		ld, ok := x.(*te.Load)
+		return ok && te.UsedVars(ld)[last]
+	}
+	seen := map[*te.Load]bool{}
+	loads, ok := 0, true
+	te.Walk(t.Body, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce:
+			ok = false
+		case *te.Select:
+			ok = ok && !te.Contains(x.Then, moves) && !te.Contains(x.Else, moves)
+		case *te.Load:
+			if !moves(x) {
+				return ok
+			}
+			bytes := n * x.Tensor.DType.Size()
+			ok = ok && bytes%16 == 0 && x.Contiguous(last, n)
+			if !seen[x] {
+				seen[x] = true
+				loads += bytes / 16
+			}
+			return false
+		}
+		return ok
+	})
+	if !ok || loads == 0 {
+		return schedule.LoadPath{}, false
+	}
+	return schedule.LoadPath{Width: 16, InFlight: loads}, true
+}
+
+// setVectorPath gives stage s of t the load path of a 16-byte vector of
+// elements per thread where elementVectorPath applies.
+func (s stage) setVectorPath(t *te.Tensor) {
+	if p, ok := elementVectorPath(t); ok {
+		s.Load = p
+	}
 }

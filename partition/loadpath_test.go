@@ -69,3 +69,35 @@ func TestScalarPath(t *testing.T) {
 		}
 	}
 }
+
+// TestElementVectorPath checks the load path of an element loop that
+// computes a 16-byte vector per thread: a LayerNorm-like f16 row (its x
+// and its weight move along the last axis, the row's mean does not) two
+// 16-byte loads in flight, an f32 source of an f16 result two loads of
+// its own; none where a load moving along the axis is strided, or the
+// last extent is no multiple of the vector.
+func TestElementVectorPath(t *testing.T) {
+	b := tb.New("p")
+	x, w, mu := b.InputOf("x", te.F16, 64, 256), b.ParamOf("w", te.F16, 256), b.InputOf("mu", te.F32, 64)
+	x32, odd := b.InputOf("x32", te.F32, 64, 256), b.InputOf("odd", te.F16, 64, 12)
+	norm := b.ComputeOf("norm", te.F16, tb.Shape(64, 256), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Bin(te.Sub, tb.Ld(x, ax...), tb.Ld(mu, ax[0])), tb.Ld(w, ax[1]))
+	})
+	cast := b.ComputeOf("cast", te.F16, tb.Shape(64, 256), func(ax []te.Index) te.Expr { return tb.Ld(x32, ax...) })
+	strided := b.ComputeOf("strided", te.F16, tb.Shape(256, 64), func(ax []te.Index) te.Expr { return tb.Ld(x, ax[1], ax[0]) })
+	short := b.ComputeOf("short", te.F16, tb.Shape(64, 12), func(ax []te.Index) te.Expr { return tb.Ld(odd, ax...) })
+	for _, tt := range []struct {
+		t    *te.Tensor
+		want schedule.LoadPath
+		ok   bool
+	}{
+		{norm, schedule.LoadPath{Width: 16, InFlight: 2}, true},
+		{cast, schedule.LoadPath{Width: 16, InFlight: 2}, true},
+		{strided, schedule.LoadPath{}, false},
+		{short, schedule.LoadPath{}, false},
+	} {
+		if got, ok := elementVectorPath(tt.t); got != tt.want || ok != tt.ok {
+			t.Errorf("%s: %+v %v, want %+v %v", tt.t.Name, got, ok, tt.want, tt.ok)
+		}
+	}
+}

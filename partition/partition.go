@@ -98,6 +98,9 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 			if !s.unfusedTensorCores(t, opts.Threads, g) {
 				s.Unfused(t.Bytes())
 			}
+			if s.Kind == schedule.Elementwise {
+				s.setVectorPath(t) // a kernel of its own: a vector a thread
+			}
 		} else {
 			s.fusedTensorCores(t, opts.Threads, g)
 		}
@@ -226,6 +229,7 @@ func rows(t *te.Tensor, pl *Plan, g gpu.Model) {
 			continue
 		}
 		s.Kind, s.RowAxes, s.Tiles = schedule.Rows, l, r
+		s.setVectorPath(t)
 		return
 	}
 }
