@@ -1,6 +1,8 @@
 package contraction
 
 import (
+	"slices"
+
 	"tec/schedule"
 	"tec/te"
 )
@@ -189,4 +191,46 @@ func bareLoad(e te.Expr, in te.DType) (*te.Load, bool) {
 			return nil, false
 		}
 	}
+}
+
+// EpilogueColumns returns the loads of t's body outside its sum that move
+// with t's n axes ns (of N points) alone — a bias —, each contiguous along
+// them in 16-byte vectors (te.Load.Contiguous) and under no select: those
+// that a tensor-core tile stages in shared memory once per tile for its
+// epilogue (backend/lower), an array of the tile's columns each.
+func EpilogueColumns(t *te.Tensor, ns []*te.Var, N int) []*te.Load {
+	along, sub := te.FlatAxes(ns, N)
+	var cols []*te.Load
+	te.Walk(t.Body, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Reduce, *te.Select:
+			return false
+		case *te.Load:
+			used := te.UsedVars(x)
+			if len(used) == 0 || x.IsGather() || slices.Contains(cols, x) {
+				return false
+			}
+			for v := range used {
+				if !slices.Contains(ns, v) {
+					return false
+				}
+			}
+			switch x.Tensor.DType {
+			case te.F32, te.I32, te.F16, te.BF16:
+			default:
+				return false
+			}
+			n := 16 / x.Tensor.DType.Size()
+			idx := make([]te.Index, len(x.Index))
+			for i, ix := range x.Index {
+				idx[i] = ix.Substitute(sub)
+			}
+			if N%n == 0 && (&te.Load{Tensor: x.Tensor, Index: idx}).Contiguous(along, n) {
+				cols = append(cols, x)
+			}
+			return false
+		}
+		return true
+	})
+	return cols
 }

@@ -90,6 +90,14 @@ func (s stage) splitK(split int, g gpu.Model) bool {
 	}
 	s.KSplit, s.KChunk = split, s.K/split
 	s.Tiles *= split
+	// A split tile stores partials: its epilogue's columns are the
+	// finishing pass's, not staged (the arrays after the operands' and
+	// the k slices' sums).
+	base := 2
+	if s.KSlices > 1 {
+		base++
+	}
+	s.SetArrays(s.Arrays[:min(base, len(s.Arrays))]...)
 	return true
 }
 
@@ -127,6 +135,11 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 		stages = 1 // as backend/lower does: no copies in flight
 	}
 	arrays := append([]schedule.Array{{DType: in, Len: stages * s.TileM * s.TileK}, {DType: in, Len: stages * s.TileK * s.TileN}}, reduce...)
+	// The epilogue's columns (a bias), staged once per tile where K is
+	// not split (splitK drops them).
+	for _, ld := range contraction.EpilogueColumns(t, d.NAxes, d.N) {
+		arrays = append(arrays, schedule.Array{DType: ld.Tensor.DType, Len: s.TileN})
+	}
 	s.SetArrays(arrays...)
 	// A warp's accumulators, its fragments and the indexes.
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16 +

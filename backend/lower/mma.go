@@ -361,9 +361,15 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 		for _, a := range r.Axes {
 			delete(gen.env, a)
 		}
-		// The epilogue on each accumulator element, by the first k slice.
+		// The epilogue on each accumulator element, by the first k slice,
+		// its loads of columns staged by the block.
+		var nl *te.Var
+		epiBody := t.Body
+		if part == nil {
+			nl, epiBody = l.stageColumns(gen, t, ns, ni, TN, N, k)
+		}
 		epilogue := gen.into(func() {
-			mmaEpilogue(gen, t, r, buf, acc, part, c, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
+			mmaEpilogue(gen, t, epiBody, nl, r, buf, acc, part, c, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
 		})
 		if slices > 1 {
 			epilogue = []kir.Stmt{&kir.If{Cond: kir.Eq(kg, kir.I(0)), Then: epilogue}}
@@ -460,11 +466,13 @@ func (l *lowerer) finishSplit(t *te.Tensor, r *te.Reduce, part *kir.Buffer, spli
 	return &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(size), Body: fin}
 }
 
-// mmaEpilogue evaluates t's body on each accumulator element of a warp's
-// tile (mi, ni), where the C fragment layout places it, and stores it; or,
+// mmaEpilogue evaluates t's body (body: t.Body, or it with staged
+// columns read at nl, stageColumns) on each accumulator element of a
+// warp's tile (mi, ni), where the C fragment layout places it, and stores
+// it; or,
 // where part is set (a split K), stores the element itself as chunk c's
 // partial of its output.
-func mmaEpilogue(gen *gen, t *te.Tensor, r *te.Reduce, buf, acc, part *kir.Buffer, c kir.Expr, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
+func mmaEpilogue(gen *gen, t *te.Tensor, body te.Expr, nl *te.Var, r *te.Reduce, buf, acc, part *kir.Buffer, c kir.Expr, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
 	mt, nt := WM/16, WN/8
 	for i := range mt {
 		for j := range nt {
@@ -479,12 +487,15 @@ func mmaEpilogue(gen *gen, t *te.Tensor, r *te.Reduce, buf, acc, part *kir.Buffe
 				epi := gen.into(func() {
 					bind(gen, ms, m)
 					bind(gen, ns, n)
+					if nl != nil {
+						gen.env[nl] = kir.Sub(n, kir.Mul(ni, kir.I(TN)))
+					}
 					at := gen.flat(t.Shape, axisIndexes(t))
 					if part != nil {
 						gen.emit(&kir.Store{Buf: part, Index: kir.Add(kir.Mul(c, kir.I(t.NumElements())), at), Value: kir.Ld(acc, kir.I((i*nt+j)*4+c0))})
 						return
 					}
-					gen.emit(&kir.Store{Buf: buf, Index: at, Value: convert(gen.expr(t.Body), buf.ValueType())})
+					gen.emit(&kir.Store{Buf: buf, Index: at, Value: convert(gen.expr(body), buf.ValueType())})
 				})
 				gen.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
 			}

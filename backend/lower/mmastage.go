@@ -275,3 +275,55 @@ func addIndex(x kir.Expr, c int) kir.Expr {
 	}
 	return kir.Add(x, kir.I(c))
 }
+
+// stageColumns returns t's body with its loads of columns
+// (contraction.EpilogueColumns: a bias) read from shared arrays at a variable that
+// the epilogue binds to the column's place in tile ni, and that variable.
+// It emits the block's staging of the tile's TN columns of each load with
+// 16-byte loads, between two barriers (the first keeps the last tile's
+// epilogue reading the arrays; the k loop's barriers may be skipped by a
+// mask). Where there is no such load it returns nil and t's body. k
+// receives the arrays.
+func (l *lowerer) stageColumns(g *gen, t *te.Tensor, ns []*te.Var, ni *kir.Var, TN, N int, k *kir.Kernel) (*te.Var, te.Expr) {
+	cols := contraction.EpilogueColumns(t, ns, N)
+	if len(cols) == 0 {
+		return nil, t.Body
+	}
+	local := make([]*te.Tensor, len(cols))
+	stage := g.into(func() {
+		for i, ld := range cols {
+			n := kir.VecLen(ld.Tensor.DType)
+			s := &kir.Buffer{Name: fmt.Sprintf("cols%d", i), Space: kir.Shared, DType: l.bufs[ld.Tensor].DType, Shape: []int{TN}}
+			k.Shared = append(k.Shared, s)
+			local[i] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{TN}}
+			g.bufs[local[i]] = s
+			v, x := kir.NewVar("v", te.I32), kir.NewVar("x", te.I32)
+			g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(TN / n), Body: g.into(func() {
+				xv := kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(v, kir.I(n)))
+				if N%TN != 0 {
+					xv = kir.Bin(te.Min, xv, kir.I(N-n))
+				}
+				g.emit(&kir.Let{Var: x, Value: xv})
+				bind(g, ns, x)
+				kl := g.expr(ld).(*kir.Load)
+				g.emit(&kir.VecCopy{Dst: s, DstIndex: kir.Mul(v, kir.I(n)), Src: kl.Buf, SrcIndex: kl.Index})
+			})})
+		}
+	})
+	for _, a := range ns {
+		delete(g.env, a)
+	}
+	g.emit(&kir.SyncThreads{})
+	g.emit(stage...)
+	g.emit(&kir.SyncThreads{})
+	// Column n of the tile is element n - ni·TN of the arrays.
+	nl := &te.Var{Name: "nl", Extent: TN}
+	return nl, te.Replace(t.Body, func(x te.Expr) te.Expr {
+		for i, ld := range cols {
+			if x == te.Expr(ld) {
+				return &te.Load{Tensor: local[i], Index: []te.Index{te.VarIndex(nl)}}
+			}
+		}
+		return nil
+	})
+}
