@@ -134,6 +134,9 @@ func Unfused(p *te.Program, opts Options) (*kir.Module, error) {
 // newLowerer returns a lowerer of p with a global buffer for each tensor.
 func newLowerer(p *te.Program, opts Options) *lowerer {
 	l := &lowerer{opts: opts, p: p, bufs: map[*te.Tensor]*kir.Buffer{}, m: &kir.Module{Name: p.Name}}
+	if opts.Plan != nil {
+		l.sharedPerBlock = opts.Plan.GPU.SharedPerBlock
+	}
 	outputs := map[*te.Tensor]bool{}
 	for _, t := range p.Outputs {
 		outputs[t] = true
@@ -176,6 +179,10 @@ type lowerer struct {
 	// its own tile.
 	threads, tm, tn int
 	rm, rn, tk      int
+	// sharedPerBlock is the planned GPU's shared memory per block, 0
+	// where no plan says (a tensor-core tile then takes the stages its
+	// operands want).
+	sharedPerBlock int
 
 	// bufPos is the position in m.Buffers, to which lowering only
 	// appends, of the first indexed buffers.

@@ -189,7 +189,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	if slices > 1 {
 		kredBytes = (slices - 1) * mt * nt * 4 * group * kir.WarpSize * 4
 	}
-	if pl := l.opts.Plan; stages == 2 && pl != nil && 2*(TM+TN)*tk*in.Size()+kredBytes > pl.GPU.SharedPerBlock {
+	if stages == 2 && l.sharedPerBlock > 0 && 2*(TM+TN)*tk*in.Size()+kredBytes > l.sharedPerBlock {
 		// Two stages do not fit the GPU's shared memory: one, still with
 		// the register prefetch, but no copies in flight.
 		stages, async = 1, false

@@ -36,6 +36,9 @@
 # report.py's "Llama decode" table gives each step's time, the speed-up over
 # the best peer and the fraction of the GPU's DRAM bandwidth reached.
 #
+# REUSE_RUNNERS=1 skips nvcc for a build whose runner is newer than its
+# sources (compiled ahead, e.g. all builds at once with xargs -P).
+#
 # To fit a time limit, a run can be split: BUILDS (a glob under DIR, default
 # "*/*/O*") picks the builds, DECODE_RUNNERS the decode peers (one file per
 # B and set of runners, not run again if present), GENERATE=0 skips tec
@@ -139,7 +142,11 @@ for build in "$dir"/${BUILDS:-*/*/O*}; do
       continue
     fi
   fi
-  if ! nvcc -O3 -arch="$arch" -o "$build/run" "$build/main.cu" "$cu" 2> "$build/nvcc.log"; then
+  # REUSE_RUNNERS=1 keeps a runner compiled after its sources (one
+  # compiled ahead, in parallel with others, on a machine with many cores).
+  if [ -n "${REUSE_RUNNERS:-}" ] && [ "$build/run" -nt "$cu" ] && [ "$build/run" -nt "$build/main.cu" ]; then
+    :
+  elif ! nvcc -O3 -arch="$arch" -o "$build/run" "$build/main.cu" "$cu" 2> "$build/nvcc.log"; then
     check="nvcc failed: $(head -c 300 "$build/nvcc.log" | tr '\n|' '  ')"
     echo "| $model | $size | $name | $check | | | | |"
     record kind=tec model="$model" size="$size" level="$level" precision="$precision" check="$check" ok=false
