@@ -448,6 +448,15 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 			g.bufs[local[x]] = buf
 		}
 		forget := useHoisted(g, c, m)
+		// The n values go to a local array, and from it to the row with
+		// 16-byte stores: a thread's n consecutive words stored one at a
+		// time would put a warp's stores n to a bank.
+		vl := kir.VecLen(c.xs.DType)
+		var out *kir.Buffer
+		if n%vl == 0 {
+			out = &kir.Buffer{Name: "xs.vo", Space: kir.Local, DType: c.xs.DType, Shape: []int{n}}
+			bufs = append(bufs, out)
+		}
 		for j := range n {
 			kj := kir.NewVar("kk", te.I32)
 			g.emit(&kir.Let{Var: kj, Value: kir.Add(kk, kir.I(j))})
@@ -458,7 +467,14 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 				}
 				return nil
 			})
-			g.emit(&kir.Store{Buf: c.xs, Index: kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)), Value: convert(g.expr(a), te.F32)})
+			if out == nil {
+				g.emit(&kir.Store{Buf: c.xs, Index: kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)), Value: convert(g.expr(a), te.F32)})
+				continue
+			}
+			g.emit(&kir.Store{Buf: out, Index: kir.I(j), Value: convert(g.expr(a), te.F32)})
+		}
+		for q := 0; out != nil && q < n; q += vl {
+			g.emit(&kir.VecCopy{Dst: c.xs, DstIndex: addIndex(kir.Mul(e, kir.I(n)), q), Src: out, SrcIndex: kir.I(q)})
 		}
 		forget()
 	})
