@@ -234,3 +234,13 @@ func EpilogueColumns(t *te.Tensor, ns []*te.Var, N int) []*te.Load {
 	})
 	return cols
 }
+
+// ColumnBytes returns the shared memory that a tile tn columns wide takes
+// to stage the epilogue columns cols (EpilogueColumns).
+func ColumnBytes(cols []*te.Load, tn int) int {
+	n := 0
+	for _, ld := range cols {
+		n += tn * ld.Tensor.DType.Size()
+	}
+	return n
+}

@@ -131,13 +131,19 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 	if b.KSlices() > 1 {
 		reduce = append(reduce, schedule.Array{DType: te.F32, Len: b.ReduceBytes() / 4})
 	}
-	if stages == 2 && 2*(s.TileM+s.TileN)*s.TileK*size+b.ReduceBytes() > g.SharedPerBlock {
-		stages = 1 // as backend/lower does: no copies in flight
+	// The epilogue's columns (a bias), staged once per tile where K is
+	// not split (splitK drops them) and they fit beside the operands; as
+	// backend/lower does, one stage of operands where two do not fit.
+	cols := contraction.EpilogueColumns(t, d.NAxes, d.N)
+	colBytes := contraction.ColumnBytes(cols, s.TileN)
+	if stages == 2 && 2*(s.TileM+s.TileN)*s.TileK*size+b.ReduceBytes()+colBytes > g.SharedPerBlock {
+		stages = 1
+	}
+	if stages*(s.TileM+s.TileN)*s.TileK*size+b.ReduceBytes()+colBytes > g.SharedPerBlock {
+		cols = nil
 	}
 	arrays := append([]schedule.Array{{DType: in, Len: stages * s.TileM * s.TileK}, {DType: in, Len: stages * s.TileK * s.TileN}}, reduce...)
-	// The epilogue's columns (a bias), staged once per tile where K is
-	// not split (splitK drops them).
-	for _, ld := range contraction.EpilogueColumns(t, d.NAxes, d.N) {
+	for _, ld := range cols {
 		arrays = append(arrays, schedule.Array{DType: ld.Tensor.DType, Len: s.TileN})
 	}
 	s.SetArrays(arrays...)

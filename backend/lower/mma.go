@@ -189,7 +189,12 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	if slices > 1 {
 		kredBytes = (slices - 1) * mt * nt * 4 * group * kir.WarpSize * 4
 	}
-	if stages == 2 && l.sharedPerBlock > 0 && 2*(TM+TN)*tk*in.Size()+kredBytes > l.sharedPerBlock {
+	// The epilogue's columns, staged once per tile where K is not split
+	// and they fit beside the operands; counted, as partition counts
+	// them, in the choice of the operands' stages either way.
+	cols := contraction.EpilogueColumns(t, ns, N)
+	colBytes := contraction.ColumnBytes(cols, TN)
+	if stages == 2 && l.sharedPerBlock > 0 && 2*(TM+TN)*tk*in.Size()+kredBytes+colBytes > l.sharedPerBlock {
 		// Two stages do not fit the GPU's shared memory: one, still with
 		// the register prefetch, but no copies in flight.
 		stages, async = 1, false
@@ -198,6 +203,9 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 				op.Mode = contraction.StageVector
 			}
 		}
+	}
+	if split > 1 || l.sharedPerBlock > 0 && stages*(TM+TN)*tk*in.Size()+kredBytes+colBytes > l.sharedPerBlock {
+		cols = nil
 	}
 	vector := !async && (st.X.Mode == contraction.StageVector || st.Y.Mode == contraction.StageVector)
 	xo := l.operandTile(X, st.X, "xs", ms, TM, M, stages, in)
@@ -365,8 +373,8 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 		// its loads of columns staged by the block.
 		var nl *te.Var
 		epiBody := t.Body
-		if part == nil {
-			nl, epiBody = l.stageColumns(gen, t, ns, ni, TN, N, k)
+		if len(cols) > 0 {
+			nl, epiBody = l.stageColumns(gen, t, cols, ns, ni, TN, N, k)
 		}
 		epilogue := gen.into(func() {
 			mmaEpilogue(gen, t, epiBody, nl, r, buf, acc, part, c, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)

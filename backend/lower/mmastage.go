@@ -276,7 +276,7 @@ func addIndex(x kir.Expr, c int) kir.Expr {
 	return kir.Add(x, kir.I(c))
 }
 
-// stageColumns returns t's body with its loads of columns
+// stageColumns returns t's body with its loads of columns cols
 // (contraction.EpilogueColumns: a bias) read from shared arrays at a variable that
 // the epilogue binds to the column's place in tile ni, and that variable.
 // It emits the block's staging of the tile's TN columns of each load with
@@ -284,8 +284,7 @@ func addIndex(x kir.Expr, c int) kir.Expr {
 // epilogue reading the arrays; the k loop's barriers may be skipped by a
 // mask). Where there is no such load it returns nil and t's body. k
 // receives the arrays.
-func (l *lowerer) stageColumns(g *gen, t *te.Tensor, ns []*te.Var, ni *kir.Var, TN, N int, k *kir.Kernel) (*te.Var, te.Expr) {
-	cols := contraction.EpilogueColumns(t, ns, N)
+func (l *lowerer) stageColumns(g *gen, t *te.Tensor, cols []*te.Load, ns []*te.Var, ni *kir.Var, TN, N int, k *kir.Kernel) (*te.Var, te.Expr) {
 	if len(cols) == 0 {
 		return nil, t.Body
 	}

@@ -109,7 +109,7 @@ func TestGenerateChecks(t *testing.T) {
 }
 
 // TestRegressions runs the program of each defect of issue 17 (F1-F9) and
-// of each this fuzzer found (N1-N8) at the configuration where it failed,
+// of each this fuzzer found (N1-N13) at the configuration where it failed,
 // both emitters included:
 // each must now be right. N2 failed on a GPU with 2 KiB of shared memory
 // per block, which gpu.Model.Validate now rejects; it runs at the
@@ -191,6 +191,13 @@ func TestRegressions(t *testing.T) {
 		{"N12", "# feed lim21 2\nmodel m {\n  input x3: f32[16, 2]\n  input x9: f32[2, 16]\n  param w11: f32[16, 16]\n  param w20: f32[16, 1]\n" +
 			"  input lim21: i32[1]\n  t6 = max[i, j](x3[i, 1]) where j in 0..1\n  t17 = matmul(x9, w11)\n" +
 			"  t22[i, j] = select(j >= lim21[0], t6, sum[k](t17[i, k] * w20[k, j]))\n  output t22\n}\n", builtin(3, "a100")},
+		// N13 (CI's campaign, seed 101053, issue 25's 16-byte staging):
+		// two stages of a TF32 tile (16,384 B) and its bias staged for the
+		// epilogue (128 B) passed the 16 KiB per block at -O0 to -O2; the
+		// columns now count in the stages' choice and stay unstaged where
+		// they do not fit.
+		{"N13", "# precision tf32\nmodel m {\n  input x4: f32[16, 8]\n  param w5: f32[8, 16]\n  param w6: f32[16]\n" +
+			"  t7[i, j] = sum[k](x4[i, k] * w5[k, j]) + w6[j]\n  output t7\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
