@@ -97,8 +97,11 @@ func TestExamples(t *testing.T) {
 			}
 			for _, run := range levelRuns() {
 				level, g := run.level, run.gpu
+				// One at a time: two of these simulations at once took the
+				// package to 842 MB (issue 25's two stages of tensor-core
+				// operands), against 487 MB alone, in the same time on two
+				// cores (docs/testing.md, "Test suite memory").
 				t.Run(fmt.Sprintf("%s/%s/O%d/%s", ex.Name, m, level, run.name), func(t *testing.T) {
-					t.Parallel()
 					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g, Precision: m})
 					if err != nil {
 						t.Fatal(err)
