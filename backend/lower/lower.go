@@ -38,14 +38,17 @@
 // # Shared tiles
 //
 // The operand tiles that tensor-core stages stage in shared memory (xs
-// and ys, see mma.go) follow one layout rule, so that neither their
-// stores (cp.async or element by element) nor their reads (ldmatrix rows,
-// or TF32 fragments element by element) meet bank conflicts: each row is
+// and ys, see mma.go; k-major tiles have rows of the operand's m or n
+// points and columns of k, the others rows of k) follow one layout rule,
+// so that neither their stores (cp.async, a register prefetch's 16-byte
+// stores, or element by element) nor their reads (ldmatrix rows, with or
+// without .trans, or TF32 fragments element by element) meet bank
+// conflicts: each row is
 // cut into 16-byte chunks, and chunk j of row r is stored at chunk
 // j - j%p + (j%p + w·⌊r/q⌋) mod p of the same row, where p = min(chunks
 // per row, 8), q = max(8 / chunks per row, 1) rows share a 128-byte line,
-// and w is 1 (2 for a TF32 B tile, whose fragments read two chunks of each
-// of 4 rows). The 8 rows an ldmatrix phase reads at one chunk then fall in
+// and w is 1 (2 for a TF32 tile with rows of k, whose fragments read two
+// chunks of each of 4 rows). The 8 rows an ldmatrix phase reads at one chunk then fall in
 // 8 different groups of 4 banks, and a row's chunks stay in that row, so
 // the tile takes the same bytes as a row-major one (what the plan counts,
 // schedule.Place) and every chunk stays 16-byte aligned for cp.async.
