@@ -108,43 +108,12 @@ func tensorCorePath(st contraction.Staging, stages, tm, tn, tk int, in te.DType,
 // for 8 elements of f32) before it computes; a body with no moving load
 // keeps its scalar loads.
 func elementVectorPath(t *te.Tensor) (schedule.LoadPath, bool) {
-	switch t.DType {
-	case te.F32, te.I32, te.F16, te.BF16:
-	default:
-		return schedule.LoadPath{}, false
+	_, moving := te.VectorElems(t, nil)
+	loads := 0
+	for _, ld := range moving {
+		loads += 16 / t.DType.Size() * ld.Tensor.DType.Size() / 16
 	}
-	n := 16 / t.DType.Size()
-	if len(t.Axes) == 0 || t.Axes[len(t.Axes)-1].Extent%n != 0 {
-		return schedule.LoadPath{}, false
-	}
-	last := t.Axes[len(t.Axes)-1]
-	moves := func(x te.Expr) bool {
-		ld, ok := x.(*te.Load)
-		return ok && te.UsedVars(ld)[last]
-	}
-	seen := map[*te.Load]bool{}
-	loads, ok := 0, true
-	te.Walk(t.Body, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Reduce:
-			ok = false
-		case *te.Select:
-			ok = ok && !te.Contains(x.Then, moves) && !te.Contains(x.Else, moves)
-		case *te.Load:
-			if !moves(x) {
-				return ok
-			}
-			bytes := n * x.Tensor.DType.Size()
-			ok = ok && bytes%16 == 0 && x.Contiguous(last, n)
-			if !seen[x] {
-				seen[x] = true
-				loads += bytes / 16
-			}
-			return false
-		}
-		return ok
-	})
-	if !ok || loads == 0 {
+	if loads == 0 {
 		return schedule.LoadPath{}, false
 	}
 	return schedule.LoadPath{Width: 16, InFlight: loads}, true

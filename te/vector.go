@@ -1,5 +1,7 @@
 package te
 
+import "slices"
+
 // Contiguous reports whether load l, where along takes the values
 // n·q, ..., n·q + n-1 of a vector, reads n consecutive elements from a
 // multiple of n, whatever q and the other variables are: its flat offset
@@ -146,4 +148,55 @@ func FlatAxes(axes []*Var, ext int) (*Var, func(*Var) (Index, bool)) {
 		stride *= axes[i].Extent
 	}
 	return f, func(v *Var) (Index, bool) { x, ok := at[v]; return x, ok }
+}
+
+// VectorElems returns the elements of t that one thread of a loop over
+// t's elements computes at once, a 16-byte vector of t's type, and the
+// loads of t's body that move along its last axis, where that applies: t
+// of type f32, i32, f16 or bf16, its last extent a multiple of the
+// vector, no reduction in its body but done (one whose values the loop
+// is given, nil for none), and each moving load reading the vector's
+// elements contiguous and aligned (Contiguous) as whole 16-byte vectors
+// (two for 8 elements of f32), none of them under a select (which may
+// guard a read out of bounds). It returns 0 otherwise.
+func VectorElems(t *Tensor, done *Reduce) (int, []*Load) {
+	switch t.DType {
+	case F32, I32, F16, BF16:
+	default:
+		return 0, nil
+	}
+	n := 16 / t.DType.Size()
+	if len(t.Axes) == 0 || t.Axes[len(t.Axes)-1].Extent%n != 0 {
+		return 0, nil
+	}
+	last := t.Axes[len(t.Axes)-1]
+	moves := func(x Expr) bool {
+		ld, ok := x.(*Load)
+		return ok && UsedVars(ld)[last]
+	}
+	var moving []*Load
+	ok := true
+	Walk(t.Body, func(x Expr) bool {
+		switch x := x.(type) {
+		case *Reduce:
+			ok = ok && x == done
+			return false
+		case *Select:
+			ok = ok && !Contains(x.Then, moves) && !Contains(x.Else, moves)
+		case *Load:
+			if !moves(x) {
+				return ok
+			}
+			ok = ok && n*x.Tensor.DType.Size()%16 == 0 && x.Contiguous(last, n)
+			if !slices.Contains(moving, x) {
+				moving = append(moving, x)
+			}
+			return false
+		}
+		return ok
+	})
+	if !ok {
+		return 0, nil
+	}
+	return n, moving
 }

@@ -2,7 +2,6 @@ package lower
 
 import (
 	"fmt"
-	"slices"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -15,55 +14,13 @@ import (
 // f32), the elements computed there, and one 16-byte store (vectorElems,
 // storeVector).
 
-// vectorElems returns the elements of t that a thread computes at once —
-// a 16-byte vector of its storage type — and the loads of its body that
-// move along its last axis, where that applies: an f32, i32, f16 or bf16
-// tensor whose last extent is a multiple of the vector, whose body has no
-// reduction, and whose moving loads each read the vector's elements
-// contiguous and aligned (te.Load.Contiguous) as whole 16-byte vectors,
-// none of them under a select (which may guard a read out of bounds). It
-// returns 0 otherwise. A reduction done, when not nil, is one whose
-// values the caller provides (storeVector's sum): the body may hold it.
+// vectorElems returns te.VectorElems(t, done) where t's buffer buf holds
+// t's own type, else 0.
 func vectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []*te.Load) {
-	switch buf.DType {
-	case te.F32, te.I32, te.F16, te.BF16:
-	default:
+	if buf.DType != t.DType {
 		return 0, nil
 	}
-	n := kir.VecLen(buf.DType)
-	if len(t.Axes) == 0 || t.Axes[len(t.Axes)-1].Extent%n != 0 {
-		return 0, nil
-	}
-	last := t.Axes[len(t.Axes)-1]
-	moves := func(x te.Expr) bool {
-		ld, ok := x.(*te.Load)
-		return ok && te.UsedVars(ld)[last]
-	}
-	var moving []*te.Load
-	ok := true
-	te.Walk(t.Body, func(x te.Expr) bool {
-		switch x := x.(type) {
-		case *te.Reduce:
-			ok = ok && x == done
-			return false
-		case *te.Select:
-			ok = ok && !te.Contains(x.Then, moves) && !te.Contains(x.Else, moves)
-		case *te.Load:
-			if !moves(x) {
-				return ok
-			}
-			ok = ok && n*x.Tensor.DType.Size()%kir.VecBytes == 0 && x.Contiguous(last, n)
-			if !slices.Contains(moving, x) {
-				moving = append(moving, x)
-			}
-			return false
-		}
-		return ok
-	})
-	if !ok {
-		return 0, nil
-	}
-	return n, moving
+	return te.VectorElems(t, done)
 }
 
 // storeVector emits the computation of the n elements of t (vectorElems)
