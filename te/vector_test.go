@@ -44,3 +44,35 @@ func TestContiguous(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorElems checks when a loop over a tensor's elements computes a
+// 16-byte vector of them per thread.
+func TestVectorElems(t *testing.T) {
+	i, j := &Var{Name: "i", Extent: 4}, &Var{Name: "j", Extent: 16}
+	I, J := VarIndex(i), VarIndex(j)
+	x := &Tensor{Name: "x", Kind: Input, DType: F16, Shape: []int{4, 16}}
+	b := &Tensor{Name: "b", Kind: Param, DType: F32, Shape: []int{16}}
+	row := &Tensor{Name: "r", Kind: Input, DType: F32, Shape: []int{4}}
+	ldx := &Load{Tensor: x, Index: []Index{I, J}}
+	ldb := &Load{Tensor: b, Index: []Index{J}}
+	for _, tc := range []struct {
+		name   string
+		dt     DType
+		body   Expr
+		n      int
+		moving int
+	}{
+		{"f16 plus an f32 bias", F16, &Binary{Op: Add, X: &Cast{To: F32, X: ldx}, Y: ldb}, 8, 2},
+		{"a row's scalar", F16, &Cast{To: F16, X: &Load{Tensor: row, Index: []Index{I}}}, 8, 0},
+		{"f32 of f16 loads (8 bytes a vector)", F32, &Cast{To: F32, X: ldx}, 0, 0},
+		{"reversed", F16, &Load{Tensor: x, Index: []Index{I, J.Scale(-1).AddConst(15)}}, 0, 0},
+		{"under a select", F16, &Select{Cond: &ConstExpr{Value: 1, DType: Bool}, Then: ldx, Else: &ConstExpr{Value: 0, DType: F16}}, 0, 0},
+		{"a reduction", F32, &Reduce{Op: Sum, Axes: []*Var{{Name: "k", Extent: 4}}, Body: ldb}, 0, 0},
+	} {
+		y := &Tensor{Name: "y", Kind: Compute, DType: tc.dt, Shape: []int{4, 16}, Axes: []*Var{i, j}, Body: tc.body}
+		n, moving := VectorElems(y, nil)
+		if n != tc.n || len(moving) != tc.moving {
+			t.Errorf("%s: %d elements, %d moving loads; want %d, %d", tc.name, n, len(moving), tc.n, tc.moving)
+		}
+	}
+}
