@@ -391,12 +391,7 @@ func (l *lowerer) argChunkVec(g *gen, a *argBlock, r *te.Reduce, x argPair, c ki
 				kj := kir.NewVar("rj", te.I32)
 				g.emit(&kir.Let{Var: kj, Value: kir.Add(base, kir.I(j))})
 				bind(g, r.Axes, kj)
-				e := te.Replace(r.Body, func(y te.Expr) te.Expr {
-					if ld, isLoad := y.(*te.Load); isLoad && local[ld] != nil {
-						return &te.Load{Tensor: local[ld], Index: []te.Index{te.Const(j)}}
-					}
-					return nil
-				})
+				e := readLocal(r.Body, local, te.Const(j))
 				a.consider(g, x, convert(g.expr(e), a.vt), kj)
 			}
 		})

@@ -225,10 +225,11 @@ func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads i
 // and its 16-byte store into o's stage at element off (zeros past K).
 func (l *lowerer) put(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int, k0, off kir.Expr, K int) {
 	n := o.vec()
-	local := make([]*te.Tensor, len(o.vecs))
+	local := map[*te.Load]*te.Tensor{}
 	for i, b := range o.vecs {
-		local[i] = &te.Tensor{Name: b.Name, Kind: te.Compute, DType: o.moving[i].Tensor.DType, Shape: b.Shape}
-		g.bufs[local[i]] = b
+		ld := o.moving[i]
+		local[ld] = &te.Tensor{Name: b.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: b.Shape}
+		g.bufs[local[ld]] = b
 	}
 	alongAxes := r.Axes
 	if o.kRows {
@@ -241,14 +242,7 @@ func (l *lowerer) put(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int
 				aj := kir.NewVar(c.along.Name, te.I32)
 				g.emit(&kir.Let{Var: aj, Value: kir.Add(c.along, kir.I(j))})
 				bind(g, alongAxes, aj)
-				e := te.Replace(o.e, func(x te.Expr) te.Expr {
-					for i, ld := range o.moving {
-						if x == te.Expr(ld) {
-							return &te.Load{Tensor: local[i], Index: []te.Index{te.Const(u*n + j)}}
-						}
-					}
-					return nil
-				})
+				e := readLocal(o.e, local, te.Const(u*n+j))
 				g.emit(&kir.Store{Buf: o.out, Index: kir.I(j), Value: convert(g.expr(e), te.F32)})
 			}
 		})
@@ -288,14 +282,14 @@ func (l *lowerer) stageColumns(g *gen, t *te.Tensor, cols []*te.Load, ns []*te.V
 	if len(cols) == 0 {
 		return nil, t.Body
 	}
-	local := make([]*te.Tensor, len(cols))
+	local := map[*te.Load]*te.Tensor{}
 	stage := g.into(func() {
 		for i, ld := range cols {
 			n := kir.VecLen(ld.Tensor.DType)
 			s := &kir.Buffer{Name: fmt.Sprintf("cols%d", i), Space: kir.Shared, DType: l.bufs[ld.Tensor].DType, Shape: []int{TN}}
 			k.Shared = append(k.Shared, s)
-			local[i] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{TN}}
-			g.bufs[local[i]] = s
+			local[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{TN}}
+			g.bufs[local[ld]] = s
 			v, x := kir.NewVar("v", te.I32), kir.NewVar("x", te.I32)
 			g.emit(&kir.For{Var: v, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(TN / n), Body: g.into(func() {
 				xv := kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(v, kir.I(n)))
@@ -317,12 +311,5 @@ func (l *lowerer) stageColumns(g *gen, t *te.Tensor, cols []*te.Load, ns []*te.V
 	g.emit(&kir.SyncThreads{})
 	// Column n of the tile is element n - ni·TN of the arrays.
 	nl := &te.Var{Name: "nl", Extent: TN}
-	return nl, te.Replace(t.Body, func(x te.Expr) te.Expr {
-		for i, ld := range cols {
-			if x == te.Expr(ld) {
-				return &te.Load{Tensor: local[i], Index: []te.Index{te.VarIndex(nl)}}
-			}
-		}
-		return nil
-	})
+	return nl, readLocal(t.Body, local, te.VarIndex(nl))
 }

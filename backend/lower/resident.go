@@ -461,12 +461,7 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 			kj := kir.NewVar("kk", te.I32)
 			g.emit(&kir.Let{Var: kj, Value: kir.Add(kk, kir.I(j))})
 			bind(g, d.Reduce.Axes, kj)
-			a := te.Replace(c.A, func(x te.Expr) te.Expr {
-				if ld, isLoad := x.(*te.Load); isLoad && local[ld] != nil {
-					return &te.Load{Tensor: local[ld], Index: []te.Index{te.Const(j)}}
-				}
-				return nil
-			})
+			a := readLocal(c.A, local, te.Const(j))
 			if out == nil {
 				g.emit(&kir.Store{Buf: c.xs, Index: kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)), Value: convert(g.expr(a), te.F32)})
 				continue

@@ -23,6 +23,17 @@ func vectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []*te.Loa
 	return te.VectorElems(t, done)
 }
 
+// readLocal returns e with each load that local maps read instead from
+// its stand-in, a local array of a vector's elements, at index at.
+func readLocal(e te.Expr, local map[*te.Load]*te.Tensor, at te.Index) te.Expr {
+	return te.Replace(e, func(x te.Expr) te.Expr {
+		if ld, isLoad := x.(*te.Load); isLoad && local[ld] != nil {
+			return &te.Load{Tensor: local[ld], Index: []te.Index{at}}
+		}
+		return nil
+	})
+}
+
 // storeVector emits the computation of the n elements of t (vectorElems)
 // from the one that g binds t's axes to, its last axis at a multiple of
 // n, and their 16-byte store at at, t's flat index there: the moving
@@ -33,7 +44,7 @@ func vectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []*te.Loa
 func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr) bool {
 	buf := l.bufs[t]
 	var vecs []*kir.Buffer
-	local := make([]*te.Tensor, len(moving))
+	local := map[*te.Load]*te.Tensor{}
 	body := g.into(func() {
 		for i, ld := range moving {
 			kl, isLoad := g.expr(ld).(*kir.Load)
@@ -46,8 +57,8 @@ func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at
 			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
 				g.emit(&kir.VecCopy{Dst: v, DstIndex: kir.I(q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
 			}
-			local[i] = &te.Tensor{Name: v.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{n}}
-			g.bufs[local[i]] = v
+			local[ld] = &te.Tensor{Name: v.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{n}}
+			g.bufs[local[ld]] = v
 		}
 		out := &kir.Buffer{Name: t.Name + ".vo", Space: kir.Local, DType: buf.DType, Shape: []int{n}}
 		vecs = append(vecs, out)
@@ -57,14 +68,7 @@ func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at
 			aj := kir.NewVar(last.Name, te.I32)
 			g.emit(&kir.Let{Var: aj, Value: addIndex(base, j)})
 			g.env[last] = aj
-			e := te.Replace(t.Body, func(x te.Expr) te.Expr {
-				for i, ld := range moving {
-					if x == te.Expr(ld) {
-						return &te.Load{Tensor: local[i], Index: []te.Index{te.Const(j)}}
-					}
-				}
-				return nil
-			})
+			e := readLocal(t.Body, local, te.Const(j))
 			if sum != nil {
 				g.done[r] = sum(j)
 			}
