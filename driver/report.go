@@ -63,6 +63,11 @@ type ReportKernel struct {
 	// counted; absent where the build did not say (Compile, not
 	// CompileChecked).
 	Registers *ReportRegisters `json:"registers,omitempty"`
+	// Stages are the cost model's predictions of the kernel's stages, in
+	// the plan's order; absent where the plan prices none (-O0 to -O2)
+	// and for a kernel the plan does not list (the update of an input in
+	// place).
+	Stages []StagePrediction `json:"stages,omitempty"`
 }
 
 // ReportRegisters is a kernel's register figure (KernelRegisters).
@@ -127,7 +132,13 @@ func (c *Compiled) Report(g gpu.Model, arch gpu.Arch) ([]byte, error) {
 	out := Report{Model: r.Module, Target: arch.Name, GPU: g.Name, ResidentBlocks: blocks,
 		WorkspaceBytes: r.WorkspaceBytes, Exact: r.Exact, Total: reportCounts(r.Total), Kernels: []ReportKernel{},
 		Predicted: Prediction{MS: cost.Total() * 1e3, DRAMBytes: cost.DRAM, GridSyncs: syncs, SyncMS: cost.Sync * 1e3}}
-	for _, v := range []float64{out.Predicted.MS, out.Predicted.SyncMS} {
+	values := []float64{out.Predicted.MS, out.Predicted.SyncMS}
+	for _, pk := range c.Plan.Kernels {
+		for _, sc := range pk.StageCosts {
+			values = append(values, sc.Time)
+		}
+	}
+	for _, v := range values {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return nil, fmt.Errorf("%w: %g ms for model %s on %s", ErrNotFinite, v, m.Name, g.Name)
 		}
@@ -135,6 +146,9 @@ func (c *Compiled) Report(g gpu.Model, arch gpu.Arch) ([]byte, error) {
 	for i, k := range r.Kernels {
 		out.Kernels = append(out.Kernels, ReportKernel{Name: k.Name, Blocks: k.Blocks, Resident: k.Resident, Threads: k.Threads,
 			SharedBytes: k.SharedBytes, ReportCounts: reportCounts(k.Counts), Exact: k.Exact, Registers: reportRegisters(c.Registers, i)})
+		if i < len(c.Plan.Kernels) {
+			out.Kernels[i].Stages = StagePredictions(c.Plan, c.Plan.Kernels[i])
+		}
 	}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

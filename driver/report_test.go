@@ -3,6 +3,7 @@ package driver
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 
 	"tec/gpu"
@@ -56,6 +57,24 @@ func TestReport(t *testing.T) {
 			if r.Model != "softmax" || r.Target != arch.Name || len(r.Kernels) != len(c.Module.Kernels) ||
 				r.ResidentBlocks != ResidentBlocks(c.Module, tt.g) || r.WorkspaceBytes != c.Layout().Bytes || !(r.Predicted.MS > 0) {
 				t.Errorf("report %+v does not describe the build", r)
+			}
+			// Each kernel's stages and their predictions, as the plan has them.
+			var stages, want float64
+			for i, k := range r.Kernels {
+				pk := c.Plan.Kernels[i]
+				if len(k.Stages) != len(pk.Stages) {
+					t.Fatalf("kernel %s: %d stage predictions, want the plan's %d", k.Name, len(k.Stages), len(pk.Stages))
+				}
+				for j, s := range k.Stages {
+					if s.Stage != pk.Stages[j].Name || s.Bound == "" || !(s.PredictedUS > 0) {
+						t.Errorf("kernel %s: stage %d is %+v, want %s with a time and a bound", k.Name, j, s, pk.Stages[j].Name)
+					}
+					stages += s.PredictedUS
+					want += pk.StageCosts[j].Time * 1e6
+				}
+			}
+			if stages == 0 || math.Abs(stages-want) > 1e-9*want {
+				t.Errorf("the stages' predictions add up to %g us, want the plan's %g", stages, want)
 			}
 		})
 	}

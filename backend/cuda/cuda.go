@@ -127,6 +127,7 @@ func EmitWith(m *kir.Module, tg gpu.Arch, opts Options) (*Files, error) {
 	}
 	var kernels strings.Builder
 	n.stages = outline(m, groups, n)
+	n.clock = newClockPlan(m, groups, n)
 	for _, f := range n.stages.funcs {
 		writeStageFunc(&kernels, f, n)
 	}
@@ -137,6 +138,7 @@ func EmitWith(m *kir.Module, tg gpu.Arch, opts Options) (*Files, error) {
 		}
 	}
 	src.WriteString(preamble(base, n.used))
+	src.WriteString(n.clock.device())
 	src.WriteString(kernels.String())
 	src.WriteByte('\n')
 	writeHost(&src, m, n)
@@ -161,6 +163,7 @@ type names struct {
 
 	mod     *kir.Module
 	stages  *outlined             // stages written as device functions
+	clock   *clockPlan            // the stage clock's segments
 	offsets map[*kir.Buffer]int64 // the temporaries' places in the workspace
 	wsBytes int64                 // the workspace's size
 }

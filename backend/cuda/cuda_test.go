@@ -224,8 +224,12 @@ func TestNVCC(t *testing.T) {
 			jobs <- struct{}{}
 			defer func() { <-jobs }()
 			args := append([]string{"-c", "-Werror", "all-warnings", "-o", name + ".o", name + ".cu"}, nvccArchs...)
-			if name == "softmax" {
+			switch name {
+			case "softmax":
 				args = append([]string{"-o", "run", "-Werror", "all-warnings", "main.cu", name + ".cu"}, nvccArchs...)
+			case "features":
+				// With the stage clock (clock.go): two kernels, one grid-synced.
+				args = append([]string{"-o", "run", "-DTEC_STAGE_CLOCK", "-Werror", "all-warnings", "main.cu", name + ".cu"}, nvccArchs...)
 			}
 			errs[i] = runIn(sub, nvcc, args...)
 		}()
@@ -263,6 +267,8 @@ func TestNVCC(t *testing.T) {
 		{[]string{"--bogus"}, 1, "run: unknown argument --bogus"},
 		{[]string{"--inputs", dir}, 1, "no file " + dir + "/x.npy for the input x f32[4, 8] (or pass --fill)"},
 		{[]string{"--inputs", data}, 1, "x.npy: shape [4, 7], want f32[4, 8] for x"},
+		{[]string{"--stage-clock", "clock.json"}, 1, "run: --stage-clock: this runner has no stage clock; build it with nvcc -DTEC_STAGE_CLOCK"},
+		{[]string{"--stage-clock", "clock.json", "--bogus"}, 1, "run: unknown argument --bogus"},
 	} {
 		out, err := exec.Command(run, tc.args...).CombinedOutput()
 		code := 0

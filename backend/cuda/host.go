@@ -113,6 +113,23 @@ cudaError_t %[1]s_run(const void *const *inputs, const void *const *params, void
 /* The message of the calling thread's last failed %[1]s_run, or "". */
 const char *%[1]s_error_message(void);
 
+#ifdef TEC_STAGE_CLOCK
+/* The stage clock, in a build with -DTEC_STAGE_CLOCK (docs/gpu.md): the
+ * kernels time the segments between their grid syncs. Segments are
+ * numbered in launch order, 0 to %[1]s_clock_segments() - 1; each has the
+ * name of its kernel and the comma-separated names of its stages ("" for
+ * the time between one kernel's end and the next one's start).
+ * %[1]s_clock_reset clears the clock before a run; %[1]s_clock_read waits
+ * for the stream and stores each segment's nanoseconds in ns[i] (summed
+ * over the times a loop passed it) and those passes in passes[i]. Runs
+ * that overlap share the clock. */
+int %[1]s_clock_segments(void);
+const char *%[1]s_clock_kernel(int segment);
+const char *%[1]s_clock_stages(int segment);
+cudaError_t %[1]s_clock_reset(cudaStream_t stream);
+cudaError_t %[1]s_clock_read(double *ns, int *passes, cudaStream_t stream);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
@@ -178,6 +195,11 @@ static cudaError_t tec_fail(cudaError_t err, const char* format, ...) {
 		b.WriteString(launchResident)
 	}
 	writeGatherSites(b, m)
+	kernels := make([]string, len(m.Kernels))
+	for i, k := range m.Kernels {
+		kernels[i] = k.Name
+	}
+	n.clock.host(b, p, kernels)
 
 	descs := func(kind string, bufs []*kir.Buffer) {
 		for _, buf := range bufs {
@@ -305,6 +327,9 @@ func writeRunBody(b *strings.Builder, m *kir.Module, n *names) {
 	}
 	b.WriteString("  };\n")
 	b.WriteString(`  for (const auto& l : launches) {
+#ifdef TEC_STAGE_CLOCK
+    TEC_CHECK(tec_clock_launching((int)(&l - launches), stream), "the stage clock");
+#endif
     void* args[sizeof l.args / sizeof l.args[0]];
     for (int a = 0; a < l.nargs; a++) args[a] = &bufs[l.args[a]];
     if (l.dynamic) {

@@ -44,6 +44,10 @@ type kernelWriter struct {
 	// live holds the variables whose values are read; Lets and Assigns of
 	// the others are left out.
 	live map[*kir.Var]bool
+	// clocked is set when writing a kernel, whose grid syncs end the stage
+	// clock's segments (clock.go), and marks counts the marks written.
+	clocked bool
+	marks   int
 }
 
 // liveVars returns the variables of body whose values something other than
@@ -166,7 +170,10 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 		n.local[l] = name
 		w.line(1, "%s%s %s[%d];  // %s, per thread", align, cType(l.DType), name, l.Len(), shapeComment(l))
 	}
+	w.clocked = true
+	w.line(1, "TEC_CLOCK_START();")
 	w.stmts(k.Body, 1)
+	w.line(1, "TEC_CLOCK_END();")
 	b.WriteString("}\n")
 }
 
@@ -312,6 +319,10 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 		w.warpStmt(s, depth)
 	case *kir.GridSync:
 		w.line(depth, "grid.sync();")
+		if w.clocked {
+			w.line(depth, "TEC_CLOCK_MARK(%d);", w.marks)
+			w.marks++
+		}
 	case *kir.Signal:
 		w.names.used["tec_signal"] = true
 		w.line(depth, "__syncthreads();")

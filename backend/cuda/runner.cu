@@ -3,13 +3,17 @@
 // --bench N, times it.
 //
 // usage: run [--inputs DIR] [--params DIR] [--outputs DIR] [--fill zeros|ones|random]
-//            [--bench N] [--warmup N] [--device N]
+//            [--bench N] [--warmup N] [--device N] [--stage-clock FILE]
 //
 // Each input and param NAME is read from DIR/NAME.npy (float32, float16,
 // int32 or bool, C order; float32 data is rounded for f16 and bf16 tensors);
 // with --fill, missing files are filled instead. Each output NAME is written
 // to DIR/NAME.npy (bf16 as float32). --bench N runs --warmup times, then N
 // times, each timed with CUDA events, and prints the median, min and max.
+// --stage-clock FILE, in a runner built with -DTEC_STAGE_CLOCK, then runs
+// the model max(N, 5) more times with the stage clock cleared before each
+// (docs/gpu.md, "The stage clock"), prints the segments that took the most
+// time, and writes every segment's median time to FILE as JSON.
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
@@ -273,8 +277,71 @@ static void run_model(const std::vector<void*>& in, const std::vector<void*>& pa
   }
 }
 
+#ifdef TEC_STAGE_CLOCK
+// json_string returns s as a JSON string (names are identifiers, dots,
+// slashes and commas; quotes and backslashes are escaped all the same).
+static std::string json_string(const char* s) {
+  std::string out = "\"";
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') out += '\\';
+    out += *s;
+  }
+  return out + "\"";
+}
+
+// median returns the median of v, which it sorts.
+static double median(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// stage_clock runs the model runs times with the stage clock and writes
+// each segment's median time to path.
+static void stage_clock(const std::string& path, int runs, const std::vector<void*>& in, const std::vector<void*>& par,
+                        const std::vector<void*>& out, void* ws, cudaStream_t stream) {
+  int n = TEC_MODEL(clock_segments)();
+  std::vector<std::vector<double>> times(n);
+  std::vector<double> totals;
+  std::vector<int> passes(n);
+  for (int r = 0; r < runs; r++) {
+    std::vector<double> ns(n);
+    if (TEC_MODEL(clock_reset)(stream) != cudaSuccess) die("%s", TEC_MODEL(error_message)());
+    run_model(in, par, out, ws, stream);
+    if (TEC_MODEL(clock_read)(ns.data(), passes.data(), stream) != cudaSuccess) die("%s", TEC_MODEL(error_message)());
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+      times[i].push_back(ns[i]);
+      total += ns[i];
+    }
+    totals.push_back(total);
+  }
+  std::vector<double> med(n);
+  for (int i = 0; i < n; i++) med[i] = median(times[i]);
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) die("--stage-clock %s: %s", path.c_str(), strerror(errno));
+  fprintf(f, "{\"runs\": %d, \"total_us\": %.3f, \"segments\": [", runs, median(totals) / 1e3);
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%s\n  {\"kernel\": %s, \"stages\": %s, \"us\": %.3f, \"passes\": %d}", i ? "," : "",
+            json_string(TEC_MODEL(clock_kernel)(i)).c_str(), json_string(TEC_MODEL(clock_stages)(i)).c_str(),
+            med[i] / 1e3, passes[i]);
+  }
+  fprintf(f, "\n]}\n");
+  if (fclose(f) != 0) die("--stage-clock %s: %s", path.c_str(), strerror(errno));
+  std::vector<int> order(n);
+  for (int i = 0; i < n; i++) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return med[a] > med[b]; });
+  printf("stage clock: %.4f ms over %d segments (median of %d runs); the longest:\n", median(totals) / 1e6, n, runs);
+  for (int i = 0; i < n && i < 10; i++) {
+    const char* stages = TEC_MODEL(clock_stages)(order[i]);
+    printf("  %9.2f us  %s: %s\n", med[order[i]] / 1e3, TEC_MODEL(clock_kernel)(order[i]), *stages ? stages : "(launch)");
+  }
+  printf("wrote %s\n", path.c_str());
+}
+#endif
+
 int main(int argc, char** argv) {
-  std::string in_dir = ".", par_dir = ".", out_dir = ".", fill;
+  std::string in_dir = ".", par_dir = ".", out_dir = ".", fill, clock_path;
   int bench = 0, warmup = 3, device = 0;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
@@ -289,14 +356,18 @@ int main(int argc, char** argv) {
     else if (a == "--bench") bench = atoi(value().c_str());
     else if (a == "--warmup") warmup = atoi(value().c_str());
     else if (a == "--device") device = atoi(value().c_str());
+    else if (a == "--stage-clock") clock_path = value();
     else if (a == "-h" || a == "--help") {
       printf("usage: %s [--inputs DIR] [--params DIR] [--outputs DIR] [--fill zeros|ones|random]\n"
-             "          [--bench N] [--warmup N] [--device N]\n", argv[0]);
+             "          [--bench N] [--warmup N] [--device N] [--stage-clock FILE]\n", argv[0]);
       return 0;
     } else die("unknown argument %s (see --help)", a.c_str());
   }
   if (!fill.empty() && fill != "zeros" && fill != "ones" && fill != "random") die("--fill %s: want zeros, ones or random", fill.c_str());
   if (bench < 0 || warmup < 0) die("--bench and --warmup must not be negative");
+#ifndef TEC_STAGE_CLOCK
+  if (!clock_path.empty()) die("--stage-clock: this runner has no stage clock; build it with nvcc -DTEC_STAGE_CLOCK");
+#endif
 
   // Read every file before touching the GPU, so that bad data fails fast.
   int n_in = 0, n_par = 0, n_out = 0;
@@ -376,6 +447,9 @@ int main(int argc, char** argv) {
     CHECK(cudaEventDestroy(start));
     CHECK(cudaEventDestroy(stop));
   }
+#ifdef TEC_STAGE_CLOCK
+  if (!clock_path.empty()) stage_clock(clock_path, std::max(bench, 5), in, par, out, ws, stream);
+#endif
   CHECK(cudaStreamDestroy(stream));
   for (void* p : in) CHECK(cudaFree(p));
   for (void* p : par) CHECK(cudaFree(p));

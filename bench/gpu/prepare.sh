@@ -7,7 +7,10 @@
 # and at full size, at each level of $LEVELS (default "0 1 2 3 4") and each
 # precision of $PRECISIONS (default "f32 f16 bf16"), the CUDA C++, C interface
 # and runner (tec build --emit cu,host --precision P) in
-# OUT/MODEL/SIZE/OLEVEL (f32) or OUT/MODEL/SIZE/OLEVEL-P; and for the tiny
+# OUT/MODEL/SIZE/OLEVEL (f32) or OUT/MODEL/SIZE/OLEVEL-P, the full-size
+# builds with tec build's --report (report.json: the cost model's
+# predictions per stage, set beside run.sh --stage-clock's measurements);
+# and for the tiny
 # configuration, random inputs and params in OUT/MODEL/tiny/feeds/NAME.npy
 # with the reference evaluator's outputs on exactly those float32 arrays:
 # OUT/MODEL/tiny/ref.npz (f32) and ref-P.npz (tec run --precision P, the
@@ -133,7 +136,8 @@ for m in "${models[@]}"; do
       for p in $precisions; do
         dir="$out/$m/full/O$level"
         [ "$p" = f32 ] || dir="$dir-$p"
-        "$tec" build -O"$level" --precision "$p" --ptxas "$full_ptxas" --emit cu,host "${entry[@]}" -o "$dir" "$src" > /dev/null
+        "$tec" build -O"$level" --precision "$p" --ptxas "$full_ptxas" --emit cu,host "${entry[@]}" -o "$dir" \
+          --report "$dir/report.json" "$src" > /dev/null
       done
     done
   fi

@@ -17,6 +17,11 @@ writes DIR/results.json (all of it, with the speed-ups) and DIR/results.md:
   over the GPU's peak DRAM bandwidth (PEAK_DRAM, by the name nvidia-smi
   gives).
 
+- the stage clock (run.sh --stage-clock): per build, each segment of its
+  kernels (what runs between two grid syncs) measured on the GPU beside the
+  cost model's prediction of its stages (the build's report.json), the
+  longest segments first, and the sums by what the model says bounds them.
+
 Prints results.md; exits 1 if a row failed. Only the standard library.
 ``report.py --tensors MODEL.h`` prints the tensors a build's C header lists
 (role, name, dtype, shape, bytes) as JSON, for run.sh to record.
@@ -192,10 +197,81 @@ def decode_markdown(rows, peak, why):
     return lines
 
 
-def markdown(tec, check, bench):
+def stage_rows(clock, report):
+    """The stage clock's segments (clock: run_clock --stage-clock's JSON)
+    beside the predictions of the build's report (report.json): one dict
+    per segment with kernel, stages, measured us, passes, predicted us (the
+    sum of its stages' predictions; None for the time between kernels and
+    where the report lists none of its stages), bound (that of its stage
+    predicted longest), and unpredicted: its stages the report does not
+    list (the lowering's own, such as zeroing the per-tile counters)."""
+    by_kernel = {k["name"]: {s["stage"]: s for s in k.get("stages", [])} for k in report.get("kernels", [])}
+    rows = []
+    for seg in clock["segments"]:
+        names = [n for n in seg["stages"].split(",") if n]
+        preds = [by_kernel.get(seg["kernel"], {}).get(n) for n in names]
+        row = {"kernel": seg["kernel"], "stages": names, "us": seg["us"], "passes": seg["passes"],
+               "predicted_us": None, "bound": "launch" if not names else "unknown",
+               "unpredicted": [n for n, p in zip(names, preds) if not p]}
+        known = [p for p in preds if p]
+        if known:
+            row["predicted_us"] = sum(p["predicted_us"] for p in known)
+            row["bound"] = max(known, key=lambda p: p["predicted_us"])["bound"]
+        rows.append(row)
+    return rows
+
+
+def stage_markdown(title, clock, rows, top=15):
+    """A build's stage clock section: the longest segments, and the sums by
+    bound."""
+    predicted = sum(r["predicted_us"] or 0 for r in rows)
+    lines = ["", f"### {title}: {clock['total_us'] / 1e3:.3f} ms measured in {len(rows)} segments "
+             f"(median of {clock['runs']} runs); the stages' predictions add up to {predicted / 1e3:.3f} ms", "",
+             "| segment | kernel | stages | measured us | predicted us | measured / predicted | bound (predicted) |",
+             "|---|---|---|---|---|---|---|"]
+    order = sorted(range(len(rows)), key=lambda i: -rows[i]["us"])
+    for i in order[:top]:
+        r = rows[i]
+        names = ", ".join(r["stages"][:4]) + (f" and {len(r['stages']) - 4} more" if len(r["stages"]) > 4 else "")
+        pred = r["predicted_us"]
+        ratio = f"{r['us'] / pred:.2f}" if pred else ""
+        passes = f" ({r['passes']} passes)" if r["passes"] > 1 else ""
+        lines.append(f"| {i} | {r['kernel']} | {names or '(launch)'}{passes} | {r['us']:.2f} | "
+                     f"{'' if pred is None else f'{pred:.2f}'} | {ratio} | {r['bound']} |")
+    sums = {}
+    for r in rows:
+        m, p, n = sums.get(r["bound"], (0.0, 0.0, 0))
+        sums[r["bound"]] = (m + r["us"], p + (r["predicted_us"] or 0), n + 1)
+    lines += ["", "| bound (predicted) | segments | measured us | predicted us | measured / predicted |",
+              "|---|---|---|---|---|"]
+    for bound, (m, p, n) in sorted(sums.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| {bound} | {n} | {m:.1f} | {p:.1f} | {f'{m / p:.2f}' if p else ''} |")
+    return lines
+
+
+def clock_sections(d, tec):
+    """The stage clock sections of the builds run.sh timed with it, and
+    their rows (for results.json)."""
+    lines, out = [], []
+    for r in tec:
+        if r.get("kind") != "stage-clock":
+            continue
+        clock = json.loads((d / r["clock"]).read_text())
+        report = json.loads((d / r["report"]).read_text()) if (d / r["report"]).exists() else {}
+        rows = stage_rows(clock, report)
+        size = r.get("size", "") + (f" B={r['batch']}" if r.get("batch") else "")
+        title = f"{r['model']} {size} {r['level']}-{r['precision']}"
+        lines += stage_markdown(title, clock, rows)
+        out.append({"build": title, "total_us": clock["total_us"], "segments": rows})
+    if lines:
+        lines = ["", "## Stage clock (measured per segment; predicted: the cost model's stages)"] + lines
+    return lines, out
+
+
+def markdown(tec, check, bench, clocks=()):
     lines = ["## Correctness", "", "| what | model | size | build | check |", "|---|---|---|---|---|"]
     for r in tec:
-        if r.get("kind") == "gpu":
+        if r.get("kind") in ("gpu", "stage-clock"):
             continue
         what = {"full-vs-peer": "tec vs PyTorch eager (full)",
                 "generate-skipped": "tec generate --device cuda"}.get(r.get("kind"), "tec vs reference")
@@ -219,6 +295,7 @@ def markdown(tec, check, bench):
         lines.append(f"| {b['model']} | {b['precision']} | {b['runner']} | {_ms(b.get('median_ms'))} | "
                      f"{_ms(b.get('min_ms'))} | {_ms(b.get('max_ms'))} | | {note} |")
     lines += decode_markdown(*decode_rows(tec, bench))
+    lines += list(clocks)
     return "\n".join(lines) + "\n"
 
 
@@ -239,11 +316,13 @@ def main(argv):
     d = pathlib.Path(argv[1])
     tec, check, bench = load(d)
     speedups(tec, bench)
-    md = markdown(tec, check, bench)
+    clock_lines, clocks = clock_sections(d, tec)
+    md = markdown(tec, check, bench, clock_lines)
     (d / "results.md").write_text(md)
     decode, peak, why = decode_rows(tec, bench)
     (d / "results.json").write_text(json.dumps({"tec": tec, "peer_checks": check, "peer_timings": bench,
-                                                "decode": decode, "peak_dram": peak, "peak_dram_source": why},
+                                                "decode": decode, "peak_dram": peak, "peak_dram_source": why,
+                                                "stage_clock": clocks},
                                                indent=1))
     print(md)
     return 1 if failed(tec, check, bench) else 0

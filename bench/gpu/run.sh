@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--peers] [--bench N] [--arch sm_XX] [--append] DIR
+# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--stage-clock] [--peers] [--bench N] [--arch sm_XX] [--append] DIR
 #
 # Runs, on a machine with an NVIDIA GPU, nvcc and Python 3 with NumPy (no Go
 # needed), what bench/gpu/prepare.sh put in DIR. For each MODEL/SIZE/BUILD
@@ -12,7 +12,11 @@
 #     max of N runs after 3 warm-up runs, CUDA events), on the peers' feeds
 #     (peers.py --make-feeds, made here once per model) for the six models
 #     with a peer, and, with --ncu, measures the DRAM bytes it moves (Nsight
-#     Compute's dram__bytes_read.sum and dram__bytes_write.sum, over kernels).
+#     Compute's dram__bytes_read.sum and dram__bytes_write.sum, over kernels)
+#     and, with --stage-clock, times each segment between its kernels' grid
+#     syncs with a second runner built with -DTEC_STAGE_CLOCK (run_clock;
+#     docs/gpu.md, "The stage clock") into BUILD/stage_clock.json, which
+#     report.py sets beside the predictions of BUILD/report.json.
 # With --peers it then checks every peer (bench/gpu/peers.py: PyTorch eager,
 # torch.compile, max-autotune, CUDA graphs, JAX) against the tiny references
 # and times each at full size on the same feeds, and compares tec's full-size
@@ -46,17 +50,18 @@
 # afresh; report.py reads all of it.
 #
 # The one command on a GPU machine is
-#   bench/gpu/run.sh --all DIR      (--sanitize --ncu --peers)
+#   bench/gpu/run.sh --all DIR      (--sanitize --ncu --stage-clock --peers)
 set -euo pipefail
 
-compile_only= sanitize= ncu= peers= bench=20 arch= append=
+compile_only= sanitize= ncu= peers= bench=20 arch= append= stage_clock=
 while [ $# -gt 1 ]; do
   case $1 in
     --compile-only) compile_only=1 ;;
     --sanitize) sanitize=1 ;;
     --ncu) ncu=1 ;;
+    --stage-clock) stage_clock=1 ;;
     --peers) peers=1 ;;
-    --all) sanitize=1 ncu=1 peers=1 ;;
+    --all) sanitize=1 ncu=1 peers=1 stage_clock=1 ;;
     --bench) bench=$2; shift ;;
     --arch) arch=$2; shift ;;
     --append) append=1 ;;
@@ -64,7 +69,7 @@ while [ $# -gt 1 ]; do
   esac
   shift
 done
-dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--peers] [--bench N] [--arch sm_XX] DIR}
+dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--stage-clock] [--peers] [--bench N] [--arch sm_XX] DIR}
 dir=$(cd "$dir" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
@@ -152,6 +157,19 @@ for build in "$dir"/${BUILDS:-*/*/O*}; do
     record kind=tec model="$model" size="$size" level="$level" precision="$precision" check="$check" ok=false
     status=1; continue
   fi
+  # The stage clock's runner (full size only).
+  clocked=
+  if [ -n "$stage_clock" ] && [ "$size" != tiny ]; then
+    if [ -n "${REUSE_RUNNERS:-}" ] && [ "$build/run_clock" -nt "$cu" ] && [ "$build/run_clock" -nt "$build/main.cu" ]; then
+      clocked=1
+    elif nvcc -O3 -arch="$arch" -DTEC_STAGE_CLOCK -o "$build/run_clock" "$build/main.cu" "$cu" 2> "$build/nvcc-clock.log"; then
+      clocked=1
+    else
+      check="nvcc -DTEC_STAGE_CLOCK failed: $(head -c 300 "$build/nvcc-clock.log" | tr '\n|' '  ')"
+      record kind=stage-clock model="$model" size="$size" level="$level" precision="$precision" check="$check" ok=false
+      status=1
+    fi
+  fi
   check= ms= lo= hi= mb= ok=true
   if [ -n "$compile_only" ]; then
     check=compiled
@@ -207,6 +225,17 @@ head = rows[0]; m, u, v = head.index("Metric Name"), head.index("Metric Unit"), 
 scale = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}
 print("%.1f" % (sum(float(r[v].replace(",", "")) * scale.get(r[u], 1) for r in rows[1:] if r[m].startswith("dram__bytes")) / 1e6))
 ') || { mb="ncu failed"; status=1; ok=false; }
+    fi
+    if [ -n "$clocked" ]; then
+      rel=${build#"$dir"/}
+      if "$build/run_clock" "${feedargs[@]}" --bench 5 --stage-clock "$build/stage_clock.json" > "$build/clock.log" 2>&1; then
+        record kind=stage-clock model="$model" size="$size" level="$level" precision="$precision" batch="$B" \
+          clock="$rel/stage_clock.json" report="$rel/report.json" check=ran ok=true
+      else
+        record kind=stage-clock model="$model" size="$size" level="$level" precision="$precision" \
+          check="run_clock failed: $(tail -c 300 "$build/clock.log" | tr '\n|' '  ')" ok=false
+        status=1
+      fi
     fi
   fi
   echo "| $model | $size${B:+ B=$B} | $name | $check | $ms | $lo | $hi | $mb |"

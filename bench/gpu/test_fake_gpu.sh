@@ -10,7 +10,9 @@
 # outputs against the runner's on the same feeds) and that results.json
 # has the Llama decode rows with their bytes and bandwidth fractions, also
 # after a second part run with --append; tec generate --device cuda is
-# skipped, as it is where tec-cuda cannot load. The builds skip the
+# skipped, as it is where tec-cuda cannot load; the stage clock's segments
+# (the fake runner's, 1 us each, named as the build's .cu names them) all
+# find their stages' predictions in the builds' report.json. The builds skip the
 # register check (PTXAS=off): no real nvcc compiles them here.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,5 +54,16 @@ assert len(vs) == 2 and all(r["check"] == "ok" for r in vs), vs
 tiny = [r for r in out["tec"] if r.get("kind") == "tec" and r["size"] == "tiny"]
 assert tiny and all(r["check"].startswith("ok; memcheck clean") for r in tiny), tiny
 assert any(r.get("kind") == "generate-skipped" for r in out["tec"])
+# The stage clock (--all: --stage-clock): every segment of the full-size
+# builds' kernels names stages that their report.json predicts.
+clocks = out["stage_clock"]
+assert len(clocks) == 2, [c["build"] for c in clocks]
+for c in clocks:
+    segs = c["segments"]
+    assert segs and all(s["predicted_us"] is not None for s in segs if s["stages"]), \
+        [(s["kernel"], s["stages"]) for s in segs if s["stages"] and s["predicted_us"] is None]
+    # The lowering's own stages, which the plan does not price.
+    extra = {n for s in segs for n in s["unpredicted"]}
+    assert extra <= {"counters.zero"}, extra
 print(f"test_fake_gpu.sh: ok ({len(rows)} decode rows, {len(vs)} full-size comparisons with PyTorch)")
 PY

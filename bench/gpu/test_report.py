@@ -125,3 +125,33 @@ class ReportTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StageClockTest(unittest.TestCase):
+    """The stage clock's segments beside the report's stage predictions."""
+
+    REPORT = {"kernels": [
+        {"name": "k0", "stages": [{"stage": "a", "predicted_us": 2.0, "bound": "DRAM"},
+                                  {"stage": "b", "predicted_us": 6.0, "bound": "latency"}]},
+        {"name": "k1", "stages": [{"stage": "c", "predicted_us": 1.0, "bound": "tensor"}]}]}
+    CLOCK = {"runs": 5, "total_us": 21.0, "segments": [
+        {"kernel": "k0", "stages": "a,b", "us": 16.0, "passes": 1},
+        {"kernel": "k0", "stages": "b,counters.zero", "us": 3.0, "passes": 2},
+        {"kernel": "k1", "stages": "", "us": 0.5, "passes": 1},
+        {"kernel": "k1", "stages": "c", "us": 1.5, "passes": 1},
+        {"kernel": "k1", "stages": "z", "us": 0.0, "passes": 1}]}
+
+    def test_rows(self):
+        rows = report.stage_rows(self.CLOCK, self.REPORT)
+        got = [(r["predicted_us"], r["bound"], r["unpredicted"]) for r in rows]
+        self.assertEqual(got, [(8.0, "latency", []), (6.0, "latency", ["counters.zero"]), (None, "launch", []),
+                               (1.0, "tensor", []), (None, "unknown", ["z"])])
+
+    def test_markdown(self):
+        rows = report.stage_rows(self.CLOCK, self.REPORT)
+        md = "\n".join(report.stage_markdown("decode", self.CLOCK, rows, top=2))
+        self.assertIn("0.021 ms measured in 5 segments (median of 5 runs); the stages' predictions add up to 0.015 ms", md)
+        self.assertIn("| 0 | k0 | a, b | 16.00 | 8.00 | 2.00 | latency |", md)
+        self.assertIn("| 1 | k0 | b, counters.zero (2 passes) | 3.00 | 6.00 | 0.50 | latency |", md)
+        self.assertNotIn("| 3 | k1 |", md)  # not among the 2 longest
+        self.assertIn("| latency | 2 | 19.0 | 14.0 | 1.36 |", md)

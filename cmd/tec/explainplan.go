@@ -62,12 +62,8 @@ type planKernel struct {
 	WeightCache *planCache `json:"weight_cache,omitempty"`
 }
 
-// planStage is the prediction of one stage (cost.StageEstimate): its
-// time, its bytes from DRAM, the term of the cost model that bounds it
-// (cost.Bound: "DRAM", "L2", "tensor", "FP32 issue", "latency", "grid
-// syncs", or "none (in an epilogue)"), and how its code moves its
-// operands (schedule.LoadPath): the bytes of one load instruction and the
-// loads a thread has in flight per round trip.
+// planStage is driver.StagePrediction with its time written as
+// jsonFloat does.
 type planStage struct {
 	Stage         string    `json:"stage"`
 	PredictedUS   jsonFloat `json:"predicted_us"`
@@ -242,15 +238,13 @@ func newPlanReport(p *kernelPlan, level int) *planReport {
 	return r
 }
 
-// stageCosts returns the predictions of kernel k's stages in plan pl;
-// none where the plan has none (-O0 to -O2).
+// stageCosts returns the predictions of kernel k's stages in plan pl
+// (driver.StagePredictions); none where the plan has none (-O0 to -O2).
 func stageCosts(pl *partition.Plan, k *partition.Kernel) []planStage {
 	var out []planStage
-	for j, sc := range k.StageCosts {
-		t := k.Stages[j]
-		load := pl.Schedules[t].Load
-		out = append(out, planStage{Stage: t.Name, PredictedUS: jsonFloat(sc.Time * 1e6), DRAMBytes: sc.DRAM,
-			Bound: sc.Bound.String(), LoadBytes: load.Width, LoadsInFlight: load.InFlight})
+	for _, sp := range driver.StagePredictions(pl, k) {
+		out = append(out, planStage{Stage: sp.Stage, PredictedUS: jsonFloat(sp.PredictedUS), DRAMBytes: sp.DRAMBytes,
+			Bound: sp.Bound, LoadBytes: sp.LoadBytes, LoadsInFlight: sp.LoadsInFlight})
 	}
 	return out
 }

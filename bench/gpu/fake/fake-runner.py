@@ -1,10 +1,12 @@
 """A stand-in for a tec build's runner (bench/gpu/test_fake_gpu.sh): the
 outputs of tec's reference evaluator ($FAKE_TEC run --device ref) on the
-runner's feeds, at the build's precision and sizes, and a fixed --bench line.
+runner's feeds, at the build's precision and sizes, and a fixed --bench line;
+with --stage-clock FILE, the stage clock's JSON with the segments the
+build's .cu lists (tec_clock_kernels, tec_clock_stages), 1 us each.
 
-usage: fake-runner.py BUILD_DIR [--inputs DIR] [--params DIR] [--outputs DIR] [--bench N]
+usage: fake-runner.py BUILD_DIR [--inputs DIR] [--params DIR] [--outputs DIR] [--bench N] [--stage-clock FILE]
 """
-import os, pathlib, re, subprocess, sys, tempfile
+import json, os, pathlib, re, subprocess, sys, tempfile
 import numpy as np
 
 build = pathlib.Path(sys.argv[1])
@@ -50,3 +52,10 @@ with tempfile.TemporaryDirectory() as tmp:
         np.save(f"{args.get('--outputs', '.')}/{n}.npy", out[n])
 if "--bench" in args:
     print("bench: median 0.5000 ms, min 0.4000 ms, max 0.6000 ms over %s runs (3 warm-up)" % args["--bench"])
+if "--stage-clock" in args:
+    cu = next(p for p in build.glob("*.cu") if p.name != "main.cu").read_text()
+    kernels, stages = (json.loads("[" + re.search(r"tec_clock_%s\[\] = \{(.*)\};" % what, cu).group(1) + "]")
+                       for what in ("kernels", "stages"))
+    segments = [{"kernel": k, "stages": s, "us": 1.0, "passes": 1} for k, s in zip(kernels, stages)]
+    pathlib.Path(args["--stage-clock"]).write_text(json.dumps({"runs": 5, "total_us": float(len(segments)),
+                                                               "segments": segments}))
