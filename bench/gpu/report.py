@@ -254,7 +254,7 @@ def clock_sections(d, tec):
     their rows (for results.json)."""
     lines, out = [], []
     for r in tec:
-        if r.get("kind") != "stage-clock":
+        if r.get("kind") != "stage-clock" or "clock" not in r:
             continue
         clock = json.loads((d / r["clock"]).read_text())
         report = json.loads((d / r["report"]).read_text()) if (d / r["report"]).exists() else {}
@@ -271,9 +271,9 @@ def clock_sections(d, tec):
 def markdown(tec, check, bench, clocks=()):
     lines = ["## Correctness", "", "| what | model | size | build | check |", "|---|---|---|---|---|"]
     for r in tec:
-        if r.get("kind") in ("gpu", "stage-clock"):
+        if r.get("kind") == "gpu":
             continue
-        what = {"full-vs-peer": "tec vs PyTorch eager (full)",
+        what = {"full-vs-peer": "tec vs PyTorch eager (full)", "stage-clock": "tec's stage clock (full)",
                 "generate-skipped": "tec generate --device cuda"}.get(r.get("kind"), "tec vs reference")
         build = r.get("level", "") + ("" if r.get("precision", "f32") == "f32" else "-" + r["precision"])
         size = r.get("size", "") + (f" B={r['batch']}" if "batch" in r else "")

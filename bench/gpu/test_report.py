@@ -155,3 +155,16 @@ class StageClockTest(unittest.TestCase):
         self.assertIn("| 1 | k0 | b, counters.zero (2 passes) | 3.00 | 6.00 | 0.50 | latency |", md)
         self.assertNotIn("| 3 | k1 |", md)  # not among the 2 longest
         self.assertIn("| latency | 2 | 19.0 | 14.0 | 1.36 |", md)
+
+    def test_failed_run(self):
+        # A failed run records no clock: the correctness table says so, and
+        # no stage clock section is written.
+        with tempfile.TemporaryDirectory() as tmp:
+            d = pathlib.Path(tmp)
+            row = {"kind": "stage-clock", "model": "bert", "size": "full", "level": "O4", "precision": "f16",
+                   "check": "run_clock failed: out of memory", "ok": "false"}
+            (d / "results.jsonl").write_text(json.dumps(row) + "\n")
+            self.assertEqual(report.main(["report.py", tmp]), 1)
+            md = (d / "results.md").read_text()
+            self.assertIn("| tec's stage clock (full) | bert | full | O4-f16 | run_clock failed: out of memory |", md)
+            self.assertNotIn("## Stage clock", md)
