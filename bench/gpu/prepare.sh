@@ -46,6 +46,10 @@
 # $FULL_PTXAS (default $PTXAS) the full-size builds': off where no nvcc
 # compiles a build (CI's compile-only run, test_fake_gpu.sh's stand-ins),
 # whose check would take minutes of nvcc for the decode steps alone.
+# $GPU and $TARGET (default: tec build's, a100 and sm_80) plan and target
+# the other full-size builds for the GPU that will run them (GPU=h200
+# TARGET=sm_90 on an H200), so that their report.json predicts what
+# run.sh --stage-clock measures there.
 set -euo pipefail
 
 out=${1:?usage: bench/gpu/prepare.sh OUT [MODEL...]}
@@ -69,6 +73,9 @@ decode_t=${DECODE_T:-$((decode_pos + 1))}
 decode_batches=${DECODE_BATCHES:-1 8}
 decode_levels=${DECODE_LEVELS:-4}
 decode_precisions=${DECODE_PRECISIONS:-f32 bf16}
+gpu=()
+[ -n "${GPU:-}" ] && gpu+=(--gpu "$GPU")
+[ -n "${TARGET:-}" ] && gpu+=(--target "$TARGET")
 
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then
@@ -136,8 +143,8 @@ for m in "${models[@]}"; do
       for p in $precisions; do
         dir="$out/$m/full/O$level"
         [ "$p" = f32 ] || dir="$dir-$p"
-        "$tec" build -O"$level" --precision "$p" --ptxas "$full_ptxas" --emit cu,host "${entry[@]}" -o "$dir" \
-          --report "$dir/report.json" "$src" > /dev/null
+        "$tec" build -O"$level" --precision "$p" --ptxas "$full_ptxas" --emit cu,host "${entry[@]}" "${gpu[@]}" \
+          -o "$dir" --report "$dir/report.json" "$src" > /dev/null
       done
     done
   fi

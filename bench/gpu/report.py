@@ -276,7 +276,7 @@ def markdown(tec, check, bench, clocks=()):
         what = {"full-vs-peer": "tec vs PyTorch eager (full)", "stage-clock": "tec's stage clock (full)",
                 "generate-skipped": "tec generate --device cuda"}.get(r.get("kind"), "tec vs reference")
         build = r.get("level", "") + ("" if r.get("precision", "f32") == "f32" else "-" + r["precision"])
-        size = r.get("size", "") + (f" B={r['batch']}" if "batch" in r else "")
+        size = r.get("size", "") + (f" B={r['batch']}" if r.get("batch") else "")
         lines.append(f"| {what} | {r.get('model', '')} | {size} | {build} | {r.get('check', '')} |")
     for r in check:
         lines.append(f"| peer {r['runner']} vs reference | {r['model']} | tiny | {r['precision']} | "
