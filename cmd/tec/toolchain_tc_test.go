@@ -148,11 +148,10 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			var cuBytes int
-			perExample[i], cuBytes, errs[i] = exampleJobs(ex, root, tools)
+			perExample[i], errs[i] = exampleJobs(ex, root, tools)
 			if errs[i] == nil {
 				var half []toolJob
-				half, errs[i] = halfJobs(ex, root, tools, cuBytes)
+				half, errs[i] = halfJobs(ex, root, tools)
 				perExample[i] = append(perExample[i], half...)
 			}
 		}()
@@ -186,9 +185,9 @@ var gencode = fmt.Sprintf("-gencode=arch=%s,code=[%s]", sweepPTX, strings.Join(s
 // exampleJobs returns the f32 compilations of ex: tiny and full size, at
 // -O0 and -O4, the CUDA C++ by nvcc for both architectures (host code too
 // at the tiny size, the device code alone into a fatbinary at full size)
-// and the LLVM IR by llc and ptxas for each target; and the size of the
-// full-size -O4 build's CUDA C++.
-func exampleJobs(ex examples.Example, root string, tools sweepTools) (jobs []toolJob, fullBytes int, err error) {
+// and the LLVM IR by llc and ptxas for each target.
+func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
+	var jobs []toolJob
 	for _, size := range []string{"tiny", "full"} {
 		defines := ex.Tiny
 		if size == "full" {
@@ -198,21 +197,18 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) (jobs []too
 			name := fmt.Sprintf("%s/%s/O%d", ex.Name, size, level)
 			p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: defines, Model: ex.Model})
 			if diags.HasErrors() {
-				return nil, 0, fmt.Errorf("%s: %v", name, diags)
+				return nil, fmt.Errorf("%s: %v", name, diags)
 			}
 			res, err := pipeline.Build(p, pipeline.Options{Level: level})
 			if err != nil {
-				return nil, 0, fmt.Errorf("%s: %w", name, err)
+				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			dir := filepath.Join(root, ex.Name, size, fmt.Sprint(level))
 			files, err := writeBuild(dir, res, tools.targets[0], true)
 			if err != nil {
-				return nil, 0, fmt.Errorf("%s: %w", name, err)
+				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			cu, n := files[0].Name, len(files[0].Data)
-			if size == "full" {
-				fullBytes = n // -O4 last
-			}
 			mode, out := "-c", ".o" // host and device code
 			if size == "full" {
 				mode, out = "-fatbin", ".fatbin" // device code alone
@@ -223,13 +219,13 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) (jobs []too
 			for _, tg := range tools.targets {
 				job, err := llcJob(name, res.Module, tg)
 				if err != nil {
-					return nil, 0, err
+					return nil, err
 				}
 				jobs = append(jobs, job)
 			}
 		}
 	}
-	return jobs, fullBytes, nil
+	return jobs, nil
 }
 
 // writeBuild writes res's CUDA C++ (and, with host, its runner) for tg to
@@ -349,10 +345,10 @@ var stageFunction = regexp.MustCompile(`\d+s_[A-Za-z0-9_]+E`)
 // for example ex at full size, built at -O4 under root: at --precision
 // f16, the build with its register check, then nvcc's PTX for sweepPTX
 // (the device code alone), ptxas -v on it for each of sweepArchs, and the
-// checks of checkHalfSASS on that architecture's log and SASS (halfBuild;
-// its cost estimated from cuBytes, the size of the example's full-size
-// f32 -O4 CUDA C++); at --precision bf16, llc and ptxas for each target.
-func halfJobs(ex examples.Example, root string, tools sweepTools, cuBytes int) ([]toolJob, error) {
+// checks of checkHalfSASS on that architecture's log and SASS (halfBuild,
+// its cost estimated by halfCost); at --precision bf16, llc and ptxas for
+// each target.
+func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
 	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Model: ex.Model})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s: %v", ex.Name, diags)
@@ -373,11 +369,35 @@ func halfJobs(ex examples.Example, root string, tools sweepTools, cuBytes int) (
 			jobs = append(jobs, bf...)
 			continue
 		}
-		jobs = append(jobs, toolJob{name + " register check, nvcc, ptxas, HMMA and spills", 2 * nvccCost(cuBytes, false), func() (string, error) {
+		cost, err := halfCost(p, opts, tools.targets[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		jobs = append(jobs, toolJob{name + " register check, nvcc, ptxas, HMMA and spills", cost, func() (string, error) {
 			return halfBuild(ex.Name, p, opts, filepath.Join(root, ex.Name, "full", "f16"), tools)
 		}})
 	}
 	return jobs, nil
+}
+
+// halfCost estimates the CPU time in milliseconds of an f16 job (halfBuild)
+// for p built with opts: about four nvcc runs on the build's CUDA C++ for
+// tg as planned before the register check, which compiles it once (nvcc
+// -cubin for sm_80) or, where it plans again, up to three times, before
+// the job's own nvcc -ptx and its two ptxas runs. The f32 build's size is
+// no measure of it: Swin's f16 CUDA C++ is ten times its f32 one (4.3
+// against 0.45 MB), and its job the sweep's longest, which must start
+// first lest it end the run on one CPU.
+func halfCost(p *te.Program, opts pipeline.Options, tg gpu.Arch) (int, error) {
+	res, err := pipeline.Build(p, opts)
+	if err != nil {
+		return 0, err
+	}
+	files, err := driver.Emit(context.Background(), &driver.Compiled{Result: res}, tg, driver.Outputs{CUDA: true})
+	if err != nil {
+		return 0, err
+	}
+	return 4 * nvccCost(len(files[0].Data), false), nil
 }
 
 // halfBuild builds p at --precision f16 (opts) as tec build does with
