@@ -200,3 +200,254 @@ func VectorElems(t *Tensor, done *Reduce) (int, []*Load) {
 	}
 	return n, moving
 }
+
+// ContiguousGathered is Contiguous for a load that may gather: the
+// run-time part of each gathered dimension's index (an integer in the
+// dimension, which a device clamps it into) moves the offset by a
+// multiple of that dimension's stride, so where every such stride is a
+// multiple of n the vector stays contiguous and aligned if the load's
+// static index is.
+func (l *Load) ContiguousGathered(along *Var, n int) bool {
+	if !l.IsGather() {
+		return l.Contiguous(along, n)
+	}
+	if len(l.Index) != len(l.Tensor.Shape) {
+		return false
+	}
+	stride := 1
+	for d := len(l.Index) - 1; d >= 0; d-- {
+		if l.Gathered(d) != nil && (stride%n != 0 || UsedVars(l.Gathered(d))[along]) {
+			return false
+		}
+		stride *= l.Tensor.Shape[d]
+	}
+	static := &Load{Tensor: l.Tensor, Index: l.Index}
+	return static.Contiguous(along, n)
+}
+
+// UniformOver reports whether cond, a condition without loads, has one
+// value on the n elements of every aligned vector along along (along =
+// n·q, ..., n·q + n-1): its comparisons either do not use along, or
+// compare i32 indexes whose difference is ±along plus terms that stay
+// multiples of n, against a bound that a multiple of n separates (i < 32
+// for n = 8, not i < 31).
+func UniformOver(cond Expr, along *Var, n int) bool {
+	if HasLoad(cond) {
+		return false
+	}
+	ok := true
+	Walk(cond, func(x Expr) bool {
+		if !ok {
+			return false
+		}
+		switch x := x.(type) {
+		case *Binary:
+			if x.Op.IsLogical() {
+				return true
+			}
+			if !x.Op.IsComparison() {
+				ok = !UsedVars(x)[along]
+				return false
+			}
+			ok = uniformComparison(x, along, n)
+			return false
+		case *Unary:
+			if x.Op == Not {
+				return true
+			}
+		case *Select:
+			ok = !UsedVars(x)[along]
+			return false
+		}
+		ok = ok && !UsedVars(x)[along]
+		return false
+	})
+	return ok
+}
+
+// uniformComparison is UniformOver for one comparison.
+func uniformComparison(c *Binary, along *Var, n int) bool {
+	if !UsedVars(c)[along] {
+		return true
+	}
+	x, xok := asIndex(c.X)
+	y, yok := asIndex(c.Y)
+	if !xok || !yok {
+		return false
+	}
+	d := x.Add(y.Scale(-1)).Simplify() // c is d op 0
+	unit := 0
+	for _, t := range d.Terms {
+		a := t.Atom
+		switch {
+		case a.Op == AtomVar && a.Var == along:
+			unit += t.Coef
+		case a.Op == AtomVar && a.Var.Extent == 1:
+		case a.Op == AtomVar || !a.Arg.Uses(along):
+			if t.Coef%n != 0 {
+				return false
+			}
+		default:
+			if a.Divisor%n != 0 || !alongPlusMultiple(*a.Arg, along, n) {
+				return false
+			}
+			if a.Op == AtomMod {
+				unit += t.Coef
+			} else if t.Coef%n != 0 {
+				return false
+			}
+		}
+	}
+	op, k := c.Op, d.Const
+	if unit == -1 { // -u + k op 0 is u - k op' 0
+		op, k = map[BinaryOp]BinaryOp{Lt: Gt, Le: Ge, Gt: Lt, Ge: Le, Eq: Eq, Ne: Ne}[op], -k
+	} else if unit != 1 {
+		return false
+	}
+	// u + k op 0, u = n·Q + j with j in [0, n): one value for every j
+	// where the bound -k (u < -k) or 1-k (u <= -k, u < 1-k) is a
+	// multiple of n.
+	switch op {
+	case Lt, Ge:
+		return k%n == 0
+	case Le, Gt:
+		return (k-1)%n == 0
+	}
+	return false
+}
+
+// A VectorGuard is the condition of a select that a load of a vector
+// lies under: the load is read where Cond is Holds.
+type VectorGuard struct {
+	Cond  Expr
+	Holds bool
+}
+
+// GuardedVectorElems is VectorElems where the moving loads may also
+// gather (ContiguousGathered) or lie under selects whose conditions are
+// uniform over each vector (UniformOver): it returns for each moving
+// load the conditions of the selects it lies under, outermost first,
+// under which a vector of it is read (a select may guard a read out of
+// bounds). It returns 0 where VectorElems would, for another reason.
+func GuardedVectorElems(t *Tensor, done *Reduce) (int, []*Load, map[*Load][]VectorGuard) {
+	switch t.DType {
+	case F32, I32, F16, BF16:
+	default:
+		return 0, nil, nil
+	}
+	n := 16 / t.DType.Size()
+	if len(t.Axes) == 0 || t.Axes[len(t.Axes)-1].Extent%n != 0 {
+		return 0, nil, nil
+	}
+	w := guardWalk{along: t.Axes[len(t.Axes)-1], n: n, done: done, guards: map[*Load][]VectorGuard{}, ok: true}
+	w.walk(t.Body, nil)
+	if !w.ok {
+		return 0, nil, nil
+	}
+	return n, w.moving, w.guards
+}
+
+// guardWalk is the state of GuardedVectorElems.
+type guardWalk struct {
+	along  *Var
+	n      int
+	done   *Reduce
+	moving []*Load
+	guards map[*Load][]VectorGuard
+	ok     bool
+}
+
+func (w *guardWalk) walk(e Expr, guards []VectorGuard) {
+	Walk(e, func(x Expr) bool {
+		if !w.ok {
+			return false
+		}
+		switch x := x.(type) {
+		case *Reduce:
+			w.ok = x == w.done
+			return false
+		case *Select:
+			moves := func(y Expr) bool { ld, ok := y.(*Load); return ok && UsedVars(ld)[w.along] }
+			if !Contains(x.Then, moves) && !Contains(x.Else, moves) {
+				return true
+			}
+			if !UniformOver(x.Cond, w.along, w.n) {
+				w.ok = false
+				return false
+			}
+			w.walk(x.Cond, guards)
+			w.walk(x.Then, append(slices.Clip(guards), VectorGuard{x.Cond, true}))
+			w.walk(x.Else, append(slices.Clip(guards), VectorGuard{x.Cond, false}))
+			return false
+		case *Load:
+			if !UsedVars(x)[w.along] {
+				return true
+			}
+			w.ok = w.n*x.Tensor.DType.Size()%16 == 0 && x.ContiguousGathered(w.along, w.n)
+			if prev, seen := w.guards[x]; seen {
+				w.ok = w.ok && slices.Equal(prev, guards)
+			} else if w.ok {
+				w.moving = append(w.moving, x)
+				w.guards[x] = guards
+			}
+			return false
+		}
+		return true
+	})
+}
+
+// ReduceVectorElems returns the terms of reduction r that one thread of a
+// loop over r's points reads at once along r's last axis, a 16-byte
+// vector of the narrowest of the loads of r's body that move along it,
+// and those loads, where that applies: r's body holds no reduction, its
+// last axis is a multiple of the vector, and each moving load reads the
+// vector's elements contiguous and aligned (ContiguousGathered) as whole
+// 16-byte vectors, none of them under a select. It returns 0 otherwise.
+func ReduceVectorElems(r *Reduce) (int, []*Load) {
+	if len(r.Axes) == 0 || HasReduce(r.Body) {
+		return 0, nil
+	}
+	along := r.Axes[len(r.Axes)-1]
+	moves := func(x Expr) bool {
+		ld, ok := x.(*Load)
+		return ok && UsedVars(ld)[along]
+	}
+	var moving []*Load
+	ok := true
+	Walk(r.Body, func(x Expr) bool {
+		switch x := x.(type) {
+		case *Select:
+			ok = ok && !Contains(x.Then, moves) && !Contains(x.Else, moves)
+		case *Load:
+			if moves(x) && !slices.Contains(moving, x) {
+				moving = append(moving, x)
+			}
+		}
+		return ok
+	})
+	if !ok || len(moving) == 0 {
+		return 0, nil
+	}
+	size := 16
+	for _, ld := range moving {
+		size = min(size, ld.Tensor.DType.Size())
+	}
+	if size == 0 || 16%size != 0 {
+		return 0, nil
+	}
+	n := 16 / size
+	if along.Extent%n != 0 {
+		return 0, nil
+	}
+	for _, ld := range moving {
+		switch ld.Tensor.DType {
+		case F32, I32, F16, BF16:
+		default:
+			return 0, nil
+		}
+		if n*ld.Tensor.DType.Size()%16 != 0 || !ld.ContiguousGathered(along, n) {
+			return 0, nil
+		}
+	}
+	return n, moving
+}

@@ -151,16 +151,30 @@ func (ck *counterKernel) replace(set []*te.Tensor, pk *partition.Kernel, pl *par
 
 // tileable reports whether stage st's work is a loop over its tiles that
 // tileForm can take: a grid-stride loop over tiles, or for an element-wise
-// stage (chunks) a thread-stride loop over its elements.
+// stage (chunks) a thread-stride loop over its elements or the loop over
+// its chunks that elementwiseChunks made.
 func (ck *counterKernel) tileable(st *kir.Stage, chunks bool) bool {
 	if _, done := ck.tiles[st]; done {
 		return true
 	}
-	kind := kir.GridStride
-	if chunks {
-		kind = kir.ThreadStride
+	if chunks && !ck.chunked(st) {
+		return topLoop(st, kir.ThreadStride) != nil
 	}
-	return topLoop(st, kind) != nil
+	return topLoop(st, kir.GridStride) != nil
+}
+
+// chunked reports whether stage st's work is a loop over chunks of its
+// elements (elementwiseChunks), rotated or not, whose trips are the
+// tiles of a thread-stride loop's chunks.
+func (ck *counterKernel) chunked(st *kir.Stage) bool {
+	loop := topLoop(st, kir.GridStride)
+	if loop == nil {
+		return false
+	}
+	if let, _ := rotated(loop); let != nil {
+		return ck.l.chunkLoops[let.Var]
+	}
+	return ck.l.chunkLoops[loop.Var]
 }
 
 // tileForm puts stage st's work in tile form, once, and returns it. A
@@ -175,7 +189,7 @@ func (ck *counterKernel) tileForm(st *kir.Stage, chunks bool) tileWork {
 		return w
 	}
 	var w tileWork
-	if !chunks {
+	if !chunks || ck.chunked(st) {
 		loop := topLoop(st, kir.GridStride)
 		w = tileWork{loop.Var, &loop.Body}
 		if let, guard := rotated(loop); let != nil {

@@ -88,8 +88,11 @@ func TestCounters(t *testing.T) {
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		if st, ok := s.(*kir.Stage); ok && st.Name == "y" {
 			kir.WalkStmts(st.Body, func(x kir.Stmt) bool {
-				if iff, ok := x.(*kir.If); ok {
-					iff.Then = dropWaits(iff.Then)
+				switch x := x.(type) {
+				case *kir.If: // a thread-stride loop's chunk, or a rotated tile
+					x.Then = dropWaits(x.Then)
+				case *kir.For: // a loop over chunks (elementwiseChunks)
+					x.Body = dropWaits(x.Body)
 				}
 				return true
 			})

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"tec/backend/kir"
@@ -110,6 +111,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		tmp := &kir.Kernel{}
 		var stage []kir.Stmt
 		l.tm, l.tn, l.rm, l.rn, l.tk = 0, 0, 1, 1, 0
+		l.remap = !threadBound(pk, j)
 		switch s.Kind {
 		case schedule.Contraction:
 			if s.Resident != nil {
@@ -201,14 +203,14 @@ func (l *lowerer) rows(t *te.Tensor, rowAxes int, k *kir.Kernel, body *[]kir.Stm
 	buf := l.bufs[t]
 	o, e := kir.NewVar("row", te.I32), kir.NewVar("e", te.I32)
 	g := l.gen(nil)
-	if vec, moving := vectorElems(t, buf, nil); vec > 0 {
+	if vec, moving, guards := guardedVectorElems(t, buf, nil); vec > 0 {
 		ev := kir.NewVar("ev", te.I32)
 		ok := false
 		inner := g.into(func() {
 			g.emit(&kir.Let{Var: e, Value: kir.Mul(ev, kir.I(vec))})
 			bind(g, t.Axes[:rowAxes], o)
 			bind(g, t.Axes[rowAxes:], e)
-			ok = l.storeVector(g, t, vec, moving, kir.Add(kir.Mul(o, kir.I(c)), e), k, nil, nil)
+			ok = l.storeGuardedVector(g, t, vec, moving, guards, kir.Add(kir.Mul(o, kir.I(c)), e), k, nil, nil)
 		})
 		if ok {
 			*body = append(*body, &kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(r), Body: []kir.Stmt{
@@ -426,4 +428,23 @@ func atomicOf(op te.ReduceOp) kir.AtomicOp {
 		return kir.AtomicMin
 	}
 	return kir.AtomicAdd
+}
+
+// threadBound reports whether stage j of pk reads, or is read by, a stage
+// that no barrier separates from it: the planner then relies on each
+// element staying with the thread of the scalar loop (partition's
+// same-thread reuse), and the stage may not vectorise its elements.
+func threadBound(pk *partition.Kernel, j int) bool {
+	reads := func(a, b *te.Tensor) bool { return slices.Contains(te.Inputs(a.Body), b) }
+	for p := j - 1; p >= 0 && pk.Sync[p+1] == partition.NoBarrier; p-- {
+		if reads(pk.Stages[j], pk.Stages[p]) {
+			return true
+		}
+	}
+	for f := j + 1; f < len(pk.Stages) && pk.Sync[f] == partition.NoBarrier; f++ {
+		if reads(pk.Stages[f], pk.Stages[j]) {
+			return true
+		}
+	}
+	return false
 }

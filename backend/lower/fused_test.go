@@ -208,13 +208,16 @@ func TestFusedReuse(t *testing.T) {
 			t.Errorf("reuse=%v: %v %v", tt.reuse, err, mm)
 		}
 		// With reuse, the row statistics stay in shared memory: the only
-		// global traffic is x, read by mean, twice by var (d*d) and by y,
-		// and y written. Without, mean and var are written (2×64 B), mean
-		// read twice per element by var and both once per element by y.
+		// global traffic is x, read by mean, once by var (d*d reads one
+		// vector of x for both factors, blockReduceVector) and by y, and
+		// y written. Without, mean and var are written (2×64 B), mean
+		// read once per vector of 4 terms by var and both once per
+		// vector of 4 elements by y (blockReduceVector and
+		// storeGuardedVector read them once per vector).
 		x := int64(16 * 128 * 4)
-		wantBytes := 5*x + 2*64 + 4*x
+		wantBytes := 4*x + 2*64 + x/4 + 2*x/4
 		if tt.reuse {
-			wantBytes = 5 * x
+			wantBytes = 4 * x
 		}
 		if got := res.Total().LoadBytes + res.Total().StoreBytes; got != wantBytes {
 			t.Errorf("reuse=%v: %d global bytes, want %d", tt.reuse, got, wantBytes)
@@ -225,8 +228,10 @@ func TestFusedReuse(t *testing.T) {
 // TestRotation checks that the independent stages of a grid epoch start on
 // different blocks while a stage that reads another of the epoch keeps its
 // mapping: a and b are independent one-block stages, c reads a where the
-// same thread wrote it; b's loop starts one block on, and the result is
-// right and race-free on grids larger and smaller than the stages need.
+// same thread wrote it (so a and c stay a thread per element); b, which
+// no stage reads, takes its one chunk of vectors (elementwiseChunks) one
+// block on, and the result is right and race-free on grids larger and
+// smaller than the stages need.
 func TestRotation(t *testing.T) {
 	const n = 256
 	bld := tb.New("rot")
@@ -249,8 +254,8 @@ func TestRotation(t *testing.T) {
 			}
 		}
 	}
-	if first["a"] != n || first["c"] != n || first["b"] != 2*n {
-		t.Errorf("loop bounds %v; want a and c over %d elements, b over %d (one block on)", first, n, 2*n)
+	if first["a"] != n || first["c"] != n || first["b"] != 2 {
+		t.Errorf("loop bounds %v; want a and c over %d elements, b over 2 chunks (one block on)", first, n)
 	}
 	if g := m.Kernels[0].Grid.Blocks; g < 2 {
 		t.Errorf("grid of %d blocks; want at least 2, one per independent stage", g)

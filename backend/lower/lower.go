@@ -191,6 +191,14 @@ type lowerer struct {
 	// appends, of the first indexed buffers.
 	bufPos  map[*kir.Buffer]int
 	indexed int
+
+	// remap says that the fused stage being lowered may give its
+	// elements to other threads of the blocks that the scalar loop
+	// gives them to (elementwiseChunks); chunkLoops are the variables
+	// of the chunk loops that it emitted, whose trips are the tiles of
+	// per-tile counters.
+	remap      bool
+	chunkLoops map[*kir.Var]bool
 }
 
 func (l *lowerer) gen(out *[]kir.Stmt) *gen {
@@ -324,13 +332,22 @@ func axisIndexes(t *te.Tensor) []te.Index {
 	return ix
 }
 
-// elementwise computes a thread per output element, or in a kernel of
-// its own, a thread per vector of them where vectorElems allows.
+// elementwise computes a thread per output element, or a vector of them
+// where guardedVectorElems allows: in a kernel of its own a thread per
+// vector (elementwiseVector), in a fused kernel, where the stage may give
+// its elements to other threads of their blocks (remap), a block's chunk
+// of elements at a time (elementwiseChunks, or elementwiseStaged where the
+// body takes a sine or cosine).
 func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 	n := t.NumElements()
 	buf := l.bufs[t]
-	if l.threads == 0 { // a kernel of its own: no counters tile its elements
-		if vec, moving := vectorElems(t, buf, nil); vec > 0 && l.elementwiseVector(t, vec, moving, k, body) {
+	if vec, moving, guards := guardedVectorElems(t, buf, nil); vec > 0 {
+		switch {
+		case l.threads == 0 && l.elementwiseVector(t, vec, moving, guards, k, body):
+			return
+		case l.threads > 0 && l.remap && hasTable(t.Body) && l.elementwiseStaged(t, vec, moving, guards, k, body):
+			return
+		case l.threads > 0 && l.remap && !hasTable(t.Body) && l.elementwiseChunks(t, vec, moving, guards, k, body):
 			return
 		}
 	}
@@ -349,7 +366,7 @@ func (l *lowerer) elementwise(t *te.Tensor, k *kir.Kernel, body *[]kir.Stmt) {
 // elementwiseVector computes t a thread per vector of vec elements
 // (storeVector), and reports false, emitting nothing, where a moving load
 // is not a plain one after all.
-func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, k *kir.Kernel, body *[]kir.Stmt) bool {
+func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, k *kir.Kernel, body *[]kir.Stmt) bool {
 	n := t.NumElements() / vec
 	iv, i := kir.NewVar("iv", te.I32), kir.NewVar("i", te.I32)
 	g := l.gen(nil)
@@ -357,7 +374,7 @@ func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, k 
 	inner := g.into(func() {
 		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
 		bind(g, t.Axes, i)
-		ok = l.storeVector(g, t, vec, moving, i, k, nil, nil)
+		ok = l.storeGuardedVector(g, t, vec, moving, guards, i, k, nil, nil)
 	})
 	if !ok {
 		return false
@@ -365,6 +382,144 @@ func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, k 
 	k.Block = min(l.opts.BlockSize, max(32, te.NextPow2(n)))
 	k.Grid = kir.Grid{Blocks: max(1, te.CeilDiv(n, k.Block))}
 	*body = append(*body, &kir.For{Var: iv, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
+	return true
+}
+
+// elementwiseChunks computes t, in a fused kernel, a chunk of the
+// block's threads' worth of elements per tile, as the scalar loop's
+// thread-stride elements fall to blocks (chunk c on block c mod the
+// grid), each of the chunk's first threads/vec threads a vector of vec
+// elements (storeGuardedVector): the tiles that per-tile counters
+// (counters.go) wait on and signal stay the scalar loop's, while an
+// element goes to another thread of its block, which only a stage that
+// no neighbour reads without a barrier may do (remap). It reports false,
+// emitting nothing, where the block's threads are not a multiple of vec
+// or a moving load is not a plain one.
+func (l *lowerer) elementwiseChunks(t *te.Tensor, vec int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, k *kir.Kernel, body *[]kir.Stmt) bool {
+	b := l.threads
+	if b%vec != 0 {
+		return false
+	}
+	n, per := t.NumElements(), b/vec
+	c, iv, i := kir.NewVar("c", te.I32), kir.NewVar("iv", te.I32), kir.NewVar("i", te.I32)
+	tid := kir.NewVar("tv", te.I32)
+	g := l.gen(nil)
+	ok := false
+	work := g.into(func() {
+		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
+		bind(g, t.Axes, i)
+		ok = l.storeGuardedVector(g, t, vec, moving, guards, i, k, nil, nil)
+	})
+	if !ok {
+		return false
+	}
+	in := kir.Lt(tid, kir.I(per))
+	if n%b != 0 {
+		in = kir.And(in, kir.Lt(iv, kir.I(n/vec)))
+	}
+	loop := &kir.For{Var: c, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(te.CeilDiv(n, b)), Body: []kir.Stmt{
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: iv, Value: kir.Add(kir.Mul(c, kir.I(per)), tid)},
+		&kir.If{Cond: in, Then: work},
+	}}
+	if l.chunkLoops == nil {
+		l.chunkLoops = map[*kir.Var]bool{}
+	}
+	l.chunkLoops[c] = true
+	*body = append(*body, loop)
+	return true
+}
+
+// hasTable reports whether e takes a sine or cosine, whose CUDA
+// functions reduce a large argument with loads from a table in global
+// memory: computed for a vector of elements per thread, each element
+// would carry its own copy of those loads.
+func hasTable(e te.Expr) bool {
+	return te.Contains(e, func(x te.Expr) bool {
+		u, ok := x.(*te.Unary)
+		return ok && (u.Op == te.Sin || u.Op == te.Cos)
+	})
+}
+
+// elementwiseStaged is elementwiseChunks where each element is computed
+// by the thread of the scalar loop: the chunk's first threads/vec threads
+// read its moving loads' vectors (storeGuardedVector's guards and all)
+// into shared arrays of a chunk's elements, and after a block barrier
+// every thread computes and stores its element from them. The body's code
+// is then in the kernel once per thread, not once per element of a
+// vector (hasTable).
+func (l *lowerer) elementwiseStaged(t *te.Tensor, vec int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, k *kir.Kernel, body *[]kir.Stmt) bool {
+	b := l.threads
+	if b%vec != 0 {
+		return false
+	}
+	n, per := t.NumElements(), b/vec
+	buf := l.bufs[t]
+	c, iv, i := kir.NewVar("c", te.I32), kir.NewVar("iv", te.I32), kir.NewVar("i", te.I32)
+	tid := kir.NewVar("tv", te.I32)
+	at := &te.Var{Name: "tv", Extent: b}
+	g := l.gen(nil)
+	g.env[at] = tid
+	staged := map[*te.Load]*te.Tensor{}
+	var shared []*kir.Buffer
+	ok := true
+	load := g.into(func() {
+		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
+		bind(g, t.Axes, i)
+		for j, ld := range moving {
+			if same := sameVector(moving[:j], ld, guards); same != nil {
+				staged[ld] = staged[same]
+				continue
+			}
+			kl, isLoad := g.expr(ld).(*kir.Load)
+			if !isLoad || vec%kir.VecLen(kl.Buf.DType) != 0 {
+				ok = false
+				return
+			}
+			s := &kir.Buffer{Name: fmt.Sprintf("%s_s%d", t.Name, j), Space: kir.Shared, DType: kl.Buf.DType, Shape: []int{b}}
+			shared = append(shared, s)
+			var copies []kir.Stmt
+			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < vec; q += vl {
+				copies = append(copies, &kir.VecCopy{Dst: s, DstIndex: addIndex(kir.Mul(tid, kir.I(vec)), q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+			}
+			g.emit(guarded(g, guards[ld], copies)...)
+			staged[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{b}}
+			g.bufs[staged[ld]] = s
+		}
+		for _, a := range t.Axes {
+			delete(g.env, a)
+		}
+	})
+	if !ok {
+		return false
+	}
+	e := kir.NewVar("i", te.I32)
+	compute := g.into(func() {
+		bind(g, t.Axes, e)
+		v := g.expr(readLocal(t.Body, staged, te.VarIndex(at)))
+		g.emit(&kir.Store{Buf: buf, Index: e, Value: convert(v, buf.ValueType())})
+	})
+	in := kir.Lt(tid, kir.I(per))
+	if n%b != 0 {
+		in = kir.And(in, kir.Lt(iv, kir.I(n/vec)))
+		compute = []kir.Stmt{&kir.If{Cond: kir.Lt(e, kir.I(n)), Then: compute}}
+	}
+	chunk := []kir.Stmt{
+		&kir.Let{Var: tid, Value: kir.Tid()},
+		&kir.Let{Var: iv, Value: kir.Add(kir.Mul(c, kir.I(per)), tid)},
+		&kir.If{Cond: in, Then: load},
+		&kir.SyncThreads{},
+		&kir.Let{Var: e, Value: kir.Add(kir.Mul(c, kir.I(b)), tid)},
+	}
+	chunk = append(chunk, compute...)
+	chunk = append(chunk, &kir.SyncThreads{}) // the next chunk's copies after this one's reads
+	loop := &kir.For{Var: c, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(te.CeilDiv(n, b)), Body: chunk}
+	if l.chunkLoops == nil {
+		l.chunkLoops = map[*kir.Var]bool{}
+	}
+	l.chunkLoops[c] = true
+	k.Shared = append(k.Shared, shared...)
+	*body = append(*body, loop)
 	return true
 }
 
@@ -519,12 +674,16 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 			g.emit(&kir.Let{Var: acc, Value: identity(r.Op, rt)})
 			j := kir.NewVar("r", te.I32)
 			test, forget := g.zeroTest(r)
-			part := g.into(func() {
-				bind(g, r.Axes, j)
-				g.addTerm(r, acc, rt, test)
-			})
-			forget()
-			g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
+			if n, moving := te.ReduceVectorElems(r); n > 0 && test == nil && l.blockReduceVector(g, t.Name, r, n, moving, acc, k) {
+				forget()
+			} else {
+				part := g.into(func() {
+					bind(g, r.Axes, j)
+					g.addTerm(r, acc, rt, test)
+				})
+				forget()
+				g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
+			}
 			g.done[r] = treeReduce(g, r.Op, red, tid, acc, threads)
 			for _, a := range r.Axes {
 				delete(g.env, a)
@@ -538,6 +697,76 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 	*body = append(*body,
 		&kir.Let{Var: tid, Value: kir.Tid()},
 		&kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(n), Body: inner})
+}
+
+// blockReduceVector emits the block-stride loop of a thread's share of
+// reduction r (of the stage name) into acc a vector of n terms at a time
+// (te.ReduceVectorElems): each moving load read with 16-byte loads into
+// a local array, which it adds to k, and the n terms combined in order.
+// It reports false, emitting nothing, where a moving load does not lower
+// to a plain load.
+func (l *lowerer) blockReduceVector(g *gen, name string, r *te.Reduce, n int, moving []*te.Load, acc *kir.Var, k *kir.Kernel) bool {
+	last := r.Axes[len(r.Axes)-1]
+	jv, j := kir.NewVar("rv", te.I32), kir.NewVar("r", te.I32)
+	var vecs []*kir.Buffer
+	local := map[*te.Load]*te.Tensor{}
+	once := map[*te.Load]*te.Tensor{} // the loads that do not move, read once
+	ok := true
+	part := g.into(func() {
+		g.emit(&kir.Let{Var: j, Value: kir.Mul(jv, kir.I(n))})
+		bind(g, r.Axes, j)
+		for i, ld := range moving {
+			if same := sameVector(moving[:i], ld, nil); same != nil {
+				local[ld] = local[same]
+				continue
+			}
+			kl, isLoad := g.expr(ld).(*kir.Load)
+			if !isLoad || n%kir.VecLen(kl.Buf.DType) != 0 {
+				ok = false
+				return
+			}
+			v := &kir.Buffer{Name: fmt.Sprintf("%s.%s.v%d", name, last.Name, len(k.Locals)+i), Space: kir.Local, DType: kl.Buf.DType, Shape: []int{n}}
+			vecs = append(vecs, v)
+			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
+				g.emit(&kir.VecCopy{Dst: v, DstIndex: kir.I(q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+			}
+			local[ld] = &te.Tensor{Name: v.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{n}}
+			g.bufs[local[ld]] = v
+		}
+		inv := invariantLoads(r.Body, last, local)
+		for i, ld := range inv {
+			if same := sameVector(inv[:i], ld, nil); same != nil {
+				once[ld] = once[same]
+				continue
+			}
+			s := &kir.Buffer{Name: fmt.Sprintf("%s.%s.s%d", name, last.Name, len(k.Locals)+len(vecs)), Space: kir.Local, DType: ld.Tensor.DType, Shape: []int{1}}
+			vecs = append(vecs, s)
+			g.emit(&kir.Store{Buf: s, Index: kir.I(0), Value: convert(g.expr(ld), s.ValueType())})
+			once[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{1}}
+			g.bufs[once[ld]] = s
+		}
+		base := g.env[last]
+		rt := acc.T
+		for q := range n {
+			aq := kir.NewVar(last.Name, te.I32)
+			g.emit(&kir.Let{Var: aq, Value: addIndex(base, q)})
+			g.env[last] = aq
+			g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(readLocal(readLocal(r.Body, once, te.Const(0)), local, te.Const(q))), rt))})
+		}
+		g.env[last] = base
+	})
+	for _, lt := range local {
+		delete(g.bufs, lt)
+	}
+	for _, lt := range once {
+		delete(g.bufs, lt)
+	}
+	if !ok {
+		return false
+	}
+	k.Locals = append(k.Locals, vecs...)
+	g.emit(&kir.For{Var: jv, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r) / n), Body: part})
+	return true
 }
 
 // usesAxes returns which of axes e depends on.

@@ -41,12 +41,17 @@ func (l *lowerer) prologue(g *gen, c entryCtx) {
 			g.emit(&kir.Let{Var: acc, Value: identity(r.Op, te.F32)})
 			j := kir.NewVar("r", te.I32)
 			test, forget := g.zeroTest(r)
-			part := g.into(func() {
-				bind(g, r.Axes, j)
-				g.addTerm(r, acc, te.F32, test)
-			})
-			forget()
-			g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
+			if n, moving := te.ReduceVectorElems(r); n > 0 && test == nil && c.tmp != nil &&
+				l.blockReduceVector(g, c.out.Name+".pro", r, n, moving, acc, c.tmp) {
+				forget()
+			} else {
+				part := g.into(func() {
+					bind(g, r.Axes, j)
+					g.addTerm(r, acc, te.F32, test)
+				})
+				forget()
+				g.emit(&kir.For{Var: j, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(extent(r)), Body: part})
+			}
 			v := treeReduce(g, r.Op, c.red, c.tid, acc, l.threads)
 			g.emit(&kir.If{Cond: kir.Eq(c.tid, kir.I(0)), Then: []kir.Stmt{
 				&kir.Store{Buf: c.pro, Index: kir.I(i*c.rows + m), Value: v}}})

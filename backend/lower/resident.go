@@ -111,8 +111,8 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 				l.matVecEntry(g, t, d, &rs.MatVec, entryCtx{
 					b: kir.Add(kir.Mul(gi, kir.I(group)), kir.I(j)), base: kir.Add(base, kir.I(j*member)),
 					tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, data: wc.data, out: buf,
-					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro,
-					proOnce: groupPrologue(group, nf, first),
+					fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, hoisted: hs, pro: pro, tmp: tmp,
+					proOnce: groupPrologue(group, nf, first), columnOwned: len(rs.Epilogue) > 0,
 				})
 			}
 			// The stages in the epilogue: thread col wrote every entry of
@@ -219,8 +219,9 @@ type entryCtx struct {
 	tileF, split, cols int
 	// F, when set, is the wide factor, read from global memory at each k
 	// instead of from the cache slice at base in data; parts, vec and
-	// inFlight are MatVec's Parts, Vec and InFlight, and tmp the kernel
-	// that takes the local arrays of vector loads.
+	// inFlight are MatVec's Parts, Vec and InFlight. tmp is the kernel
+	// that takes the local arrays of vector loads (the weights', the
+	// prologue's and the epilogue's).
 	F        te.Expr
 	parts    []schedule.Part
 	vec      int
@@ -241,6 +242,10 @@ type entryCtx struct {
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
+	// columnOwned says that stages computed after the tile (a resident
+	// schedule's Epilogue) read each output column where the thread of
+	// that column wrote it: the epilogue stays a column per thread.
+	columnOwned bool
 }
 
 // matVecEntry emits one batch entry of a matrix-vector tile (resident or
@@ -326,6 +331,9 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 		}
 	}
 	g.emit(&kir.SyncThreads{})
+	if l.matVecEpilogueVector(g, t, r, c, width) {
+		return
+	}
 	epilogue := g.into(func() {
 		for j := range cols {
 			f := kir.NewVar("f", te.I32)
@@ -344,6 +352,44 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 		delete(g.done, r)
 	})
 	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+}
+
+// matVecEpilogueVector emits the epilogue of a matrix-vector tile of
+// width columns, the sums of reduction r in c.red, a vector of columns
+// per thread where they are consecutive (one column per thread of the
+// tile, cols = 1, on t's last axis) and guardedVectorElems allows with a
+// load that moves along the columns (t's body then reads it, a residual,
+// with 16-byte loads, and stores with one): thread v < width/vec computes
+// columns v·vec to v·vec + vec-1 of each row. It reports false, emitting
+// nothing, otherwise: for a store alone, the local arrays would keep the
+// CUDA emitter from sharing one function among the layers' copies of the
+// stage (backend/internal/dedup), and the code would grow for nothing.
+func (l *lowerer) matVecEpilogueVector(g *gen, t *te.Tensor, r *te.Reduce, c entryCtx, width int) bool {
+	vec, moving, guards := guardedVectorElems(t, c.out, r)
+	if vec == 0 || len(moving) == 0 || c.cols != 1 || c.tmp == nil || c.columnOwned || c.out != l.bufs[t] || width%vec != 0 ||
+		len(c.fAxes) != 1 || c.fAxes[0] != t.Axes[len(t.Axes)-1] {
+		return false
+	}
+	ok := true
+	epilogue := g.into(func() {
+		f := kir.NewVar("f", te.I32)
+		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), kir.Mul(c.tid, kir.I(vec)))})
+		bind(g, c.fAxes, f)
+		for m := range c.rows {
+			mv := kir.NewVar("m", te.I32)
+			g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+			bind(g, c.aAxes, mv)
+			sum := func(j int) kir.Expr {
+				return kir.Ld(c.red, kir.Add(kir.I(m*l.threads+j), kir.Mul(c.tid, kir.I(vec))))
+			}
+			ok = ok && l.storeGuardedVector(g, t, vec, moving, guards, g.flat(t.Shape, axisIndexes(t)), c.tmp, r, sum)
+		}
+	})
+	if !ok {
+		return false
+	}
+	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(width/vec)), Then: epilogue})
+	return true
 }
 
 // groupPrologue returns the condition under which a resident tile

@@ -32,6 +32,7 @@ func (l *lowerer) updates() error {
 	k := &kir.Kernel{Name: "update", Block: threads, Grid: kir.Grid{Blocks: max(1, te.CeilDiv(n, threads))}}
 	var stages []kir.Stmt
 	var names []string
+	var locals []*kir.Buffer
 	for _, u := range us {
 		dst := l.bufs[u.Update.Target]
 		src := l.bufs[u]
@@ -42,26 +43,16 @@ func (l *lowerer) updates() error {
 			return fmt.Errorf("lower: update %s: %d indexes for the %d dimensions of %s", u.Name, len(u.Update.Index), len(dst.Shape), dst.Name)
 		}
 		names = append(names, u.Name)
+		if loop, vecs := l.updateVector(u, dst, src); loop != nil {
+			stages = append(stages, &kir.Stage{Name: u.Name, Span: u.Span, Body: []kir.Stmt{loop}})
+			locals = append(locals, vecs...)
+			continue
+		}
 		i := kir.NewVar("i", te.I32)
 		g := l.gen(nil)
 		inner := g.into(func() {
 			bind(g, u.Axes, i)
-			var at kir.Expr
-			if d := u.Update.Dest(); d.IsGather() {
-				at = g.gather(d).(*kir.Load).Index
-				kir.WalkExpr(at, func(x kir.Expr) bool {
-					if b, ok := x.(*kir.Bounded); ok {
-						b.Update = true
-						if b.Record != nil {
-							g.m.Gathers[b.Site].Update = true
-						}
-					}
-					return true
-				})
-			} else {
-				at = g.flat(dst.Shape, d.Index)
-			}
-			g.emit(&kir.Store{Buf: dst, Index: at, Value: convert(kir.Ld(src, i), dst.ValueType())})
+			g.emit(&kir.Store{Buf: dst, Index: destIndex(g, u, dst), Value: convert(kir.Ld(src, i), dst.ValueType())})
 		})
 		loop := &kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(u.NumElements()), Body: inner}
 		stages = append(stages, &kir.Stage{Name: u.Name, Span: u.Span, Body: []kir.Stmt{loop}})
@@ -70,13 +61,70 @@ func (l *lowerer) updates() error {
 	if ks := l.m.Kernels; len(ks) > 0 && ks[len(ks)-1].Grid.Resident && ks[len(ks)-1].Block == threads {
 		last := ks[len(ks)-1]
 		last.Body = append(append(last.Body, &kir.GridSync{}), stages...)
+		last.Locals = append(last.Locals, locals...)
 		last.Doc += "; then " + doc
 		last.Params = nil
 		l.params(last)
 		return nil
 	}
-	k.Body, k.Doc = stages, doc
+	k.Body, k.Doc, k.Locals = stages, doc, locals
 	l.params(k)
 	l.m.Kernels = append(l.m.Kernels, k)
 	return nil
+}
+
+// destIndex returns the flat index in dst of update u's element that g
+// binds u's axes to: a run-time slot bounded as a gather's is.
+func destIndex(g *gen, u *te.Tensor, dst *kir.Buffer) kir.Expr {
+	d := u.Update.Dest()
+	if !d.IsGather() {
+		return g.flat(dst.Shape, d.Index)
+	}
+	at := g.gather(d).(*kir.Load).Index
+	kir.WalkExpr(at, func(x kir.Expr) bool {
+		if b, ok := x.(*kir.Bounded); ok {
+			b.Update = true
+			if b.Record != nil {
+				g.m.Gathers[b.Site].Update = true
+			}
+		}
+		return true
+	})
+	return at
+}
+
+// updateVector returns the loop that copies update u from src into dst a
+// 16-byte vector of src's elements per thread (stored element by element:
+// dst is an input, which vector copies do not write), and the local array
+// it uses, where u's last axis is a multiple of the vector and its slot in
+// dst is contiguous and aligned along it (te's ContiguousGathered: a
+// run-time slot of a leading dimension moves it by whole vectors); nil
+// otherwise.
+func (l *lowerer) updateVector(u *te.Tensor, dst, src *kir.Buffer) (*kir.For, []*kir.Buffer) {
+	if len(u.Axes) == 0 || src.DType.Size() == 0 {
+		return nil, nil
+	}
+	n := 16 / src.DType.Size()
+	last := u.Axes[len(u.Axes)-1]
+	if 16%src.DType.Size() != 0 || last.Extent%n != 0 || n*dst.DType.Size()%16 != 0 || !u.Update.Dest().ContiguousGathered(last, n) {
+		return nil, nil
+	}
+	switch src.DType {
+	case te.F32, te.I32, te.F16, te.BF16:
+	default:
+		return nil, nil
+	}
+	in := &kir.Buffer{Name: u.Name + ".uv", Space: kir.Local, DType: src.DType, Shape: []int{n}}
+	iv, i := kir.NewVar("iv", te.I32), kir.NewVar("i", te.I32)
+	g := l.gen(nil)
+	body := g.into(func() {
+		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(n))})
+		bind(g, u.Axes, i)
+		at := destIndex(g, u, dst)
+		g.emit(&kir.VecCopy{Dst: in, DstIndex: kir.I(0), Src: src, SrcIndex: i})
+		for j := range n {
+			g.emit(&kir.Store{Buf: dst, Index: addIndex(at, j), Value: convert(kir.Ld(in, kir.I(j)), dst.ValueType())})
+		}
+	})
+	return &kir.For{Var: iv, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(u.NumElements() / n), Body: body}, []*kir.Buffer{in}
 }

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 
 	"tec/backend/kir"
 	"tec/te"
@@ -42,33 +43,71 @@ func readLocal(e te.Expr, local map[*te.Load]*te.Tensor, at te.Index) te.Expr {
 // load does not lower to a plain load. Where sum is not nil, element j's
 // value of reduction r is sum(j).
 func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr) bool {
+	return l.storeGuardedVector(g, t, n, moving, nil, at, k, r, sum)
+}
+
+// guardedVectorElems returns te.GuardedVectorElems(t, done) where t's
+// buffer buf holds t's own type, else 0.
+func guardedVectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []*te.Load, map[*te.Load][]te.VectorGuard) {
+	if buf.DType != t.DType {
+		return 0, nil, nil
+	}
+	return te.GuardedVectorElems(t, done)
+}
+
+// storeGuardedVector is storeVector where a moving load may lie under
+// selects uniform over the vector (te.GuardedVectorElems): its vector is
+// read under the conditions of guards[load], evaluated at the vector's
+// first element, and the element code's selects, lazy, read it only
+// there.
+func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr) bool {
 	buf := l.bufs[t]
 	var vecs []*kir.Buffer
 	local := map[*te.Load]*te.Tensor{}
+	once := map[*te.Load]*te.Tensor{} // the loads that do not move, read once
+	last := t.Axes[len(t.Axes)-1]
+	ok := true
 	body := g.into(func() {
 		for i, ld := range moving {
+			if same := sameVector(moving[:i], ld, guards); same != nil {
+				local[ld] = local[same]
+				continue
+			}
 			kl, isLoad := g.expr(ld).(*kir.Load)
 			if !isLoad || n%kir.VecLen(kl.Buf.DType) != 0 {
-				vecs = nil
+				ok = false
 				return
 			}
 			v := &kir.Buffer{Name: fmt.Sprintf("%s.v%d", t.Name, i), Space: kir.Local, DType: kl.Buf.DType, Shape: []int{n}}
 			vecs = append(vecs, v)
+			var copies []kir.Stmt
 			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
-				g.emit(&kir.VecCopy{Dst: v, DstIndex: kir.I(q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+				copies = append(copies, &kir.VecCopy{Dst: v, DstIndex: kir.I(q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
 			}
+			g.emit(guarded(g, guards[ld], copies)...)
 			local[ld] = &te.Tensor{Name: v.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{n}}
 			g.bufs[local[ld]] = v
 		}
+		inv := invariantLoads(t.Body, last, local)
+		for i, ld := range inv {
+			if same := sameVector(inv[:i], ld, nil); same != nil {
+				once[ld] = once[same]
+				continue
+			}
+			s := &kir.Buffer{Name: fmt.Sprintf("%s.s%d", t.Name, i), Space: kir.Local, DType: ld.Tensor.DType, Shape: []int{1}}
+			vecs = append(vecs, s)
+			g.emit(&kir.Store{Buf: s, Index: kir.I(0), Value: convert(g.expr(ld), s.ValueType())})
+			once[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{1}}
+			g.bufs[once[ld]] = s
+		}
 		out := &kir.Buffer{Name: t.Name + ".vo", Space: kir.Local, DType: buf.DType, Shape: []int{n}}
 		vecs = append(vecs, out)
-		last := t.Axes[len(t.Axes)-1]
 		base := g.env[last]
 		for j := range n {
 			aj := kir.NewVar(last.Name, te.I32)
 			g.emit(&kir.Let{Var: aj, Value: addIndex(base, j)})
 			g.env[last] = aj
-			e := readLocal(t.Body, local, te.Const(j))
+			e := readLocal(readLocal(t.Body, once, te.Const(0)), local, te.Const(j))
 			if sum != nil {
 				g.done[r] = sum(j)
 			}
@@ -83,10 +122,77 @@ func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at
 	for _, t := range local {
 		delete(g.bufs, t)
 	}
-	if len(vecs) != len(moving)+1 {
+	for _, t := range once {
+		delete(g.bufs, t)
+	}
+	if !ok {
 		return false
 	}
 	k.Locals = append(k.Locals, vecs...)
 	g.emit(body...)
 	return true
+}
+
+// guarded returns ss under an If of the conditions gs (each as it holds or
+// not), lowered where g's variables are now: a vector's first element.
+func guarded(g *gen, gs []te.VectorGuard, ss []kir.Stmt) []kir.Stmt {
+	var c kir.Expr
+	for _, vg := range gs {
+		x := convert(g.expr(vg.Cond), te.Bool)
+		if !vg.Holds {
+			x = &kir.Unary{Op: te.Not, X: x}
+		}
+		if c == nil {
+			c = x
+		} else {
+			c = kir.And(c, x)
+		}
+	}
+	if c == nil {
+		return ss
+	}
+	return []kir.Stmt{&kir.If{Cond: c, Then: ss}}
+}
+
+// sameVector returns the load of loads that reads the vector that ld
+// reads, under the same guards, or nil.
+func sameVector(loads []*te.Load, ld *te.Load, guards map[*te.Load][]te.VectorGuard) *te.Load {
+	for _, x := range loads {
+		if x.Tensor == ld.Tensor && !x.IsGather() && !ld.IsGather() && slices.EqualFunc(x.Index, ld.Index, te.Index.Equal) &&
+			slices.Equal(guards[x], guards[ld]) {
+			return x
+		}
+	}
+	return nil
+}
+
+// invariantLoads returns the distinct loads of e that do not move along
+// along and that every element evaluates (under no select or reduction):
+// a vector's elements read them once (nvcc does not always see that
+// their values do not change between the elements, a decode step's
+// position read again for each element's sine and cosine).
+func invariantLoads(e te.Expr, along *te.Var, moving map[*te.Load]*te.Tensor) []*te.Load {
+	var out []*te.Load
+	te.Walk(e, func(x te.Expr) bool {
+		switch x := x.(type) {
+		case *te.Select, *te.Reduce:
+			return false
+		case *te.Load:
+			if moving[x] == nil && !te.UsedVars(x)[along] && !x.IsGather() && !slices.Contains(out, x) && kirScalar(x.Tensor.DType) {
+				out = append(out, x)
+			}
+			return false
+		}
+		return true
+	})
+	return out
+}
+
+// kirScalar reports whether a local array may hold elements of type t.
+func kirScalar(t te.DType) bool {
+	switch t {
+	case te.F32, te.I32, te.F16, te.BF16:
+		return true
+	}
+	return false
 }

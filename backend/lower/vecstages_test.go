@@ -1,0 +1,185 @@
+package lower_test
+
+import (
+	"testing"
+
+	"tec/backend/kir"
+	"tec/backend/lower"
+	"tec/backend/sim"
+	"tec/internal/numeric"
+	tb "tec/internal/testkit/tebuild"
+	"tec/te"
+)
+
+// TestVectorStages checks the 16-byte load paths of the stages that a
+// decode step and BERT have besides their projections, on tiny programs:
+// each named stage reads its tensor only with 16-byte vector copies (at
+// least want of them, none element by element), and the module, fused or
+// not, computes the reference's answer, race-free.
+//
+//   - RoPE: the halves swapped under a select uniform over each vector
+//     (e < 32), in a fused kernel, staged through shared memory
+//     (elementwiseStaged: the body takes a sine and a cosine);
+//   - a residual add in a fused kernel, a block's chunk at a time
+//     (elementwiseChunks);
+//   - an RMSNorm's and a LayerNorm's row statistics (blockReduceVector),
+//     the variance reading its row's mean once per vector;
+//   - a KV-cache update at a run-time slot (updateVector).
+func TestVectorStages(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		build        func() *te.Program
+		fused        bool
+		stage, input string
+		want         int // vector copies of input in the stage, at least
+	}{
+		{"rope", rope, true, "y", "x", 3},
+		{"residual add", residual, true, "y", "r", 1},
+		{"rms statistic", rmsRow, false, "ms", "x", 1},
+		{"layernorm variance", layerNormVar, false, "var", "x", 1},
+		{"cache update", cacheUpdate, false, "kc/update", "knew", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.build()
+			var m *kir.Module
+			if tc.fused {
+				m, _ = fusedModule(t, p, "a100", false)
+			} else {
+				var err error
+				if m, err = lower.Unfused(p, lower.Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			vec, scalar, found := stageLoads(m, tc.stage, tc.input)
+			if !found {
+				t.Fatalf("no stage %s in the module:\n%s", tc.stage, m)
+			}
+			if vec < tc.want || scalar > 0 {
+				t.Errorf("stage %s reads %s with %d vector copies and %d scalar loads, want at least %d and none:\n%s",
+					tc.stage, tc.input, vec, scalar, tc.want, m)
+			}
+			in := randomFeeds(p)
+			want, err := te.Evaluate(p, in, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RaceCount > 0 {
+				t.Fatalf("%d races; first %s", res.RaceCount, res.Races[0])
+			}
+			for name, w := range want {
+				mm, err := numeric.Compare(res.Outputs[name], w, numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
+				if err != nil || mm != nil {
+					t.Errorf("output %s: %v %v", name, err, mm)
+				}
+			}
+		})
+	}
+}
+
+// stageLoads counts, in the stages of m named stage, the 16-byte copies
+// from the global buffer input and its loads element by element.
+func stageLoads(m *kir.Module, stage, input string) (vec, scalar int, found bool) {
+	for _, k := range m.Kernels {
+		kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+			st, ok := s.(*kir.Stage)
+			if !ok || st.Name != stage {
+				return true
+			}
+			found = true
+			kir.WalkStmts(st.Body, func(x kir.Stmt) bool {
+				if c, ok := x.(*kir.VecCopy); ok && c.Src.Name == input && c.Src.Space == kir.Global {
+					vec++
+				}
+				kir.Exprs(x, func(e kir.Expr) {
+					kir.WalkExpr(e, func(y kir.Expr) bool {
+						if ld, ok := y.(*kir.Load); ok && ld.Buf.Name == input {
+							scalar++
+						}
+						return true
+					})
+				})
+				return true
+			})
+			return false
+		})
+	}
+	return vec, scalar, found
+}
+
+// rope rotates the halves of each head of x, as a decode step's RoPE
+// does: y[h, e] = x[h, e]·cos(a) + (e < 32 ? -x[h, e+32] : x[h, e-32])·sin(a),
+// a = 3·f[e mod 32].
+func rope() *te.Program {
+	b := tb.New("rope")
+	x, f := b.Input("x", 4, 64), b.Param("f", 32)
+	y := b.Compute("y", tb.Shape(4, 64), func(ax []te.Index) te.Expr {
+		h, e := ax[0], ax[1]
+		a := tb.Bin(te.Mul, tb.F(3), tb.Ld(f, e.Mod(32)))
+		swap := tb.Sel(tb.Bin(te.Lt, tb.Idx(e), tb.I(32)),
+			tb.Un(te.Neg, tb.Ld(x, h, e.AddConst(32))), tb.Ld(x, h, e.AddConst(-32)))
+		return tb.Bin(te.Add, tb.Bin(te.Mul, tb.Ld(x, h, e), tb.Un(te.Cos, a)), tb.Bin(te.Mul, swap, tb.Un(te.Sin, a)))
+	})
+	return b.Program(y)
+}
+
+// residual adds r to a sum of x's rows, which a grid sync separates from
+// it.
+func residual() *te.Program {
+	b := tb.New("residual")
+	x, r := b.Input("x", 64, 96), b.Input("r", 96)
+	s := b.Compute("s", tb.Shape(96), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 64, func(k te.Index) te.Expr { return tb.Ld(x, k, ax[0]) })
+	})
+	y := b.Compute("y", tb.Shape(2, 96), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Add, tb.Ld(r, ax[1]), tb.Ld(s, ax[1]))
+	})
+	return b.Program(y)
+}
+
+// rmsRow is an RMSNorm's statistic of f16 rows.
+func rmsRow() *te.Program {
+	b := tb.New("rms")
+	x := b.InputOf("x", te.F16, 3, 128)
+	ms := b.Compute("ms", tb.Shape(3), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", 128, func(k te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(x, ax[0], k), tb.Ld(x, ax[0], k))
+		}), tb.F(128))
+	})
+	return b.Program(ms)
+}
+
+// layerNormVar is a LayerNorm's mean and variance of f32 rows.
+func layerNormVar() *te.Program {
+	b := tb.New("lnvar")
+	x := b.Input("x", 3, 96)
+	mean := b.Compute("mean", tb.Shape(3), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", 96, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) }), tb.F(96))
+	})
+	vr := b.Compute("var", tb.Shape(3), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", 96, func(k te.Index) te.Expr {
+			d := tb.Bin(te.Sub, tb.Ld(x, ax[0], k), tb.Ld(mean, ax[0]))
+			return tb.Bin(te.Mul, d, d)
+		}), tb.F(96))
+	})
+	return b.Program(vr)
+}
+
+// cacheUpdate writes a new f16 row, computed from x, into an f32 cache at
+// the slot pos[0]: update kc[pos[0], e] = knew[e].
+func cacheUpdate() *te.Program {
+	b := tb.New("update")
+	pos := b.InputOf("pos", te.I32, 1)
+	x := b.Input("x", 64)
+	kc := b.Input("kc", 4, 64)
+	knew := b.ComputeOf("knew", te.F16, tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Ld(x, ax[0]), tb.F(2))
+	})
+	u := b.ComputeOf("kc/update", te.F16, tb.Shape(64), func(ax []te.Index) te.Expr { return tb.Ld(knew, ax[0]) })
+	u.Update = &te.Update{Target: kc, Index: []te.Index{te.Const(0), te.VarIndex(u.Axes[0])},
+		Gather: []te.Expr{tb.Ld(pos, te.Const(0)), nil}}
+	return b.Program(knew)
+}
