@@ -5,37 +5,24 @@ import (
 	"tec/schedule"
 )
 
-// The latencies of a load, from its issue to its data, on the GPUs we plan
-// for (A100, H100): assumptions from published microbenchmarks, not
-// measurements of ours. DRAM's is about 600 ns under load (Jia et al.,
-// "Dissecting the Ampere GPU architecture through microbenchmarking",
-// and Luo et al.'s Hopper counterpart: 400-500 ns unloaded, more under
-// load); an L2 hit's about 250 ns (200 cycles to the near L2 partition
-// unloaded at 1.4 GHz, about twice that to the far one and under load).
-// One figure each for every GPU model: a description that differs would
-// change the in-flight loads a stage needs, not the bytes it moves.
-const (
-	DRAMLatency = 600e-9
-	L2Latency   = 250e-9
-)
-
 // InFlightPerSM returns the bytes that an SM of g must have in flight to
 // draw its share of g's DRAM bandwidth (Little's law: bandwidth ×
-// latency, over the SMs).
+// latency, over the SMs; g.Latency).
 func InFlightPerSM(g gpu.Model) float64 {
-	return g.DRAMBandwidth * DRAMLatency / float64(max(g.SMs, 1))
+	dram, _ := g.Latency()
+	return g.DRAMBandwidth * dram / float64(max(g.SMs, 1))
 }
 
 // LatencyTime is the time that the loads of a stage (schedule s, price
-// p) take when they are bound by their round trips, not by bandwidth:
+// p) take on g when they are bound by their round trips, not by bandwidth:
 // threads threads running at once, each with s.Load's bytes in flight
-// per round trip, and each round trip the latency of DRAM for the dram
+// per round trip, and each round trip g's latency of DRAM for the dram
 // bytes the stage moves from DRAM and of L2 for the rest of the bytes its
-// tiles load. Stores do not wait for their data, so the stage's output
+// tiles load (g.Latency). Stores do not wait for their data, so the stage's output
 // (Price.Out) is left out. Little's law: the bandwidth such loads can
 // draw is threads × bytes in flight / latency. A stage whose LoadPath is
 // not described (Width 0) returns 0.
-func LatencyTime(s *schedule.Schedule, p *Price, dram int64, threads int) float64 {
+func LatencyTime(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, threads int) float64 {
 	perTrip := float64(threads) * float64(s.Load.BytesInFlight())
 	if s.Load.Width == 0 || perTrip <= 0 {
 		return 0
@@ -43,7 +30,8 @@ func LatencyTime(s *schedule.Schedule, p *Price, dram int64, threads int) float6
 	loads := max(p.Bytes-p.Out, 0)
 	fromDRAM := min(max(dram-p.Out, 0), loads)
 	fromL2 := loads - fromDRAM
-	return (float64(fromDRAM)*DRAMLatency + float64(fromL2)*L2Latency) / perTrip
+	dramLatency, l2Latency := g.Latency()
+	return (float64(fromDRAM)*dramLatency + float64(fromL2)*l2Latency) / perTrip
 }
 
 // Bound names what bounds a stage's predicted time: the term of

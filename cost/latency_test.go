@@ -33,20 +33,28 @@ var (
 // stage whose loads are not described has none.
 func TestLatencyTime(t *testing.T) {
 	p := &Price{Bytes: 3 << 20, Out: 1 << 20}
+	a100, _ := gpu.Builtin("a100")
+	h200, _ := gpu.Builtin("h200")
+	slow := a100
+	slow.DRAMLatency, slow.L2Latency = 2e-6, 1e-6
+	const dram, l2 = gpu.DefaultDRAMLatency, gpu.DefaultL2Latency
 	for _, tt := range []struct {
 		name    string
+		g       gpu.Model
 		load    schedule.LoadPath
 		dram    int64
 		threads int
 		want    float64
 	}{
-		{"all from L2", schedule.LoadPath{Width: 2, InFlight: 1}, 0, 1 << 16, (2 << 20) * L2Latency / (2 << 16)},
-		{"half from DRAM", schedule.LoadPath{Width: 16, InFlight: 4}, 2 << 20, 1 << 16, ((1<<20)*DRAMLatency + (1<<20)*L2Latency) / (64 << 16)},
-		{"stores only from DRAM", schedule.LoadPath{Width: 4, InFlight: 2}, 1 << 20, 1 << 10, (2 << 20) * L2Latency / (8 << 10)},
-		{"not described", schedule.LoadPath{}, 2 << 20, 1 << 16, 0},
+		{"all from L2", a100, schedule.LoadPath{Width: 2, InFlight: 1}, 0, 1 << 16, (2 << 20) * l2 / (2 << 16)},
+		{"half from DRAM", a100, schedule.LoadPath{Width: 16, InFlight: 4}, 2 << 20, 1 << 16, ((1<<20)*dram + (1<<20)*l2) / (64 << 16)},
+		{"half from DRAM, the H200's measured DRAM latency", h200, schedule.LoadPath{Width: 16, InFlight: 4}, 2 << 20, 1 << 16, ((1<<20)*1e-6 + (1<<20)*l2) / (64 << 16)},
+		{"half from DRAM, a description's latencies", slow, schedule.LoadPath{Width: 16, InFlight: 4}, 2 << 20, 1 << 16, ((1<<20)*2e-6 + (1<<20)*1e-6) / (64 << 16)},
+		{"stores only from DRAM", a100, schedule.LoadPath{Width: 4, InFlight: 2}, 1 << 20, 1 << 10, (2 << 20) * l2 / (8 << 10)},
+		{"not described", a100, schedule.LoadPath{}, 2 << 20, 1 << 16, 0},
 	} {
 		s := &schedule.Schedule{Load: tt.load}
-		if got := LatencyTime(s, p, tt.dram, tt.threads); math.Abs(got-tt.want) > 1e-9*tt.want {
+		if got := LatencyTime(tt.g, s, p, tt.dram, tt.threads); math.Abs(got-tt.want) > 1e-9*tt.want {
 			t.Errorf("%s: %.4g s, want %.4g", tt.name, got, tt.want)
 		}
 	}

@@ -9,8 +9,8 @@
 // from its rates, the fraction of them a schedule's tiles reach
 // (Efficiency: for tensor cores, the shared-memory wavefronts and
 // barriers of a k step) and the round trips of the stage's loads
-// (LatencyTime: Little's law on its schedule.LoadPath, at DRAMLatency
-// and L2Latency); StageBound names the term that bounds it.
+// (LatencyTime: Little's law on its schedule.LoadPath, at the GPU's
+// load latencies, gpu.Model.Latency); StageBound names the term that bounds it.
 // RecomputePays, SplitPays and FewRowsPay answer the
 // planner's questions of one stage; an Estimate is a kernel's predicted
 // time, its parts and its traffic.

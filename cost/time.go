@@ -61,7 +61,7 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 	if conc < g.SMs {
 		t *= float64(g.SMs) / float64(conc)
 	}
-	if l := LatencyTime(s, p, dram, conc*s.Threads); l > t {
+	if l := LatencyTime(g, s, p, dram, conc*s.Threads); l > t {
 		t, bound = l, BoundLatency
 	}
 	var syncs float64
@@ -123,7 +123,7 @@ func Ideal(g gpu.Model, s *schedule.Schedule, p *Price) float64 {
 		t *= float64(g.SMs) / float64(max(s.Tiles, 1))
 	}
 	own, _ := g.BlocksPerSM(s.Resources().Block())
-	t = max(t, LatencyTime(s, p, 0, min(s.Tiles, g.SMs*max(own, 1))*s.Threads))
+	t = max(t, LatencyTime(g, s, p, 0, min(s.Tiles, g.SMs*max(own, 1))*s.Threads))
 	return t + SplitKTime(g, s)
 }
 

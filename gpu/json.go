@@ -261,6 +261,8 @@ func (g Model) Validate() error {
 		{"tf32_peak", g.TF32Peak, 0, maxRate, false},
 		{"launch_cost", g.LaunchCost, 0, maxCost, false},
 		{"grid_sync_cost", g.GridSyncCost, 0, maxCost, false},
+		{"dram_latency", g.DRAMLatency, 0, maxCost, false},
+		{"l2_latency", g.L2Latency, 0, maxCost, false},
 	} {
 		switch {
 		case f.positive && !(f.v > f.lo && f.v <= f.hi):

@@ -47,6 +47,14 @@ type Model struct {
 	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
 	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
 
+	// DRAMLatency and L2Latency are the time from a load's issue to its
+	// data under load, in seconds: from DRAM, and from an L2 hit. The cost
+	// model sizes the loads a stage must have in flight by them (Little's
+	// law) and prices a stage bound by its round trips. 0 means
+	// DefaultDRAMLatency and DefaultL2Latency (Latency).
+	DRAMLatency float64 `json:"dram_latency,omitempty"`
+	L2Latency   float64 `json:"l2_latency,omitempty"`
+
 	// MaxParamBytes bounds a kernel's parameters (each global buffer a
 	// kernel touches is an 8-byte pointer parameter); 0 means 4096.
 	MaxParamBytes int `json:"max_param_bytes,omitempty"`
@@ -64,6 +72,31 @@ type Model struct {
 	// (ptxas), set by the build that plans with it. A GPU file does not
 	// give it.
 	MinRegsPerThread int `json:"-"`
+}
+
+// The load latencies of a description that gives none: assumptions from
+// published microbenchmarks, not measurements of ours. DRAM's is about
+// 600 ns under load (Jia et al., "Dissecting the Ampere GPU architecture
+// through microbenchmarking", and Luo et al.'s Hopper counterpart:
+// 400-500 ns unloaded, more under load); an L2 hit's about 250 ns (200
+// cycles to the near L2 partition unloaded at 1.4 GHz, about twice that
+// to the far one and under load).
+const (
+	DefaultDRAMLatency = 600e-9
+	DefaultL2Latency   = 250e-9
+)
+
+// Latency returns g's load latencies from DRAM and from L2, in seconds:
+// DRAMLatency and L2Latency, or the defaults where they are 0.
+func (g Model) Latency() (dram, l2 float64) {
+	dram, l2 = g.DRAMLatency, g.L2Latency
+	if dram == 0 {
+		dram = DefaultDRAMLatency
+	}
+	if l2 == 0 {
+		l2 = DefaultL2Latency
+	}
+	return dram, l2
 }
 
 // ParamLimit returns how many buffer parameters one kernel may take.
@@ -110,6 +143,8 @@ func (g Model) TF32Rate() float64 {
 //   - Kernel parameters: 4 KB per kernel, CUDA C++ Programming Guide,
 //     "Function Parameters" (raised to 32,764 bytes by CUDA 12.1 on Volta
 //     and later; the CUDA 11.8 toolchain we compile with keeps 4 KB).
+//   - Load latency under load: DefaultDRAMLatency and DefaultL2Latency,
+//     but the H200's from DRAM, measured (h200DRAMLatency).
 //   - Launch cost: about 2 µs per kernel on an A100 (Souffle, §8.3); we use
 //     the same for Hopper. Grid-sync cost: an estimate of 1 µs for
 //     cooperative groups' grid.sync() with a full grid (the order measured by
@@ -129,6 +164,7 @@ func builtins() map[string]Model {
 	// The H200 is the H100's die and SMs with faster, larger HBM3e.
 	h200 := h100
 	h200.Name, h200.DRAMBandwidth = "H200-SXM-141GB", 4.8e12
+	h200.DRAMLatency = h200DRAMLatency
 	return map[string]Model{
 		"a100": {
 			Name: "A100-SXM4-40GB", CC: "8.0",
@@ -155,6 +191,16 @@ func builtins() map[string]Model {
 		},
 	}
 }
+
+// h200DRAMLatency is the H200's DRAM latency under load, measured: the
+// Llama decode step's largest weight streams (gate/up, 67 MB, and the
+// logits, 526 MB) ran at 2.06 and 2.42 TB/s with 16 KB in flight per SM
+// (2 blocks of 256 threads, each with two 16-byte loads; ptxas's 115
+// registers), 2.16 MB in all: by Little's law a round trip of 1.05 and
+// 0.89 µs (the stage clock, H200, 2026-11-28; docs/benchmarks.md, "The
+// stage clock"). The figure is what the model's in-flight count needs to
+// predict those times, not an unloaded pointer chase.
+const h200DRAMLatency = 1.0e-6
 
 // Default is the name of the GPU a build targets when none is given.
 const Default = "a100"

@@ -137,9 +137,12 @@ func TestParseGPUErrors(t *testing.T) {
 		{"block over SM", `"max_threads_per_sm": 1024`, `"max_threads_per_sm": 512`, []string{"field max_threads_per_block: want an integer from 1 to 512, got 1024"}},
 		{"zero bandwidth", `"dram_bandwidth": 1e11`, `"dram_bandwidth": 0`, []string{"field dram_bandwidth: want a number above 0 and at most 1e+18, got 0"}},
 		{"negative cost", `"launch_cost": 3e-6`, `"launch_cost": -1`, []string{"field launch_cost: want a number from 0 to 1, got -1"}},
+		{"negative latency", `"grid_sync_cost": 1e-6`, `"grid_sync_cost": 1e-6, "dram_latency": -6e-7`, []string{"field dram_latency: want a number from 0 to 1, got -6e-07"}},
+		{"latency of hours", `"grid_sync_cost": 1e-6`, `"grid_sync_cost": 1e-6, "l2_latency": 3600`, []string{"field l2_latency: want a number from 0 to 1, got 3600"}},
 		{"control character in name", `"name": "mine"`, `"name": "a\u0007b"`, []string{`field name: want 1 to 100 printable characters, got "a\ab"`}},
 		{"every field 2^62", good, huge, []string{"field sms: want an integer from 1 to 4096, got 4611686018427387904",
-			"field shared_per_block", "field max_threads_per_block", "field l2_bytes", "field max_param_bytes", "field dram_bandwidth", "field grid_sync_cost"}},
+			"field shared_per_block", "field max_threads_per_block", "field l2_bytes", "field max_param_bytes", "field dram_bandwidth", "field grid_sync_cost",
+			"field dram_latency", "field l2_latency"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,6 +232,33 @@ func TestParseGPUStrict(t *testing.T) {
 	for _, f := range []string{`, "tf32_peak": 1e12`, `, "l2_bandwidth": 7e12`, `, "max_param_bytes": 4096`} {
 		if _, err := Parse([]byte(strings.Replace(good, `}`, f+`}`, 1))); err != nil {
 			t.Errorf("with %s: %v", f, err)
+		}
+	}
+}
+
+// TestLatency checks the load latencies a model gives the cost model: its
+// own where a description gives them, the defaults where not, and the
+// H200's measured DRAM latency.
+func TestLatency(t *testing.T) {
+	a100, _ := Builtin("a100")
+	h200, _ := Builtin("h200")
+	mine, err := Parse([]byte(`{"name": "mine", "cc": "8.0", "sms": 2, "shared_per_sm": 65536, "shared_per_block": 49152,
+		"regs_per_sm": 65536, "max_regs_per_thread": 255, "max_threads_per_sm": 1024,
+		"max_blocks_per_sm": 8, "max_threads_per_block": 1024, "l2_bytes": 1048576, "dram_bandwidth": 1e11,
+		"fp32_peak": 1e12, "fp16_peak": 0, "launch_cost": 3e-6, "grid_sync_cost": 1e-6, "dram_latency": 8e-7, "l2_latency": 3e-7}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		g        Model
+		dram, l2 float64
+	}{
+		{a100, DefaultDRAMLatency, DefaultL2Latency},
+		{h200, 1e-6, DefaultL2Latency},
+		{mine, 8e-7, 3e-7},
+	} {
+		if dram, l2 := tt.g.Latency(); dram != tt.dram || l2 != tt.l2 {
+			t.Errorf("%s: Latency() = %g, %g; want %g, %g", tt.g.Name, dram, l2, tt.dram, tt.l2)
 		}
 	}
 }
