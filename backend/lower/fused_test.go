@@ -208,16 +208,14 @@ func TestFusedReuse(t *testing.T) {
 			t.Errorf("reuse=%v: %v %v", tt.reuse, err, mm)
 		}
 		// With reuse, the row statistics stay in shared memory: the only
-		// global traffic is x, read by mean, once by var (d*d reads one
-		// vector of x for both factors, blockReduceVector) and by y, and
-		// y written. Without, mean and var are written (2×64 B), mean
-		// read once per vector of 4 terms by var and both once per
-		// vector of 4 elements by y (blockReduceVector and
-		// storeGuardedVector read them once per vector).
+		// global traffic is x, read by mean, twice by var (d*d) and by y,
+		// and y written. Without, mean and var are written (2×64 B), mean
+		// read twice per element by var and both once per vector of 4
+		// elements by y (storeGuardedVector reads them once per vector).
 		x := int64(16 * 128 * 4)
-		wantBytes := 4*x + 2*64 + x/4 + 2*x/4
+		wantBytes := 5*x + 2*64 + 2*x + 2*x/4
 		if tt.reuse {
-			wantBytes = 4 * x
+			wantBytes = 5 * x
 		}
 		if got := res.Total().LoadBytes + res.Total().StoreBytes; got != wantBytes {
 			t.Errorf("reuse=%v: %d global bytes, want %d", tt.reuse, got, wantBytes)

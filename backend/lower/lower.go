@@ -704,8 +704,15 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 // (te.ReduceVectorElems): each moving load read with 16-byte loads into
 // a local array, which it adds to k, and the n terms combined in order.
 // It reports false, emitting nothing, where a moving load does not lower
-// to a plain load.
+// to a plain load, and where the narrowest moving load is not a half (a
+// vector of 8 terms): an f32 row keeps the scalar loop's order of terms,
+// whose 4-byte loads coalesce into whole lines already, and whose
+// reordering moves ill-conditioned sums (EfficientNet's pools at TF32)
+// further from the reference than the precision checks allow.
 func (l *lowerer) blockReduceVector(g *gen, name string, r *te.Reduce, n int, moving []*te.Load, acc *kir.Var, k *kir.Kernel) bool {
+	if n != 8 {
+		return false
+	}
 	last := r.Axes[len(r.Axes)-1]
 	jv, j := kir.NewVar("rv", te.I32), kir.NewVar("r", te.I32)
 	var vecs []*kir.Buffer

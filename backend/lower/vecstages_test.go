@@ -22,8 +22,9 @@ import (
 //     (elementwiseStaged: the body takes a sine and a cosine);
 //   - a residual add in a fused kernel, a block's chunk at a time
 //     (elementwiseChunks);
-//   - an RMSNorm's and a LayerNorm's row statistics (blockReduceVector),
-//     the variance reading its row's mean once per vector;
+//   - an RMSNorm's and a LayerNorm's row statistics of halves
+//     (blockReduceVector), the variance reading its row's mean once per
+//     vector;
 //   - a KV-cache update at a run-time slot (updateVector).
 func TestVectorStages(t *testing.T) {
 	for _, tc := range []struct {
@@ -152,10 +153,10 @@ func rmsRow() *te.Program {
 	return b.Program(ms)
 }
 
-// layerNormVar is a LayerNorm's mean and variance of f32 rows.
+// layerNormVar is a LayerNorm's mean and variance of f16 rows.
 func layerNormVar() *te.Program {
 	b := tb.New("lnvar")
-	x := b.Input("x", 3, 96)
+	x := b.InputOf("x", te.F16, 3, 96)
 	mean := b.Compute("mean", tb.Shape(3), func(ax []te.Index) te.Expr {
 		return tb.Bin(te.Div, tb.Reduce(te.Sum, "k", 96, func(k te.Index) te.Expr { return tb.Ld(x, ax[0], k) }), tb.F(96))
 	})
