@@ -1,6 +1,7 @@
 package contraction
 
 import (
+	"fmt"
 	"slices"
 
 	"tec/schedule"
@@ -17,7 +18,8 @@ const (
 	// expression of loads) and a store of one element per instruction.
 	StageElements StageMode = iota
 	// StageVector reads the operand's loads that move along the tile's
-	// contiguous axis 16 bytes per instruction into registers, computes a
+	// contiguous axis 16 bytes per instruction into registers (8 or 4
+	// where the layout allows no wider: Operand.Vec), computes a
 	// vector's elements from them there (casts, roundings, exp(s - max)...)
 	// and stores them to shared memory 16 bytes at a time. The lowering
 	// issues the next k step's loads before this step's MMAs, so that
@@ -32,11 +34,23 @@ const (
 func (m StageMode) String() string {
 	switch m {
 	case StageVector:
-		return "16-byte loads through registers"
+		return "vector loads through registers"
 	case StageAsync:
 		return "16-byte cp.async"
 	}
 	return "element by element"
+}
+
+// String describes the operand's staging for people: "8-byte loads
+// through registers", or why it is element by element.
+func (o Operand) String() string {
+	switch o.Mode {
+	case StageVector:
+		return fmt.Sprintf("%d-byte loads through registers", o.Width)
+	case StageElements:
+		return "element by element: " + o.Why
+	}
+	return o.Mode.String()
 }
 
 // Operand is how a tensor-core tile stages one operand of a contraction.
@@ -52,11 +66,25 @@ type Operand struct {
 	// Load is the load that StageAsync copies (no-op casts around it
 	// removed).
 	Load *te.Load
-	// Loads counts the 16-byte loads of one vector of StageVector: those
-	// of the operand's loads that move along the tile's contiguous axis
-	// (two for an f32 tensor's 8 elements of a half tile).
+	// Vec is, for StageVector and StageAsync, the points along the
+	// tile's contiguous axis that each load of the operand reads at once,
+	// consecutive and aligned: a 16-byte vector of the tile's type (8
+	// halves) where the layout allows, else 4 or 2 halves (a weight at an
+	// offset of 4 halves mod 8, a channel of 14×14 pixels), read with 8-
+	// or 4-byte loads. The tile's extent along the axis is a multiple of
+	// it; vectors past the extent read the last (their products reach no
+	// stored output) or, along k, zeros.
+	Vec int
+	// Loads counts the load instructions of one 16-byte vector of the
+	// tile (StageVector): those of the operand's loads that move along
+	// the tile's contiguous axis (two for an f32 tensor's 8 elements of a
+	// half tile, two for 8-byte loads of halves).
 	Loads int
-	// Why says, for StageElements, why no 16-byte transfer applies.
+	// Width is the bytes of the narrowest of those loads (16, 8 or 4),
+	// and Bytes the bytes they read for one vector of the tile.
+	Width, Bytes int
+	// Why says, for StageElements, why no vector transfer applies (at
+	// the narrowest width tried, 4 bytes of halves).
 	Why string
 }
 
@@ -67,9 +95,9 @@ type Staging struct{ X, Y Operand }
 func (s Staging) Async() bool { return s.X.Mode == StageAsync }
 
 // Stages returns the copies of each operand tile that shared memory holds:
-// two where an operand moves 16 bytes per instruction (the next step's
-// tile fills one while the warps read the other, one barrier a step),
-// else one.
+// two where an operand moves a vector per instruction (16 bytes, or 8 or
+// 4: the next step's tile fills one while the warps read the other, one
+// barrier a step), else one.
 func (s Staging) Stages() int {
 	if s.X.Mode != StageElements || s.Y.Mode != StageElements {
 		return 2
@@ -88,12 +116,14 @@ func (s Staging) Stages() int {
 // and 16-byte aligned elements (te.Load.Contiguous), none of them under a
 // select (which may guard a read out of bounds), with an extent along
 // that axis a multiple of the vector; several axes count as one, row-major.
-// Both operands are copied by cp.async when both are bare loads of the
-// tile's type (no-op casts stripped) and K is a multiple of the staged k.
+// Where no orientation allows 16 bytes, the widest of 8 and 4 bytes that
+// one does (Operand.Vec). Both operands are copied by cp.async when both
+// move 16 bytes, are bare loads of the tile's type (no-op casts stripped)
+// and K is a multiple of the staged k.
 func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, K int) Staging {
 	n := 16 / in.Size()
 	s := Staging{X: operandStaging(X, in, r.Axes, ms, K, M, n, true), Y: operandStaging(Y, in, r.Axes, ns, K, N, n, false)}
-	if K%schedule.TensorCoreTileK == 0 && s.X.Mode != StageElements && s.Y.Mode != StageElements {
+	if K%schedule.TensorCoreTileK == 0 && s.X.Vec == n && s.Y.Vec == n {
 		xl, okx := bareLoad(X, in)
 		yl, oky := bareLoad(Y, in)
 		if okx && oky {
@@ -106,26 +136,31 @@ func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, 
 
 // operandStaging returns the staging of operand e of type in, whose tile
 // is k-major along ks (of K points) or else major along its own axes own
-// (of ext points), n elements to a vector; staged element by element, it
-// is k-major where kMajor is set.
+// (of ext points), n elements to a 16-byte vector of the tile: at the
+// widest loads that either orientation allows, k-major first; staged
+// element by element, it is k-major where kMajor is set.
 func operandStaging(e te.Expr, in te.DType, ks, own []*te.Var, K, ext, n int, kMajor bool) Operand {
-	op := vectorOperand(e, in, ks, K, n)
-	op.KMajor = true
-	if op.Mode != StageElements {
-		return op
-	}
-	if o := vectorOperand(e, in, own, ext, n); o.Mode != StageElements {
-		return o
+	var op Operand
+	for v := n; v >= 2; v /= 2 {
+		op = vectorOperand(e, in, ks, K, n, v)
+		op.KMajor = true
+		if op.Mode != StageElements {
+			return op
+		}
+		if o := vectorOperand(e, in, own, ext, n, v); o.Mode != StageElements {
+			return o
+		}
 	}
 	op.KMajor = kMajor
 	return op
 }
 
 // vectorOperand returns the staging of operand e of type in along axes
-// (row-major) of ext points, n elements to a vector.
-func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
-	if ext%n != 0 {
-		return Operand{Why: "its extent along the tile's contiguous axis is not a multiple of a 16-byte vector"}
+// (row-major) of ext points, n elements to a 16-byte vector of the tile,
+// each load reading v of them at once.
+func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int) Operand {
+	if ext%v != 0 {
+		return Operand{Why: fmt.Sprintf("its extent along the tile's contiguous axis, %d, is not a multiple of %d (a %d-byte vector)", ext, v, v*in.Size())}
 	}
 	if te.Contains(e, func(x te.Expr) bool { _, ok := x.(*te.Reduce); return ok }) {
 		return Operand{Why: "it holds a reduction"}
@@ -144,7 +179,7 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
 		}
 		return false
 	}
-	op := Operand{Mode: StageVector}
+	op := Operand{Mode: StageVector, Vec: v, Width: 16}
 	te.Walk(e, func(x te.Expr) bool {
 		if op.Mode == StageElements {
 			return false
@@ -165,11 +200,14 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n int) Operand {
 			ld = &te.Load{Tensor: ld.Tensor, Index: idx}
 		}
 		bytes := n * ld.Tensor.DType.Size() // one vector's
-		if bytes%16 != 0 || !ld.Contiguous(along, n) {
-			op = Operand{Why: "its load of " + ld.Tensor.Name + " is not contiguous and 16-byte aligned along the tile's axis"}
+		width := min(v*ld.Tensor.DType.Size(), 16)
+		if bytes%16 != 0 || !ld.Contiguous(along, v) {
+			op = Operand{Why: fmt.Sprintf("its load of %s is not contiguous and %d-byte aligned along the tile's axis", ld.Tensor.Name, width)}
 			return false
 		}
-		op.Loads += bytes / 16
+		op.Loads += bytes / width
+		op.Bytes += bytes
+		op.Width = min(op.Width, width)
 		return false
 	})
 	return op

@@ -42,3 +42,77 @@ func TestStagingOf(t *testing.T) {
 		}
 	}
 }
+
+// TestStagingOfNarrow checks the width of the loads of operands whose
+// layout allows no 16-byte vector: rows of M or K halves that are not a
+// multiple of 8, a weight packed at an offset of 4 or 2 halves, and a row
+// of an odd length, which allows none.
+func TestStagingOfNarrow(t *testing.T) {
+	half := func(name string, shape ...int) *te.Tensor {
+		return &te.Tensor{Name: name, DType: te.F16, Shape: shape}
+	}
+	ld := func(t *te.Tensor, idx ...te.Index) te.Expr { return &te.Load{Tensor: t, Index: idx} }
+	for _, tc := range []struct {
+		name             string
+		M, N, K          int
+		X, Y             func(m, n, k te.Index) te.Expr
+		xWidth, yWidth   int // 0: element by element
+		xKMajor, yKMajor bool
+	}{
+		{"rows of 196 pixels", 196, 64, 64,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 196), k, m) },
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			8, 16, false, true},
+		{"rows of 98 pixels", 98, 64, 64,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 98), k, m) },
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			4, 16, false, true},
+		{"rows of 49 pixels", 49, 64, 64,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 49), k, m) },
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			0, 16, true, true},
+		{"K of 52", 64, 64, 52,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 52), m, k) },
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 52, 64), k, n) },
+			8, 16, true, false},
+		{"packed weight", 64, 128, 64,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 64), m, k) },
+			func(m, n, k te.Index) te.Expr {
+				return ld(half("wts", 4+64*128), k.Scale(128).Add(n).Add(te.Const(4)))
+			},
+			16, 8, true, false},
+		{"packed weight at 2", 64, 128, 64,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 64), m, k) },
+			func(m, n, k te.Index) te.Expr {
+				return ld(half("wts", 2+64*128), k.Scale(128).Add(n).Add(te.Const(2)))
+			},
+			16, 4, true, false},
+	} {
+		m := &te.Var{Name: "m", Extent: tc.M}
+		n := &te.Var{Name: "n", Extent: tc.N}
+		k := &te.Var{Name: "k", Extent: tc.K}
+		r := &te.Reduce{Op: te.Sum, Axes: []*te.Var{k}}
+		M, N, K := te.VarIndex(m), te.VarIndex(n), te.VarIndex(k)
+		s := StagingOf(tc.X(M, N, K), tc.Y(M, N, K), te.F16, []*te.Var{m}, []*te.Var{n}, r, tc.M, tc.N, tc.K)
+		for _, o := range []struct {
+			name   string
+			op     Operand
+			width  int
+			kMajor bool
+		}{{"X", s.X, tc.xWidth, tc.xKMajor}, {"Y", s.Y, tc.yWidth, tc.yKMajor}} {
+			width := o.op.Width
+			if o.op.Mode == StageElements {
+				width = 0
+				if o.op.Why == "" {
+					t.Errorf("%s: %s element by element without a reason", tc.name, o.name)
+				}
+			}
+			if width != o.width || o.op.KMajor != o.kMajor {
+				t.Errorf("%s: %s staged %v (k-major %v), want %d-byte loads (k-major %v)", tc.name, o.name, o.op, o.op.KMajor, o.width, o.kMajor)
+			}
+			if o.op.Mode == StageAsync && (width != 16 || o.op.Vec != 8) {
+				t.Errorf("%s: %s copied by cp.async with %d-byte loads", tc.name, o.name, width)
+			}
+		}
+	}
+}

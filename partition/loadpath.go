@@ -80,6 +80,9 @@ func tensorCorePath(st contraction.Staging, stages, tm, tn, tk int, in te.DType,
 			continue
 		}
 		vector = true
+		if o.op.Width > 0 { // 8 or 4 bytes where the layout allows no 16
+			width = min(width, o.op.Width)
+		}
 		loads += te.CeilDiv(per*size, 16) * max(o.op.Loads, 1)
 	}
 	if vector {

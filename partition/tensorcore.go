@@ -160,13 +160,14 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 
 // prefetchRegs returns the registers per thread that a tile of elems
 // elements of type in, staged as op says by threads threads, holds
-// between its loads and its stores: a register prefetch's vectors
-// (contraction.StageVector), four registers each (the values it stores
-// take the registers of those it has used).
+// between its loads and its stores: the bytes a register prefetch
+// (contraction.StageVector) loads for each of a thread's 16-byte vectors
+// of the tile, a register per 4 (the values it stores take the registers
+// of those it has used).
 func prefetchRegs(op contraction.Operand, elems int, in te.DType, threads int) int {
 	if op.Mode != contraction.StageVector {
 		return 0
 	}
 	per := te.CeilDiv(elems/(16/in.Size()), threads)
-	return 4 * per * op.Loads
+	return per * op.Bytes / 4
 }

@@ -104,8 +104,25 @@ func vecType(dt te.DType) string {
 	return "uint4"
 }
 
+// narrowVecType returns the CUDA type of a copy of bytes bytes (8 or 4)
+// of dt.
+func narrowVecType(dt te.DType, bytes int) string {
+	switch {
+	case bytes == 8 && dt == te.F32:
+		return "float2"
+	case bytes == 8:
+		return "uint2"
+	case dt == te.F32:
+		return "float"
+	}
+	return "unsigned"
+}
+
 func (w *kernelWriter) vecCopy(s *kir.VecCopy, depth int) {
 	t := vecType(s.Src.DType)
+	if s.Size() != kir.VecBytes {
+		t = narrowVecType(s.Src.DType, s.Size())
+	}
 	w.line(depth, "*reinterpret_cast<%s*>(&%s[%s]) = *reinterpret_cast<const %s*>(&%s[%s]);",
 		t, w.names.buf(s.Dst), w.expr(s.DstIndex), t, w.names.buf(s.Src), w.expr(s.SrcIndex))
 }

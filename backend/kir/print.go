@@ -207,7 +207,11 @@ func (p *printer) stmt(s Stmt, depth int) {
 		}
 		p.line(depth, "%s = ldmatrix.x%d%s(%s[%s])", frag(s.Dst), s.Num, trans, bufName(s.Src), p.expr(s.Index))
 	case *VecCopy:
-		p.line(depth, "%s[%s] = vec%d(%s[%s])", bufName(s.Dst), p.expr(s.DstIndex), vecLen(s.Src), bufName(s.Src), p.expr(s.SrcIndex))
+		n := vecLen(s.Src)
+		if s.Bytes != 0 && s.Src != nil && s.Src.DType.Size() != 0 {
+			n = s.Bytes / s.Src.DType.Size()
+		}
+		p.line(depth, "%s[%s] = vec%d(%s[%s])", bufName(s.Dst), p.expr(s.DstIndex), n, bufName(s.Src), p.expr(s.SrcIndex))
 	case *CopyAsync:
 		kind := "ca"
 		if s.Bypass {

@@ -764,9 +764,12 @@ func (v *verifier) warpStmt(s Stmt) {
 	case *VecCopy:
 		msg = copyErr("vector copy", s.Dst, s.Src, false)
 		if msg == "" {
+			msg = vecBytesErr(s)
+		}
+		if msg == "" {
 			v.buffer(s.Dst, s.DstIndex, s)
 			v.buffer(s.Src, s.SrcIndex, s)
-			msg = cmpOr(vecIndexErr(s.Dst, s.DstIndex), vecIndexErr(s.Src, s.SrcIndex))
+			msg = cmpOr(vecIndexBytesErr(s.Dst, s.DstIndex, s.Size()), vecIndexBytesErr(s.Src, s.SrcIndex, s.Size()))
 		}
 	case *CopyAsync:
 		msg = copyErr("cp.async", s.Dst, s.Src, true)

@@ -162,13 +162,27 @@ func VecLen(dt te.DType) int { return VecBytes / dt.Size() }
 // indexes must be multiples of the vector length (the address 16-byte
 // aligned, since every buffer starts 16-byte aligned): the verifier
 // rejects a constant index that is not, and the simulator reports one at
-// run time.
+// run time. Bytes, when not 0, narrows the copy to 8 or 4 bytes (uint2,
+// float2 or one 32-bit word in CUDA), aligned to its own size: where the
+// layout allows no 16-byte vector (a row of 196 halves).
 type VecCopy struct {
 	Dst      *Buffer
 	DstIndex Expr
 	Src      *Buffer
 	SrcIndex Expr
+	Bytes    int
 }
+
+// Size returns the bytes the copy moves: Bytes, or VecBytes where it is 0.
+func (s *VecCopy) Size() int {
+	if s.Bytes == 0 {
+		return VecBytes
+	}
+	return s.Bytes
+}
+
+// Len returns the elements the copy moves.
+func (s *VecCopy) Len() int { return s.Size() / s.Src.DType.Size() }
 
 // CopyAsync is PTX's cp.async.ca/cg.shared.global with 16 bytes: the
 // thread starts copying VecLen elements from global buffer Src, from
@@ -327,16 +341,36 @@ func copyErr(what string, dst, src *Buffer, async bool) string {
 // vecIndexErr returns a description of a constant index of a 16-byte access
 // of buf that is misaligned or out of bounds, or "".
 func vecIndexErr(buf *Buffer, index Expr) string {
+	if buf == nil {
+		return ""
+	}
+	return vecIndexBytesErr(buf, index, VecBytes)
+}
+
+// vecIndexBytesErr is vecIndexErr for an access of bytes bytes.
+func vecIndexBytesErr(buf *Buffer, index Expr, bytes int) string {
 	c, ok := index.(*Const)
 	if !ok || buf == nil {
 		return ""
 	}
-	n, i := VecLen(buf.DType), int(c.Value)
+	n, i := bytes/buf.DType.Size(), int(c.Value)
 	switch {
 	case i%n != 0:
-		return fmt.Sprintf("misaligned 16-byte access to %s[%d]: the index is not a multiple of %d", buf.Name, i, n)
+		return fmt.Sprintf("misaligned %d-byte access to %s[%d]: the index is not a multiple of %d", bytes, buf.Name, i, n)
 	case i < 0 || i+n > buf.Len():
-		return fmt.Sprintf("16-byte access to %s[%d:%d] out of bounds of %s", buf.Name, i, i+n, typeString(buf))
+		return fmt.Sprintf("%d-byte access to %s[%d:%d] out of bounds of %s", bytes, buf.Name, i, i+n, typeString(buf))
+	}
+	return ""
+}
+
+// vecBytesErr returns a description of a VecCopy's width that is not 4, 8
+// or 16 bytes, or not a whole number of its elements, or "".
+func vecBytesErr(s *VecCopy) string {
+	switch b := s.Size(); {
+	case b != 4 && b != 8 && b != VecBytes:
+		return fmt.Sprintf("vector copy of %d bytes (want 4, 8 or 16)", b)
+	case b < s.Src.DType.Size() || b%s.Src.DType.Size() != 0:
+		return fmt.Sprintf("vector copy of %d bytes of %s elements", b, s.Src.DType)
 	}
 	return ""
 }

@@ -113,12 +113,20 @@ func (kg *kgen) ldmatrix(s *kir.LdMatrix) {
 
 var vec4 = types.NewVector(4, types.I32)
 
-// vecCopy loads and stores a <4 x i32> with 16-byte alignment.
+// vecCopy loads and stores a <4 x i32> with 16-byte alignment (a
+// narrower copy: <2 x i32> or i32, aligned to its size).
 func (kg *kgen) vecCopy(s *kir.VecCopy) {
-	ld := kg.cur.NewLoad(vec4, kg.ptrTo(kg.addr(s.Src, s.SrcIndex), vec4))
-	ld.Align = 16
-	st := kg.cur.NewStore(ld, kg.ptrTo(kg.addr(s.Dst, s.DstIndex), vec4))
-	st.Align = 16
+	var t types.Type = vec4
+	switch s.Size() {
+	case 8:
+		t = types.NewVector(2, types.I32)
+	case 4:
+		t = types.I32
+	}
+	ld := kg.cur.NewLoad(t, kg.ptrTo(kg.addr(s.Src, s.SrcIndex), t))
+	ld.Align = ir.Align(s.Size())
+	st := kg.cur.NewStore(ld, kg.ptrTo(kg.addr(s.Dst, s.DstIndex), t))
+	st.Align = ir.Align(s.Size())
 }
 
 // copyAsync calls llvm.nvvm.cp.async.ca or .cg.shared.global.16.

@@ -24,11 +24,13 @@ import (
 // aligned along the tile's rows, by cp.async into two stages, the next
 // step's copies in flight while the warps compute this one; where an
 // operand's moving loads are contiguous but it is computed (a cast, a
-// rounding, exp(s - max), a reshape's index map), by a register
-// prefetch: every thread issues the next step's 16-byte loads before
-// this step's MMAs, and at the next step computes its vectors from them
-// and stores them with 16-byte stores into the other stage, one barrier
-// a step; otherwise element by element. Every thread's chunks of a
+// rounding, exp(s - max), a reshape's index map), or aligned to 8 or 4
+// bytes only (rows of 196 halves, a weight packed at an offset of 4
+// halves), by a register prefetch: every thread issues the next step's
+// 16-byte loads (8- or 4-byte ones) before this step's MMAs, and at the
+// next step computes its vectors from them and stores them with 16-byte
+// stores into the other stage, one barrier a step; otherwise element by
+// element. Every thread's chunks of a
 // prefetch are a loop of a trip count known here, unrolled. Then every
 // warp loads its fragments, with ldmatrix for f16 and bf16 (x4 for A,
 // x2.trans for an n-major B, x2 for a k-major one) or element by element

@@ -66,6 +66,21 @@ type chunkAt struct {
 	row, chunk kir.Expr // its row and its index in the row
 	along      *kir.Var // the first element's position on the contiguous axis
 	inK        kir.Expr // when not nil, the condition that its k lies below K
+	// kk is its first element's k, and partialK says that K cuts through
+	// the chunk (it runs along k, and K is not a multiple of the tile's
+	// vector): whether its elements from q on lie below K is kk + q < K.
+	kk       *kir.Var
+	partialK bool
+	K        int
+}
+
+// below returns the condition that the chunk's elements from q lie
+// below K, or nil where all of them always do.
+func (c chunkAt) below(q int) kir.Expr {
+	if c.partialK {
+		return kir.Lt(addIndex(c.kk, q), kir.I(c.K))
+	}
+	return c.inK
 }
 
 // bindChunk emits the lets of chunk v of o at the k step from k0 and
@@ -73,7 +88,9 @@ type chunkAt struct {
 // past the extent read the last row and columns past it the last vector
 // (their products reach only outputs that are not stored); where K is not
 // a multiple of the staged k, inK says whether the chunk's k lies below
-// it.
+// it. Where the extent along the tile's columns is not a multiple of the
+// tile's vector (o.op.Vec is narrower), the columns stay unclamped here:
+// fetch clamps each of the chunk's loads.
 func (l *lowerer) bindChunk(g *gen, o *opTile, r *te.Reduce, v kir.Expr, k0 kir.Expr, K int) chunkAt {
 	n := o.vec()
 	perRow := o.cols / n
@@ -88,7 +105,7 @@ func (l *lowerer) bindChunk(g *gen, o *opTile, r *te.Reduce, v kir.Expr, k0 kir.
 	if o.kRows {
 		g.emit(&kir.Let{Var: kk, Value: addOffset(k0, row)})
 		xv = kir.Add(kir.Mul(o.ti, kir.I(o.cols)), col)
-		if o.ext%o.cols != 0 {
+		if o.ext%o.cols != 0 && o.ext%n == 0 {
 			xv = kir.Bin(te.Min, xv, kir.I(o.ext-n))
 		}
 	} else {
@@ -101,14 +118,31 @@ func (l *lowerer) bindChunk(g *gen, o *opTile, r *te.Reduce, v kir.Expr, k0 kir.
 	g.emit(&kir.Let{Var: x, Value: xv})
 	bind(g, o.axes, x)
 	bind(g, r.Axes, kk)
-	c := chunkAt{row: row, chunk: chunk, along: kk}
+	c := chunkAt{row: row, chunk: chunk, along: kk, kk: kk, K: K}
 	if o.kRows {
 		c.along = x
 	}
 	if K%schedule.TensorCoreTileK != 0 {
 		c.inK = kir.Lt(kk, kir.I(K))
 	}
+	c.partialK = !o.kRows && K%n != 0
 	return c
+}
+
+// loadLen returns the elements of type dt that each load of o's register
+// prefetch reads at once: a 16-byte vector's, or fewer where o's layout
+// allows only a narrower one (contraction.Operand.Vec).
+func (o *opTile) loadLen(dt te.DType) int {
+	return min(kir.VecLen(dt), o.op.Vec)
+}
+
+// alongAxes returns the axes along o's tile's columns: the operand's own
+// where its rows are k, else k.
+func (o *opTile) alongAxes(r *te.Reduce) []*te.Var {
+	if o.kRows {
+		return o.axes
+	}
+	return r.Axes
 }
 
 // stageAsync issues the cp.async copies of one k step of o's tile, from
@@ -130,9 +164,9 @@ func (l *lowerer) stageAsync(g *gen, o *opTile, r *te.Reduce, k0, off kir.Expr, 
 // of 16-byte vectors (it is checked on a chunk whose statements are
 // dropped).
 func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, name string, k *kir.Kernel) bool {
-	along := r.Axes
-	if o.kRows {
-		along = o.axes
+	along := o.alongAxes(r)
+	if o.op.Vec == 0 || o.vec()%o.op.Vec != 0 {
+		return false
 	}
 	te.Walk(o.e, func(x te.Expr) bool {
 		ld, ok := x.(*te.Load)
@@ -151,7 +185,7 @@ func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, na
 		l.bindChunk(g, o, r, kir.I(0), kir.I(0), schedule.TensorCoreTileK)
 		for i, ld := range o.moving {
 			kl, isLoad := g.expr(ld).(*kir.Load)
-			if !isLoad || o.vec()%kir.VecLen(kl.Buf.DType) != 0 {
+			if !isLoad || o.vec()%o.loadLen(kl.Buf.DType) != 0 || o.loadLen(kl.Buf.DType)*kl.Buf.DType.Size() < 4 {
 				ok = false
 				return
 			}
@@ -194,35 +228,61 @@ func eachChunk(g *gen, o *opTile, tid kir.Expr, threads int, f func(u int, v kir
 	}
 }
 
-// fetch emits the 16-byte loads of o's moving loads for the k step from
-// k0 into its prefetch arrays (two for 8 elements of f32): every load of
-// a thread's chunks before any of them is used.
+// fetch emits the vector loads of o's moving loads for the k step from
+// k0 into its prefetch arrays (two for 8 elements of f32, two or four
+// where the layout allows 8 or 4 bytes only): every load of a thread's
+// chunks before any of them is used. Where o's loads read fewer points
+// than a chunk's (o.op.Vec), each group of them is addressed at its own
+// position, clamped to the extent's last group along the operand's own
+// axes, guarded by K along k.
 func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int, k0 kir.Expr, K int) {
-	n := o.vec()
+	n, vec := o.vec(), o.op.Vec
 	eachChunk(g, o, tid, threads, func(u int, v kir.Expr) {
-		var c chunkAt
 		loads := g.into(func() {
-			c = l.bindChunk(g, o, r, v, k0, K)
-			var copies []kir.Stmt
-			for i, ld := range o.moving {
-				kl := g.expr(ld).(*kir.Load) // checked by prepareVector
-				for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
-					copies = append(copies, &kir.VecCopy{Dst: o.vecs[i], DstIndex: kir.I(u*n + q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+			c := l.bindChunk(g, o, r, v, k0, K)
+			for q := 0; q < n; q += vec {
+				group := g.into(func() {
+					if vec < n {
+						l.bindGroup(g, o, r, c, q)
+					}
+					for i, ld := range o.moving {
+						kl := g.expr(ld).(*kir.Load) // checked by prepareVector
+						vl := o.loadLen(kl.Buf.DType)
+						for p := 0; p < vec; p += vl {
+							cp := &kir.VecCopy{Dst: o.vecs[i], DstIndex: kir.I(u*n + q + p), Src: kl.Buf, SrcIndex: addIndex(kl.Index, p)}
+							if b := vl * kl.Buf.DType.Size(); b != kir.VecBytes {
+								cp.Bytes = b
+							}
+							g.emit(cp)
+						}
+					}
+				})
+				if in := c.below(q); in != nil {
+					group = []kir.Stmt{&kir.If{Cond: in, Then: group}}
 				}
+				g.emit(group...)
 			}
-			if c.inK != nil {
-				copies = []kir.Stmt{&kir.If{Cond: c.inK, Then: copies}}
-			}
-			g.emit(copies...)
 		})
 		g.emit(loads...)
 		l.unbind(g, o, r)
 	})
 }
 
+// bindGroup binds the axes along o's columns at the group of o's loads
+// that starts q points into chunk c (its first point, along the
+// operand's own axes clamped to the last group of the extent).
+func (l *lowerer) bindGroup(g *gen, o *opTile, r *te.Reduce, c chunkAt, q int) {
+	var at kir.Expr = addIndex(c.along, q)
+	if o.kRows && o.ext%o.vec() != 0 {
+		at = kir.Bin(te.Min, at, kir.I(o.ext-o.op.Vec))
+	}
+	bind(g, o.alongAxes(r), at)
+}
+
 // put emits, for the k step from k0 whose loads fetch made, the
 // computation of each of a thread's vectors of o from its prefetch arrays
-// and its 16-byte store into o's stage at element off (zeros past K).
+// and its 16-byte store into o's stage at element off (zeros past K, for
+// each group of o's loads where K cuts through a vector).
 func (l *lowerer) put(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int, k0, off kir.Expr, K int) {
 	n := o.vec()
 	local := map[*te.Load]*te.Tensor{}
@@ -231,29 +291,32 @@ func (l *lowerer) put(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads int
 		local[ld] = &te.Tensor{Name: b.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: b.Shape}
 		g.bufs[local[ld]] = b
 	}
-	alongAxes := r.Axes
-	if o.kRows {
-		alongAxes = o.axes
-	}
+	alongAxes := o.alongAxes(r)
 	eachChunk(g, o, tid, threads, func(u int, v kir.Expr) {
 		c := l.bindChunk(g, o, r, v, k0, K)
-		values := g.into(func() {
-			for j := range n {
-				aj := kir.NewVar(c.along.Name, te.I32)
-				g.emit(&kir.Let{Var: aj, Value: kir.Add(c.along, kir.I(j))})
-				bind(g, alongAxes, aj)
-				e := readLocal(o.e, local, te.Const(u*n+j))
-				g.emit(&kir.Store{Buf: o.out, Index: kir.I(j), Value: convert(g.expr(e), te.F32)})
-			}
-		})
-		if c.inK != nil {
-			zeros := make([]kir.Stmt, n)
-			for j := range zeros {
-				zeros[j] = &kir.Store{Buf: o.out, Index: kir.I(j), Value: kir.F(0)}
-			}
-			values = []kir.Stmt{&kir.If{Cond: c.inK, Then: values, Else: zeros}}
+		step := n // the elements that K keeps or drops together
+		if c.partialK {
+			step = o.op.Vec
 		}
-		g.emit(values...)
+		for q := 0; q < n; q += step {
+			values := g.into(func() {
+				for j := q; j < q+step; j++ {
+					aj := kir.NewVar(c.along.Name, te.I32)
+					g.emit(&kir.Let{Var: aj, Value: kir.Add(c.along, kir.I(j))})
+					bind(g, alongAxes, aj)
+					e := readLocal(o.e, local, te.Const(u*n+j))
+					g.emit(&kir.Store{Buf: o.out, Index: kir.I(j), Value: convert(g.expr(e), te.F32)})
+				}
+			})
+			if in := c.below(q); in != nil {
+				zeros := make([]kir.Stmt, step)
+				for j := range zeros {
+					zeros[j] = &kir.Store{Buf: o.out, Index: kir.I(q + j), Value: kir.F(0)}
+				}
+				values = []kir.Stmt{&kir.If{Cond: in, Then: values, Else: zeros}}
+			}
+			g.emit(values...)
+		}
 		g.emit(&kir.VecCopy{Dst: o.s, DstIndex: addOffset(off, o.lay.chunk(c.row, nil, c.chunk)), Src: o.out, SrcIndex: kir.I(0)})
 		l.unbind(g, o, r)
 	})

@@ -18,6 +18,7 @@ type operandForm struct {
 	xT      bool // x laid out [B, K, M] (m contiguous), as an NCHW convolution's
 	twoAxes bool // the sum over two axes, K/8 × 8
 	f32x    bool // x of f32, cast to the operands' half type
+	wOff    int  // w flat, from this element on, as a packed weight
 }
 
 // stagedMatmul is halfMatmul's y = tanh(x·w + b) + r with its operands
@@ -37,7 +38,10 @@ func stagedMatmul(in te.DType, B, M, K, N int, f operandForm) *te.Program {
 	}
 	x := b.input("x", xt, xshape...)
 	wshape := shp(K, N)
-	if f.wT {
+	switch {
+	case f.wOff > 0:
+		wshape = shp(f.wOff + K*N)
+	case f.wT:
 		wshape = shp(N, K)
 	}
 	w := b.param("w", in, wshape...)
@@ -68,7 +72,12 @@ func stagedMatmul(in te.DType, B, M, K, N int, f operandForm) *te.Program {
 				xe = sel(bin(te.Lt, ix(k), ci(K-3)), xe, cf(0))
 			}
 			we := ld(w, k, a[2])
-			if f.wT {
+			switch {
+			case f.wOff > 0 && f.wT:
+				we = ld(w, a[2].Scale(K).Add(k).Add(te.Const(f.wOff)))
+			case f.wOff > 0:
+				we = ld(w, k.Scale(N).Add(a[2]).Add(te.Const(f.wOff)))
+			case f.wT:
 				we = ld(w, a[2], k)
 			}
 			return mul(op(xe), op(we))
@@ -83,10 +92,11 @@ func stagedMatmul(in te.DType, B, M, K, N int, f operandForm) *te.Program {
 }
 
 // staging counts how m's kernel stages its operands: register prefetches
-// (16-byte loads from global into local arrays), cp.async copies, 16-byte
-// stores into shared arrays, ldmatrix without .trans of two matrices (a
-// k-major Y's fragments) and with .trans of four (an m-major X's).
-type staging struct{ prefetch, async, vecStores, ldmB, ldmXT int }
+// (vector loads from global into local arrays, the narrowest of width
+// bytes), cp.async copies, 16-byte stores into shared arrays, ldmatrix
+// without .trans of two matrices (a k-major Y's fragments) and with
+// .trans of four (an m-major X's).
+type staging struct{ prefetch, width, async, vecStores, ldmB, ldmXT int }
 
 func stagingOf(m *kir.Module) staging {
 	var s staging
@@ -95,6 +105,9 @@ func stagingOf(m *kir.Module) staging {
 		case *kir.VecCopy:
 			if x.Src.Space == kir.Global && x.Dst.Space == kir.Local {
 				s.prefetch++
+				if s.width == 0 || x.Size() < s.width {
+					s.width = x.Size()
+				}
 			}
 			if x.Dst.Space == kir.Shared {
 				s.vecStores++
@@ -118,9 +131,12 @@ func stagingOf(m *kir.Module) staging {
 // take each staging path (contraction.StagingOf) — cp.async for bare
 // loads, a k-major Y (w laid out [N, K]) read with ldmatrix without
 // .trans, 16-byte register prefetches for computed operands, a reshape's
-// div and mod, element by element under a select — simulates them with
-// race detection against the reference, and checks that the static
-// report counts what the simulator does, bank conflicts included (none).
+// div and mod, 8- and 4-byte prefetches where rows of M or K halves or a
+// packed weight's offset leave 16 bytes unaligned (width: the narrowest
+// prefetch load), element by element under a select —
+// simulates them with race detection against the reference, and checks
+// that the static report counts what the simulator does, bank conflicts
+// included (none).
 func TestTensorCoreStaging(t *testing.T) {
 	type want struct{ prefetch, async, ldmB, ldmXT bool }
 	for _, tc := range []struct {
@@ -128,24 +144,36 @@ func TestTensorCoreStaging(t *testing.T) {
 		B, M, K, N int
 		f          operandForm
 		want       want
+		width      int
 	}{
-		{te.F16, 1, 64, 64, 64, operandForm{wT: true}, want{async: true, ldmB: true}},
-		{te.BF16, 2, 40, 48, 72, operandForm{wT: true}, want{prefetch: true, ldmB: true}}, // K not a multiple of 32
-		{te.F16, 1, 96, 64, 64, operandForm{expX: true}, want{prefetch: true}},
-		{te.F16, 1, 64, 96, 64, operandForm{expX: true, wT: true}, want{prefetch: true, ldmB: true}},
-		{te.F16, 2, 48, 64, 40, operandForm{reshape: true}, want{async: true}},
-		{te.BF16, 1, 64, 64, 64, operandForm{reshape: true, expX: true, wT: true}, want{prefetch: true, ldmB: true}},
-		{te.F16, 1, 64, 64, 64, operandForm{pad: true}, want{prefetch: true}}, // Y only
-		{te.F32, 1, 64, 40, 64, operandForm{wT: true}, want{prefetch: true}},  // TF32: element fragments
-		{te.F32, 1, 64, 64, 64, operandForm{reshape: true}, want{prefetch: true}},
-		{te.F16, 1, 64, 64, 64, operandForm{f32x: true}, want{prefetch: true}},
-		{te.BF16, 1, 48, 64, 64, operandForm{f32x: true, xT: true, wT: true}, want{prefetch: true, ldmB: true, ldmXT: true}},
-		{te.F16, 1, 64, 64, 64, operandForm{xT: true}, want{async: true, ldmXT: true}},
-		{te.BF16, 2, 40, 48, 64, operandForm{xT: true, wT: true}, want{prefetch: true, ldmB: true, ldmXT: true}},
-		{te.F16, 1, 64, 64, 48, operandForm{xT: true, expX: true}, want{prefetch: true, ldmXT: true}},
-		{te.F32, 1, 64, 32, 64, operandForm{xT: true, wT: true}, want{async: false, prefetch: true}},
-		{te.F16, 1, 64, 64, 64, operandForm{twoAxes: true, wT: true}, want{async: true, ldmB: true}},
-		{te.BF16, 1, 48, 64, 40, operandForm{twoAxes: true, xT: true}, want{async: true, ldmXT: true}},
+		{te.F16, 1, 64, 64, 64, operandForm{wT: true}, want{async: true, ldmB: true}, 0},
+		{te.BF16, 2, 40, 48, 72, operandForm{wT: true}, want{prefetch: true, ldmB: true}, 16}, // K not a multiple of 32
+		{te.F16, 1, 96, 64, 64, operandForm{expX: true}, want{prefetch: true}, 16},
+		{te.F16, 1, 64, 96, 64, operandForm{expX: true, wT: true}, want{prefetch: true, ldmB: true}, 16},
+		{te.F16, 2, 48, 64, 40, operandForm{reshape: true}, want{async: true}, 0},
+		{te.BF16, 1, 64, 64, 64, operandForm{reshape: true, expX: true, wT: true}, want{prefetch: true, ldmB: true}, 16},
+		{te.F16, 1, 64, 64, 64, operandForm{pad: true}, want{prefetch: true}, 16}, // Y only
+		{te.F32, 1, 64, 40, 64, operandForm{wT: true}, want{prefetch: true}, 16},  // TF32: element fragments
+		{te.F32, 1, 64, 64, 64, operandForm{reshape: true}, want{prefetch: true}, 16},
+		{te.F16, 1, 64, 64, 64, operandForm{f32x: true}, want{prefetch: true}, 16},
+		{te.BF16, 1, 48, 64, 64, operandForm{f32x: true, xT: true, wT: true}, want{prefetch: true, ldmB: true, ldmXT: true}, 16},
+		{te.F16, 1, 64, 64, 64, operandForm{xT: true}, want{async: true, ldmXT: true}, 0},
+		{te.BF16, 2, 40, 48, 64, operandForm{xT: true, wT: true}, want{prefetch: true, ldmB: true, ldmXT: true}, 16},
+		{te.F16, 1, 64, 64, 48, operandForm{xT: true, expX: true}, want{prefetch: true, ldmXT: true}, 16},
+		{te.F32, 1, 64, 32, 64, operandForm{xT: true, wT: true}, want{async: false, prefetch: true}, 16},
+		{te.F16, 1, 64, 64, 64, operandForm{twoAxes: true, wT: true}, want{async: true, ldmB: true}, 0},
+		{te.BF16, 1, 48, 64, 40, operandForm{twoAxes: true, xT: true}, want{async: true, ldmXT: true}, 0},
+		// Rows of 36 or 18 halves (a channel of 6×6 or 3×6 pixels): 8- or
+		// 4-byte loads, the last vector of M cut by the extent.
+		{te.F16, 1, 36, 64, 64, operandForm{xT: true}, want{prefetch: true, ldmXT: true}, 8},
+		{te.BF16, 2, 18, 48, 40, operandForm{xT: true, expX: true}, want{prefetch: true, ldmXT: true}, 4},
+		{te.F32, 1, 38, 32, 64, operandForm{xT: true}, want{prefetch: true}, 8},
+		// Rows of 52 or 50 halves along k: K cuts through a vector.
+		{te.F16, 1, 64, 52, 64, operandForm{}, want{prefetch: true}, 8},
+		{te.F16, 1, 40, 50, 48, operandForm{wT: true, expX: true}, want{prefetch: true, ldmB: true}, 4},
+		// A weight packed at an offset of 4 or 2 halves.
+		{te.F16, 1, 64, 64, 64, operandForm{wOff: 4}, want{prefetch: true}, 8},
+		{te.BF16, 1, 64, 64, 48, operandForm{wOff: 2, wT: true}, want{prefetch: true, ldmB: true}, 4},
 	} {
 		t.Run(fmt.Sprintf("%s/%dx%dx%dx%d/%+v", tc.in, tc.B, tc.M, tc.K, tc.N, tc.f), func(t *testing.T) {
 			p := stagedMatmul(tc.in, tc.B, tc.M, tc.K, tc.N, tc.f)
@@ -157,6 +185,9 @@ func TestTensorCoreStaging(t *testing.T) {
 			s := stagingOf(m)
 			if got := (want{s.prefetch > 0, s.async > 0, s.ldmB > 0, s.ldmXT > 0}); got != tc.want {
 				t.Errorf("staging %+v (%+v), want %+v", got, s, tc.want)
+			}
+			if s.width != tc.width {
+				t.Errorf("narrowest prefetch load %d bytes, want %d", s.width, tc.width)
 			}
 			if s.prefetch > 0 && s.vecStores == 0 {
 				t.Errorf("a register prefetch without 16-byte stores to shared memory")

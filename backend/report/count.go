@@ -166,10 +166,10 @@ func (c *counter) stmt(s kir.Stmt) {
 	case *kir.VecCopy:
 		c.cost(s.DstIndex)
 		c.cost(s.SrcIndex)
-		c.vector(s.Src, false)
-		c.vector(s.Dst, true)
-		c.shared(s.Src, s.SrcIndex, kir.VecLen(s.Src.DType))
-		c.shared(s.Dst, s.DstIndex, kir.VecLen(s.Dst.DType))
+		c.vectorBytes(s.Src, false, s.Size())
+		c.vectorBytes(s.Dst, true, s.Size())
+		c.shared(s.Src, s.SrcIndex, s.Len())
+		c.shared(s.Dst, s.DstIndex, s.Len())
 	case *kir.CopyAsync:
 		c.cost(s.DstIndex)
 		c.cost(s.SrcIndex)
@@ -180,10 +180,15 @@ func (c *counter) stmt(s kir.Stmt) {
 
 // vector counts a 16-byte access of buf per thread, where buf is global.
 func (c *counter) vector(buf *kir.Buffer, store bool) {
+	c.vectorBytes(buf, store, kir.VecBytes)
+}
+
+// vectorBytes is vector for an access of bytes bytes.
+func (c *counter) vectorBytes(buf *kir.Buffer, store bool, bytes int) {
 	if buf.Space != kir.Global {
 		return
 	}
-	n := c.count() * kir.VecBytes
+	n := c.count() * int64(bytes)
 	t := c.bufTraffic(buf)
 	if store {
 		c.counts.StoreBytes += n

@@ -206,22 +206,23 @@ func (p *program) ldmatrix(s *kir.LdMatrix) sfn {
 	}
 }
 
-// vecCopy compiles a VecCopy: each lane copies a 16-byte vector, whose
-// indexes must be aligned.
+// vecCopy compiles a VecCopy: each lane copies a vector (16 bytes, or
+// the copy's Bytes), whose indexes must be aligned to its size.
 func (p *program) vecCopy(s *kir.VecCopy) sfn {
 	di, si := p.expr(s.DstIndex), p.expr(s.SrcIndex)
 	dst, src := p.ref(s.Dst), p.ref(s.Src)
-	vl := kir.VecLen(s.Src.DType)
+	vl, bytes := s.Len(), s.Size()
+	load, store := fmt.Sprintf("%d-bit load", 8*bytes), fmt.Sprintf("%d-bit store", 8*bytes)
 	return func(b *block, act []int32) {
 		dst.touch(b)
 		src.touch(b)
 		dv, sv := di(b, act), si(b, act)
 		for _, l := range act {
 			d, s := int(dv[l]), int(sv[l])
-			checkAligned(b, l, "128-bit load", src.buf, s, vl)
-			checkAligned(b, l, "128-bit store", dst.buf, d, vl)
+			checkAlignedBytes(b, l, load, src.buf, s, vl, bytes)
+			checkAlignedBytes(b, l, store, dst.buf, d, vl, bytes)
 			for e := range vl {
-				dst.write(b, l, d+e, src.read(b, l, s+e, "128-bit load"), "128-bit store")
+				dst.write(b, l, d+e, src.read(b, l, s+e, load), store)
 			}
 		}
 		if src.buf.Space == kir.Shared {
@@ -230,7 +231,7 @@ func (p *program) vecCopy(s *kir.VecCopy) sfn {
 		if dst.buf.Space == kir.Shared {
 			b.countShared(dst.slot, act, dv, dst.buf.DType.Size(), vl)
 		}
-		n := int64(kir.VecBytes * len(act))
+		n := int64(bytes * len(act))
 		if src.global != nil {
 			b.counts.LoadBytes += n
 		}
@@ -243,9 +244,15 @@ func (p *program) vecCopy(s *kir.VecCopy) sfn {
 // checkAligned faults unless element i of buf starts a 16-byte vector of
 // vl elements.
 func checkAligned(b *block, lane int32, what string, buf *kir.Buffer, i, vl int) {
+	checkAlignedBytes(b, lane, what, buf, i, vl, kir.VecBytes)
+}
+
+// checkAlignedBytes faults unless element i of buf starts a vector of
+// vl elements, bytes bytes.
+func checkAlignedBytes(b *block, lane int32, what string, buf *kir.Buffer, i, vl, bytes int) {
 	if i%vl != 0 {
-		b.faultf(lane, "misaligned %s of %s %s[%d]: the address is not 16-byte aligned (the index is not a multiple of %d)",
-			what, buf.Space, buf.Name, i, vl)
+		b.faultf(lane, "misaligned %s of %s %s[%d]: the address is not %d-byte aligned (the index is not a multiple of %d)",
+			what, buf.Space, buf.Name, i, bytes, vl)
 	}
 }
 

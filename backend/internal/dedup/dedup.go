@@ -233,7 +233,7 @@ func (w *keyWriter) stmt(s kir.Stmt) {
 		w.str(w.bufs[s.Src])
 		w.expr(s.Index)
 	case *kir.VecCopy:
-		w.str("vec ")
+		w.str(fmt.Sprintf("vec %d ", s.Size()))
 		w.copy(s.Dst, s.DstIndex, s.Src, s.SrcIndex)
 	case *kir.CopyAsync:
 		w.str(fmt.Sprintf("cp.async %t ", s.Bypass))
