@@ -47,14 +47,15 @@ import (
 // constants, and the device compilation's front end already checks every
 // host function (docs/testing.md, "The toolchain sweep"). It takes
 // minutes, so it runs only in CI (CI=true) or with TEC_TOOLCHAIN=all;
-// .ci/run runs it on its own and reports the time, passing
-// TEC_TOOLCHAIN=later to its main "go test ./...". TEC_TOOLCHAIN_EXAMPLES
+// .ci/run runs it as a step of its own (in the background, beside the
+// others) and reports the time, passing TEC_TOOLCHAIN=later to its main
+// "go test ./...". TEC_TOOLCHAIN_EXAMPLES
 // (comma-separated names, "lstm,llama/prefill") limits it to those
 // examples, for trying a change.
 func TestBuildToolchain(t *testing.T) {
 	switch mode := os.Getenv("TEC_TOOLCHAIN"); {
 	case mode == "later":
-		t.Skip("TEC_TOOLCHAIN=later: .ci/run runs this test on its own")
+		t.Skip("TEC_TOOLCHAIN=later: .ci/run runs this test as a step of its own")
 	case !tooltest.CI() && mode != "all":
 		t.Skip("compiles every example with nvcc, llc and ptxas: set CI=true or TEC_TOOLCHAIN=all to run")
 	}
