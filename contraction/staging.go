@@ -18,8 +18,8 @@ const (
 	// expression of loads) and a store of one element per instruction.
 	StageElements StageMode = iota
 	// StageVector reads the operand's loads that move along the tile's
-	// contiguous axis 16 bytes per instruction into registers (8 or 4
-	// where the layout allows no wider: Operand.Vec), computes a
+	// contiguous axis 16 bytes per instruction into registers (8, 4 or
+	// an element where the layout allows no wider: Operand.Vec), computes a
 	// vector's elements from them there (casts, roundings, exp(s - max)...)
 	// and stores them to shared memory 16 bytes at a time. The lowering
 	// issues the next k step's loads before this step's MMAs, so that
@@ -71,20 +71,24 @@ type Operand struct {
 	// consecutive and aligned: a 16-byte vector of the tile's type (8
 	// halves) where the layout allows, else 4 or 2 halves (a weight at an
 	// offset of 4 halves mod 8, a channel of 14×14 pixels), read with 8-
-	// or 4-byte loads. The tile's extent along the axis is a multiple of
-	// it; vectors past the extent read the last (their products reach no
-	// stored output) or, along k, zeros.
+	// or 4-byte loads, else 1 (rows of 49 halves, a strided im2col):
+	// element loads, still all of a step issued before the last step's
+	// MMAs. The tile's extent
+	// along the axis is a multiple of it; vectors past the extent read
+	// the last (their products reach no stored output) or, along k, zeros.
 	Vec int
 	// Loads counts the load instructions of one 16-byte vector of the
 	// tile (StageVector): those of the operand's loads that move along
 	// the tile's contiguous axis (two for an f32 tensor's 8 elements of a
 	// half tile, two for 8-byte loads of halves).
 	Loads int
-	// Width is the bytes of the narrowest of those loads (16, 8 or 4),
-	// and Bytes the bytes they read for one vector of the tile.
+	// Width is the bytes of the narrowest of those loads (16, 8, 4 or an
+	// element's), and Bytes the bytes they read for one vector of the
+	// tile.
 	Width, Bytes int
-	// Why says, for StageElements, why no vector transfer applies (at
-	// the narrowest width tried, 4 bytes of halves).
+	// Why says, for StageElements, why no register prefetch applies, not
+	// even of single elements: a select over a moving load, a reduction,
+	// an element of fewer than 2 bytes.
 	Why string
 }
 
@@ -117,7 +121,8 @@ func (s Staging) Stages() int {
 // select (which may guard a read out of bounds), with an extent along
 // that axis a multiple of the vector; several axes count as one, row-major.
 // Where no orientation allows 16 bytes, the widest of 8 and 4 bytes that
-// one does (Operand.Vec). Both operands are copied by cp.async when both
+// one does, else element loads (Operand.Vec), along the axis that they
+// move by one element a point, else along k. Both operands are copied by cp.async when both
 // move 16 bytes, are bare loads of the tile's type (no-op casts stripped)
 // and K is a multiple of the staged k.
 func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, K int) Staging {
@@ -137,28 +142,31 @@ func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, 
 // operandStaging returns the staging of operand e of type in, whose tile
 // is k-major along ks (of K points) or else major along its own axes own
 // (of ext points), n elements to a 16-byte vector of the tile: at the
-// widest loads that either orientation allows, k-major first; staged
+// widest loads that either orientation allows, k-major first, down to
+// element loads that move by one element a point (coalesced across a
+// warp's threads), else element loads along k at any stride; staged
 // element by element, it is k-major where kMajor is set.
 func operandStaging(e te.Expr, in te.DType, ks, own []*te.Var, K, ext, n int, kMajor bool) Operand {
-	var op Operand
-	for v := n; v >= 2; v /= 2 {
-		op = vectorOperand(e, in, ks, K, n, v)
+	for v := n; v >= 1; v /= 2 {
+		op := vectorOperand(e, in, ks, K, n, v, false)
 		op.KMajor = true
 		if op.Mode != StageElements {
 			return op
 		}
-		if o := vectorOperand(e, in, own, ext, n, v); o.Mode != StageElements {
+		if o := vectorOperand(e, in, own, ext, n, v, false); o.Mode != StageElements {
 			return o
 		}
 	}
-	op.KMajor = kMajor
+	op := vectorOperand(e, in, ks, K, n, 1, true)
+	op.KMajor = op.Mode != StageElements || kMajor
 	return op
 }
 
 // vectorOperand returns the staging of operand e of type in along axes
 // (row-major) of ext points, n elements to a 16-byte vector of the tile,
-// each load reading v of them at once.
-func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int) Operand {
+// each load reading v of them at once: consecutive and aligned, or, where
+// strided is set (v = 1), wherever they lie.
+func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int, strided bool) Operand {
 	if ext%v != 0 {
 		return Operand{Why: fmt.Sprintf("its extent along the tile's contiguous axis, %d, is not a multiple of %d (a %d-byte vector)", ext, v, v*in.Size())}
 	}
@@ -201,7 +209,7 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int) Operan
 		}
 		bytes := n * ld.Tensor.DType.Size() // one vector's
 		width := min(v*ld.Tensor.DType.Size(), 16)
-		if bytes%16 != 0 || !ld.Contiguous(along, v) {
+		if bytes%16 != 0 || !strided && !ld.Contiguous(along, v) {
 			op = Operand{Why: fmt.Sprintf("its load of %s is not contiguous and %d-byte aligned along the tile's axis", ld.Tensor.Name, width)}
 			return false
 		}

@@ -45,8 +45,10 @@ func TestStagingOf(t *testing.T) {
 
 // TestStagingOfNarrow checks the width of the loads of operands whose
 // layout allows no 16-byte vector: rows of M or K halves that are not a
-// multiple of 8, a weight packed at an offset of 4 or 2 halves, and a row
-// of an odd length, which allows none.
+// multiple of 8, a weight packed at an offset of 4 or 2 halves, a row of
+// an odd length (element loads along it), a row read at every other
+// element (element loads along k), and a padding's select, which allows
+// no prefetch.
 func TestStagingOfNarrow(t *testing.T) {
 	half := func(name string, shape ...int) *te.Tensor {
 		return &te.Tensor{Name: name, DType: te.F16, Shape: shape}
@@ -69,6 +71,23 @@ func TestStagingOfNarrow(t *testing.T) {
 			4, 16, false, true},
 		{"rows of 49 pixels", 49, 64, 64,
 			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 49), k, m) },
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			2, 16, false, true},
+		{"K of 49", 64, 64, 49,
+			func(m, n, k te.Index) te.Expr {
+				return &te.Cast{To: te.F16, X: &te.Unary{Op: te.Exp, X: ld(half("s", 64, 49), m, k)}}
+			},
+			func(m, n, k te.Index) te.Expr { return ld(half("v", 49, 64), k, n) },
+			2, 16, true, false},
+		{"every other pixel", 64, 64, 64,
+			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 128), k, m.Scale(2)) },
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			2, 16, true, true},
+		{"padding", 64, 64, 64,
+			func(m, n, k te.Index) te.Expr {
+				return &te.Select{Cond: &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: m}, Y: &te.ConstExpr{Value: 60, DType: te.I32}},
+					Then: ld(half("x", 64, 64), k, m), Else: &te.ConstExpr{Value: 0, DType: te.F16}}
+			},
 			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
 			0, 16, true, true},
 		{"K of 52", 64, 64, 52,

@@ -185,7 +185,7 @@ func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, na
 		l.bindChunk(g, o, r, kir.I(0), kir.I(0), schedule.TensorCoreTileK)
 		for i, ld := range o.moving {
 			kl, isLoad := g.expr(ld).(*kir.Load)
-			if !isLoad || o.vec()%o.loadLen(kl.Buf.DType) != 0 || o.loadLen(kl.Buf.DType)*kl.Buf.DType.Size() < 4 {
+			if !isLoad || o.vec()%o.loadLen(kl.Buf.DType) != 0 {
 				ok = false
 				return
 			}
@@ -230,7 +230,8 @@ func eachChunk(g *gen, o *opTile, tid kir.Expr, threads int, f func(u int, v kir
 
 // fetch emits the vector loads of o's moving loads for the k step from
 // k0 into its prefetch arrays (two for 8 elements of f32, two or four
-// where the layout allows 8 or 4 bytes only): every load of a thread's
+// where the layout allows 8 or 4 bytes only, eight element loads where
+// it allows none): every load of a thread's
 // chunks before any of them is used. Where o's loads read fewer points
 // than a chunk's (o.op.Vec), each group of them is addressed at its own
 // position, clamped to the extent's last group along the operand's own
@@ -249,8 +250,14 @@ func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads i
 						kl := g.expr(ld).(*kir.Load) // checked by prepareVector
 						vl := o.loadLen(kl.Buf.DType)
 						for p := 0; p < vec; p += vl {
-							cp := &kir.VecCopy{Dst: o.vecs[i], DstIndex: kir.I(u*n + q + p), Src: kl.Buf, SrcIndex: addIndex(kl.Index, p)}
-							if b := vl * kl.Buf.DType.Size(); b != kir.VecBytes {
+							at := kir.I(u*n + q + p)
+							b := vl * kl.Buf.DType.Size()
+							if b < 4 { // one element: a plain load
+								g.emit(&kir.Store{Buf: o.vecs[i], Index: at, Value: kir.Ld(kl.Buf, addIndex(kl.Index, p))})
+								continue
+							}
+							cp := &kir.VecCopy{Dst: o.vecs[i], DstIndex: at, Src: kl.Buf, SrcIndex: addIndex(kl.Index, p)}
+							if b != kir.VecBytes {
 								cp.Bytes = b
 							}
 							g.emit(cp)

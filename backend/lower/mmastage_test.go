@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"tec/backend/kir"
@@ -19,6 +20,7 @@ type operandForm struct {
 	twoAxes bool // the sum over two axes, K/8 × 8
 	f32x    bool // x of f32, cast to the operands' half type
 	wOff    int  // w flat, from this element on, as a packed weight
+	strided bool // x laid out [B, M, 2K], X its even columns
 }
 
 // stagedMatmul is halfMatmul's y = tanh(x·w + b) + r with its operands
@@ -31,6 +33,8 @@ func stagedMatmul(in te.DType, B, M, K, N int, f operandForm) *te.Program {
 		xshape = shp(B, K/16, M, 16)
 	case f.xT:
 		xshape = shp(B, K, M)
+	case f.strided:
+		xshape = shp(B, M, 2*K)
 	}
 	xt := in
 	if f.f32x {
@@ -64,6 +68,8 @@ func stagedMatmul(in te.DType, B, M, K, N int, f operandForm) *te.Program {
 				xe = ld(x, a[0], k.Div(16), a[1], k.Mod(16))
 			case f.xT:
 				xe = ld(x, a[0], k, a[1])
+			case f.strided:
+				xe = ld(x, a[0], a[1], k.Scale(2))
 			}
 			if f.expX {
 				xe = un(te.Exp, sub(xe, cf(0.5)))
@@ -92,8 +98,8 @@ func stagedMatmul(in te.DType, B, M, K, N int, f operandForm) *te.Program {
 }
 
 // staging counts how m's kernel stages its operands: register prefetches
-// (vector loads from global into local arrays, the narrowest of width
-// bytes), cp.async copies, 16-byte stores into shared arrays, ldmatrix
+// (vector or element loads from global into local arrays, the narrowest
+// of width bytes), cp.async copies, 16-byte stores into shared arrays, ldmatrix
 // without .trans of two matrices (a k-major Y's fragments) and with
 // .trans of four (an m-major X's).
 type staging struct{ prefetch, width, async, vecStores, ldmB, ldmXT int }
@@ -102,6 +108,15 @@ func stagingOf(m *kir.Module) staging {
 	var s staging
 	kir.WalkStmts(m.Kernels[0].Body, func(x kir.Stmt) bool {
 		switch x := x.(type) {
+		case *kir.Store:
+			// An element load into a prefetch array (prepareVector's xv0, yv0...).
+			ld, isLoad := x.Value.(*kir.Load)
+			if isLoad && ld.Buf.Space == kir.Global && x.Buf.Space == kir.Local && (strings.HasPrefix(x.Buf.Name, "xv") || strings.HasPrefix(x.Buf.Name, "yv")) {
+				s.prefetch++
+				if s.width == 0 || x.Buf.DType.Size() < s.width {
+					s.width = x.Buf.DType.Size()
+				}
+			}
 		case *kir.VecCopy:
 			if x.Src.Space == kir.Global && x.Dst.Space == kir.Local {
 				s.prefetch++
@@ -132,7 +147,8 @@ func stagingOf(m *kir.Module) staging {
 // loads, a k-major Y (w laid out [N, K]) read with ldmatrix without
 // .trans, 16-byte register prefetches for computed operands, a reshape's
 // div and mod, 8- and 4-byte prefetches where rows of M or K halves or a
-// packed weight's offset leave 16 bytes unaligned (width: the narrowest
+// packed weight's offset leave 16 bytes unaligned, and element loads
+// where rows of an odd length leave nothing wider (width: the narrowest
 // prefetch load), element by element under a select —
 // simulates them with race detection against the reference, and checks
 // that the static report counts what the simulator does, bank conflicts
@@ -171,6 +187,11 @@ func TestTensorCoreStaging(t *testing.T) {
 		// Rows of 52 or 50 halves along k: K cuts through a vector.
 		{te.F16, 1, 64, 52, 64, operandForm{}, want{prefetch: true}, 8},
 		{te.F16, 1, 40, 50, 48, operandForm{wT: true, expX: true}, want{prefetch: true, ldmB: true}, 4},
+		// Rows of 25 or 49 halves: element loads, prefetched all the same.
+		{te.F16, 1, 25, 32, 64, operandForm{xT: true}, want{prefetch: true, ldmXT: true}, 2},
+		{te.BF16, 2, 40, 49, 48, operandForm{expX: true}, want{prefetch: true}, 2},
+		// Every other column: element loads along k at a stride of 2.
+		{te.F16, 1, 48, 40, 64, operandForm{strided: true}, want{prefetch: true}, 2},
 		// A weight packed at an offset of 4 or 2 halves.
 		{te.F16, 1, 64, 64, 64, operandForm{wOff: 4}, want{prefetch: true}, 8},
 		{te.BF16, 1, 64, 64, 48, operandForm{wOff: 2, wT: true}, want{prefetch: true, ldmB: true}, 4},
