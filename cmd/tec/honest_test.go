@@ -52,7 +52,7 @@ func TestRunMemory(t *testing.T) {
 		{"small sizes fit", []string{"run", huge, "-D", "N=2", "--fill", "ones", "--max-memory", "1MiB"}, exitOK, []string{"y f32[2, 2, 2]"}},
 		{"ref within the limit", []string{"run", "testdata/scale.te", "-D", "N=1000000", "--fill", "zeros", "--max-memory", "100MB"}, exitOK, []string{"y f32[1000000]"}},
 		{"sim with race over it", []string{"run", "testdata/scale.te", "-D", "N=1000000", "--fill", "zeros", "--max-memory", "100MB", "--device", "sim"}, exitUser,
-			[]string{"model scale needs about 192 MB of memory on sim (192,000,000 bytes), more than the 100 MB that --max-memory 100MB allows; its largest tensors: x f32[1000000] 56 MB, scale f32[1000000] 56 MB, y f32[1000000] 56 MB"}},
+			[]string{"model scale needs about 192 MB of memory on sim (192,098,304 bytes), more than the 100 MB that --max-memory 100MB allows; its largest tensors: x f32[1000000] 56 MB, scale f32[1000000] 56 MB, y f32[1000000] 56 MB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
