@@ -76,6 +76,17 @@ func (a Arenas) Merge(b Arenas) Arenas {
 	return a
 }
 
+// Holds reports whether arenas a have room for b: for each type at least
+// as many bytes.
+func (a Arenas) Holds(b Arenas) bool {
+	for i := range a {
+		if b[i] > a[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Bytes returns the arenas' shared memory per block.
 func (a Arenas) Bytes() int {
 	n := 0

@@ -98,6 +98,12 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 	if pk.Cache != nil {
 		cache, clear = newWeightCache(pk.Cache, k)
 	}
+	// The scratch arenas the plan counts for the kernel: what its stages'
+	// arrays need (schedule.SharedBytes).
+	l.scratch = schedule.Arenas{}
+	for _, t := range pk.Stages {
+		l.scratch = l.scratch.Merge(schedule.ArenasOf(pl.Schedules[t].Arrays))
+	}
 	for j, t := range pk.Stages {
 		if t.Body == nil {
 			return nil, fmt.Errorf("lower: tensor %s has no body", t.Name)
@@ -270,6 +276,16 @@ func (l *lowerer) placeShared(k, tmp *kir.Kernel, stage []kir.Stmt, arenas map[t
 		a.Shape[0] = max(a.Shape[0], need[b.DType])
 		rebase(stage, b, a, offsets[i])
 	}
+}
+
+// arenasOf returns the arenas that shared arrays bufs need, laid out as
+// a stage's scratch arrays are (schedule.Place).
+func arenasOf(bufs []*kir.Buffer) schedule.Arenas {
+	arrays := make([]schedule.Array, len(bufs))
+	for i, b := range bufs {
+		arrays[i] = schedule.Array{DType: b.DType, Len: b.Len()}
+	}
+	return schedule.ArenasOf(arrays)
 }
 
 // rebase makes every access of body to element i of old access element

@@ -197,7 +197,10 @@ type lowerer struct {
 	// gives them to (elementwiseChunks); chunkLoops are the variables
 	// of the chunk loops that it emitted, whose trips are the tiles of
 	// per-tile counters.
-	remap      bool
+	remap bool
+	// scratch is the fused kernel's scratch arenas as its plan counts
+	// them, which a stage may use without the plan counting it.
+	scratch    schedule.Arenas
 	chunkLoops map[*kir.Var]bool
 }
 
@@ -447,7 +450,9 @@ func hasTable(e te.Expr) bool {
 // into shared arrays of a chunk's elements, and after a block barrier
 // every thread computes and stores its element from them. The body's code
 // is then in the kernel once per thread, not once per element of a
-// vector (hasTable).
+// vector (hasTable). The arrays must fit in the scratch the plan gives
+// the kernel's other stages (l.scratch): the plan does not count them,
+// and where they do not fit it reports false, emitting nothing.
 func (l *lowerer) elementwiseStaged(t *te.Tensor, vec int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, k *kir.Kernel, body *[]kir.Stmt) bool {
 	b := l.threads
 	if b%vec != 0 {
@@ -490,7 +495,7 @@ func (l *lowerer) elementwiseStaged(t *te.Tensor, vec int, moving []*te.Load, gu
 			delete(g.env, a)
 		}
 	})
-	if !ok {
+	if !ok || !l.scratch.Holds(arenasOf(shared)) {
 		return false
 	}
 	e := kir.NewVar("i", te.I32)

@@ -111,12 +111,17 @@ func stageLoads(m *kir.Module, stage, input string) (vec, scalar int, found bool
 	return vec, scalar, found
 }
 
-// rope rotates the halves of each head of x, as a decode step's RoPE
-// does: y[h, e] = x[h, e]·cos(a) + (e < 32 ? -x[h, e+32] : x[h, e-32])·sin(a),
-// a = 3·f[e mod 32].
+// rope rotates the halves of each head of x, a projection of q, as a
+// decode step's RoPE does: y[h, e] = x[h, e]·cos(a) + (e < 32 ? -x[h, e+32]
+// : x[h, e-32])·sin(a), a = 3·f[e mod 32]. The projection's staged tiles
+// give the kernel the scratch that RoPE's staging takes (elementwiseStaged
+// uses only scratch the plan counts).
 func rope() *te.Program {
 	b := tb.New("rope")
-	x, f := b.Input("x", 4, 64), b.Param("f", 32)
+	q, w, f := b.Input("q", 4, 64), b.Param("w", 64, 64), b.Param("f", 32)
+	x := b.Compute("x", tb.Shape(4, 64), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 64, func(k te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(q, ax[0], k), tb.Ld(w, k, ax[1])) })
+	})
 	y := b.Compute("y", tb.Shape(4, 64), func(ax []te.Index) te.Expr {
 		h, e := ax[0], ax[1]
 		a := tb.Bin(te.Mul, tb.F(3), tb.Ld(f, e.Mod(32)))
