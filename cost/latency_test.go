@@ -168,3 +168,31 @@ func TestTensorCoreEfficiency(t *testing.T) {
 		t.Errorf("cp.async %.3f, elements %.3f: want the one barrier a step faster", a, e)
 	}
 }
+
+// TestRowTilesTime checks the least time of a block per output: a round
+// trip to DRAM for every wave of tiles, at the GPU's latency; nothing for
+// other kinds.
+func TestRowTilesTime(t *testing.T) {
+	a100, _ := gpu.Builtin("a100")
+	h200, _ := gpu.Builtin("h200")
+	rows := func(tiles int) *schedule.Schedule {
+		return &schedule.Schedule{Kind: schedule.RowReduce, Threads: 256, Tiles: tiles}
+	}
+	for _, tt := range []struct {
+		name string
+		g    gpu.Model
+		s    *schedule.Schedule
+		conc int
+		want float64
+	}{
+		{"ResNeXt's grouped convolution on the H200", h200, rows(200704), 1056, 191 * 1e-6},
+		{"one wave", a100, rows(384), 864, gpu.DefaultDRAMLatency},
+		{"a wave and one tile", a100, rows(865), 864, 2 * gpu.DefaultDRAMLatency},
+		{"a thread per output", a100, &schedule.Schedule{Kind: schedule.Elementwise, Threads: 256, Tiles: 784}, 784, 0},
+		{"no blocks", a100, rows(10), 0, 0},
+	} {
+		if got := RowTilesTime(tt.g, tt.s, tt.conc); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("%s: %.4g s, want %.4g", tt.name, got, tt.want)
+		}
+	}
+}

@@ -22,7 +22,8 @@ const stageFloor = 0.5e-6
 // SMs they keep busy; or, where it is longer, the round trips of its
 // loads at the bytes its running threads keep in flight (LatencyTime:
 // what a stage of narrow loads, few in flight, takes whatever the
-// bandwidth); plus the grid syncs of its own phases. A split
+// bandwidth), or for a block per output a round trip a wave of tiles
+// (RowTilesTime); plus the grid syncs of its own phases. A split
 // reduction is charged two grid syncs: the one between its phases, and
 // either the one after the initialisation of its atomic accumulators or,
 // for one that writes partials (--deterministic, and every argmax or
@@ -64,6 +65,9 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 	if l := LatencyTime(g, s, p, dram, conc*s.Threads); l > t {
 		t, bound = l, BoundLatency
 	}
+	if l := RowTilesTime(g, s, conc); l > t {
+		t, bound = l, BoundLatency
+	}
 	var syncs float64
 	switch {
 	case s.Kind == schedule.SplitReduce:
@@ -78,6 +82,22 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 		return stageFloor, BoundLatency
 	}
 	return t, bound
+}
+
+// RowTilesTime is the least time of a stage computed a block per output
+// (schedule.RowReduce) on g with conc blocks running at once: each wave
+// of tiles waits for its loads, then combines its threads' partial
+// results in a tree of shuffles, through shared memory and two block
+// barriers, before the next tile starts; about one round trip to DRAM
+// (g.Latency) a wave. ResNeXt's grouped convolutions, blocks of 72-term
+// outputs, took 1.14 µs a wave on an H200 (docs/benchmarks.md, "The stage
+// clock"), whose loaded DRAM latency is about 1 µs. 0 for other kinds.
+func RowTilesTime(g gpu.Model, s *schedule.Schedule, conc int) float64 {
+	if s.Kind != schedule.RowReduce || conc <= 0 {
+		return 0
+	}
+	dram, _ := g.Latency()
+	return float64((s.Tiles+conc-1)/conc) * dram
 }
 
 // computeTime is the time of p's FLOPs at the rate stage s reaches on g

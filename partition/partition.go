@@ -21,7 +21,8 @@
 // The package's files build on one another in one direction, each using
 // only those before it: stage.go (a schedule and its price, as the planner
 // decides them), loadpath.go (how each stage's code moves its operands,
-// what the cost model prices its round trips from), rows.go (which
+// what the cost model prices its round trips from), serial.go (whether
+// a thread per output may compute a reduction), rows.go (which
 // stages work by rows), tiledep.go (tile
 // dependences), schedule.go, tensorcore.go and recompute.go (choosing and
 // pricing one stage's schedule), options.go, plan.go (the plan as data),

@@ -139,12 +139,14 @@ type Scheduler interface {
 
 // Analytic chooses schedules without search: contraction tiles whose
 // product is the block size, shaped to waste the least padding; a block
-// per output for long reductions; a thread per element otherwise.
+// per output for long reductions, or a thread per output where its loads
+// coalesce and the cost model prefers it (serialReduces); a thread per
+// element otherwise.
 type Analytic struct{}
 
 // Thresholds of the analytic scheduler.
 const (
-	rowReduceMin = 64   // reductions at least this long get a block per output
+	rowReduceMin = 64   // reductions at least this long may get a block per output
 	splitMin     = 2048 // and at least this long may be split across blocks
 	tileK        = 16
 )
@@ -205,6 +207,19 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		s.Kind = schedule.RowReduce
 		s.Tiles = n
 		s.SetArrays(rowReduceArrays(reds, threads)...)
+		if !serialReduces(t, reds) {
+			return s, nil
+		}
+		serial := stage{&schedule.Schedule{Kind: schedule.Elementwise, Threads: threads, RegsPerThread: 32,
+			Tiles: te.CeilDiv(n, threads), Load: s.Load}, s.Price}
+		// Each alone on the GPU, its re-reads hitting in L2.
+		dram := p.Foot
+		if dram == 0 {
+			dram = p.Bytes
+		}
+		if cost.Alone(g, serial.Schedule, serial.Price, dram) < cost.Alone(g, s.Schedule, s.Price, dram) {
+			return serial, nil
+		}
 		return s, nil
 	}
 	s.Kind = schedule.Elementwise
