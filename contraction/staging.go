@@ -53,6 +53,21 @@ func (o Operand) String() string {
 	return o.Mode.String()
 }
 
+// Narrow describes, for an operand that moves fewer than 16 bytes a
+// load, its loads and why ("8-byte loads: its extent along the tile's
+// contiguous axis, 196, is not a multiple of 8 (a 16-byte vector)"); it
+// returns "" for 16-byte operands.
+func (o Operand) Narrow() string {
+	if o.Mode != StageElements && (o.Width == 0 || o.Width >= 16) {
+		return ""
+	}
+	s := o.String()
+	if o.Mode == StageVector && o.Why != "" {
+		s += ": " + o.Why
+	}
+	return s
+}
+
 // Operand is how a tensor-core tile stages one operand of a contraction.
 type Operand struct {
 	Mode StageMode
@@ -87,8 +102,9 @@ type Operand struct {
 	// tile.
 	Width, Bytes int
 	// Why says, for StageElements, why no register prefetch applies, not
-	// even of single elements: a select over a moving load, a reduction,
-	// an element of fewer than 2 bytes.
+	// even of single elements (a select over a moving load, a
+	// reduction); for a StageVector of narrower loads than 16 bytes, why
+	// 16 bytes do not apply along its axis.
 	Why string
 }
 
@@ -151,14 +167,28 @@ func operandStaging(e te.Expr, in te.DType, ks, own []*te.Var, K, ext, n int, kM
 		op := vectorOperand(e, in, ks, K, n, v, false)
 		op.KMajor = true
 		if op.Mode != StageElements {
-			return op
+			return narrowed(op, vectorOperand(e, in, ks, K, n, n, false))
 		}
 		if o := vectorOperand(e, in, own, ext, n, v, false); o.Mode != StageElements {
-			return o
+			return narrowed(o, vectorOperand(e, in, own, ext, n, n, false))
 		}
 	}
 	op := vectorOperand(e, in, ks, K, n, 1, true)
-	op.KMajor = op.Mode != StageElements || kMajor
+	if op.Mode != StageElements {
+		op.KMajor = true
+		return narrowed(op, vectorOperand(e, in, ks, K, n, n, false))
+	}
+	op.KMajor = kMajor
+	return op
+}
+
+// narrowed returns op, a vector staging, with the reason that wide, the
+// same orientation's 16-byte staging, gives where op's loads are
+// narrower.
+func narrowed(op, wide Operand) Operand {
+	if wide.Mode == StageElements {
+		op.Why = wide.Why
+	}
 	return op
 }
 

@@ -129,6 +129,12 @@ func TestStagingOfNarrow(t *testing.T) {
 			if width != o.width || o.op.KMajor != o.kMajor {
 				t.Errorf("%s: %s staged %v (k-major %v), want %d-byte loads (k-major %v)", tc.name, o.name, o.op, o.op.KMajor, o.width, o.kMajor)
 			}
+			if width > 0 && width < 16 && (o.op.Why == "" || o.op.Narrow() == "") {
+				t.Errorf("%s: %s staged with %d-byte loads without a reason", tc.name, o.name, width)
+			}
+			if width == 16 && o.op.Narrow() != "" {
+				t.Errorf("%s: %s staged with 16-byte loads, described as narrow: %s", tc.name, o.name, o.op.Narrow())
+			}
 			if o.op.Mode == StageAsync && (width != 16 || o.op.Vec != 8) {
 				t.Errorf("%s: %s copied by cp.async with %d-byte loads", tc.name, o.name, width)
 			}

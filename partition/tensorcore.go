@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"strings"
+
 	"tec/contraction"
 	"tec/cost"
 	"tec/gpu"
@@ -151,6 +153,7 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16 +
 		prefetchRegs(st.X, s.TileM*s.TileK, in, s.Threads) + prefetchRegs(st.Y, s.TileK*s.TileN, in, s.Threads)
 	s.Load = tensorCorePath(st, stages, s.TileM, s.TileN, s.TileK, in, s.Threads)
+	s.Load.Narrow = narrowOperands(st)
 	s.Bytes = cost.TileBytes(s.Schedule, size, t.Bytes())
 	if s.Mask != nil {
 		s.Skipped = s.Price.SkipMasked(s.Schedule, size, s.Bytes)
@@ -170,4 +173,19 @@ func prefetchRegs(op contraction.Operand, elems int, in te.DType, threads int) i
 	}
 	per := te.CeilDiv(elems/(16/in.Size()), threads)
 	return per * op.Bytes / 4
+}
+
+// narrowOperands describes the operands of st that move fewer than 16
+// bytes a load, and why ("X 8-byte loads through registers: ..."), or "".
+func narrowOperands(st contraction.Staging) string {
+	var parts []string
+	for _, o := range []struct {
+		name string
+		op   contraction.Operand
+	}{{"X", st.X}, {"Y", st.Y}} {
+		if n := o.op.Narrow(); n != "" {
+			parts = append(parts, o.name+" "+n)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

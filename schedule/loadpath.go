@@ -27,6 +27,11 @@ type LoadPath struct {
 	// where it stages element by element (before the stores, after the
 	// MMAs), one with two stages of 16-byte transfers.
 	Barriers int
+	// Narrow says, for a tensor-core tile whose operands move fewer than
+	// 16 bytes a load, which and why (contraction.Operand.Narrow: "X
+	// 8-byte loads through registers: its extent ... is not a multiple of
+	// 8"); empty where every load moves 16 bytes.
+	Narrow string
 }
 
 // BytesInFlight returns the bytes a thread has in flight per round trip.
@@ -41,6 +46,9 @@ func (l LoadPath) String() string {
 	s := fmt.Sprintf("%d-byte loads, %d in flight per thread", l.Width, max(l.InFlight, 1))
 	if l.Prefetch {
 		s += ", next step prefetched"
+	}
+	if l.Narrow != "" {
+		s += "; " + l.Narrow
 	}
 	return s
 }
