@@ -126,7 +126,7 @@ const maskEnumLimit = 1 << 20
 // they do not load (their rows of X and columns of Y over all of K).
 func Skipped(s *schedule.Schedule) (tiles, points, factors int64) {
 	mk := s.Mask
-	if mk == nil || s.MatVec != nil || s.Resident != nil {
+	if mk == nil || s.Resident != nil {
 		return 0, 0, 0
 	}
 	mt, nt := te.CeilDiv(s.M, s.TileM), te.CeilDiv(s.N, s.TileN)

@@ -170,12 +170,18 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		s.Kind = schedule.Contraction
 		s.M, s.N, s.K, s.Batch = d.M, d.N, d.K, d.Batch
 		if d.Masked {
-			// Tiled, its mask in the epilogue; matrix-vector tiles do
-			// not skip.
+			// Its mask in the epilogue; a tile whose outputs the mask
+			// makes false throughout skips its products, matrix-vector
+			// tiles too (backend/lower's tileMask).
 			s.Mask = contraction.MaskOf(d)
 			s.Products = cost.Ops(d.Reduce, map[*te.Reduce]bool{})
 			s.UnmaskedFLOPs = s.FLOPs
-		} else if s.matVec(d, g, t.Bytes()) {
+		}
+		if s.matVec(d, g, t.Bytes()) {
+			if s.Mask != nil {
+				s.UnmaskedBytes = s.Bytes
+				s.priceMask()
+			}
 			narrow := d.X
 			if s.MatVec.Wide == 0 {
 				narrow = d.Y

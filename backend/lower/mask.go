@@ -16,6 +16,10 @@ import (
 // the same integer bounds, so that the kernel skips exactly the tiles the
 // cost model leaves out; a mask on run-time scalars (pos[b]) compares them
 // with the tile's ranges when the tile runs, skipping every tile past them.
+// A matrix-vector tile (a decode step's scores: one query against the
+// cache) tests its columns' range the same way (matVecLive) and skips its
+// staging, products and combining; its epilogue then reads no partial
+// sums.
 
 // tileMask returns the kir condition under which the tile with flat output
 // ranges mLo..mHi, nLo..nHi of batch entry b needs its products, or nil

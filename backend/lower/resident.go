@@ -181,6 +181,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 			// its last tile, tile − gridDim, was of the same entry, and ran
 			// the prologue of its rows, exactly where nf ≥ gridDim.
 			proOnce: kir.Lt(nf, kir.Gdim()),
+			mask:    s.Mask,
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -242,6 +243,11 @@ type entryCtx struct {
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
+	// mask, when set, is the output mask of a masked contraction
+	// (schedule.Mask): a tile whose columns it makes false throughout
+	// skips its staging, its products and their combining, and its
+	// epilogue writes the select's other branch without reading red.
+	mask *schedule.Mask
 	// columnOwned says that stages computed after the tile (a resident
 	// schedule's Epilogue) read each output column where the thread of
 	// that column wrote it: the epilogue stays a column per thread.
@@ -269,7 +275,6 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	if c.chunk > 0 {
 		staged = c.chunk
 	}
-	chunks := c.K / staged
 	// acc[m·cols + j] sums row m of column col + j·tf.
 	acc := make([]*kir.Var, c.rows*cols)
 	for m := range acc {
@@ -285,6 +290,66 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 		}
 	}
 	l.hoistedOnce(g, c)
+	live := matVecLive(g, c, rs.Wide, width)
+	work := g.into(func() { l.matVecSum(g, d, c, acc, fs, staged) })
+	if live != nil {
+		g.emit(&kir.If{Cond: live, Then: work})
+	} else {
+		g.emit(work...)
+	}
+	g.emit(&kir.SyncThreads{})
+	read := func(at kir.Expr) kir.Expr {
+		if live == nil {
+			return kir.Ld(c.red, at)
+		}
+		return &kir.Select{Cond: live, Then: kir.Ld(c.red, at), Else: kir.F(0)}
+	}
+	if l.matVecEpilogueVector(g, t, r, c, width, read) {
+		return
+	}
+	epilogue := g.into(func() {
+		for j := range cols {
+			f := kir.NewVar("f", te.I32)
+			g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), addOffset(kir.I(j*tf), c.col))})
+			bind(g, c.fAxes, f)
+			for m := range c.rows {
+				sum := kir.NewVar("sum", te.F32)
+				g.emit(&kir.Let{Var: sum, Value: read(kir.Add(kir.I((m*cols+j)*threads), c.col))})
+				g.done[r] = sum
+				mv := kir.NewVar("m", te.I32)
+				g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+				bind(g, c.aAxes, mv)
+				g.emit(&kir.Store{Buf: c.out, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), c.out.ValueType())})
+			}
+		}
+		delete(g.done, r)
+	})
+	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+}
+
+// matVecLive returns the condition under which a matrix-vector tile of
+// width columns (of the wide factor: N where wide is 1, M where 0) needs
+// its products, its rows all the narrow factor's, by its output mask
+// (tileMask); nil where it has none or every tile does.
+func matVecLive(g *gen, c entryCtx, wide, width int) kir.Expr {
+	if c.mask == nil {
+		return nil
+	}
+	lo := kir.Mul(c.nf, kir.I(width))
+	cols := [2]kir.Expr{lo, kir.Add(lo, kir.I(width-1))}
+	rows := [2]kir.Expr{kir.I(0), kir.I(c.rows - 1)}
+	if wide == 0 {
+		cols, rows = rows, cols
+	}
+	return tileMask(g, c.mask, rows[0], rows[1], cols[0], cols[1], c.b)
+}
+
+// matVecSum emits a matrix-vector tile's products: each chunk of K staged
+// and summed (stageRows, sumChunk), and each column's split sums combined
+// into c.red.
+func (l *lowerer) matVecSum(g *gen, d contraction.Dims, c entryCtx, acc []*kir.Var, fs []*kir.Var, staged int) {
+	threads, tf, split := l.threads, c.tileF, c.split
+	chunks := c.K / staged
 	// Chunk ci stages k in [c0, c0 + staged) of every row, then each
 	// thread sums its share of them.
 	ci := kir.NewVar("ci", te.I32)
@@ -330,28 +395,6 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 			g.emit(&kir.SyncThreads{}, &kir.If{Cond: kir.Lt(c.kz, kir.I(h.live)), Then: add})
 		}
 	}
-	g.emit(&kir.SyncThreads{})
-	if l.matVecEpilogueVector(g, t, r, c, width) {
-		return
-	}
-	epilogue := g.into(func() {
-		for j := range cols {
-			f := kir.NewVar("f", te.I32)
-			g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), addOffset(kir.I(j*tf), c.col))})
-			bind(g, c.fAxes, f)
-			for m := range c.rows {
-				sum := kir.NewVar("sum", te.F32)
-				g.emit(&kir.Let{Var: sum, Value: kir.Ld(c.red, kir.Add(kir.I((m*cols+j)*threads), c.col))})
-				g.done[r] = sum
-				mv := kir.NewVar("m", te.I32)
-				g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
-				bind(g, c.aAxes, mv)
-				g.emit(&kir.Store{Buf: c.out, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(t.Body), c.out.ValueType())})
-			}
-		}
-		delete(g.done, r)
-	})
-	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
 }
 
 // matVecEpilogueVector emits the epilogue of a matrix-vector tile of
@@ -364,7 +407,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 // nothing, otherwise: for a store alone, the local arrays would keep the
 // CUDA emitter from sharing one function among the layers' copies of the
 // stage (backend/internal/dedup), and the code would grow for nothing.
-func (l *lowerer) matVecEpilogueVector(g *gen, t *te.Tensor, r *te.Reduce, c entryCtx, width int) bool {
+func (l *lowerer) matVecEpilogueVector(g *gen, t *te.Tensor, r *te.Reduce, c entryCtx, width int, read func(at kir.Expr) kir.Expr) bool {
 	vec, moving, guards := guardedVectorElems(t, c.out, r)
 	if vec == 0 || len(moving) == 0 || c.cols != 1 || c.tmp == nil || c.columnOwned || c.out != l.bufs[t] || width%vec != 0 ||
 		len(c.fAxes) != 1 || c.fAxes[0] != t.Axes[len(t.Axes)-1] {
@@ -380,7 +423,7 @@ func (l *lowerer) matVecEpilogueVector(g *gen, t *te.Tensor, r *te.Reduce, c ent
 			g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
 			bind(g, c.aAxes, mv)
 			sum := func(j int) kir.Expr {
-				return kir.Ld(c.red, kir.Add(kir.I(m*l.threads+j), kir.Mul(c.tid, kir.I(vec))))
+				return read(kir.Add(kir.I(m*l.threads+j), kir.Mul(c.tid, kir.I(vec))))
 			}
 			ok = ok && l.storeGuardedVector(g, t, vec, moving, guards, g.flat(t.Shape, axisIndexes(t)), c.tmp, r, sum)
 		}
