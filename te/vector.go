@@ -25,8 +25,20 @@ func (l *Load) Contiguous(along *Var, n int) bool {
 	if flat.Const%n != 0 {
 		return false
 	}
-	unit := 0 // the offset's coefficient on the position in the vector
-	for _, t := range flat.Terms {
+	unit, ok := unitAlong(flat, along, n)
+	return ok && unit == 1
+}
+
+// unitAlong returns x's coefficient on the position in an aligned vector
+// of n elements along along (along = n·q, ..., n·q + n-1), and reports
+// whether every other term of x stays a multiple of n over the vector:
+// a multiple of n times a variable or an atom that does not use along, a
+// variable of one point (always 0), or floor((along + a) / d) with n
+// dividing d and a's coefficients (constant over the vector), whose
+// (along + a) mod d moves with it.
+func unitAlong(x Index, along *Var, n int) (int, bool) {
+	unit := 0
+	for _, t := range x.Terms {
 		a := t.Atom
 		switch {
 		case a.Op == AtomVar && a.Var == along:
@@ -35,20 +47,20 @@ func (l *Load) Contiguous(along *Var, n int) bool {
 			// always 0 (a 1×1 convolution's window)
 		case a.Op == AtomVar || !a.Arg.Uses(along):
 			if t.Coef%n != 0 {
-				return false
+				return 0, false
 			}
 		default:
 			if a.Divisor%n != 0 || !alongPlusMultiple(*a.Arg, along, n) {
-				return false
+				return 0, false
 			}
 			if a.Op == AtomMod {
 				unit += t.Coef
 			} else if t.Coef%n != 0 {
-				return false
+				return 0, false
 			}
 		}
 	}
-	return unit == 1
+	return unit, true
 }
 
 // alongPlusMultiple reports whether x is along + a, where a does not use
@@ -276,27 +288,9 @@ func uniformComparison(c *Binary, along *Var, n int) bool {
 		return false
 	}
 	d := x.Add(y.Scale(-1)).Simplify() // c is d op 0
-	unit := 0
-	for _, t := range d.Terms {
-		a := t.Atom
-		switch {
-		case a.Op == AtomVar && a.Var == along:
-			unit += t.Coef
-		case a.Op == AtomVar && a.Var.Extent == 1:
-		case a.Op == AtomVar || !a.Arg.Uses(along):
-			if t.Coef%n != 0 {
-				return false
-			}
-		default:
-			if a.Divisor%n != 0 || !alongPlusMultiple(*a.Arg, along, n) {
-				return false
-			}
-			if a.Op == AtomMod {
-				unit += t.Coef
-			} else if t.Coef%n != 0 {
-				return false
-			}
-		}
+	unit, ok := unitAlong(d, along, n)
+	if !ok {
+		return false
 	}
 	op, k := c.Op, d.Const
 	if unit == -1 { // -u + k op 0 is u - k op' 0
