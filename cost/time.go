@@ -22,8 +22,7 @@ const stageFloor = 0.5e-6
 // SMs they keep busy; or, where it is longer, the round trips of its
 // loads at the bytes its running threads keep in flight (LatencyTime:
 // what a stage of narrow loads, few in flight, takes whatever the
-// bandwidth), or for a block per output a round trip a wave of tiles
-// (RowTilesTime); plus the grid syncs of its own phases. A split
+// bandwidth); plus the grid syncs of its own phases. A split
 // reduction is charged two grid syncs: the one between its phases, and
 // either the one after the initialisation of its atomic accumulators or,
 // for one that writes partials (--deterministic, and every argmax or
@@ -65,9 +64,6 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 	if l := LatencyTime(g, s, p, dram, conc*s.Threads); l > t {
 		t, bound = l, BoundLatency
 	}
-	if l := RowTilesTime(g, s, conc); l > t {
-		t, bound = l, BoundLatency
-	}
 	var syncs float64
 	switch {
 	case s.Kind == schedule.SplitReduce:
@@ -92,6 +88,14 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 // (g.Latency) a wave. ResNeXt's grouped convolutions, blocks of 72-term
 // outputs, took 1.14 µs a wave on an H200 (docs/benchmarks.md, "The stage
 // clock"), whose loaded DRAM latency is about 1 µs. 0 for other kinds.
+//
+// The planner weighs it where it chooses between a block and a thread per
+// output (partition's serialReduces); StageTime leaves it out. With it in
+// StageTime, the search split Swin's layer norms' statistics into
+// kernels of their own, and the tensor-core stages left in the others,
+// at one block per SM, ran twice as long: Swin took 3.063 ms on an H200
+// where the same code without it took 2.233 (docs/benchmarks.md): the
+// model does not yet see what a block per SM costs a tensor-core tile.
 func RowTilesTime(g gpu.Model, s *schedule.Schedule, conc int) float64 {
 	if s.Kind != schedule.RowReduce || conc <= 0 {
 		return 0

@@ -218,12 +218,15 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		}
 		serial := stage{&schedule.Schedule{Kind: schedule.Elementwise, Threads: threads, RegsPerThread: 32,
 			Tiles: te.CeilDiv(n, threads), Load: s.Load}, s.Price}
-		// Each alone on the GPU, its re-reads hitting in L2.
+		// Each alone on the GPU, its re-reads hitting in L2; a block per
+		// output at least a round trip a wave of tiles.
 		dram := p.Foot
 		if dram == 0 {
 			dram = p.Bytes
 		}
-		if cost.Alone(g, serial.Schedule, serial.Price, dram) < cost.Alone(g, s.Schedule, s.Price, dram) {
+		own, _ := g.BlocksPerSM(s.Resources().Block())
+		block := max(cost.Alone(g, s.Schedule, s.Price, dram), cost.RowTilesTime(g, s.Schedule, g.SMs*max(own, 1)))
+		if cost.Alone(g, serial.Schedule, serial.Price, dram) < block {
 			return serial, nil
 		}
 		return s, nil
