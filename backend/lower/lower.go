@@ -471,26 +471,10 @@ func (l *lowerer) elementwiseStaged(t *te.Tensor, vec int, moving []*te.Load, gu
 	load := g.into(func() {
 		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
 		bind(g, t.Axes, i)
-		for j, ld := range moving {
-			if same := sameVector(moving[:j], ld, guards); same != nil {
-				staged[ld] = staged[same]
-				continue
-			}
-			kl, isLoad := g.expr(ld).(*kir.Load)
-			if !isLoad || vec%kir.VecLen(kl.Buf.DType) != 0 {
-				ok = false
-				return
-			}
-			s := &kir.Buffer{Name: fmt.Sprintf("%s_s%d", t.Name, j), Space: kir.Shared, DType: kl.Buf.DType, Shape: []int{b}}
-			shared = append(shared, s)
-			var copies []kir.Stmt
-			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < vec; q += vl {
-				copies = append(copies, &kir.VecCopy{Dst: s, DstIndex: addIndex(kir.Mul(tid, kir.I(vec)), q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
-			}
-			g.emit(guarded(g, guards[ld], copies)...)
-			staged[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{b}}
-			g.bufs[staged[ld]] = s
-		}
+		staged, shared, ok = readVectors(g, moving, guards, vec, func(j int, dt te.DType) (*kir.Buffer, kir.Expr) {
+			s := &kir.Buffer{Name: fmt.Sprintf("%s_s%d", t.Name, j), Space: kir.Shared, DType: dt, Shape: []int{b}}
+			return s, kir.Mul(tid, kir.I(vec))
+		})
 		for _, a := range t.Axes {
 			delete(g.env, a)
 		}

@@ -55,6 +55,42 @@ func guardedVectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []
 	return te.GuardedVectorElems(t, done)
 }
 
+// readVectors emits the copies of each distinct vector of n elements
+// that the moving loads read (sameVector), 16 bytes at a time under the
+// load's guards, into the array that dst makes for load j of element
+// type dt, from the index dst gives. It returns each load's stand-in,
+// a tensor that reads the array (readLocal), and the arrays; and false,
+// where a moving load is not a plain load of whole 16-byte units.
+func readVectors(g *gen, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, n int,
+	dst func(j int, dt te.DType) (*kir.Buffer, kir.Expr)) (map[*te.Load]*te.Tensor, []*kir.Buffer, bool) {
+	stand := map[*te.Load]*te.Tensor{}
+	var bufs []*kir.Buffer
+	for j, ld := range moving {
+		if same := sameVector(moving[:j], ld, guards); same != nil {
+			stand[ld] = stand[same]
+			continue
+		}
+		kl, isLoad := g.expr(ld).(*kir.Load)
+		if !isLoad || n%kir.VecLen(kl.Buf.DType) != 0 {
+			return nil, nil, false
+		}
+		b, at := dst(j, kl.Buf.DType)
+		bufs = append(bufs, b)
+		var copies []kir.Stmt
+		for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
+			to := addIndex(at, q)
+			if c, ok := constI(at); ok {
+				to = kir.I(c + q)
+			}
+			copies = append(copies, &kir.VecCopy{Dst: b, DstIndex: to, Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+		}
+		g.emit(guarded(g, guards[ld], copies)...)
+		stand[ld] = &te.Tensor{Name: b.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: slices.Clone(b.Shape)}
+		g.bufs[stand[ld]] = b
+	}
+	return stand, bufs, true
+}
+
 // storeGuardedVector is storeVector where a moving load may lie under
 // selects uniform over the vector (te.GuardedVectorElems): its vector is
 // read under the conditions of guards[load], evaluated at the vector's
@@ -68,25 +104,11 @@ func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.L
 	last := t.Axes[len(t.Axes)-1]
 	ok := true
 	body := g.into(func() {
-		for i, ld := range moving {
-			if same := sameVector(moving[:i], ld, guards); same != nil {
-				local[ld] = local[same]
-				continue
-			}
-			kl, isLoad := g.expr(ld).(*kir.Load)
-			if !isLoad || n%kir.VecLen(kl.Buf.DType) != 0 {
-				ok = false
-				return
-			}
-			v := &kir.Buffer{Name: fmt.Sprintf("%s.v%d", t.Name, i), Space: kir.Local, DType: kl.Buf.DType, Shape: []int{n}}
-			vecs = append(vecs, v)
-			var copies []kir.Stmt
-			for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
-				copies = append(copies, &kir.VecCopy{Dst: v, DstIndex: kir.I(q), Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
-			}
-			g.emit(guarded(g, guards[ld], copies)...)
-			local[ld] = &te.Tensor{Name: v.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{n}}
-			g.bufs[local[ld]] = v
+		local, vecs, ok = readVectors(g, moving, guards, n, func(i int, dt te.DType) (*kir.Buffer, kir.Expr) {
+			return &kir.Buffer{Name: fmt.Sprintf("%s.v%d", t.Name, i), Space: kir.Local, DType: dt, Shape: []int{n}}, kir.I(0)
+		})
+		if !ok {
+			return
 		}
 		inv := invariantLoads(t.Body, last, local)
 		for i, ld := range inv {
