@@ -154,35 +154,37 @@ func widthFits(width, cols int, parts []colPart) bool {
 	return cols%width == 0 && ok
 }
 
-// vecElems returns the elements of one 16-byte load of each of the wide
-// factor's parts fs along the reduction axis k, or 0 unless every part is
-// a load, not a gather, of a tensor of one floating-point type whose last
-// index is k plus a multiple of that (the tensor's last dimension one
-// too) and whose other indexes do not use k: then, since every buffer
-// starts 16-byte aligned, the elements at k0, ..., k0+n-1, k0 a multiple
-// of n, are contiguous and 16-byte aligned.
+// vecElems returns the elements along the reduction axis k that a thread
+// reads at once from each of the wide factor's parts fs: 16 bytes of the
+// widest type among the loads that move with k. It returns 0 unless every
+// part has such loads, each of a floating-point type, not a gather, and
+// read as te.VectorLoads allows: contiguous and aligned along k (since
+// every buffer starts 16-byte aligned, the elements at k0, ..., k0+n-1, k0
+// a multiple of n, are then 16-byte aligned, or 8 or 4 bytes for a
+// narrower type), under selects whose conditions are uniform over the
+// vector (a decode step's t == pos[b], choosing between the new key and
+// the cache), with no reduction.
 func vecElems(fs []te.Expr, k *te.Var) int {
-	n := 0
+	size := 0
 	for _, f := range fs {
-		ld, ok := f.(*te.Load)
-		if !ok || ld.IsGather() || len(ld.Index) == 0 {
+		te.Walk(f, func(x te.Expr) bool {
+			if ld, ok := x.(*te.Load); ok && te.UsedVars(ld)[k] {
+				size = max(size, ld.Tensor.DType.Size())
+			}
+			return true
+		})
+	}
+	if size == 0 || 16%size != 0 {
+		return 0
+	}
+	n := 16 / size
+	for _, f := range fs {
+		moving, _, ok := te.VectorLoads(f, k, n, nil)
+		if !ok || len(moving) == 0 {
 			return 0
 		}
-		dt := ld.Tensor.DType
-		if dt != te.F32 && dt != te.F16 && dt != te.BF16 || n != 0 && n != 16/dt.Size() {
-			return 0
-		}
-		n = 16 / dt.Size()
-		last := len(ld.Index) - 1
-		ix := ld.Index[last]
-		if ld.Tensor.Shape[last]%n != 0 || ix.Const%n != 0 || len(ix.Terms) != 1 {
-			return 0
-		}
-		if t := ix.Terms[0]; t.Coef != 1 || t.Atom.Op != te.AtomVar || t.Atom.Var != k {
-			return 0
-		}
-		for _, x := range ld.Index[:last] {
-			if slices.Contains(x.Vars(), k) {
+		for _, ld := range moving {
+			if dt := ld.Tensor.DType; ld.IsGather() || dt != te.F32 && dt != te.F16 && dt != te.BF16 {
 				return 0
 			}
 		}
@@ -273,7 +275,11 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 		mv.StageVec = n
 	}
 	n := vecElems(fs, k)
-	if n == 0 || staged%n != 0 {
+	if n == 0 || staged%n != 0 || mv.Cols > 1 && !plainLoads(fs) {
+		// A wide factor computed from its loads (a select of the new key
+		// or the cache) holds an array per load and column: with several
+		// columns per thread, more registers than the scalar loads of
+		// its columns, which are in flight together already.
 		return
 	}
 	mv.Vec = n
@@ -292,6 +298,16 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	mv.InFlight = u
 	s.Load = schedule.LoadPath{Width: 16, InFlight: u * max(mv.Cols, 1)}
 	s.RegsPerThread += 4 * u * max(mv.Cols, 1)
+}
+
+// plainLoads reports whether every one of fs is a load.
+func plainLoads(fs []te.Expr) bool {
+	for _, f := range fs {
+		if _, ok := f.(*te.Load); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // scalarUnroll is the trips of a loop of constant trip count that nvcc

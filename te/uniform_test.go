@@ -11,6 +11,7 @@ func TestUniformOver(t *testing.T) {
 	i32 := func(v int) Expr { return &ConstExpr{Value: float64(v), DType: I32} }
 	cmp := func(op BinaryOp, x, y Expr) Expr { return &Binary{Op: op, X: x, Y: y} }
 	pos := &Tensor{Name: "pos", Kind: Input, DType: I32, Shape: []int{1}}
+	idxTable := &Tensor{Name: "idx", Kind: Input, DType: I32, Shape: []int{64}}
 	for _, tc := range []struct {
 		name string
 		cond Expr
@@ -27,7 +28,9 @@ func TestUniformOver(t *testing.T) {
 		{"e == 8", cmp(Eq, idx(VarIndex(e)), i32(8)), false},
 		{"h < 2", cmp(Lt, idx(VarIndex(h)), i32(2)), true},
 		{"e < 32 && h < 2", &Binary{Op: And, X: cmp(Lt, idx(VarIndex(e)), i32(32)), Y: cmp(Lt, idx(VarIndex(h)), i32(2))}, true},
-		{"a load", cmp(Lt, idx(VarIndex(e)), &Load{Tensor: pos, Index: []Index{Const(0)}}), false},
+		{"e against a load", cmp(Lt, idx(VarIndex(e)), &Load{Tensor: pos, Index: []Index{Const(0)}}), false},
+		{"h against a load", cmp(Eq, idx(VarIndex(h)), &Load{Tensor: pos, Index: []Index{Const(0)}}), true},
+		{"a load along e", cmp(Eq, idx(VarIndex(h)), &Load{Tensor: idxTable, Index: []Index{VarIndex(e)}}), false},
 	} {
 		if got := UniformOver(tc.cond, e, 8); got != tc.want {
 			t.Errorf("%s: UniformOver = %v, want %v", tc.name, got, tc.want)

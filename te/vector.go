@@ -237,22 +237,23 @@ func (l *Load) ContiguousGathered(along *Var, n int) bool {
 	return static.Contiguous(along, n)
 }
 
-// UniformOver reports whether cond, a condition without loads, has one
-// value on the n elements of every aligned vector along along (along =
-// n·q, ..., n·q + n-1): its comparisons either do not use along, or
-// compare i32 indexes whose difference is ±along plus terms that stay
-// multiples of n, against a bound that a multiple of n separates (i < 32
-// for n = 8, not i < 31).
+// UniformOver reports whether cond has one value on the n elements of
+// every aligned vector along along (along = n·q, ..., n·q + n-1): its
+// comparisons either do not use along, or compare i32 indexes whose
+// difference is ±along plus terms that stay multiples of n, against a
+// bound that a multiple of n separates (i < 32 for n = 8, not i < 31).
+// Its loads are plain loads whose indexes do not use along (a decode
+// step's position, pos[b]).
 func UniformOver(cond Expr, along *Var, n int) bool {
-	if HasLoad(cond) {
-		return false
-	}
 	ok := true
 	Walk(cond, func(x Expr) bool {
 		if !ok {
 			return false
 		}
 		switch x := x.(type) {
+		case *Load:
+			ok = !x.IsGather() && !UsedVars(x)[along]
+			return false
 		case *Binary:
 			if x.Op.IsLogical() {
 				return true
@@ -341,7 +342,22 @@ func GuardedVectorElems(t *Tensor, done *Reduce) (int, []*Load, map[*Load][]Vect
 	return n, w.moving, w.guards
 }
 
-// guardWalk is the state of GuardedVectorElems.
+// VectorLoads is GuardedVectorElems for an expression e read n elements
+// at a time along along: it returns the loads of e that move along it,
+// each read as n contiguous, aligned elements of its own type, and the
+// conditions of the selects each lies under; e holds no reduction but
+// done. A load's n elements need not be whole 16-byte units: they may be
+// 4 or 8 bytes, where the load's type is narrower than the one n was
+// chosen for (a bf16 key beside the f32 cache it is selected from). It
+// reports false where GuardedVectorElems would, for another reason.
+func VectorLoads(e Expr, along *Var, n int, done *Reduce) ([]*Load, map[*Load][]VectorGuard, bool) {
+	w := guardWalk{along: along, n: n, done: done, guards: map[*Load][]VectorGuard{}, ok: true, narrow: true}
+	w.walk(e, nil)
+	return w.moving, w.guards, w.ok
+}
+
+// guardWalk is the state of GuardedVectorElems and VectorLoads: narrow
+// allows a moving load's vector of 4 or 8 bytes.
 type guardWalk struct {
 	along  *Var
 	n      int
@@ -349,6 +365,14 @@ type guardWalk struct {
 	moving []*Load
 	guards map[*Load][]VectorGuard
 	ok     bool
+	narrow bool
+}
+
+// wholeBytes reports whether n elements of dt make a vector the walk
+// reads: whole 16-byte units, or, where w is narrow, 4 or 8 bytes.
+func (w *guardWalk) wholeBytes(dt DType) bool {
+	b := w.n * dt.Size()
+	return b%16 == 0 || w.narrow && (b == 4 || b == 8)
 }
 
 func (w *guardWalk) walk(e Expr, guards []VectorGuard) {
@@ -377,7 +401,7 @@ func (w *guardWalk) walk(e Expr, guards []VectorGuard) {
 			if !UsedVars(x)[w.along] {
 				return true
 			}
-			w.ok = w.n*x.Tensor.DType.Size()%16 == 0 && x.ContiguousGathered(w.along, w.n)
+			w.ok = w.wholeBytes(x.Tensor.DType) && x.ContiguousGathered(w.along, w.n)
 			if prev, seen := w.guards[x]; seen {
 				w.ok = w.ok && slices.Equal(prev, guards)
 			} else if w.ok {

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"slices"
 
 	"tec/backend/kir"
@@ -661,64 +662,85 @@ func accumulate(g *gen, c entryCtx, acc []*kir.Var, kl kir.Expr, staged int, wei
 	}
 }
 
-// sumVec emits sumPart's sums with the wide factor f loaded c.vec elements
-// at a time, each with one 16-byte load into a local array: thread
-// (kz, col) takes the chunk's vectors v = kz + i·split (k from c0 + v·vec),
-// c.inFlight of them per round of a loop over rounds, and issues a
-// round's loads, for each of its columns, before it uses any. The
+// sumVec emits sumPart's sums with the wide factor f read c.vec elements
+// along k at a time: each load of f that moves with k (te.VectorLoads) is
+// read with one 16-byte load into a local array (8 or 4 bytes where its
+// type is narrower than the widest such load's: a bf16 key selected
+// beside an f32 cache), under the conditions of the selects it lies
+// under, and f is computed element by element from those arrays. Thread
+// (kz, col) takes the chunk's vectors v = kz + i·split (k from c0 +
+// v·vec), c.inFlight of them per round of a loop over rounds, and issues
+// a round's loads, for each of its columns, before it uses any. The
 // planner proved the loads contiguous and aligned (MatVec.Vec); sumVec
-// reports false, emitting nothing, where f's element at a k is not a
-// plain load after all.
+// reports false, emitting nothing, where one does not lower to a plain
+// load after all.
 func (l *lowerer) sumVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc, fs []*kir.Var, staged int, c0 kir.Expr) bool {
 	r := d.Reduce
 	n, u, split, cols := c.vec, max(c.inFlight, 1), c.split, c.cols
+	moving, guards, ok := te.VectorLoads(f, r.Axes[0], n, nil)
+	if !ok || len(moving) == 0 {
+		return false
+	}
 	vecs := staged / n
 	rounds := te.CeilDiv(te.CeilDiv(vecs, split), u)
-	var wv *kir.Buffer
-	ok := true
+	var arrays []*kir.Buffer
+	var stands []*te.Tensor
 	i := kir.NewVar("i", te.I32)
-	vs := make([]*kir.Var, u)
 	var lets, loads, sums []kir.Stmt
 	for q := range u {
-		vs[q] = kir.NewVar("v", te.I32)
-		lets = append(lets, &kir.Let{Var: vs[q], Value: kir.Add(c.kz, kir.Mul(kir.Add(kir.Mul(i, kir.I(u)), kir.I(q)), kir.I(split)))})
+		v := kir.NewVar("v", te.I32)
+		lets = append(lets, &kir.Let{Var: v, Value: kir.Add(c.kz, kir.Mul(kir.Add(kir.Mul(i, kir.I(u)), kir.I(q)), kir.I(split)))})
+		local := make([]map[*te.Load]*te.Tensor, cols)
 		load := g.into(func() {
 			kk := kir.NewVar("kk", te.I32)
-			g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(vs[q], kir.I(n)))})
+			g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(v, kir.I(n)))})
 			for j := range cols {
-				bind(g, r.Axes, kk)
-				bind(g, c.fAxes, fs[j])
-				ld, isLoad := g.expr(f).(*kir.Load)
-				if !isLoad || ld.Buf.Space != kir.Global || kir.VecLen(ld.Buf.DType) != n {
-					ok = false
+				if !ok {
 					return
 				}
-				if wv == nil {
-					wv = &kir.Buffer{Name: ld.Buf.Name + ".vec", Space: kir.Local, DType: ld.Buf.DType, Shape: []int{u * cols * n}}
+				bind(g, r.Axes, kk)
+				bind(g, c.fAxes, fs[j])
+				var bufs []*kir.Buffer
+				local[j], bufs, ok = readVectors(g, moving, guards, n, func(m int, dt te.DType) (*kir.Buffer, kir.Expr) {
+					name := fmt.Sprintf("%s.w%d", moving[m].Tensor.Name, len(arrays)+m)
+					return &kir.Buffer{Name: name, Space: kir.Local, DType: dt, Shape: []int{n}}, kir.I(0)
+				})
+				arrays = append(arrays, bufs...)
+				for _, t := range local[j] {
+					stands = append(stands, t)
 				}
-				g.emit(&kir.VecCopy{Dst: wv, DstIndex: kir.I((q*cols + j) * n), Src: ld.Buf, SrcIndex: ld.Index})
 			}
 		})
+		if !ok {
+			break
+		}
 		sum := g.into(func() {
 			for e := range n {
-				kl := kir.Add(kir.Mul(vs[q], kir.I(n)), kir.I(e))
-				accumulate(g, c, acc, kl, staged, func(j int) kir.Expr { return kir.Ld(wv, kir.I((q*cols+j)*n+e)) })
+				kl := kir.Add(kir.Mul(v, kir.I(n)), kir.I(e))
+				accumulate(g, c, acc, kl, staged, func(j int) kir.Expr {
+					bind(g, r.Axes, addOffset(c0, kl))
+					bind(g, c.fAxes, fs[j])
+					return convert(g.expr(readLocal(f, local[j], te.Const(e))), te.F32)
+				})
 			}
 		})
 		if rounds*u*split > vecs {
 			// Threads past the chunk's last vector load and sum nothing.
-			load = []kir.Stmt{&kir.If{Cond: kir.Lt(vs[q], kir.I(vecs)), Then: load}}
-			sum = []kir.Stmt{&kir.If{Cond: kir.Lt(vs[q], kir.I(vecs)), Then: sum}}
+			load = []kir.Stmt{&kir.If{Cond: kir.Lt(v, kir.I(vecs)), Then: load}}
+			sum = []kir.Stmt{&kir.If{Cond: kir.Lt(v, kir.I(vecs)), Then: sum}}
 		}
 		loads, sums = append(loads, load...), append(sums, sum...)
 	}
 	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
 		delete(g.env, a)
 	}
-	if !ok || wv == nil {
+	for _, t := range stands {
+		delete(g.bufs, t)
+	}
+	if !ok {
 		return false
 	}
-	c.tmp.Locals = append(c.tmp.Locals, wv)
+	c.tmp.Locals = append(c.tmp.Locals, arrays...)
 	body := append(append(lets, loads...), sums...)
 	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(rounds), Step: 1, Body: body})
 	return true

@@ -25,7 +25,11 @@ import (
 //   - an RMSNorm's and a LayerNorm's row statistics of halves
 //     (blockReduceVector), the variance reading its row's mean once per
 //     vector;
-//   - a KV-cache update at a run-time slot (updateVector).
+//   - a KV-cache update at a run-time slot (updateVector);
+//   - a decode step's attention scores, a matrix-vector product whose wide
+//     factor selects, by its column, the new bf16 key or the f32 cache
+//     (sumVec: the cache 16 bytes at a time, the key 8), at a slot that
+//     is neither the first nor the last of its tile.
 func TestVectorStages(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -33,12 +37,15 @@ func TestVectorStages(t *testing.T) {
 		fused        bool
 		stage, input string
 		want         int // vector copies of input in the stage, at least
+		pos          int // the position fed as pos[0], where the program has one
 	}{
-		{"rope", rope, true, "y", "x", 3},
-		{"residual add", residual, true, "y", "r", 1},
-		{"rms statistic", rmsRow, false, "ms", "x", 1},
-		{"layernorm variance", layerNormVar, false, "var", "x", 1},
-		{"cache update", cacheUpdate, false, "kc/update", "knew", 1},
+		{"cached scores", cachedScores, true, "sc", "kc", 1, 37},
+		{"cached scores' new key", cachedScores, true, "sc", "knew", 1, 37},
+		{"rope", rope, true, "y", "x", 3, 0},
+		{"residual add", residual, true, "y", "r", 1, 0},
+		{"rms statistic", rmsRow, false, "ms", "x", 1, 0},
+		{"layernorm variance", layerNormVar, false, "var", "x", 1, 0},
+		{"cache update", cacheUpdate, false, "kc/update", "knew", 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.build()
@@ -60,6 +67,9 @@ func TestVectorStages(t *testing.T) {
 					tc.stage, tc.input, vec, scalar, tc.want, m)
 			}
 			in := randomFeeds(p)
+			if pos, ok := in["pos"]; ok {
+				pos.Data[0] = float64(tc.pos)
+			}
 			want, err := te.Evaluate(p, in, te.EvalOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -188,4 +198,24 @@ func cacheUpdate() *te.Program {
 	u.Update = &te.Update{Target: kc, Index: []te.Index{te.Const(0), te.VarIndex(u.Axes[0])},
 		Gather: []te.Expr{tb.Ld(pos, te.Const(0)), nil}}
 	return b.Program(knew)
+}
+
+// cachedScores is a decode step's attention scores for one head at
+// position pos[0]: sc[t] = Σ_k q[k]·kt[t, k], kt[t, k] the new key
+// (bf16, computed) at t = pos[0] and the f32 cache kc elsewhere.
+func cachedScores() *te.Program {
+	b := tb.New("scores")
+	pos := b.InputOf("pos", te.I32, 1)
+	q, x := b.Input("q", 64), b.Input("x", 64)
+	kc := b.Input("kc", 256, 64)
+	knew := b.ComputeOf("knew", te.BF16, tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Ld(x, ax[0]), tb.F(2))
+	})
+	sc := b.Compute("sc", tb.Shape(256), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 64, func(k te.Index) te.Expr {
+			kt := tb.Sel(tb.Bin(te.Eq, tb.Idx(ax[0]), tb.Ld(pos, te.Const(0))), tb.Ld(knew, k), tb.Ld(kc, ax[0], k))
+			return tb.Bin(te.Mul, tb.Ld(q, k), kt)
+		})
+	})
+	return b.Program(sc)
 }

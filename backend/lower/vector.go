@@ -56,11 +56,13 @@ func guardedVectorElems(t *te.Tensor, buf *kir.Buffer, done *te.Reduce) (int, []
 }
 
 // readVectors emits the copies of each distinct vector of n elements
-// that the moving loads read (sameVector), 16 bytes at a time under the
-// load's guards, into the array that dst makes for load j of element
+// that the moving loads read (sameVector), 16 bytes at a time (or, where
+// n elements of a load's type are fewer, one copy of 4 or 8 bytes) under
+// the load's guards, into the array that dst makes for load j of element
 // type dt, from the index dst gives. It returns each load's stand-in,
 // a tensor that reads the array (readLocal), and the arrays; and false,
-// where a moving load is not a plain load of whole 16-byte units.
+// where a moving load is not a plain load of whole 16-byte units or one
+// narrow vector.
 func readVectors(g *gen, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, n int,
 	dst func(j int, dt te.DType) (*kir.Buffer, kir.Expr)) (map[*te.Load]*te.Tensor, []*kir.Buffer, bool) {
 	stand := map[*te.Load]*te.Tensor{}
@@ -71,20 +73,41 @@ func readVectors(g *gen, moving []*te.Load, guards map[*te.Load][]te.VectorGuard
 			continue
 		}
 		kl, isLoad := g.expr(ld).(*kir.Load)
-		if !isLoad || n%kir.VecLen(kl.Buf.DType) != 0 {
+		if !isLoad {
+			return nil, nil, false
+		}
+		vl, bytes := kir.VecLen(kl.Buf.DType), 0
+		if n < vl { // a narrow vector: 4 or 8 bytes
+			vl, bytes = n, n*kl.Buf.DType.Size()
+		}
+		if n%vl != 0 || bytes != 0 && bytes != 4 && bytes != 8 {
 			return nil, nil, false
 		}
 		b, at := dst(j, kl.Buf.DType)
 		bufs = append(bufs, b)
 		var copies []kir.Stmt
-		for q, vl := 0, kir.VecLen(kl.Buf.DType); q < n; q += vl {
+		for q := 0; q < n; q += vl {
 			to := addIndex(at, q)
 			if c, ok := constI(at); ok {
 				to = kir.I(c + q)
 			}
-			copies = append(copies, &kir.VecCopy{Dst: b, DstIndex: to, Src: kl.Buf, SrcIndex: addIndex(kl.Index, q)})
+			copies = append(copies, &kir.VecCopy{Dst: b, DstIndex: to, Src: kl.Buf, SrcIndex: addIndex(kl.Index, q), Bytes: bytes})
 		}
-		g.emit(guarded(g, guards[ld], copies)...)
+		// A local array that its guards leave unread holds zeros: the
+		// elements' selects read it only where the guards hold, but its
+		// old values, live until then, would hold registers (the decode
+		// step's scores: 17 more registers for the new key's array).
+		var zeros []kir.Stmt
+		if b.Space == kir.Local && len(guards[ld]) > 0 {
+			for e := range n {
+				to := addIndex(at, e)
+				if c, ok := constI(at); ok {
+					to = kir.I(c + e)
+				}
+				zeros = append(zeros, &kir.Store{Buf: b, Index: to, Value: &kir.Const{T: b.ValueType()}})
+			}
+		}
+		g.emit(guarded(g, guards[ld], copies, zeros)...)
 		stand[ld] = &te.Tensor{Name: b.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: slices.Clone(b.Shape)}
 		g.bufs[stand[ld]] = b
 	}
@@ -110,18 +133,9 @@ func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.L
 		if !ok {
 			return
 		}
-		inv := invariantLoads(t.Body, last, local)
-		for i, ld := range inv {
-			if same := sameVector(inv[:i], ld, nil); same != nil {
-				once[ld] = once[same]
-				continue
-			}
-			s := &kir.Buffer{Name: fmt.Sprintf("%s.s%d", t.Name, i), Space: kir.Local, DType: ld.Tensor.DType, Shape: []int{1}}
-			vecs = append(vecs, s)
-			g.emit(&kir.Store{Buf: s, Index: kir.I(0), Value: convert(g.expr(ld), s.ValueType())})
-			once[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{1}}
-			g.bufs[once[ld]] = s
-		}
+		var scalars []*kir.Buffer
+		once, scalars = readOnce(g, invariantLoads(t.Body, last, local), t.Name)
+		vecs = append(vecs, scalars...)
 		out := &kir.Buffer{Name: t.Name + ".vo", Space: kir.Local, DType: buf.DType, Shape: []int{n}}
 		vecs = append(vecs, out)
 		base := g.env[last]
@@ -155,9 +169,30 @@ func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.L
 	return true
 }
 
+// readOnce emits the reads of loads, each distinct one once, into local
+// arrays of one element named after name, and returns each load's
+// stand-in (readLocal at index 0) and the arrays.
+func readOnce(g *gen, loads []*te.Load, name string) (map[*te.Load]*te.Tensor, []*kir.Buffer) {
+	once := map[*te.Load]*te.Tensor{}
+	var bufs []*kir.Buffer
+	for i, ld := range loads {
+		if same := sameVector(loads[:i], ld, nil); same != nil {
+			once[ld] = once[same]
+			continue
+		}
+		s := &kir.Buffer{Name: fmt.Sprintf("%s.s%d", name, i), Space: kir.Local, DType: ld.Tensor.DType, Shape: []int{1}}
+		bufs = append(bufs, s)
+		g.emit(&kir.Store{Buf: s, Index: kir.I(0), Value: convert(g.expr(ld), s.ValueType())})
+		once[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{1}}
+		g.bufs[once[ld]] = s
+	}
+	return once, bufs
+}
+
 // guarded returns ss under an If of the conditions gs (each as it holds or
-// not), lowered where g's variables are now: a vector's first element.
-func guarded(g *gen, gs []te.VectorGuard, ss []kir.Stmt) []kir.Stmt {
+// not), lowered where g's variables are now: a vector's first element,
+// with els (which may be nil) where they do not hold.
+func guarded(g *gen, gs []te.VectorGuard, ss, els []kir.Stmt) []kir.Stmt {
 	var c kir.Expr
 	for _, vg := range gs {
 		x := convert(g.expr(vg.Cond), te.Bool)
@@ -173,7 +208,7 @@ func guarded(g *gen, gs []te.VectorGuard, ss []kir.Stmt) []kir.Stmt {
 	if c == nil {
 		return ss
 	}
-	return []kir.Stmt{&kir.If{Cond: c, Then: ss}}
+	return []kir.Stmt{&kir.If{Cond: c, Then: ss, Else: els}}
 }
 
 // sameVector returns the load of loads that reads the vector that ld
