@@ -166,6 +166,9 @@ func writeKernel(b *strings.Builder, k *kir.Kernel, n *names, also []string) {
 		w.line(1, "__shared__ %s%s %s[%d];  // %s", align, cType(s.DType), name, s.Len(), shapeComment(s))
 	}
 	for _, l := range k.Locals {
+		if n.stages != nil && n.stages.Moved[l] {
+			continue // declared in its stage's function
+		}
 		name := w.scope.Name(safe(l.Name))
 		n.local[l] = name
 		w.line(1, "%s%s %s[%d];  // %s, per thread", align, cType(l.DType), name, l.Len(), shapeComment(l))

@@ -103,10 +103,19 @@ func writeStageFunc(b *strings.Builder, f *stageFunc, n *names) {
 	}
 	fmt.Fprintf(b, "\n// The code of %d stages: %s.\n", len(f.Stages), list)
 	fmt.Fprintf(b, "static __device__ __noinline__ void %s(%s) {\n", f.name, strings.Join(params, ", "))
-	w := &kernelWriter{b: b, k: &kir.Kernel{Body: f.Body}, names: &fn, vars: map[*kir.Var]string{}, scope: scope,
+	w := &kernelWriter{b: b, k: &kir.Kernel{Body: f.Body, Locals: f.Locals}, names: &fn, vars: map[*kir.Var]string{}, scope: scope,
 		facts: sign.Analyze(f.Body), live: liveVars(f.Body)}
 	if w.k.HasGridSync() {
 		w.line(1, "cg::grid_group grid = cg::this_grid();")
+	}
+	align := ""
+	if usesWarpLevel(w.k) {
+		align = "__align__(16) " // 16-byte accesses and fragments
+	}
+	for _, l := range f.Locals {
+		name := scope.Name(safe(l.Name))
+		local[l] = name
+		w.line(1, "%s%s %s[%d];  // %s, per thread", align, cType(l.DType), name, l.Len(), shapeComment(l))
 	}
 	w.stmts(f.Body, 1)
 	b.WriteString("}\n")

@@ -92,6 +92,9 @@ func (g *gen) kernel(k *kir.Kernel, name string) error {
 	}
 	var allocas []*ir.InstAlloca
 	for _, l := range k.Locals {
+		if g.calls.Moved[l] {
+			continue // allocated in its stage's function
+		}
 		a := kg.entry.NewAlloca(types.NewArray(uint64(l.Len()), storageType(l.DType)))
 		a.SetName(kg.blocks.Name(l.Name))
 		kg.bufs[l] = a
@@ -677,6 +680,14 @@ func (g *gen) stageFunc(f *dedup.StageFunc) {
 		kg.bufs[b] = params[i]
 	}
 	kg.entry = fn.NewBlock("entry")
+	var allocas []*ir.InstAlloca
+	for _, l := range f.Locals {
+		a := kg.entry.NewAlloca(types.NewArray(uint64(l.Len()), storageType(l.DType)))
+		a.SetName(kg.blocks.Name(l.Name))
+		kg.bufs[l] = a
+		allocas = append(allocas, a)
+	}
+	alignLocals(kg.k, allocas)
 	kg.cur = kg.newBlock("body")
 	kg.stmts(f.Body)
 	kg.cur.NewRet(nil)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -512,24 +513,28 @@ func halfCompile(ex string, m *kir.Module, dir, cu string, tools sweepTools) (st
 // an outlined stage function say why (which it returns as a note). It
 // also notes the HMMA count.
 func checkHalfSASS(ex string, m *kir.Module, arch, log, sass string) (string, error) {
-	names := cuda.KernelNames(m)
+	names, stageFuncs := cuda.KernelNames(m), cuda.StageFunctionNames(m)
 	hmma, calls := sassCount(sass, "HMMA")[arch], sassCount(sass, "CALL")[arch]
 	var errs, notes []string
-	total := 0
 	for _, k := range m.Kernels {
 		if !issuesMMA(k) {
 			continue
 		}
+		// The kernel's MMAs are in its SASS or in that of the stage
+		// functions it calls.
 		n := 0
 		for fn, c := range hmma {
-			if isSymbolOf(fn, names[k]) {
+			if isSymbolOf(fn, names[k]) || slices.ContainsFunc(stageFuncs[k], func(name string) bool { return isStageFunction(fn, name) }) {
 				n += c
 			}
 		}
-		total += n
 		if n == 0 {
-			errs = append(errs, fmt.Sprintf("kernel %s issues MMAs, but its %s SASS has no HMMA", k.Name, arch))
+			errs = append(errs, fmt.Sprintf("kernel %s issues MMAs, but neither its %s SASS nor its stage functions' has an HMMA", k.Name, arch))
 		}
+	}
+	total := 0
+	for _, c := range hmma {
+		total += c
 	}
 	notes = append(notes, fmt.Sprintf("%d HMMA", total))
 	for fn, bytes := range spills(log) {
@@ -581,6 +586,13 @@ var (
 	ptxasEntry   = regexp.MustCompile(`Function properties for (\S+)`)
 	ptxasSpill   = regexp.MustCompile(`(\d+) bytes spill stores, (\d+) bytes spill loads`)
 )
+
+// isStageFunction reports whether fn is the mangled symbol of the static
+// device function name, an outlined stage function: its length and name
+// end a nested name (_ZN…<n>nameE…).
+func isStageFunction(fn, name string) bool {
+	return strings.Contains(fn, fmt.Sprintf("%d%sE", len(name), name))
+}
 
 // isSymbolOf reports whether fn is the mangled symbol of the C function
 // name (_Z, its length, the name, its parameters).

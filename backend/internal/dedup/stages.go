@@ -1,6 +1,8 @@
 package dedup
 
 import (
+	"slices"
+
 	"tec/backend/kir"
 	"tec/te"
 )
@@ -22,6 +24,10 @@ type StageFunc struct {
 	// global buffers, then shared arrays; a call passes its stage's
 	// buffers in the same order.
 	Params []*kir.Buffer
+	// Locals are the first stage's per-thread arrays (fragments, 16-byte
+	// vectors), in order of first use: the function's own, since no other
+	// statement of a calling kernel uses them (StageCalls.Moved).
+	Locals []*kir.Buffer
 	// Stages are the stages that call it, in module order.
 	Stages []*kir.Stage
 }
@@ -35,6 +41,9 @@ type StageCalls struct {
 	Kernel map[*kir.Stage]*kir.Kernel
 	Args   map[*kir.Stage][]*kir.Buffer
 	Bases  map[*kir.Stage][]int
+	// Moved are the per-thread arrays of the stages that call a function:
+	// the function declares its own, and their kernels need not.
+	Moved map[*kir.Buffer]bool
 }
 
 // Call returns the function that computes stage s, or nil if s is to be
@@ -49,17 +58,22 @@ func (c *StageCalls) Call(s *kir.Stage) *StageFunc {
 // Stages finds the top-level stages of m's emitted kernels (those groups,
 // from Groups, maps to themselves) that have the same code as another
 // stage up to their buffers and constant offsets into them, and gives each
-// such code a StageFunc. A stage that uses per-thread arrays or a variable
-// defined outside it stays inline.
+// such code a StageFunc. A stage stays inline that uses a variable defined
+// outside it or a per-thread array that another statement of its kernel
+// uses too. Tensor-core and 16-byte stages share functions like
+// the others: a transformer's layers, whose code was megabytes of the same
+// few stages inline (Swin's largest kernel 4 MB of CUDA C++, nvcc minutes
+// on each compilation), call one function per stage kind.
 func Stages(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) *StageCalls {
 	c := &StageCalls{Func: map[*kir.Stage]*StageFunc{}, Kernel: map[*kir.Stage]*kir.Kernel{},
-		Args: map[*kir.Stage][]*kir.Buffer{}, Bases: map[*kir.Stage][]int{}}
+		Args: map[*kir.Stage][]*kir.Buffer{}, Bases: map[*kir.Stage][]int{}, Moved: map[*kir.Buffer]bool{}}
 	type use struct {
-		k     *kir.Kernel
-		s     *kir.Stage
-		bufs  []*kir.Buffer
-		bases []int
-		body  []kir.Stmt
+		k      *kir.Kernel
+		s      *kir.Stage
+		bufs   []*kir.Buffer
+		locals []*kir.Buffer
+		bases  []int
+		body   []kir.Stmt
 	}
 	byKey := map[string][]use{}
 	var keys []string
@@ -69,20 +83,21 @@ func Stages(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) *StageCalls {
 		if groups[k] != k {
 			continue
 		}
+		shared := localsShared(k)
 		for _, st := range k.Body {
 			s, ok := st.(*kir.Stage)
 			if !ok {
 				continue
 			}
-			bufs, ok := stageBuffers(s)
-			if !ok {
+			bufs, locals, ok := stageBuffers(s)
+			if !ok || slices.ContainsFunc(locals, func(b *kir.Buffer) bool { return shared[b] }) {
 				continue
 			}
 			// Stages of different layers or steps address their buffers
 			// at different constant offsets: pass the pointers rebased.
 			base := bases(s.Body)
 			body := rebaseStmts(s.Body, base)
-			pk := &kir.Kernel{Block: k.Block, Body: body}
+			pk := &kir.Kernel{Block: k.Block, Body: body, Locals: locals}
 			for _, b := range bufs {
 				if b.Space == kir.Global {
 					pk.Params = append(pk.Params, b)
@@ -99,7 +114,7 @@ func Stages(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) *StageCalls {
 			for i, b := range all {
 				offs[i] = base[b]
 			}
-			byKey[key] = append(byKey[key], use{k, s, all, offs, body})
+			byKey[key] = append(byKey[key], use{k, s, all, locals, offs, body})
 		}
 	}
 	for _, key := range keys {
@@ -107,33 +122,95 @@ func Stages(m *kir.Module, groups map[*kir.Kernel]*kir.Kernel) *StageCalls {
 		if len(uses) < 2 {
 			continue
 		}
-		f := &StageFunc{Body: uses[0].body, Params: uses[0].bufs}
+		f := &StageFunc{Body: uses[0].body, Params: uses[0].bufs, Locals: uses[0].locals}
 		for _, u := range uses {
 			c.Func[u.s] = f
 			c.Kernel[u.s] = u.k
 			c.Args[u.s] = u.bufs
 			c.Bases[u.s] = u.bases
 			f.Stages = append(f.Stages, u.s)
+			for _, l := range u.locals {
+				c.Moved[l] = true
+			}
 		}
 		c.Funcs = append(c.Funcs, f)
 	}
 	return c
 }
 
-// stageBuffers returns the global buffers and shared arrays that s uses, in
-// order of first use, and whether s can be a function of them: it uses no
-// per-thread arrays and no variable defined outside it.
-func stageBuffers(s *kir.Stage) ([]*kir.Buffer, bool) {
+// localsShared returns the per-thread arrays of k that more than one of
+// its top-level statements uses.
+func localsShared(k *kir.Kernel) map[*kir.Buffer]bool {
+	users := map[*kir.Buffer]int{}
+	for _, st := range k.Body {
+		seen := map[*kir.Buffer]bool{}
+		kir.WalkStmts([]kir.Stmt{st}, func(s kir.Stmt) bool {
+			for _, b := range stmtBuffers(s) {
+				if b.Space == kir.Local && !seen[b] {
+					seen[b] = true
+					users[b]++
+				}
+			}
+			return true
+		})
+	}
+	out := map[*kir.Buffer]bool{}
+	for b, n := range users {
+		if n > 1 {
+			out[b] = true
+		}
+	}
+	return out
+}
+
+// stmtBuffers returns the buffers that s uses itself, not in the
+// statements it holds: those it names, then those its expressions load.
+func stmtBuffers(s kir.Stmt) []*kir.Buffer {
 	var bufs []*kir.Buffer
+	switch s := s.(type) {
+	case *kir.Store:
+		bufs = []*kir.Buffer{s.Buf}
+	case *kir.Atomic:
+		bufs = []*kir.Buffer{s.Buf}
+	case *kir.VecCopy:
+		bufs = []*kir.Buffer{s.Src, s.Dst}
+	case *kir.CopyAsync:
+		bufs = []*kir.Buffer{s.Src, s.Dst}
+	case *kir.LdMatrix:
+		bufs = []*kir.Buffer{s.Src, s.Dst.Buf}
+	case *kir.MMA:
+		bufs = []*kir.Buffer{s.A.Buf, s.B.Buf, s.C.Buf, s.D.Buf}
+	case *kir.Signal:
+		bufs = []*kir.Buffer{s.Counter}
+	case *kir.Wait:
+		bufs = []*kir.Buffer{s.Counter}
+	}
+	kir.Exprs(s, func(e kir.Expr) {
+		kir.WalkExpr(e, func(x kir.Expr) bool {
+			if l, ok := x.(*kir.Load); ok {
+				bufs = append(bufs, l.Buf)
+			}
+			return true
+		})
+	})
+	return bufs
+}
+
+// stageBuffers returns the global buffers and shared arrays that s uses, in
+// order of first use, its per-thread arrays likewise, and whether s can be
+// a function of them: it uses no variable defined outside it.
+func stageBuffers(s *kir.Stage) (bufs, locals []*kir.Buffer, ok bool) {
 	seen := map[*kir.Buffer]bool{}
 	defined := map[*kir.Var]bool{}
-	ok := true
+	ok = true
 	add := func(b *kir.Buffer) {
-		if b.Space == kir.Local {
-			ok = false
+		if seen[b] {
+			return
 		}
-		if !seen[b] {
-			seen[b] = true
+		seen[b] = true
+		if b.Space == kir.Local {
+			locals = append(locals, b)
+		} else {
 			bufs = append(bufs, b)
 		}
 	}
@@ -144,21 +221,13 @@ func stageBuffers(s *kir.Stage) ([]*kir.Buffer, bool) {
 			defined[st.Var] = true
 		case *kir.For:
 			defined[st.Var] = true
-		case *kir.Store:
-			add(st.Buf)
-		case *kir.Atomic:
-			add(st.Buf)
-		case *kir.Signal, *kir.Wait:
-			ok = false // a stage's counters are its own
 		}
-		if kir.IsWarpLevel(st) {
-			ok = false // fragments are local arrays, copies are not rebased
+		for _, b := range stmtBuffers(st) {
+			add(b)
 		}
 		kir.Exprs(st, func(e kir.Expr) {
 			kir.WalkExpr(e, func(x kir.Expr) bool {
 				switch x := x.(type) {
-				case *kir.Load:
-					add(x.Buf)
 				case *kir.Var:
 					used = append(used, x)
 				case *kir.Bounded:
@@ -173,10 +242,10 @@ func stageBuffers(s *kir.Stage) ([]*kir.Buffer, bool) {
 	})
 	for _, v := range used {
 		if !defined[v] {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return bufs, ok
+	return bufs, locals, ok
 }
 
 // bases returns, for each global buffer that body indexes only as e + c or
@@ -198,11 +267,8 @@ func bases(body []kir.Stmt) map[*kir.Buffer]int {
 		}
 	}
 	kir.WalkStmts(body, func(st kir.Stmt) bool {
-		switch st := st.(type) {
-		case *kir.Store:
-			see(st.Buf, st.Index)
-		case *kir.Atomic:
-			see(st.Buf, st.Index)
+		for _, a := range accesses(st) {
+			see(a.buf, a.index)
 		}
 		kir.Exprs(st, func(e kir.Expr) {
 			kir.WalkExpr(e, func(x kir.Expr) bool {
@@ -218,6 +284,33 @@ func bases(body []kir.Stmt) map[*kir.Buffer]int {
 		delete(least, b)
 	}
 	return least
+}
+
+// access is a buffer that a statement indexes, and the index.
+type access struct {
+	buf   *kir.Buffer
+	index kir.Expr
+}
+
+// accesses returns the buffers that st indexes itself (not through its
+// expressions' loads), with their indexes: the global sides are those a
+// stage function's call rebases.
+func accesses(st kir.Stmt) []access {
+	switch st := st.(type) {
+	case *kir.Store:
+		return []access{{st.Buf, st.Index}}
+	case *kir.Atomic:
+		return []access{{st.Buf, st.Index}}
+	case *kir.VecCopy:
+		return []access{{st.Src, st.SrcIndex}, {st.Dst, st.DstIndex}}
+	case *kir.CopyAsync:
+		return []access{{st.Src, st.SrcIndex}, {st.Dst, st.DstIndex}}
+	case *kir.Signal:
+		return []access{{st.Counter, st.Index}}
+	case *kir.Wait:
+		return []access{{st.Counter, st.Index}}
+	}
+	return nil
 }
 
 // splitConst splits an index into e + c: e is nil for a constant.
@@ -279,6 +372,18 @@ func rebaseStmts(body []kir.Stmt, base map[*kir.Buffer]int) []kir.Stmt {
 			out[i] = &kir.For{Var: s.Var, Kind: s.Kind, Lo: rebaseExpr(s.Lo, base), Hi: rebaseExpr(s.Hi, base), Step: s.Step, Body: rebaseStmts(s.Body, base)}
 		case *kir.Stage:
 			out[i] = &kir.Stage{Name: s.Name, Span: s.Span, Body: rebaseStmts(s.Body, base)}
+		case *kir.VecCopy:
+			out[i] = &kir.VecCopy{Dst: s.Dst, DstIndex: rebaseIndex(rebaseExpr(s.DstIndex, base), base[s.Dst]),
+				Src: s.Src, SrcIndex: rebaseIndex(rebaseExpr(s.SrcIndex, base), base[s.Src]), Bytes: s.Bytes}
+		case *kir.CopyAsync:
+			out[i] = &kir.CopyAsync{Dst: s.Dst, DstIndex: rebaseExpr(s.DstIndex, base),
+				Src: s.Src, SrcIndex: rebaseIndex(rebaseExpr(s.SrcIndex, base), base[s.Src]), Bypass: s.Bypass}
+		case *kir.LdMatrix:
+			out[i] = &kir.LdMatrix{Num: s.Num, Trans: s.Trans, Dst: s.Dst, Src: s.Src, Index: rebaseExpr(s.Index, base)}
+		case *kir.Signal:
+			out[i] = &kir.Signal{Counter: s.Counter, Index: rebaseIndex(rebaseExpr(s.Index, base), base[s.Counter])}
+		case *kir.Wait:
+			out[i] = &kir.Wait{Counter: s.Counter, Index: rebaseIndex(rebaseExpr(s.Index, base), base[s.Counter]), Target: rebaseExpr(s.Target, base)}
 		default:
 			out[i] = s
 		}
