@@ -1,0 +1,53 @@
+"""Tests of loadwidths.py; run from bench/gpu with ``python3 -m unittest
+test_loadwidths``. They feed it a synthetic .cu and nvdisasm listing: a
+kernel with one 16-byte and one 4-byte load of its own that calls a stage
+function, with two 16-byte loads and a 2-byte one, three times."""
+
+import unittest
+
+import loadwidths
+
+CU = """
+static __device__ __noinline__ void s_proj(const float* w, float* y) {
+}
+static __global__ void k_main(const float* w, float* y) {
+  // Stage proj.
+  s_proj(w, y);
+  s_proj(w + 16, y);
+  s_proj(w + 32, y);
+}
+"""
+
+SASS = """
+        .text._Z6k_mainPKfPf:
+_Z6k_mainPKfPf:
+        /*0000*/                   LDG.E.128 R4, [R2.64] ;
+.L_x_0:
+        /*0010*/                   LDG.E R8, [R2.64] ;
+        /*0020*/                   CALL.REL.NOINC `($_Z6k_mainPKfPf$_ZN39_INTERNAL_10dc7950_9_decode_cu_66afa4526s_projEPKfPf) ;
+$_Z6k_mainPKfPf$_ZN39_INTERNAL_10dc7950_9_decode_cu_66afa4526s_projEPKfPf:
+        /*0030*/                   LDG.E.128.CONSTANT R4, [R2.64] ;
+        /*0040*/                   LDG.E.128 R8, [R2.64+0x10] ;
+        /*0050*/                   LDG.E.U16 R12, [R2.64] ;
+        /*0060*/                   RET.REL.NODEC R20 `(_Z6k_mainPKfPf) ;
+"""
+
+
+class CountTest(unittest.TestCase):
+    def test_count(self):
+        flat, weighted = loadwidths.count(CU, SASS)
+        # The cubin: 3 of 5 loads are 16-byte.
+        self.assertEqual(flat, (3, 5))
+        # As the stages run: the kernel's 1 of 2, and the function's 2
+        # of 3 three times.
+        self.assertEqual(weighted, (1 + 3 * 2, 2 + 3 * 3))
+
+    def test_stage_name(self):
+        names = {"s_proj", "s_proj_2"}
+        self.assertEqual(loadwidths.stage_name("_ZN4_cu_6s_projEPKf", names), "s_proj")
+        self.assertEqual(loadwidths.stage_name("_ZN4_cu_8s_proj_2EPKf", names), "s_proj_2")
+        self.assertIsNone(loadwidths.stage_name("_Z6k_mainPKfPf", names))
+
+
+if __name__ == "__main__":
+    unittest.main()
