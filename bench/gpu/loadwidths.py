@@ -26,22 +26,26 @@ LOAD = re.compile(r"\b(LDGSTS|LDG)(\.[A-Z0-9_]+)*")
 # A stage function's definition and its calls in the .cu.
 DEFINITION = re.compile(r"__noinline__ void (s_\w+)\(")
 CALL = re.compile(r"^\s*(s_\w+)\(")
+# A kernel's name, on the line after its __global__ and launch bounds.
+KERNEL = re.compile(r"^(k_\w+)\(")
 
 
 def loads_by_function(sass):
-    """Returns {function symbol: Counter of load opcodes} for nvdisasm -c
-    output: an internal function's symbol is the part after its kernel's
-    ($kernel$function)."""
+    """Returns {(kernel symbol, function symbol or None): Counter of load
+    opcodes} for nvdisasm -c output, where an internal function's code
+    follows the label $kernel$function: each kernel that calls one has its
+    own copy."""
     out = collections.defaultdict(collections.Counter)
-    fn = None
+    at = None
     for line in sass.splitlines():
         m = FUNCTION.match(line)
         if m:
-            fn = m.group(1).rsplit("$", 1)[-1]
+            parts = m.group(1).split("$")
+            at = (parts[1], parts[2]) if len(parts) == 3 else (parts[0], None)
             continue
         m = LOAD.search(line)
-        if m and fn:
-            out[fn][m.group(0)] += 1
+        if m and at:
+            out[at][m.group(0)] += 1
     return out
 
 
@@ -56,13 +60,19 @@ def stage_name(symbol, names):
 
 
 def calls(cu):
-    """Returns {stage function: calls in the kernels} of a .cu."""
+    """Returns the stage functions of a .cu and {(kernel, function): calls}:
+    the calls each kernel (k_NAME) makes of each."""
     names = set(DEFINITION.findall(cu))
     out = collections.Counter()
+    kernel = None
     for line in cu.splitlines():
+        m = KERNEL.match(line)
+        if m:
+            kernel = m.group(1)
+            continue
         m = CALL.match(line)
         if m and m.group(1) in names:
-            out[m.group(1)] += 1
+            out[(kernel, m.group(1))] += 1
     return names, out
 
 
@@ -72,13 +82,16 @@ def wide(op):
 
 def count(cu, sass):
     """Returns (wide, total) over the cubin's instructions and (wide, total)
-    with each stage function's loads counted once per call."""
+    with each kernel's copy of a stage function counted once per call the
+    kernel makes of it."""
     names, ncalls = calls(cu)
     flat = [0, 0]
     weighted = [0, 0]
-    for fn, ops in loads_by_function(sass).items():
-        stage = stage_name(fn, names)
-        weight = ncalls[stage] if stage else 1
+    for (kernel, fn), ops in loads_by_function(sass).items():
+        weight = 1
+        stage = stage_name(fn, names) if fn else None
+        if stage:
+            weight = sum(n for (k, f), n in ncalls.items() if f == stage and k and kernel.startswith(f"_Z{len(k)}{k}"))
         for op, n in ops.items():
             flat[1] += n
             weighted[1] += n * weight
