@@ -167,23 +167,8 @@ func localsShared(k *kir.Kernel) map[*kir.Buffer]bool {
 // statements it holds: those it names, then those its expressions load.
 func stmtBuffers(s kir.Stmt) []*kir.Buffer {
 	var bufs []*kir.Buffer
-	switch s := s.(type) {
-	case *kir.Store:
-		bufs = []*kir.Buffer{s.Buf}
-	case *kir.Atomic:
-		bufs = []*kir.Buffer{s.Buf}
-	case *kir.VecCopy:
-		bufs = []*kir.Buffer{s.Src, s.Dst}
-	case *kir.CopyAsync:
-		bufs = []*kir.Buffer{s.Src, s.Dst}
-	case *kir.LdMatrix:
-		bufs = []*kir.Buffer{s.Src, s.Dst.Buf}
-	case *kir.MMA:
-		bufs = []*kir.Buffer{s.A.Buf, s.B.Buf, s.C.Buf, s.D.Buf}
-	case *kir.Signal:
-		bufs = []*kir.Buffer{s.Counter}
-	case *kir.Wait:
-		bufs = []*kir.Buffer{s.Counter}
+	for _, a := range accesses(s) {
+		bufs = append(bufs, a.buf)
 	}
 	kir.Exprs(s, func(e kir.Expr) {
 		kir.WalkExpr(e, func(x kir.Expr) bool {
@@ -292,9 +277,9 @@ type access struct {
 	index kir.Expr
 }
 
-// accesses returns the buffers that st indexes itself (not through its
-// expressions' loads), with their indexes: the global sides are those a
-// stage function's call rebases.
+// accesses returns the buffers that st uses itself (not through its
+// expressions' loads), with their indexes (none for a fragment): the
+// global ones are those a stage function's call rebases.
 func accesses(st kir.Stmt) []access {
 	switch st := st.(type) {
 	case *kir.Store:
@@ -305,6 +290,10 @@ func accesses(st kir.Stmt) []access {
 		return []access{{st.Src, st.SrcIndex}, {st.Dst, st.DstIndex}}
 	case *kir.CopyAsync:
 		return []access{{st.Src, st.SrcIndex}, {st.Dst, st.DstIndex}}
+	case *kir.LdMatrix:
+		return []access{{st.Src, st.Index}, {st.Dst.Buf, nil}}
+	case *kir.MMA:
+		return []access{{st.A.Buf, nil}, {st.B.Buf, nil}, {st.C.Buf, nil}, {st.D.Buf, nil}}
 	case *kir.Signal:
 		return []access{{st.Counter, st.Index}}
 	case *kir.Wait:
