@@ -22,7 +22,9 @@ import sys
 # nvdisasm's label of a function: a kernel's symbol, or an internal
 # function's, $kernel$function (not a block's .L_x_N).
 FUNCTION = re.compile(r"^\s*([A-Za-z_$][\w$]*):\s*$")
-LOAD = re.compile(r"\b(LDGSTS|LDG)(\.[A-Z0-9_]+)*")
+# A global load: LDG or LDGSTS (cp.async) with its modifiers, not
+# LDGDEPBAR (cp.async's commit, which moves nothing).
+LOAD = re.compile(r"\b(LDGSTS|LDG)(\.[A-Z0-9_]+)*\b")
 # A stage function's definition and its calls in the .cu.
 DEFINITION = re.compile(r"__noinline__ void (s_\w+)\(")
 CALL = re.compile(r"^\s*(s_\w+)\(")

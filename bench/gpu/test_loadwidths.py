@@ -1,8 +1,9 @@
 """Tests of loadwidths.py; run from bench/gpu with ``python3 -m unittest
 test_loadwidths``. They feed it a synthetic .cu and nvdisasm listing: a
 kernel with one 16-byte and one 4-byte load of its own that calls a stage
-function, with two 16-byte loads and a 2-byte one, three times, and a
-second kernel that calls it once, with its own copy of the function."""
+function, with two 16-byte loads and a 2-byte one (and a cp.async
+commit, LDGDEPBAR, which is not a load), three times, and a second
+kernel that calls it once, with its own copy of the function."""
 
 import unittest
 
@@ -35,6 +36,7 @@ $_Z6k_mainPKfPf$_ZN39_INTERNAL_10dc7950_9_decode_cu_66afa4526s_projEPKfPf:
         /*0030*/                   LDG.E.128.CONSTANT R4, [R2.64] ;
         /*0040*/                   LDG.E.128 R8, [R2.64+0x10] ;
         /*0050*/                   LDG.E.U16 R12, [R2.64] ;
+        /*0058*/                   LDGDEPBAR ;
         /*0060*/                   RET.REL.NODEC R20 `(_Z6k_mainPKfPf) ;
 _Z6k_tailPKfPf:
         /*0000*/                   CALL.REL.NOINC `($_Z6k_tailPKfPf$_ZN39_INTERNAL_10dc7950_9_decode_cu_66afa4526s_projEPKfPf) ;
