@@ -78,8 +78,8 @@ func TestBlockLocalAttention(t *testing.T) {
 				}
 				if level == pipeline.MaxLevel {
 					blockLocalBF16(t, p, in, g)
-					noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
-					checkBlockLocal(t, res, b*4, 2)
+					noGridSyncBefore(t, res.Module, attention...)
+					checkBlockLocal(t, res, b*4, 2, attention...)
 					misaligned(t, res.Module, in)
 				}
 			})
@@ -103,7 +103,7 @@ func blockLocalBF16(t *testing.T, p *te.Program, in map[string]*te.Array, g gpu.
 	if err != nil {
 		t.Fatal(err)
 	}
-	noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
+	noGridSyncBefore(t, res.Module, attention...)
 	out := simulate(t, res.Module, qin, sim.Options{Race: true, ResidentBlocks: resident})
 	if out.RaceCount > 0 {
 		t.Errorf("bf16: %d races; first: %s", out.RaceCount, out.Races[0])
@@ -113,11 +113,15 @@ func blockLocalBF16(t *testing.T, p *te.Program, in map[string]*te.Array, g gpu.
 	}
 }
 
-// checkBlockLocal checks that each of the layers' scores, maximum, sum
-// and context are one kernel's stages with a tile per head each (heads
-// in all the sequences) and no grid sync among them or before the scores
-// (counters instead).
-func checkBlockLocal(t *testing.T, res *pipeline.Result, heads, layers int) {
+// attention is the chain of a layer's attention stages, from the scores
+// to the context.
+var attention = []string{"sc", "mx", "den", "ctx"}
+
+// checkBlockLocal checks that each of the layers' stages of chain (a
+// prefix of attention) are one kernel's stages with a tile per head each
+// (heads in all the sequences) and no grid sync among them or before the
+// scores (counters instead).
+func checkBlockLocal(t *testing.T, res *pipeline.Result, heads, layers int, chain ...string) {
 	t.Helper()
 	for l := range layers {
 		suffix := ""
@@ -128,7 +132,7 @@ func checkBlockLocal(t *testing.T, res *pipeline.Result, heads, layers int) {
 		if k == nil {
 			t.Fatalf("no stage sc%s in the plan", suffix)
 		}
-		for i, name := range []string{"sc", "mx", "den", "ctx"} {
+		for i, name := range chain {
 			name += suffix
 			if at+i >= len(k.Stages) || k.Stages[at+i].Name != name {
 				t.Fatalf("stage %d after sc%s is not %s:\n%s", i, suffix, name, res.Plan)

@@ -18,14 +18,14 @@ import (
 // and checks what the issue asks of its static report, as predictions:
 // one kernel per step; DRAM bytes within 5 % of the weights, the KV cache
 // read and the slots written, both by the report's model of the kernel IR
-// and by the plan's cost model; B = 1 predicted at most 1.16 ms (the
-// load-aware cost model's 1.104 ms, issue 25: the issue's 0.92 ms, 80 %
-// of the bandwidth limit, is not met — the scores' staging loops and the
-// context's scalar loads have one load in flight per thread; see
-// docs/benchmarks.md, "Predictions of the load-aware cost model") and
-// B = 8 within 1.3× of it;
+// and by the plan's cost model; B = 1 predicted at most 0.99 ms (the
+// load-aware cost model's 0.943 ms with the context's column vectors,
+// issue 25: the issue's 0.92 ms, 80 % of the bandwidth limit, is not
+// met — most stages have 2 16-byte loads in flight per thread, and 84
+// grid syncs cost 84 µs; see docs/benchmarks.md, "Predictions of the
+// load-aware cost model") and B = 8 within 1.3× of it;
 // and each layer's attention block-local per head, with no grid sync
-// from the rotations to the context.
+// from the rotations to the context (to the softmax's sum at B = 1).
 // The predicted times are logged (docs/benchmarks.md has the table).
 func TestDecodeReport(t *testing.T) {
 	if testing.Short() {
@@ -50,10 +50,18 @@ func TestDecodeReport(t *testing.T) {
 			t.Errorf("B=%s: %d kernels, want 1", b, n)
 		}
 		// Attention is block-local per head in every layer (32 query
-		// heads a sequence, 16 layers).
+		// heads a sequence, 16 layers). At B = 1 the context is not: its
+		// 16-byte column loads (schedule.MatVec.ColVec) take 0.66 µs over
+		// 128 tiles, and 2.44 µs over one tile per head, whose 32 blocks
+		// leave most SMs idle; the cost model takes the grid sync (1 µs)
+		// and the wider spread.
 		heads, _ := strconv.Atoi(b)
-		checkBlockLocal(t, res, 32*heads, 16)
-		noGridSyncBefore(t, res.Module, "sc", "mx", "den", "ctx")
+		chain := attention
+		if b == "1" {
+			chain = attention[:3]
+		}
+		checkBlockLocal(t, res, 32*heads, 16, chain...)
+		noGridSyncBefore(t, res.Module, chain...)
 		var weights, cache, slots int64
 		for _, x := range res.Program.Tensors {
 			switch {
@@ -87,10 +95,10 @@ func TestDecodeReport(t *testing.T) {
 		times[b] = cost.Total()
 	}
 	// The issue's target, 80 % of the bandwidth limit (2.47 GB / 3.35 TB/s
-	// = 0.738 ms), is 0.92 ms; the load-aware model predicts 1.104 ms, and
+	// = 0.738 ms), is 0.92 ms; the load-aware model predicts 0.943 ms, and
 	// this bound keeps it from rising unnoticed.
-	if times["1"] > 1.16e-3 {
-		t.Errorf("predicted B=1 %.3f ms, want at most 1.16 ms", times["1"]*1e3)
+	if times["1"] > 0.99e-3 {
+		t.Errorf("predicted B=1 %.3f ms, want at most 0.99 ms", times["1"]*1e3)
 	}
 	if times["1"] > 0.92e-3 {
 		t.Logf("predicted B=1 %.3f ms misses the issue's target, 0.92 ms", times["1"]*1e3)

@@ -240,8 +240,9 @@ const (
 // setLoads sets the matrix-vector schedule mv's Parts, Vec and InFlight
 // for the contraction d (see MatVec), once its tiling is chosen, and the
 // stage's load path (schedule.LoadPath): InFlight 16-byte loads per
-// column a thread sums where Vec is set, else scalar loads of the wide
-// factor's element (scalarMatVecLoads).
+// column a thread sums where Vec is set, InFlight 16-byte loads across
+// its columns where ColVec is (set by setMatVec, columnVectors), else
+// scalar loads of the wide factor's element (scalarMatVecLoads).
 func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	f, axes := d.Y, d.NAxes
 	if mv.Wide == 0 {
@@ -263,7 +264,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	for i, p := range parts {
 		fs[i] = p.f
 	}
-	if len(d.Reduce.Axes) != 1 || contraction.KMaskOf(d) != nil {
+	if len(d.Reduce.Axes) != 1 {
 		return
 	}
 	k, staged := d.Reduce.Axes[0], mv.StagedK(d.K)
@@ -274,6 +275,19 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	if n := stageElems(narrow, k, append(slices.Clone(own), d.BatchAxes...)); n > 0 && staged%n == 0 {
 		mv.StageVec = n
 	}
+	if mv.ColVec > 0 {
+		// One vector across the thread's columns at each of its k. The
+		// vectors hold the weights of its columns, which setMatVec
+		// counted one register each: the element in use is computed
+		// from them, and its register is the array's.
+		mv.InFlight = s.inFlight(g, te.CeilDiv(staged, mv.Split))
+		s.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight}
+		s.RegsPerThread += 4*mv.InFlight - mv.Cols
+		return
+	}
+	if contraction.KMaskOf(d) != nil {
+		return
+	}
 	n := vecElems(fs, k)
 	if n == 0 || staged%n != 0 || mv.Cols > 1 && !plainLoads(fs) {
 		// A wide factor computed from its loads (a select of the new key
@@ -283,21 +297,62 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 		return
 	}
 	mv.Vec = n
-	// Little's law: an SM must have the DRAM's bandwidth × latency, its
-	// share, in flight; its blocks' threads share that.
+	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
+	s.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight * max(mv.Cols, 1)}
+	s.RegsPerThread += 4 * mv.InFlight * max(mv.Cols, 1)
+}
+
+// inFlight returns the 16-byte loads a thread of stage s issues before it
+// uses any, of the per it loads in all (per thread and column): by
+// Little's law, an SM must have the DRAM's bandwidth × latency, its
+// share, in flight, which its blocks' threads share; within
+// [minInFlight, maxInFlight], and no more than per and a divisor of it,
+// so that every round of loads is whole.
+func (s stage) inFlight(g gpu.Model, per int) int {
 	perSM := cost.InFlightPerSM(g)
 	blocks, _ := g.BlocksPerSM(s.Resources().Block())
 	loads := int(math.Ceil(perSM / float64(max(blocks, 1)*s.Threads*16)))
 	u := min(max(te.NextPow2(loads), minInFlight), maxInFlight)
-	// No more than a thread's share of the chunk's vectors, and a divisor
-	// of it, so that every round of loads is whole.
-	per := te.CeilDiv(staged/n, mv.Split)
 	for u > 1 && (u > per || per%u != 0) {
 		u /= 2
 	}
-	mv.InFlight = u
-	s.Load = schedule.LoadPath{Width: 16, InFlight: u * max(mv.Cols, 1)}
-	s.RegsPerThread += 4 * u * max(mv.Cols, 1)
+	return u
+}
+
+// columnVectors returns the elements of the wide factor of d that a
+// thread of a matrix-vector tiling of d, width columns wide (Width, one
+// column per thread), would load at once across consecutive columns
+// (MatVec.ColVec), or 0 where there is one column axis and the vectors
+// along it are not the better path: where the wide factor's loads are read
+// 16 bytes at a time along k already (vecElems: no k mask), where its
+// parts' loads do not move contiguously and aligned along the columns,
+// or where the tile's threads, each taking ColVec columns, would leave
+// some with no k to sum.
+func columnVectors(d contraction.Dims, wide int, width, threads int) int {
+	f, axes := d.Y, d.NAxes
+	if wide == 0 {
+		f, axes = d.X, d.MAxes
+	}
+	if len(axes) != 1 || len(d.Reduce.Axes) != 1 {
+		return 0
+	}
+	parts := wideParts(f, axes)
+	tp, ok := tileParts(parts, width)
+	if !ok {
+		return 0
+	}
+	fs := make([]te.Expr, len(tp))
+	for i, p := range tp {
+		fs[i] = p.F
+	}
+	if contraction.KMaskOf(d) == nil && vecElems(fs, d.Reduce.Axes[0]) > 0 {
+		return 0
+	}
+	n := vecElems(fs, axes[0])
+	if n == 0 || width%n != 0 || threads%(width/n) != 0 || threads/(width/n) > d.K {
+		return 0
+	}
+	return n
 }
 
 // plainLoads reports whether every one of fs is a load.

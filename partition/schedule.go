@@ -413,6 +413,11 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M
 	}
+	if mv.Cols <= 1 {
+		if n := columnVectors(d, mv.Wide, mv.Width(), s.Threads); n > 0 {
+			mv.TileF, mv.Cols, mv.ColVec = mv.Width()/n, n, n
+		}
+	}
 	mv.NT, mv.Split = cols/mv.Width(), s.Threads/mv.TileF
 	if mv.Split > d.K {
 		return false // threads with no k to sum: a tile of one output per thread does better

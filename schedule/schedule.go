@@ -181,8 +181,11 @@ func (s *Schedule) String() string {
 		if len(m.Parts) > 1 {
 			str += fmt.Sprintf(", %d parts", len(m.Parts))
 		}
-		if m.Vec > 0 {
+		switch {
+		case m.Vec > 0:
 			str += fmt.Sprintf(", 16-byte loads (%d in flight)", m.InFlight)
+		case m.ColVec > 0:
+			str += fmt.Sprintf(", 16-byte loads across them (%d in flight)", m.InFlight)
 		}
 	}
 	if r := s.Resident; r != nil {
@@ -224,9 +227,20 @@ type MatVec struct {
 	Chunk int
 	// Cols is the columns each thread sums (0 or 1: one): thread col of
 	// a tile takes columns col + c·TileF, c < Cols, of the tile's
-	// TileF·Cols, so that each row element it loads from shared memory
-	// serves Cols products.
+	// TileF·Cols (col·Cols + c where ColVec is set), so that each row
+	// element it loads from shared memory serves Cols products.
 	Cols int
+	// ColVec, when not 0, is the elements of the wide factor a thread
+	// loads at once across its columns, which are then consecutive
+	// (Cols = ColVec; thread col takes col·Cols to col·Cols + Cols − 1):
+	// at each k, one 16-byte load of every part's loads that move along
+	// its one column axis, contiguous and aligned there. It is the path
+	// of a wide factor that runs along its columns, not along k (the
+	// attention's weighted sum of a V cache, ctx[e] = Σ_t p[t]·v[t, e]),
+	// or under a k mask, which a vector along k would straddle; Vec is
+	// then 0, and InFlight is the vectors a thread issues before it uses
+	// any.
+	ColVec int
 	// Parts, when set, are the parts of a wide factor that selects, by
 	// its column, among tensors (a horizontal concatenation of
 	// projections, transform.Horizontal): the tiles from Parts[i].Tile

@@ -663,7 +663,7 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 			g.emit(&kir.Let{Var: acc, Value: identity(r.Op, rt)})
 			j := kir.NewVar("r", te.I32)
 			test, forget := g.zeroTest(r)
-			if n, moving := te.ReduceVectorElems(r); n > 0 && test == nil && l.blockReduceVector(g, t.Name, r, n, moving, acc, k) {
+			if n, moving := te.ReduceVectorElems(r); n > 0 && l.blockReduceVector(g, t.Name, r, n, moving, acc, k, test) {
 				forget()
 			} else {
 				part := g.into(func() {
@@ -697,8 +697,11 @@ func (l *lowerer) blockReduce(t *te.Tensor, reds []*te.Reduce, k *kir.Kernel, bo
 // vector of 8 terms): an f32 row keeps the scalar loop's order of terms,
 // whose 4-byte loads coalesce into whole lines already, and whose
 // reordering moves ill-conditioned sums (EfficientNet's pools at TF32)
-// further from the reference than the precision checks allow.
-func (l *lowerer) blockReduceVector(g *gen, name string, r *te.Reduce, n int, moving []*te.Load, acc *kir.Var, k *kir.Kernel) bool {
+// further from the reference than the precision checks allow. Where
+// test is set (zeroTest: a softmax's sum up to a decode step's position),
+// a vector is read where the test holds at one of its terms, and each
+// term is added where it holds at that term.
+func (l *lowerer) blockReduceVector(g *gen, name string, r *te.Reduce, n int, moving []*te.Load, acc *kir.Var, k *kir.Kernel, test te.Expr) bool {
 	if n != 8 {
 		return false
 	}
@@ -708,9 +711,29 @@ func (l *lowerer) blockReduceVector(g *gen, name string, r *te.Reduce, n int, mo
 	local := map[*te.Load]*te.Tensor{}
 	once := map[*te.Load]*te.Tensor{} // the loads that do not move, read once
 	ok := true
-	part := g.into(func() {
+	var live kir.Expr // where test holds at one of the vector's terms
+	aq := make([]*kir.Var, n)
+	lets := g.into(func() {
 		g.emit(&kir.Let{Var: j, Value: kir.Mul(jv, kir.I(n))})
 		bind(g, r.Axes, j)
+		base := g.env[last]
+		for q := range aq {
+			aq[q] = kir.NewVar(last.Name, te.I32)
+			g.emit(&kir.Let{Var: aq[q], Value: addIndex(base, q)})
+			if test == nil {
+				continue
+			}
+			g.env[last] = aq[q]
+			if x := convert(g.expr(test), te.Bool); live == nil {
+				live = x
+			} else {
+				live = kir.Bin(te.Or, live, x)
+			}
+		}
+		g.env[last] = base
+	})
+	part := g.into(func() {
+		base := g.env[last]
 		for i, ld := range moving {
 			if same := sameVector(moving[:i], ld, nil); same != nil {
 				local[ld] = local[same]
@@ -741,16 +764,23 @@ func (l *lowerer) blockReduceVector(g *gen, name string, r *te.Reduce, n int, mo
 			once[ld] = &te.Tensor{Name: s.Name, Kind: te.Compute, DType: ld.Tensor.DType, Shape: []int{1}}
 			g.bufs[once[ld]] = s
 		}
-		base := g.env[last]
 		rt := acc.T
 		for q := range n {
-			aq := kir.NewVar(last.Name, te.I32)
-			g.emit(&kir.Let{Var: aq, Value: addIndex(base, q)})
-			g.env[last] = aq
-			g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(readLocal(readLocal(r.Body, once, te.Const(0)), local, te.Const(q))), rt))})
+			g.env[last] = aq[q]
+			add := g.into(func() {
+				g.emit(&kir.Assign{Var: acc, Value: combine(r.Op, acc, convert(g.expr(readLocal(readLocal(r.Body, once, te.Const(0)), local, te.Const(q))), rt))})
+			})
+			if test != nil {
+				add = []kir.Stmt{&kir.If{Cond: convert(g.expr(test), te.Bool), Then: add}}
+			}
+			g.emit(add...)
 		}
 		g.env[last] = base
 	})
+	if live != nil {
+		part = []kir.Stmt{&kir.If{Cond: live, Then: part}}
+	}
+	part = append(lets, part...)
 	for _, lt := range local {
 		delete(g.bufs, lt)
 	}

@@ -41,8 +41,8 @@ func (l *lowerer) prologue(g *gen, c entryCtx) {
 			g.emit(&kir.Let{Var: acc, Value: identity(r.Op, te.F32)})
 			j := kir.NewVar("r", te.I32)
 			test, forget := g.zeroTest(r)
-			if n, moving := te.ReduceVectorElems(r); n > 0 && test == nil && c.tmp != nil &&
-				l.blockReduceVector(g, c.out.Name+".pro", r, n, moving, acc, c.tmp) {
+			if n, moving := te.ReduceVectorElems(r); n > 0 && c.tmp != nil &&
+				l.blockReduceVector(g, c.out.Name+".pro", r, n, moving, acc, c.tmp, test) {
 				forget()
 			} else {
 				part := g.into(func() {

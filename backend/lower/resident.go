@@ -219,6 +219,9 @@ type entryCtx struct {
 	// tileF and split are the tile's threads across and the threads per
 	// column; cols the columns each thread sums (MatVec.Cols, at least 1).
 	tileF, split, cols int
+	// colVec is MatVec.ColVec: where set, a thread's cols columns are
+	// consecutive, and the wide factor is read across them (sumColVec).
+	colVec int
 	// F, when set, is the wide factor, read from global memory at each k
 	// instead of from the cache slice at base in data; parts, vec and
 	// inFlight are MatVec's Parts, Vec and InFlight. tmp is the kernel
@@ -265,7 +268,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	threads, tf, split := l.threads, rs.TileF, rs.Split
 	c.tileF, c.split, c.chunk, c.cols = tf, split, rs.Chunk, max(rs.Cols, 1)
 	if c.F != nil {
-		c.parts, c.vec, c.inFlight, c.stageVec = rs.Parts, rs.Vec, rs.InFlight, rs.StageVec
+		c.parts, c.vec, c.inFlight, c.stageVec, c.colVec = rs.Parts, rs.Vec, rs.InFlight, rs.StageVec, rs.ColVec
 	}
 	cols, width := c.cols, tf*c.cols
 	b := kir.NewVar("b", te.I32)
@@ -286,7 +289,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	if c.F != nil {
 		for j := range cols {
 			f := kir.NewVar("f", te.I32)
-			g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), addOffset(kir.I(j*tf), c.col))})
+			g.emit(&kir.Let{Var: f, Value: c.column(j)})
 			fs = append(fs, f)
 		}
 	}
@@ -308,10 +311,14 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	if l.matVecEpilogueVector(g, t, r, c, width, read) {
 		return
 	}
+	if c.colVec > 0 && c.tmp != nil {
+		g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: g.into(func() { l.matVecEpilogueColumns(g, t, r, c, read) })})
+		return
+	}
 	epilogue := g.into(func() {
 		for j := range cols {
 			f := kir.NewVar("f", te.I32)
-			g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), addOffset(kir.I(j*tf), c.col))})
+			g.emit(&kir.Let{Var: f, Value: c.column(j)})
 			bind(g, c.fAxes, f)
 			for m := range c.rows {
 				sum := kir.NewVar("sum", te.F32)
@@ -326,6 +333,47 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 		delete(g.done, r)
 	})
 	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+}
+
+// matVecEpilogueColumns emits the epilogue of a thread of a matrix-vector
+// tile whose columns are consecutive (c.colVec): for each row, the loads
+// of t's body that do not move along the columns (an attention's
+// denominator, den[b, n]) read once (invariantLoads, readOnce), then the
+// thread's columns computed and stored from the sums in c.red.
+func (l *lowerer) matVecEpilogueColumns(g *gen, t *te.Tensor, r *te.Reduce, c entryCtx, read func(at kir.Expr) kir.Expr) {
+	for m := range c.rows {
+		mv := kir.NewVar("m", te.I32)
+		g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
+		bind(g, c.aAxes, mv)
+		once, bufs := readOnce(g, invariantLoads(t.Body, c.fAxes[0], nil), t.Name+".e")
+		c.tmp.Locals = append(c.tmp.Locals, bufs...)
+		body := readLocal(t.Body, once, te.Const(0))
+		for j := range c.cols {
+			f, sum := kir.NewVar("f", te.I32), kir.NewVar("sum", te.F32)
+			g.emit(
+				&kir.Let{Var: f, Value: c.column(j)},
+				&kir.Let{Var: sum, Value: read(kir.Add(kir.I((m*c.cols+j)*l.threads), c.col))},
+			)
+			bind(g, c.fAxes, f)
+			g.done[r] = sum
+			g.emit(&kir.Store{Buf: c.out, Index: g.flat(t.Shape, axisIndexes(t)), Value: convert(g.expr(body), c.out.ValueType())})
+		}
+		for _, s := range once {
+			delete(g.bufs, s)
+		}
+	}
+	delete(g.done, r)
+}
+
+// column returns the wide factor's column of the thread's column j of
+// the tile: col + j·tileF, or col·cols + j where the thread's columns
+// are consecutive (colVec).
+func (c entryCtx) column(j int) kir.Expr {
+	first := kir.Mul(c.nf, kir.I(c.tileF*c.cols))
+	if c.colVec > 0 {
+		return kir.Add(first, addOffset(kir.I(j), kir.Mul(c.col, kir.I(c.cols))))
+	}
+	return kir.Add(first, addOffset(kir.I(j*c.tileF), c.col))
 }
 
 // matVecLive returns the condition under which a matrix-vector tile of
@@ -468,7 +516,7 @@ func (l *lowerer) hoistedOnce(g *gen, c entryCtx) {
 // stageRows emits the staging of k in [c0, c0 + staged) of every row of
 // the narrow factor into xs, and the barrier after it.
 func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, c0 kir.Expr) {
-	if c.stageVec > 0 && c.liveK == nil && staged%c.stageVec == 0 && l.stageRowsVec(g, d, c, staged, c0) {
+	if c.stageVec > 0 && staged%c.stageVec == 0 && l.stageRowsVec(g, d, c, staged, c0) {
 		return
 	}
 	e := kir.NewVar("e", te.I32)
@@ -515,12 +563,8 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 	ok := true
 	local := map[*te.Load]*te.Tensor{}
 	var bufs []*kir.Buffer
+	m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
 	body := g.into(func() {
-		m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
-		g.emit(
-			&kir.Let{Var: m, Value: kir.Div(e, kir.I(groups))},
-			&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)))},
-		)
 		bind(g, c.aAxes, m)
 		bind(g, d.Reduce.Axes, kk)
 		for _, x := range moving {
@@ -563,6 +607,17 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 		}
 		forget()
 	})
+	if c.liveK != nil {
+		// A group wholly past the k mask is not staged; one that holds
+		// its last live k is, whole: its elements past the mask are
+		// computed from in-bounds loads (stageElems: plain loads), and
+		// the sums read none of them.
+		body = []kir.Stmt{&kir.If{Cond: c.liveK(kk, kir.Add(kk, kir.I(n-1))), Then: body}}
+	}
+	body = append([]kir.Stmt{
+		&kir.Let{Var: m, Value: kir.Div(e, kir.I(groups))},
+		&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)))},
+	}, body...)
 	for _, t := range local {
 		delete(g.bufs, t)
 	}
@@ -604,6 +659,9 @@ func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*ki
 // over i (so that the static report counts it exactly).
 func (l *lowerer) sumPart(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
 	if f != nil && c.vec > 0 && l.sumVec(g, d, c, f, acc, fs, staged, c0) {
+		return
+	}
+	if f != nil && c.colVec > 0 && l.sumColVec(g, d, c, f, acc, fs, staged, c0) {
 		return
 	}
 	r := d.Reduce
@@ -728,6 +786,97 @@ func (l *lowerer) sumVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc,
 			// Threads past the chunk's last vector load and sum nothing.
 			load = []kir.Stmt{&kir.If{Cond: kir.Lt(v, kir.I(vecs)), Then: load}}
 			sum = []kir.Stmt{&kir.If{Cond: kir.Lt(v, kir.I(vecs)), Then: sum}}
+		}
+		loads, sums = append(loads, load...), append(sums, sum...)
+	}
+	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
+		delete(g.env, a)
+	}
+	for _, t := range stands {
+		delete(g.bufs, t)
+	}
+	if !ok {
+		return false
+	}
+	c.tmp.Locals = append(c.tmp.Locals, arrays...)
+	body := append(append(lets, loads...), sums...)
+	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(rounds), Step: 1, Body: body})
+	return true
+}
+
+// sumColVec emits sumPart's sums with the wide factor f read across the
+// thread's c.cols consecutive columns (c.colVec): at each of its k, each
+// load of f that moves along the columns (te.VectorLoads) is read with
+// one 16-byte load into a local array (4 or 8 bytes where its type is
+// narrower than the widest such load's), under the conditions of the
+// selects it lies under, and column j's element is computed from the
+// arrays. Thread (kz, col) takes the chunk's k = kz + i·split, c.inFlight
+// of them per round of a loop over rounds, and issues a round's loads
+// before it uses any; a k past the chunk or the k mask loads and sums
+// nothing (the rows staged there are not written). The planner proved
+// the loads contiguous and aligned (MatVec.ColVec); sumColVec reports
+// false, emitting nothing, where one does not lower to a plain load after
+// all.
+func (l *lowerer) sumColVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc, fs []*kir.Var, staged int, c0 kir.Expr) bool {
+	r := d.Reduce
+	n, u, split := c.colVec, max(c.inFlight, 1), c.split
+	if len(c.fAxes) != 1 || n != c.cols {
+		return false
+	}
+	moving, guards, ok := te.VectorLoads(f, c.fAxes[0], n, nil)
+	if !ok || len(moving) == 0 {
+		return false
+	}
+	rounds := te.CeilDiv(te.CeilDiv(staged, split), u)
+	var arrays []*kir.Buffer
+	var stands []*te.Tensor
+	i := kir.NewVar("i", te.I32)
+	var lets, loads, sums []kir.Stmt
+	for q := range u {
+		kl, kk := kir.NewVar("kl", te.I32), kir.NewVar("kk", te.I32)
+		lets = append(lets,
+			&kir.Let{Var: kl, Value: kir.Add(c.kz, kir.Mul(kir.Add(kir.Mul(i, kir.I(u)), kir.I(q)), kir.I(split)))},
+			&kir.Let{Var: kk, Value: addOffset(c0, kl)})
+		var local map[*te.Load]*te.Tensor
+		load := g.into(func() {
+			bind(g, r.Axes, kk)
+			bind(g, c.fAxes, fs[0])
+			var bufs []*kir.Buffer
+			local, bufs, ok = readVectors(g, moving, guards, n, func(m int, dt te.DType) (*kir.Buffer, kir.Expr) {
+				name := fmt.Sprintf("%s.c%d", moving[m].Tensor.Name, len(arrays)+m)
+				return &kir.Buffer{Name: name, Space: kir.Local, DType: dt, Shape: []int{n}}, kir.I(0)
+			})
+			arrays = append(arrays, bufs...)
+			for _, t := range local {
+				stands = append(stands, t)
+			}
+		})
+		if !ok {
+			break
+		}
+		sum := g.into(func() {
+			accumulate(g, c, acc, kl, staged, func(j int) kir.Expr {
+				bind(g, r.Axes, kk)
+				bind(g, c.fAxes, fs[j])
+				return convert(g.expr(readLocal(f, local, te.Const(j))), te.F32)
+			})
+		})
+		var live kir.Expr
+		if rounds*u*split > staged {
+			live = kir.Lt(kl, kir.I(staged))
+		}
+		if c.liveK != nil {
+			// No load of either factor, and no product, at a k where one
+			// of them is exactly 0 (contraction.ZeroPast).
+			if inK := c.liveK(kk, kk); live == nil {
+				live = inK
+			} else {
+				live = kir.And(live, inK)
+			}
+		}
+		if live != nil {
+			load = []kir.Stmt{&kir.If{Cond: live, Then: load}}
+			sum = []kir.Stmt{&kir.If{Cond: live, Then: sum}}
 		}
 		loads, sums = append(loads, load...), append(sums, sum...)
 	}

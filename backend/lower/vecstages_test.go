@@ -1,6 +1,7 @@
 package lower_test
 
 import (
+	"math"
 	"testing"
 
 	"tec/backend/kir"
@@ -26,10 +27,19 @@ import (
 //     (blockReduceVector), the variance reading its row's mean once per
 //     vector;
 //   - a KV-cache update at a run-time slot (updateVector);
+//   - a decode step's softmax denominator of bf16 scores, a row sum whose
+//     terms past the position are exactly 0 (blockReduceVector under the
+//     zero test: a vector read where one of its terms may be nonzero);
 //   - a decode step's attention scores, a matrix-vector product whose wide
 //     factor selects, by its column, the new bf16 key or the f32 cache
 //     (sumVec: the cache 16 bytes at a time, the key 8), at a slot that
-//     is neither the first nor the last of its tile.
+//     is neither the first nor the last of its tile;
+//   - its attention's weighted sum of the values, a matrix-vector product
+//     whose wide factor runs along its columns, not along k, under a k
+//     mask (sumColVec: 16 bytes of the f32 cache across a thread's four
+//     columns, 8 of the bf16 new value; its scores staged 16 bytes at a
+//     time up to the group of the last live slot), at the first, a
+//     middle and the last slot.
 func TestVectorStages(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
@@ -41,6 +51,13 @@ func TestVectorStages(t *testing.T) {
 	}{
 		{"cached scores", cachedScores, true, "sc", "kc", 1, 37},
 		{"cached scores' new key", cachedScores, true, "sc", "knew", 1, 37},
+		{"cached context", cachedContext, true, "ctx", "vc", 1, 37},
+		{"cached context's new value", cachedContext, true, "ctx", "vnew", 1, 37},
+		{"cached context's scores", cachedContext, true, "ctx", "sc", 1, 37},
+		{"cached context at the first slot", cachedContext, true, "ctx", "vc", 1, 0},
+		{"cached context at the last slot", cachedContext, true, "ctx", "vc", 1, 255},
+		{"softmax sum to a position", maskedDenominator, false, "den", "sc", 1, 37},
+		{"softmax sum to the last position", maskedDenominator, false, "den", "sc", 1, 255},
 		{"rope", rope, true, "y", "x", 3, 0},
 		{"residual add", residual, true, "y", "r", 1, 0},
 		{"rms statistic", rmsRow, false, "ms", "x", 1, 0},
@@ -218,4 +235,50 @@ func cachedScores() *te.Program {
 		})
 	})
 	return b.Program(sc)
+}
+
+// cachedContext is a decode step's attention context for one head at
+// position pos[0]: ctx[e] = Σ_t exp(sc[t])·vt[t, e], sc[t] = x[t] for t
+// ≤ pos[0] and −∞ past it (a k mask: the products past pos[0] are 0), and
+// vt[t, e] the new value (bf16, computed) at t = pos[0] and the f32 cache
+// vc elsewhere.
+func cachedContext() *te.Program {
+	b := tb.New("context")
+	pos := b.InputOf("pos", te.I32, 1)
+	x, y := b.Input("x", 256), b.Input("y", 64)
+	vc := b.Input("vc", 256, 64)
+	sc := b.Compute("sc", tb.Shape(256), func(ax []te.Index) te.Expr {
+		return tb.Sel(tb.Bin(te.Le, tb.Idx(ax[0]), tb.Ld(pos, te.Const(0))), tb.Ld(x, ax[0]), tb.F(math.Inf(-1)))
+	})
+	vnew := b.ComputeOf("vnew", te.BF16, tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Ld(y, ax[0]), tb.F(2))
+	})
+	ctx := b.Compute("ctx", tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "t", 256, func(t te.Index) te.Expr {
+			vt := tb.Sel(tb.Bin(te.Eq, tb.Idx(t), tb.Ld(pos, te.Const(0))), tb.Ld(vnew, ax[0]), tb.Ld(vc, t, ax[0]))
+			return tb.Bin(te.Mul, tb.Un(te.Exp, tb.Ld(sc, t)), vt)
+		})
+	})
+	return b.Program(ctx)
+}
+
+// maskedDenominator is a decode step's softmax denominator for 4 heads
+// at position pos[0]: den[h] = Σ_t exp(sc[h, t] − mx[h]), the bf16 scores
+// sc[h, t] = x[h, t] up to pos[0] and −∞ past it.
+func maskedDenominator() *te.Program {
+	b := tb.New("denominator")
+	pos := b.InputOf("pos", te.I32, 1)
+	x := b.Input("x", 4, 256)
+	sc := b.ComputeOf("sc", te.BF16, tb.Shape(4, 256), func(ax []te.Index) te.Expr {
+		return tb.Sel(tb.Bin(te.Le, tb.Idx(ax[1]), tb.Ld(pos, te.Const(0))), tb.Ld(x, ax[0], ax[1]), tb.F(math.Inf(-1)))
+	})
+	mx := b.Compute("mx", tb.Shape(4), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.ReduceMax, "t", 256, func(t te.Index) te.Expr { return tb.Ld(sc, ax[0], t) })
+	})
+	den := b.Compute("den", tb.Shape(4), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "t", 256, func(t te.Index) te.Expr {
+			return tb.Un(te.Exp, tb.Bin(te.Sub, tb.Ld(sc, ax[0], t), tb.Ld(mx, ax[0])))
+		})
+	})
+	return b.Program(den)
 }
