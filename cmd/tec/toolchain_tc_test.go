@@ -441,8 +441,12 @@ func halfBuild(ex string, p *te.Program, opts pipeline.Options, dir string, tool
 // size, and Swin's full-size bf16 kernel (16.8 MB of IR, one kernel of
 // 388,000 lines) took 727 s of CPU through llc for the two targets, a
 // third of the sweep, where BERT's 10.5 MB take 38 s; its tiny build goes
-// through the same emitter paths.
-const bf16LLCLimit = 12 << 20
+// through the same emitter paths. With the stages shared as functions
+// Swin's IR is 5.8 MB and still the largest (ResNeXt's 3.3, BERT's 1.4),
+// and its 67 s of llc and ptxas check one instruction pattern that the
+// other full-size builds lack (docs/testing.md), so it stays past the
+// limit.
+const bf16LLCLimit = 5 << 20
 
 // bf16Jobs returns the llc and ptxas jobs, for each target, of example
 // ex's full-size bf16 build m (named name), or of its tiny bf16 build
