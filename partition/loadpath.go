@@ -58,7 +58,8 @@ func distinctLoads(e te.Expr) int {
 // chunks take Loads loads each, an f32 source's two), both operands'
 // issued before either is waited for: one round trip a step; with two
 // stages in shared memory the next step's are in flight while the warps
-// compute this one, one barrier a step. An operand staged element by
+// compute this one, one barrier a step, and with n stages of cp.async
+// copies (schedule.TCBlock.Stages) the next n − 1 steps'. An operand staged element by
 // element has one load in flight a trip of its blockDim.x-stride loop,
 // whose trip count the compiler does not know: as many round trips as a
 // thread's elements, and two barriers a step (before its stores, after
@@ -88,12 +89,15 @@ func tensorCorePath(st contraction.Staging, stages, tm, tn, tk int, in te.DType,
 	if vector {
 		trips++ // both operands' 16-byte transfers issued before either waits
 	}
-	p := schedule.LoadPath{Width: width, Prefetch: stages == 2, Barriers: 2}
+	p := schedule.LoadPath{Width: width, Prefetch: stages >= 2, Barriers: 2}
 	if p.Prefetch {
 		p.Barriers = 1
 	}
 	if width == 16 {
 		p.InFlight = max(loads/trips, 1)
+		if st.Async() {
+			p.InFlight *= stages - 1
+		}
 	} else {
 		p.InFlight = max(bytes/trips/width, 1)
 	}

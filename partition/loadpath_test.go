@@ -13,7 +13,8 @@ import (
 // staging 32 of K for 256 threads (8 elements of X and 16 of Y a thread
 // a step, f16): cp.async and a register prefetch move 16 bytes a load,
 // all of a step's in flight at once, the next step's while the warps
-// compute (one barrier); element staging one load of 2 bytes (TF32's 4)
+// compute (one barrier), and with 3 or 4 stages of cp.async copies the
+// next 2 or 3 steps'; element staging one load of 2 bytes (TF32's 4)
 // a round trip, two barriers; a tile of one 16-byte operand and one
 // staged by elements its step's bytes over its round trips; and one
 // stage of shared memory no prefetch.
@@ -30,6 +31,8 @@ func TestTensorCorePath(t *testing.T) {
 		want   schedule.LoadPath
 	}{
 		{"cp.async", contraction.Staging{X: async, Y: async}, 2, te.F16, schedule.LoadPath{Width: 16, InFlight: 3, Prefetch: true, Barriers: 1}},
+		{"cp.async, 3 stages", contraction.Staging{X: async, Y: async}, 3, te.F16, schedule.LoadPath{Width: 16, InFlight: 6, Prefetch: true, Barriers: 1}},
+		{"cp.async, 4 stages", contraction.Staging{X: async, Y: async}, 4, te.F16, schedule.LoadPath{Width: 16, InFlight: 9, Prefetch: true, Barriers: 1}},
 		{"prefetch", contraction.Staging{X: vector, Y: vector}, 2, te.F16, schedule.LoadPath{Width: 16, InFlight: 3, Prefetch: true, Barriers: 1}},
 		{"prefetch of f32 sources", contraction.Staging{X: f32src, Y: f32src}, 2, te.F16, schedule.LoadPath{Width: 16, InFlight: 6, Prefetch: true, Barriers: 1}},
 		{"elements", contraction.Staging{X: elems, Y: elems}, 1, te.F16, schedule.LoadPath{Width: 2, InFlight: 1, Barriers: 2}},

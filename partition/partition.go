@@ -28,7 +28,8 @@
 // pricing one stage's schedule), options.go, plan.go (the plan as data),
 // canon.go, counters_matvec.go, blocklocal.go and counters.go (stages that
 // read their own block's rows, and per-tile counters), search.go (the search
-// over kernel boundaries), resident.go (weights kept on chip), verify.go
+// over kernel boundaries), pipeline.go (cp.async pipelines deepened per
+// kernel), resident.go (weights kept on chip), verify.go
 // (the plan's -O4 promises) and partition.go (Partition, which runs them);
 // TestLayers keeps them so.
 //
@@ -152,6 +153,9 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 		starts, bounds = c.greedy()
 	default:
 		starts, bounds = c.dp()
+	}
+	if opts.Strategy != PerTE && deepenPipelines(c, starts) {
+		c = newCoster(pl, stages, opts) // priced with the deeper pipelines' load paths
 	}
 	for i, s := range starts {
 		e := len(stages)

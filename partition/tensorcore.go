@@ -152,6 +152,7 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 	// A warp's accumulators, its fragments and the indexes.
 	s.RegsPerThread = 32 + s.TileM*s.TileN*b.KSlices()/warps/32 + 16 +
 		prefetchRegs(st.X, s.TileM*s.TileK, in, s.Threads) + prefetchRegs(st.Y, s.TileK*s.TileN, in, s.Threads)
+	s.PipelineStages = 0 // two; deepened per kernel (deepenPipelines)
 	s.Load = tensorCorePath(st, stages, s.TileM, s.TileN, s.TileK, in, s.Threads)
 	s.Load.Narrow = narrowOperands(st)
 	s.Bytes = cost.TileBytes(s.Schedule, size, t.Bytes())

@@ -85,3 +85,44 @@ func TestSplitK(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepenPipelines checks that a fused kernel's tensor-core stage whose
+// operands cp.async copies gets as many stages of them as its kernel's
+// shared memory holds without fewer blocks per SM than two stages leave,
+// and is priced with them: an f16 1024³ matmul in 64×64×32 tiles (8 KB a
+// stage) on the A100 model, at 256 and 128 threads a block.
+func TestDeepenPipelines(t *testing.T) {
+	b := tb.New("mm")
+	x, w := b.InputOf("x", te.F16, 1024, 1024), b.ParamOf("w", te.F16, 1024, 1024)
+	y := b.Compute("y", tb.Shape(1024, 1024), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", 1024, func(k te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(x, ax[0], k), tb.Ld(w, k, ax[1])) })
+	})
+	p := b.Program(y)
+	g, _ := gpu.Builtin("a100")
+	for _, threads := range []int{128, 256} {
+		pl := plan(t, p, "a100", Options{Threads: threads})
+		s, k := pl.Schedules[y], pl.Kernels[0]
+		if !s.TensorCores || s.PipelineStages < 3 || s.PipelineStages > schedule.MaxPipelineStages {
+			t.Fatalf("%d threads: %s, want tensor cores in 3 or 4 cp.async stages", threads, s)
+		}
+		stage := (s.TileM + s.TileN) * s.TileK * 2
+		if s.SharedBytes < s.PipelineStages*stage {
+			t.Errorf("%d threads: %d bytes of shared memory, want %d stages of %d", threads, s.SharedBytes, s.PipelineStages, stage)
+		}
+		two := k.Resources.Block()
+		two.SharedBytes -= (s.PipelineStages - 2) * stage
+		if n, _ := g.BlocksPerSM(two); k.BlocksPerSM != n {
+			t.Errorf("%d threads: %d blocks per SM with %d stages, %d with two", threads, k.BlocksPerSM, s.PipelineStages, n)
+		}
+		if s.PipelineStages < schedule.MaxPipelineStages {
+			deeper := k.Resources.Block()
+			deeper.SharedBytes += stage
+			if n, _ := g.BlocksPerSM(deeper); n >= k.BlocksPerSM && deeper.SharedBytes <= g.SharedPerBlock {
+				t.Errorf("%d threads: %d stages, but %d would keep %d blocks per SM", threads, s.PipelineStages, s.PipelineStages+1, n)
+			}
+		}
+		if want := s.Load.InFlight; want%(s.PipelineStages-1) != 0 {
+			t.Errorf("%d threads: %d loads in flight, not a multiple of the %d steps in flight", threads, want, s.PipelineStages-1)
+		}
+	}
+}

@@ -108,6 +108,11 @@ type Schedule struct {
 	// WarpsM×WarpsN is the grid of a tensor-core block's warps over its
 	// tile, KSlices its groups of such warps along K (TCBlock).
 	WarpsM, WarpsN, KSlices int
+	// PipelineStages is, for a tensor-core tile whose operands cp.async
+	// copies, the k steps of them its shared memory holds, 3 or 4: that
+	// many less one in flight while the warps compute one (TCBlock.Stages);
+	// 0 for the default, two.
+	PipelineStages int
 	// KSplit is the number of blocks that share each output tile of a
 	// tensor-core contraction, each summing its chunk of K (KChunk) into
 	// f32 partials that a finishing pass, after a grid sync, adds in chunk
@@ -163,6 +168,9 @@ func (s *Schedule) String() string {
 			str += fmt.Sprintf(" tensor cores %s, %dx%d warps", in, max(s.WarpsM, 1), max(s.WarpsN, 1))
 			if s.KSlices > 1 {
 				str += fmt.Sprintf(" × %d k slices", s.KSlices)
+			}
+			if s.PipelineStages > 2 {
+				str += fmt.Sprintf(", %d cp.async stages", s.PipelineStages)
 			}
 			if s.KSplit > 1 {
 				str += fmt.Sprintf(", k split over %d blocks", s.KSplit)

@@ -23,6 +23,23 @@ const maxWarpMMAs = 16
 // (TM/WGM)×(TN/WGN) warp tile of m16n8 MMA tiles. Slices 0 means 1.
 type TCBlock struct {
 	TM, TN, WGM, WGN, Slices int
+	// Stages is the k steps of operands that the block's shared memory
+	// holds where cp.async copies them (2 to MaxPipelineStages; 0 means
+	// 2): Stages − 1 steps' copies in flight while the warps compute one,
+	// with one block barrier a step.
+	Stages int
+}
+
+// MaxPipelineStages bounds TCBlock.Stages.
+const MaxPipelineStages = 4
+
+// PipelineStages returns the k steps of operands b's shared memory holds
+// where cp.async copies them: b.Stages, or 2 where it is not set.
+func (b TCBlock) PipelineStages() int {
+	if b.Stages < 2 {
+		return 2
+	}
+	return b.Stages
 }
 
 // WarpTile returns the MMA tiles of one warp along M and N.
@@ -63,7 +80,7 @@ func (s *Schedule) PartialBytes() int64 {
 
 // TCBlock returns the tensor-core block of schedule s.
 func (s *Schedule) TCBlock() TCBlock {
-	return TCBlock{TM: s.TileM, TN: s.TileN, WGM: max(s.WarpsM, 1), WGN: max(s.WarpsN, 1), Slices: s.KSlices}
+	return TCBlock{TM: s.TileM, TN: s.TileN, WGM: max(s.WarpsM, 1), WGN: max(s.WarpsN, 1), Slices: s.KSlices, Stages: s.PipelineStages}
 }
 
 // TensorCoreTile returns a tensor-core block's tile along an output

@@ -21,8 +21,11 @@ import (
 // the operands' type, zero past K, each row's 16-byte chunks rotated as
 // the package doc's "Shared tiles" says), as contraction.StagingOf
 // decides: where both are bare loads of half tensors, contiguous and
-// aligned along the tile's rows, by cp.async into two stages, the next
-// step's copies in flight while the warps compute this one; where an
+// aligned along the tile's rows, by cp.async into a pipeline of stages
+// (two, or the 3 or 4 of the plan's schedule.TCBlock.Stages where shared
+// memory holds them without fewer blocks per SM), the next stages − 1
+// steps' copies in flight while the warps compute this one, one barrier a
+// step; where an
 // operand's moving loads are contiguous but it is computed (a cast, a
 // rounding, exp(s - max), a reshape's index map), or aligned to 8 or 4
 // bytes only (rows of 196 halves, a weight packed at an offset of 4
@@ -187,6 +190,11 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	// this one (contraction.StagingOf).
 	st := contraction.StagingOf(X, Y, in, ms, ns, r, M, N, K)
 	stages, async := st.Stages(), st.Async()
+	if async {
+		// cp.async copies into blk's pipeline of stages, the plan's
+		// (partition's pipelineDepth), as deep as shared memory allows.
+		stages = blk.PipelineStages()
+	}
 	kredBytes := 0
 	if slices > 1 {
 		kredBytes = (slices - 1) * mt * nt * 4 * group * kir.WarpSize * 4
@@ -196,6 +204,9 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	// them, in the choice of the operands' stages either way.
 	cols := contraction.EpilogueColumns(t, ns, N)
 	colBytes := contraction.ColumnBytes(cols, TN)
+	for stages > 2 && l.sharedPerBlock > 0 && stages*(TM+TN)*tk*in.Size()+kredBytes+colBytes > l.sharedPerBlock {
+		stages--
+	}
 	if stages == 2 && l.sharedPerBlock > 0 && 2*(TM+TN)*tk*in.Size()+kredBytes+colBytes > l.sharedPerBlock {
 		// Two stages do not fit the GPU's shared memory: one, still with
 		// the register prefetch, but no copies in flight.
@@ -281,10 +292,16 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 		var products []kir.Stmt
 		switch {
 		case async:
+			// The first stages − 1 steps, a group each (empty past the
+			// chunk, so that every step waits on the same count).
 			products = gen.into(func() {
-				l.stageAsync(gen, xo, r, klo, kir.I(0), K)
-				l.stageAsync(gen, yo, r, klo, kir.I(0), K)
-				gen.emit(&kir.CommitGroup{})
+				for q := range stages - 1 {
+					if q*tk < chunk {
+						l.stageAsync(gen, xo, r, addOffset(klo, kir.I(q*tk)), kir.I(q*TM*tk), K)
+						l.stageAsync(gen, yo, r, addOffset(klo, kir.I(q*tk)), kir.I(q*tk*TN), K)
+					}
+					gen.emit(&kir.CommitGroup{})
+				}
 			})
 		case vector:
 			products = fetch(klo)
@@ -296,19 +313,27 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 			var xoff, yoff kir.Expr = kir.I(0), kir.I(0)
 			switch {
 			case async:
-				// Stage s holds this step; the next goes to the other,
-				// which every warp finished reading at the last barrier.
-				sv := kir.NewVar("s", te.I32)
-				gen.emit(&kir.Let{Var: sv, Value: kir.Mod(kir.Div(kc, kir.I(tk)), kir.I(2))})
-				other := kir.Sub(kir.I(1), sv)
+				// Step i is in stage s = i mod stages, its group the
+				// oldest of the stages − 1 in flight: once the thread's
+				// is done, the barrier makes every thread's visible, and
+				// every warp is done with step i − 1, whose stage then
+				// takes step i + stages − 1's copies, in flight while
+				// the warps compute this one. One barrier a step.
+				iv, sv, ahead := kir.NewVar("i", te.I32), kir.NewVar("s", te.I32), kir.NewVar("sa", te.I32)
+				gen.emit(
+					&kir.Let{Var: iv, Value: kir.Div(kc, kir.I(tk))},
+					&kir.Let{Var: sv, Value: kir.Mod(iv, kir.I(stages))},
+					&kir.Let{Var: ahead, Value: kir.Mod(kir.Add(iv, kir.I(stages-1)), kir.I(stages))},
+					&kir.WaitGroup{N: stages - 2},
+					&kir.SyncThreads{},
+				)
 				next := gen.into(func() {
-					l.stageAsync(gen, xo, r, kir.Add(k0, kir.I(tk)), kir.Mul(other, kir.I(TM*tk)), K)
-					l.stageAsync(gen, yo, r, kir.Add(k0, kir.I(tk)), kir.Mul(other, kir.I(tk*TN)), K)
+					l.stageAsync(gen, xo, r, kir.Add(k0, kir.I((stages-1)*tk)), kir.Mul(ahead, kir.I(TM*tk)), K)
+					l.stageAsync(gen, yo, r, kir.Add(k0, kir.I((stages-1)*tk)), kir.Mul(ahead, kir.I(tk*TN)), K)
 				})
-				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(kc, kir.I(tk)), kir.I(chunk)), Then: next},
-					&kir.CommitGroup{}, &kir.WaitGroup{N: 1})
+				gen.emit(&kir.If{Cond: kir.Lt(kir.Add(kc, kir.I((stages-1)*tk)), kir.I(chunk)), Then: next},
+					&kir.CommitGroup{})
 				xoff, yoff = kir.Mul(sv, kir.I(TM*tk)), kir.Mul(sv, kir.I(tk*TN))
-				gen.emit(&kir.SyncThreads{})
 			case vector:
 				// This step's tile goes to stage s, which no warp reads:
 				// every warp passed the last barrier after its MMAs on
@@ -349,14 +374,14 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 				step = append([]kir.Stmt{&kir.Let{Var: ks, Value: kir.Add(kir.Mul(kg, kir.I(tk/slices)), kk)}}, step...)
 				gen.emit(&kir.For{Var: kk, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk / slices), Step: mk, Body: step})
 			}
-			if !vector || stages == 1 {
+			if !async && (!vector || stages == 1) {
 				gen.emit(&kir.SyncThreads{})
 			}
 		})
 		products = append(products, &kir.For{Var: kc, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(chunk), Step: tk, Body: kloop})
-		if vector && stages == 2 {
-			// The next tile's first step writes stage 0: every warp
-			// must be done reading it.
+		if vector && stages == 2 || async {
+			// The next tile's first steps write stages from 0: every
+			// warp must be done reading them.
 			products = append(products, &kir.SyncThreads{})
 		}
 		if slices > 1 {

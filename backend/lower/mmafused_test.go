@@ -76,7 +76,9 @@ func fusedPlan(t *testing.T, p *te.Program, gpuName string, threads int) *partit
 // that a sum in another order tips the other way), and the static report
 // counts what the simulator does. The causal scores skip the tiles above
 // the diagonal: with 32×32 tiles of 96 positions, 3 of 9 per head, so
-// the MMAs are those of the 6 others.
+// the MMAs are those of the 6 others. Forced blocks of 3 and 4 cp.async
+// stages pipeline their copies (one wait_group a step, on all but the
+// stages − 2 youngest groups).
 func TestFusedTensorCores(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -93,6 +95,11 @@ func TestFusedTensorCores(t *testing.T) {
 		{"mlp/512", halfMLP(1024, 32, 128, 64), "h100", 512, nil},
 		{"causal/256", halfCausal(2, 96, 32), "a100", 256, nil},
 		{"mlp/2x4 warps", halfMLP(96, 64, 128, 80), "a100", 256, &schedule.TCBlock{TM: 64, TN: 64, WGM: 2, WGN: 4, Slices: 1}},
+		// cp.async pipelines of 3 and 4 stages: K = 64 is 2 steps of 32
+		// (fewer than 4 − 1: the prologue's last group is empty), H = 128
+		// is 4.
+		{"mlp/3 stages", halfMLP(96, 64, 128, 80), "a100", 256, &schedule.TCBlock{TM: 64, TN: 64, WGM: 2, WGN: 4, Slices: 1, Stages: 3}},
+		{"mlp/4 stages", halfMLP(96, 64, 128, 80), "a100", 256, &schedule.TCBlock{TM: 64, TN: 64, WGM: 2, WGN: 4, Slices: 1, Stages: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := fusedPlan(t, tc.p, tc.gpu, tc.threads)
@@ -103,7 +110,7 @@ func TestFusedTensorCores(t *testing.T) {
 						t.Errorf("stage %s: %s, want tensor cores", st.Name, s)
 					}
 					if b := tc.force; b != nil && s.TensorCores {
-						s.TileM, s.TileN, s.WarpsM, s.WarpsN, s.KSlices = b.TM, b.TN, b.WGM, b.WGN, b.Slices
+						s.TileM, s.TileN, s.WarpsM, s.WarpsN, s.KSlices, s.PipelineStages = b.TM, b.TN, b.WGM, b.WGN, b.Slices, b.Stages
 						s.Tiles = s.Batch * te.CeilDiv(s.M, b.TM) * te.CeilDiv(s.N, b.TN)
 					}
 				}
@@ -139,6 +146,22 @@ func TestFusedTensorCores(t *testing.T) {
 			total := res.Total()
 			if total.MMAs == 0 {
 				t.Errorf("no MMAs")
+			}
+			if b := tc.force; b != nil {
+				// Each k step of a cp.async pipeline waits for its own
+				// group with stages − 2 younger ones in flight.
+				waits := 0
+				for _, k := range m.Kernels {
+					kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+						if w, ok := s.(*kir.WaitGroup); ok && w.N == b.PipelineStages()-2 {
+							waits++
+						}
+						return true
+					})
+				}
+				if waits == 0 {
+					t.Errorf("no cp.async.wait_group %d in the module:\n%s", b.PipelineStages()-2, m)
+				}
 			}
 			if rep := report.Module(m, report.Config{}); rep.Total != total {
 				t.Errorf("static report counts %v, the simulator %v", rep.Total, total)
