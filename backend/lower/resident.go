@@ -789,19 +789,7 @@ func (l *lowerer) sumVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc,
 		}
 		loads, sums = append(loads, load...), append(sums, sum...)
 	}
-	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
-		delete(g.env, a)
-	}
-	for _, t := range stands {
-		delete(g.bufs, t)
-	}
-	if !ok {
-		return false
-	}
-	c.tmp.Locals = append(c.tmp.Locals, arrays...)
-	body := append(append(lets, loads...), sums...)
-	g.emit(&kir.For{Var: i, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(rounds), Step: 1, Body: body})
-	return true
+	return emitRounds(g, c, r, stands, arrays, ok, i, rounds, lets, loads, sums)
 }
 
 // sumColVec emits sumPart's sums with the wide factor f read across the
@@ -880,6 +868,15 @@ func (l *lowerer) sumColVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, a
 		}
 		loads, sums = append(loads, load...), append(sums, sum...)
 	}
+	return emitRounds(g, c, r, stands, arrays, ok, i, rounds, lets, loads, sums)
+}
+
+// emitRounds ends sumVec's and sumColVec's emission: it forgets the
+// bindings of r's axes and of the columns, and the local arrays'
+// stand-ins, and, where every vector lowered to a plain load (ok),
+// declares the arrays in c.tmp and emits the loop over rounds i, each the
+// rounds' lets, then all its loads, then its sums. It reports ok.
+func emitRounds(g *gen, c entryCtx, r *te.Reduce, stands []*te.Tensor, arrays []*kir.Buffer, ok bool, i *kir.Var, rounds int, lets, loads, sums []kir.Stmt) bool {
 	for _, a := range append(append([]*te.Var{}, r.Axes...), c.fAxes...) {
 		delete(g.env, a)
 	}
