@@ -319,16 +319,16 @@ func (s stage) inFlight(g gpu.Model, per int) int {
 	return u
 }
 
-// columnVectors returns the elements of the wide factor of d that a
-// thread of a matrix-vector tiling of d, width columns wide (Width, one
-// column per thread), would load at once across consecutive columns
-// (MatVec.ColVec), or 0 where there is one column axis and the vectors
-// along it are not the better path: where the wide factor's loads are read
-// 16 bytes at a time along k already (vecElems: no k mask), where its
-// parts' loads do not move contiguously and aligned along the columns,
-// or where the tile's threads, each taking ColVec columns, would leave
-// some with no k to sum.
-func columnVectors(d contraction.Dims, wide int, width, threads int) int {
+// columnVectors returns the elements of the wide factor of d (X where
+// wide is 0, else Y) that a thread of a matrix-vector tiling of d, width
+// columns wide (Width, one column per thread), would load at once across
+// consecutive columns (MatVec.ColVec). It returns 0 where the wide factor
+// has more than one column axis or d more than one reduction axis, where
+// its loads are read 16 bytes at a time along k already (vecElems: no k
+// mask), where its parts' loads do not move contiguously and aligned along
+// the columns, and where the tile's threads, each taking ColVec columns,
+// would leave some with no k to sum.
+func columnVectors(d contraction.Dims, wide, width, threads int) int {
 	f, axes := d.Y, d.NAxes
 	if wide == 0 {
 		f, axes = d.X, d.MAxes
