@@ -49,6 +49,13 @@ func unitAlong(x Index, along *Var, n int) (int, bool) {
 			if t.Coef%n != 0 {
 				return 0, false
 			}
+		case constantOver(*a.Arg, along, n):
+			// An atom of an index that is constant over the vector
+			// (the kernel row of an im2col, floor(k/4) mod 4 for n = 4):
+			// constant too, and a multiple of n keeps the vector aligned.
+			if t.Coef%n != 0 {
+				return 0, false
+			}
 		default:
 			if a.Divisor%n != 0 || !alongPlusMultiple(*a.Arg, along, n) {
 				return 0, false
@@ -61,6 +68,28 @@ func unitAlong(x Index, along *Var, n int) (int, bool) {
 		}
 	}
 	return unit, true
+}
+
+// constantOver reports whether x has one value on the n elements of every
+// aligned vector along along (along = n·q, ..., n·q + n-1): each of its
+// terms does not use along, or is floor((along + a)/d) with n dividing d
+// and a as alongPlusMultiple allows, or an atom of an index that is
+// itself constant over the vector.
+func constantOver(x Index, along *Var, n int) bool {
+	for _, t := range x.Terms {
+		a := t.Atom
+		switch {
+		case a.Op == AtomVar:
+			if a.Var == along && along.Extent > 1 {
+				return false
+			}
+		case !a.Arg.Uses(along):
+		case a.Op == AtomDiv && a.Divisor%n == 0 && alongPlusMultiple(*a.Arg, along, n):
+		case !constantOver(*a.Arg, along, n):
+			return false
+		}
+	}
+	return true
 }
 
 // alongPlusMultiple reports whether x is along + a, where a does not use

@@ -5,7 +5,7 @@ import "testing"
 // TestContiguous checks which loads read vectors of 8 elements along an axis:
 // those whose flat offset moves by one element per step of the axis from
 // an aligned start, reshapes by divisors that are multiples of the
-// vector included.
+// vector included, and an im2col's kernel rows, constant over a vector.
 func TestContiguous(t *testing.T) {
 	k := &Var{Name: "k", Extent: 64}
 	m := &Var{Name: "m", Extent: 32}
@@ -15,6 +15,8 @@ func TestContiguous(t *testing.T) {
 	}
 	f := &Var{Name: "f", Extent: 2 * 784}
 	F := VarIndex(f)
+	p := &Var{Name: "p", Extent: 3 * 64}
+	P := VarIndex(p)
 	for _, tc := range []struct {
 		name string
 		ld   *Load
@@ -34,10 +36,20 @@ func TestContiguous(t *testing.T) {
 		{"reshape by 4", load([]int{16, 32, 4}, K.Div(4), M, K.Mod(4)), false},
 		{"m only", load([]int{32, 8}, M, Const(0)), false},
 		{"a 1×1 window", load([]int{32, 64}, M, K.Add(VarIndex(&Var{Name: "kw", Extent: 1}))), true},
+		// An im2col of 8×8 patches with stride 8: k = (c, kh, kw), rows
+		// 8·m + kh, kw in the row; kh = floor(k/8) mod 8 is constant over
+		// a vector of 8 along k.
+		{"a stride-8 patch", load([]int{3, 256, 8}, P.Div(64), P.Div(8).Mod(8).Add(M.Scale(8)), P.Mod(8)), true},
+		{"a stride-8 patch in rows of 12", load([]int{3, 256, 12}, P.Div(64), P.Div(8).Mod(8).Add(M.Scale(8)), P.Mod(8)), false},
+		{"a patch row of floor(k/4)", load([]int{3, 512, 8}, P.Div(64), P.Div(4).Mod(16).Add(M.Scale(16)), P.Mod(8)), false},
+		{"a patch row of floor(k/16) mod 8", load([]int{3, 256, 8}, P.Div(64).Mod(3), P.Div(8).Mod(8).Add(M.Scale(8)), P.Mod(8)), true},
 	} {
 		along := k
-		if tc.ld.Index[0].Uses(f) {
+		switch {
+		case tc.ld.Index[0].Uses(f):
 			along = f
+		case tc.ld.Index[0].Uses(p):
+			along = p
 		}
 		if got := tc.ld.Contiguous(along, 8); got != tc.want {
 			t.Errorf("%s: x%v: got %v, want %v", tc.name, tc.ld.Index, got, tc.want)
