@@ -192,7 +192,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	stages, async := st.Stages(), st.Async()
 	if async {
 		// cp.async copies into blk's pipeline of stages, the plan's
-		// (partition's pipelineDepth), as deep as shared memory allows.
+		// (partition.deepenPipelines), as deep as shared memory allows.
 		stages = blk.PipelineStages()
 	}
 	kredBytes := 0
