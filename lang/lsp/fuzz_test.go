@@ -91,8 +91,14 @@ func editSession(t *testing.T, file, text string, rng *rand.Rand, n int) {
 			}
 			start, end := m.position(a), m.position(b)
 			// Apply the edit as the server will, at the offsets the
-			// positions denote (a position inside a character snaps).
+			// positions denote (a position inside a character snaps),
+			// in order: a position inside a character may count more
+			// units than the one after it, and the server takes a
+			// reversed range as the span between its ends.
 			a, b = m.offset(start), m.offset(end)
+			if b < a {
+				a, b = b, a
+			}
 			ins := fragments[rng.Intn(len(fragments))]
 			text = text[:a] + ins + text[b:]
 			change = map[string]any{"range": protocol.Range{Start: start, End: end}, "text": ins}
