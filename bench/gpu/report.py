@@ -268,13 +268,38 @@ def clock_sections(d, tec):
     return lines, out
 
 
+def calibrate_markdown(tec):
+    """The tables of bench/gpu/calibrate.cu's figures, if it ran: one grid
+    sync by blocks per SM, and each read rate with the round trip that
+    Little's law gives (bytes in flight over the rate)."""
+    rows = [r for r in tec if r.get("kind") == "calibrate" and r.get("what") != "failed"]
+    if not rows:
+        return []
+    lines = ["", "## Calibration (bench/gpu/calibrate.cu)", ""]
+    for r in rows:
+        if r["what"] == "device":
+            lines += [f"{r['name']}, {r['sms']} SMs, L2 {r['l2_bytes'] / 2**20:.0f} MiB.", ""]
+    syncs = [r for r in rows if r["what"] == "grid_sync"]
+    if syncs:
+        lines += ["| grid sync | blocks per SM (256 threads) | µs |", "|---|---|---|"]
+        lines += [f"| grid.sync() | {r['blocks_per_sm']} | {r['us']:.2f} |" for r in syncs]
+        lines.append("")
+    reads = [r for r in rows if r["what"] in ("dram_read", "l2_read")]
+    if reads:
+        lines += ["| read | blocks per SM | 16-byte loads in flight a thread | MB in flight | TB/s | round trip µs |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r['what']} | {r['blocks_per_sm']} | {r['loads_in_flight']} | {r['bytes_in_flight'] / 1e6:.2f} | "
+                  f"{r['tbps']:.2f} | {r['latency_us']:.2f} |" for r in reads]
+    return lines
+
+
 def markdown(tec, check, bench, clocks=()):
     lines = ["## Correctness", "", "| what | model | size | build | check |", "|---|---|---|---|---|"]
     for r in tec:
-        if r.get("kind") == "gpu":
+        if r.get("kind") == "gpu" or (r.get("kind") == "calibrate" and r.get("what") != "failed"):
             continue
         what = {"full-vs-peer": "tec vs PyTorch eager (full)", "stage-clock": "tec's stage clock (full)",
-                "generate-skipped": "tec generate --device cuda"}.get(r.get("kind"), "tec vs reference")
+                "generate-skipped": "tec generate --device cuda", "calibrate": "bench/gpu/calibrate.cu"}.get(r.get("kind"), "tec vs reference")
         build = r.get("level", "") + ("" if r.get("precision", "f32") == "f32" else "-" + r["precision"])
         size = r.get("size", "") + (f" B={r['batch']}" if r.get("batch") else "")
         lines.append(f"| {what} | {r.get('model', '')} | {size} | {build} | {r.get('check', '')} |")
@@ -296,6 +321,7 @@ def markdown(tec, check, bench, clocks=()):
                      f"{_ms(b.get('min_ms'))} | {_ms(b.get('max_ms'))} | | {note} |")
     lines += decode_markdown(*decode_rows(tec, bench))
     lines += list(clocks)
+    lines += calibrate_markdown(tec)
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--stage-clock] [--peers] [--bench N] [--arch sm_XX] [--append] DIR
+# bench/gpu/run.sh [--compile-only] [--all] [--sanitize] [--ncu] [--stage-clock] [--calibrate] [--peers] [--bench N] [--arch sm_XX] [--append] DIR
 #
 # Runs, on a machine with an NVIDIA GPU, nvcc and Python 3 with NumPy (no Go
 # needed), what bench/gpu/prepare.sh put in DIR. For each MODEL/SIZE/BUILD
@@ -17,6 +17,11 @@
 #     syncs with a second runner built with -DTEC_STAGE_CLOCK (run_clock;
 #     docs/gpu.md, "The stage clock") into BUILD/stage_clock.json, which
 #     report.py sets beside the predictions of BUILD/report.json.
+# With --calibrate it compiles and runs bench/gpu/calibrate.cu, which
+# measures what the cost model's GPU description takes and no datasheet
+# gives (one grid sync; DRAM and L2 read rates and round trips by loads in
+# flight), into results.jsonl and results.md's "Calibration" tables
+# (--compile-only compiles it).
 # With --peers it then checks every peer (bench/gpu/peers.py: PyTorch eager,
 # torch.compile, max-autotune, CUDA graphs, JAX) against the tiny references
 # and times each at full size on the same feeds, and compares tec's full-size
@@ -50,18 +55,19 @@
 # afresh; report.py reads all of it.
 #
 # The one command on a GPU machine is
-#   bench/gpu/run.sh --all DIR      (--sanitize --ncu --stage-clock --peers)
+#   bench/gpu/run.sh --all DIR      (--sanitize --ncu --stage-clock --calibrate --peers)
 set -euo pipefail
 
-compile_only= sanitize= ncu= peers= bench=20 arch= append= stage_clock=
+compile_only= sanitize= ncu= peers= bench=20 arch= append= stage_clock= calibrate=
 while [ $# -gt 1 ]; do
   case $1 in
     --compile-only) compile_only=1 ;;
     --sanitize) sanitize=1 ;;
     --ncu) ncu=1 ;;
     --stage-clock) stage_clock=1 ;;
+    --calibrate) calibrate=1 ;;
     --peers) peers=1 ;;
-    --all) sanitize=1 ncu=1 peers=1 stage_clock=1 ;;
+    --all) sanitize=1 ncu=1 peers=1 stage_clock=1 calibrate=1 ;;
     --bench) bench=$2; shift ;;
     --arch) arch=$2; shift ;;
     --append) append=1 ;;
@@ -69,7 +75,7 @@ while [ $# -gt 1 ]; do
   esac
   shift
 done
-dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--stage-clock] [--peers] [--bench N] [--arch sm_XX] DIR}
+dir=${1:?usage: bench/gpu/run.sh [--compile-only] [--sanitize] [--ncu] [--stage-clock] [--calibrate] [--peers] [--bench N] [--arch sm_XX] DIR}
 dir=$(cd "$dir" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
@@ -242,6 +248,22 @@ print("%.1f" % (sum(float(r[v].replace(",", "")) * scale.get(r[u], 1) for r in r
   record kind=tec runner=runner model="$model" size="$size" level="$level" precision="$precision" check="$check" \
     ok="$ok" median_ms="$ms" min_ms="$lo" max_ms="$hi" dram_mb="$mb" "${extra[@]}"
 done
+
+# The GPU's own figures (bench/gpu/calibrate.cu), each a JSON line.
+if [ -n "$calibrate" ] || [ -n "$compile_only" ]; then
+  echo "== calibrate.cu"
+  if ! nvcc -O3 -arch="$arch" -o "$dir/calibrate" "$here/calibrate.cu" 2> "$dir/calibrate-nvcc.log"; then
+    record kind=calibrate what=failed check="nvcc failed: $(head -c 300 "$dir/calibrate-nvcc.log" | tr '\n|' '  ')" ok=false
+    status=1
+  elif [ -n "$calibrate" ] && [ -z "$compile_only" ]; then
+    if "$dir/calibrate" > "$dir/calibrate.jsonl" 2> "$dir/calibrate.log"; then
+      cat "$dir/calibrate.jsonl" >> "$results"
+    else
+      record kind=calibrate what=failed check="calibrate failed: $(tail -c 300 "$dir/calibrate.log" | tr '\n|' '  ')" ok=false
+      status=1
+    fi
+  fi
+fi
 
 # The peers: checked against the tiny references, then timed at full size.
 present=()

@@ -65,5 +65,10 @@ for c in clocks:
     # The lowering's own stages, which the plan does not price.
     extra = {n for s in segs for n in s["unpredicted"]}
     assert extra <= {"counters.zero"}, extra
+# --all's --calibrate: the fake calibrate's figures, in results.md's tables.
+cal = [r for r in out["tec"] if r.get("kind") == "calibrate"]
+assert {r["what"] for r in cal} == {"device", "grid_sync", "dram_read", "l2_read"}, cal
+md = open(f"{d}/results.md").read()
+assert "| grid.sync() | 2 | 1.50 |" in md and "| dram_read | 2 | 8 | 8.65 | 2.70 | 3.20 |" in md, md
 print(f"test_fake_gpu.sh: ok ({len(rows)} decode rows, {len(vs)} full-size comparisons with PyTorch)")
 PY

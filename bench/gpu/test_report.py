@@ -156,6 +156,21 @@ class StageClockTest(unittest.TestCase):
         self.assertNotIn("| 3 | k1 |", md)  # not among the 2 longest
         self.assertIn("| latency | 2 | 19.0 | 14.0 | 1.36 |", md)
 
+    def test_calibration(self):
+        # calibrate.cu's lines become tables; a failed run is a correctness row.
+        rows = [{"kind": "calibrate", "what": "device", "name": "NVIDIA H200", "sms": 132, "l2_bytes": 62914560},
+                {"kind": "calibrate", "what": "grid_sync", "blocks_per_sm": 2, "threads": 256, "us": 1.734},
+                {"kind": "calibrate", "what": "dram_read", "blocks_per_sm": 4, "threads": 256, "loads_in_flight": 4,
+                 "bytes_in_flight": 8650752, "ms": 0.6, "tbps": 3.58, "latency_us": 2.416},
+                {"kind": "calibrate", "what": "failed", "check": "calibrate failed: no device", "ok": "false"}]
+        md = report.markdown(rows, [], [])
+        self.assertIn("NVIDIA H200, 132 SMs, L2 60 MiB.", md)
+        self.assertIn("| grid.sync() | 2 | 1.73 |", md)
+        self.assertIn("| dram_read | 4 | 4 | 8.65 | 3.58 | 2.42 |", md)
+        self.assertIn("| bench/gpu/calibrate.cu |  |  |  | calibrate failed: no device |", md)
+        self.assertTrue(report.failed(rows, [], []))
+        self.assertNotIn("## Calibration", report.markdown(rows[3:], [], []))
+
     def test_failed_run(self):
         # A failed run records no clock: the correctness table says so, and
         # no stage clock section is written.
