@@ -31,7 +31,9 @@ ptxas info    : Function properties for _Z14k_k25_a_ctx_11PK6__halfS1_S1_S1_S1_S
     16 bytes stack frame, 12 bytes spill stores, 12 bytes spill loads
 ptxas info    : Used 118 registers, 424 bytes cmem[0], 16 bytes cmem[2]
 ptxas info    : Function properties for _ZN37_INTERNAL_b15c8f48_7_bert_cu_c580bdab5s_x_1EP6__halfPKS0_PKfS5_S3_
-    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    0 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Function properties for _ZN37_INTERNAL_b15c8f48_7_bert_cu_c580bdab5s_x_2EP6__halfPKS0_PKfS5_S3_
+    0 bytes stack frame, 0 bytes spill stores, 4 bytes spill loads
 `
 
 // ptxasOutput is what ptxas -v prints of an entry function of the LLVM
@@ -54,8 +56,9 @@ func TestParsePTXAS(t *testing.T) {
 		want map[string]*PTXASFunction
 	}{
 		{"nvcc", nvccOutput, map[string]*PTXASFunction{
-			"k_k26_x_mu_24":  {Registers: 17, SpillStores: 8, SpillLoads: 4},
-			"k_k25_a_ctx_11": {Registers: 118, StackFrame: 16, SpillStores: 12, SpillLoads: 12, Calls: true},
+			"k_k26_x_mu_24": {Registers: 17, SpillStores: 8, SpillLoads: 4},
+			"k_k25_a_ctx_11": {Registers: 118, StackFrame: 16, SpillStores: 12, SpillLoads: 12, Calls: true,
+				Callees: []Spill{{Stores: 4, Loads: 8}, {Loads: 4}}},
 		}},
 		{"ptxas", ptxasOutput, map[string]*PTXASFunction{"k_k0_h": {Registers: 40}}},
 		{"empty", "", map[string]*PTXASFunction{}},
@@ -63,6 +66,42 @@ func TestParsePTXAS(t *testing.T) {
 	for _, tt := range tests {
 		if got := ParsePTXAS([]byte(tt.out)); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestMeets checks which spills cost a kernel its launch bounds: its own
+// where it calls no function, its functions' where it calls some (its own
+// are then what the calls save), each against the same kernel compiled
+// with its threads alone.
+func TestMeets(t *testing.T) {
+	g, err := gpu.Lookup("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kir.Kernel{Name: "k", Block: 256, BlocksPerSM: 2}
+	tests := []struct {
+		name    string
+		f, base *PTXASFunction
+		want    bool
+	}{
+		{"fits", &PTXASFunction{Registers: 128}, nil, true},
+		{"too many registers", &PTXASFunction{Registers: 129}, nil, false},
+		{"spills", &PTXASFunction{Registers: 128, SpillStores: 8, SpillLoads: 8}, nil, false},
+		{"spills as much unbounded", &PTXASFunction{Registers: 128, SpillStores: 8, SpillLoads: 8},
+			&PTXASFunction{Registers: 140, SpillStores: 8, SpillLoads: 8}, true},
+		{"saves around its calls", &PTXASFunction{Registers: 128, SpillStores: 188, SpillLoads: 2216, Calls: true},
+			&PTXASFunction{Registers: 172, Calls: true}, true},
+		{"its functions spill a register", &PTXASFunction{Registers: 128, Calls: true, Callees: []Spill{{4, 12}, {4, 4}}},
+			&PTXASFunction{Registers: 172, Calls: true}, true},
+		{"its functions spill", &PTXASFunction{Registers: 128, Calls: true, Callees: []Spill{{4, 12}, {64, 256}}},
+			&PTXASFunction{Registers: 172, Calls: true}, false},
+		{"its functions spill as much unbounded", &PTXASFunction{Registers: 128, Calls: true, Callees: []Spill{{64, 256}}},
+			&PTXASFunction{Registers: 172, Calls: true, Callees: []Spill{{64, 256}}}, true},
+	}
+	for _, tt := range tests {
+		if got := meets(g, k, tt.f, tt.base); got != tt.want {
+			t.Errorf("%s: meets %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

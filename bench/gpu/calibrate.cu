@@ -10,8 +10,8 @@
 //     thread before it uses any: below the plateau, bytes in flight over the
 //     rate is the round trip under load (Little's law; DRAMLatency), and the
 //     plateau is the bandwidth a stream reaches (against DRAMBandwidth);
-//   - l2_read: the same loads over a 16 MiB buffer, which stays in the L2,
-//     64 times.
+//   - l2_read: the same loads, cached in the L2 only, over a 32 MiB buffer,
+//     which stays in the L2, 64 times.
 //
 // Each figure is the median of 10 timed runs (CUDA events) after 3 warm-ups.
 // It prints one JSON object per line, which bench/gpu/run.sh --calibrate
@@ -42,10 +42,12 @@ __global__ void grid_syncs(int n) {
 
 // stream reads n 16-byte vectors reps times, F at a time per thread, all
 // issued before any is used; out is written only where the sum hits a value
-// the data never gives, so that the loads are kept. The launch bounds name
+// the data never gives, so that the loads are kept. With L2 they are cached
+// in the L2 only (ld.global.cg): a block's share of a 32 MiB buffer would
+// otherwise stay in its SM's L1 from one pass to the next. The launch bounds name
 // the blocks per SM: without them ptxas fits 8 blocks' registers (32 a
 // thread) and adds each vector as it lands, with two or three in flight.
-template <int F, int BPS>
+template <int F, int BPS, bool L2>
 __global__ void __launch_bounds__(256, BPS) stream(const uint4* __restrict__ p, long long n, int reps, uint4* out) {
   long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   long long stride = (long long)gridDim.x * blockDim.x;
@@ -54,7 +56,7 @@ __global__ void __launch_bounds__(256, BPS) stream(const uint4* __restrict__ p, 
     for (long long i = tid; i + (F - 1) * stride < n; i += F * stride) {
       uint4 v[F];
 #pragma unroll
-      for (int f = 0; f < F; f++) v[f] = __ldg(p + i + f * stride);
+      for (int f = 0; f < F; f++) v[f] = L2 ? __ldcg(p + i + f * stride) : __ldg(p + i + f * stride);
 #pragma unroll
       for (int f = 0; f < F; f++) {
         acc.x += v[f].x;
@@ -90,12 +92,12 @@ static float median_ms(Launch launch) {
   return (ms[4] + ms[5]) / 2;
 }
 
-// read_rate times stream<F, BPS> over n vectors, reps times.
-template <int F, int BPS>
+// read_rate times stream<F, BPS, L2> over n vectors, reps times.
+template <int F, int BPS, bool L2>
 static void read_rate(const char* what, const uint4* buf, long long n, int reps, uint4* out, int sms) {
   long long threads = (long long)sms * BPS * 256, chunk = F * threads;
   if (chunk > n / 4) return;  // too few steps per thread to time
-  float ms = median_ms([&] { stream<F, BPS><<<sms * BPS, 256>>>(buf, n, reps, out); });
+  float ms = median_ms([&] { stream<F, BPS, L2><<<sms * BPS, 256>>>(buf, n, reps, out); });
   long long left = n % chunk, tail = left - (F - 1) * threads;
   double bytes = (double)reps * ((n - left) + F * std::max(0LL, tail)) * 16;
   double rate = bytes / (ms * 1e-3);
@@ -106,20 +108,21 @@ static void read_rate(const char* what, const uint4* buf, long long n, int reps,
          what, BPS, F, inflight, ms, rate / 1e12, inflight / rate * 1e6);
 }
 
-template <int BPS>
+template <int BPS, bool L2>
 static void read_rates(const char* what, const uint4* buf, long long n, int reps, uint4* out, int sms) {
-  read_rate<1, BPS>(what, buf, n, reps, out, sms);
-  read_rate<2, BPS>(what, buf, n, reps, out, sms);
-  read_rate<4, BPS>(what, buf, n, reps, out, sms);
-  read_rate<8, BPS>(what, buf, n, reps, out, sms);
-  read_rate<16, BPS>(what, buf, n, reps, out, sms);
+  read_rate<1, BPS, L2>(what, buf, n, reps, out, sms);
+  read_rate<2, BPS, L2>(what, buf, n, reps, out, sms);
+  read_rate<4, BPS, L2>(what, buf, n, reps, out, sms);
+  read_rate<8, BPS, L2>(what, buf, n, reps, out, sms);
+  read_rate<16, BPS, L2>(what, buf, n, reps, out, sms);
 }
 
+template <bool L2>
 static void read_rates(const char* what, const uint4* buf, long long n, int reps, uint4* out, int sms) {
-  read_rates<1>(what, buf, n, reps, out, sms);
-  read_rates<2>(what, buf, n, reps, out, sms);
-  read_rates<4>(what, buf, n, reps, out, sms);
-  read_rates<8>(what, buf, n, reps, out, sms);
+  read_rates<1, L2>(what, buf, n, reps, out, sms);
+  read_rates<2, L2>(what, buf, n, reps, out, sms);
+  read_rates<4, L2>(what, buf, n, reps, out, sms);
+  read_rates<8, L2>(what, buf, n, reps, out, sms);
 }
 
 int main() {
@@ -147,13 +150,13 @@ int main() {
            bps, (many - none) * 1e3 / 2000);
   }
 
-  long long dram_n = (2LL << 30) / 16, l2_n = (16LL << 20) / 16;
+  long long dram_n = (2LL << 30) / 16, l2_n = (32LL << 20) / 16;
   uint4 *buf, *out;
   CHECK(cudaMalloc(&buf, dram_n * 16));
   CHECK(cudaMemset(buf, 0, dram_n * 16));
   CHECK(cudaMalloc(&out, (size_t)sms * 8 * 256 * 16));
-  read_rates("dram_read", buf, dram_n, 1, out, sms);
-  read_rates("l2_read", buf, l2_n, 64, out, sms);
+  read_rates<false>("dram_read", buf, dram_n, 1, out, sms);
+  read_rates<true>("l2_read", buf, l2_n, 64, out, sms);
   CHECK(cudaFree(buf));
   CHECK(cudaFree(out));
   return 0;
