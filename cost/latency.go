@@ -60,9 +60,12 @@ const (
 	// BoundGridSync: the grid syncs of its own phases (a split reduction,
 	// a split K) take longer than its work.
 	BoundGridSync
+	// BoundL1: the L1 wavefronts of its loads (LoadPath.Lines), one an SM
+	// a clock: a warp's loads scattered over many lines.
+	BoundL1
 )
 
-var boundNames = [...]string{BoundNone: "none (in an epilogue)", BoundDRAM: "DRAM", BoundL2: "L2", BoundTensor: "tensor", BoundFP32: "FP32 issue", BoundLatency: "latency", BoundGridSync: "grid syncs"}
+var boundNames = [...]string{BoundNone: "none (in an epilogue)", BoundDRAM: "DRAM", BoundL2: "L2", BoundTensor: "tensor", BoundFP32: "FP32 issue", BoundLatency: "latency", BoundGridSync: "grid syncs", BoundL1: "L1 wavefronts"}
 
 // String returns the bound's name, as tec explain --plan prints it.
 func (b Bound) String() string { return boundNames[b] }

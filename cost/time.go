@@ -57,6 +57,9 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 			w, bound = l, BoundL2
 		}
 	}
+	if l := L1Time(g, s, p); l > w {
+		w, bound = l, BoundL1
+	}
 	t := w * float64(min(s.Tiles, sat)) / float64(conc)
 	if conc < g.SMs {
 		t *= float64(g.SMs) / float64(conc)
@@ -78,6 +81,19 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 		return stageFloor, BoundLatency
 	}
 	return t, bound
+}
+
+// L1Time is the time the L1s of g take to serve the loads of a stage
+// (schedule s, price p) at s.Load.Lines wavefronts per 128 bytes, one an
+// SM a clock; 0 where g gives no clock or s's loads are not described.
+// The decode step's attention scores at B = 8 were tiled a thread per
+// key, 32 lines a warp's load: 174 µs on an H200 where the model, blind
+// to it, predicted 9 (docs/benchmarks.md, "The third H200 run").
+func L1Time(g gpu.Model, s *schedule.Schedule, p *Price) float64 {
+	if g.Clock <= 0 || s.Load.Lines <= 0 {
+		return 0
+	}
+	return float64(p.Bytes) / wavefrontBytes * s.Load.Lines / (float64(g.SMs) * g.Clock)
 }
 
 // RowTilesTime is the least time of a stage computed a block per output

@@ -215,7 +215,7 @@ const (
 //	l2_bytes               0 to 2^40
 //	max_param_bytes        0 (4096), or 64 to 1 MiB
 //	dram_bandwidth, fp32_peak              above 0, at most 1e18
-//	l2_bandwidth, fp16_peak                0 to 1e18
+//	l2_bandwidth, fp16_peak, clock         0 to 1e18
 //	launch_cost, grid_sync_cost (seconds)  0 to 1
 func (g Model) Validate() error {
 	var errs []error
@@ -259,6 +259,7 @@ func (g Model) Validate() error {
 		{"l2_bandwidth", g.L2Bandwidth, 0, maxRate, false},
 		{"fp16_peak", g.FP16Peak, 0, maxRate, false},
 		{"tf32_peak", g.TF32Peak, 0, maxRate, false},
+		{"clock", g.Clock, 0, maxRate, false},
 		{"launch_cost", g.LaunchCost, 0, maxCost, false},
 		{"grid_sync_cost", g.GridSyncCost, 0, maxCost, false},
 		{"dram_latency", g.DRAMLatency, 0, maxCost, false},

@@ -44,6 +44,12 @@ type Model struct {
 	// second; 0 means half of FP16Peak, as on the A100 and H100.
 	TF32Peak float64 `json:"tf32_peak,omitempty"`
 
+	// Clock is the SMs' clock under load, in cycles per second: each SM's
+	// L1 serves one wavefront (a 128-byte line of a warp's load) a clock,
+	// which the cost model prices a stage's scattered loads by; 0 leaves
+	// the L1 out of the cost model.
+	Clock float64 `json:"clock,omitempty"`
+
 	LaunchCost   float64 `json:"launch_cost"`    // seconds per kernel launch
 	GridSyncCost float64 `json:"grid_sync_cost"` // seconds per grid-wide barrier
 
@@ -140,6 +146,10 @@ func (g Model) TF32Rate() float64 {
 //     7.2 TB/s. NVIDIA publishes no per-clock figure for Hopper; we assume
 //     the same 5120 bytes per clock at H100 SXM's 1755 MHz boost clock
 //     (9.0 TB/s), an estimate to be checked against a measurement.
+//   - Clock: the boost clock at which the FP32 peaks are given (A100:
+//     19.5 TFLOP/s over 108 SMs of 64 FMA lanes is 1.41 GHz; H100 and
+//     H200: 67 TFLOP/s over 132 SMs of 128 is 1.98 GHz, the H200's clock
+//     under load, measured: docs/benchmarks.md, "The third H200 run").
 //   - Kernel parameters: 4 KB per kernel, CUDA C++ Programming Guide,
 //     "Function Parameters" (raised to 32,764 bytes by CUDA 12.1 on Volta
 //     and later; the CUDA 11.8 toolchain we compile with keeps 4 KB).
@@ -159,6 +169,7 @@ func builtins() map[string]Model {
 		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 		L2Bytes:       50 << 20,
 		DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12, TF32Peak: 494.7e12,
+		Clock:      1.98e9,
 		LaunchCost: 2e-6, GridSyncCost: 1e-6,
 	}
 	// The H200 is the H100's die and SMs with faster, larger HBM3e.
@@ -173,6 +184,7 @@ func builtins() map[string]Model {
 			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 			L2Bytes:       40 << 20,
 			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12, TF32Peak: 156e12,
+			Clock:      1.41e9,
 			LaunchCost: 2e-6, GridSyncCost: 1e-6,
 		},
 		"h100": h100,

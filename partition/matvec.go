@@ -251,6 +251,15 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	cols := product(axes)
 	parts := wideParts(f, axes)
 	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec = nil, 0, 0, 0
+	defer func() {
+		vec, bytes := max(mv.Vec, 1), 0
+		if mv.Vec > 0 || mv.ColVec > 0 {
+			bytes = 16
+		}
+		if len(d.Reduce.Axes) == 1 {
+			s.Load.Lines = warpLines(f, axes, d.Reduce.Axes[0], mv, vec, bytes)
+		}
+	}()
 	tp, ok := tileParts(parts, mv.Width())
 	ok = ok && cols%mv.Width() == 0
 	s.Load = schedule.LoadPath{Width: cost.ElemSize(f), InFlight: scalarMatVecLoads(d, mv, !ok && len(parts) > 1)}
@@ -300,6 +309,94 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
 	s.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight * max(mv.Cols, 1)}
 	s.RegsPerThread += 4 * mv.InFlight * max(mv.Cols, 1)
+}
+
+// warpLines returns the L1 wavefronts per 128 bytes moved of a warp's
+// loads of the wide factor f of a matrix-vector tiling mv
+// (schedule.LoadPath.Lines), the most over f's loads: lane l of a warp
+// takes the tile's column l mod TileF (its first of Cols consecutive ones
+// where ColVec is set) and the k of vector l / TileF, vec elements a
+// vector, each load moving bytes bytes (0: the load's element). Each
+// load's offset is placed from its strides along the column axes cols and
+// k, the tile's first column and k at a 128-byte boundary. A tiling whose
+// lanes take columns whose rows lie apart (a thread per key of an
+// attention's scores, 256 bytes apart) has 32 lines a load; one whose
+// lanes read along k shares lines among them. It returns 0 where a load's
+// offset is not affine in the columns and k (a gather, a reshape's floor).
+func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, bytes int) float64 {
+	tileF := max(mv.TileF, 1)
+	worst, known := 0.0, true
+	te.Walk(f, func(x te.Expr) bool {
+		ld, ok := x.(*te.Load)
+		if !ok || !known {
+			return known
+		}
+		if ld.IsGather() {
+			known = false
+			return false
+		}
+		colStride := make([]int, len(cols))
+		for i, c := range cols {
+			st, ok := flatStride(ld, c)
+			if !ok {
+				known = false
+				return false
+			}
+			colStride[i] = st
+		}
+		kStride, ok := flatStride(ld, k)
+		if !ok {
+			known = false
+			return false
+		}
+		size := ld.Tensor.DType.Size()
+		n := bytes
+		if n == 0 {
+			n = size
+		}
+		lines := map[int]bool{}
+		for lane := range 32 {
+			col, kz := lane%tileF, lane/tileF
+			if mv.ColVec > 0 {
+				col *= max(mv.Cols, 1)
+			}
+			off := kz * vec * kStride
+			for i := len(cols) - 1; i >= 0; i-- {
+				ext := max(cols[i].Extent, 1)
+				off += col % ext * colStride[i]
+				col /= ext
+			}
+			first := te.FloorDiv(off*size, 128)
+			for line := first; line <= te.FloorDiv(off*size+n-1, 128); line++ {
+				lines[line] = true
+			}
+		}
+		worst = max(worst, float64(len(lines))*128/float64(32*n))
+		return true
+	})
+	if !known {
+		return 0
+	}
+	return worst
+}
+
+// flatStride returns the elements by which load l's row-major offset moves
+// as v grows by one, and whether its index is affine in v (v appears in no
+// floor or modulo).
+func flatStride(l *te.Load, v *te.Var) (int, bool) {
+	strides := te.Strides(l.Tensor.Shape)
+	stride := 0
+	for d, ix := range l.Index {
+		for _, t := range ix.Terms {
+			switch {
+			case t.Atom.Op == te.AtomVar && t.Atom.Var == v:
+				stride += t.Coef * strides[d]
+			case t.Atom.Op != te.AtomVar && t.Atom.Arg != nil && t.Atom.Arg.Uses(v):
+				return 0, false
+			}
+		}
+	}
+	return stride, true
 }
 
 // inFlight returns the 16-byte loads a thread of stage s issues before it

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	tb "tec/internal/testkit/tebuild"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -100,5 +101,49 @@ func TestMatVecParts(t *testing.T) {
 				t.Errorf("%d loads in flight, want 1 to %d", mv.InFlight, maxInFlight)
 			}
 		})
+	}
+}
+
+// TestWarpLines checks the L1 wavefronts per 128 bytes of a warp's loads
+// of a matrix-vector tile's wide factor (schedule.LoadPath.Lines) against
+// counts by hand: 128 bytes a line, 32 lanes, lane l at column l mod
+// TileF and k-vector l / TileF.
+func TestWarpLines(t *testing.T) {
+	n, k, e := te.NewVar("n", 2048), te.NewVar("k", 2048), te.NewVar("e", 64)
+	tt := te.NewVar("t", 1024)
+	w := &te.Tensor{Name: "w", DType: te.BF16, Shape: []int{2048, 2048}} // [out, in]
+	kc := &te.Tensor{Name: "kc", DType: te.F32, Shape: []int{1024, 64}}  // a key cache [t, e]
+	ids := &te.Tensor{Name: "ids", DType: te.I32, Shape: []int{2048}}    // a gather's indices
+	v := func(x *te.Var) te.Index { return te.VarIndex(x) }
+	tests := []struct {
+		name      string
+		f         te.Expr
+		cols      []*te.Var
+		k         *te.Var
+		mv        schedule.MatVec
+		vec, size int
+		want      float64
+	}{
+		// 16 columns of 16 lanes, 16-byte vectors along k: lanes 0-15
+		// and 16-31 share their column's line, 16 lines for 512 bytes.
+		{"weights, 16 threads a column", &te.Load{Tensor: w, Index: []te.Index{v(n), v(k)}}, []*te.Var{n}, k,
+			schedule.MatVec{TileF: 16, Split: 16, Vec: 8}, 8, 16, 4},
+		// 8 columns of 32 lanes: 8 lines for 512 bytes.
+		{"weights, 32 threads a column", &te.Load{Tensor: w, Index: []te.Index{v(n), v(k)}}, []*te.Var{n}, k,
+			schedule.MatVec{TileF: 8, Split: 32, Vec: 8}, 8, 16, 2},
+		// A thread per key: 32 keys 256 bytes apart, 4 bytes each.
+		{"a thread per key", &te.Load{Tensor: kc, Index: []te.Index{v(tt), v(e)}}, []*te.Var{tt}, e,
+			schedule.MatVec{TileF: 256, Split: 1}, 1, 0, 32},
+		// Column vectors across e: 8 lanes cover 32 floats of a row, one
+		// line; 4 rows of t.
+		{"column vectors", &te.Load{Tensor: kc, Index: []te.Index{v(tt), v(e)}}, []*te.Var{e}, tt,
+			schedule.MatVec{TileF: 8, Split: 32, Cols: 4, ColVec: 4}, 1, 16, 1},
+		{"a gather", &te.Load{Tensor: w, Index: []te.Index{v(n), {}}, Gather: []te.Expr{nil, &te.Load{Tensor: ids, Index: []te.Index{v(k)}}}},
+			[]*te.Var{n}, k, schedule.MatVec{TileF: 16, Split: 16}, 1, 0, 0},
+	}
+	for _, tc := range tests {
+		if got := warpLines(tc.f, tc.cols, tc.k, &tc.mv, tc.vec, tc.size); got != tc.want {
+			t.Errorf("%s: %v wavefronts per 128 bytes, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -27,6 +27,12 @@ type LoadPath struct {
 	// where it stages element by element (before the stores, after the
 	// MMAs), one with two stages of 16-byte transfers.
 	Barriers int
+	// Lines is the L1 wavefronts a warp's loads take per 128 bytes they
+	// move: 1 where its lanes read consecutive bytes, up to 32 where each
+	// lane's load falls in a 128-byte line of its own (a matrix-vector
+	// tile whose lanes take columns whose rows lie apart). 0: not known,
+	// and left out of the cost model.
+	Lines float64
 	// Narrow says, for a tensor-core tile whose operands move fewer than
 	// 16 bytes a load, which and why (contraction.Operand.Narrow: "X
 	// 8-byte loads through registers: its extent ... is not a multiple of
@@ -46,6 +52,9 @@ func (l LoadPath) String() string {
 	s := fmt.Sprintf("%d-byte loads, %d in flight per thread", l.Width, max(l.InFlight, 1))
 	if l.Prefetch {
 		s += ", next step prefetched"
+	}
+	if l.Lines > 1 {
+		s += fmt.Sprintf(", %.3g L1 wavefronts per 128 bytes", l.Lines)
 	}
 	if l.Narrow != "" {
 		s += "; " + l.Narrow
