@@ -181,8 +181,9 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 			// The block's tiles step by the grid (rotated or not), so that
 			// its last tile, tile − gridDim, was of the same entry, and ran
 			// the prologue of its rows, exactly where nf ≥ gridDim.
-			proOnce: kir.Lt(nf, kir.Gdim()),
-			mask:    s.Mask,
+			proOnce:   kir.Lt(nf, kir.Gdim()),
+			stageOnce: true,
+			mask:      s.Mask,
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -244,6 +245,13 @@ type entryCtx struct {
 	// whose results pro keeps for the block's other tiles of the entry
 	// (hoistedOnce); nil where every tile does.
 	proOnce kir.Expr
+	// stageOnce says that the narrow factor's rows, staged whole (one
+	// chunk of K) by a tile of every column (no output mask), may be
+	// staged under proOnce too: the block's other tiles of the entry
+	// find them in xs, which nothing else writes (stageRows). A decode
+	// step's projections then stage the normalised row once a block, not
+	// once a tile with two barriers.
+	stageOnce bool
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
@@ -295,6 +303,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	}
 	l.hoistedOnce(g, c)
 	live := matVecLive(g, c, rs.Wide, width)
+	c.stageOnce = c.stageOnce && c.proOnce != nil && live == nil && staged == c.K
 	work := g.into(func() { l.matVecSum(g, d, c, acc, fs, staged) })
 	if live != nil {
 		g.emit(&kir.If{Cond: live, Then: work})
@@ -410,7 +419,11 @@ func (l *lowerer) matVecSum(g *gen, d contraction.Dims, c entryCtx, acc []*kir.V
 		if chunks > 1 {
 			g.emit(&kir.SyncThreads{}) // the last chunk's reads of xs are done
 		}
-		l.stageRows(g, d, c, staged, c0)
+		if c.stageOnce {
+			g.emit(&kir.If{Cond: c.proOnce, Then: g.into(func() { l.stageRows(g, d, c, staged, c0) })})
+		} else {
+			l.stageRows(g, d, c, staged, c0)
+		}
 		l.sumChunk(g, d, c, acc, fs, staged, c0)
 	})
 	if c.liveK != nil && chunks > 1 {
