@@ -129,7 +129,7 @@ func registerSource(k driver.KernelRegisters) string {
 	case k.FromPTXAS:
 		s = fmt.Sprintf("ptxas (the planned estimate was %d)", k.Estimate)
 	case k.PTXAS > 0 && k.BoundDropped == 0:
-		s += fmt.Sprintf(" (ptxas: %d under the kernel's launch bounds, without spilling)", k.PTXAS)
+		s += fmt.Sprintf(" (ptxas: %d under the kernel's launch bounds, %s)", k.PTXAS, spillNote(k.Function))
 	}
 	if k.BoundDropped > 0 {
 		s += fmt.Sprintf("; ptxas spilled under its bound of %s even when planned again, so the kernel is bounded by its threads alone", blocksPerSM(k.BoundDropped))
@@ -138,6 +138,20 @@ func registerSource(k driver.KernelRegisters) string {
 		}
 	}
 	return s
+}
+
+// spillNote says what ptxas spilled of a kernel as it ships (f: nil where
+// not known): nothing, or its bytes, around its calls where it calls
+// functions (the saves the register check accepts, driver's loopSpills).
+func spillNote(f *driver.PTXASFunction) string {
+	if f == nil || f.SpillStores == 0 && f.SpillLoads == 0 {
+		return "without spilling"
+	}
+	where := ""
+	if f.Calls {
+		where = " around its calls"
+	}
+	return fmt.Sprintf("%d B spilled and %d B reloaded%s", f.SpillStores, f.SpillLoads, where)
 }
 
 // plan runs the pipeline for prog, checking the kernels' registers with

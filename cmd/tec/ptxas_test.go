@@ -77,11 +77,14 @@ func TestPTXAS(t *testing.T) {
 }
 
 // TestRegisterSummary checks the build's register line and tec explain's
-// register source of a check that met every bound and of one that planned
-// again and dropped a kernel's blocks-per-SM bound.
+// register source of a check that met every bound (one kernel saving
+// registers around its calls), and of one that planned again and dropped
+// a kernel's blocks-per-SM bound.
 func TestRegisterSummary(t *testing.T) {
 	met := &driver.RegisterCheck{Tool: driver.NVCC, Kernels: []driver.KernelRegisters{
 		{Kernel: "k0_a", Estimate: 64, Planned: 64, PTXAS: 128, Function: &driver.PTXASFunction{Registers: 128}},
+		{Kernel: "k1_b", Estimate: 122, Planned: 122, PTXAS: 128,
+			Function: &driver.PTXASFunction{Registers: 128, SpillStores: 188, SpillLoads: 2216, Calls: true}},
 	}}
 	replanned := &driver.RegisterCheck{Tool: driver.NVCC, Replanned: true,
 		Probed: []driver.ProbedKernel{
@@ -99,7 +102,9 @@ func TestRegisterSummary(t *testing.T) {
 		sources []string
 	}{
 		{"off", &driver.RegisterCheck{Kernels: []driver.KernelRegisters{{Kernel: "k0_a", Estimate: 64, Planned: 64}}}, "", []string{"the planned estimate"}},
-		{"met", met, "ptxas (nvcc), registers per thread as built: k0_a 128", []string{"the planned estimate (ptxas: 128 under the kernel's launch bounds, without spilling)"}},
+		{"met", met, "ptxas (nvcc), registers per thread as built: k0_a 128, k1_b 128", []string{
+			"the planned estimate (ptxas: 128 under the kernel's launch bounds, without spilling)",
+			"the planned estimate (ptxas: 128 under the kernel's launch bounds, 188 B spilled and 2216 B reloaded around its calls)"}},
 		{"replanned", replanned,
 			"ptxas (nvcc), registers per thread as built: k0_a 38, k1_b 100; ptxas did not meet the launch bounds of k0_a (32 registers, 24 B spilled and 24 B reloaded at 8 blocks per SM; 38 unbounded), so the build planned again with their registers unbounded as the floor of their stages' registers (and the other kernels' as theirs); still spilling when planned again, so bounded by their threads alone: k0_a (was 6 blocks per SM)",
 			[]string{"ptxas (the planned estimate was 30); ptxas spilled under its bound of 6 blocks per SM even when planned again, so the kernel is bounded by its threads alone (ptxas: 38)", "the planned estimate (ptxas: 100 under the kernel's launch bounds, without spilling)"}},
