@@ -59,6 +59,14 @@ func TestDecodeReport(t *testing.T) {
 		// grid sync; and the context's 16-byte column loads
 		// (schedule.MatVec.ColVec) take 0.66 µs over 128 tiles, 2.44 µs
 		// over one tile per head.
+		// No stage reads with its lanes scattered over many lines: at most
+		// 8 L1 wavefronts per 128 bytes (the scores a thread per key had
+		// 32 and took 19× their prediction on an H200).
+		for x, s := range res.Plan.Schedules {
+			if s.Load.Lines > 8 {
+				t.Errorf("B=%s: %s's loads take %.3g L1 wavefronts per 128 bytes, want at most 8: %s", b, x.Name, s.Load.Lines, s.Load)
+			}
+		}
 		if b == "8" {
 			heads, _ := strconv.Atoi(b)
 			checkBlockLocal(t, res, 32*heads, 16, attention...)
