@@ -159,8 +159,10 @@ func (g Model) TF32Rate() float64 {
 //     the same for Hopper. Grid-sync cost: an estimate of 1 µs for
 //     cooperative groups' grid.sync() with a full grid (the order measured by
 //     Zhang et al., "A Study of Single and Multi-device Synchronization
-//     Methods in NVIDIA GPUs", IPDPS 2020); it is a model parameter, not a
-//     measurement of ours.
+//     Methods in NVIDIA GPUs", IPDPS 2020), which an H200 measured: 0.99
+//     µs at one or two blocks of 256 threads per SM, 1.23 at four, 2.21
+//     at eight (bench/gpu/calibrate.cu, 2026-11-28; docs/benchmarks.md,
+//     "The third H200 run").
 func builtins() map[string]Model {
 	h100 := Model{
 		Name: "H100-SXM5-80GB", CC: "9.0",
