@@ -250,7 +250,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	}
 	cols := product(axes)
 	parts := wideParts(f, axes)
-	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec = nil, 0, 0, 0
+	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec, mv.KLanes = nil, 0, 0, 0, false
 	defer func() {
 		vec, bytes := max(mv.Vec, 1), 0
 		if mv.Vec > 0 || mv.ColVec > 0 {
@@ -306,6 +306,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 		return
 	}
 	mv.Vec = n
+	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && mv.StageVec == n && s.Mask == nil
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
 	s.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight * max(mv.Cols, 1)}
 	s.RegsPerThread += 4 * mv.InFlight * max(mv.Cols, 1)
@@ -315,7 +316,8 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 // loads of the wide factor f of a matrix-vector tiling mv
 // (schedule.LoadPath.Lines), the most over f's loads: lane l of a warp
 // takes the tile's column l mod TileF (its first of Cols consecutive ones
-// where ColVec is set) and the k of vector l / TileF, vec elements a
+// where ColVec is set) and the k of vector l / TileF (column l / Split and
+// vector l mod Split where KLanes is set), vec elements a
 // vector, each load moving bytes bytes (0: the load's element). Each
 // load's offset is placed from its strides along the column axes cols and
 // k, the tile's first column and k at a 128-byte boundary. A tiling whose
@@ -324,7 +326,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 // lanes read along k shares lines among them. It returns 0 where a load's
 // offset is not affine in the columns and k (a gather, a reshape's floor).
 func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, bytes int) float64 {
-	tileF := max(mv.TileF, 1)
+	tileF, split := max(mv.TileF, 1), max(mv.Split, 1)
 	worst, known := 0.0, true
 	te.Walk(f, func(x te.Expr) bool {
 		ld, ok := x.(*te.Load)
@@ -355,8 +357,11 @@ func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, b
 			n = size
 		}
 		lines := map[int]bool{}
-		for lane := range 32 {
+		for lane := range warpLanes {
 			col, kz := lane%tileF, lane/tileF
+			if mv.KLanes {
+				col, kz = lane/split, lane%split
+			}
 			if mv.ColVec > 0 {
 				col *= max(mv.Cols, 1)
 			}
@@ -371,7 +376,7 @@ func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, b
 				lines[line] = true
 			}
 		}
-		worst = max(worst, float64(len(lines))*128/float64(32*n))
+		worst = max(worst, float64(len(lines))*128/float64(warpLanes*n))
 		return true
 	})
 	if !known {
@@ -398,6 +403,9 @@ func flatStride(l *te.Load, v *te.Var) (int, bool) {
 	}
 	return stride, true
 }
+
+// warpLanes is the threads of a warp.
+const warpLanes = 32
 
 // inFlight returns the 16-byte loads a thread of stage s issues before it
 // uses any, of the per it loads in all (per thread and column): by

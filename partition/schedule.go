@@ -441,6 +441,9 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	s.SetArrays(schedule.Array{DType: te.F32, Len: rows * staged}, schedule.Array{DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads})
 	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
 	s.setLoads(d, mv, g)
+	if mv.KLanes {
+		s.SetArrays(schedule.Array{DType: te.F32, Len: rows * mv.StagedLen(staged)}, schedule.Array{DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads})
+	}
 	s.Bytes = cost.MatVecBytes(d, mv, out)
 	return true
 }

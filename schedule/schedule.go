@@ -268,6 +268,32 @@ type MatVec struct {
 	// stages at once: each of its loads that moves with k reads them with
 	// one 16-byte load, contiguous and aligned as Vec's are.
 	StageVec int
+	// KLanes, when set, lays a column's Split threads on consecutive lanes
+	// of one warp: thread tid takes column tid / Split and share tid mod
+	// Split of K (else column tid mod TileF and share tid / TileF). A
+	// warp's 16-byte loads of a column are then contiguous, its sums
+	// combine by shuffles alone, with no shared memory and no barrier, and
+	// the lane of share 0 writes the column. The staged rows are laid out
+	// for those lanes (StagedLen). Set where Vec is, StageVec is Vec, the
+	// narrow factor is one row, a thread sums one column, Split divides a
+	// warp, and the tile has neither an output nor a k mask.
+	KLanes bool
+}
+
+// StagedLen returns the words a row of the narrow factor takes in shared
+// memory when a tile stages staged of its k: staged, or, with KLanes, the
+// row laid out for the lanes that read it, vector share kz of group i
+// (vector v = i·Split + kz, of Vec elements) with element j at
+// (i·(Vec+1) + j)·Split + kz. A warp's lanes then read consecutive words
+// at each element, and a warp staging consecutive vectors stores to
+// distinct banks at each element (its groups start Split·(Vec+1) words
+// apart, not a multiple of the 32 banks).
+func (mv *MatVec) StagedLen(staged int) int {
+	if !mv.KLanes || mv.Vec <= 0 || mv.Split <= 0 {
+		return staged
+	}
+	groups := (staged/mv.Vec + mv.Split - 1) / mv.Split
+	return groups * (mv.Vec + 1) * mv.Split
 }
 
 // Part is a run of a matrix-vector stage's tiles that read its wide

@@ -62,7 +62,7 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 	slice, slots, virtual := wc.plan.SliceFloats, wc.plan.Slots, wc.plan.Virtual
 	buf := l.bufs[t]
 	g := l.gen(body)
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1, false)
 	hs, pro := hoisted(tmp, A, rows)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
@@ -166,15 +166,21 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 		return false
 	}
 	g := l.gen(body)
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedK(K), mv.TileF, max(mv.Cols, 1))
+	kLanes := mv.KLanes && s.Mask == nil && mv.Cols <= 1 && mv.ColVec == 0 && mv.Vec > 0 && mv.Split > 1 && kir.WarpSize%mv.Split == 0
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedLen(mv.StagedK(K)), mv.TileF, max(mv.Cols, 1), kLanes)
 	hs, pro := hoisted(tmp, A, rows)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
+	// With its columns' sums combined in their warps and its rows staged
+	// once an entry (behind a barrier of their own), a tile reads nothing
+	// in shared memory that the next one writes: its warps go on to the
+	// next tile's loads without waiting for the others.
+	free := kLanes && mv.StagedK(K) == K
 	inner := g.into(func() {
-		g.emit(
-			&kir.Let{Var: nf, Value: digit(tile, 1, mv.NT)},
+		g.emit(&kir.Let{Var: nf, Value: digit(tile, 1, mv.NT)})
+		if !free {
 			// The last tile's reads of xs and red are done.
-			&kir.SyncThreads{},
-		)
+			g.emit(&kir.SyncThreads{})
+		}
 		l.matVecEntry(g, t, d, mv, entryCtx{
 			b: kir.Div(tile, kir.I(mv.NT)), tid: tid, col: col, kz: kz, nf: nf, xs: xs, red: red, out: l.bufs[t],
 			fAxes: fAxes, aAxes: aAxes, A: A, rows: rows, K: K, F: F, hoisted: hs, pro: pro, tmp: tmp,
@@ -183,6 +189,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 			// the prologue of its rows, exactly where nf ≥ gridDim.
 			proOnce:   kir.Lt(nf, kir.Gdim()),
 			stageOnce: true,
+			kLanes:    kLanes,
 			mask:      s.Mask,
 		})
 	})
@@ -194,15 +201,20 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 // (the rows of the narrow factor, and the threads' partial sums of each
 // row and of each of their cols columns) and emits each thread's place:
 // its column col of the tile and its share kz of K.
-func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, rows, K, tileF, cols int) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
+func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, rows, K, tileF, cols int, kLanes bool) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
 	xs = &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
 	red = &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows * cols, l.threads}}
 	tmp.Shared = []*kir.Buffer{xs, red}
 	tid, col, kz = kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
+	colOf, kzOf := kir.Mod(tid, kir.I(tileF)), kir.Div(tid, kir.I(tileF))
+	if kLanes {
+		split := l.threads / tileF
+		colOf, kzOf = kir.Div(tid, kir.I(split)), kir.Mod(tid, kir.I(split))
+	}
 	g.emit(
 		&kir.Let{Var: tid, Value: kir.Tid()},
-		&kir.Let{Var: col, Value: kir.Mod(tid, kir.I(tileF))},
-		&kir.Let{Var: kz, Value: kir.Div(tid, kir.I(tileF))},
+		&kir.Let{Var: col, Value: colOf},
+		&kir.Let{Var: kz, Value: kzOf},
 	)
 	return xs, red, tid, col, kz
 }
@@ -252,6 +264,14 @@ type entryCtx struct {
 	// step's projections then stage the normalised row once a block, not
 	// once a tile with two barriers.
 	stageOnce bool
+	// kLanes is MatVec.KLanes, as matVecSetup laid the threads out: a
+	// column's threads are lanes of one warp, its sums combined by
+	// shuffles in acc, and the lane of share 0 writes the column; xs holds
+	// the rows as MatVec.StagedLen lays them out (xsAt). The tile uses
+	// neither red nor a barrier after its sums, and, its rows staged once
+	// an entry, stages them behind a barrier of their own, no barrier
+	// starting its tiles.
+	kLanes bool
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
@@ -310,19 +330,27 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	} else {
 		g.emit(work...)
 	}
-	g.emit(&kir.SyncThreads{})
-	read := func(at kir.Expr) kir.Expr {
-		if live == nil {
-			return kir.Ld(c.red, at)
+	// sum is the sum of row m and the thread's column j: in red, or, where
+	// a column's lanes combined it by shuffles (kLanes), in acc.
+	sum := func(m, j int) kir.Expr { return acc[m*cols+j] }
+	owner := kir.Expr(kir.Eq(c.kz, kir.I(0)))
+	if !c.kLanes {
+		g.emit(&kir.SyncThreads{})
+		read := func(at kir.Expr) kir.Expr {
+			if live == nil {
+				return kir.Ld(c.red, at)
+			}
+			return &kir.Select{Cond: live, Then: kir.Ld(c.red, at), Else: kir.F(0)}
 		}
-		return &kir.Select{Cond: live, Then: kir.Ld(c.red, at), Else: kir.F(0)}
-	}
-	if l.matVecEpilogueVector(g, t, r, c, width, read) {
-		return
-	}
-	if c.colVec > 0 && c.tmp != nil {
-		g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: g.into(func() { l.matVecEpilogueColumns(g, t, r, c, read) })})
-		return
+		if l.matVecEpilogueVector(g, t, r, c, width, read) {
+			return
+		}
+		if c.colVec > 0 && c.tmp != nil {
+			g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: g.into(func() { l.matVecEpilogueColumns(g, t, r, c, read) })})
+			return
+		}
+		sum = func(m, j int) kir.Expr { return read(kir.Add(kir.I((m*cols+j)*threads), c.col)) }
+		owner = kir.Lt(c.tid, kir.I(tf))
 	}
 	epilogue := g.into(func() {
 		for j := range cols {
@@ -330,9 +358,9 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 			g.emit(&kir.Let{Var: f, Value: c.column(j)})
 			bind(g, c.fAxes, f)
 			for m := range c.rows {
-				sum := kir.NewVar("sum", te.F32)
-				g.emit(&kir.Let{Var: sum, Value: read(kir.Add(kir.I((m*cols+j)*threads), c.col))})
-				g.done[r] = sum
+				s := kir.NewVar("sum", te.F32)
+				g.emit(&kir.Let{Var: s, Value: sum(m, j)})
+				g.done[r] = s
 				mv := kir.NewVar("m", te.I32)
 				g.emit(&kir.Let{Var: mv, Value: kir.I(m)})
 				bind(g, c.aAxes, mv)
@@ -341,7 +369,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 		}
 		delete(g.done, r)
 	})
-	g.emit(&kir.If{Cond: kir.Lt(c.tid, kir.I(tf)), Then: epilogue})
+	g.emit(&kir.If{Cond: owner, Then: epilogue})
 }
 
 // matVecEpilogueColumns emits the epilogue of a thread of a matrix-vector
@@ -385,6 +413,28 @@ func (c entryCtx) column(j int) kir.Expr {
 	return kir.Add(first, addOffset(kir.I(j*c.tileF), c.col))
 }
 
+// xsAt returns the index in c.xs of row m's element at kl of the staged
+// k (staged of them): m·staged + kl, or with kLanes the place
+// MatVec.StagedLen gives it, vector v = kl / vec of group v / split.
+func (c entryCtx) xsAt(m kir.Expr, kl kir.Expr, staged int) kir.Expr {
+	if !c.kLanes {
+		return kir.Add(kir.Mul(m, kir.I(staged)), kl)
+	}
+	n, split := c.vec, c.split
+	rowLen := te.CeilDiv(staged/n, split) * (n + 1) * split
+	v := kir.Div(kl, kir.I(n))
+	at := kir.Add(kir.Mul(kir.Add(kir.Mul(kir.Div(v, kir.I(split)), kir.I(n+1)), kir.Mod(kl, kir.I(n))), kir.I(split)), kir.Mod(v, kir.I(split)))
+	return kir.Add(kir.Mul(m, kir.I(rowLen)), at)
+}
+
+// rowAt is xsAt of a row m known here.
+func (c entryCtx) rowAt(m int, kl kir.Expr, staged int) kir.Expr {
+	if !c.kLanes {
+		return kir.Add(kir.I(m*staged), kl)
+	}
+	return c.xsAt(kir.I(m), kl, staged)
+}
+
 // matVecLive returns the condition under which a matrix-vector tile of
 // width columns (of the wide factor: N where wide is 1, M where 0) needs
 // its products, its rows all the narrow factor's, by its output mask
@@ -420,7 +470,13 @@ func (l *lowerer) matVecSum(g *gen, d contraction.Dims, c entryCtx, acc []*kir.V
 			g.emit(&kir.SyncThreads{}) // the last chunk's reads of xs are done
 		}
 		if c.stageOnce {
-			g.emit(&kir.If{Cond: c.proOnce, Then: g.into(func() { l.stageRows(g, d, c, staged, c0) })})
+			g.emit(&kir.If{Cond: c.proOnce, Then: g.into(func() {
+				if c.kLanes {
+					// The last entry's reads of xs are done.
+					g.emit(&kir.SyncThreads{})
+				}
+				l.stageRows(g, d, c, staged, c0)
+			})})
 		} else {
 			l.stageRows(g, d, c, staged, c0)
 		}
@@ -439,9 +495,18 @@ func (l *lowerer) matVecSum(g *gen, d contraction.Dims, c entryCtx, acc []*kir.V
 	for _, a := range c.fAxes {
 		delete(g.env, a)
 	}
-	if warpSplitCombine(tf, threads) {
+	switch {
+	case c.kLanes:
+		// A column's split lanes are consecutive: xor shuffles within
+		// them leave each lane the column's sum.
+		for _, a := range acc {
+			for off := split / 2; off >= 1; off /= 2 {
+				g.emit(&kir.Assign{Var: a, Value: kir.Add(a, &kir.Shuffle{Mode: kir.ShuffleXor, X: a, Offset: off, Width: kir.WarpSize, Mask: kir.FullMask()})})
+			}
+		}
+	case warpSplitCombine(tf, threads):
 		combineSplitsByWarps(g, c, acc, tf, threads)
-	} else {
+	default:
 		for m := range acc {
 			g.emit(&kir.Store{Buf: c.red, Index: kir.Add(kir.I(m*threads), c.tid), Value: acc[m]})
 		}
@@ -543,7 +608,11 @@ func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, 
 		bind(g, d.Reduce.Axes, kk)
 		forget := useHoisted(g, c, m)
 		store := g.into(func() {
-			g.emit(&kir.Store{Buf: c.xs, Index: e, Value: convert(g.expr(c.A), te.F32)})
+			at := kir.Expr(e)
+			if c.kLanes {
+				at = c.xsAt(m, kir.Mod(e, kir.I(staged)), staged)
+			}
+			g.emit(&kir.Store{Buf: c.xs, Index: at, Value: convert(g.expr(c.A), te.F32)})
 		})
 		forget()
 		if c.liveK != nil {
@@ -600,7 +669,7 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 		// time would put a warp's stores n to a bank.
 		vl := kir.VecLen(c.xs.DType)
 		var out *kir.Buffer
-		if n%vl == 0 {
+		if n%vl == 0 && !c.kLanes {
 			out = &kir.Buffer{Name: "xs.vo", Space: kir.Local, DType: c.xs.DType, Shape: []int{n}}
 			bufs = append(bufs, out)
 		}
@@ -610,7 +679,13 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 			bind(g, d.Reduce.Axes, kj)
 			a := readLocal(c.A, local, te.Const(j))
 			if out == nil {
-				g.emit(&kir.Store{Buf: c.xs, Index: kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)), Value: convert(g.expr(a), te.F32)})
+				at := kir.Expr(kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)))
+				if c.kLanes {
+					// Laid out for the lanes that read it (MatVec.StagedLen):
+					// a warp's lanes store to distinct banks.
+					at = c.xsAt(m, kir.Add(kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)), kir.I(j)), staged)
+				}
+				g.emit(&kir.Store{Buf: c.xs, Index: at, Value: convert(g.expr(a), te.F32)})
 				continue
 			}
 			g.emit(&kir.Store{Buf: out, Index: kir.I(j), Value: convert(g.expr(a), te.F32)})
@@ -683,7 +758,7 @@ func (l *lowerer) sumPart(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc
 	i := kir.NewVar("i", te.I32)
 	step := g.into(func() {
 		g.emit(&kir.Let{Var: kk, Value: addOffset(c0, kl)})
-		accumulate(g, c, acc, kl, staged, func(j int) kir.Expr {
+		accumulate(g, c, acc, func(m int) kir.Expr { return c.rowAt(m, kl, staged) }, func(j int) kir.Expr {
 			if f == nil {
 				return kir.Ld(c.data, kir.Add(c.base, kir.Add(kir.Mul(kk, kir.I(tf)), c.col)))
 			}
@@ -712,10 +787,10 @@ func (l *lowerer) sumPart(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc
 // element, read once for the thread's columns, times weight(j), the wide
 // factor's element at the thread's column j (weight may emit the
 // statements it needs), added to the row's and column's accumulator.
-func accumulate(g *gen, c entryCtx, acc []*kir.Var, kl kir.Expr, staged int, weight func(j int) kir.Expr) {
+func accumulate(g *gen, c entryCtx, acc []*kir.Var, xsAt func(m int) kir.Expr, weight func(j int) kir.Expr) {
 	xv := make([]kir.Expr, c.rows)
 	for m := range xv {
-		xv[m] = kir.Ld(c.xs, kir.Add(kir.I(m*staged), kl))
+		xv[m] = kir.Ld(c.xs, xsAt(m))
 		if c.cols > 1 {
 			v := kir.NewVar("x", te.F32)
 			g.emit(&kir.Let{Var: v, Value: xv[m]})
@@ -788,7 +863,16 @@ func (l *lowerer) sumVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc,
 		sum := g.into(func() {
 			for e := range n {
 				kl := kir.Add(kir.Mul(v, kir.I(n)), kir.I(e))
-				accumulate(g, c, acc, kl, staged, func(j int) kir.Expr {
+				xsAt := func(m int) kir.Expr { return c.rowAt(m, kl, staged) }
+				if c.kLanes {
+					// Vector v = kz + g·split of group g = i·u + q: its
+					// element e at (g·(n+1) + e)·split + kz (StagedLen).
+					rowLen := te.CeilDiv(vecs, split) * (n + 1) * split
+					group := kir.Add(kir.Mul(i, kir.I(u)), kir.I(q))
+					at := kir.Add(kir.Mul(kir.Add(kir.Mul(group, kir.I(n+1)), kir.I(e)), kir.I(split)), c.kz)
+					xsAt = func(m int) kir.Expr { return addOffset(kir.I(m*rowLen), at) }
+				}
+				accumulate(g, c, acc, xsAt, func(j int) kir.Expr {
 					bind(g, r.Axes, addOffset(c0, kl))
 					bind(g, c.fAxes, fs[j])
 					return convert(g.expr(readLocal(f, local[j], te.Const(e))), te.F32)
@@ -856,7 +940,7 @@ func (l *lowerer) sumColVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, a
 			break
 		}
 		sum := g.into(func() {
-			accumulate(g, c, acc, kl, staged, func(j int) kir.Expr {
+			accumulate(g, c, acc, func(m int) kir.Expr { return c.rowAt(m, kl, staged) }, func(j int) kir.Expr {
 				bind(g, r.Axes, kk)
 				bind(g, c.fAxes, fs[j])
 				return convert(g.expr(readLocal(f, local, te.Const(j))), te.F32)

@@ -1,0 +1,113 @@
+package lower_test
+
+import (
+	"fmt"
+	"testing"
+
+	"tec/backend/kir"
+	"tec/backend/sim"
+	"tec/internal/numeric"
+	tb "tec/internal/testkit/tebuild"
+	"tec/te"
+)
+
+// weightsByRows is a decode step's projection: y[r, n] = Σ_k x[r, k]·w[n,
+// k] with rows x and a weight laid out [out, in], as Hugging Face's are,
+// both of type dt: contiguous along k, 16 bytes at a time.
+func weightsByRows(dt te.DType, rows, k, n int) *te.Program {
+	b := tb.New(fmt.Sprintf("proj%d", rows))
+	x := b.InputOf("x", dt, rows, k)
+	w := b.ParamOf("w", dt, n, k)
+	y := b.Compute("y", tb.Shape(rows, n), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(x, ax[0], kk), tb.Ld(w, ax[1], kk))
+		})
+	})
+	return b.Program(y)
+}
+
+// batchedWeights is y[b, n] = Σ_k x[b, k]·w[b, n, k]: a weight per batch
+// entry, so that each entry's tiles stage their own row.
+func batchedWeights(dt te.DType, batch, k, n int) *te.Program {
+	b := tb.New(fmt.Sprintf("batched%d", batch))
+	x := b.InputOf("x", dt, batch, k)
+	w := b.ParamOf("w", dt, batch, n, k)
+	y := b.Compute("y", tb.Shape(batch, n), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr {
+			return tb.Bin(te.Mul, tb.Ld(x, ax[0], kk), tb.Ld(w, ax[0], ax[1], kk))
+		})
+	})
+	return b.Program(y)
+}
+
+// TestMatVecLanes checks the matrix-vector tiles whose column's threads
+// are consecutive lanes of a warp (schedule.MatVec.KLanes) on the GPU
+// models the decode step is planned for: the plan lays them so, the
+// stage has no block barrier in its tile loop but the one before each
+// entry's staging (its sums combined by shuffles), its staged rows are
+// read and written without a bank conflict, and the module computes the
+// reference's answer, race-free, with bf16 and f32 weights (vectors of 8
+// and of 4 elements) and with a weight per batch entry (a block's tiles
+// cross entries, each staged behind the barrier before it).
+func TestMatVecLanes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    *te.Program
+		gpu  string
+	}{
+		{"bf16", weightsByRows(te.BF16, 1, 512, 4096), "h100"},
+		{"f32", weightsByRows(te.F32, 1, 512, 4096), "h100"},
+		{"bf16 on the a100", weightsByRows(te.BF16, 1, 256, 8192), "a100"},
+		{"batched", batchedWeights(te.BF16, 3, 256, 2048), "h100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p
+			m, pl := fusedModule(t, p, tc.gpu, false)
+			s := pl.Schedules[p.Outputs[0]]
+			if s.MatVec == nil || !s.MatVec.KLanes {
+				t.Fatalf("y is not a matrix-vector tile with a column's threads on a warp's lanes:\n%s", pl)
+			}
+			var barriers int
+			for _, k := range m.Kernels {
+				kir.WalkStmts(k.Body, func(x kir.Stmt) bool {
+					if st, ok := x.(*kir.Stage); ok && st.Name == "y" {
+						kir.WalkStmts(st.Body, func(y kir.Stmt) bool {
+							if _, ok := y.(*kir.SyncThreads); ok {
+								barriers++
+							}
+							return true
+						})
+						return false
+					}
+					return true
+				})
+			}
+			if barriers != 2 {
+				t.Errorf("stage y has %d block barriers, want 2 (before and after each entry's staging)", barriers)
+			}
+			in := randomFeeds(p)
+			want, err := te.Evaluate(p, in, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RaceCount > 0 {
+				t.Fatalf("%d races; first %s", res.RaceCount, res.Races[0])
+			}
+			for i, k := range m.Kernels {
+				for name, b := range res.Kernels[i].ArrayBanks {
+					if b.Conflicts != 0 {
+						t.Errorf("kernel %s, shared %s: %d bank conflicts in %d wavefronts", k.Name, name, b.Conflicts, b.Wavefronts)
+					}
+				}
+			}
+			mm, err := numeric.Compare(res.Outputs["y"], want["y"], numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
+			if err != nil || mm != nil {
+				t.Errorf("y: %v %v", err, mm)
+			}
+		})
+	}
+}
