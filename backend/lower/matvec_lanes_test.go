@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"tec/backend/kir"
-	"tec/backend/sim"
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
@@ -85,18 +84,7 @@ func TestMatVecLanes(t *testing.T) {
 			if barriers != 2 {
 				t.Errorf("stage y has %d block barriers, want 2 (before and after each entry's staging)", barriers)
 			}
-			in := randomFeeds(p)
-			want, err := te.Evaluate(p, in, te.EvalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.RaceCount > 0 {
-				t.Fatalf("%d races; first %s", res.RaceCount, res.Races[0])
-			}
+			want, res := runRaceFree(t, p, m, randomFeeds(p))
 			for i, k := range m.Kernels {
 				for name, b := range res.Kernels[i].ArrayBanks {
 					if b.Conflicts != 0 {

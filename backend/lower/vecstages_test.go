@@ -87,17 +87,7 @@ func TestVectorStages(t *testing.T) {
 			if pos, ok := in["pos"]; ok {
 				pos.Data[0] = float64(tc.pos)
 			}
-			want, err := te.Evaluate(p, in, te.EvalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.RaceCount > 0 {
-				t.Fatalf("%d races; first %s", res.RaceCount, res.Races[0])
-			}
+			want, res := runRaceFree(t, p, m, in)
 			for name, w := range want {
 				mm, err := numeric.Compare(res.Outputs[name], w, numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5})
 				if err != nil || mm != nil {
@@ -106,6 +96,25 @@ func TestVectorStages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runRaceFree returns the reference's outputs of p on in, and the
+// simulation of m on them, on three resident blocks, failing t where the
+// simulator finds a race.
+func runRaceFree(t *testing.T, p *te.Program, m *kir.Module, in map[string]*te.Array) (map[string]*te.Array, *sim.Result) {
+	t.Helper()
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RaceCount > 0 {
+		t.Fatalf("%d races; first %s", res.RaceCount, res.Races[0])
+	}
+	return want, res
 }
 
 // stageLoads counts, in the stages of m named stage, the 16-byte copies
