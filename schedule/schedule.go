@@ -183,6 +183,9 @@ func (s *Schedule) String() string {
 	}
 	if m := s.MatVec; m != nil {
 		str += fmt.Sprintf(" matvec: %d columns per tile, %d threads per column", m.Width(), m.Split)
+		if m.KLanes {
+			str += " on a warp's lanes"
+		}
 		if m.Cols > 1 {
 			str += fmt.Sprintf(", %d columns per thread", m.Cols)
 		}
