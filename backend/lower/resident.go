@@ -166,7 +166,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 		return false
 	}
 	g := l.gen(body)
-	kLanes := mv.KLanes && s.Mask == nil && mv.Cols <= 1 && mv.ColVec == 0 && mv.Vec > 0 && mv.Split > 1 && kir.WarpSize%mv.Split == 0
+	kLanes := mv.KLanes
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedLen(mv.StagedK(K)), mv.TileF, max(mv.Cols, 1), kLanes)
 	hs, pro := hoisted(tmp, A, rows)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
@@ -267,11 +267,12 @@ type entryCtx struct {
 	// kLanes is MatVec.KLanes, as matVecSetup laid the threads out: a
 	// column's threads are lanes of one warp, its sums combined by
 	// shuffles in acc, and the lane of share 0 writes the column; xs holds
-	// the rows as MatVec.StagedLen lays them out (xsAt). The tile uses
-	// neither red nor a barrier after its sums, and, its rows staged once
-	// an entry, stages them behind a barrier of their own, no barrier
-	// starting its tiles.
+	// the rows as MatVec.StagedLen lays them out, rowLen words a row
+	// (xsAt). The tile uses neither red nor a barrier after its sums,
+	// and, its rows staged once an entry, stages them behind a barrier of
+	// their own, no barrier starting its tiles.
 	kLanes bool
+	rowLen int
 	// liveK, when set, gives the condition under which the products at
 	// k in [lo, hi] may be nonzero (a k mask, kLive); nil when all may.
 	liveK func(lo, hi kir.Expr) kir.Expr
@@ -298,6 +299,7 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	if c.F != nil {
 		c.parts, c.vec, c.inFlight, c.stageVec, c.colVec = rs.Parts, rs.Vec, rs.InFlight, rs.StageVec, rs.ColVec
 	}
+	c.rowLen = rs.StagedLen(rs.StagedK(c.K))
 	cols, width := c.cols, tf*c.cols
 	b := kir.NewVar("b", te.I32)
 	g.emit(&kir.Let{Var: b, Value: c.b})
@@ -420,11 +422,15 @@ func (c entryCtx) xsAt(m kir.Expr, kl kir.Expr, staged int) kir.Expr {
 	if !c.kLanes {
 		return kir.Add(kir.Mul(m, kir.I(staged)), kl)
 	}
-	n, split := c.vec, c.split
-	rowLen := te.CeilDiv(staged/n, split) * (n + 1) * split
-	v := kir.Div(kl, kir.I(n))
-	at := kir.Add(kir.Mul(kir.Add(kir.Mul(kir.Div(v, kir.I(split)), kir.I(n+1)), kir.Mod(kl, kir.I(n))), kir.I(split)), kir.Mod(v, kir.I(split)))
-	return kir.Add(kir.Mul(m, kir.I(rowLen)), at)
+	v := kir.Div(kl, kir.I(c.vec))
+	at := c.lanePlace(kir.Div(v, kir.I(c.split)), kir.Mod(kl, kir.I(c.vec)), kir.Mod(v, kir.I(c.split)))
+	return kir.Add(kir.Mul(m, kir.I(c.rowLen)), at)
+}
+
+// lanePlace is where MatVec.StagedLen's layout puts element e of the
+// vector of share kz of group g in a staged row: (g·(vec+1) + e)·split + kz.
+func (c entryCtx) lanePlace(g, e, kz kir.Expr) kir.Expr {
+	return kir.Add(kir.Mul(kir.Add(kir.Mul(g, kir.I(c.vec+1)), e), kir.I(c.split)), kz)
 }
 
 // rowAt is xsAt of a row m known here.
@@ -865,12 +871,10 @@ func (l *lowerer) sumVec(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc,
 				kl := kir.Add(kir.Mul(v, kir.I(n)), kir.I(e))
 				xsAt := func(m int) kir.Expr { return c.rowAt(m, kl, staged) }
 				if c.kLanes {
-					// Vector v = kz + g·split of group g = i·u + q: its
-					// element e at (g·(n+1) + e)·split + kz (StagedLen).
-					rowLen := te.CeilDiv(vecs, split) * (n + 1) * split
-					group := kir.Add(kir.Mul(i, kir.I(u)), kir.I(q))
-					at := kir.Add(kir.Mul(kir.Add(kir.Mul(group, kir.I(n+1)), kir.I(e)), kir.I(split)), c.kz)
-					xsAt = func(m int) kir.Expr { return addOffset(kir.I(m*rowLen), at) }
+					// Vector v = kz + g·split of group g = i·u + q, read
+					// where it was staged without a division.
+					at := c.lanePlace(kir.Add(kir.Mul(i, kir.I(u)), kir.I(q)), kir.I(e), c.kz)
+					xsAt = func(m int) kir.Expr { return addOffset(kir.I(m*c.rowLen), at) }
 				}
 				accumulate(g, c, acc, xsAt, func(j int) kir.Expr {
 					bind(g, r.Axes, addOffset(c0, kl))
