@@ -333,20 +333,16 @@ func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, b
 		if !ok || !known {
 			return known
 		}
-		if ld.IsGather() {
-			known = false
-			return false
-		}
 		colStride := make([]int, len(cols))
 		for i, c := range cols {
-			st, ok := flatStride(ld, c)
+			st, ok := loadStride(ld, c)
 			if !ok {
 				known = false
 				return false
 			}
 			colStride[i] = st
 		}
-		kStride, ok := flatStride(ld, k)
+		kStride, ok := loadStride(ld, k)
 		if !ok {
 			known = false
 			return false
@@ -383,25 +379,6 @@ func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, b
 		return 0
 	}
 	return worst
-}
-
-// flatStride returns the elements by which load l's row-major offset moves
-// as v grows by one, and whether its index is affine in v (v appears in no
-// floor or modulo).
-func flatStride(l *te.Load, v *te.Var) (int, bool) {
-	strides := te.Strides(l.Tensor.Shape)
-	stride := 0
-	for d, ix := range l.Index {
-		for _, t := range ix.Terms {
-			switch {
-			case t.Atom.Op == te.AtomVar && t.Atom.Var == v:
-				stride += t.Coef * strides[d]
-			case t.Atom.Op != te.AtomVar && t.Atom.Arg != nil && t.Atom.Arg.Uses(v):
-				return 0, false
-			}
-		}
-	}
-	return stride, true
 }
 
 // warpLanes is the threads of a warp.
