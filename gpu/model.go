@@ -143,9 +143,12 @@ func (g Model) TF32Rate() float64 {
 //     configuration (132 SMs, CC 9.0) with 141 GB of HBM3e at 4.8 TB/s.
 //   - L2 bandwidth: the A100 whitepaper gives 5120 bytes per clock of L2
 //     read bandwidth (2.3× V100's); at its 1410 MHz boost clock that is
-//     7.2 TB/s. NVIDIA publishes no per-clock figure for Hopper; we assume
-//     the same 5120 bytes per clock at H100 SXM's 1755 MHz boost clock
-//     (9.0 TB/s), an estimate to be checked against a measurement.
+//     7.2 TB/s. NVIDIA publishes no figure for Hopper; an H200 measured
+//     8.3 TB/s (bench/gpu/calibrate.cu: a 32 MiB buffer read through
+//     ld.global.cg, 2026-11-28), which the H100 SXM5 shares (the same
+//     GH100 die, L2 and clocks). The estimate it replaced, A100's 5120
+//     bytes a clock at 1755 MHz (9.0 TB/s), gave H200 plans that ran
+//     4–9 % slower (docs/benchmarks.md, "The H200's L2 rate").
 //   - Clock: the boost clock at which the FP32 peaks are given (A100:
 //     19.5 TFLOP/s over 108 SMs of 64 FMA lanes is 1.41 GHz; H100 and
 //     H200: 67 TFLOP/s over 132 SMs of 128 is 1.98 GHz, the H200's clock
@@ -170,7 +173,7 @@ func builtins() map[string]Model {
 		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
 		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
 		L2Bytes:       50 << 20,
-		DRAMBandwidth: 3.35e12, L2Bandwidth: 5120 * 1755e6, FP32Peak: 67e12, FP16Peak: 989.5e12, TF32Peak: 494.7e12,
+		DRAMBandwidth: 3.35e12, L2Bandwidth: hopperL2Bandwidth, FP32Peak: 67e12, FP16Peak: 989.5e12, TF32Peak: 494.7e12,
 		Clock:      1.98e9,
 		LaunchCost: 2e-6, GridSyncCost: 1e-6,
 	}
@@ -215,6 +218,10 @@ func builtins() map[string]Model {
 // stage clock"). The figure is what the model's in-flight count needs to
 // predict those times, not an unloaded pointer chase.
 const h200DRAMLatency = 1.0e-6
+
+// hopperL2Bandwidth is the rate at which GH100's SMs together read from
+// L2, measured on an H200 (see builtins).
+const hopperL2Bandwidth = 8.3e12
 
 // Default is the name of the GPU a build targets when none is given.
 const Default = "a100"
