@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"cmp"
+
 	"tec/backend/kir"
 	"tec/contraction"
 	"tec/schedule"
@@ -236,6 +238,12 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	}
 	k.Locals = []*kir.Buffer{fa, fb, acc}
 	buf := l.bufs[t]
+	// The epilogue's stores of a lane's adjacent columns, paired.
+	var pairs *kir.Buffer
+	if dst := cmp.Or(part, buf); pairedColumns(t, ns, dst) {
+		pairs = &kir.Buffer{Name: t.Name + ".pair", Space: kir.Local, DType: dst.DType, Shape: []int{2}}
+		k.Locals = append(k.Locals, pairs)
+	}
 
 	tid, tile := kir.NewVar("tid", te.I32), kir.NewVar("tile", te.I32)
 	lane, g, tg := kir.NewVar("lane", te.I32), kir.NewVar("g", te.I32), kir.NewVar("t", te.I32)
@@ -404,7 +412,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 			nl, epiBody = l.stageColumns(gen, t, cols, ns, ni, TN, N, k)
 		}
 		epilogue := gen.into(func() {
-			mmaEpilogue(gen, t, epiBody, nl, r, buf, acc, part, c, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
+			mmaEpilogue(gen, t, epiBody, nl, r, buf, acc, part, pairs, c, shape, ms, ns, mi, ni, g, tg, wm, wn, TM, TN, WM, WN, M, N)
 		})
 		if slices > 1 {
 			epilogue = []kir.Stmt{&kir.If{Cond: kir.Eq(kg, kir.I(0)), Then: epilogue}}
@@ -506,36 +514,90 @@ func (l *lowerer) finishSplit(t *te.Tensor, r *te.Reduce, part *kir.Buffer, spli
 // warp's tile (mi, ni), where the C fragment layout places it, and stores
 // it; or,
 // where part is set (a split K), stores the element itself as chunk c's
-// partial of its output.
-func mmaEpilogue(gen *gen, t *te.Tensor, body te.Expr, nl *te.Var, r *te.Reduce, buf, acc, part *kir.Buffer, c kir.Expr, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
+// partial of its output. Where pairs is set (pairedColumns), the two
+// elements of a lane that sit in adjacent columns, t·2 and t·2 + 1 of the
+// fragment, are stored together: computed into pairs, a local array of
+// two, and written with one copy of twice the element's size.
+func mmaEpilogue(gen *gen, t *te.Tensor, body te.Expr, nl *te.Var, r *te.Reduce, buf, acc, part, pairs *kir.Buffer, c kir.Expr, shape kir.MMAShape, ms, ns []*te.Var, mi, ni, g, tg, wm, wn *kir.Var, TM, TN, WM, WN, M, N int) {
 	mt, nt := WM/16, WN/8
+	width := 1
+	if pairs != nil {
+		width = 2
+	}
 	for i := range mt {
 		for j := range nt {
-			for c0 := range 4 {
+			for c0 := 0; c0 < 4; c0 += width {
 				row, col := fragIndex(shape, kir.OperandC, c0, g, tg)
 				m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
 				gen.emit(
 					&kir.Let{Var: m, Value: kir.Add(kir.Add(kir.Mul(mi, kir.I(TM)), kir.Mul(wm, kir.I(WM))), kir.Add(row, kir.I(16*i)))},
 					&kir.Let{Var: n, Value: kir.Add(kir.Add(kir.Mul(ni, kir.I(TN)), kir.Mul(wn, kir.I(WN))), kir.Add(col, kir.I(8*j)))},
 				)
-				gen.done[r] = kir.Ld(acc, kir.I((i*nt+j)*4+c0))
 				epi := gen.into(func() {
 					bind(gen, ms, m)
-					bind(gen, ns, n)
-					if nl != nil {
-						gen.env[nl] = kir.Sub(n, kir.Mul(ni, kir.I(TN)))
+					at := kir.Expr(nil)
+					for e := range width {
+						z := kir.I((i*nt+j)*4 + c0 + e)
+						ne := kir.Expr(n)
+						if e > 0 {
+							ne = addIndex(n, e)
+						}
+						bind(gen, ns, ne)
+						if nl != nil {
+							gen.env[nl] = kir.Sub(ne, kir.Mul(ni, kir.I(TN)))
+						}
+						ae := gen.flat(t.Shape, axisIndexes(t))
+						if e == 0 {
+							at = ae
+						}
+						var dst *kir.Buffer
+						var index, value kir.Expr
+						switch {
+						case part != nil:
+							dst, index, value = part, kir.Add(kir.Mul(c, kir.I(t.NumElements())), ae), kir.Ld(acc, z)
+						default:
+							gen.done[r] = kir.Ld(acc, z)
+							dst, index, value = buf, ae, convert(gen.expr(body), buf.ValueType())
+						}
+						if pairs != nil {
+							dst, index = pairs, kir.I(e)
+						}
+						gen.emit(&kir.Store{Buf: dst, Index: index, Value: value})
 					}
-					at := gen.flat(t.Shape, axisIndexes(t))
-					if part != nil {
-						gen.emit(&kir.Store{Buf: part, Index: kir.Add(kir.Mul(c, kir.I(t.NumElements())), at), Value: kir.Ld(acc, kir.I((i*nt+j)*4+c0))})
-						return
+					if pairs != nil {
+						dst, index := buf, at
+						if part != nil {
+							dst, index = part, kir.Add(kir.Mul(c, kir.I(t.NumElements())), at)
+						}
+						gen.emit(&kir.VecCopy{Dst: dst, DstIndex: index, Src: pairs, SrcIndex: kir.I(0), Bytes: 2 * dst.DType.Size()})
 					}
-					gen.emit(&kir.Store{Buf: buf, Index: at, Value: convert(gen.expr(body), buf.ValueType())})
 				})
 				gen.emit(guard(epi, nil, bound{m, M, M%TM != 0}, bound{n, N, N%TN != 0})...)
 			}
 		}
 	}
+}
+
+// pairedColumns reports whether the epilogue of t's tensor-core tiles may
+// store a lane's two adjacent fragment columns (t·2 and t·2 + 1 of the
+// C fragment, an even n and n + 1) with one copy into dst, the output's
+// or the split K's partials' buffer in global memory (mmaEpilogue): where
+// n is t's last axis, whose extent is even, so that n + 1 is the next
+// element of the same row and the pair starts at an even element (every
+// buffer starts 16-byte aligned), and dst holds 2- or 4-byte elements.
+func pairedColumns(t *te.Tensor, ns []*te.Var, dst *kir.Buffer) bool {
+	if dst.Space != kir.Global || len(ns) == 0 || len(t.Axes) == 0 {
+		return false
+	}
+	last := t.Axes[len(t.Axes)-1]
+	if ns[len(ns)-1] != last || last.Extent%2 != 0 {
+		return false
+	}
+	switch dst.DType.Size() {
+	case 2, 4:
+		return true
+	}
+	return false
 }
 
 // sumSlices returns the statements that add the accumulators of k slices

@@ -44,21 +44,24 @@ func halfMatmul(in te.DType, B, M, K, N int) *te.Program {
 // magnitude, allows K roundings of f32 sums of terms of that magnitude.
 // Operands that are loads of half tensors with aligned rows are staged by
 // double-buffered cp.async copies. Too small a contraction keeps the SIMT
-// code.
+// code. Where N is even, the epilogue stores a lane's two adjacent
+// columns with one 8-byte copy (pairedColumns); where it is odd, each
+// element alone.
 func TestTensorCoreContraction(t *testing.T) {
 	for _, tc := range []struct {
 		in         te.DType
 		B, M, K, N int
 		mma, async bool
+		paired     bool
 	}{
-		{te.F16, 1, 64, 64, 64, true, true},
-		{te.F16, 2, 40, 48, 24, true, false}, // K not a multiple of the staged 32
-		{te.BF16, 1, 96, 32, 72, true, true}, // tails in M and N
-		{te.F16, 2, 100, 96, 200, true, true},
-		{te.F32, 1, 64, 40, 64, true, false},
-		{te.F32, 3, 17, 8, 33, true, false},
-		{te.F16, 1, 8, 64, 64, false, false},
-		{te.F16, 1, 64, 8, 64, false, false},
+		{te.F16, 1, 64, 64, 64, true, true, true},
+		{te.F16, 2, 40, 48, 24, true, false, true}, // K not a multiple of the staged 32
+		{te.BF16, 1, 96, 32, 72, true, true, true}, // tails in M and N
+		{te.F16, 2, 100, 96, 200, true, true, true},
+		{te.F32, 1, 64, 40, 64, true, false, true},
+		{te.F32, 3, 17, 8, 33, true, false, false}, // odd N: rows of odd length
+		{te.F16, 1, 8, 64, 64, false, false, false},
+		{te.F16, 1, 64, 8, 64, false, false, false},
 	} {
 		t.Run(fmt.Sprintf("%s/%dx%dx%dx%d", tc.in, tc.B, tc.M, tc.K, tc.N), func(t *testing.T) {
 			p := halfMatmul(tc.in, tc.B, tc.M, tc.K, tc.N)
@@ -82,6 +85,15 @@ func TestTensorCoreContraction(t *testing.T) {
 			})
 			if async != tc.async {
 				t.Errorf("cp.async staging %v, want %v", async, tc.async)
+			}
+			paired := false
+			kir.WalkStmts(m.Kernels[0].Body, func(s kir.Stmt) bool {
+				c, ok := s.(*kir.VecCopy)
+				paired = paired || ok && c.Dst.Name == "y" && c.Bytes == 8
+				return true
+			})
+			if paired != tc.paired {
+				t.Errorf("paired epilogue stores %v, want %v", paired, tc.paired)
 			}
 		})
 	}
