@@ -29,22 +29,49 @@ const StaticSharedLimit = 48 << 10
 // block must allocate it dynamically (more than StaticSharedLimit).
 func DynamicShared(bytes int64) bool { return bytes > StaticSharedLimit }
 
-// arches returns the supported architectures, oldest first.
+// arches returns the supported architectures, oldest first. sm_86 and
+// sm_89 (GA10x, AD10x) have sm_80's instructions (cp.async, the f16,
+// bf16 and tf32 MMAs) with their own limits, which the GPU descriptions
+// carry; PTX 7.1 introduced sm_86 and PTX 7.8 sm_89 and sm_90 (PTX ISA,
+// "Release Notes"), and LLVM 14's llc stops at sm_86.
 func arches() []Arch {
 	return []Arch{
 		{Name: "sm_80", Major: 8, Minor: 0, PTX: "+ptx70", LLC: []string{"llc", "llc-16", "llc-17", "llc-18"}},
+		{Name: "sm_86", Major: 8, Minor: 6, PTX: "+ptx71", LLC: []string{"llc", "llc-16", "llc-17", "llc-18"}},
+		{Name: "sm_89", Major: 8, Minor: 9, PTX: "+ptx78", LLC: []string{"llc-16", "llc-17", "llc-18"}},
 		{Name: "sm_90", Major: 9, Minor: 0, PTX: "+ptx78", LLC: []string{"llc-16", "llc-17", "llc-18"}},
 	}
 }
 
-// LookupArch returns the architecture called name ("sm_80" or "sm_90").
+// unsupported says why tec cannot compile for the architecture called
+// name, one a user may ask for that it does not support, or "".
+func unsupported(name string) string {
+	switch name {
+	case "sm_70", "sm_72":
+		return "Volta's tensor cores lack the m16n8 MMA shapes and cp.async that tec's kernels use"
+	case "sm_75":
+		return "Turing lacks cp.async, bf16 and the m16n8k16 MMA that tec's kernels use (not supported yet)"
+	case "sm_90a":
+		return "tec does not emit wgmma or the other sm_90a-only instructions; sm_90 code runs on the same GPUs"
+	case "sm_100", "sm_100a", "sm_101", "sm_120":
+		return "the CUDA 11.8 toolchain tec is tested with (nvcc, and llc-16's PTX 7.8) cannot compile for Blackwell"
+	}
+	return ""
+}
+
+// LookupArch returns the architecture called name ("sm_80", "sm_86",
+// "sm_89" or "sm_90").
 func LookupArch(name string) (Arch, error) {
 	for _, a := range arches() {
 		if a.Name == name {
 			return a, nil
 		}
 	}
-	return Arch{}, fmt.Errorf("unknown target %q (want %s)", name, strings.Join(ArchNames(), " or "))
+	want := strings.Join(ArchNames(), ", ")
+	if why := unsupported(name); why != "" {
+		return Arch{}, fmt.Errorf("unsupported target %q: %s (want one of %s)", name, why, want)
+	}
+	return Arch{}, fmt.Errorf("unknown target %q (want one of %s)", name, want)
 }
 
 // ArchNames returns the names of the supported architectures, oldest

@@ -1,6 +1,9 @@
 package gpu
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLookupArch(t *testing.T) {
 	for _, name := range ArchNames() {
@@ -9,8 +12,15 @@ func TestLookupArch(t *testing.T) {
 			t.Errorf("LookupArch(%q) = %+v, %v", name, a, err)
 		}
 	}
-	if _, err := LookupArch("sm_70"); err == nil {
-		t.Error("LookupArch(sm_70) succeeded")
+	for name, why := range map[string]string{
+		"sm_70":  `unsupported target "sm_70": Volta`,
+		"sm_75":  `unsupported target "sm_75": Turing lacks cp.async`,
+		"sm_100": `unsupported target "sm_100": the CUDA 11.8 toolchain`,
+		"sm_87":  `unknown target "sm_87" (want one of sm_80, sm_86, sm_89, sm_90)`,
+	} {
+		if _, err := LookupArch(name); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("LookupArch(%s) = %v, want an error containing %q", name, err, why)
+		}
 	}
 	if _, err := LookupArch(DefaultArch()); err != nil {
 		t.Errorf("the default architecture: %v", err)
@@ -20,7 +30,9 @@ func TestLookupArch(t *testing.T) {
 func TestNativeArch(t *testing.T) {
 	for _, tt := range []struct{ cc, want string }{
 		{"8.0", "sm_80"},
-		{"8.6", "sm_80"},
+		{"8.6", "sm_86"},
+		{"8.7", "sm_86"},
+		{"8.9", "sm_89"},
 		{"9.0", "sm_90"},
 		{"10.0", "sm_90"},
 		{"7.5", ""},

@@ -141,6 +141,31 @@ func (g Model) TF32Rate() float64 {
 //     and 32 blocks per SM).
 //   - H200 SXM: NVIDIA H200 datasheet (2024): the H100's GH100 die and SM
 //     configuration (132 SMs, CC 9.0) with 141 GB of HBM3e at 4.8 TB/s.
+//   - H100 PCIe: the H100 datasheet's PCIe column (114 SMs, 2.0 TB/s HBM2e,
+//     51 TFLOP/s FP32, 756 TFLOP/s dense FP16 and BF16 tensor, 378 dense
+//     TF32; 1.755 GHz boost).
+//   - A100 80GB SXM: the A100 datasheet (2021): the 40 GB part's SMs and
+//     L2 with 2,039 GB/s of HBM2e.
+//   - A10 and GeForce RTX 3090 (GA102, CC 8.6): the NVIDIA A10 datasheet
+//     (72 SMs, 600 GB/s GDDR6, 31.2 TFLOP/s FP32, 125 dense FP16/BF16
+//     tensor, 62.5 dense TF32) and the "NVIDIA Ampere GA102 GPU
+//     Architecture" whitepaper (2020), Table 2 (RTX 3090: 82 SMs, 936
+//     GB/s GDDR6X, 35.6 TFLOP/s FP32, 71 FP16 tensor with FP32
+//     accumulate, 35.6 TF32; 6 MB L2; 1,695 MHz boost, also A10's).
+//   - L4, L40S and GeForce RTX 4090 (AD10x, CC 8.9): the NVIDIA L4 (58
+//     SMs, 300 GB/s GDDR6, 30.3 TFLOP/s FP32, 121 dense FP16/BF16
+//     tensor, 60 dense TF32; 2,040 MHz) and L40S (142 SMs, 864 GB/s, 91.6
+//     TFLOP/s FP32, 362 dense FP16/BF16, 183 dense TF32; 2,520 MHz)
+//     datasheets (2023) and the "NVIDIA Ada GPU Architecture" whitepaper
+//     (2022), Appendix A (RTX 4090: 128 SMs, 1,008 GB/s GDDR6X, 82.6
+//     TFLOP/s FP32, 165.2 FP16 tensor with FP32 accumulate, 82.6 TF32; 72
+//     MB L2; 2,520 MHz; L4's AD104 48 MB of L2, L40S's AD102 96 MB).
+//   - SM limits by compute capability: Programming Guide, "Technical
+//     Specifications per Compute Capability": CC 8.6 and 8.9 have 100 KB
+//     of shared memory per SM (99 KB per block), 1,536 threads per SM,
+//     and 16 (8.6) or 24 (8.9) blocks per SM. NVIDIA publishes no L2
+//     bandwidth for GA10x or AD10x: their descriptions leave it 0 (out of
+//     the cost model) until bench/gpu/calibrate.cu measures one.
 //   - L2 bandwidth: the A100 whitepaper gives 5120 bytes per clock of L2
 //     read bandwidth (2.3× V100's); at its 1410 MHz boost clock that is
 //     7.2 TB/s. NVIDIA publishes no figure for Hopper; an H200 measured
@@ -181,19 +206,52 @@ func builtins() map[string]Model {
 	h200 := h100
 	h200.Name, h200.DRAMBandwidth = "H200-SXM-141GB", 4.8e12
 	h200.DRAMLatency = h200DRAMLatency
-	return map[string]Model{
-		"a100": {
-			Name: "A100-SXM4-40GB", CC: "8.0",
-			SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
+	// The H100 PCIe has fewer SMs at a lower clock; its L2 is taken to
+	// read at the SXM part's measured rate scaled by the clock.
+	h100PCIe := h100
+	h100PCIe.Name, h100PCIe.SMs, h100PCIe.DRAMBandwidth = "H100-PCIe-80GB", 114, 2.0e12
+	h100PCIe.FP32Peak, h100PCIe.FP16Peak, h100PCIe.TF32Peak = 51.2e12, 756e12, 378e12
+	h100PCIe.Clock, h100PCIe.L2Bandwidth = 1.755e9, hopperL2Bandwidth*1.755/1.98
+	a100 := Model{
+		Name: "A100-SXM4-40GB", CC: "8.0",
+		SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
+		L2Bytes:       40 << 20,
+		DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12, TF32Peak: 156e12,
+		Clock:      1.41e9,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	}
+	a100x80 := a100
+	a100x80.Name, a100x80.DRAMBandwidth = "A100-SXM4-80GB", 2039e9
+	// GA10x and AD10x SMs (CC 8.6 and 8.9): 100 KB of shared memory, 1,536
+	// threads; their L2 rate is unpublished (0: out of the model).
+	ga10x := func(name string, sms, l2 int, dram, fp32, fp16, tf32, clock float64) Model {
+		return Model{
+			Name: name, CC: "8.6",
+			SMs: sms, SharedPerSM: 100 << 10, SharedPerBlock: 99 << 10,
 			RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
-			MaxThreadsPerSM: 2048, MaxBlocksPerSM: 32, MaxThreadsPerBlock: 1024,
-			L2Bytes:       40 << 20,
-			DRAMBandwidth: 1555e9, L2Bandwidth: 5120 * 1410e6, FP32Peak: 19.5e12, FP16Peak: 312e12, TF32Peak: 156e12,
-			Clock:      1.41e9,
-			LaunchCost: 2e-6, GridSyncCost: 1e-6,
-		},
-		"h100": h100,
-		"h200": h200,
+			MaxThreadsPerSM: 1536, MaxBlocksPerSM: 16, MaxThreadsPerBlock: 1024,
+			L2Bytes: l2, DRAMBandwidth: dram, FP32Peak: fp32, FP16Peak: fp16, TF32Peak: tf32,
+			Clock: clock, LaunchCost: 2e-6, GridSyncCost: 1e-6,
+		}
+	}
+	ad10x := func(name string, sms, l2 int, dram, fp32, fp16, tf32, clock float64) Model {
+		g := ga10x(name, sms, l2, dram, fp32, fp16, tf32, clock)
+		g.CC, g.MaxBlocksPerSM = "8.9", 24
+		return g
+	}
+	return map[string]Model{
+		"a100":      a100,
+		"a100-80gb": a100x80,
+		"h100":      h100,
+		"h100-pcie": h100PCIe,
+		"h200":      h200,
+		"a10":       ga10x("A10-24GB", 72, 6<<20, 600e9, 31.2e12, 125e12, 62.5e12, 1.695e9),
+		"rtx3090":   ga10x("GeForce-RTX-3090", 82, 6<<20, 936e9, 35.6e12, 71e12, 35.6e12, 1.695e9),
+		"l4":        ad10x("L4-24GB", 58, 48<<20, 300e9, 30.3e12, 121e12, 60e12, 2.04e9),
+		"l40s":      ad10x("L40S-48GB", 142, 96<<20, 864e9, 91.6e12, 362e12, 183e12, 2.52e9),
+		"rtx4090":   ad10x("GeForce-RTX-4090", 128, 72<<20, 1008e9, 82.6e12, 165.2e12, 82.6e12, 2.52e9),
 		// small is a toy GPU for tests: 4 SMs that hold one block of 256
 		// threads each, so an all-resident grid has 4 blocks and every stage of
 		// a tiny model has more tiles than the grid has blocks.
@@ -236,8 +294,8 @@ func Names() []string {
 	return names
 }
 
-// Builtin returns the built-in GPU model named name ("a100", "h100",
-// "h200", "small"; case does not matter).
+// Builtin returns the built-in GPU model named name (one of Names; case
+// does not matter).
 func Builtin(name string) (Model, bool) {
 	g, ok := builtins()[strings.ToLower(name)]
 	g.Arch, _ = g.NativeArch()

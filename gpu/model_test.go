@@ -17,6 +17,13 @@ func TestBuiltinGPUs(t *testing.T) {
 		{"a100", 108, 1555e9},
 		{"H100", 132, 3.35e12},
 		{"h200", 132, 4.8e12},
+		{"h100-pcie", 114, 2.0e12},
+		{"a100-80gb", 108, 2039e9},
+		{"a10", 72, 600e9},
+		{"rtx3090", 82, 936e9},
+		{"l4", 58, 300e9},
+		{"l40s", 142, 864e9},
+		{"RTX4090", 128, 1008e9},
 		{"small", 4, 100e9},
 	} {
 		g, ok := Builtin(tt.name)
@@ -30,7 +37,7 @@ func TestBuiltinGPUs(t *testing.T) {
 			t.Errorf("%s: %d SMs, %g B/s; want %d, %g", tt.name, g.SMs, g.DRAMBandwidth, tt.sms, tt.bw)
 		}
 	}
-	if got := strings.Join(Names(), ","); got != "a100,h100,h200,small" {
+	if got := strings.Join(Names(), ","); got != "a10,a100,a100-80gb,h100,h100-pcie,h200,l4,l40s,rtx3090,rtx4090,small" {
 		t.Errorf("Names() = %s", got)
 	}
 }

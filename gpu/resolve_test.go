@@ -13,7 +13,12 @@ import (
 // TestBuiltinArchs: every built-in model has a native architecture, the
 // one its compute capability names.
 func TestBuiltinArchs(t *testing.T) {
-	want := map[string]string{"a100": "sm_80", "h100": "sm_90", "h200": "sm_90", "small": "sm_80"}
+	want := map[string]string{
+		"a100": "sm_80", "a100-80gb": "sm_80", "small": "sm_80",
+		"a10": "sm_86", "rtx3090": "sm_86",
+		"l4": "sm_89", "l40s": "sm_89", "rtx4090": "sm_89",
+		"h100": "sm_90", "h100-pcie": "sm_90", "h200": "sm_90",
+	}
 	for _, name := range Names() {
 		g, _ := Builtin(name)
 		if g.Arch.Name != want[name] {
@@ -26,7 +31,7 @@ func TestBuiltinArchs(t *testing.T) {
 	if got := DefaultArch(); got != "sm_80" {
 		t.Errorf("DefaultArch() = %s, want sm_80, the architecture of %s", got, Default)
 	}
-	for arch, want := range map[string]string{"sm_80": "a100", "sm_90": "h100"} {
+	for arch, want := range map[string]string{"sm_80": "a100", "sm_86": "a10", "sm_89": "l4", "sm_90": "h100"} {
 		if got, err := DefaultFor(arch); got != want || err != nil {
 			t.Errorf("DefaultFor(%s) = %s, %v; want %s", arch, got, err, want)
 		}
@@ -55,8 +60,14 @@ func TestResolve(t *testing.T) {
 		{"small", "", "small", "sm_80", ""},
 		{"small", "sm_90", "", "", "cannot run"},
 		{"v100", "", "", "", `unknown GPU "v100"`},
-		{"", "sm_70", "", "", `unknown target "sm_70" (want sm_80 or sm_90)`},
-		{"a100", "sm_70", "", "", `unknown target "sm_70"`},
+		{"", "sm_70", "", "", `unsupported target "sm_70"`},
+		{"a100", "sm_71", "", "", `unknown target "sm_71" (want one of sm_80, sm_86, sm_89, sm_90)`},
+		{"", "sm_89", "l4", "sm_89", ""},
+		{"l4", "", "l4", "sm_89", ""},
+		{"l4", "sm_86", "l4", "sm_86", ""},
+		{"l4", "sm_90", "", "", "sm_90 emits code for compute capability 9.0, which the GPU model L4-24GB (compute capability 8.9) cannot run"},
+		{"a10", "sm_89", "", "", "cannot run"},
+		{"rtx4090", "sm_80", "rtx4090", "sm_80", ""},
 	} {
 		g, err := Resolve(tt.gpu, tt.arch)
 		if tt.err != "" {

@@ -11,8 +11,8 @@ import (
 	"tec/internal/testkit/tooltest"
 )
 
-// TestWarpSASS compiles the warp-level pipeline with nvcc for sm_80 and
-// sm_90 and checks that its machine code has what the kernel IR asks for:
+// TestWarpSASS compiles the warp-level pipeline with nvcc for sm_80,
+// sm_86, sm_89 and sm_90 and checks that its machine code has what the kernel IR asks for:
 // a tensor-core HMMA, ldmatrix (LDSM, plain and transposed), cp.async
 // (LDGSTS, bypassing L1) and 128-bit loads and stores, and no spills.
 func TestWarpSASS(t *testing.T) {
@@ -28,7 +28,7 @@ func TestWarpSASS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, arch := range []string{"sm_80", "sm_90"} {
+	for _, arch := range []string{"sm_80", "sm_86", "sm_89", "sm_90"} {
 		cubin := filepath.Join(dir, arch+".cubin")
 		out, err := exec.Command(nvcc, "-cubin", "-arch="+arch, "-Xptxas", "-v", "-o", cubin, filepath.Join(dir, "pipeline.cu")).CombinedOutput()
 		if err != nil {

@@ -179,7 +179,7 @@ bounded by its threads alone, with a warning.`,
 		bf.compileFlags.register(fs)
 		bf.registerTargetOpt(fs)
 		fs.StringVar(&bf.out, "o", "", "the directory to write to (created if missing)")
-		fs.StringVar(&bf.target, "target", gpu.DefaultArch(), "the GPU architecture: "+strings.Join(gpu.ArchNames(), " or "))
+		fs.StringVar(&bf.target, "target", gpu.DefaultArch(), "the GPU architecture: "+strings.Join(gpu.ArchNames(), " or ")+" (default: --gpu's own, or "+gpu.DefaultArch()+" without --gpu)")
 		fs.StringVar(&bf.emit, "emit", "cu,ll,ptx,host", "what to write, comma-separated: cu, ll, ptx, host")
 		fs.StringVar(&bf.report, "report", "", "write the static cost report to this JSON file")
 		fs.StringVar(&bf.dumpAfter, "dump-after", "", "print the result of a pass on standard output: "+strings.Join(dumpNames(), ", ")+" (those that run with the options given), or all; comma-separated")
@@ -197,9 +197,16 @@ bounded by its threads alone, with a warning.`,
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
-		tg, err := gpu.LookupArch(bf.target)
-		if err != nil {
-			return e.usageError(c, "--target: %v", err)
+		// Without --target, the code is for --gpu's own architecture
+		// (gpu.Resolve), or the default one without --gpu either.
+		target := bf.target
+		if !isSet(fs, "target") && bf.gpu != "" {
+			target = ""
+		}
+		if target != "" {
+			if _, err := gpu.LookupArch(target); err != nil {
+				return e.usageError(c, "--target: %v", err)
+			}
 		}
 		emit, err := parseEmit(bf.emit)
 		if err != nil {
@@ -208,10 +215,11 @@ bounded by its threads alone, with a warning.`,
 		if bf.out == "" && len(emit) > 0 {
 			return e.usageError(c, "-o DIR is required")
 		}
-		opts, err := bf.options(tg.Name)
+		opts, err := bf.options(target)
 		if err != nil {
 			return e.optionsError(c, err)
 		}
+		tg := opts.GPU.Arch
 		mode, ok := counterModes[bf.counters]
 		if !ok {
 			return e.usageError(c, "--counters %s: want cost, off or everywhere", bf.counters)

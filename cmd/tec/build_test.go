@@ -142,7 +142,7 @@ func TestBuildUsage(t *testing.T) {
 	}{
 		{[]string{"testdata/softmax.te"}, "-o DIR is required"},
 		{[]string{"testdata/softmax.te", "-o", dir, "--emit", "cu,exe"}, `unknown kind "exe"`},
-		{[]string{"testdata/softmax.te", "-o", dir, "--target", "sm_70"}, `unknown target "sm_70"`},
+		{[]string{"testdata/softmax.te", "-o", dir, "--target", "sm_71"}, `unknown target "sm_71"`},
 		{[]string{"testdata/softmax.te", "-o", dir, "-O9"}, "-O9: want -O0 to -O4"},
 		{[]string{"testdata/softmax.te", "-o", dir, "--gpu", "v100"}, `unknown GPU "v100"`},
 		{[]string{"testdata/softmax.te", "-o", dir, "-O0", "--dump-after", "vertical"}, `no pass "vertical" at -O0`},

@@ -216,8 +216,8 @@ func TestRunCUDAErrors(t *testing.T) {
 			"--race checks the kernels in the simulator, which only --device sim runs"},
 		{"bad codegen", nil, nil, []string{"run", "--device", "cuda", "--codegen", "sass", "--fill", "zeros", "testdata/softmax.te"}, exitUsage,
 			"--codegen sass: want ptx or cu"},
-		{"bad target", nil, nil, []string{"run", "--device", "cuda", "--target", "sm_70", "--fill", "zeros", "testdata/softmax.te"}, exitUsage,
-			`--target: unknown target "sm_70"`},
+		{"bad target", nil, nil, []string{"run", "--device", "cuda", "--target", "sm_71", "--fill", "zeros", "testdata/softmax.te"}, exitUsage,
+			`--target: unknown target "sm_71"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.fake != nil {

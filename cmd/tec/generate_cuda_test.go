@@ -294,7 +294,7 @@ func TestGenerateCUDACommandErrors(t *testing.T) {
 		{"bench", nil, append([]string{"generate", "--bench", "3"}, gen[1:]...), exitUsage, "flag provided but not defined: -bench"},
 		{"race with cuda", nil, append([]string{"generate", "--race"}, gen[1:]...), exitUsage,
 			"--race checks the kernels in the simulator, which only --device sim runs"},
-		{"bad target", nil, append([]string{"generate", "--target", "sm_70"}, gen[1:]...), exitUsage, `--target: unknown target "sm_70"`},
+		{"bad target", nil, append([]string{"generate", "--target", "sm_71"}, gen[1:]...), exitUsage, `--target: unknown target "sm_71"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.status == exitUser && tc.fake == nil {

@@ -91,7 +91,9 @@ func TestOutputsCreateParents(t *testing.T) {
 
 // TestTargetNewerThanGPU checks that a --target whose code the GPU model
 // cannot run is refused (--target sm_90 --gpu a100 was silently planned
-// for an A100), and that an older target is allowed.
+// for an A100), that an older target is allowed, that a build without
+// --target compiles for --gpu's own architecture, and that the targets
+// tec does not support are refused with the reason.
 func TestTargetNewerThanGPU(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -108,6 +110,17 @@ func TestTargetNewerThanGPU(t *testing.T) {
 			"cannot run"},
 		{"sm_80 on an H100", []string{"build", "testdata/softmax.te", "--target", "sm_80", "--gpu", "h100", "-o", dir, "--emit", "cu"}, exitOK, "wrote"},
 		{"sm_90 on its default GPU", []string{"build", "testdata/softmax.te", "--target", "sm_90", "-o", dir, "--emit", "cu"}, exitOK, "for sm_90"},
+		{"an L4's own target", []string{"build", "testdata/softmax.te", "--gpu", "l4", "-o", dir, "--emit", "cu"}, exitOK, "for sm_89"},
+		{"an A10's own target", []string{"build", "testdata/softmax.te", "--gpu", "A10", "-o", dir, "--emit", "cu"}, exitOK, "for sm_86"},
+		{"an H100's own target", []string{"build", "testdata/softmax.te", "--gpu", "h100", "-o", dir, "--emit", "cu"}, exitOK, "for sm_90"},
+		{"sm_86 on its default GPU", []string{"explain", "--plan", "testdata/softmax.te", "--gpu", "a10"}, exitOK, "on A10-24GB"},
+		{"sm_80 on an L4", []string{"build", "testdata/softmax.te", "--gpu", "l4", "--target", "sm_80", "-o", dir, "--emit", "cu"}, exitOK, "for sm_80"},
+		{"sm_90 on an L4", []string{"build", "testdata/softmax.te", "--gpu", "l4", "--target", "sm_90", "-o", dir, "--emit", "cu"}, exitUsage,
+			"which the GPU model L4-24GB (compute capability 8.9) cannot run"},
+		{"sm_75", []string{"build", "testdata/softmax.te", "--target", "sm_75", "-o", dir, "--emit", "cu"}, exitUsage,
+			`unsupported target "sm_75": Turing lacks cp.async`},
+		{"sm_100", []string{"build", "testdata/softmax.te", "--target", "sm_100", "-o", dir, "--emit", "cu"}, exitUsage,
+			"cannot compile for Blackwell"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

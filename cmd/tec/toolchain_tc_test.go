@@ -66,6 +66,9 @@ func TestBuildToolchain(t *testing.T) {
 		tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
 		tools.targets = append(tools.targets, tg)
 	}
+	if tools.targets[0].Name != sweepArchs[0] {
+		t.Fatalf("the oldest architecture is %s, not %s", tools.targets[0].Name, sweepArchs[0])
+	}
 	root := t.TempDir()
 	prep := time.Now()
 	exs, err := sweepExamples(os.Getenv("TEC_TOOLCHAIN_EXAMPLES"))
@@ -169,8 +172,23 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 	return jobs, nil
 }
 
-// sweepArchs are the architectures nvcc compiles each build for.
+// sweepArchs are the architectures nvcc, and llc with ptxas, compile
+// each full-size build for: the oldest, whose code every GPU tec supports
+// runs, and the newest, on its own llc (llc-16). The tiny builds are
+// compiled for every architecture (gpu.ArchNames): sm_86 and sm_89 are
+// sm_80's instructions, so that their sweep checks that the tools take
+// the same code for them, which the tiny builds' code paths show at a
+// fraction of the full-size builds' ptxas time.
 var sweepArchs = []string{"sm_80", "sm_90"}
+
+// sweepArchsFor returns the architectures a build of size ("tiny" or
+// "full") is compiled for.
+func sweepArchsFor(size string) []string {
+	if size == "tiny" {
+		return gpu.ArchNames()
+	}
+	return sweepArchs
+}
 
 // sweepPTX is the virtual architecture whose PTX ptxas compiles for each
 // of sweepArchs: cicc, nvcc's front end and the most of its time, runs
@@ -180,9 +198,11 @@ var sweepArchs = []string{"sm_80", "sm_90"}
 // sm_90 path of the CUDA headers; docs/testing.md).
 const sweepPTX = "compute_80"
 
-// gencode is nvcc's flag compiling sweepPTX's PTX for every arch of
-// sweepArchs.
-var gencode = fmt.Sprintf("-gencode=arch=%s,code=[%s]", sweepPTX, strings.Join(sweepArchs, ","))
+// gencode returns nvcc's flag compiling sweepPTX's PTX for every one of
+// archs.
+func gencode(archs []string) string {
+	return fmt.Sprintf("-gencode=arch=%s,code=[%s]", sweepPTX, strings.Join(archs, ","))
+}
 
 // exampleJobs returns the f32 compilations of ex: tiny and full size, at
 // -O0 and -O4, the CUDA C++ by nvcc for both architectures (host code too
@@ -216,9 +236,12 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 				mode, out = "-fatbin", ".fatbin" // device code alone
 			}
 			jobs = append(jobs, toolJob{name + " nvcc", nvccCost(n, size == "tiny"), func() (string, error) {
-				return runTool(dir, tools.nvcc, mode, "-o", strings.TrimSuffix(cu, ".cu")+out, cu, gencode)
+				return runTool(dir, tools.nvcc, mode, "-o", strings.TrimSuffix(cu, ".cu")+out, cu, gencode(sweepArchsFor(size)))
 			}})
 			for _, tg := range tools.targets {
+				if !slices.Contains(sweepArchsFor(size), tg.Name) {
+					continue
+				}
 				job, err := llcJob(name, res.Module, tg)
 				if err != nil {
 					return nil, err
@@ -469,6 +492,9 @@ func bf16Jobs(ex examples.Example, name string, m *kir.Module, tools sweepTools)
 	}
 	var jobs []toolJob
 	for _, tg := range tools.targets {
+		if !slices.Contains(sweepArchs, tg.Name) {
+			continue
+		}
 		job, err := llcJob(name, m, tg)
 		if err != nil {
 			return nil, err
