@@ -196,6 +196,29 @@ class HalfOps(nn.Module):
         return (y * self.scale.float()).half()
 
 
+class ImageOps(nn.Module):
+    """The normalisations and pixel shuffles of image-to-image models:
+    InstanceNorm2d with affine parameters, GroupNorm (which PyTorch
+    exports as an InstanceNormalization over the groups), PixelShuffle
+    (DepthToSpace, mode CRD) and PixelUnshuffle."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(8, affine=True)
+        self.gnorm = nn.GroupNorm(4, 8)
+        self.shuffle = nn.PixelShuffle(2)
+        self.unshuffle = nn.PixelUnshuffle(2)
+
+    def forward(self, x):  # x: [2, 3, 6, 4]
+        h = self.conv(x)
+        a = self.inorm(h)
+        g = self.gnorm(torch.tanh(h) + a)  # [2, 8, 6, 4]
+        s = self.shuffle(g)  # [2, 2, 12, 8]
+        u = self.unshuffle(s * s)  # [2, 8, 6, 4]
+        return torch.cat([s.flatten(), (u + g).flatten()])
+
+
 def models():
     """name -> (module, example inputs, opset)"""
     gen = torch.Generator().manual_seed(0)
@@ -236,6 +259,10 @@ def models():
     resize = ResizeOps()
     randomize(resize, gen)
     out["resize_ops"] = (resize, {"x": torch.randn(1, 3, 6, 5, generator=gen)}, 17)
+
+    image = ImageOps()
+    randomize(image, gen)
+    out["image_ops"] = (image, {"x": torch.randn(2, 3, 6, 4, generator=gen)}, 17)
 
     half = HalfOps()
     randomize(half, gen)

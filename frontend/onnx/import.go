@@ -57,7 +57,7 @@ import (
 // The opsets of the default ONNX domain that the importer reads.
 const (
 	MinOpset = 13
-	MaxOpset = 17
+	MaxOpset = 21
 )
 
 // maxFold is the most elements a node folded at import may have.

@@ -139,8 +139,9 @@ func flattenOp(n *node) error {
 	return reshapeTo(n, x, []int{outer, inner})
 }
 
-// axesInput returns the axes of Squeeze, Unsqueeze or ReduceSum: input 1
-// (opset 13) or the attribute axes.
+// axesInput returns the axes of Squeeze, Unsqueeze or a Reduce operator:
+// input 1 (opset 13; 18 for the Reduce operators but ReduceSum) or the
+// attribute axes.
 func axesInput(n *node) ([]int, bool, error) {
 	if axes, ok, err := n.constInts(1); ok || err != nil {
 		return axes, ok, err
@@ -413,15 +414,25 @@ func splitOp(n *node) error {
 	if k == 0 {
 		return fmt.Errorf("Split has no outputs")
 	}
+	parts := n.int("num_outputs", 0) // opset 18: the last part may be smaller
+	uneven := parts != 0
+	if uneven && parts != k {
+		return fmt.Errorf("num_outputs %d for %d outputs", parts, k)
+	}
 	if !ok {
 		if a, have := n.ints("split"); have {
 			sizes = a
 		} else {
+			size := x.shape[axis] / k
 			if x.shape[axis]%k != 0 {
-				return fmt.Errorf("axis %d of size %d does not split into %d equal parts", axis, x.shape[axis], k)
+				if !uneven {
+					return fmt.Errorf("axis %d of size %d does not split into %d equal parts", axis, x.shape[axis], k)
+				}
+				// Opset 18: parts of ceil(size/k), the last smaller.
+				size = (x.shape[axis] + k - 1) / k
 			}
-			for range k {
-				sizes = append(sizes, x.shape[axis]/k)
+			for i := range k {
+				sizes = append(sizes, max(0, min(size, x.shape[axis]-i*size)))
 			}
 		}
 	}
@@ -577,6 +588,24 @@ func padOp(n *node) error {
 		return err
 	}
 	r := x.rank()
+	// Opset 18's axes input: pads lists the begins, then the ends, of
+	// those axes alone.
+	if axes, ok, err := n.constInts(3); err != nil {
+		return err
+	} else if ok {
+		if len(pads) != 2*len(axes) {
+			return fmt.Errorf("pads %v do not have 2 × %d values, for the axes %v", pads, len(axes), axes)
+		}
+		full := make([]int, 2*r)
+		for i, a := range axes {
+			a, err := normAxis(a, r)
+			if err != nil {
+				return err
+			}
+			full[a], full[r+a] = pads[i], pads[len(axes)+i]
+		}
+		pads = full
+	}
 	if len(pads) != 2*r {
 		return fmt.Errorf("pads %v do not have 2 × %d values", pads, r)
 	}
@@ -587,9 +616,6 @@ func padOp(n *node) error {
 			return fmt.Errorf("the constant value must be known at import")
 		}
 		fill = lit{u, x.dt}
-	}
-	if n.in(3) != nil {
-		return fmt.Errorf("the axes input is not supported")
 	}
 	shape := make([]int, r)
 	for d := range shape {
@@ -683,4 +709,54 @@ func tileOp(n *node) error {
 		}
 	}
 	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, idx...))
+}
+
+// depthToSpaceOp is DepthToSpace: [N, C, H, W] to [N, C/b², H·b, W·b],
+// output (c, h, w) reading channel ((h mod b)·b + w mod b)·C/b² + c
+// (mode DCR, the default) or c·b² + (h mod b)·b + w mod b (CRD, PyTorch's
+// pixel shuffle), at (h/b, w/b).
+func depthToSpaceOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	b := n.int("blocksize", 0)
+	if x.rank() != 4 || b < 1 || x.shape[1]%(b*b) != 0 {
+		return fmt.Errorf("DepthToSpace with blocksize %d of a tensor of shape %v: want [N, C, H, W] with C a multiple of blocksize²", b, x.shape)
+	}
+	mode := n.str("mode", "DCR")
+	if mode != "DCR" && mode != "CRD" {
+		return fmt.Errorf("DepthToSpace mode %q: want DCR or CRD", mode)
+	}
+	c := x.shape[1] / (b * b)
+	shape := []int{x.shape[0], c, x.shape[2] * b, x.shape[3] * b}
+	vs := vars(shape)
+	h, w := ivar{vs[2].name}, ivar{vs[3].name}
+	block := add(mul(imod(h, b), ilit(b)), imod(w, b))
+	ch := add(mul(block, ilit(c)), ivar{vs[1].name})
+	if mode == "CRD" {
+		ch = add(mul(ivar{vs[1].name}, ilit(b*b)), block)
+	}
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, ivar{vs[0].name}, ch, idiv(h, b), idiv(w, b)))
+}
+
+// spaceToDepthOp is SpaceToDepth, DepthToSpace's DCR inverse: [N, C, H, W]
+// to [N, C·b², H/b, W/b], output channel k reading channel k mod C at
+// (h·b + (k/C)/b, w·b + (k/C) mod b).
+func spaceToDepthOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	b := n.int("blocksize", 0)
+	if x.rank() != 4 || b < 1 || x.shape[2]%b != 0 || x.shape[3]%b != 0 {
+		return fmt.Errorf("SpaceToDepth with blocksize %d of a tensor of shape %v: want [N, C, H, W] with H and W multiples of blocksize", b, x.shape)
+	}
+	c := x.shape[1]
+	shape := []int{x.shape[0], c * b * b, x.shape[2] / b, x.shape[3] / b}
+	vs := vars(shape)
+	k := ivar{vs[1].name}
+	block := idiv(k, c)
+	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, ivar{vs[0].name}, imod(k, c),
+		add(mul(ivar{vs[2].name}, ilit(b)), idiv(block, b)), add(mul(ivar{vs[3].name}, ilit(b)), imod(block, b))))
 }

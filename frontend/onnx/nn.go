@@ -551,7 +551,6 @@ func layerNormOp(n *node) error {
 			return fmt.Errorf("Scale and B of shape %v do not fit the normalised axes %v", v.shape, x.shape[axis:])
 		}
 	}
-	outer := x.shape[:axis]
 	count := 1
 	for _, s := range x.shape[axis:] {
 		count *= s
@@ -565,6 +564,23 @@ func layerNormOp(n *node) error {
 		}
 	}
 	vs := vars(x.shape)
+	normed, err := normalized(n, x, axis, count, eps, vs)
+	if err != nil {
+		return err
+	}
+	inner := vs[axis:]
+	body := mul(normed, n.im.bcast(scale, inner))
+	if bias != nil {
+		body = add(body, n.im.bcast(bias, inner))
+	}
+	return n.im.define(out, vs, body)
+}
+
+// normalized defines x's mean and variance over its axes from axis on
+// (count elements), as tensors of the outer axes, and returns x at vs
+// normalised by them: (x - mean) * rsqrt(var + eps).
+func normalized(n *node, x *value, axis, count int, eps float64, vs []loopVar) (expr, error) {
+	outer := x.shape[:axis]
 	mean := n.temp("mean", te.F32, outer)
 	ov := vars(outer)
 	red := make([]loopVar, 0)
@@ -572,7 +588,7 @@ func layerNormOp(n *node) error {
 		red = append(red, n.im.raxis(s))
 	}
 	if err := n.im.define(mean, ov, div(reduce{"sum", red, n.im.read(x, withAxes(ov, axis, red)...)}, flit(float64(count)))); err != nil {
-		return err
+		return nil, err
 	}
 	variance := n.temp("var", te.F32, outer)
 	red2 := make([]loopVar, 0)
@@ -581,15 +597,49 @@ func layerNormOp(n *node) error {
 	}
 	dev := sub(n.im.read(x, withAxes(ov, axis, red2)...), n.im.read(mean, ivars(ov)...))
 	if err := n.im.define(variance, ov, div(reduce{"sum", red2, binary{"**", dev, ilit(2)}}, flit(float64(count)))); err != nil {
+		return nil, err
+	}
+	return mul(sub(n.im.read(x, ivars(vs)...), n.im.read(mean, ivars(vs[:axis])...)),
+		call("rsqrt", add(n.im.read(variance, ivars(vs[:axis])...), flit(eps)))), nil
+}
+
+// instanceNormOp is InstanceNormalization: each channel of each batch
+// entry (x's axes 0 and 1) normalised over the spatial axes, then scaled
+// and shifted by the channel's scale and B.
+func instanceNormOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
 		return err
 	}
-	inner := vs[axis:]
-	body := mul(mul(sub(n.im.read(x, ivars(vs)...), n.im.read(mean, ivars(vs[:axis])...)),
-		call("rsqrt", add(n.im.read(variance, ivars(vs[:axis])...), flit(eps)))), n.im.bcast(scale, inner))
-	if bias != nil {
-		body = add(body, n.im.bcast(bias, inner))
+	if x.rank() < 3 {
+		return fmt.Errorf("the input has rank %d; InstanceNormalization takes [N, C, D1, ...]", x.rank())
 	}
-	return n.im.define(out, vs, body)
+	scale, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	bias, err := n.need(2)
+	if err != nil {
+		return err
+	}
+	c := x.shape[1]
+	for _, v := range []*value{scale, bias} {
+		if v.rank() != 1 || v.shape[0] != c {
+			return fmt.Errorf("scale and B must have shape [%d] (the channels), not %v", c, v.shape)
+		}
+	}
+	count := 1
+	for _, s := range x.shape[2:] {
+		count *= s
+	}
+	vs := vars(x.shape)
+	normed, err := normalized(n, x, 2, count, n.float("epsilon", 1e-5), vs)
+	if err != nil {
+		return err
+	}
+	ch := ivars(vs[1:2])
+	body := add(mul(normed, n.im.read(scale, ch...)), n.im.read(bias, ch...))
+	return n.im.define(n.out(0, te.F32, x.shape), vs, body)
 }
 
 // layerNormBody is layer normalisation as one expression, for folding.
@@ -678,15 +728,11 @@ func reduceOp(kind string) func(*node) error {
 		if err != nil {
 			return err
 		}
-		var axes []int
-		var ok bool
-		if n.p.GetOpType() == "ReduceSum" {
-			axes, ok, err = axesInput(n)
-			if err != nil {
-				return err
-			}
-		} else {
-			axes, ok = n.ints("axes")
+		// The axes: an input since opset 13 (ReduceSum) or 18 (the
+		// others), an attribute before.
+		axes, ok, err := axesInput(n)
+		if err != nil {
+			return err
 		}
 		keep := n.int("keepdims", 1) != 0
 		if !ok || len(axes) == 0 {

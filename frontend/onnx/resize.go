@@ -41,6 +41,18 @@ func resizeOp(n *node) error {
 	}
 	n.attr("cubic_coeff_a")       // cubic mode only
 	n.attr("extrapolation_value") // tf_crop_and_resize only
+	// Opset 18's attributes, where they change nothing here: antialias
+	// changes a linear or cubic downscale's filter, keep_aspect_ratio_policy
+	// the sizes input's meaning, axes the axes the scales or sizes list.
+	if n.int("antialias", 0) != 0 && mode != "nearest" {
+		return fmt.Errorf("antialias 1 is not supported (a linear or cubic Resize without it is)")
+	}
+	if p := n.str("keep_aspect_ratio_policy", "stretch"); p != "stretch" {
+		return fmt.Errorf("keep_aspect_ratio_policy %q is not supported (stretch is)", p)
+	}
+	if _, ok := n.ints("axes"); ok {
+		return fmt.Errorf("the axes attribute is not supported (scales or sizes for every axis are)")
+	}
 	shape, scales, err := resizeShape(n, x)
 	if err != nil {
 		return err

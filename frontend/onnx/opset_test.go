@@ -1,0 +1,197 @@
+package onnx
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"tec/frontend/onnx/onnxpb"
+	"tec/te"
+)
+
+// TestOpsets18To21 imports what opsets 18 to 21 changed of the operators
+// tec reads — the Reduce operators' axes as an input, Split's
+// num_outputs (the last part smaller where the axis does not divide),
+// Pad's axes input, Resize's antialias and keep_aspect_ratio_policy at
+// their defaults, Cast's saturate — and checks each against the same
+// computation written as opset 13 writes it; and that what tec does not
+// support of them is refused with the reason.
+func TestOpsets18To21(t *testing.T) {
+	const i64 = onnxpb.TensorProto_INT64
+	x := foldInput{name: "x", dt: f32, dims: []int64{2, 5}, vals: iota(10, 0.75, -4)}
+	img := foldInput{name: "x", dt: f32, dims: []int64{1, 1, 3, 4}, vals: iota(12, 0.5, -2)}
+	ints := func(name string, vals ...float64) foldInput {
+		return foldInput{name: name, dt: i64, dims: []int64{int64(len(vals))}, vals: vals, static: true}
+	}
+	scales := foldInput{name: "s", dt: f32, dims: []int64{4}, vals: []float64{1, 1, 2, 1.5}, static: true}
+	roi := foldInput{name: ""}
+	type form struct {
+		op    string
+		ins   []foldInput
+		opset int64
+		attrs []*onnxpb.AttributeProto
+	}
+	tests := []struct {
+		name     string
+		outs     []string
+		new, old form
+	}{
+		{"ReduceMean axes input", []string{"y"},
+			form{"ReduceMean", []foldInput{x, ints("a", 1)}, 18, nil},
+			form{"ReduceMean", []foldInput{x}, 13, []*onnxpb.AttributeProto{aInts("axes", 1)}}},
+		{"ReduceMax axes input, keepdims 0", []string{"y"},
+			form{"ReduceMax", []foldInput{x, ints("a", -2)}, 21, []*onnxpb.AttributeProto{aInt("keepdims", 0)}},
+			form{"ReduceMax", []foldInput{x}, 17, []*onnxpb.AttributeProto{aInts("axes", 0), aInt("keepdims", 0)}}},
+		{"Split num_outputs, uneven", []string{"y", "z"},
+			form{"Split", []foldInput{x}, 18, []*onnxpb.AttributeProto{aInt("axis", 1), aInt("num_outputs", 2)}},
+			form{"Split", []foldInput{x, ints("p", 3, 2)}, 13, []*onnxpb.AttributeProto{aInt("axis", 1)}}},
+		{"Split num_outputs, even", []string{"y", "z"},
+			form{"Split", []foldInput{x}, 18, []*onnxpb.AttributeProto{aInt("num_outputs", 2)}},
+			form{"Split", []foldInput{x}, 13, nil}},
+		{"Pad axes input", []string{"y"},
+			form{"Pad", []foldInput{x, ints("p", 1, 2), {name: ""}, ints("a", -1)}, 18, []*onnxpb.AttributeProto{aStr("mode", "edge")}},
+			form{"Pad", []foldInput{x, ints("p", 0, 1, 0, 2)}, 13, []*onnxpb.AttributeProto{aStr("mode", "edge")}}},
+		{"Resize antialias 0", []string{"y"},
+			form{"Resize", []foldInput{img, roi, scales}, 18, []*onnxpb.AttributeProto{aStr("mode", "linear"), aInt("antialias", 0), aStr("keep_aspect_ratio_policy", "stretch")}},
+			form{"Resize", []foldInput{img, roi, scales}, 13, []*onnxpb.AttributeProto{aStr("mode", "linear")}}},
+		{"Cast saturate", []string{"y"},
+			form{"Cast", []foldInput{x}, 19, []*onnxpb.AttributeProto{aInt("to", int64(onnxpb.TensorProto_FLOAT16)), aInt("saturate", 1)}},
+			form{"Cast", []foldInput{x}, 13, []*onnxpb.AttributeProto{aInt("to", int64(onnxpb.TensorProto_FLOAT16))}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := run(t, foldModel(tt.new.op, tt.new.ins, tt.outs, tt.new.opset, false, tt.new.attrs...), tt.new.ins)
+			_, want := run(t, foldModel(tt.old.op, tt.old.ins, tt.outs, tt.old.opset, false, tt.old.attrs...), tt.old.ins)
+			for _, o := range tt.outs {
+				g, w := got[o], want[o]
+				if g == nil || w == nil || !te.SameShape(g.Shape, w.Shape) {
+					t.Fatalf("output %s: opset %d gives %v, opset %d %v", o, tt.new.opset, g, tt.old.opset, w)
+				}
+				for i := range w.Data {
+					if math.Abs(g.Data[i]-w.Data[i]) > 1e-6 {
+						t.Fatalf("output %s: opset %d gives %v, opset %d %v", o, tt.new.opset, g.Data, tt.old.opset, w.Data)
+					}
+				}
+			}
+		})
+	}
+
+	refused := []struct {
+		name string
+		m    *onnxpb.ModelProto
+		err  string
+	}{
+		{"opset 22", foldModel("Relu", []foldInput{x}, []string{"y"}, 22, false), "tec imports opsets 13 to 21"},
+		{"Resize antialias 1", foldModel("Resize", []foldInput{img, roi, scales}, []string{"y"}, 18, false, aStr("mode", "linear"), aInt("antialias", 1)),
+			"antialias 1 is not supported"},
+		{"Resize keep_aspect_ratio_policy", foldModel("Resize", []foldInput{img, roi, scales}, []string{"y"}, 18, false, aStr("keep_aspect_ratio_policy", "not_larger")),
+			`keep_aspect_ratio_policy "not_larger" is not supported`},
+		{"Resize axes", foldModel("Resize", []foldInput{img, roi, ints("s", 2, 2)}, []string{"y"}, 18, false, aInts("axes", 2, 3)),
+			"the axes attribute is not supported"},
+		{"Split num_outputs against the outputs", foldModel("Split", []foldInput{x}, []string{"y", "z"}, 18, false, aInt("num_outputs", 3)),
+			"num_outputs 3 for 2 outputs"},
+		{"Pad wrap (opset 19)", foldModel("Pad", []foldInput{x, ints("p", 0, 1, 0, 1)}, []string{"y"}, 19, false, aStr("mode", "wrap")),
+			`Pad mode "wrap" is not supported`},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Import(tt.m, Options{}); err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Import: %v, want an error containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// reshapeTranspose returns x (row-major, of shape in) reshaped to mid,
+// transposed by perm and flattened: the ONNX specification's definition
+// of DepthToSpace and SpaceToDepth.
+func reshapeTranspose(x []float64, mid []int, perm []int) []float64 {
+	strides := make([]int, len(mid))
+	s := 1
+	for d := len(mid) - 1; d >= 0; d-- {
+		strides[d], s = s, s*mid[d]
+	}
+	shape := make([]int, len(perm))
+	for i, p := range perm {
+		shape[i] = mid[p]
+	}
+	out := make([]float64, 0, len(x))
+	idx := make([]int, len(shape))
+	for range x {
+		at := 0
+		for i, p := range perm {
+			at += idx[i] * strides[p]
+		}
+		out = append(out, x[at])
+		for d := len(idx) - 1; d >= 0; d-- {
+			if idx[d]++; idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return out
+}
+
+// TestSpaceAndDepth checks DepthToSpace (DCR and CRD) and SpaceToDepth
+// against the ONNX specification's definitions by reshape and transpose,
+// and InstanceNormalization against its formula.
+func TestSpaceAndDepth(t *testing.T) {
+	const n, c, h, w, b = 2, 8, 3, 2, 2
+	x := foldInput{name: "x", dt: f32, dims: []int64{n, c, h, w}, vals: iota(n*c*h*w, 1, 0)}
+	tests := []struct {
+		op    string
+		attrs []*onnxpb.AttributeProto
+		in    foldInput
+		want  []float64
+	}{
+		{"DepthToSpace", []*onnxpb.AttributeProto{aInt("blocksize", b)}, x,
+			reshapeTranspose(x.vals, []int{n, b, b, c / (b * b), h, w}, []int{0, 3, 4, 1, 5, 2})},
+		{"DepthToSpace", []*onnxpb.AttributeProto{aInt("blocksize", b), aStr("mode", "CRD")}, x,
+			reshapeTranspose(x.vals, []int{n, c / (b * b), b, b, h, w}, []int{0, 1, 4, 2, 5, 3})},
+		{"SpaceToDepth", []*onnxpb.AttributeProto{aInt("blocksize", b)},
+			foldInput{name: "x", dt: f32, dims: []int64{n, 2, 4, 6}, vals: iota(n*2*4*6, 1, 0)},
+			reshapeTranspose(iota(n*2*4*6, 1, 0), []int{n, 2, 4 / b, b, 6 / b, b}, []int{0, 3, 5, 1, 2, 4})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.op+" "+tt.attrs[len(tt.attrs)-1].GetName(), func(t *testing.T) {
+			_, got := run(t, foldModel(tt.op, []foldInput{tt.in}, []string{"y"}, 21, false, tt.attrs...), []foldInput{tt.in})
+			if y := got["y"]; y == nil || len(y.Data) != len(tt.want) {
+				t.Fatalf("y = %v, want %v", y, tt.want)
+			}
+			for i, v := range tt.want {
+				if got["y"].Data[i] != v {
+					t.Fatalf("y = %v, want %v", got["y"].Data, tt.want)
+				}
+			}
+		})
+	}
+
+	t.Run("InstanceNormalization", func(t *testing.T) {
+		scale := foldInput{name: "s", dt: f32, dims: []int64{c}, vals: iota(c, 0.5, 1), static: true}
+		bias := foldInput{name: "b", dt: f32, dims: []int64{c}, vals: iota(c, -0.25, 0.5), static: true}
+		xs := foldInput{name: "x", dt: f32, dims: []int64{n, c, h, w}, vals: iota(n*c*h*w, 0.37, -5)}
+		for i := range xs.vals {
+			xs.vals[i] = math.Sin(xs.vals[i]) * 3
+		}
+		_, got := run(t, foldModel("InstanceNormalization", []foldInput{xs, scale, bias}, []string{"y"}, 13, false, aFloat("epsilon", 1e-3)), []foldInput{xs})
+		y := got["y"]
+		for e := range n * c {
+			row := xs.vals[e*h*w : (e+1)*h*w]
+			mean, sq := 0.0, 0.0
+			for _, v := range row {
+				mean += v / float64(len(row))
+			}
+			for _, v := range row {
+				sq += (v - mean) * (v - mean) / float64(len(row))
+			}
+			ch := e % c
+			for i, v := range row {
+				want := (v-mean)/math.Sqrt(sq+1e-3)*scale.vals[ch] + bias.vals[ch]
+				if g := y.Data[e*h*w+i]; math.Abs(g-want) > 1e-9*math.Max(1, math.Abs(want)) {
+					t.Fatalf("y[%d] = %v, want %v", e*h*w+i, g, want)
+				}
+			}
+		}
+	})
+}
