@@ -219,6 +219,27 @@ class ImageOps(nn.Module):
         return torch.cat([s.flatten(), (u + g).flatten()])
 
 
+class EinsumOps(nn.Module):
+    """Attention written with torch.einsum (exported as Einsum): the
+    scores, the weighted sum of the values, a permutation, a diagonal and
+    an outer product."""
+
+    def __init__(self, d=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+
+    def forward(self, x):  # x: [2, 5, 8]
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads).unbind(2)
+        s = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // self.heads)
+        o = torch.einsum("bhqk,bkhd->bqhd", s.softmax(-1), v)
+        p = torch.einsum("bqhd->bhdq", o)
+        g = torch.einsum("bii->bi", s[:, 0])  # the scores' diagonals
+        w = torch.einsum("bi,bj->bij", g, g)
+        return torch.cat([p.flatten(), w.flatten()])
+
+
 def models():
     """name -> (module, example inputs, opset)"""
     gen = torch.Generator().manual_seed(0)
@@ -263,6 +284,10 @@ def models():
     image = ImageOps()
     randomize(image, gen)
     out["image_ops"] = (image, {"x": torch.randn(2, 3, 6, 4, generator=gen)}, 17)
+
+    ein = EinsumOps()
+    randomize(ein, gen)
+    out["einsum_ops"] = (ein, {"x": torch.randn(2, 5, 8, generator=gen)}, 17)
 
     half = HalfOps()
     randomize(half, gen)

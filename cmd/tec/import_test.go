@@ -49,6 +49,7 @@ func TestImportPyTorch(t *testing.T) {
 		{"misc_ops", "1e-4", "1e-5", nil},
 		{"resize_ops", "1e-4", "1e-5", nil},
 		{"image_ops", "1e-4", "1e-5", nil},
+		{"einsum_ops", "1e-4", "1e-5", nil},
 		// f16 storage on both sides; PyTorch rounds every f16 operation's
 		// result, tec only where the program casts (docs/import.md)
 		{"half_ops", "1e-3", "5e-4", nil},
@@ -169,7 +170,7 @@ func TestImportCommand(t *testing.T) {
 
 func TestImportErrors(t *testing.T) {
 	dir := t.TempDir()
-	unsupported := writeONNX(t, dir, "einsum", "Einsum")
+	unsupported := writeONNX(t, dir, "nms", "NonMaxSuppression")
 	notONNX := filepath.Join(dir, "junk.onnx")
 	if err := os.WriteFile(notONNX, []byte("\xff\xff\xff not a protobuf"), 0o644); err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func TestImportErrors(t *testing.T) {
 	}{
 		{"too large", []string{"import", huge}, exitUser, codeIO, "larger than 2 GiB"},
 		{"endless device", []string{"import", "/dev/zero"}, exitUser, codeIO, "/dev/zero: the file is larger than 64 MiB"},
-		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (Einsum "/act/Einsum"): operator Einsum is not supported`},
+		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (NonMaxSuppression "/act/NonMaxSuppression"): operator NonMaxSuppression is not supported`},
 		{"not ONNX", []string{"import", notONNX}, exitUser, codeImport, "not an ONNX model"},
 		{"missing file", []string{"import", filepath.Join(dir, "none.onnx")}, exitUser, codeIO, "none.onnx"},
 		{"two files", []string{"import", unsupported, notONNX}, exitUsage, codeUsage, "want one MODEL.onnx, got 2 arguments"},

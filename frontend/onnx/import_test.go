@@ -435,7 +435,7 @@ func TestImportErrors(t *testing.T) {
 		want  string
 	}{
 		{"unsupported op", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"r"}).
-			node("Einsum", []string{"r"}, []string{"y"}).output("y").model(13), 1, "Einsum", "operator Einsum is not supported"},
+			node("NonMaxSuppression", []string{"r"}, []string{"y"}).output("y").model(13), 1, "NonMaxSuppression", "operator NonMaxSuppression is not supported"},
 		{"unknown attribute", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"y"}, aFloat("alpha", 1)).output("y").model(13),
 			0, "Relu", "attribute alpha is not supported"},
 		{"wrap padding", newGraph().input("x", f32, 2).ints("p", []int64{2}, 1, 1).

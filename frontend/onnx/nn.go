@@ -3,6 +3,8 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"tec/te"
 )
@@ -835,4 +837,107 @@ func argOp(kind string) func(*node) error {
 		}
 		return n.im.define(n.out(0, te.I32, shape), vs, reduce{kind, []loopVar{ka}, n.im.read(x, idx...)})
 	}
+}
+
+// einsumOp is Einsum: an equation of one letter an axis (explicit, with
+// "->" and the output's letters, or implicit, the output being the letters
+// that appear once, in alphabetical order), as one statement: the output's
+// letters index it, every other letter is summed over, and a letter
+// repeated within one operand reads its diagonal. Contractions,
+// permutations, diagonals, traces and outer products are all of this
+// form; an ellipsis ("...") is refused.
+func einsumOp(n *node) error {
+	eq := strings.ReplaceAll(n.str("equation", ""), " ", "")
+	if eq == "" {
+		return fmt.Errorf("Einsum without an equation")
+	}
+	lhs, rhs, explicit := strings.Cut(eq, "->")
+	if strings.Contains(eq, ".") {
+		return fmt.Errorf("Einsum %q: an ellipsis (...) is not supported; write the axes out", eq)
+	}
+	terms := strings.Split(lhs, ",")
+	if len(terms) != len(n.p.GetInput()) {
+		return fmt.Errorf("Einsum %q has %d operands in its equation and %d inputs", eq, len(terms), len(n.p.GetInput()))
+	}
+	size := map[rune]int{}
+	count := map[rune]int{}
+	ins := make([]*value, len(terms))
+	for i, term := range terms {
+		x, err := n.need(i)
+		if err != nil {
+			return err
+		}
+		if x.dt != te.F32 && x.dt != te.F16 && x.dt != te.BF16 {
+			return fmt.Errorf("Einsum of %s tensors is not supported (float ones are)", x.dt)
+		}
+		ins[i] = x
+		if len(term) != x.rank() {
+			return fmt.Errorf("Einsum %q: operand %d (%q) has rank %d", eq, i, term, x.rank())
+		}
+		for d, r := range term {
+			if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+				return fmt.Errorf("Einsum %q: %q is not a letter", eq, r)
+			}
+			if s, ok := size[r]; ok && s != x.shape[d] {
+				return fmt.Errorf("Einsum %q: axis %c has sizes %d and %d", eq, r, s, x.shape[d])
+			}
+			size[r] = x.shape[d]
+			count[r]++
+		}
+	}
+	var out []rune
+	if explicit {
+		for _, r := range rhs {
+			if _, ok := size[r]; !ok {
+				return fmt.Errorf("Einsum %q: output axis %c is in no operand", eq, r)
+			}
+			if slices.Contains(out, r) {
+				return fmt.Errorf("Einsum %q: output axis %c appears twice", eq, r)
+			}
+			out = append(out, r)
+		}
+	} else {
+		for r, c := range count {
+			if c == 1 {
+				out = append(out, r)
+			}
+		}
+		slices.Sort(out)
+	}
+	shape := make([]int, len(out))
+	for i, r := range out {
+		shape[i] = size[r]
+	}
+	vs := vars(shape)
+	index := map[rune]expr{}
+	for i, r := range out {
+		index[r] = ivar{vs[i].name}
+	}
+	var summed []loopVar
+	for _, term := range terms {
+		for _, r := range term {
+			if _, ok := index[r]; !ok {
+				k := n.im.raxis(size[r])
+				index[r] = ivar{k.name}
+				summed = append(summed, k)
+			}
+		}
+	}
+	var body expr
+	for i, term := range terms {
+		var idx []expr
+		for _, r := range term {
+			idx = append(idx, index[r])
+		}
+		f := n.im.read(ins[i], idx...)
+		if body == nil {
+			body = f
+		} else {
+			body = mul(body, f)
+		}
+	}
+	if len(summed) > 0 {
+		body = reduce{"sum", summed, body}
+	}
+	return n.im.define(n.out(0, te.F32, shape), vs, body)
 }

@@ -82,6 +82,7 @@ func init() {
 		"SpaceToDepth": spaceToDepthOp,
 		// neural-network layers (nn.go, rnn.go)
 		"MatMul":                matmulOp,
+		"Einsum":                einsumOp,
 		"Gemm":                  gemmOp,
 		"Conv":                  convOp,
 		"MaxPool":               poolOp("max"),

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,4 +195,88 @@ func TestSpaceAndDepth(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEinsum checks Einsum against the operators that compute the same
+// (MatMul, Transpose, ReduceSum, Mul) and against hand-computed values for
+// diagonals and traces, and that equations it does not take are refused
+// with the reason.
+func TestEinsum(t *testing.T) {
+	a := foldInput{name: "a", dt: f32, dims: []int64{3, 4}, vals: iota(12, 0.5, -2)}
+	b := foldInput{name: "b", dt: f32, dims: []int64{4, 2}, vals: iota(8, -0.25, 1)}
+	x3 := foldInput{name: "a", dt: f32, dims: []int64{2, 3, 4}, vals: iota(24, 0.1, -1)}
+	sq := foldInput{name: "a", dt: f32, dims: []int64{3, 3}, vals: iota(9, 1, 1)}
+	v := foldInput{name: "b", dt: f32, dims: []int64{4}, vals: []float64{1, -2, 3, 0.5}}
+	type form struct {
+		op    string
+		ins   []foldInput
+		attrs []*onnxpb.AttributeProto
+	}
+	eq := func(e string) []*onnxpb.AttributeProto { return []*onnxpb.AttributeProto{aStr("equation", e)} }
+	same := []struct {
+		name      string
+		einsum    form
+		reference form
+	}{
+		{"matmul", form{"Einsum", []foldInput{a, b}, eq("ij,jk->ik")}, form{"MatMul", []foldInput{a, b}, nil}},
+		{"matmul, implicit", form{"Einsum", []foldInput{a, b}, eq("ij,jk")}, form{"MatMul", []foldInput{a, b}, nil}},
+		{"permutation", form{"Einsum", []foldInput{x3}, eq("bij->bji")}, form{"Transpose", []foldInput{x3}, []*onnxpb.AttributeProto{aInts("perm", 0, 2, 1)}}},
+		{"sum over an axis", form{"Einsum", []foldInput{x3}, eq("bij->bi")}, form{"ReduceSum", []foldInput{x3, {name: "k", dt: onnxpb.TensorProto_INT64, dims: []int64{1}, vals: []float64{2}, static: true}}, []*onnxpb.AttributeProto{aInt("keepdims", 0)}}},
+		{"broadcast product", form{"Einsum", []foldInput{a, v}, eq("ij,j->ij")}, form{"Mul", []foldInput{a, v}, nil}},
+	}
+	for _, tt := range same {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := run(t, foldModel(tt.einsum.op, tt.einsum.ins, []string{"y"}, 13, false, tt.einsum.attrs...), tt.einsum.ins)
+			_, want := run(t, foldModel(tt.reference.op, tt.reference.ins, []string{"y"}, 13, false, tt.reference.attrs...), tt.reference.ins)
+			g, w := got["y"], want["y"]
+			if g == nil || w == nil || !te.SameShape(g.Shape, w.Shape) {
+				t.Fatalf("Einsum gives %v, %s %v", g, tt.reference.op, w)
+			}
+			for i := range w.Data {
+				if math.Abs(g.Data[i]-w.Data[i]) > 1e-9 {
+					t.Fatalf("Einsum gives %v, %s %v", g.Data, tt.reference.op, w.Data)
+				}
+			}
+		})
+	}
+	values := []struct {
+		name  string
+		ins   []foldInput
+		eq    string
+		shape []int
+		want  []float64
+	}{
+		{"diagonal", []foldInput{sq}, "ii->i", []int{3}, []float64{1, 5, 9}},
+		{"trace, implicit", []foldInput{sq}, "ii", []int{}, []float64{15}},
+		{"outer product, implicit", []foldInput{{name: "a", dt: f32, dims: []int64{2}, vals: []float64{1, 2}}, {name: "b", dt: f32, dims: []int64{3}, vals: []float64{1, 10, 100}}},
+			"j,i", []int{3, 2}, []float64{1, 2, 10, 20, 100, 200}},
+	}
+	for _, tt := range values {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := run(t, foldModel("Einsum", tt.ins, []string{"y"}, 13, false, eq(tt.eq)...), tt.ins)
+			y := got["y"]
+			if y == nil || !te.SameShape(y.Shape, tt.shape) || !slices.Equal(y.Data, tt.want) {
+				t.Fatalf("y = %v, want shape %v, %v", y, tt.shape, tt.want)
+			}
+		})
+	}
+	refused := []struct {
+		name, eq string
+		ins      []foldInput
+		err      string
+	}{
+		{"ellipsis", "...j,jk->...k", []foldInput{a, b}, "an ellipsis (...) is not supported"},
+		{"sizes", "ij,ik->jk", []foldInput{a, b}, "axis i has sizes 3 and 4"},
+		{"rank", "ijk,jk->ik", []foldInput{a, b}, `operand 0 ("ijk") has rank 2`},
+		{"output axis", "ij,jk->iz", []foldInput{a, b}, "output axis z is in no operand"},
+		{"operands", "ij->ij", []foldInput{a, b}, "1 operands in its equation and 2 inputs"},
+		{"no equation", "", []foldInput{a}, "Einsum without an equation"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Import(foldModel("Einsum", tt.ins, []string{"y"}, 13, false, eq(tt.eq)...), Options{}); err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Import: %v, want an error containing %q", err, tt.err)
+			}
+		})
+	}
 }
