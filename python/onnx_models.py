@@ -222,7 +222,7 @@ class ImageOps(nn.Module):
 class EinsumOps(nn.Module):
     """Attention written with torch.einsum (exported as Einsum): the
     scores, the weighted sum of the values, a permutation, a diagonal and
-    an outer product."""
+    an outer product; and running sums (torch.cumsum, exported as CumSum)."""
 
     def __init__(self, d=8, heads=2):
         super().__init__()
@@ -237,7 +237,8 @@ class EinsumOps(nn.Module):
         p = torch.einsum("bqhd->bhdq", o)
         g = torch.einsum("bii->bi", s[:, 0])  # the scores' diagonals
         w = torch.einsum("bi,bj->bij", g, g)
-        return torch.cat([p.flatten(), w.flatten()])
+        c = torch.cumsum(w, dim=1) + torch.cumsum(o, dim=-1).sum()  # CumSum
+        return torch.cat([p.flatten(), c.flatten()])
 
 
 def models():

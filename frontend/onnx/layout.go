@@ -760,3 +760,40 @@ func spaceToDepthOp(n *node) error {
 	return n.im.define(n.out(0, x.dt, shape), vs, n.im.read(x, ivar{vs[0].name}, imod(k, c),
 		add(mul(ivar{vs[2].name}, ilit(b)), idiv(block, b)), add(mul(ivar{vs[3].name}, ilit(b)), imod(block, b))))
 }
+
+// cumSumOp is CumSum along the axis its second input names (known at
+// import): each output element the masked sum of the elements before it
+// along the axis (with it unless exclusive; after it where reverse).
+func cumSumOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	axes, ok, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	if !ok || len(axes) != 1 {
+		return fmt.Errorf("CumSum needs its axis, one value known at import")
+	}
+	axis, err := normAxis(axes[0], x.rank())
+	if err != nil {
+		return err
+	}
+	// The elements summed into output i: j <= i, or j < i (exclusive),
+	// j >= i (reverse), j > i (both).
+	exclusive, reverse := n.int("exclusive", 0) != 0, n.int("reverse", 0) != 0
+	cmp := "<"
+	if reverse {
+		cmp = ">"
+	}
+	if !exclusive {
+		cmp += "="
+	}
+	vs := vars(x.shape)
+	k := n.im.raxis(x.shape[axis])
+	idx := ivars(vs)
+	idx[axis] = ivar{k.name}
+	body := reduce{"sum", []loopVar{k}, sel{binary{cmp, ivar{k.name}, ivar{vs[axis].name}}, n.im.read(x, idx...), lit{0, x.dt}}}
+	return n.im.define(n.out(0, x.dt, x.shape), vs, body)
+}

@@ -79,6 +79,7 @@ func init() {
 		"Resize":       resizeOp,
 		"Tile":         tileOp,
 		"DepthToSpace": depthToSpaceOp,
+		"CumSum":       cumSumOp,
 		"SpaceToDepth": spaceToDepthOp,
 		// neural-network layers (nn.go, rnn.go)
 		"MatMul":                matmulOp,

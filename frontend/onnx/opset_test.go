@@ -280,3 +280,40 @@ func TestEinsum(t *testing.T) {
 		})
 	}
 }
+
+// TestCumSum checks CumSum's four modes against sums written out, on an
+// inner and a negative axis, and on integers.
+func TestCumSum(t *testing.T) {
+	x := foldInput{name: "x", dt: f32, dims: []int64{2, 3}, vals: []float64{1, 2, 3, 10, 20, 30}}
+	axis := func(a float64) foldInput {
+		return foldInput{name: "a", dt: onnxpb.TensorProto_INT64, dims: []int64{}, vals: []float64{a}, static: true}
+	}
+	tests := []struct {
+		name    string
+		in      foldInput
+		axis    float64
+		exc, rv int64
+		want    []float64
+	}{
+		{"inclusive", x, 1, 0, 0, []float64{1, 3, 6, 10, 30, 60}},
+		{"exclusive", x, -1, 1, 0, []float64{0, 1, 3, 0, 10, 30}},
+		{"reverse", x, 1, 0, 1, []float64{6, 5, 3, 60, 50, 30}},
+		{"reverse exclusive", x, 1, 1, 1, []float64{5, 3, 0, 50, 30, 0}},
+		{"outer axis", x, 0, 0, 0, []float64{1, 2, 3, 11, 22, 33}},
+		{"integers", foldInput{name: "x", dt: onnxpb.TensorProto_INT64, dims: []int64{4}, vals: []float64{5, -1, 7, 2}}, 0, 0, 0, []float64{5, 4, 11, 13}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ins := []foldInput{tt.in, axis(tt.axis)}
+			m := foldModel("CumSum", ins, []string{"y"}, 14, false, aInt("exclusive", tt.exc), aInt("reverse", tt.rv))
+			_, got := run(t, m, ins)
+			if y := got["y"]; y == nil || !slices.Equal(y.Data, tt.want) {
+				t.Errorf("y = %v, want %v", y, tt.want)
+			}
+		})
+	}
+	ins := []foldInput{x, {name: "a", dt: onnxpb.TensorProto_INT64, dims: []int64{1}, vals: []float64{1}}}
+	if _, err := Import(foldModel("CumSum", ins, []string{"y"}, 14, false), Options{}); err == nil || !strings.Contains(err.Error(), "must be known at import") {
+		t.Errorf("CumSum along an axis known at run time: %v", err)
+	}
+}
