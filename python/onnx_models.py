@@ -241,6 +241,25 @@ class EinsumOps(nn.Module):
         return torch.cat([p.flatten(), c.flatten()])
 
 
+class DecoderOps(nn.Module):
+    """The upsampling of U-Nets and decoders: transposed convolutions by 2
+    (kernel 4, padding 1), with an output padding, grouped and dilated,
+    and one-dimensional."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 6, 4, stride=2, padding=1)
+        self.odd = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1)
+        self.group = nn.ConvTranspose2d(4, 4, 3, stride=1, padding=2, dilation=2, groups=2, bias=False)
+        self.line = nn.ConvTranspose1d(4, 2, 5, stride=3, padding=(2,))
+
+    def forward(self, x):  # x: [1, 4, 3, 5]
+        a = torch.tanh(self.up(x))  # [1, 6, 6, 10]
+        b = self.group(self.odd(a))  # [1, 4, 12, 20]
+        c = self.line(b.mean(dim=2))  # [1, 2, 58]
+        return torch.cat([b.flatten(), c.flatten()])
+
+
 def models():
     """name -> (module, example inputs, opset)"""
     gen = torch.Generator().manual_seed(0)
@@ -289,6 +308,10 @@ def models():
     ein = EinsumOps()
     randomize(ein, gen)
     out["einsum_ops"] = (ein, {"x": torch.randn(2, 5, 8, generator=gen)}, 17)
+
+    dec = DecoderOps()
+    randomize(dec, gen)
+    out["decoder_ops"] = (dec, {"x": torch.randn(1, 4, 3, 5, generator=gen)}, 17)
 
     half = HalfOps()
     randomize(half, gen)

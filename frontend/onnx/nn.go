@@ -941,3 +941,154 @@ func einsumOp(n *node) error {
 	}
 	return n.im.define(n.out(0, te.F32, shape), vs, body)
 }
+
+// convTransposeOp is ConvTranspose, the gradient of Conv: y[n, o, p] sums
+// x[n, c, i]·w[c, o mod O/group, k] over the input channels c of o's
+// group and the kernel offsets k where i·stride + k·dilation = p + pad,
+// as one statement whose terms are selected where that i is a whole input
+// index (the others are never read). The output size is
+// stride·(in − 1) + output_padding + dilation·(k − 1) + 1 − pads, or
+// output_shape, whose total padding is split as the specification says.
+func convTransposeOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	wt, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	b := n.in(2)
+	if x.rank() < 3 || wt.rank() != x.rank() {
+		return fmt.Errorf("ConvTranspose of input %v and weight %v (want NC... and C O/group ...)", x.shape, wt.shape)
+	}
+	r := x.rank() - 2
+	groups := n.int("group", 1)
+	batch, c, og := x.shape[0], x.shape[1], wt.shape[1]
+	if groups <= 0 || c%groups != 0 || wt.shape[0] != c {
+		return fmt.Errorf("ConvTranspose of %d input channels in %d groups with weight %v", c, groups, wt.shape)
+	}
+	k, in := wt.shape[2:], x.shape[2:]
+	if ks, ok := n.ints("kernel_shape"); ok && !equalShape(ks, k) {
+		return fmt.Errorf("kernel_shape %v differs from the weight's %v", ks, k)
+	}
+	geom := func(name string, def int) ([]int, error) {
+		v, ok := n.ints(name)
+		if !ok {
+			v = make([]int, r)
+			for i := range v {
+				v[i] = def
+			}
+		}
+		if len(v) != r {
+			return nil, fmt.Errorf("%s %v for %d spatial axes", name, v, r)
+		}
+		return v, inRange(name, v, min(def, 1))
+	}
+	s, err := geom("strides", 1)
+	if err != nil {
+		return err
+	}
+	d, err := geom("dilations", 1)
+	if err != nil {
+		return err
+	}
+	op, err := geom("output_padding", 0)
+	if err != nil {
+		return err
+	}
+	for i := range r {
+		if op[i] >= max(s[i], d[i]) {
+			return fmt.Errorf("output_padding %v: each must be less than its axis's stride or dilation", op)
+		}
+	}
+	pb, pe := make([]int, r), make([]int, r)
+	if p, ok := n.ints("pads"); ok {
+		if len(p) != 2*r {
+			return fmt.Errorf("pads %v for %d spatial axes", p, r)
+		}
+		if err := inRange("pads", p, 0); err != nil {
+			return err
+		}
+		copy(pb, p[:r])
+		copy(pe, p[r:])
+	}
+	full := make([]int, r) // the output size before padding
+	for i := range r {
+		full[i] = s[i]*(in[i]-1) + op[i] + d[i]*(k[i]-1) + 1
+	}
+	autoPad := n.str("auto_pad", "NOTSET")
+	want, given := n.ints("output_shape")
+	switch autoPad {
+	case "NOTSET", "VALID":
+	case "SAME_UPPER", "SAME_LOWER":
+		if !given {
+			want, given = make([]int, r), true
+			for i := range r {
+				want[i] = in[i] * s[i]
+			}
+		}
+	default:
+		return fmt.Errorf("auto_pad %q is not supported", autoPad)
+	}
+	if given {
+		if len(want) != r {
+			return fmt.Errorf("output_shape %v for %d spatial axes", want, r)
+		}
+		for i := range r {
+			total := full[i] - want[i]
+			if total < 0 {
+				return fmt.Errorf("output_shape %v is larger than the %v the input gives", want, full)
+			}
+			pb[i], pe[i] = total-total/2, total/2
+			if autoPad == "SAME_UPPER" {
+				pb[i], pe[i] = total/2, total-total/2
+			}
+		}
+	}
+	shape := []int{batch, og * groups}
+	for i := range r {
+		size := full[i] - pb[i] - pe[i]
+		if size <= 0 {
+			return fmt.Errorf("pads %v %v leave spatial axis %d empty", pb, pe, i)
+		}
+		shape = append(shape, size)
+	}
+	vs := vars(shape)
+	cg := c / groups
+	oi := ivar{vs[1].name}
+	var axes []loopVar
+	var ci expr = ilit(0)
+	if cg > 1 {
+		ca := n.im.raxis(cg)
+		axes = append(axes, ca)
+		ci = ivar{ca.name}
+	}
+	xc, wo := ci, expr(oi) // the input channel, and the output channel in its group
+	if groups > 1 {
+		xc, wo = add(mul(idiv(oi, og), ilit(cg)), ci), imod(oi, og)
+	}
+	xi := []expr{ivar{vs[0].name}, xc}
+	wi := []expr{xc, wo}
+	var cond expr
+	for i := range r {
+		ka := n.im.raxis(k[i])
+		axes = append(axes, ka)
+		// p + pad − k·dilation, which stride·i must equal
+		t := sub(add(ivar{vs[2+i].name}, ilit(pb[i])), mul(ivar{ka.name}, ilit(d[i])))
+		at := t
+		if s[i] > 1 {
+			at = idiv(t, s[i])
+			cond = and(cond, binary{"==", imod(t, s[i]), ilit(0)})
+		}
+		// (floor division: t >= 0 exactly where t / stride >= 0)
+		cond = and(cond, and(binary{">=", at, ilit(0)}, binary{"<", at, ilit(in[i])}))
+		xi = append(xi, at)
+		wi = append(wi, ivar{ka.name})
+	}
+	var body expr = reduce{"sum", axes, sel{cond, mul(n.im.read(x, xi...), n.im.read(wt, wi...)), flit(0)}}
+	if b != nil {
+		body = add(body, n.im.read(b, oi))
+	}
+	return n.im.define(n.out(0, te.F32, shape), vs, body)
+}

@@ -84,6 +84,7 @@ func init() {
 		// neural-network layers (nn.go, rnn.go)
 		"MatMul":                matmulOp,
 		"Einsum":                einsumOp,
+		"ConvTranspose":         convTransposeOp,
 		"Gemm":                  gemmOp,
 		"Conv":                  convOp,
 		"MaxPool":               poolOp("max"),

@@ -317,3 +317,65 @@ func TestCumSum(t *testing.T) {
 		t.Errorf("CumSum along an axis known at run time: %v", err)
 	}
 }
+
+// convTransposeRef is ConvTranspose by its definition, in one spatial
+// axis: each input element scattered through the kernel, the output
+// cropped by the start padding to size out.
+func convTransposeRef(x, w []float64, c, o, in, k, s, d, pb, out int) []float64 {
+	y := make([]float64, o*out)
+	for ci := range c {
+		for i := range in {
+			for oi := range o {
+				for kk := range k {
+					if p := i*s + kk*d - pb; p >= 0 && p < out {
+						y[oi*out+p] += x[ci*in+i] * w[(ci*o+oi)*k+kk]
+					}
+				}
+			}
+		}
+	}
+	return y
+}
+
+// TestConvTranspose checks one-dimensional ConvTranspose against its
+// definition with explicit pads, an output_padding, output_shape and
+// auto_pad SAME_UPPER and SAME_LOWER (which split the total padding the
+// other way round), and refuses an output_padding not below the stride.
+func TestConvTranspose(t *testing.T) {
+	const c, o, in, k = 2, 3, 5, 4
+	x := foldInput{name: "x", dt: f32, dims: []int64{1, c, in}, vals: iota(c*in, 0.5, -2)}
+	w := foldInput{name: "w", dt: f32, dims: []int64{c, o, k}, vals: iota(c*o*k, -0.25, 1.5), static: true}
+	tests := []struct {
+		name        string
+		attrs       []*onnxpb.AttributeProto
+		s, d, pb, n int
+	}{
+		{"pads", []*onnxpb.AttributeProto{aInts("strides", 2), aInts("pads", 1, 2)}, 2, 1, 1, 2*4 + 4 - 3},
+		{"output_padding", []*onnxpb.AttributeProto{aInts("strides", 3), aInts("pads", 0, 1), aInts("output_padding", 2)}, 3, 1, 0, 3*4 + 2 + 4 - 1},
+		{"dilation", []*onnxpb.AttributeProto{aInts("dilations", 2), aInts("pads", 2, 1)}, 1, 2, 2, 4 + 7 - 3},
+		{"output_shape", []*onnxpb.AttributeProto{aInts("strides", 2), aInts("output_shape", 9)}, 2, 1, 2, 9},      // total 3: 2 at the start
+		{"SAME_UPPER", []*onnxpb.AttributeProto{aInts("strides", 2), aStr("auto_pad", "SAME_UPPER")}, 2, 1, 1, 10}, // total 2
+		{"SAME_LOWER", []*onnxpb.AttributeProto{aInts("strides", 3), aStr("auto_pad", "SAME_LOWER")}, 3, 1, 1, 15}, // total 1: at the start
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ins := []foldInput{x, w}
+			_, got := run(t, foldModel("ConvTranspose", ins, []string{"y"}, 17, false, tt.attrs...), ins)
+			want := convTransposeRef(x.vals, w.vals, c, o, in, k, tt.s, tt.d, tt.pb, tt.n)
+			y := got["y"]
+			if y == nil || !te.SameShape(y.Shape, []int{1, o, tt.n}) {
+				t.Fatalf("y = %v, want shape [1 %d %d]", y, o, tt.n)
+			}
+			for i := range want {
+				if math.Abs(y.Data[i]-want[i]) > 1e-9 {
+					t.Fatalf("y = %v, want %v", y.Data, want)
+				}
+			}
+		})
+	}
+	ins := []foldInput{x, w}
+	if _, err := Import(foldModel("ConvTranspose", ins, []string{"y"}, 17, false, aInts("strides", 2), aInts("output_padding", 2)), Options{}); err == nil ||
+		!strings.Contains(err.Error(), "less than its axis's stride or dilation") {
+		t.Errorf("an output_padding of the stride: %v", err)
+	}
+}
