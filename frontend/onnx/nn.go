@@ -1092,3 +1092,79 @@ func convTransposeOp(n *node) error {
 	}
 	return n.im.define(n.out(0, te.F32, shape), vs, body)
 }
+
+// groupNormOp is GroupNormalization: x's channels in num_groups groups,
+// each group of each batch entry normalised over its channels and the
+// spatial axes, then scaled and shifted: by the group's scale and bias
+// before opset 21, by the channel's from 21 on.
+func groupNormOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	scale, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	bias, err := n.need(2)
+	if err != nil {
+		return err
+	}
+	groups := n.int("num_groups", 0)
+	if x.rank() < 3 || groups <= 0 || x.shape[1]%groups != 0 {
+		return fmt.Errorf("GroupNormalization of %v in %d groups: want [N, C, D1, ...] with C a multiple of num_groups", x.shape, groups)
+	}
+	c := x.shape[1]
+	cg := c / groups
+	perChannel := n.im.opset >= 21
+	want := groups
+	if perChannel {
+		want = c
+	}
+	for _, v := range []*value{scale, bias} {
+		if v.rank() != 1 || v.shape[0] != want {
+			return fmt.Errorf("scale and bias must have shape [%d] at opset %d, not %v", want, n.im.opset, v.shape)
+		}
+	}
+	n.attr("stash_type") // the statistics' precision: tec's is f32 or wider
+	eps := n.float("epsilon", 1e-5)
+	count := cg
+	for _, s := range x.shape[2:] {
+		count *= s
+	}
+	outer := []int{x.shape[0], groups}
+	ov := vars(outer)
+	// x read at group ov[1]'s channel red[0] and spatial position red[1:]
+	grouped := func(red []loopVar) []expr {
+		idx := []expr{ivar{ov[0].name}, add(mul(ivar{ov[1].name}, ilit(cg)), ivar{red[0].name})}
+		return append(idx, ivars(red[1:])...)
+	}
+	axes := func() []loopVar {
+		red := []loopVar{n.im.raxis(cg)}
+		for _, s := range x.shape[2:] {
+			red = append(red, n.im.raxis(s))
+		}
+		return red
+	}
+	mean := n.temp("mean", te.F32, outer)
+	red := axes()
+	if err := n.im.define(mean, ov, div(reduce{"sum", red, n.im.read(x, grouped(red)...)}, flit(float64(count)))); err != nil {
+		return err
+	}
+	variance := n.temp("var", te.F32, outer)
+	red = axes()
+	dev := sub(n.im.read(x, grouped(red)...), n.im.read(mean, ivars(ov)...))
+	if err := n.im.define(variance, ov, div(reduce{"sum", red, binary{"**", dev, ilit(2)}}, flit(float64(count)))); err != nil {
+		return err
+	}
+	vs := vars(x.shape)
+	ch := ivar{vs[1].name}
+	stat := []expr{ivar{vs[0].name}, idiv(ch, cg)}
+	normed := mul(sub(n.im.read(x, ivars(vs)...), n.im.read(mean, stat...)), call("rsqrt", add(n.im.read(variance, stat...), flit(eps))))
+	at := stat[1]
+	if perChannel {
+		at = ch
+	}
+	body := add(mul(normed, n.im.read(scale, at)), n.im.read(bias, at))
+	return n.im.define(n.out(0, te.F32, x.shape), vs, body)
+}

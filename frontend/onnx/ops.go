@@ -94,6 +94,7 @@ func init() {
 		"BatchNormalization":    batchNormOp,
 		"LayerNormalization":    layerNormOp,
 		"InstanceNormalization": instanceNormOp,
+		"GroupNormalization":    groupNormOp,
 		"Softmax":               softmaxOp(false),
 		"LogSoftmax":            softmaxOp(true),
 		"ReduceMean":            reduceOp("mean"),

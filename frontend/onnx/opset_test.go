@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -377,5 +378,72 @@ func TestConvTranspose(t *testing.T) {
 	if _, err := Import(foldModel("ConvTranspose", ins, []string{"y"}, 17, false, aInts("strides", 2), aInts("output_padding", 2)), Options{}); err == nil ||
 		!strings.Contains(err.Error(), "less than its axis's stride or dilation") {
 		t.Errorf("an output_padding of the stride: %v", err)
+	}
+}
+
+// TestGroupNormalization checks GroupNormalization against its formula,
+// with a scale and bias per group (opset 18) and per channel (21), and
+// refuses a channel count num_groups does not divide and a scale of the
+// other opset's shape.
+func TestGroupNormalization(t *testing.T) {
+	const n, c, h, w, g = 2, 6, 2, 3, 3
+	xs := foldInput{name: "x", dt: f32, dims: []int64{n, c, h, w}, vals: iota(n*c*h*w, 0.41, -3)}
+	for i := range xs.vals {
+		xs.vals[i] = math.Cos(xs.vals[i]*1.7) * 2
+	}
+	for _, tt := range []struct {
+		opset int64
+		per   int // the scale's and bias's length
+	}{{18, g}, {21, c}} {
+		t.Run(fmt.Sprint("opset ", tt.opset), func(t *testing.T) {
+			scale := foldInput{name: "s", dt: f32, dims: []int64{int64(tt.per)}, vals: iota(tt.per, 0.5, 1), static: true}
+			bias := foldInput{name: "b", dt: f32, dims: []int64{int64(tt.per)}, vals: iota(tt.per, -0.25, 0.5), static: true}
+			ins := []foldInput{xs, scale, bias}
+			_, got := run(t, foldModel("GroupNormalization", ins, []string{"y"}, tt.opset, false, aInt("num_groups", g), aFloat("epsilon", 1e-3)), ins)
+			y := got["y"]
+			size := c / g * h * w // a group's elements in one entry
+			for e := range n * g {
+				grp := xs.vals[e*size : (e+1)*size]
+				mean, sq := 0.0, 0.0
+				for _, v := range grp {
+					mean += v / float64(size)
+				}
+				for _, v := range grp {
+					sq += (v - mean) * (v - mean) / float64(size)
+				}
+				for i, v := range grp {
+					at := e % g
+					if tt.per == c {
+						at = (e%g)*(c/g) + i/(h*w)
+					}
+					want := (v-mean)/math.Sqrt(sq+1e-3)*scale.vals[at] + bias.vals[at]
+					if d := math.Abs(y.Data[e*size+i] - want); d > 1e-9 {
+						t.Fatalf("y[%d] = %v, want %v", e*size+i, y.Data[e*size+i], want)
+					}
+				}
+			}
+		})
+	}
+	ones := func(k int) foldInput {
+		return foldInput{name: fmt.Sprint("s", k), dt: f32, dims: []int64{int64(k)}, vals: iota(k, 0, 1), static: true}
+	}
+	for _, tt := range []struct {
+		name   string
+		groups int64
+		opset  int64
+		per    int
+		err    string
+	}{
+		{"groups", 4, 21, c, "with C a multiple of num_groups"},
+		{"per group at 21", g, 21, g, "must have shape [6] at opset 21"},
+		{"per channel at 18", g, 18, c, "must have shape [3] at opset 18"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ins := []foldInput{xs, ones(tt.per), ones(tt.per)}
+			ins[2].name = "b"
+			if _, err := Import(foldModel("GroupNormalization", ins, []string{"y"}, tt.opset, false, aInt("num_groups", tt.groups)), Options{}); err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Import: %v, want an error containing %q", err, tt.err)
+			}
+		})
 	}
 }
