@@ -313,6 +313,14 @@ def models():
     randomize(dec, gen)
     out["decoder_ops"] = (dec, {"x": torch.randn(1, 4, 3, 5, generator=gen)}, 17)
 
+    # torchvision's Swin Transformer (swin_t's code: shifted windows, the
+    # attention mask built by ScatterND, Mod and Dropout with a ratio of 0)
+    # at a size the simulator runs in seconds
+    swin = torchvision.models.swin_transformer.SwinTransformer(
+        patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4], num_classes=10)
+    randomize(swin, gen)
+    out["swin_small"] = (swin, {"x": torch.randn(1, 3, 32, 32, generator=gen)}, 17)
+
     half = HalfOps()
     randomize(half, gen)
     half.half()

@@ -797,3 +797,83 @@ func cumSumOp(n *node) error {
 	body := reduce{"sum", []loopVar{k}, sel{binary{cmp, ivar{k.name}, ivar{vs[axis].name}}, n.im.read(x, idx...), lit{0, x.dt}}}
 	return n.im.define(n.out(0, x.dt, x.shape), vs, body)
 }
+
+// scatterNDOp is ScatterND with its indices known at import (reduction
+// none): the data, with the slices that the indices' last axis names
+// replaced by the updates. The importer tabulates, for each position of
+// the indexed prefix of the data's axes, the update that lands there (the
+// last, as ONNX's sequential definition has it) or -1, as an i32 param,
+// and the output selects the update or the data by it. Where every input
+// is known at import, the table folds away with the node.
+func scatterNDOp(n *node) error {
+	data, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	ind, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	upd, err := n.need(2)
+	if err != nil {
+		return err
+	}
+	if r := n.str("reduction", "none"); r != "none" {
+		return fmt.Errorf("ScatterND with reduction %q is not supported (none is)", r)
+	}
+	if ind.constant == nil {
+		return fmt.Errorf("the indices must be known at import")
+	}
+	q := ind.rank()
+	if q == 0 {
+		return fmt.Errorf("ScatterND indices of rank 0")
+	}
+	k := ind.shape[q-1]
+	if k < 1 || k > data.rank() {
+		return fmt.Errorf("ScatterND indices of %d values for data of rank %d", k, data.rank())
+	}
+	lead := ind.shape[:q-1]
+	if want := append(append([]int{}, lead...), data.shape[k:]...); !equalShape(upd.shape, want) {
+		return fmt.Errorf("ScatterND updates of shape %v, want %v", upd.shape, want)
+	}
+	prefix := data.shape[:k]
+	count, err := te.CheckShape(prefix)
+	if err != nil {
+		return err
+	}
+	slot := &te.Array{DType: te.I32, Shape: prefix, Data: make([]float64, count)}
+	for i := range slot.Data {
+		slot.Data[i] = -1
+	}
+	for u := 0; u*k < len(ind.constant.Data); u++ {
+		at := 0
+		for d := range k {
+			x := int(ind.constant.Data[u*k+d])
+			if x < 0 {
+				x += prefix[d]
+			}
+			if x < 0 || x >= prefix[d] {
+				return fmt.Errorf("index %v is out of range for axis %d of size %d", ind.constant.Data[u*k+d], d, prefix[d])
+			}
+			at = at*prefix[d] + x
+		}
+		slot.Data[at] = float64(u)
+	}
+	table := &value{onnx: ind.onnx + "_slots", dt: te.I32, shape: prefix, constant: slot}
+	vs := vars(data.shape)
+	s := n.im.read(table, ivars(vs[:k])...)
+	// the update's index: slot (at least 0, read only where it is) unravelled
+	// over the indices' leading axes, then the data's trailing axes
+	var ui []expr
+	flat := expr(binary{"max", s, ilit(0)})
+	for d := len(lead) - 1; d >= 0; d-- {
+		ui = append([]expr{imod(flat, lead[d])}, ui...)
+		flat = idiv(flat, lead[d])
+	}
+	if len(lead) == 0 {
+		ui = nil
+	}
+	ui = append(ui, ivars(vs[k:])...)
+	body := sel{binary{">=", s, ilit(0)}, n.im.read(upd, ui...), n.im.read(data, ivars(vs)...)}
+	return n.im.define(n.out(0, data.dt, data.shape), vs, body)
+}

@@ -80,6 +80,7 @@ func init() {
 		"Tile":         tileOp,
 		"DepthToSpace": depthToSpaceOp,
 		"CumSum":       cumSumOp,
+		"ScatterND":    scatterNDOp,
 		"SpaceToDepth": spaceToDepthOp,
 		// neural-network layers (nn.go, rnn.go)
 		"MatMul":                matmulOp,
@@ -423,16 +424,32 @@ func identityOp(n *node) error {
 	return nil
 }
 
+// dropoutOp is Dropout in inference, or in training mode with a ratio of
+// 0 (torchvision's Swin calls F.dropout with training's default, true):
+// the input, and where the node has the mask output, a mask of all true
+// (every element kept), known at import.
 func dropoutOp(n *node) error {
-	if n.numOutputs() > 1 {
-		return fmt.Errorf("the mask output of Dropout is not supported")
-	}
 	if m := n.in(2); m != nil {
 		if u, ok := m.uniform(); !ok || u != 0 {
-			return fmt.Errorf("Dropout in training mode is not supported")
+			if r := n.in(1); r == nil {
+				return fmt.Errorf("Dropout in training mode is not supported (but with a ratio of 0)")
+			} else if u, ok := r.uniform(); !ok || u != 0 {
+				return fmt.Errorf("Dropout in training mode is not supported (but with a ratio of 0)")
+			}
 		}
 	}
 	n.attr("seed")
+	if n.numOutputs() > 1 {
+		x, err := n.need(0)
+		if err != nil {
+			return err
+		}
+		mask := te.NewArray(te.Bool, x.shape)
+		for i := range mask.Data {
+			mask.Data[i] = 1
+		}
+		setConst(n, 1, mask)
+	}
 	return identityOp(n)
 }
 

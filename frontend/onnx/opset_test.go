@@ -447,3 +447,67 @@ func TestGroupNormalization(t *testing.T) {
 		})
 	}
 }
+
+// TestScatterNDAndDropout checks ScatterND with indices known at import
+// (whole rows and single elements, a negative index, a repeated one whose
+// last update wins) against values written out, Dropout's mask output and
+// its training mode with a ratio of 0 (torchvision's Swin), and the
+// refusals.
+func TestScatterNDAndDropout(t *testing.T) {
+	const i64 = onnxpb.TensorProto_INT64
+	data := foldInput{name: "x", dt: f32, dims: []int64{3, 2}, vals: []float64{1, 2, 3, 4, 5, 6}}
+	ints := func(name string, dims []int64, vals ...float64) foldInput {
+		return foldInput{name: name, dt: i64, dims: dims, vals: vals, static: true}
+	}
+	upd := func(dims []int64, vals ...float64) foldInput {
+		return foldInput{name: "u", dt: f32, dims: dims, vals: vals}
+	}
+	tests := []struct {
+		name string
+		ins  []foldInput
+		want []float64
+	}{
+		{"rows", []foldInput{data, ints("i", []int64{2, 1}, 2, 0), upd([]int64{2, 2}, 10, 20, 30, 40)}, []float64{30, 40, 3, 4, 10, 20}},
+		{"elements", []foldInput{data, ints("i", []int64{2, 2}, 1, 1, -1, 0), upd([]int64{2}, 7, 8)}, []float64{1, 2, 3, 7, 8, 6}},
+		{"the last wins", []foldInput{data, ints("i", []int64{2, 2}, 0, 1, 0, 1), upd([]int64{2}, 7, 8)}, []float64{1, 8, 3, 4, 5, 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := run(t, foldModel("ScatterND", tt.ins, []string{"y"}, 16, false), tt.ins)
+			if y := got["y"]; y == nil || !slices.Equal(y.Data, tt.want) {
+				t.Errorf("y = %v, want %v", y, tt.want)
+			}
+		})
+	}
+	t.Run("Dropout", func(t *testing.T) {
+		ratio := foldInput{name: "r", dt: f32, dims: []int64{}, vals: []float64{0}, static: true}
+		training := foldInput{name: "m", dt: onnxpb.TensorProto_BOOL, dims: []int64{}, vals: []float64{1}, static: true}
+		ins := []foldInput{data, ratio, training}
+		_, got := run(t, foldModel("Dropout", ins, []string{"y", "z"}, 13, false), ins)
+		if y, z := got["y"], got["z"]; y == nil || z == nil || !slices.Equal(y.Data, data.vals) || !slices.Equal(z.Data, []float64{1, 1, 1, 1, 1, 1}) {
+			t.Errorf("y = %v, mask %v; want x and all true", y, z)
+		}
+	})
+	refused := []struct {
+		name string
+		m    *onnxpb.ModelProto
+		err  string
+	}{
+		{"reduction", foldModel("ScatterND", []foldInput{data, ints("i", []int64{1, 1}, 0), upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false, aStr("reduction", "add")),
+			`ScatterND with reduction "add" is not supported`},
+		{"indices at run time", foldModel("ScatterND", []foldInput{data, {name: "i", dt: i64, dims: []int64{1, 1}, vals: []float64{0}}, upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false),
+			"the indices must be known at import"},
+		{"index out of range", foldModel("ScatterND", []foldInput{data, ints("i", []int64{1, 1}, 3), upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false),
+			"index 3 is out of range for axis 0 of size 3"},
+		{"training", foldModel("Dropout", []foldInput{data, {name: "r", dt: f32, dims: []int64{}, vals: []float64{0.1}, static: true},
+			{name: "m", dt: onnxpb.TensorProto_BOOL, dims: []int64{}, vals: []float64{1}, static: true}}, []string{"y"}, 13, false),
+			"Dropout in training mode is not supported (but with a ratio of 0)"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Import(tt.m, Options{}); err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Import: %v, want an error containing %q", err, tt.err)
+			}
+		})
+	}
+}
