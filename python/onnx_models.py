@@ -222,7 +222,8 @@ class ImageOps(nn.Module):
 class EinsumOps(nn.Module):
     """Attention written with torch.einsum (exported as Einsum): the
     scores, the weighted sum of the values, a permutation, a diagonal and
-    an outer product; and running sums (torch.cumsum, exported as CumSum)."""
+    an outer product; running sums (torch.cumsum, exported as CumSum) and
+    the largest and smallest elements (torch.topk, TopK)."""
 
     def __init__(self, d=8, heads=2):
         super().__init__()
@@ -238,7 +239,9 @@ class EinsumOps(nn.Module):
         g = torch.einsum("bii->bi", s[:, 0])  # the scores' diagonals
         w = torch.einsum("bi,bj->bij", g, g)
         c = torch.cumsum(w, dim=1) + torch.cumsum(o, dim=-1).sum()  # CumSum
-        return torch.cat([p.flatten(), c.flatten()])
+        tv, ti = torch.topk(c.flatten(1), 4, dim=1)  # TopK
+        lv, li = torch.topk(p.flatten(2), 2, dim=-1, largest=False)
+        return torch.cat([p.flatten(), c.flatten(), tv.flatten(), ti.float().flatten(), lv.flatten(), li.float().flatten()])
 
 
 class DecoderOps(nn.Module):

@@ -1168,3 +1168,67 @@ func groupNormOp(n *node) error {
 	body := add(mul(normed, n.im.read(scale, at)), n.im.read(bias, at))
 	return n.im.define(n.out(0, te.F32, x.shape), vs, body)
 }
+
+// topKOp is TopK with K known at import: each element's rank along the
+// axis — how many elements come before it, larger (smallest: smaller)
+// or equal at a lower index, ONNX's order — counted by a masked sum, and
+// output j the element of rank j and its index, each a masked sum over the
+// axis. Quadratic in the axis's length; the outputs are sorted (which
+// sorted 0 allows).
+func topKOp(n *node) error {
+	x, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	ks, ok, err := n.constInts(1)
+	if err != nil {
+		return err
+	}
+	if !ok || len(ks) != 1 {
+		return fmt.Errorf("TopK needs K, one value known at import")
+	}
+	axis, err := normAxis(n.int("axis", -1), x.rank())
+	if err != nil {
+		return err
+	}
+	k, size := ks[0], x.shape[axis]
+	if k < 0 || k > size {
+		return fmt.Errorf("K %d is out of range for an axis of size %d", k, size)
+	}
+	before := ">"
+	if n.int("largest", 1) == 0 {
+		before = "<"
+	}
+	n.int("sorted", 1) // the outputs are sorted either way
+	vs := vars(x.shape)
+	i := ivar{vs[axis].name}
+	other := n.im.raxis(size)
+	at := ivars(vs)
+	at[axis] = ivar{other.name}
+	xi, xo := n.im.read(x, ivars(vs)...), n.im.read(x, at...)
+	first := or(binary{before, xo, xi}, and(binary{"==", xo, xi}, binary{"<", ivar{other.name}, i}))
+	rank := n.temp("rank", te.I32, x.shape)
+	if err := n.im.define(rank, vs, reduce{"sum", []loopVar{other}, sel{first, ilit(1), ilit(0)}}); err != nil {
+		return err
+	}
+	shape := append([]int{}, x.shape...)
+	shape[axis] = k
+	out := vars(shape)
+	// ofRank sums, over the axis, f at the element whose rank is the
+	// output's position: that element's value or index.
+	ofRank := func(f func(at []expr, j expr) expr, zero expr) expr {
+		j := n.im.raxis(size)
+		at := ivars(out)
+		at[axis] = ivar{j.name}
+		return reduce{"sum", []loopVar{j}, sel{binary{"==", n.im.read(rank, at...), ivar{out[axis].name}}, f(at, ivar{j.name}), zero}}
+	}
+	values := ofRank(func(at []expr, _ expr) expr { return n.im.read(x, at...) }, lit{0, x.dt})
+	if err := n.im.define(n.out(0, x.dt, shape), out, values); err != nil {
+		return err
+	}
+	if outs := n.p.GetOutput(); len(outs) < 2 || outs[1] == "" {
+		return nil
+	}
+	indices := ofRank(func(_ []expr, j expr) expr { return j }, ilit(0))
+	return n.im.define(n.out(1, te.I32, shape), out, indices)
+}

@@ -511,3 +511,36 @@ func TestScatterNDAndDropout(t *testing.T) {
 		})
 	}
 }
+
+// TestTopK checks TopK's values and indices, largest and smallest, along
+// an inner axis, with ties (the lower index first, as ONNX orders them),
+// and the refusal of a K beyond the axis.
+func TestTopK(t *testing.T) {
+	x := foldInput{name: "x", dt: f32, dims: []int64{2, 5}, vals: []float64{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}}
+	k := func(v float64) foldInput {
+		return foldInput{name: "k", dt: onnxpb.TensorProto_INT64, dims: []int64{1}, vals: []float64{v}, static: true}
+	}
+	tests := []struct {
+		name            string
+		k               float64
+		attrs           []*onnxpb.AttributeProto
+		values, indices []float64
+	}{
+		{"largest", 3, nil, []float64{5, 4, 3, 9, 6, 5}, []float64{4, 2, 0, 0, 2, 3}},
+		{"smallest, ties", 3, []*onnxpb.AttributeProto{aInt("largest", 0)}, []float64{1, 1, 3, 2, 3, 5}, []float64{1, 3, 0, 1, 4, 3}},
+		{"all", 5, []*onnxpb.AttributeProto{aInt("sorted", 0)}, []float64{5, 4, 3, 1, 1, 9, 6, 5, 3, 2}, []float64{4, 2, 0, 1, 3, 0, 2, 3, 4, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ins := []foldInput{x, k(tt.k)}
+			_, got := run(t, foldModel("TopK", ins, []string{"values", "indices"}, 13, false, tt.attrs...), ins)
+			if v, i := got["values"], got["indices"]; v == nil || i == nil || !slices.Equal(v.Data, tt.values) || !slices.Equal(i.Data, tt.indices) {
+				t.Errorf("values %v, indices %v; want %v, %v", v, i, tt.values, tt.indices)
+			}
+		})
+	}
+	ins := []foldInput{x, k(6)}
+	if _, err := Import(foldModel("TopK", ins, []string{"values", "indices"}, 13, false), Options{}); err == nil || !strings.Contains(err.Error(), "K 6 is out of range for an axis of size 5") {
+		t.Errorf("K past the axis: %v", err)
+	}
+}
