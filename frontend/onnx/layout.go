@@ -877,3 +877,63 @@ func scatterNDOp(n *node) error {
 	body := sel{binary{">=", s, ilit(0)}, n.im.read(upd, ui...), n.im.read(data, ivars(vs)...)}
 	return n.im.define(n.out(0, data.dt, data.shape), vs, body)
 }
+
+// gatherNDOp is GatherND with batch_dims 0: output element (p, r) reads
+// the data at the index the indices' last axis holds at p, then r. The
+// indices are read where they are, known at import or not (a gather); a
+// negative one counts from the end, as in ONNX, and any other outside its
+// axis is out of range, which the reference and the simulator report.
+func gatherNDOp(n *node) error {
+	data, err := n.need(0)
+	if err != nil {
+		return err
+	}
+	ind, err := n.need(1)
+	if err != nil {
+		return err
+	}
+	if b := n.int("batch_dims", 0); b != 0 {
+		return fmt.Errorf("GatherND with batch_dims %d is not supported (0 is)", b)
+	}
+	if ind.dt != te.I32 && ind.dt != te.I64 {
+		return fmt.Errorf("GatherND indices of type %s", ind.dt)
+	}
+	q := ind.rank()
+	if q == 0 {
+		return fmt.Errorf("GatherND indices of rank 0")
+	}
+	k := ind.shape[q-1]
+	if k < 1 || k > data.rank() {
+		return fmt.Errorf("GatherND indices of %d values for data of rank %d", k, data.rank())
+	}
+	lead := ind.shape[:q-1]
+	shape := append(append([]int{}, lead...), data.shape[k:]...)
+	vs := vars(shape)
+	known := ind.constant != nil
+	if known {
+		// the indices normalised here, and read as a param of i32
+		c := ind.constant
+		norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(c.Data))}
+		for i, v := range c.Data {
+			dim := data.shape[i%k]
+			if v < 0 {
+				v += float64(dim)
+			}
+			if v < 0 || v >= float64(dim) {
+				return fmt.Errorf("index %v is out of range for axis %d of size %d", c.Data[i], i%k, dim)
+			}
+			norm.Data[i] = v
+		}
+		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}
+	}
+	var at []expr
+	for d := range k {
+		id := n.im.read(ind, append(ivars(vs[:len(lead)]), ilit(d))...)
+		if !known {
+			id = sel{binary{"<", id, ilit(0)}, add(id, ilit(data.shape[d])), id}
+		}
+		at = append(at, id)
+	}
+	at = append(at, ivars(vs[len(lead):])...)
+	return n.im.define(n.out(0, data.dt, shape), vs, n.im.read(data, at...))
+}

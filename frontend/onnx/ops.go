@@ -81,6 +81,7 @@ func init() {
 		"DepthToSpace": depthToSpaceOp,
 		"CumSum":       cumSumOp,
 		"ScatterND":    scatterNDOp,
+		"GatherND":     gatherNDOp,
 		"TopK":         topKOp,
 		"SpaceToDepth": spaceToDepthOp,
 		// neural-network layers (nn.go, rnn.go)

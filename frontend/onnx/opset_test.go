@@ -544,3 +544,35 @@ func TestTopK(t *testing.T) {
 		t.Errorf("K past the axis: %v", err)
 	}
 }
+
+// TestGatherND checks GatherND with indices known at import (elements
+// and rows, a negative index) and at run time, against values written
+// out, and the refusal of batch_dims.
+func TestGatherND(t *testing.T) {
+	const i64 = onnxpb.TensorProto_INT64
+	data := foldInput{name: "x", dt: f32, dims: []int64{3, 2}, vals: []float64{1, 2, 3, 4, 5, 6}}
+	tests := []struct {
+		name   string
+		static bool
+		dims   []int64
+		idx    []float64
+		want   []float64
+	}{
+		{"elements", true, []int64{3, 2}, []float64{0, 1, 2, 0, -1, -1}, []float64{2, 5, 6}},
+		{"rows", true, []int64{2, 1}, []float64{2, 0}, []float64{5, 6, 1, 2}},
+		{"at run time", false, []int64{2, 2}, []float64{1, 1, -3, 0}, []float64{4, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ins := []foldInput{data, {name: "ind", dt: i64, dims: tt.dims, vals: tt.idx, static: tt.static}}
+			_, got := run(t, foldModel("GatherND", ins, []string{"y"}, 13, false), ins)
+			if y := got["y"]; y == nil || !slices.Equal(y.Data, tt.want) {
+				t.Errorf("y = %v, want %v", y, tt.want)
+			}
+		})
+	}
+	ins := []foldInput{data, {name: "ind", dt: i64, dims: []int64{1, 1}, vals: []float64{0}, static: true}}
+	if _, err := Import(foldModel("GatherND", ins, []string{"y"}, 13, false, aInt("batch_dims", 1)), Options{}); err == nil || !strings.Contains(err.Error(), "batch_dims 1 is not supported") {
+		t.Errorf("batch_dims 1: %v", err)
+	}
+}
