@@ -153,7 +153,8 @@ class MiscOps(nn.Module):
 class ResizeOps(nn.Module):
     """Upsampling and the padding modes of image models: nearest by 2,
     bilinear with and without align_corners (by a factor, and to sizes
-    whose neighbours are read through index tables), reflection and replication padding, and the newer
+    whose neighbours are read through index tables), bicubic by 2 and with
+    align_corners to sizes, reflection and replication padding, and the newer
     language forms: sin, cos, an integer power, -inf in a masked maximum,
     and an argmax (as a float, so that the outputs stay one tensor)."""
 
@@ -169,7 +170,9 @@ class ResizeOps(nn.Module):
         b = nn.functional.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)
         c = nn.functional.interpolate(h, size=(14, 12), mode="bilinear", align_corners=True)
         d = nn.functional.interpolate(self.edge(h), size=(13, 14), mode="bilinear", align_corners=False)
-        u = a + b * c - d[:, :, 3:4, 1:13] * d[:, :, 12:13, :12]  # [1, 4, 14, 12]
+        e = nn.functional.interpolate(h, scale_factor=2, mode="bicubic", align_corners=False)
+        f = nn.functional.interpolate(h, size=(14, 12), mode="bicubic", align_corners=True)
+        u = a + b * c - d[:, :, 3:4, 1:13] * d[:, :, 12:13, :12] + e * f  # [1, 4, 14, 12]
         t = torch.sin(u) * torch.cos(2 * u) + u ** 3 / 10
         m = torch.where(u > 0, t, torch.full_like(t, float("-inf"))).amax(dim=-1, keepdim=True)
         m = torch.where(torch.isinf(m), torch.zeros_like(m), m)

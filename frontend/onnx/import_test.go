@@ -460,8 +460,9 @@ func TestImportErrors(t *testing.T) {
 			node("Resize", []string{"x"}, []string{"y"}).output("y").model(13), 0, "Resize", "Resize needs scales or sizes"},
 		{"resize scales at run time", newGraph().input("x", f32, 1, 1, 2, 2).input("s", f32, 4).
 			node("Resize", []string{"x", "", "s"}, []string{"y"}).output("y").model(13), 0, "Resize", "must be known at import"},
-		{"resize cubic", newGraph().input("x", f32, 1, 1, 2, 2).floats("s", []int64{4}, 1, 1, 2, 2).
-			node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("mode", "cubic")).output("y").model(13), 0, "Resize", `mode "cubic" is not supported`},
+		{"resize crop", newGraph().input("x", f32, 1, 1, 2, 2).floats("s", []int64{4}, 1, 1, 2, 2).
+			node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("coordinate_transformation_mode", "tf_crop_and_resize")).output("y").model(13), 0, "Resize",
+			`coordinate_transformation_mode "tf_crop_and_resize" is not supported`},
 		{"reflect past the edge", newGraph().input("x", f32, 2).ints("p", []int64{2}, 2, 0).
 			node("Pad", []string{"x", "p"}, []string{"y"}, aStr("mode", "reflect")).output("y").model(13), 0, "Pad", "reach past its size 2"},
 		{"argmax last index", newGraph().input("x", f32, 2, 3).node("ArgMax", []string{"x"}, []string{"y"}, aInt("select_last_index", 1)).output("y").model(13),

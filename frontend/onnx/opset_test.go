@@ -576,3 +576,32 @@ func TestGatherND(t *testing.T) {
 		t.Errorf("batch_dims 1: %v", err)
 	}
 }
+
+// TestCubicWeights checks Keys's kernel as Resize's cubic mode uses it:
+// the weights of the four neighbours sum to 1, a point on an input reads
+// it alone, and halfway between two inputs they are the kernel's values
+// at 1.5 and 0.5 (a/8 and 1/2 − a/8, worked out by hand for two a),
+// symmetric.
+func TestCubicWeights(t *testing.T) {
+	for _, tt := range []struct {
+		t, a float64
+		want [4]float64
+	}{
+		{0, -0.75, [4]float64{0, 1, 0, 0}},
+		{0.5, -0.75, [4]float64{-0.09375, 0.59375, 0.59375, -0.09375}},
+		{0.5, -0.5, [4]float64{-0.0625, 0.5625, 0.5625, -0.0625}},
+	} {
+		got := cubicWeights(tt.t, tt.a)
+		sum := 0.0
+		for i, w := range got {
+			sum += w
+			if math.Abs(w-tt.want[i]) > 1e-12 {
+				t.Errorf("cubicWeights(%v, %v) = %v, want %v", tt.t, tt.a, got, tt.want)
+				break
+			}
+		}
+		if math.Abs(sum-1) > 1e-12 {
+			t.Errorf("cubicWeights(%v, %v) sum to %v", tt.t, tt.a, sum)
+		}
+	}
+}

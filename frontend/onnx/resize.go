@@ -9,10 +9,12 @@ import (
 
 // resizeAxis is how one axis of a Resize reads its input: output index o
 // reads input index lo[o] (nearest), or lo[o] and hi[o] weighted 1-w[o]
-// and w[o] (linear).
+// and w[o] (linear), or the four of taps[·][o] weighted tw[·][o] (cubic).
 type resizeAxis struct {
 	lo, hi []int
 	w      []float64
+	taps   [][]int
+	tw     [][]float64
 }
 
 func resizeOp(n *node) error {
@@ -21,8 +23,8 @@ func resizeOp(n *node) error {
 		return err
 	}
 	mode := n.str("mode", "nearest")
-	if mode != "nearest" && mode != "linear" {
-		return fmt.Errorf("Resize mode %q is not supported (nearest and linear are)", mode)
+	if mode != "nearest" && mode != "linear" && mode != "cubic" {
+		return fmt.Errorf("Resize mode %q is not supported (nearest, linear and cubic are)", mode)
 	}
 	coord := n.str("coordinate_transformation_mode", "half_pixel")
 	switch coord {
@@ -39,8 +41,8 @@ func resizeOp(n *node) error {
 	if n.int("exclude_outside", 0) != 0 {
 		return fmt.Errorf("exclude_outside 1 is not supported")
 	}
-	n.attr("cubic_coeff_a")       // cubic mode only
-	n.attr("extrapolation_value") // tf_crop_and_resize only
+	cubicA := n.float("cubic_coeff_a", -0.75) // cubic mode only
+	n.attr("extrapolation_value")             // tf_crop_and_resize only
 	// Opset 18's attributes, where they change nothing here: antialias
 	// changes a linear or cubic downscale's filter, keep_aspect_ratio_policy
 	// the sizes input's meaning, axes the axes the scales or sizes list.
@@ -60,7 +62,7 @@ func resizeOp(n *node) error {
 	vs := vars(shape)
 	axes := make([]resizeAxis, x.rank())
 	for d := range axes {
-		axes[d] = resizeTables(x.shape[d], shape[d], scales[d], coord, mode, nearest)
+		axes[d] = resizeTables(x.shape[d], shape[d], scales[d], coord, mode, nearest, cubicA)
 	}
 	body := resizeBody(n, x, resizeIndexes(n, axes, vs), make([]expr, x.rank()), 0)
 	return n.im.define(n.out(0, x.dt, shape), vs, body)
@@ -109,8 +111,14 @@ func resizeShape(n *node, x *value) ([]int, []float64, error) {
 // input elements each output element reads, as ONNX defines Resize: the
 // output coordinate is mapped to the input's, then rounded (nearest) or
 // interpolated between its neighbours (linear), the edge repeated.
-func resizeTables(in, out int, scale float64, coord, mode, nearest string) resizeAxis {
+func resizeTables(in, out int, scale float64, coord, mode, nearest string, cubicA float64) resizeAxis {
 	a := resizeAxis{lo: make([]int, out), hi: make([]int, out), w: make([]float64, out)}
+	if mode == "cubic" {
+		a.taps, a.tw = make([][]int, 4), make([][]float64, 4)
+		for t := range 4 {
+			a.taps[t], a.tw[t] = make([]int, out), make([]float64, out)
+		}
+	}
 	clamp := func(i int) int { return min(max(i, 0), in-1) }
 	for o := range out {
 		var x float64
@@ -127,6 +135,16 @@ func resizeTables(in, out int, scale float64, coord, mode, nearest string) resiz
 			if out > 1 {
 				x = float64(o) * float64(in-1) / float64(out-1)
 			}
+		}
+		if mode == "cubic" {
+			// Keys's cubic convolution with coefficient A on the four
+			// neighbours floor(x)-1 .. floor(x)+2, the edge repeated
+			// (exclude_outside 0)
+			f := math.Floor(x)
+			for t, w := range cubicWeights(x-f, cubicA) {
+				a.taps[t][o], a.tw[t][o] = clamp(int(f)+t-1), w
+			}
+			continue
 		}
 		if mode == "linear" {
 			f := math.Floor(x)
@@ -153,6 +171,19 @@ func resizeTables(in, out int, scale float64, coord, mode, nearest string) resiz
 		a.lo[o] = clamp(int(i))
 		a.hi[o] = a.lo[o]
 	}
+	if mode == "cubic" {
+		for o := range out {
+			if a.tw[1][o] != 1 {
+				return a
+			}
+		}
+		// every output falls on an input (weights 0, 1, 0, 0): no
+		// interpolation, one read
+		copy(a.lo, a.taps[1])
+		copy(a.hi, a.lo)
+		a.taps, a.tw = nil, nil
+		return a
+	}
 	for _, w := range a.w {
 		if w != 0 {
 			return a
@@ -162,16 +193,37 @@ func resizeTables(in, out int, scale float64, coord, mode, nearest string) resiz
 	return a
 }
 
+// cubicWeights returns the weights of the four neighbours of a point at
+// fraction t past the second, by Keys's cubic convolution kernel with
+// coefficient a (ONNX's cubic_coeff_a; PyTorch's bicubic is -0.75).
+func cubicWeights(t, a float64) [4]float64 {
+	near := func(d float64) float64 { return ((a+2)*d-(a+3))*d*d + 1 }  // |d| <= 1
+	far := func(d float64) float64 { return ((a*d-5*a)*d+8*a)*d - 4*a } // 1 < |d| < 2
+	return [4]float64{far(t + 1), near(t), near(1 - t), far(2 - t)}
+}
+
 // resizeIndex is how one axis of a Resize reads its input, as
 // expressions of the output's index variable: lo alone (w nil), or lo and
-// hi weighted 1-w and w.
-type resizeIndex struct{ lo, hi, w expr }
+// hi weighted 1-w and w, or (cubic) each of taps weighted by tw.
+type resizeIndex struct {
+	lo, hi, w expr
+	taps, tw  []expr
+}
 
 // resizeIndexes makes the expressions of every axis, once each, so that a
 // table that more than one read needs is declared once.
 func resizeIndexes(n *node, axes []resizeAxis, vs []loopVar) []resizeIndex {
 	out := make([]resizeIndex, len(axes))
 	for d, a := range axes {
+		if a.taps != nil {
+			for t := range a.taps {
+				out[d].taps = append(out[d].taps, tableIndex(n, a.taps[t], vs[d], fmt.Sprintf("tap%d_%d", d, t)))
+				w := n.temp(fmt.Sprintf("tw%d_%d", d, t), te.F32, []int{len(a.tw[t])})
+				w.constant = &te.Array{DType: te.F32, Shape: w.shape, Data: a.tw[t]}
+				out[d].tw = append(out[d].tw, n.im.read(w, ivar{vs[d].name}))
+			}
+			continue
+		}
 		out[d].lo = tableIndex(n, a.lo, vs[d], fmt.Sprintf("lo%d", d))
 		if equalShape(a.lo, a.hi) {
 			continue
@@ -194,6 +246,18 @@ func resizeBody(n *node, x *value, ri []resizeIndex, idx []expr, d int) expr {
 		c := append([]expr{}, idx...)
 		c[d] = i
 		return resizeBody(n, x, ri, c, d+1)
+	}
+	if ri[d].taps != nil {
+		var sum expr
+		for t, i := range ri[d].taps {
+			term := mul(ri[d].tw[t], at(i))
+			if sum == nil {
+				sum = term
+			} else {
+				sum = add(sum, term)
+			}
+		}
+		return sum
 	}
 	if ri[d].w == nil {
 		return at(ri[d].lo)
