@@ -327,6 +327,12 @@ def models():
     randomize(swin, gen)
     out["swin_small"] = (swin, {"x": torch.randn(1, 3, 32, 32, generator=gen)}, 17)
 
+    # exported with a dynamic batch axis, run at batch sizes 1 and 5
+    # (tec import --dim batch=B)
+    dyn = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 5 * 5, 6), nn.Tanh())
+    randomize(dyn, gen)
+    out["dynamic_batch"] = (dyn, {"x": torch.randn(2, 3, 5, 5, generator=gen)}, 17, (1, 5))
+
     half = HalfOps()
     randomize(half, gen)
     half.half()
@@ -334,17 +340,29 @@ def models():
     return out
 
 
-def export(outdir, name, module, inputs, opset):
+def export(outdir, name, module, inputs, opset, batches=()):
+    """Exports module and writes its inputs and outputs. With batches, the
+    inputs' axis 0 is exported as the dynamic axis "batch", and each batch
+    size b gets inputs and outputs of its own, NAME.bB.inputs.npz and
+    NAME.bB.expected.npz, drawn by cutting or repeating the inputs."""
     module.eval()
     names = list(inputs)
     args = tuple(inputs[n] for n in names)
     path = os.path.join(outdir, name + ".onnx")
+    dynamic = {n: {0: "batch"} for n in names} if batches else None
     with torch.no_grad():
         # the float16 model keeps its weights' Casts, which PyTorch's
         # folding would turn into float32 weights
         torch.onnx.export(module, args, path, input_names=names, output_names=["y"],
-                          opset_version=opset, do_constant_folding=not name.startswith("half"))
+                          opset_version=opset, do_constant_folding=not name.startswith("half"),
+                          dynamic_axes=dynamic)
         y = module(*args)
+        for b in batches:
+            gen = torch.Generator().manual_seed(b)
+            feeds = {n: torch.randn((b,) + tuple(t.shape[1:]), generator=gen) for n, t in inputs.items()}
+            np.savez(os.path.join(outdir, "%s.b%d.inputs.npz" % (name, b)), **{n: t.numpy() for n, t in feeds.items()})
+            yb = module(*(feeds[n] for n in names))
+            np.savez(os.path.join(outdir, "%s.b%d.expected.npz" % (name, b)), y=yb.numpy())
     np.savez(os.path.join(outdir, name + ".inputs.npz"),
              **{n: t.numpy() for n, t in inputs.items()})
     np.savez(os.path.join(outdir, name + ".expected.npz"), y=y.numpy())

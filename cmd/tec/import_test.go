@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,27 @@ func TestImportPyTorch(t *testing.T) {
 			}
 		})
 	}
+	t.Run("dynamic batch", func(t *testing.T) {
+		// exported with dynamic_axes {"x": {0: "batch"}}, imported at the
+		// batch sizes --dim gives, each against PyTorch's outputs there
+		base := filepath.Join(dir, "dynamic_batch")
+		for _, b := range []int{1, 5} {
+			prog, params := fmt.Sprintf("%s.b%d.te", base, b), fmt.Sprintf("%s.b%d.npz", base, b)
+			if code, out, errs := runTec(t, "import", base+".onnx", "--dim", fmt.Sprintf("batch=%d", b), "-o", prog, "--params", params); code != exitOK || errs != "" {
+				t.Fatalf("tec import --dim batch=%d: status %d\n%s%s", b, code, out, errs)
+			}
+			run := []string{"run", prog, "--params", params, "--inputs", fmt.Sprintf("%s.b%d.inputs.npz", base, b),
+				"--expected", fmt.Sprintf("%s.b%d.expected.npz", base, b), "--rtol", "1e-4", "--atol", "1e-5", "--max-time", "0"}
+			for _, device := range [][]string{{"--device", "ref"}, {"--device", "sim", "-O4"}} {
+				if code, out, errs := runTec(t, append(run, device...)...); code != exitOK || !strings.Contains(out, "match the expected values") {
+					t.Errorf("batch %d, tec run %s: status %d\n%s%s", b, strings.Join(device, " "), code, out, errs)
+				}
+			}
+		}
+		if _, _, errs := runTec(t, "import", base+".onnx", "-o", base+".te", "--params", base+".npz"); !strings.Contains(errs, `warning: input "x": dimension 0 ("batch") has no static size; imported at 1 (give one with --dim batch=SIZE)`) {
+			t.Errorf("without --dim, stderr %q", errs)
+		}
+	})
 	t.Run("gpt2 negative ids", func(t *testing.T) {
 		// ONNX's Gather counts a negative index from the end: token ids
 		// less the vocabulary's size give PyTorch's outputs

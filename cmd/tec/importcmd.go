@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"tec/frontend/onnx"
@@ -40,15 +41,17 @@ func importCommand() *command {
 		name:    "import",
 		summary: "translate an ONNX model into a .te program and its weights",
 		usage:   "[flags] MODEL.onnx",
-		help: `Import translates an ONNX model (opsets 13 to 17, as torch.onnx.export
-writes them) into a readable .te program, one statement per node named
-after the ONNX values, and writes the initializers (the weights) to an
-.npz file under the names the program declares as params:
+		help: `Import translates an ONNX model (opsets 13 to 21, as torch.onnx.export
+and the ONNX tools write them) into a readable .te program, one statement
+per node named after the ONNX values, and writes the initializers (the
+weights) to an .npz file under the names the program declares as params:
 
   tec import model.onnx -o model.te --params model.npz
   tec run model.te --params model.npz --inputs in.npz
 
-Shapes are static: they come from the graph's inputs, and every node
+Shapes are static: they come from the graph's inputs, whose symbolic
+dimensions (an export's dynamic axes) take the sizes --dim NAME=SIZE gives
+(1 without, with a warning), and every node
 whose inputs are all known at import (Constant, Shape, ConstantOfShape
 and the shape arithmetic on them) is folded. An unsupported operator or
 attribute is an error naming the node, its op type and its position. The
@@ -62,6 +65,19 @@ operators and the naming scheme.`,
 		params := fs.String("params", "", "the .npz file of the weights (default: the -o file with .npz)")
 		model := fs.String("model", "", "the name of the .te model (default: the file's base name)")
 		diagFormat := fs.String("diagnostics", "text", "how to print errors: text or json")
+		dims := map[string]int{}
+		fs.Func("dim", "NAME=SIZE: the size of the inputs' symbolic dimension NAME (repeatable; default 1, with a warning)", func(s string) error {
+			name, value, ok := strings.Cut(s, "=")
+			size, err := strconv.Atoi(value)
+			if !ok || name == "" || err != nil {
+				return fmt.Errorf("want NAME=SIZE, e.g. batch=8, not %q", s)
+			}
+			if _, dup := dims[name]; dup {
+				return fmt.Errorf("%s is given twice", name)
+			}
+			dims[name] = size
+			return nil
+		})
 		pos, code, ok := e.parse(c, fs, args)
 		if !ok {
 			return code
@@ -87,12 +103,12 @@ operators and the naming scheme.`,
 		if err := checkImportPaths(file, *out, *params); err != nil {
 			return e.usageError(c, "%v", err)
 		}
-		return e.importONNX(c, file, *out, *params, *model)
+		return e.importONNX(c, file, *out, *params, *model, dims)
 	}
 	return c
 }
 
-func (e *env) importONNX(c *command, file, out, params, model string) int {
+func (e *env) importONNX(c *command, file, out, params, model string, dims map[string]int) int {
 	data, err := readONNX(file)
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeIO, file: file, err: err})
@@ -101,9 +117,12 @@ func (e *env) importONNX(c *command, file, out, params, model string) int {
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeImport, file: file, err: fmt.Errorf("%s: %w", file, err)})
 	}
-	res, err := onnx.Import(m, onnx.Options{Model: model, Source: filepath.Base(file)})
+	res, err := onnx.Import(m, onnx.Options{Model: model, Source: filepath.Base(file), Dims: dims})
 	if err != nil {
 		return e.failf(c, exitUser, &failure{code: codeImport, file: file, err: fmt.Errorf("%s: %w", file, err)})
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "tec import: warning: %s\n", w)
 	}
 	// The program must check: a failure here is a bug of the importer.
 	if _, diags := lang.Check(out, res.Program, lang.Config{}); diags.HasErrors() {

@@ -69,6 +69,11 @@ type Options struct {
 	Model string
 	// Source names the ONNX file in the program's header comment.
 	Source string
+	// Dims gives the size of each symbolic dimension of the graph's
+	// inputs (an export's dynamic axes, by their names); one without a
+	// size here is imported at 1, with a warning. A name the graph's
+	// inputs do not have is an error.
+	Dims map[string]int
 }
 
 // Result is an imported model.
@@ -77,6 +82,9 @@ type Result struct {
 	Program []byte
 	// Params holds the value of every param the program declares, by name.
 	Params map[string]*te.Array
+	// Warnings are what the import did that the user may not expect: a
+	// symbolic dimension imported at 1 for want of a size.
+	Warnings []string
 }
 
 // NodeError is an error in one node of the graph.
@@ -152,6 +160,18 @@ type importer struct {
 	outUsed []string
 	kcount  int   // reduction axes made for the current node
 	err     error // the first error of materialize
+	// dims are the sizes the symbolic dimensions were imported at, in
+	// the order the inputs name them, and warnings the import's
+	// (Result.Warnings).
+	dims     []symbolicDim
+	warnings []string
+}
+
+// symbolicDim is a named dimension of the graph's inputs and the size it
+// was imported at.
+type symbolicDim struct {
+	name string
+	size int
 }
 
 // Import translates m into a .te program and the arrays of its params.
@@ -177,7 +197,7 @@ func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
 	if err := im.readInitializers(g); err != nil {
 		return nil, err
 	}
-	if err := im.readInputs(g); err != nil {
+	if err := im.readInputs(g, opts.Dims); err != nil {
 		return nil, err
 	}
 	// The outputs' names are taken first, so that no statement a node
@@ -207,7 +227,7 @@ func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
 	if model == "" {
 		model = g.GetName()
 	}
-	return &Result{Program: im.program(sanitize(model), opts.Source, m, outs), Params: im.outData}, nil
+	return &Result{Program: im.program(sanitize(model), opts.Source, m, outs), Params: im.outData, Warnings: im.warnings}, nil
 }
 
 func (im *importer) readOpset(m *onnxpb.ModelProto) error {
@@ -237,7 +257,13 @@ func (im *importer) readInitializers(g *onnxpb.GraphProto) error {
 	return nil
 }
 
-func (im *importer) readInputs(g *onnxpb.GraphProto) error {
+func (im *importer) readInputs(g *onnxpb.GraphProto, sizes map[string]int) error {
+	for _, name := range sortedKeys(sizes) {
+		if sizes[name] < 1 || sizes[name] > te.MaxElements {
+			return fmt.Errorf("--dim %s=%d: a size must be 1 to %d", name, sizes[name], te.MaxElements)
+		}
+	}
+	used := map[string]bool{}
 	for _, in := range g.GetInput() {
 		if _, ok := im.values[in.GetName()]; ok {
 			continue // an initializer listed as an input (IR version 3)
@@ -255,10 +281,16 @@ func (im *importer) readInputs(g *onnxpb.GraphProto) error {
 		}
 		var shape []int
 		for i, d := range tt.GetShape().GetDim() {
-			if d.GetDimValue() <= 0 {
-				return fmt.Errorf("input %q has no static size in dimension %d (%q)\n  hint: tec needs static shapes: export with fixed sizes (no dynamic_axes)", in.GetName(), i, d.GetDimParam())
+			size := int(d.GetDimValue())
+			if size <= 0 {
+				name := d.GetDimParam()
+				if name == "" {
+					return fmt.Errorf("input %q has no size in dimension %d, not even a name\n  hint: tec needs static shapes: export with fixed sizes, or name the dynamic axis (dynamic_axes) and give its size with tec import --dim NAME=SIZE", in.GetName(), i)
+				}
+				size = im.dimSize(name, sizes, in.GetName(), i)
+				used[name] = true
 			}
-			shape = append(shape, int(d.GetDimValue()))
+			shape = append(shape, size)
 		}
 		if _, err := te.CheckShape(shape); err != nil {
 			return fmt.Errorf("input %q: %w", in.GetName(), err)
@@ -268,7 +300,38 @@ func (im *importer) readInputs(g *onnxpb.GraphProto) error {
 		im.inputs = append(im.inputs, fmt.Sprintf("input %s: %s", v.name, typeString(dt, shape)))
 		im.values[in.GetName()] = v
 	}
+	for _, name := range sortedKeys(sizes) {
+		if !used[name] {
+			var have []string
+			for _, d := range im.dims {
+				have = append(have, d.name)
+			}
+			list := "none"
+			if len(have) > 0 {
+				list = strings.Join(have, ", ")
+			}
+			return fmt.Errorf("--dim %s: the model's inputs have no dimension of that name (they have: %s)", name, list)
+		}
+	}
 	return nil
+}
+
+// dimSize returns the size of the symbolic dimension name (dimension i of
+// input in): from sizes, or 1 with a warning; the first input to name it
+// fixes it for the others.
+func (im *importer) dimSize(name string, sizes map[string]int, in string, i int) int {
+	for _, d := range im.dims {
+		if d.name == name {
+			return d.size
+		}
+	}
+	size, ok := sizes[name]
+	if !ok {
+		size = 1
+		im.warnings = append(im.warnings, fmt.Sprintf("input %q: dimension %d (%q) has no static size; imported at 1 (give one with --dim %s=SIZE)", in, i, name, name))
+	}
+	im.dims = append(im.dims, symbolicDim{name, size})
+	return size
 }
 
 // outputs returns the .te names of the graph's outputs, declaring each
@@ -311,7 +374,15 @@ func (im *importer) program(model, source string, m *onnxpb.ModelProto, outs []s
 	if p := m.GetProducerName(); p != "" {
 		fmt.Fprintf(&b, " (%s %s, opset %d)", p, m.GetProducerVersion(), im.opset)
 	}
-	b.WriteString(".\n# Params are bound by name from the .npz file written with it.\n\n")
+	b.WriteString(".\n# Params are bound by name from the .npz file written with it.\n")
+	if len(im.dims) > 0 {
+		var dims []string
+		for _, d := range im.dims {
+			dims = append(dims, fmt.Sprintf("%s = %d", d.name, d.size))
+		}
+		fmt.Fprintf(&b, "# The model's symbolic dimensions, at the sizes imported (tec import --dim NAME=SIZE): %s.\n", strings.Join(dims, ", "))
+	}
+	b.WriteString("\n")
 	for _, h := range im.helpers {
 		b.WriteString(h + "\n")
 	}

@@ -448,11 +448,11 @@ func TestImportErrors(t *testing.T) {
 			node("Reshape", []string{"x", "s"}, []string{"y"}).output("y").model(13), 0, "Reshape", "must be known at import"},
 		{"other domain", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"y"}).output("y").model(13), -1, "", ""},
 		{"old opset", newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"y"}).output("y").model(11), -1, "", "opset 11"},
-		{"dynamic axis", func() *onnxpb.ModelProto {
+		{"unnamed dynamic axis", func() *onnxpb.ModelProto {
 			m := newGraph().input("x", f32, 2).node("Relu", []string{"x"}, []string{"y"}).output("y").model(13)
-			m.Graph.Input[0].Type.GetTensorType().Shape.Dim[0].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}
+			m.Graph.Input[0].Type.GetTensorType().Shape.Dim[0].Value = nil
 			return m
-		}(), -1, "", `no static size in dimension 0 ("batch")`},
+		}(), -1, "", `no size in dimension 0, not even a name`},
 		{"resize crop", newGraph().input("x", f32, 1, 1, 2, 2).floats("s", []int64{4}, 1, 1, 2, 2).
 			node("Resize", []string{"x", "", "s"}, []string{"y"}, aStr("coordinate_transformation_mode", "tf_crop_and_resize")).output("y").model(13),
 			0, "Resize", `coordinate_transformation_mode "tf_crop_and_resize" is not supported`},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tec/frontend/onnx/onnxpb"
+	"tec/lang"
 	"tec/te"
 )
 
@@ -602,6 +603,67 @@ func TestCubicWeights(t *testing.T) {
 		}
 		if math.Abs(sum-1) > 1e-12 {
 			t.Errorf("cubicWeights(%v, %v) sum to %v", tt.t, tt.a, sum)
+		}
+	}
+}
+
+// TestSymbolicDims imports a model whose inputs share a symbolic
+// dimension (an export's dynamic axis): at the size --dim gives, at 1
+// with a warning without one, the sizes written in the program's header,
+// and an unknown name or a size below 1 refused. The shapes computed from
+// it (a Reshape's target from Shape) follow.
+func TestSymbolicDims(t *testing.T) {
+	model := func() *onnxpb.ModelProto {
+		m := newGraph().input("x", f32, 1, 3).input("z", f32, 1, 3).
+			node("Add", []string{"x", "z"}, []string{"a"}).
+			node("Shape", []string{"a"}, []string{"s"}).
+			node("Reshape", []string{"a", "s"}, []string{"y"}).output("y").model(13)
+		for _, in := range m.Graph.Input {
+			in.Type.GetTensorType().Shape.Dim[0].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name     string
+		dims     map[string]int
+		batch    int
+		warnings int
+	}{
+		{"given", map[string]int{"batch": 5}, 5, 0},
+		{"defaulted", nil, 1, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Import(model(), Options{Dims: tt.dims})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := string(res.Program)
+			for _, want := range []string{fmt.Sprintf("input x: f32[%d, 3]", tt.batch), "output y", fmt.Sprintf("symbolic dimensions, at the sizes imported (tec import --dim NAME=SIZE): batch = %d.", tt.batch)} {
+				if !strings.Contains(prog, want) {
+					t.Errorf("the program lacks %q:\n%s", want, prog)
+				}
+			}
+			p, diags := lang.Check("dims.te", res.Program, lang.Config{})
+			if diags.HasErrors() {
+				t.Fatalf("%v\n%s", diags.Error(), prog)
+			}
+			if y := p.Lookup("y"); y == nil || !slices.Equal(y.Shape, []int{tt.batch, 3}) {
+				t.Errorf("y = %v, want shape [%d 3]", y, tt.batch)
+			}
+			if len(res.Warnings) != tt.warnings || tt.warnings > 0 && !strings.Contains(res.Warnings[0], "--dim batch=SIZE") {
+				t.Errorf("warnings %q, want %d naming --dim batch=SIZE", res.Warnings, tt.warnings)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		dims map[string]int
+		err  string
+	}{
+		{map[string]int{"batch": 2, "seq": 4}, "--dim seq: the model's inputs have no dimension of that name (they have: batch)"},
+		{map[string]int{"batch": 0}, "--dim batch=0: a size must be 1 to"},
+	} {
+		if _, err := Import(model(), Options{Dims: tt.dims}); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("Dims %v: %v, want an error containing %q", tt.dims, err, tt.err)
 		}
 	}
 }
