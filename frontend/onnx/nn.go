@@ -553,10 +553,6 @@ func layerNormOp(n *node) error {
 			return fmt.Errorf("Scale and B of shape %v do not fit the normalised axes %v", v.shape, x.shape[axis:])
 		}
 	}
-	count := 1
-	for _, s := range x.shape[axis:] {
-		count *= s
-	}
 	out := n.out(0, te.F32, x.shape)
 	if x.rank() == 2 && axis == 1 && bias != nil && scale.rank() == 1 && bias.rank() == 1 && scale.constant != nil && bias.constant != nil && sameFloat(x, scale, bias) {
 		_, su := scale.uniform()
@@ -566,7 +562,7 @@ func layerNormOp(n *node) error {
 		}
 	}
 	vs := vars(x.shape)
-	normed, err := normalized(n, x, axis, count, eps, vs)
+	normed, err := normalized(n, x, axis, eps, vs)
 	if err != nil {
 		return err
 	}
@@ -578,31 +574,47 @@ func layerNormOp(n *node) error {
 	return n.im.define(out, vs, body)
 }
 
-// normalized defines x's mean and variance over its axes from axis on
-// (count elements), as tensors of the outer axes, and returns x at vs
-// normalised by them: (x - mean) * rsqrt(var + eps).
-func normalized(n *node, x *value, axis, count int, eps float64, vs []loopVar) (expr, error) {
-	outer := x.shape[:axis]
-	mean := n.temp("mean", te.F32, outer)
+// normalized defines x's mean and variance over its axes from axis on,
+// as tensors of the outer axes (moments), and returns x at vs normalised
+// by them: (x - mean) * rsqrt(var + eps).
+func normalized(n *node, x *value, axis int, eps float64, vs []loopVar) (expr, error) {
+	mean, variance, err := moments(n, x, x.shape[:axis], x.shape[axis:], func(ov, red []loopVar) []expr { return withAxes(ov, axis, red) })
+	if err != nil {
+		return nil, err
+	}
+	stat := ivars(vs[:axis])
+	return mul(sub(n.im.read(x, ivars(vs)...), n.im.read(mean, stat...)),
+		call("rsqrt", add(n.im.read(variance, stat...), flit(eps)))), nil
+}
+
+// moments defines the mean and the variance of groups of x's elements,
+// as tensors of shape outer: element ov's group is x read at at(ov, red)
+// for red over reduction axes of the sizes given.
+func moments(n *node, x *value, outer, sizes []int, at func(ov, red []loopVar) []expr) (mean, variance *value, err error) {
+	count := 1
+	for _, s := range sizes {
+		count *= s
+	}
+	axes := func() []loopVar {
+		red := make([]loopVar, 0, len(sizes))
+		for _, s := range sizes {
+			red = append(red, n.im.raxis(s))
+		}
+		return red
+	}
 	ov := vars(outer)
-	red := make([]loopVar, 0)
-	for _, s := range x.shape[axis:] {
-		red = append(red, n.im.raxis(s))
+	mean = n.temp("mean", te.F32, outer)
+	red := axes()
+	if err := n.im.define(mean, ov, div(reduce{"sum", red, n.im.read(x, at(ov, red)...)}, flit(float64(count)))); err != nil {
+		return nil, nil, err
 	}
-	if err := n.im.define(mean, ov, div(reduce{"sum", red, n.im.read(x, withAxes(ov, axis, red)...)}, flit(float64(count)))); err != nil {
-		return nil, err
+	variance = n.temp("var", te.F32, outer)
+	red = axes()
+	dev := sub(n.im.read(x, at(ov, red)...), n.im.read(mean, ivars(ov)...))
+	if err := n.im.define(variance, ov, div(reduce{"sum", red, binary{"**", dev, ilit(2)}}, flit(float64(count)))); err != nil {
+		return nil, nil, err
 	}
-	variance := n.temp("var", te.F32, outer)
-	red2 := make([]loopVar, 0)
-	for _, s := range x.shape[axis:] {
-		red2 = append(red2, n.im.raxis(s))
-	}
-	dev := sub(n.im.read(x, withAxes(ov, axis, red2)...), n.im.read(mean, ivars(ov)...))
-	if err := n.im.define(variance, ov, div(reduce{"sum", red2, binary{"**", dev, ilit(2)}}, flit(float64(count)))); err != nil {
-		return nil, err
-	}
-	return mul(sub(n.im.read(x, ivars(vs)...), n.im.read(mean, ivars(vs[:axis])...)),
-		call("rsqrt", add(n.im.read(variance, ivars(vs[:axis])...), flit(eps)))), nil
+	return mean, variance, nil
 }
 
 // instanceNormOp is InstanceNormalization: each channel of each batch
@@ -630,12 +642,8 @@ func instanceNormOp(n *node) error {
 			return fmt.Errorf("scale and B must have shape [%d] (the channels), not %v", c, v.shape)
 		}
 	}
-	count := 1
-	for _, s := range x.shape[2:] {
-		count *= s
-	}
 	vs := vars(x.shape)
-	normed, err := normalized(n, x, 2, count, n.float("epsilon", 1e-5), vs)
+	normed, err := normalized(n, x, 2, n.float("epsilon", 1e-5), vs)
 	if err != nil {
 		return err
 	}
@@ -1128,33 +1136,13 @@ func groupNormOp(n *node) error {
 	}
 	n.attr("stash_type") // the statistics' precision: tec's is f32 or wider
 	eps := n.float("epsilon", 1e-5)
-	count := cg
-	for _, s := range x.shape[2:] {
-		count *= s
-	}
-	outer := []int{x.shape[0], groups}
-	ov := vars(outer)
-	// x read at group ov[1]'s channel red[0] and spatial position red[1:]
-	grouped := func(red []loopVar) []expr {
+	// group g of entry b: channels g·cg + red[0], at spatial red[1:]
+	sizes := append([]int{cg}, x.shape[2:]...)
+	mean, variance, err := moments(n, x, []int{x.shape[0], groups}, sizes, func(ov, red []loopVar) []expr {
 		idx := []expr{ivar{ov[0].name}, add(mul(ivar{ov[1].name}, ilit(cg)), ivar{red[0].name})}
 		return append(idx, ivars(red[1:])...)
-	}
-	axes := func() []loopVar {
-		red := []loopVar{n.im.raxis(cg)}
-		for _, s := range x.shape[2:] {
-			red = append(red, n.im.raxis(s))
-		}
-		return red
-	}
-	mean := n.temp("mean", te.F32, outer)
-	red := axes()
-	if err := n.im.define(mean, ov, div(reduce{"sum", red, n.im.read(x, grouped(red)...)}, flit(float64(count)))); err != nil {
-		return err
-	}
-	variance := n.temp("var", te.F32, outer)
-	red = axes()
-	dev := sub(n.im.read(x, grouped(red)...), n.im.read(mean, ivars(ov)...))
-	if err := n.im.define(variance, ov, div(reduce{"sum", red, binary{"**", dev, ilit(2)}}, flit(float64(count)))); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	vs := vars(x.shape)
