@@ -173,7 +173,7 @@ func (g Model) TF32Rate() float64 {
 //     ld.global.cg, 2026-11-28), which the H100 SXM5 shares (the same
 //     GH100 die, L2 and clocks). The estimate it replaced, A100's 5120
 //     bytes a clock at 1755 MHz (9.0 TB/s), gave H200 plans that ran
-//     4–9 % slower (docs/benchmarks.md, "The H200's L2 rate").
+//     2–9 % slower (docs/benchmarks.md, "The H200's L2 rate").
 //   - Clock: the boost clock at which the FP32 peaks are given (A100:
 //     19.5 TFLOP/s over 108 SMs of 64 FMA lanes is 1.41 GHz; H100 and
 //     H200: 67 TFLOP/s over 132 SMs of 128 is 1.98 GHz, the H200's clock
