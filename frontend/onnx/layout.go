@@ -824,17 +824,16 @@ func scatterNDOp(n *node) error {
 	if ind.constant == nil {
 		return fmt.Errorf("the indices must be known at import")
 	}
-	q := ind.rank()
-	if q == 0 {
-		return fmt.Errorf("ScatterND indices of rank 0")
+	k, lead, want, err := ndIndices("ScatterND", data, ind)
+	if err != nil {
+		return err
 	}
-	k := ind.shape[q-1]
-	if k < 1 || k > data.rank() {
-		return fmt.Errorf("ScatterND indices of %d values for data of rank %d", k, data.rank())
-	}
-	lead := ind.shape[:q-1]
-	if want := append(append([]int{}, lead...), data.shape[k:]...); !equalShape(upd.shape, want) {
+	if !equalShape(upd.shape, want) {
 		return fmt.Errorf("ScatterND updates of shape %v, want %v", upd.shape, want)
+	}
+	idx, err := ndIndexValues(ind.constant, data.shape, k)
+	if err != nil {
+		return err
 	}
 	prefix := data.shape[:k]
 	count, err := te.CheckShape(prefix)
@@ -845,17 +844,10 @@ func scatterNDOp(n *node) error {
 	for i := range slot.Data {
 		slot.Data[i] = -1
 	}
-	for u := 0; u*k < len(ind.constant.Data); u++ {
+	for u := 0; u*k < len(idx); u++ {
 		at := 0
 		for d := range k {
-			x := int(ind.constant.Data[u*k+d])
-			if x < 0 {
-				x += prefix[d]
-			}
-			if x < 0 || x >= prefix[d] {
-				return fmt.Errorf("index %v is out of range for axis %d of size %d", ind.constant.Data[u*k+d], d, prefix[d])
-			}
-			at = at*prefix[d] + x
+			at = at*prefix[d] + idx[u*k+d]
 		}
 		slot.Data[at] = float64(u)
 	}
@@ -898,31 +890,21 @@ func gatherNDOp(n *node) error {
 	if ind.dt != te.I32 && ind.dt != te.I64 {
 		return fmt.Errorf("GatherND indices of type %s", ind.dt)
 	}
-	q := ind.rank()
-	if q == 0 {
-		return fmt.Errorf("GatherND indices of rank 0")
+	k, lead, shape, err := ndIndices("GatherND", data, ind)
+	if err != nil {
+		return err
 	}
-	k := ind.shape[q-1]
-	if k < 1 || k > data.rank() {
-		return fmt.Errorf("GatherND indices of %d values for data of rank %d", k, data.rank())
-	}
-	lead := ind.shape[:q-1]
-	shape := append(append([]int{}, lead...), data.shape[k:]...)
 	vs := vars(shape)
 	known := ind.constant != nil
 	if known {
 		// the indices normalised here, and read as a param of i32
-		c := ind.constant
-		norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(c.Data))}
-		for i, v := range c.Data {
-			dim := data.shape[i%k]
-			if v < 0 {
-				v += float64(dim)
-			}
-			if v < 0 || v >= float64(dim) {
-				return fmt.Errorf("index %v is out of range for axis %d of size %d", c.Data[i], i%k, dim)
-			}
-			norm.Data[i] = v
+		idx, err := ndIndexValues(ind.constant, data.shape, k)
+		if err != nil {
+			return err
+		}
+		norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(idx))}
+		for i, v := range idx {
+			norm.Data[i] = float64(v)
 		}
 		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}
 	}
@@ -936,4 +918,42 @@ func gatherNDOp(n *node) error {
 	}
 	at = append(at, ivars(vs[len(lead):])...)
 	return n.im.define(n.out(0, data.dt, shape), vs, n.im.read(data, at...))
+}
+
+// ndIndices checks the indices of ScatterND or GatherND (op) against the
+// data: their last axis holds k values, which index the data's first k
+// axes; lead are the indices' other axes, and slice the shape of what
+// one index selects for each of them (lead, then the data's axes past k),
+// the updates' shape or the gather's.
+func ndIndices(op string, data, ind *value) (k int, lead, slice []int, err error) {
+	q := ind.rank()
+	if q == 0 {
+		return 0, nil, nil, fmt.Errorf("%s indices of rank 0", op)
+	}
+	k = ind.shape[q-1]
+	if k < 1 || k > data.rank() {
+		return 0, nil, nil, fmt.Errorf("%s indices of %d values for data of rank %d", op, k, data.rank())
+	}
+	lead = ind.shape[:q-1]
+	return k, lead, append(append([]int{}, lead...), data.shape[k:]...), nil
+}
+
+// ndIndexValues returns indices known at import, k values an index into
+// axes of the sizes dims, each made non-negative (a negative one counts
+// from its axis's end, as in ONNX), and an error naming any outside its
+// axis.
+func ndIndexValues(c *te.Array, dims []int, k int) ([]int, error) {
+	out := make([]int, len(c.Data))
+	for i, v := range c.Data {
+		dim := dims[i%k]
+		x := int(v)
+		if x < 0 {
+			x += dim
+		}
+		if x < 0 || x >= dim {
+			return nil, fmt.Errorf("index %v is out of range for axis %d of size %d", v, i%k, dim)
+		}
+		out[i] = x
+	}
+	return out, nil
 }
