@@ -138,13 +138,15 @@ func (s Staging) Stages() int {
 // that axis a multiple of the vector; several axes count as one, row-major.
 // Where no orientation allows 16 bytes, the widest of 8 and 4 bytes that
 // one does, else element loads (Operand.Vec), along the axis that they
-// move by one element a point, else along k. Both operands are copied by cp.async when both
-// move 16 bytes, are bare loads of the tile's type (no-op casts stripped)
-// and K is a multiple of the staged k.
-func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, K int) Staging {
+// move by one element a point, else along k. Where the target has
+// cp.async (async, gpu.Arch.AsyncCopy), both operands are copied by it
+// when both move 16 bytes, are bare loads of the tile's type (no-op casts
+// stripped) and K is a multiple of the staged k; without it (sm_75), such
+// operands are 16-byte register prefetches.
+func StagingOf(X, Y te.Expr, in te.DType, ms, ns []*te.Var, r *te.Reduce, M, N, K int, async bool) Staging {
 	n := 16 / in.Size()
 	s := Staging{X: operandStaging(X, in, r.Axes, ms, K, M, n, true), Y: operandStaging(Y, in, r.Axes, ns, K, N, n, false)}
-	if K%schedule.TensorCoreTileK == 0 && s.X.Vec == n && s.Y.Vec == n {
+	if async && K%schedule.TensorCoreTileK == 0 && s.X.Vec == n && s.Y.Vec == n {
 		xl, okx := bareLoad(X, in)
 		yl, oky := bareLoad(Y, in)
 		if okx && oky {

@@ -33,9 +33,18 @@ func TestStagingOf(t *testing.T) {
 		{"computed X", exp(ld(x, M, K)), ld(w, K, N), StageVector, StageVector, false},
 		{"padded X", padded, ld(wt, N, K), StageElements, StageVector, true},
 	} {
-		s := StagingOf(tc.X, tc.Y, te.F16, []*te.Var{m}, []*te.Var{n}, r, 32, 48, 64)
+		s := StagingOf(tc.X, tc.Y, te.F16, []*te.Var{m}, []*te.Var{n}, r, 32, 48, 64, true)
 		if s.X.Mode != tc.x || s.Y.Mode != tc.y || s.Y.KMajor != tc.kMajor || !s.X.KMajor {
 			t.Errorf("%s: X %v, Y %v (k-major %v); want %v, %v (%v)", tc.name, s.X.Mode, s.Y.Mode, s.Y.KMajor, tc.x, tc.y, tc.kMajor)
+		}
+		// Without cp.async (sm_75), what it would copy is a 16-byte
+		// register prefetch; the rest is the same.
+		wx, wy := tc.x, tc.y
+		if wx == StageAsync {
+			wx, wy = StageVector, StageVector
+		}
+		if s := StagingOf(tc.X, tc.Y, te.F16, []*te.Var{m}, []*te.Var{n}, r, 32, 48, 64, false); s.X.Mode != wx || s.Y.Mode != wy || s.Y.KMajor != tc.kMajor {
+			t.Errorf("%s without cp.async: X %v, Y %v (k-major %v); want %v, %v (%v)", tc.name, s.X.Mode, s.Y.Mode, s.Y.KMajor, wx, wy, tc.kMajor)
 		}
 		if s.X.Mode == StageElements && s.X.Why == "" {
 			t.Errorf("%s: X staged element by element without a reason", tc.name)
@@ -112,7 +121,7 @@ func TestStagingOfNarrow(t *testing.T) {
 		k := &te.Var{Name: "k", Extent: tc.K}
 		r := &te.Reduce{Op: te.Sum, Axes: []*te.Var{k}}
 		M, N, K := te.VarIndex(m), te.VarIndex(n), te.VarIndex(k)
-		s := StagingOf(tc.X(M, N, K), tc.Y(M, N, K), te.F16, []*te.Var{m}, []*te.Var{n}, r, tc.M, tc.N, tc.K)
+		s := StagingOf(tc.X(M, N, K), tc.Y(M, N, K), te.F16, []*te.Var{m}, []*te.Var{n}, r, tc.M, tc.N, tc.K, true)
 		for _, o := range []struct {
 			name   string
 			op     Operand

@@ -14,9 +14,9 @@ func TestLookupArch(t *testing.T) {
 	}
 	for name, why := range map[string]string{
 		"sm_70":  `unsupported target "sm_70": Volta`,
-		"sm_75":  `unsupported target "sm_75": Turing lacks cp.async`,
+		"sm_72":  `unsupported target "sm_72": Volta`,
 		"sm_100": `unsupported target "sm_100": the CUDA 11.8 toolchain`,
-		"sm_87":  `unknown target "sm_87" (want one of sm_80, sm_86, sm_89, sm_90)`,
+		"sm_87":  `unknown target "sm_87" (want one of sm_75, sm_80, sm_86, sm_89, sm_90)`,
 	} {
 		if _, err := LookupArch(name); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("LookupArch(%s) = %v, want an error containing %q", name, err, why)
@@ -35,7 +35,8 @@ func TestNativeArch(t *testing.T) {
 		{"8.9", "sm_89"},
 		{"9.0", "sm_90"},
 		{"10.0", "sm_90"},
-		{"7.5", ""},
+		{"7.5", "sm_75"},
+		{"7.0", ""},
 		{"", ""},
 	} {
 		a, ok := Model{CC: tt.cc}.NativeArch()

@@ -144,6 +144,16 @@ func (g Model) TF32Rate() float64 {
 //   - H100 PCIe: the H100 datasheet's PCIe column (114 SMs, 2.0 TB/s HBM2e,
 //     51 TFLOP/s FP32, 756 TFLOP/s dense FP16 and BF16 tensor, 378 dense
 //     TF32; 1.755 GHz boost).
+//   - H100 NVL: the H100 datasheet's NVL column (132 SMs, 3.9 TB/s HBM3,
+//     60 TFLOP/s FP32, 835 TFLOP/s dense FP16 and BF16 tensor, 418 dense
+//     TF32; the datasheet's 1,671 and 835 are with sparsity), a clock of
+//     1.785 GHz (60 TFLOP/s over 132 SMs of 128 FMA lanes).
+//   - T4 (TU104, CC 7.5): the NVIDIA T4 datasheet (2019): 40 SMs (2,560
+//     CUDA cores), 320 GB/s GDDR6, 8.1 TFLOP/s FP32, 65 TFLOP/s FP16
+//     tensor with FP32 accumulate, no TF32 or BF16; 1,590 MHz boost; 4 MB
+//     of L2 (the "NVIDIA Turing GPU Architecture" whitepaper, Appendix
+//     A, TU104). Programming Guide CC 7.5: 64 KB of shared memory per SM
+//     and per block, 1,024 threads and 16 blocks per SM, 64 K registers.
 //   - A100 80GB SXM: the A100 datasheet (2021): the 40 GB part's SMs and
 //     L2 with 2,039 GB/s of HBM2e.
 //   - A10 and GeForce RTX 3090 (GA102, CC 8.6): the NVIDIA A10 datasheet
@@ -212,6 +222,25 @@ func builtins() map[string]Model {
 	h100PCIe.Name, h100PCIe.SMs, h100PCIe.DRAMBandwidth = "H100-PCIe-80GB", 114, 2.0e12
 	h100PCIe.FP32Peak, h100PCIe.FP16Peak, h100PCIe.TF32Peak = 51.2e12, 756e12, 378e12
 	h100PCIe.Clock, h100PCIe.L2Bandwidth = 1.755e9, hopperL2Bandwidth*1.755/1.98
+	// The H100 NVL has the SXM part's 132 SMs at a lower clock, with more
+	// HBM3; its L2 is scaled likewise.
+	h100NVL := h100
+	h100NVL.Name, h100NVL.DRAMBandwidth = "H100-NVL-94GB", 3.9e12
+	h100NVL.FP32Peak, h100NVL.FP16Peak, h100NVL.TF32Peak = 60e12, 835e12, 418e12
+	h100NVL.Clock, h100NVL.L2Bandwidth = 1.785e9, hopperL2Bandwidth*1.785/1.98
+	// Turing's SMs hold half of Ampere's threads and 64 KB of shared
+	// memory; NVIDIA publishes no L2 rate for TU104 (0: out of the model).
+	// TF32Peak stays 0: the architecture has no TF32 (gpu.Arch.TF32).
+	t4 := Model{
+		Name: "T4-16GB", CC: "7.5",
+		SMs: 40, SharedPerSM: 64 << 10, SharedPerBlock: 64 << 10,
+		RegsPerSM: 64 << 10, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: 1024, MaxBlocksPerSM: 16, MaxThreadsPerBlock: 1024,
+		L2Bytes:       4 << 20,
+		DRAMBandwidth: 320e9, FP32Peak: 8.1e12, FP16Peak: 65e12,
+		Clock:      1.59e9,
+		LaunchCost: 2e-6, GridSyncCost: 1e-6,
+	}
 	a100 := Model{
 		Name: "A100-SXM4-40GB", CC: "8.0",
 		SMs: 108, SharedPerSM: 164 << 10, SharedPerBlock: 163 << 10,
@@ -246,6 +275,8 @@ func builtins() map[string]Model {
 		"a100-80gb": a100x80,
 		"h100":      h100,
 		"h100-pcie": h100PCIe,
+		"h100-nvl":  h100NVL,
+		"t4":        t4,
 		"h200":      h200,
 		"a10":       ga10x("A10-24GB", 72, 6<<20, 600e9, 31.2e12, 125e12, 62.5e12, 1.695e9),
 		"rtx3090":   ga10x("GeForce-RTX-3090", 82, 6<<20, 936e9, 35.6e12, 71e12, 35.6e12, 1.695e9),

@@ -37,7 +37,7 @@ func TestBuiltinGPUs(t *testing.T) {
 			t.Errorf("%s: %d SMs, %g B/s; want %d, %g", tt.name, g.SMs, g.DRAMBandwidth, tt.sms, tt.bw)
 		}
 	}
-	if got := strings.Join(Names(), ","); got != "a10,a100,a100-80gb,h100,h100-pcie,h200,l4,l40s,rtx3090,rtx4090,small" {
+	if got := strings.Join(Names(), ","); got != "a10,a100,a100-80gb,h100,h100-nvl,h100-pcie,h200,l4,l40s,rtx3090,rtx4090,small,t4" {
 		t.Errorf("Names() = %s", got)
 	}
 }

@@ -17,7 +17,8 @@ func TestBuiltinArchs(t *testing.T) {
 		"a100": "sm_80", "a100-80gb": "sm_80", "small": "sm_80",
 		"a10": "sm_86", "rtx3090": "sm_86",
 		"l4": "sm_89", "l40s": "sm_89", "rtx4090": "sm_89",
-		"h100": "sm_90", "h100-pcie": "sm_90", "h200": "sm_90",
+		"h100": "sm_90", "h100-pcie": "sm_90", "h100-nvl": "sm_90", "h200": "sm_90",
+		"t4": "sm_75",
 	}
 	for _, name := range Names() {
 		g, _ := Builtin(name)
@@ -31,7 +32,7 @@ func TestBuiltinArchs(t *testing.T) {
 	if got := DefaultArch(); got != "sm_80" {
 		t.Errorf("DefaultArch() = %s, want sm_80, the architecture of %s", got, Default)
 	}
-	for arch, want := range map[string]string{"sm_80": "a100", "sm_86": "a10", "sm_89": "l4", "sm_90": "h100"} {
+	for arch, want := range map[string]string{"sm_75": "t4", "sm_80": "a100", "sm_86": "a10", "sm_89": "l4", "sm_90": "h100"} {
 		if got, err := DefaultFor(arch); got != want || err != nil {
 			t.Errorf("DefaultFor(%s) = %s, %v; want %s", arch, got, err, want)
 		}
@@ -61,13 +62,17 @@ func TestResolve(t *testing.T) {
 		{"small", "sm_90", "", "", "cannot run"},
 		{"v100", "", "", "", `unknown GPU "v100"`},
 		{"", "sm_70", "", "", `unsupported target "sm_70"`},
-		{"a100", "sm_71", "", "", `unknown target "sm_71" (want one of sm_80, sm_86, sm_89, sm_90)`},
+		{"a100", "sm_71", "", "", `unknown target "sm_71" (want one of sm_75, sm_80, sm_86, sm_89, sm_90)`},
 		{"", "sm_89", "l4", "sm_89", ""},
 		{"l4", "", "l4", "sm_89", ""},
 		{"l4", "sm_86", "l4", "sm_86", ""},
 		{"l4", "sm_90", "", "", "sm_90 emits code for compute capability 9.0, which the GPU model L4-24GB (compute capability 8.9) cannot run"},
 		{"a10", "sm_89", "", "", "cannot run"},
 		{"rtx4090", "sm_80", "rtx4090", "sm_80", ""},
+		{"", "sm_75", "t4", "sm_75", ""},
+		{"t4", "", "t4", "sm_75", ""},
+		{"t4", "sm_80", "", "", "sm_80 emits code for compute capability 8.0, which the GPU model T4-16GB (compute capability 7.5) cannot run"},
+		{"a100", "sm_75", "a100", "sm_75", ""},
 	} {
 		g, err := Resolve(tt.gpu, tt.arch)
 		if tt.err != "" {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"tec/contraction"
+	"tec/gpu"
 	"tec/schedule"
 	"tec/te"
 )
@@ -36,7 +37,7 @@ func deepenPipelines(c *coster, starts []int) bool {
 		occ := c.kernel(s, e).BlocksPerSM
 		for j := s; j < e; j++ {
 			st := c.pl.stage(c.stages[j])
-			staging, ok := asyncStaging(c.stages[j], st)
+			staging, ok := asyncStaging(c.stages[j], st, c.pl.GPU)
 			if !ok {
 				continue
 			}
@@ -70,7 +71,7 @@ func deepenPipelines(c *coster, starts []int) bool {
 // tensor-core stage, not yet deepened, with two stages of operand tiles
 // (its first two shared arrays) that cp.async copies
 // (contraction.StagingOf).
-func asyncStaging(t *te.Tensor, s stage) (contraction.Staging, bool) {
+func asyncStaging(t *te.Tensor, s stage, g gpu.Model) (contraction.Staging, bool) {
 	if !s.TensorCores || s.PipelineStages > 2 || !s.Load.Prefetch || len(s.Arrays) < 2 || s.TileK <= 0 {
 		return contraction.Staging{}, false
 	}
@@ -78,7 +79,7 @@ func asyncStaging(t *te.Tensor, s stage) (contraction.Staging, bool) {
 	if !ok {
 		return contraction.Staging{}, false
 	}
-	st := contraction.StagingOf(d.X, d.Y, s.TensorIn, d.MAxes, d.NAxes, d.Reduce, d.M, d.N, d.K)
+	st := contraction.StagingOf(d.X, d.Y, s.TensorIn, d.MAxes, d.NAxes, d.Reduce, d.M, d.N, d.K, g.Arch.AsyncCopy())
 	return st, st.Async()
 }
 

@@ -127,7 +127,7 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 	s.Tiles = s.Batch * mt * nt
 	// Two stages of operands where the lowering double-buffers them
 	// (those it moves 16 bytes at a time), else one.
-	st := contraction.StagingOf(d.X, d.Y, in, d.MAxes, d.NAxes, d.Reduce, d.M, d.N, d.K)
+	st := contraction.StagingOf(d.X, d.Y, in, d.MAxes, d.NAxes, d.Reduce, d.M, d.N, d.K, g.Arch.AsyncCopy())
 	stages := st.Stages()
 	var reduce []schedule.Array
 	if b.KSlices() > 1 {

@@ -5,6 +5,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/backend/lower"
+	"tec/gpu"
 	"tec/partition"
 	"tec/precision"
 	"tec/te"
@@ -198,6 +199,42 @@ func PassesFor(opts Options) []string {
 	return names
 }
 
+// CheckPrecision refuses a precision that g's architecture cannot run:
+// bf16 and tf32 on sm_75, which has neither their conversions nor their
+// tensor-core MMAs.
+func CheckPrecision(m precision.Mode, g gpu.Model) error {
+	if m == precision.BF16 && !g.Arch.BF16() || m == precision.TF32 && !g.Arch.TF32() {
+		return fmt.Errorf("--precision %s: %s has no %s arithmetic or tensor cores, which need sm_80 or later; use --precision f16 (its tensor cores' type) or f32, or build for a newer GPU (%s)",
+			m, archOf(g), m, newerGPUs)
+	}
+	return nil
+}
+
+// CheckTarget refuses a program, or a precision (CheckPrecision), that
+// g's architecture cannot run: on sm_75, a bf16 tensor. Build calls it
+// first.
+func CheckTarget(p *te.Program, m precision.Mode, g gpu.Model) error {
+	if err := CheckPrecision(m, g); err != nil || g.Arch.BF16() {
+		return err
+	}
+	for _, t := range p.Tensors {
+		if t.DType == te.BF16 {
+			return fmt.Errorf("%s %s is bf16, which %s has no arithmetic for (sm_80 and later have); declare it f16 or f32, or build for a newer GPU (%s)",
+				t.Kind, t.Name, archOf(g), newerGPUs)
+		}
+	}
+	return nil
+}
+
+// newerGPUs are built-in GPUs of sm_80 and later, which CheckTarget's
+// messages suggest.
+const newerGPUs = "--gpu a10, l4, a100 or h100"
+
+// archOf names g's architecture and g, for CheckTarget's messages.
+func archOf(g gpu.Model) string {
+	return fmt.Sprintf("%s (compute capability %d.%d, the %s)", g.Arch.Name, g.Arch.Major, g.Arch.Minor, g.Name)
+}
+
 // Build compiles p with opts, running the passes of Table that opts asks
 // for.
 func Build(p *te.Program, opts Options) (*Result, error) {
@@ -208,6 +245,9 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("flash-decoding: %d chunks: want 0 (the cost model decides), 1 (no split) or more", opts.FlashChunks)
 	}
 	opts = opts.withDefaultGPU()
+	if err := CheckTarget(p, opts.Precision, opts.GPU); err != nil {
+		return nil, err
+	}
 	b := &build{opts: opts, popts: partitionOptions(opts), prog: p}
 	ran, err := b.runPasses(nil, opts.Dump)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
+	"tec/precision"
 	"tec/te"
 )
 
@@ -59,5 +60,43 @@ func TestBadLevel(t *testing.T) {
 		if _, err := Build(mlp(), Options{Level: level}); err == nil || !strings.Contains(err.Error(), "optimisation level") {
 			t.Errorf("-O%d: err = %v", level, err)
 		}
+	}
+}
+
+// TestRefusedPrecision: a precision the target's architecture cannot run
+// (bf16 and tf32 on sm_75) is refused with the numbers and a fix, never
+// built another way; the others build.
+func TestRefusedPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		gpu, arch string
+		mode      precision.Mode
+		want      string
+	}{
+		{"t4", "", precision.BF16, "--precision bf16: sm_75 (compute capability 7.5, the T4-16GB) has no bf16 arithmetic or tensor cores, which need sm_80 or later; use --precision f16"},
+		{"t4", "", precision.TF32, "--precision tf32: sm_75 (compute capability 7.5, the T4-16GB) has no tf32"},
+		{"a100", "sm_75", precision.BF16, "--precision bf16: sm_75 (compute capability 7.5, the A100-SXM4-40GB)"},
+		{"t4", "", precision.F16, ""},
+		{"t4", "", precision.F32, ""},
+		{"a100", "", precision.BF16, ""},
+	} {
+		g, err := gpu.Resolve(tc.gpu, tc.arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Build(mlp(), Options{Level: MaxLevel, GPU: *g, Precision: tc.mode})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s %s %s: Build = %v, want %q", tc.gpu, tc.arch, tc.mode, err, tc.want)
+		}
+	}
+	// A bf16 tensor the program declares, at any precision.
+	b := tb.New("bf16_param")
+	x, w := b.Input("x", 16, 32), b.ParamOf("w", te.BF16, 32, 8)
+	p := b.Program(b.Compute("y", tb.Shape(16, 8), func(ax []te.Index) te.Expr {
+		return tb.Bin(te.Mul, tb.Ld(x, ax[0], ax[1]), &te.Cast{To: te.F32, X: tb.Ld(w, ax[1], ax[1])})
+	}))
+	t4, _ := gpu.Builtin("t4")
+	want := "param w is bf16, which sm_75 (compute capability 7.5, the T4-16GB) has no arithmetic for (sm_80 and later have); declare it f16 or f32"
+	if _, err := Build(p, Options{GPU: t4}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a bf16 param on sm_75: Build = %v, want %q", err, want)
 	}
 }

@@ -57,8 +57,10 @@ func tolerance(m precision.Mode, amp float64) float64 {
 func feeds(p *te.Program, seed uint64) map[string]*te.Array { return numeric.SeededFeeds(p, seed) }
 
 // TestExamples: every example at its tiny configuration, at every level
-// and every precision on the A100, H100 and small (4-SM) models (whose
-// tensor-core tiles the cost model picks per GPU), simulated with race
+// and every precision on the A100, H100, small (4-SM) and T4 models (whose
+// tensor-core tiles the cost model picks per GPU; the T4's sm_75 issues
+// two m16n8k8 MMAs for each m16n8k16 and stages without cp.async, and
+// refuses bf16 and tf32), simulated with race
 // detection, equals the reference evaluator of the program the precision
 // pass made within tolerance; the error of the simulator at -O4 at each precision against
 // the float64 reference of the f32 program is logged (docs/benchmarks.md,
@@ -103,6 +105,13 @@ func TestExamples(t *testing.T) {
 				// cores (docs/testing.md, "Test suite memory").
 				t.Run(fmt.Sprintf("%s/%s/O%d/%s", ex.Name, m, level, run.name), func(t *testing.T) {
 					res, err := pipeline.Build(p, pipeline.Options{Level: level, GPU: g, Precision: m})
+					if (m == precision.BF16 || m == precision.TF32) && !g.Arch.TF32() {
+						// sm_75 (the T4) has neither: refused, with the fix.
+						if err == nil || !strings.Contains(err.Error(), "use --precision f16") {
+							t.Fatalf("%s on %s: Build = %v, want the refusal", m, g.Arch.Name, err)
+						}
+						return
+					}
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -173,7 +182,7 @@ type levelRun struct {
 // -O3 the target does not change the kernels).
 func levelRuns() []levelRun {
 	var runs []levelRun
-	for _, name := range []string{"a100", "h100", "small"} {
+	for _, name := range []string{"a100", "h100", "small", "t4"} {
 		g, _ := gpu.Builtin(name)
 		for level := 0; level <= pipeline.MaxLevel; level++ {
 			runs = append(runs, levelRun{level, name, g})

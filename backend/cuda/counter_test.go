@@ -12,7 +12,7 @@ import (
 )
 
 // TestCounterSASS compiles a kernel of two stages joined by per-tile
-// counters with nvcc for sm_80, sm_86, sm_89 and sm_90 and checks that the machine code
+// counters with nvcc for sm_75, sm_80, sm_86, sm_89 and sm_90 and checks that the machine code
 // releases and acquires at GPU scope: a GPU-scope memory barrier before a
 // strong reduction (red.release.gpu), and a strong load followed by an L1
 // invalidation (ld.acquire.gpu).
@@ -39,7 +39,7 @@ func TestCounterSASS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, arch := range []string{"sm_80", "sm_86", "sm_89", "sm_90"} {
+	for _, arch := range []string{"sm_75", "sm_80", "sm_86", "sm_89", "sm_90"} {
 		cubin := filepath.Join(dir, arch+".cubin")
 		out, err := exec.Command(nvcc, "-cubin", "-arch="+arch, "-o", cubin, filepath.Join(dir, "counters.cu")).CombinedOutput()
 		if err != nil {

@@ -83,6 +83,9 @@ func EmitWith(m *kir.Module, tg gpu.Arch, opts Options) (*Files, error) {
 			return nil, fmt.Errorf("cuda: %w", err)
 		}
 	}
+	if err := kir.CheckArch(m, tg); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
 	if opts.Layout == nil {
 		opts.Layout = m.Layout()
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
+	"tec/gpu"
 	"tec/te"
 )
 
@@ -38,6 +40,8 @@ const maxErrors = 20
 //     no constant index of a 16-byte access that is misaligned (which
 //     indexes the simulator checks at run time, as it checks that a warp
 //     executes an MMA or LdMatrix with all its lanes);
+//   - what the module uses, the architecture of its GPU has: no
+//     cp.async, m16n8k16 MMA, bf16 or tf32 MMA or bf16 buffer on sm_75;
 //   - SyncThreads occurs only under control flow uniform across each block,
 //     and GridSync only under control flow uniform across the grid, and only
 //     in a kernel with an all-resident grid;
@@ -177,6 +181,9 @@ func (v *verifier) checkStorage(b *Buffer) {
 	case te.F32, te.F16, te.BF16, te.I32, te.Bool:
 	default:
 		v.errorf("buffer %s has unknown dtype %s", b.Name, b.DType)
+	}
+	if msg := bufferArchErr(b, v.arch()); msg != "" {
+		v.errorf("%s", msg)
 	}
 	for _, d := range b.Shape {
 		if d < 0 {
@@ -783,9 +790,80 @@ func (v *verifier) warpStmt(s Stmt) {
 			msg = fmt.Sprintf("cp.async.wait_group %d (want 0 to 7)", s.N)
 		}
 	}
+	msg = cmpOr(archErr(s, v.arch()), msg)
 	if msg != "" {
 		v.errorf("%s: %s", msg, v.describe(s))
 	}
+}
+
+// arch returns the architecture the module is compiled for; zero (sm_80's
+// instructions) where it records no GPU.
+func (v *verifier) arch() gpu.Arch {
+	if v.m == nil || v.m.GPU == nil {
+		return gpu.Arch{}
+	}
+	return v.m.GPU.Arch
+}
+
+// CheckArch returns an error naming the first thing m uses that
+// architecture a lacks (archErr, and bf16 buffers where a has no bf16),
+// or nil: the emitters' check that the module may be compiled for a,
+// which may not be the architecture it was planned for (m.GPU's).
+func CheckArch(m *Module, a gpu.Arch) error {
+	bufs := slices.Clone(m.Buffers)
+	for _, k := range m.Kernels {
+		bufs = append(append(bufs, k.Shared...), k.Locals...)
+	}
+	for _, b := range bufs {
+		if msg := bufferArchErr(b, a); msg != "" {
+			return errors.New(msg)
+		}
+	}
+	for _, k := range m.Kernels {
+		msg := ""
+		WalkStmts(k.Body, func(s Stmt) bool {
+			if msg == "" {
+				msg = archErr(s, a)
+			}
+			return msg == ""
+		})
+		if msg != "" {
+			return fmt.Errorf("kernel %s: %s", k.Name, msg)
+		}
+	}
+	return nil
+}
+
+// bufferArchErr says why architecture a cannot hold buffer b, or "".
+func bufferArchErr(b *Buffer, a gpu.Arch) string {
+	if b.DType == te.BF16 && !a.BF16() {
+		return fmt.Sprintf("buffer %s is bf16, which %s has no arithmetic for (sm_80 and later have)", b.Name, a.Name)
+	}
+	return ""
+}
+
+// archErr says what in warp-level statement s architecture a lacks, or "".
+func archErr(s Stmt, a gpu.Arch) string {
+	need := ""
+	switch s := s.(type) {
+	case *MMA:
+		switch {
+		case s.In == te.BF16 && !a.BF16():
+			need = "the bf16 mma." + s.Shape.String()
+		case s.In == te.F32 && !a.TF32():
+			need = "the tf32 mma." + s.Shape.String()
+		case s.Shape == M16N8K16 && !a.MMAK16():
+			need = "mma.m16n8k16"
+		}
+	case *CopyAsync, *CommitGroup, *WaitGroup:
+		if !a.AsyncCopy() {
+			need = "cp.async"
+		}
+	}
+	if need == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s needs sm_80 or later; the module is compiled for %s", need, a.Name)
 }
 
 // cmpOr returns the first non-empty string.

@@ -18,8 +18,8 @@ type MMAShape int
 
 // The MMA shapes of PTX's mma.sync.aligned that kir has.
 const (
-	M16N8K16 MMAShape = iota // f16 and bf16 operands
-	M16N8K8                  // tf32 operands
+	M16N8K16 MMAShape = iota // f16 and bf16 operands (sm_80)
+	M16N8K8                  // tf32 operands (sm_80), or f16 ones (sm_75)
 )
 
 // Dims returns the shape's M, N and K.
@@ -65,7 +65,10 @@ type Frag struct {
 // In is the operands' type: te.F16 or te.BF16 with M16N8K16, te.F32 with
 // M16N8K8 meaning TF32 (operands must already be TF32 values, which
 // cvt.rna.tf32.f32 gives: PTX does not say what the low 13 bits of an f32
-// operand do, and the simulator rounds them away as cvt.rna would).
+// operand do, and the simulator rounds them away as cvt.rna would), or
+// te.F16 with M16N8K8, Turing's shape: two of them, over k 0-7 and 8-15,
+// compute one M16N8K16 of f16 (an M16N8K16 A fragment's elements 0-3 and
+// 4-7 are their A fragments, its B fragment's 0-1 and 2-3 their B).
 //
 // A and B are local arrays of type In, C and D local f32 arrays; D may be
 // C. All WarpSize lanes of the warp must execute an MMA together (the
@@ -93,15 +96,23 @@ func FragLen(shape MMAShape, op MMAOperand) int {
 }
 
 // FragElem returns the row and column of the element of operand op that
-// register i of lane holds, as the PTX ISA's "Matrix Fragments for mma"
-// sections define them, with groupID = lane>>2 and threadID_in_group =
-// lane%4. A is M×K, B is K×N (row = k), C and D are M×N.
-func FragElem(shape MMAShape, op MMAOperand, lane, i int) (row, col int) {
+// register i of lane holds in an MMA of the shape and operand type in, as
+// the PTX ISA's "Matrix Fragments for mma" sections define them, with
+// groupID = lane>>2 and threadID_in_group = lane%4. A is M×K, B is K×N
+// (row = k), C and D are M×N.
+func FragElem(shape MMAShape, in te.DType, op MMAOperand, lane, i int) (row, col int) {
 	g, t := lane>>2, lane%4
 	switch {
 	case op == OperandC:
 		// c0, c1 in row g, c2, c3 in row g+8; columns 2t and 2t+1.
 		return g + 8*(i/2), 2*t + i%2
+	case shape == M16N8K8 && in == te.F16 && op == OperandA:
+		// f16 m16n8k8: a0, a1 in row g, a2, a3 in row g+8; columns 2t
+		// and 2t+1.
+		return g + 8*(i/2), 2*t + i%2
+	case shape == M16N8K8 && in == te.F16:
+		// f16 m16n8k8 B: b0, b1 in rows 2t and 2t+1; column g.
+		return 2*t + i%2, g
 	case shape == M16N8K8 && op == OperandA:
 		// tf32: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4).
 		return g + 8*(i%2), t + 4*(i/2)
@@ -266,8 +277,8 @@ func mmaErr(s *MMA) string {
 	switch {
 	case s.Shape == M16N8K16 && s.In != te.F16 && s.In != te.BF16:
 		return fmt.Sprintf("mma.%s of %s (want f16 or bf16)", s.Shape, s.In)
-	case s.Shape == M16N8K8 && s.In != te.F32:
-		return fmt.Sprintf("mma.%s of %s (want f32, meaning tf32)", s.Shape, s.In)
+	case s.Shape == M16N8K8 && s.In != te.F32 && s.In != te.F16:
+		return fmt.Sprintf("mma.%s of %s (want f32, meaning tf32, or f16)", s.Shape, s.In)
 	case s.Shape != M16N8K16 && s.Shape != M16N8K8:
 		return fmt.Sprintf("unknown mma shape %d", s.Shape)
 	}

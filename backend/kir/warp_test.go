@@ -7,6 +7,7 @@ import (
 
 	"tec/backend/internal/kirtest"
 	"tec/backend/kir"
+	"tec/gpu"
 	"tec/internal/testkit/golden"
 	"tec/te"
 )
@@ -82,4 +83,30 @@ func first[T kir.Stmt](k *kir.Kernel) T {
 		}
 	}
 	panic("no statement to mutate")
+}
+
+// TestVerifyArch: a module compiled for sm_75 may use neither cp.async,
+// nor the m16n8k16 MMA, nor bf16 or tf32 MMAs; the f16 m16n8k8 it has.
+func TestVerifyArch(t *testing.T) {
+	turing, _ := gpu.Builtin("t4")
+	for _, tc := range []struct {
+		name string
+		mod  *kir.Module
+		want string
+	}{
+		{"pipeline", kirtest.Pipeline(kirtest.PipelineBugs{}), "cp.async needs sm_80 or later; the module is compiled for sm_75"},
+		{"m16n8k16", kirtest.MMA(kir.M16N8K16, te.F16, kirtest.ISAFragIndex), "mma.m16n8k16 needs sm_80"},
+		{"bf16", kirtest.MMA(kir.M16N8K16, te.BF16, kirtest.ISAFragIndex), "buffer a is bf16, which sm_75 has no arithmetic for"},
+		{"tf32", kirtest.MMA(kir.M16N8K8, te.F32, kirtest.ISAFragIndex), "the tf32 mma.m16n8k8 needs sm_80"},
+		{"f16 m16n8k8", kirtest.MMA(kir.M16N8K8, te.F16, kirtest.ISAFragIndex), ""},
+	} {
+		if err := kir.Verify(tc.mod); err != nil {
+			t.Errorf("%s without a GPU: %v", tc.name, err)
+		}
+		tc.mod.GPU = &turing
+		err := kir.Verify(tc.mod)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s on sm_75: Verify = %v, want %q", tc.name, err, tc.want)
+		}
+	}
 }

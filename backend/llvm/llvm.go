@@ -109,6 +109,9 @@ func EmitWith(m *kir.Module, tg gpu.Arch, opts Options) (*ir.Module, error) {
 			return nil, fmt.Errorf("llvm: %w", err)
 		}
 	}
+	if err := kir.CheckArch(m, tg); err != nil {
+		return nil, fmt.Errorf("llvm: %w", err)
+	}
 	if opts.Layout == nil {
 		opts.Layout = m.Layout()
 	}

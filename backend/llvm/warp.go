@@ -47,10 +47,11 @@ func (kg *kgen) reg32(buf *kir.Buffer, off int) value.Value {
 var half2 = types.NewVector(2, types.Half)
 
 // mma calls llvm.nvvm.mma.m16n8k16.row.col.f32.f32 (f16 operands),
-// .row.col.bf16 or llvm.nvvm.mma.m16n8k8.row.col.tf32, all with f32
+// .row.col.bf16, llvm.nvvm.mma.m16n8k8.row.col.tf32 or, for f16 operands
+// on sm_75, llvm.nvvm.mma.m16n8k8.row.col.f32.f32, all with f32
 // accumulators.
 func (kg *kgen) mma(s *kir.MMA) {
-	perReg, regT, name := 2, types.Type(half2), "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+	perReg, regT, name := 2, types.Type(half2), fmt.Sprintf("llvm.nvvm.mma.%s.row.col.f32.f32", s.Shape)
 	switch s.In {
 	case te.BF16:
 		regT, name = types.I32, "llvm.nvvm.mma.m16n8k16.row.col.bf16"

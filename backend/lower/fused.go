@@ -41,7 +41,7 @@ func Fused(p *te.Program, pl *partition.Plan, opts FusedOptions) (*kir.Module, e
 		return nil, fmt.Errorf("lower: %w", err)
 	}
 	l := newLowerer(p, Options{BlockSize: pl.Threads})
-	l.sharedPerBlock = pl.GPU.SharedPerBlock
+	l.sharedPerBlock, l.arch = pl.GPU.SharedPerBlock, pl.GPU.Arch
 	l.threads = pl.Threads
 	for i, pk := range pl.Kernels {
 		k, err := l.fusedKernel(i, pk, pl, opts)

@@ -62,6 +62,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/contraction"
+	"tec/gpu"
 	"tec/partition"
 	"tec/schedule"
 	"tec/te"
@@ -139,6 +140,7 @@ func newLowerer(p *te.Program, opts Options) *lowerer {
 	l := &lowerer{opts: opts, p: p, bufs: map[*te.Tensor]*kir.Buffer{}, m: &kir.Module{Name: p.Name}}
 	if opts.Plan != nil {
 		l.sharedPerBlock = opts.Plan.GPU.SharedPerBlock
+		l.arch = opts.Plan.GPU.Arch
 	}
 	outputs := map[*te.Tensor]bool{}
 	for _, t := range p.Outputs {
@@ -186,6 +188,10 @@ type lowerer struct {
 	// where no plan says (a tensor-core tile then takes the stages its
 	// operands want).
 	sharedPerBlock int
+	// arch is the architecture the plan's code is compiled for, zero
+	// (sm_80's instructions) without a plan: where it lacks cp.async or
+	// the f16 m16n8k16 MMA (sm_75), the tensor-core code does without.
+	arch gpu.Arch
 
 	// bufPos is the position in m.Buffers, to which lowering only
 	// appends, of the first indexed buffers.

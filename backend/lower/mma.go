@@ -145,11 +145,12 @@ func affine(base, cg, ct int, g, t kir.Expr) kir.Expr {
 }
 
 // fragIndex returns the row and column, as expressions of g and t, of the
-// element of operand op that register i of a lane holds.
-func fragIndex(shape kir.MMAShape, op kir.MMAOperand, i int, g, t kir.Expr) (row, col kir.Expr) {
-	r0, c0 := kir.FragElem(shape, op, 0, i)
-	r1, c1 := kir.FragElem(shape, op, 1, i) // t = 1
-	r4, c4 := kir.FragElem(shape, op, 4, i) // g = 1
+// element of operand op of an MMA of the shape and operand type in that
+// register i of a lane holds.
+func fragIndex(shape kir.MMAShape, in te.DType, op kir.MMAOperand, i int, g, t kir.Expr) (row, col kir.Expr) {
+	r0, c0 := kir.FragElem(shape, in, op, 0, i)
+	r1, c1 := kir.FragElem(shape, in, op, 1, i) // t = 1
+	r4, c4 := kir.FragElem(shape, in, op, 4, i) // g = 1
 	return affine(r0, r4-r0, r1-r0, g, t), affine(c0, c4-c0, c1-c0, g, t)
 }
 
@@ -190,7 +191,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 	// Operands moved 16 bytes at a time are double-buffered: the next
 	// k step's copies or loads are in flight while the warps compute
 	// this one (contraction.StagingOf).
-	st := contraction.StagingOf(X, Y, in, ms, ns, r, M, N, K)
+	st := contraction.StagingOf(X, Y, in, ms, ns, r, M, N, K, l.arch.AsyncCopy())
 	stages, async := st.Stages(), st.Async()
 	if async {
 		// cp.async copies into blk's pipeline of stages, the plan's
@@ -373,7 +374,7 @@ func (l *lowerer) mmaSplitContraction(t *te.Tensor, r *te.Reduce, X, Y te.Expr, 
 				gen.emit(&kir.SyncThreads{})
 			}
 			ks := kir.NewVar("ks", te.I32)
-			step := mmaStep(shape, in, xo, yo, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN)
+			step := mmaStep(shape, in, !l.arch.MMAK16(), xo, yo, xoff, yoff, fa, fb, acc, ks, lane, g, tg, wm, wn, WM, WN)
 			if slices == 1 {
 				gen.emit(&kir.For{Var: ks, Kind: kir.Unrolled, Lo: kir.I(0), Hi: kir.I(tk), Step: mk, Body: step})
 			} else {
@@ -527,7 +528,7 @@ func mmaEpilogue(gen *gen, t *te.Tensor, body te.Expr, nl *te.Var, r *te.Reduce,
 	for i := range mt {
 		for j := range nt {
 			for c0 := 0; c0 < 4; c0 += width {
-				row, col := fragIndex(shape, kir.OperandC, c0, g, tg)
+				row, col := fragIndex(shape, te.F32, kir.OperandC, c0, g, tg) // C's layout is the same for every operand type
 				m, n := kir.NewVar("m", te.I32), kir.NewVar("n", te.I32)
 				gen.emit(
 					&kir.Let{Var: m, Value: kir.Add(kir.Add(kir.Mul(mi, kir.I(TM)), kir.Mul(wm, kir.I(WM))), kir.Add(row, kir.I(16*i)))},
@@ -680,8 +681,9 @@ func (l *lowerer) stageOperand(g *gen, o *opTile, r *te.Reduce, k0, off kir.Expr
 
 // mmaStep returns one k step (of the MMA's k, at ks within the staged
 // tiles, whose stages start at elements xoff and yoff) of a warp: its
-// fragments of the staged tiles of xo and yo and its MMAs.
-func mmaStep(shape kir.MMAShape, in te.DType, xo, yo *opTile, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN int) []kir.Stmt {
+// fragments of the staged tiles of xo and yo and its MMAs: each m16n8k16
+// of f16 as two m16n8k8 where halves is set (sm_75 has no m16n8k16).
+func mmaStep(shape kir.MMAShape, in te.DType, halves bool, xo, yo *opTile, xoff, yoff kir.Expr, fa, fb, acc *kir.Buffer, ks, lane, g, t, wm, wn *kir.Var, WM, WN int) []kir.Stmt {
 	var out []kir.Stmt
 	mt, nt := WM/16, WN/8
 	na, nb := kir.FragLen(shape, kir.OperandA), kir.FragLen(shape, kir.OperandB)
@@ -706,7 +708,7 @@ func mmaStep(shape kir.MMAShape, in te.DType, xo, yo *opTile, xoff, yoff kir.Exp
 		switch {
 		case in == te.F32:
 			for reg := range na {
-				rr, cc := fragIndex(shape, kir.OperandA, reg, g, t)
+				rr, cc := fragIndex(shape, in, kir.OperandA, reg, g, t)
 				out = append(out, &kir.Store{Buf: fa, Index: kir.I(i*na + reg),
 					Value: kir.Ld(xs, at(xoff, elem(xo, kir.Add(ks, cc), kir.Add(row0, rr))))})
 			}
@@ -731,7 +733,7 @@ func mmaStep(shape kir.MMAShape, in te.DType, xo, yo *opTile, xoff, yoff kir.Exp
 		switch {
 		case in == te.F32:
 			for reg := range nb {
-				rr, cc := fragIndex(shape, kir.OperandB, reg, g, t)
+				rr, cc := fragIndex(shape, in, kir.OperandB, reg, g, t)
 				out = append(out, &kir.Store{Buf: fb, Index: kir.I(j*nb + reg),
 					Value: kir.Ld(ys, at(yoff, elem(yo, kir.Add(ks, rr), kir.Add(col0, cc))))})
 			}
@@ -751,7 +753,16 @@ func mmaStep(shape kir.MMAShape, in te.DType, xo, yo *opTile, xoff, yoff kir.Exp
 	for i := range mt {
 		for j := range nt {
 			d := kir.Frag{Buf: acc, Off: (i*nt + j) * 4}
-			out = append(out, &kir.MMA{Shape: shape, In: in, D: d, A: kir.Frag{Buf: fa, Off: i * na}, B: kir.Frag{Buf: fb, Off: j * nb}, C: d})
+			a, b := kir.Frag{Buf: fa, Off: i * na}, kir.Frag{Buf: fb, Off: j * nb}
+			if halves && shape == kir.M16N8K16 {
+				// k 0-7 and 8-15: the fragments' first and second
+				// halves (kir.MMA).
+				a2, b2 := kir.Frag{Buf: fa, Off: a.Off + na/2}, kir.Frag{Buf: fb, Off: b.Off + nb/2}
+				out = append(out, &kir.MMA{Shape: kir.M16N8K8, In: in, D: d, A: a, B: b, C: d},
+					&kir.MMA{Shape: kir.M16N8K8, In: in, D: d, A: a2, B: b2, C: d})
+				continue
+			}
+			out = append(out, &kir.MMA{Shape: shape, In: in, D: d, A: a, B: b, C: d})
 		}
 	}
 	return out

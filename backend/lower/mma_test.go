@@ -6,9 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"tec/analysis"
 	"tec/backend/kir"
 	"tec/backend/report"
 	"tec/backend/sim"
+	"tec/gpu"
+	"tec/partition"
 	"tec/te"
 )
 
@@ -191,6 +194,75 @@ func TestTensorCoreBanks(t *testing.T) {
 				}
 				if k := report.Module(m, report.Config{}).Kernels[0]; !k.BanksExact || k.Banks != st.Banks {
 					t.Errorf("static report (exact %v): %+v, simulator: %+v", k.BanksExact, k.Banks, st.Banks)
+				}
+			})
+		}
+	}
+}
+
+// TestTuringTensorCores lowers TestTensorCoreContraction's f16
+// contractions for the T4 (sm_75), unfused and fused: every MMA is an
+// f16 m16n8k8, two for each m16n8k16 step (sm_75 has no m16n8k16), no
+// operand is copied by cp.async (sm_75 has none; what sm_80 copies is a
+// 16-byte register prefetch here), and the simulator, which lays out the
+// m16n8k8 fragments as the ISA does, matches the reference.
+func TestTuringTensorCores(t *testing.T) {
+	t4, _ := gpu.Builtin("t4")
+	for _, tc := range []struct{ B, M, K, N int }{{1, 64, 64, 64}, {2, 40, 48, 24}, {2, 100, 96, 200}} {
+		p := halfMatmul(te.F16, tc.B, tc.M, tc.K, tc.N)
+		a, err := analysis.Analyze(p, analysis.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fused := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%dx%dx%dx%d/fused=%v", tc.B, tc.M, tc.K, tc.N, fused), func(t *testing.T) {
+				var m *kir.Module
+				if fused {
+					pl, err := partition.Partition(a, t4, partition.Options{Split: true, Reuse: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					m, err = Fused(p, pl, FusedOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					pl, err := partition.Partition(a, t4, partition.Options{Strategy: partition.PerTE})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m, err = Unfused(p, Options{Plan: pl}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mmas, wide := 0, 0
+				for _, k := range m.Kernels {
+					kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
+						switch s := s.(type) {
+						case *kir.MMA:
+							mmas++
+							if s.Shape != kir.M16N8K8 || s.In != te.F16 {
+								t.Errorf("mma.%s of %s on sm_75", s.Shape, s.In)
+							}
+						case *kir.CopyAsync, *kir.CommitGroup, *kir.WaitGroup:
+							t.Errorf("cp.async on sm_75: %T", s)
+						case *kir.VecCopy:
+							if s.Dst.Space == kir.Shared && s.Size() == 16 {
+								wide++
+							}
+						}
+						return true
+					})
+				}
+				if mmas == 0 || mmas%2 != 0 {
+					t.Errorf("%d m16n8k8 MMAs, want an even number above 0", mmas)
+				}
+				if tc.K%32 == 0 && wide == 0 {
+					t.Error("no 16-byte stores of prefetched operands into shared memory")
+				}
+				res := simulateMatmul(t, p, m, uint64(tc.M))
+				if rep := report.Module(m, report.Config{}); rep.Total != res.Total() {
+					t.Errorf("static report counts %v, the simulator %v", rep.Total, res.Total())
 				}
 			})
 		}

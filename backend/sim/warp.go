@@ -130,7 +130,7 @@ func (p *program) mma(s *kir.MMA) sfn {
 		var es []elem
 		for lane := range kir.WarpSize {
 			for i := range kir.FragLen(s.Shape, op) {
-				r, c := kir.FragElem(s.Shape, op, lane, i)
+				r, c := kir.FragElem(s.Shape, s.In, op, lane, i)
 				es = append(es, elem{lane, i, r, c})
 			}
 		}

@@ -81,17 +81,17 @@ func checkMatmul(t *testing.T, got []float64, want, mag []float64) {
 // the simulator and the static report count it alike; a fragment index
 // off by one register gives a wrong result.
 func TestMMA(t *testing.T) {
-	swapA := func(shape kir.MMAShape, op kir.MMAOperand, g, tt kir.Expr, i int) (kir.Expr, kir.Expr) {
+	swapA := func(shape kir.MMAShape, in te.DType, op kir.MMAOperand, g, tt kir.Expr, i int) (kir.Expr, kir.Expr) {
 		if op == kir.OperandA {
 			i ^= 1 // a lane's two elements of a register exchanged
 		}
-		return kirtest.ISAFragIndex(shape, op, g, tt, i)
+		return kirtest.ISAFragIndex(shape, in, op, g, tt, i)
 	}
-	swapB := func(shape kir.MMAShape, op kir.MMAOperand, g, tt kir.Expr, i int) (kir.Expr, kir.Expr) {
+	swapB := func(shape kir.MMAShape, in te.DType, op kir.MMAOperand, g, tt kir.Expr, i int) (kir.Expr, kir.Expr) {
 		if op == kir.OperandB {
 			i = (i + 1) % kir.FragLen(shape, op) // registers rotated
 		}
-		return kirtest.ISAFragIndex(shape, op, g, tt, i)
+		return kirtest.ISAFragIndex(shape, in, op, g, tt, i)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -103,10 +103,13 @@ func TestMMA(t *testing.T) {
 		{"f16", kir.M16N8K16, te.F16, kirtest.ISAFragIndex, false},
 		{"bf16", kir.M16N8K16, te.BF16, kirtest.ISAFragIndex, false},
 		{"tf32", kir.M16N8K8, te.F32, kirtest.ISAFragIndex, false},
+		{"f16 k8", kir.M16N8K8, te.F16, kirtest.ISAFragIndex, false},
 		{"f16 wrong a index", kir.M16N8K16, te.F16, swapA, true},
 		{"bf16 wrong b index", kir.M16N8K16, te.BF16, swapB, true},
 		{"tf32 wrong a index", kir.M16N8K8, te.F32, swapA, true},
 		{"tf32 wrong b index", kir.M16N8K8, te.F32, swapB, true},
+		{"f16 k8 wrong a index", kir.M16N8K8, te.F16, swapA, true},
+		{"f16 k8 wrong b index", kir.M16N8K8, te.F16, swapB, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, n, k := tc.shape.Dims()
@@ -157,19 +160,23 @@ func TestMMA(t *testing.T) {
 // kirtest writes them: every (row, col) of each operand is held by exactly
 // one register of one lane.
 func TestFragLayouts(t *testing.T) {
-	for _, shape := range []kir.MMAShape{kir.M16N8K16, kir.M16N8K8} {
+	for _, sh := range []struct {
+		shape kir.MMAShape
+		in    te.DType
+	}{{kir.M16N8K16, te.F16}, {kir.M16N8K8, te.F32}, {kir.M16N8K8, te.F16}} {
+		shape, in := sh.shape, sh.in
 		m, n, k := shape.Dims()
 		for op, dims := range map[kir.MMAOperand][2]int{kir.OperandA: {m, k}, kir.OperandB: {k, n}, kir.OperandC: {m, n}} {
 			seen := map[[2]int]bool{}
 			for lane := range kir.WarpSize {
 				for i := range kir.FragLen(shape, op) {
-					row, col := kir.FragElem(shape, op, lane, i)
-					re, ce := kirtest.ISAFragIndex(shape, op, kir.I(lane>>2), kir.I(lane%4), i)
+					row, col := kir.FragElem(shape, in, op, lane, i)
+					re, ce := kirtest.ISAFragIndex(shape, in, op, kir.I(lane>>2), kir.I(lane%4), i)
 					if wr, wc := evalConst(t, re), evalConst(t, ce); row != wr || col != wc {
-						t.Errorf("%s operand %d lane %d reg %d: FragElem gives (%d, %d), the ISA (%d, %d)", shape, op, lane, i, row, col, wr, wc)
+						t.Errorf("%s %s operand %d lane %d reg %d: FragElem gives (%d, %d), the ISA (%d, %d)", shape, in, op, lane, i, row, col, wr, wc)
 					}
 					if row < 0 || row >= dims[0] || col < 0 || col >= dims[1] || seen[[2]int{row, col}] {
-						t.Errorf("%s operand %d lane %d reg %d: (%d, %d) repeated or out of range", shape, op, lane, i, row, col)
+						t.Errorf("%s %s operand %d lane %d reg %d: (%d, %d) repeated or out of range", shape, in, op, lane, i, row, col)
 					}
 					seen[[2]int{row, col}] = true
 				}

@@ -77,6 +77,9 @@ func (o *optFlags) options(tg string) (pipeline.Options, error) {
 	if err != nil {
 		return pipeline.Options{}, gpuFailure(err)
 	}
+	if err := pipeline.CheckPrecision(prec, *g); err != nil {
+		return pipeline.Options{}, err
+	}
 	if o.context < 0 {
 		return pipeline.Options{}, fmt.Errorf("--context %d: want a number of positions, at least 1 (0: the whole cache)", o.context)
 	}

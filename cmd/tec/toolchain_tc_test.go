@@ -66,9 +66,11 @@ func TestBuildToolchain(t *testing.T) {
 		tooltest.Require(t, "LLVM ("+strings.Join(tg.LLC, " or ")+")", tg.LLC...)
 		tools.targets = append(tools.targets, tg)
 	}
-	if tools.targets[0].Name != sweepArchs[0] {
-		t.Fatalf("the oldest architecture is %s, not %s", tools.targets[0].Name, sweepArchs[0])
+	base, err := gpu.LookupArch(sweepArchs[0])
+	if err != nil {
+		t.Fatal(err)
 	}
+	tools.base = base
 	root := t.TempDir()
 	prep := time.Now()
 	exs, err := sweepExamples(os.Getenv("TEC_TOOLCHAIN_EXAMPLES"))
@@ -109,10 +111,13 @@ func sweepExamples(list string) ([]examples.Example, error) {
 	return exs, nil
 }
 
-// sweepTools are the tools and targets of TestBuildToolchain.
+// sweepTools are the tools and targets of TestBuildToolchain: base is
+// the architecture the examples are built for (sweepArchs[0]), whose
+// code every target but sm_75 runs.
 type sweepTools struct {
 	nvcc, ptxas, cuobjdump string
 	targets                []gpu.Arch
+	base                   gpu.Arch
 }
 
 // toolJob is one compilation of TestBuildToolchain: run returns a note to
@@ -155,9 +160,12 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 			defer func() { <-sem; wg.Done() }()
 			perExample[i], errs[i] = exampleJobs(ex, root, tools)
 			if errs[i] == nil {
-				var half []toolJob
+				var half, turing []toolJob
 				half, errs[i] = halfJobs(ex, root, tools)
-				perExample[i] = append(perExample[i], half...)
+				if errs[i] == nil {
+					turing, errs[i] = turingJobs(ex, root, tools)
+				}
+				perExample[i] = append(perExample[i], append(half, turing...)...)
 			}
 		}()
 	}
@@ -182,12 +190,20 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 var sweepArchs = []string{"sm_80", "sm_90"}
 
 // sweepArchsFor returns the architectures a build of size ("tiny" or
-// "full") is compiled for.
+// "full") for sweepArchs[0] is compiled for: at the tiny size, every
+// architecture that has sm_80's instructions (sm_75's builds are their
+// own, turingJobs).
 func sweepArchsFor(size string) []string {
-	if size == "tiny" {
-		return gpu.ArchNames()
+	if size != "tiny" {
+		return sweepArchs
 	}
-	return sweepArchs
+	var archs []string
+	for _, name := range gpu.ArchNames() {
+		if a, _ := gpu.LookupArch(name); a.Major >= 8 {
+			archs = append(archs, name)
+		}
+	}
+	return archs
 }
 
 // sweepPTX is the virtual architecture whose PTX ptxas compiles for each
@@ -226,7 +242,7 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			dir := filepath.Join(root, ex.Name, size, fmt.Sprint(level))
-			files, err := writeBuild(dir, res, tools.targets[0], true)
+			files, err := writeBuild(dir, res, tools.base, true)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -248,6 +264,65 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 				}
 				jobs = append(jobs, job)
 			}
+		}
+	}
+	return jobs, nil
+}
+
+// turingJobs returns the sm_75 compilations of ex at its tiny size: built
+// for the T4 (sm_75: m16n8k8 MMAs, no cp.async) at -O0 and -O4, in f32
+// and f16, its CUDA C++ by nvcc for sm_75 (the device code, ptxas -v) and
+// its LLVM IR by llc and ptxas; an f16 build's kernels with MMAs must
+// have HMMA in their sm_75 SASS, and no function may spill without a
+// reason (checkHalfSASS).
+func turingJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
+	const arch = "sm_75"
+	g, err := gpu.Resolve("", arch)
+	if err != nil {
+		return nil, err
+	}
+	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("%s: %v", ex.Name, diags)
+	}
+	var jobs []toolJob
+	for _, mode := range []precision.Mode{precision.F32, precision.F16} {
+		for _, level := range []int{0, pipeline.MaxLevel} {
+			name := fmt.Sprintf("%s/tiny/O%d/%s/%s", ex.Name, level, mode, arch)
+			res, err := pipeline.Build(p, pipeline.Options{Level: level, Precision: mode, GPU: *g})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			dir := filepath.Join(root, ex.Name, "tiny", arch, fmt.Sprintf("%s-O%d", mode, level))
+			files, err := writeBuild(dir, res, g.Arch, false)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			cu := files[0].Name
+			cubin := strings.TrimSuffix(cu, ".cu") + ".cubin"
+			m := res.Module
+			jobs = append(jobs, toolJob{name + " nvcc", nvccCost(len(files[0].Data), false) / 2, func() (string, error) {
+				cmd := exec.Command(tools.nvcc, "-cubin", "-arch="+arch, "-Xptxas", "-v", "-o", cubin, cu)
+				cmd.Dir = dir
+				log, err := cmd.CombinedOutput()
+				if err != nil {
+					return "", fmt.Errorf("nvcc -cubin -arch=%s: %v\n%s", arch, err, log)
+				}
+				if mode == precision.F32 {
+					return cpuNote(cmd), nil
+				}
+				sass, err := exec.Command(tools.cuobjdump, "-sass", filepath.Join(dir, cubin)).Output()
+				if err != nil {
+					return "", fmt.Errorf("cuobjdump -sass %s: %v", cubin, err)
+				}
+				note, err := checkHalfSASS(ex.Name, m, arch, string(log), string(sass))
+				return cpuNote(cmd) + "; " + note, err
+			}})
+			job, err := llcJob(name, m, g.Arch)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, job)
 		}
 	}
 	return jobs, nil
@@ -394,7 +469,7 @@ func halfJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, er
 			jobs = append(jobs, bf...)
 			continue
 		}
-		cost, err := halfCost(p, opts, tools.targets[0])
+		cost, err := halfCost(p, opts, tools.base)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -447,7 +522,7 @@ func halfBuild(ex string, p *te.Program, opts pipeline.Options, dir string, tool
 		return "", fmt.Errorf("the register check did not run: %s", strings.Join(checked.Registers.Warnings, "; "))
 	}
 	check := fmt.Sprintf("register check (%s) %.1fs wall, planned again: %v", tg.Name, time.Since(t0).Seconds(), checked.Registers.Replanned)
-	files, err := writeBuild(dir, checked.Result, tools.targets[0], false)
+	files, err := writeBuild(dir, checked.Result, tools.base, false)
 	if err != nil {
 		return "", err
 	}
@@ -475,7 +550,7 @@ const bf16LLCLimit = 5 << 20
 // ex's full-size bf16 build m (named name), or of its tiny bf16 build
 // where m's LLVM IR passes bf16LLCLimit.
 func bf16Jobs(ex examples.Example, name string, m *kir.Module, tools sweepTools) ([]toolJob, error) {
-	ir, err := llvm.Emit(m, tools.targets[0])
+	ir, err := llvm.Emit(m, tools.base)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -9,13 +9,14 @@ import (
 
 // FragIndex returns the row and column, as expressions of a lane's
 // groupID g = lane>>2 and threadID_in_group t = lane%4, of the element of
-// an MMA operand that register i of the lane holds.
-type FragIndex func(shape kir.MMAShape, op kir.MMAOperand, g, t kir.Expr, i int) (row, col kir.Expr)
+// an operand of an MMA of the shape and operand type in that register i of the lane
+// holds.
+type FragIndex func(shape kir.MMAShape, in te.DType, op kir.MMAOperand, g, t kir.Expr, i int) (row, col kir.Expr)
 
 // ISAFragIndex is FragIndex as the PTX ISA's "Matrix Fragments for mma"
 // sections state it, written out case by case (independently of
 // kir.FragElem, which the simulator uses, so that each checks the other).
-func ISAFragIndex(shape kir.MMAShape, op kir.MMAOperand, g, t kir.Expr, i int) (row, col kir.Expr) {
+func ISAFragIndex(shape kir.MMAShape, in te.DType, op kir.MMAOperand, g, t kir.Expr, i int) (row, col kir.Expr) {
 	plus := func(x kir.Expr, c int) kir.Expr {
 		if c == 0 {
 			return x
@@ -26,6 +27,10 @@ func ISAFragIndex(shape kir.MMAShape, op kir.MMAOperand, g, t kir.Expr, i int) (
 	switch {
 	case op == kir.OperandC: // c0, c1: row g; c2, c3: row g+8; col 2t + (i&1)
 		return plus(g, 8*(i/2)), plus(twoT, i&1)
+	case shape == kir.M16N8K8 && in == te.F16 && op == kir.OperandA: // a0 a1: row g; a2 a3: row g+8; col 2t + (i&1)
+		return plus(g, 8*(i/2)), plus(twoT, i&1)
+	case shape == kir.M16N8K8 && in == te.F16: // b0 (2t, g), b1 (2t+1, g)
+		return plus(twoT, i), g
 	case shape == kir.M16N8K8 && op == kir.OperandA: // a0 (g,t) a1 (g+8,t) a2 (g,t+4) a3 (g+8,t+4)
 		r := map[int]int{0: 0, 1: 8, 2: 0, 3: 8}[i]
 		c := map[int]int{0: 0, 1: 0, 2: 4, 3: 4}[i]
@@ -81,7 +86,7 @@ func MMA(shape kir.MMAShape, in te.DType, idx FragIndex) *kir.Module {
 	}
 	load := func(dst, src *kir.Buffer, op kir.MMAOperand, cols int, conv func(kir.Expr) kir.Expr) {
 		for i := range dst.Len() {
-			r, col := idx(shape, op, g, t, i)
+			r, col := idx(shape, in, op, g, t, i)
 			body = append(body, &kir.Store{Buf: dst, Index: kir.I(i), Value: conv(kir.Ld(src, kir.Add(kir.Mul(r, kir.I(cols)), col)))})
 		}
 	}
@@ -91,7 +96,7 @@ func MMA(shape kir.MMAShape, in te.DType, idx FragIndex) *kir.Module {
 	frag := func(buf *kir.Buffer) kir.Frag { return kir.Frag{Buf: buf} }
 	body = append(body, &kir.MMA{Shape: shape, In: in, D: frag(acc), A: frag(fa), B: frag(fb), C: frag(acc)})
 	for i := range acc.Len() {
-		r, col := idx(shape, kir.OperandC, g, t, i)
+		r, col := idx(shape, in, kir.OperandC, g, t, i)
 		body = append(body, &kir.Store{Buf: d, Index: kir.Add(kir.Mul(r, kir.I(n)), col), Value: kir.Ld(acc, kir.I(i))})
 	}
 	return &kir.Module{
@@ -154,12 +159,12 @@ func Pipeline(bugs PipelineBugs) *kir.Module {
 		&kir.LdMatrix{Num: 2, Trans: true, Dst: kir.Frag{Buf: fb}, Src: sb, Index: rowB},
 	)
 	for i := range 4 {
-		r, col := ISAFragIndex(kir.M16N8K16, kir.OperandC, g, t, i)
+		r, col := ISAFragIndex(kir.M16N8K16, te.F16, kir.OperandC, g, t, i)
 		body = append(body, &kir.Store{Buf: acc, Index: kir.I(i), Value: kir.Ld(c, kir.Add(kir.Mul(r, kir.I(8)), col))})
 	}
 	body = append(body, &kir.MMA{Shape: kir.M16N8K16, In: te.F16, D: kir.Frag{Buf: acc}, A: kir.Frag{Buf: fa}, B: kir.Frag{Buf: fb}, C: kir.Frag{Buf: acc}})
 	for i := range 4 {
-		r, col := ISAFragIndex(kir.M16N8K16, kir.OperandC, g, t, i)
+		r, col := ISAFragIndex(kir.M16N8K16, te.F16, kir.OperandC, g, t, i)
 		body = append(body, &kir.Store{Buf: d, Index: kir.Add(kir.Mul(r, kir.I(8)), col), Value: kir.Ld(acc, kir.I(i))})
 	}
 	return &kir.Module{

@@ -217,6 +217,9 @@ func run(src []byte, opts Options) []Failure {
 	for i := range opts.Configs {
 		c := opts.Configs[i]
 		c.Precision = mode
+		if pipeline.CheckTarget(ref.p, mode, c.GPU) != nil {
+			continue // refused, as TestRefusedPrecision checks
+		}
 		for _, f := range runConfig(ref, tols, &c, opts.Emit) {
 			if f.Config.Level == pipeline.MaxLevel && (f.Kind == KindMismatch || f.Kind == KindRace) {
 				f.OnChipCause = !failsWith(ref, tols, &c, f.Kind, pipeline.Options{OnChipBytes: 1})
@@ -278,6 +281,9 @@ func runExpectingOutside(ref *refResult, input string, opts Options) []Failure {
 	for i := range opts.Configs {
 		c := opts.Configs[i]
 		c.Precision = ref.mode
+		if pipeline.CheckTarget(ref.p, ref.mode, c.GPU) != nil {
+			continue
+		}
 		f := func(kind, msg, stack string) Failure {
 			return Failure{Kind: kind, Config: &c, Msg: msg, Stack: stack}
 		}
@@ -645,8 +651,9 @@ func SlowGPU() gpu.Model {
 // on the A100, the small GPU (256 threads per block) and a random GPU; -O3
 // and -O4 on those and the H100, each with and without Deterministic;
 // with counters wherever they are sound (tec build --counters everywhere)
-// -O3 on the random GPU and -O4 on the A100; and -O3 and -O4 on SlowGPU
-// (split K): every level on at least three GPU descriptions.
+// -O3 on the random GPU and -O4 on the A100; -O3 and -O4 on SlowGPU
+// (split K); and -O4 on the T4 (sm_75): every level on at least three
+// GPU descriptions.
 func Configs(seed uint64) []Config {
 	rname, rgpu := RandomGPU(rand.New(rand.NewPCG(seed, 0x69b)))
 	type named struct {
@@ -675,6 +682,10 @@ func Configs(seed uint64) []Config {
 			}
 		}
 	}
+	// sm_75: two m16n8k8 MMAs a k step, operands staged without cp.async
+	// (programs without bf16 or tf32, which pipeline.CheckTarget refuses).
+	t4, _ := gpu.Builtin("t4")
+	cs = append(cs, Config{Level: pipeline.MaxLevel, GPUName: "t4", GPU: t4})
 	for level := 3; level <= pipeline.MaxLevel; level++ {
 		cs = append(cs, Config{Level: level, GPUName: "a100-slow", GPU: SlowGPU()})
 	}
