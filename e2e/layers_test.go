@@ -19,7 +19,7 @@ import (
 var layers = [][]string{
 	{"te", "internal/safefile", "lang/syntax/internal/telexer", "frontend/onnx/onnxpb", "lang/stdlib",
 		"internal/testkit/golden", "internal/testkit/testmem", "internal/testkit/tooltest", "internal/testkit/longprog"},
-	{"gpu", "internal/numeric", "internal/tensorio", "generate", "internal/testkit/tebuild"},
+	{"gpu", "internal/numeric", "internal/tensorio", "internal/safetensors", "generate", "internal/testkit/tebuild"},
 	{"lang/syntax", "lang/diag"},
 	{"lang", "frontend/onnx"},
 	{"analysis", "precision", "schedule"},
