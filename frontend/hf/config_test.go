@@ -44,6 +44,11 @@ var realConfigs = map[string]string{
 		"hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
 		"num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
 		"sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.42.0.dev0", "use_cache": true, "vocab_size": 32768}`,
+	"Mistral-Nemo-Base-2407": `{"architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "head_dim": 128,
+		"hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 1024000,
+		"model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+		"rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+		"transformers_version": "4.43.0.dev0", "use_cache": true, "vocab_size": 131072}`,
 	"Qwen2.5-0.5B": `{"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
 		"hidden_size": 896, "initializer_range": 0.02, "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
 		"model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
@@ -60,15 +65,16 @@ var realConfigs = map[string]string{
 // what tec takes from them.
 func TestRealConfigs(t *testing.T) {
 	want := map[string]Config{
-		"Llama-2-7b-hf":         {ModelType: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128, FF: 11008, Vocab: 32000, RopeTheta: 10000, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "float16", MaxPos: 4096},
-		"Meta-Llama-3-8B":       {ModelType: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 128256, RopeTheta: 500000, RMSEps: 1e-5, BOS: 128000, EOS: []int{128001}, DType: "bfloat16", MaxPos: 8192},
-		"Llama-3.1-8B-Instruct": {ModelType: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 128256, RopeTheta: 500000, RMSEps: 1e-5, BOS: 128000, EOS: []int{128001, 128008, 128009}, DType: "bfloat16", MaxPos: 131072, Rope3: &Llama3Rope{8, 1, 4, 8192}},
-		"Llama-3.2-1B":          {ModelType: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, FF: 8192, Vocab: 128256, RopeTheta: 500000, RMSEps: 1e-5, Tied: true, BOS: 128000, EOS: []int{128001}, DType: "bfloat16", MaxPos: 131072, Rope3: &Llama3Rope{32, 1, 4, 8192}},
-		"SmolLM2-135M":          {ModelType: "llama", Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3, HeadDim: 64, FF: 1536, Vocab: 49152, RopeTheta: 100000, RMSEps: 1e-5, Tied: true, BOS: 0, EOS: []int{0}, DType: "bfloat16", MaxPos: 8192},
-		"Mistral-7B-v0.1":       {ModelType: "mistral", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 32000, RopeTheta: 10000, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "bfloat16", MaxPos: 32768, SlidingWindow: 4096},
-		"Mistral-7B-v0.3":       {ModelType: "mistral", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 32768, RopeTheta: 1e6, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "bfloat16", MaxPos: 32768},
-		"Qwen2.5-0.5B":          {ModelType: "qwen2", Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64, FF: 4864, Vocab: 151936, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, QKVBias: true, BOS: 151643, EOS: []int{151643}, DType: "bfloat16", MaxPos: 32768},
-		"Qwen3-0.6B":            {ModelType: "qwen3", Hidden: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FF: 3072, Vocab: 151936, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, QKNorm: true, BOS: 151643, EOS: []int{151645}, DType: "bfloat16", MaxPos: 40960},
+		"Llama-2-7b-hf":          {ModelType: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128, FF: 11008, Vocab: 32000, RopeTheta: 10000, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "float16", MaxPos: 4096},
+		"Meta-Llama-3-8B":        {ModelType: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 128256, RopeTheta: 500000, RMSEps: 1e-5, BOS: 128000, EOS: []int{128001}, DType: "bfloat16", MaxPos: 8192},
+		"Llama-3.1-8B-Instruct":  {ModelType: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 128256, RopeTheta: 500000, RMSEps: 1e-5, BOS: 128000, EOS: []int{128001, 128008, 128009}, DType: "bfloat16", MaxPos: 131072, Rope3: &Llama3Rope{8, 1, 4, 8192}},
+		"Llama-3.2-1B":           {ModelType: "llama", Hidden: 2048, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, FF: 8192, Vocab: 128256, RopeTheta: 500000, RMSEps: 1e-5, Tied: true, BOS: 128000, EOS: []int{128001}, DType: "bfloat16", MaxPos: 131072, Rope3: &Llama3Rope{32, 1, 4, 8192}},
+		"SmolLM2-135M":           {ModelType: "llama", Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3, HeadDim: 64, FF: 1536, Vocab: 49152, RopeTheta: 100000, RMSEps: 1e-5, Tied: true, BOS: 0, EOS: []int{0}, DType: "bfloat16", MaxPos: 8192},
+		"Mistral-7B-v0.1":        {ModelType: "mistral", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 32000, RopeTheta: 10000, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "bfloat16", MaxPos: 32768, SlidingWindow: 4096},
+		"Mistral-7B-v0.3":        {ModelType: "mistral", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 32768, RopeTheta: 1e6, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "bfloat16", MaxPos: 32768},
+		"Mistral-Nemo-Base-2407": {ModelType: "mistral", Hidden: 5120, Layers: 40, Heads: 32, KVHeads: 8, HeadDim: 128, FF: 14336, Vocab: 131072, RopeTheta: 1e6, RMSEps: 1e-5, BOS: 1, EOS: []int{2}, DType: "bfloat16", MaxPos: 1024000},
+		"Qwen2.5-0.5B":           {ModelType: "qwen2", Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64, FF: 4864, Vocab: 151936, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, QKVBias: true, BOS: 151643, EOS: []int{151643}, DType: "bfloat16", MaxPos: 32768},
+		"Qwen3-0.6B":             {ModelType: "qwen3", Hidden: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FF: 3072, Vocab: 151936, RopeTheta: 1e6, RMSEps: 1e-6, Tied: true, QKNorm: true, BOS: 151643, EOS: []int{151645}, DType: "bfloat16", MaxPos: 40960},
 	}
 	for name, text := range realConfigs {
 		t.Run(name, func(t *testing.T) {

@@ -49,10 +49,7 @@ func ReadConfig(dir string) (*Config, error) {
 // dtype or shape does not fit its param, is an error naming the tensor,
 // the param, both types and the file.
 func ReadParams(dir string, specs map[string]tensorio.Spec) (arrays map[string]*te.Array, others []string, err error) {
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
-		return nil, nil, fmt.Errorf("%s is a directory without %s: --params reads a directory as a Hugging Face checkpoint, with its config.json and safetensors", dir, ConfigFile)
-	}
-	ck, err := safetensors.OpenDir(dir)
+	ck, err := openCheckpoint(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,21 +61,9 @@ func ReadParams(dir string, specs map[string]tensorio.Spec) (arrays map[string]*
 		if !ok {
 			continue
 		}
-		spec := specs[name]
-		t := ck.Lookup(tensor)
-		if t == nil {
-			return nil, nil, fmt.Errorf("%s has no tensor %q for param %s: %s (the checkpoint's tensors: %s)", dir, tensor, name, spec, listNames(ck.Names(), 4))
-		}
-		_, ok = t.Readable()
-		if !ok || !spec.DType.IsFloat() || !te.SameShape(t.Shape, spec.Shape) {
-			why := "the shapes differ"
-			switch {
-			case !ok:
-				why = "tec reads F32, F16 and BF16 tensors"
-			case !spec.DType.IsFloat():
-				why = "a float tensor binds float params only"
-			}
-			return nil, nil, fmt.Errorf("%s: tensor %q is %s, but param %s is %s: %s", t.File(), tensor, t.Type(), name, spec, why)
+		t, err := find(ck, tensor, name, specs[name])
+		if err != nil {
+			return nil, nil, err
 		}
 		a, err := t.Read()
 		if err != nil {
@@ -92,6 +77,54 @@ func ReadParams(dir string, specs map[string]tensorio.Spec) (arrays map[string]*
 		}
 	}
 	return arrays, others, nil
+}
+
+// CheckCheckpoint checks that the checkpoint in dir holds a tensor of a
+// dtype tec reads and of the right shape for every param of c's program,
+// reading the safetensors headers only: what tec import checks, so that
+// a checkpoint that does not fit its config.json fails there.
+func CheckCheckpoint(dir string, c *Config) error {
+	ck, err := openCheckpoint(dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	for _, p := range Params(c) {
+		if _, err := find(ck, p.Tensor, p.Name, tensorio.Spec{DType: te.F32, Shape: p.Shape}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openCheckpoint opens the safetensors of the checkpoint in dir, which
+// must hold a config.json.
+func openCheckpoint(dir string) (*safetensors.Checkpoint, error) {
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+		return nil, fmt.Errorf("%s is a directory without %s: tec reads a directory as a Hugging Face checkpoint, with its config.json and safetensors", dir, ConfigFile)
+	}
+	return safetensors.OpenDir(dir)
+}
+
+// find returns the checkpoint's tensor for param name (spec), checked
+// against it: there, of a dtype tec reads, of the param's shape.
+func find(ck *safetensors.Checkpoint, tensor, name string, spec tensorio.Spec) (*safetensors.Tensor, error) {
+	t := ck.Lookup(tensor)
+	if t == nil {
+		return nil, fmt.Errorf("%s has no tensor %q for param %s: %s (the checkpoint's tensors: %s)", ck.Dir, tensor, name, spec, listNames(ck.Names(), 4))
+	}
+	_, ok := t.Readable()
+	if ok && spec.DType.IsFloat() && te.SameShape(t.Shape, spec.Shape) {
+		return t, nil
+	}
+	why := "the shapes differ"
+	switch {
+	case !ok:
+		why = "tec reads F32, F16 and BF16 tensors"
+	case !spec.DType.IsFloat():
+		why = "a float tensor binds float params only"
+	}
+	return nil, fmt.Errorf("%s: tensor %q is %s, but param %s is %s: %s", t.File(), tensor, t.Type(), name, spec, why)
 }
 
 // listNames lists the first n names, and how many more.

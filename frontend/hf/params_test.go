@@ -176,3 +176,20 @@ func TestReadParamsErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckCheckpoint checks a checkpoint's headers against the config
+// that import reads: what fits passes, a tensor of another shape than
+// config.json gives fails naming both.
+func TestCheckCheckpoint(t *testing.T) {
+	c, _ := ParseConfig([]byte(tinyFamilies["qwen2"]))
+	dir := t.TempDir()
+	checkpoint(t, dir, c)
+	if err := CheckCheckpoint(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := ParseConfig([]byte(tinyConfig("qwen2", map[string]string{"intermediate_size": "48"})))
+	want := `model-00001-of-00002.safetensors: tensor "model.layers.0.mlp.gate_proj.weight" is BF16[64, 32], but param w_gate.0 is f32[48, 32]: the shapes differ`
+	if err := CheckCheckpoint(dir, other); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v\nwant %q", err, want)
+	}
+}
