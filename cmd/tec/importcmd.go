@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,7 +186,8 @@ func (e *env) importHF(c *command, dir, out string, dims map[string]int) int {
 	}
 	opts := hf.Options{Source: filepath.Clean(dir)}
 	opts.B, opts.P, opts.T = hf.DefaultSizes(cfg)
-	for name, size := range dims {
+	for _, name := range slices.Sorted(maps.Keys(dims)) {
+		size := dims[name]
 		switch name {
 		case "B":
 			opts.B = size
@@ -244,8 +247,13 @@ func defaultHFOut(dir string) string {
 // checkHFOut refuses an -o that would overwrite a file of the checkpoint
 // in dir: its config.json, index or safetensors.
 func checkHFOut(dir, out string) error {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	files = append(files, filepath.Join(dir, hf.ConfigFile), filepath.Join(dir, "model.safetensors.index.json"))
+	files := []string{filepath.Join(dir, hf.ConfigFile), filepath.Join(dir, "model.safetensors.index.json")}
+	entries, _ := os.ReadDir(dir)
+	for _, en := range entries {
+		if strings.HasSuffix(en.Name(), ".safetensors") {
+			files = append(files, filepath.Join(dir, en.Name()))
+		}
+	}
 	for _, f := range files {
 		if samePath(out, f) {
 			return fmt.Errorf("-o %s is a file of the checkpoint being imported, which it would overwrite%sname the .te file to write, e.g. -o %s", out, hintSep, defaultHFOut(dir))
