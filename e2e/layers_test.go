@@ -19,9 +19,9 @@ import (
 var layers = [][]string{
 	{"te", "internal/safefile", "lang/syntax/internal/telexer", "frontend/onnx/onnxpb", "lang/stdlib",
 		"internal/testkit/golden", "internal/testkit/testmem", "internal/testkit/tooltest", "internal/testkit/longprog"},
-	{"gpu", "internal/numeric", "internal/tensorio", "generate", "internal/testkit/tebuild"},
+	{"gpu", "internal/numeric", "internal/tensorio", "internal/safetensors", "generate", "internal/testkit/tebuild"},
 	{"lang/syntax", "lang/diag"},
-	{"lang", "frontend/onnx"},
+	{"lang", "frontend/onnx", "frontend/hf"},
 	{"analysis", "precision", "schedule"},
 	{"transform", "contraction"},
 	{"cost"},
@@ -39,7 +39,7 @@ var layers = [][]string{
 // frontEnds are the packages that read what users write; the compiler
 // proper (from analysis to pipeline) works on te programs and never
 // imports them.
-var frontEnds = []string{"lang", "lang/syntax", "lang/diag", "lang/stdlib", "frontend/onnx", "frontend/onnx/onnxpb"}
+var frontEnds = []string{"lang", "lang/syntax", "lang/diag", "lang/stdlib", "frontend/onnx", "frontend/onnx/onnxpb", "frontend/hf"}
 
 // TestLayers checks the import graph of the module's non-test files
 // against layers: no package imports one above it, the compiler below the

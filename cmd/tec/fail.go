@@ -24,7 +24,7 @@ const (
 	codeTime     = "time"     // a run estimated to take longer than --max-time
 	codeMemory   = "memory"   // a run that needs more memory than --max-memory
 	codeGraphviz = "graphviz" // Graphviz's dot is missing or failed
-	codeImport   = "import"   // an ONNX model that tec import cannot translate
+	codeImport   = "import"   // an ONNX model or a checkpoint that tec import cannot translate
 	codeInternal = "internal" // a bug in tec
 )
 

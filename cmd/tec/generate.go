@@ -52,6 +52,8 @@ next token, and update the same KV caches in place (inputs of the same
 names, shapes and dtypes, written with update; the decode step writes the
 slot at pos). The caches start as zeros; every other input and param is
 shared by name and fed once, from --params or filled as --fill says.
+With --params DIR, the params of a program that tec import DIR wrote come
+from the Hugging Face checkpoint's safetensors.
 
 The prefill runs on the prompt (--prompt FILE.npy, i32[B, P], or filled
 with token ids by --fill); then decode step i feeds each sequence's last
@@ -85,7 +87,7 @@ step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
 		fs.StringVar(&gf.device, "device", "ref", "where to run: ref, sim or cuda")
 		fs.BoolVar(&gf.race, "race", true, "with --device sim, detect data races and reads of memory nothing wrote (status 1 if any)")
 		fs.StringVar(&gf.prompt, "prompt", "", "the prompts, an .npy file of token ids, i32[B, P]")
-		fs.StringVar(&gf.params, "params", "", "an .npz archive of the params (and other shared inputs), by name")
+		fs.StringVar(&gf.params, "params", "", "an .npz archive of the params (and other shared inputs), by name, or a Hugging Face checkpoint's directory (tec import DIR's)")
 		fs.StringVar(&gf.fill, "fill", "", "fill what is not supplied (the params, the prompt): zeros, ones or random")
 		fs.Uint64Var(&gf.seed, "seed", 0, "the seed of --fill random")
 		fs.IntVar(&gf.steps, "steps", 16, "the number of decode steps: each sequence gets steps+1 tokens")
@@ -424,7 +426,7 @@ func (e *env) bindShared(c *command, plan *generate.Plan, gf *generateFlags, fil
 	}
 	given := map[string]*te.Array{}
 	if gf.params != "" {
-		arrays, others, err := tensorio.ReadNPZAs(gf.params, specs)
+		arrays, others, err := readParams(gf.params, specs)
 		if err != nil {
 			return nil, nil, dataFailure(gf.params, err)
 		}

@@ -219,7 +219,7 @@ func TestImportErrors(t *testing.T) {
 		{"unsupported op", []string{"import", unsupported}, exitUser, codeImport, `node 0 (NonMaxSuppression "/act/NonMaxSuppression"): operator NonMaxSuppression is not supported`},
 		{"not ONNX", []string{"import", notONNX}, exitUser, codeImport, "not an ONNX model"},
 		{"missing file", []string{"import", filepath.Join(dir, "none.onnx")}, exitUser, codeIO, "none.onnx"},
-		{"two files", []string{"import", unsupported, notONNX}, exitUsage, codeUsage, "want one MODEL.onnx, got 2 arguments"},
+		{"two files", []string{"import", unsupported, notONNX}, exitUsage, codeUsage, "want one MODEL.onnx or DIR, got 2 arguments"},
 		{"dim without a size", []string{"import", "--dim", "batch", unsupported}, exitUsage, codeUsage, `want NAME=SIZE, e.g. batch=8, not "batch"`},
 		{"dim twice", []string{"import", "--dim", "batch=2", "--dim", "batch=3", unsupported}, exitUsage, codeUsage, "batch is given twice"},
 		{"dim the model lacks", []string{"import", "--dim", "seq=4", unsupported}, exitUser, codeImport, "--dim seq: the model's inputs have no dimension of that name (they have: none)"},

@@ -23,6 +23,7 @@ import (
 	"tec/backend/report"
 	"tec/backend/sim"
 	"tec/driver"
+	"tec/frontend/hf"
 	"tec/internal/numeric"
 	"tec/internal/tensorio"
 	"tec/lang/diag"
@@ -91,7 +92,9 @@ func runCommand() *command {
         and prints each kernel's and the total's median, min and max
 
 Inputs and params are bound by name from .npz archives (--inputs,
---params) and single .npy files (--input NAME=@FILE.npy). Anything not
+--params) and single .npy files (--input NAME=@FILE.npy); --params DIR
+binds the params of a program that tec import DIR wrote from the Hugging
+Face checkpoint's safetensors. Anything not
 supplied is filled as --fill says (zeros, ones, or random values that
 depend only on --seed and the tensor's name); without --fill a missing
 tensor is an error. Float data is converted to the placeholder's float
@@ -113,7 +116,7 @@ machine-readable summary on standard output.`,
 		fs.BoolVar(&rf.race, "race", true, "with --device sim, detect data races and reads of memory nothing wrote (status 1 if any)")
 		fs.StringVar(&rf.inputs, "inputs", "", "an .npz archive of inputs, by name")
 		fs.Var(rf.input, "input", "one input from an .npy file: NAME=@FILE.npy (repeatable)")
-		fs.StringVar(&rf.params, "params", "", "an .npz archive of params (weights), by name")
+		fs.StringVar(&rf.params, "params", "", "an .npz archive of params (weights), by name, or a Hugging Face checkpoint's directory (tec import DIR's)")
 		fs.StringVar(&rf.fill, "fill", "", "fill tensors not supplied: zeros, ones or random")
 		fs.Uint64Var(&rf.seed, "seed", 0, "the seed of --fill random")
 		fs.StringVar(&rf.outputs, "outputs", "", "write the outputs to this .npz archive")
@@ -518,11 +521,15 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 		return nil
 	}
 	var extra []string
-	for _, file := range []string{rf.inputs, rf.params} {
+	for i, file := range []string{rf.inputs, rf.params} {
 		if file == "" {
 			continue
 		}
-		arrays, others, err := tensorio.ReadNPZAs(file, specs)
+		read := tensorio.ReadNPZAs
+		if i == 1 {
+			read = readParams
+		}
+		arrays, others, err := read(file, specs)
 		if err != nil {
 			return nil, nil, dataFailure(file, err)
 		}
@@ -579,6 +586,19 @@ func (e *env) bindFeeds(c *command, prog *te.Program, rf *runFlags, fill *numeri
 			plural(len(missing), "tensor", "tensors"), strings.Join(missing, ", "), prog.Name))
 	}
 	return feeds, filled, nil
+}
+
+// readParams reads the arrays that specs names from what --params names:
+// an .npz archive, or the directory of a Hugging Face checkpoint, whose
+// safetensors it reads by the names of frontend/hf's mapping (a param wq.3
+// from model.layers.3.self_attn.q_proj.weight). Either way it returns the
+// arrays by the names of specs, as the file stores them (conform converts
+// them), and the names of the file's arrays that specs does not name.
+func readParams(path string, specs map[string]tensorio.Spec) (map[string]*te.Array, []string, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return hf.ReadParams(path, specs)
+	}
+	return tensorio.ReadNPZAs(path, specs)
 }
 
 // fillOrConform returns an array for each placeholder of ts: the one
