@@ -1,0 +1,2 @@
+// Package tokenizer reads Hugging Face tokenizer.json files.
+package tokenizer
