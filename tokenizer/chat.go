@@ -9,10 +9,11 @@ import (
 	"unicode"
 )
 
-// A Message is a turn of a conversation.
+// A Message is a turn of a conversation (in JSON as in Hugging Face's
+// chat templates: {"role": ..., "content": ...}).
 type Message struct {
-	Role    string // "system", "user" or "assistant"
-	Content string
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
 }
 
 // ChatFormat is a family of chat templates.

@@ -132,7 +132,7 @@ func (p pattern) split(s string, dst []string) ([]string, error) {
 
 // truncate shortens s for an error message.
 func truncate(s string) string {
-	const n = 40
+	const n = 60
 	if len(s) <= n {
 		return s
 	}

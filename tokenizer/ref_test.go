@@ -300,3 +300,64 @@ func llama3Specials() []string {
 	}
 	return s
 }
+
+// TestSentencePieceAgainstReferences checks BPE with byte fallback in the
+// layout of Llama 2's tokenizer.json, converted from a SentencePiece
+// model, against SentencePiece itself and @huggingface/tokenizers.
+func TestSentencePieceAgainstReferences(t *testing.T) {
+	t.Parallel()
+	requirePython(t, "sentencepiece", "python3-sentencepiece")
+	node := requireNode(t)
+	dir := t.TempDir()
+	model, err := filepath.Abs("testdata/sp/bpe.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, in := filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "in.json")
+	run(t, python, "sp.py", "convert", model, path)
+	tok, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := corpus(2, corpusSize, []string{"<s>", "</s>", "<unk>"})
+	writeJSON(t, in, map[string]any{"texts": texts})
+	plain, special := encodeAll(t, tok, texts)
+	var sp, hf refOutput
+	run(t, python, "sp.py", "encode", model, in, filepath.Join(dir, "sp.json"))
+	readJSON(t, filepath.Join(dir, "sp.json"), &sp)
+	run(t, node, "ref.mjs", "encode", path, in, filepath.Join(dir, "hf.json"))
+	readJSON(t, filepath.Join(dir, "hf.json"), &hf)
+	compareIDs(t, "SentencePiece", texts, sp.SP, plain, nil)
+	compareIDs(t, "@huggingface/tokenizers", texts, hf.HF, plain, nil)
+	compareIDs(t, "@huggingface/tokenizers (add_special_tokens)", texts[:len(hf.HFSpecial)], hf.HFSpecial, special, nil)
+	// Byte fallback spells every character: decoding gives the text back,
+	// but for the "▁" put before each piece between special tokens, which
+	// the decoder strips at the start only. (@huggingface/tokenizers
+	// decodes bytes with JavaScript's TextDecoder, which drops a U+FEFF
+	// that starts a run of byte tokens.)
+	specials := []string{"<unk>", "<s>", "</s>"}
+	want := func(i int) string {
+		var sb strings.Builder
+		s := texts[i]
+		for s != "" {
+			k, n := len(s), 0
+			for _, sp := range specials {
+				if j := strings.Index(s, sp); j >= 0 && (j < k || j == k && len(sp) > n) {
+					k, n = j, len(sp)
+				}
+			}
+			if k > 0 {
+				sb.WriteString(" " + s[:k])
+			}
+			sb.WriteString(s[k : k+n])
+			s = s[k+n:]
+		}
+		return strings.TrimPrefix(sb.String(), " ")
+	}
+	checkDecode(t, tok, texts, plain, want, nil)
+	for i := range texts {
+		if !strings.Contains(texts[i], "\ufeff") && hf.HFDecoded[i] != want(i) {
+			t.Errorf("@huggingface/tokenizers decodes text %d as %q, not %q", i, hf.HFDecoded[i], want(i))
+		}
+	}
+}

@@ -18,7 +18,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
-import llama3Tokenizer from "llama3-tokenizer-js";
+
+const [cmd, ...args] = process.argv.slice(2);
+// llama3-tokenizer-js takes a while to load: only the llama3 command does.
+const llama3Tokenizer = cmd === "llama3" ? (await import("llama3-tokenizer-js")).default : null;
 
 const SPECIAL_TEXTS = 500;
 
@@ -50,7 +53,7 @@ function bpe(vocab, merges, ignore_merges) {
 
 // The merges of llama3-tokenizer-js's map, keyed "left right", in order of
 // rank.
-const MERGES = [...llama3Tokenizer.merges.keys()];
+const MERGES = llama3Tokenizer ? [...llama3Tokenizer.merges.keys()] : null;
 
 function llama3Json() {
   const byId = llama3Tokenizer.vocabById;
@@ -157,7 +160,6 @@ function encode(json, texts) {
   return out;
 }
 
-const [cmd, ...args] = process.argv.slice(2);
 if (cmd === "llama3") {
   const dir = args[0];
   const input = JSON.parse(fs.readFileSync(path.join(dir, "in.json"), "utf8"));
