@@ -31,11 +31,11 @@ type segment struct {
 type matcher struct {
 	patterns []string
 	tokens   []*addedToken
-	byFirst  map[byte][]int // pattern indexes by first byte, longest first
+	byFirst  [256][]int // pattern indexes by first byte, longest first
 }
 
 func newMatcher(patterns []string, tokens []*addedToken) *matcher {
-	m := &matcher{patterns: patterns, tokens: tokens, byFirst: map[byte][]int{}}
+	m := &matcher{patterns: patterns, tokens: tokens}
 	for i, p := range patterns {
 		if p != "" {
 			m.byFirst[p[0]] = append(m.byFirst[p[0]], i)

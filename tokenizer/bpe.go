@@ -218,7 +218,9 @@ func (m *bpe) encode(word string, dst []int) []int {
 	if len(word) < cacheMaxWord {
 		m.mu.Lock()
 		if len(m.cache) < cacheWords {
-			m.cache[word] = append([]int(nil), dst[start:]...)
+			// The word is a slice of the text: the key must not keep
+			// the whole of it.
+			m.cache[strings.Clone(word)] = append([]int(nil), dst[start:]...)
 		}
 		m.mu.Unlock()
 	}

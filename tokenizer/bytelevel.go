@@ -76,7 +76,7 @@ type byteLevelPre struct {
 }
 
 func (p *byteLevelPre) split(pieces []string) ([]string, error) {
-	out := pieces[:0:0]
+	var out []string
 	for _, s := range pieces {
 		if p.addPrefixSpace && !strings.HasPrefix(s, " ") {
 			s = " " + s

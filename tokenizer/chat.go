@@ -32,6 +32,7 @@ const (
 	ChatML
 )
 
+// String returns the format's name.
 func (f ChatFormat) String() string {
 	switch f {
 	case Llama3:
@@ -130,8 +131,9 @@ func ParseChatTemplate(src, bosToken string) (*ChatTemplate, error) {
 }
 
 var (
-	// trimFilter finds Jinja's trim filter.
-	trimFilter = regexp.MustCompile(`\|\s*trim\b`)
+	// trimFilter finds a message's content through Jinja's trim filter:
+	// message['content'] | trim, m.content|trim.
+	trimFilter = regexp.MustCompile(`content(?:'\]|"\])?\s*\|\s*trim\b`)
 	// dateDefault finds Llama 3.1's default date: set date_string = "...".
 	dateDefault = regexp.MustCompile(`set\s+date_string\s*=\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')`)
 )

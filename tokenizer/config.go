@@ -14,7 +14,8 @@ type Config struct {
 	BOSToken string // "" if the file gives none
 	EOSToken string // "" if the file gives none
 	// ChatTemplate is the source of the default chat template (a Jinja
-	// template; see ParseChatTemplate), "" if the file has none.
+	// template; see ParseChatTemplate), "" if the file has none. Newer
+	// checkpoints keep it in chat_template.jinja beside the file instead.
 	ChatTemplate string
 }
 

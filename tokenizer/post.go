@@ -9,9 +9,10 @@ import (
 // is asked to).
 type postProcessor interface {
 	apply(ids []int) []int
-	// bos returns the one special token put before the text, if that is
-	// what the processor does.
+	// bos and eos return the one special token put before, or after,
+	// the text, if that is what the processor does.
 	bos() (int, bool)
+	eos() (int, bool)
 }
 
 // postSeq applies its processors in order.
@@ -33,12 +34,22 @@ func (q postSeq) bos() (int, bool) {
 	return 0, false
 }
 
+func (q postSeq) eos() (int, bool) {
+	for _, p := range q {
+		if id, ok := p.eos(); ok {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
 // byteLevelPost is the ByteLevel post-processor, which only adjusts
 // offsets.
 type byteLevelPost struct{}
 
 func (byteLevelPost) apply(ids []int) []int { return ids }
 func (byteLevelPost) bos() (int, bool)      { return 0, false }
+func (byteLevelPost) eos() (int, bool)      { return 0, false }
 
 // templatePost is TemplateProcessing's template for a single sequence:
 // special tokens before and after the text.
@@ -54,6 +65,13 @@ func (p templatePost) apply(ids []int) []int {
 func (p templatePost) bos() (int, bool) {
 	if len(p.before) == 1 {
 		return p.before[0], true
+	}
+	return 0, false
+}
+
+func (p templatePost) eos() (int, bool) {
+	if len(p.after) == 1 {
+		return p.after[0], true
 	}
 	return 0, false
 }

@@ -225,6 +225,9 @@ const variantTexts = 1500
 // and @huggingface/tokenizers, and the GPT-2, SmolLM2 and Qwen2 layouts
 // over part of it against @huggingface/tokenizers.
 func TestByteLevelAgainstReferences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the references take seconds")
+	}
 	t.Parallel()
 	node := requireNode(t)
 	dir := t.TempDir()
@@ -305,6 +308,9 @@ func llama3Specials() []string {
 // layout of Llama 2's tokenizer.json, converted from a SentencePiece
 // model, against SentencePiece itself and @huggingface/tokenizers.
 func TestSentencePieceAgainstReferences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the references take seconds")
+	}
 	t.Parallel()
 	requirePython(t, "sentencepiece", "python3-sentencepiece")
 	node := requireNode(t)

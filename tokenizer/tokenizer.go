@@ -264,12 +264,23 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 
 // BOS returns the id of the beginning-of-sequence token that Encode adds
 // with addSpecial, where the post-processor adds exactly one special token
-// before the text.
+// before the text (Llama's).
 func (t *Tokenizer) BOS() (int, bool) {
 	if t.post == nil {
 		return 0, false
 	}
 	return t.post.bos()
+}
+
+// EOS returns the id of the end-of-sequence token that Encode adds with
+// addSpecial, where the post-processor adds exactly one special token
+// after the text. Most generative models' files add none: the token that
+// ends a generation is the configuration's (Config.EOSToken).
+func (t *Tokenizer) EOS() (int, bool) {
+	if t.post == nil {
+		return 0, false
+	}
+	return t.post.eos()
 }
 
 // decodeStrict decodes JSON into v, rejecting fields v does not have, and

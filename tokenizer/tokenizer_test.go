@@ -228,6 +228,19 @@ func TestEncodeSpecial(t *testing.T) {
 	if id, ok := tok.BOS(); !ok || id != 1 {
 		t.Errorf("BOS() = %d, %v, want 1, true", id, ok)
 	}
+	if _, ok := tok.EOS(); ok {
+		t.Error("EOS() found a token after the text")
+	}
+	withEOS := tiny()
+	pp := withEOS["post_processor"].(map[string]any)
+	pp["single"] = append(pp["single"].([]any), map[string]any{"SpecialToken": map[string]any{"id": "</s>", "type_id": 0}})
+	pp["special_tokens"].(map[string]any)["</s>"] = map[string]any{"id": "</s>", "ids": []any{2}, "tokens": []any{"</s>"}}
+	if ids, _ := withEOS.parse(t).Encode("hi", true); !slices.Equal(ids, []int{1, 270, 2}) {
+		t.Errorf("with </s> after the text: Encode(hi, true) = %v, want [1 270 2]", ids)
+	}
+	if id, ok := withEOS.parse(t).EOS(); !ok || id != 2 {
+		t.Errorf("EOS() = %d, %v, want 2, true", id, ok)
+	}
 	if id, ok := tok.TokenID("</s>"); !ok || id != 2 {
 		t.Errorf("TokenID(</s>) = %d, %v, want 2, true", id, ok)
 	}
