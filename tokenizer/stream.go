@@ -1,8 +1,8 @@
 package tokenizer
 
 import (
-	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // A DecodeStream decodes ids one at a time, as a model generates them,
@@ -10,6 +10,10 @@ import (
 // across tokens is held back until its last byte arrives, and the
 // decoder's context (a leading space that Strip removes only at the start
 // of the text) is kept, so that the pieces joined are Decode of all ids.
+// The exception is a token that changes the text of earlier ones (a byte
+// token after a run of them that was valid UTF-8 and is not with it, which
+// ByteFallback replaces whole): the stream returns what follows the part
+// of the text that stayed.
 type DecodeStream struct {
 	t           *Tokenizer
 	skipSpecial bool
@@ -30,6 +34,7 @@ func (s *DecodeStream) Step(id int) (string, error) {
 	s.ids = append(s.ids, id)
 	text, err := s.t.Decode(s.ids, s.skipSpecial)
 	if err != nil {
+		s.ids = s.ids[:len(s.ids)-1]
 		return "", err
 	}
 	if len(text) <= len(s.prefix) || strings.HasSuffix(text, "\uFFFD") {
@@ -39,26 +44,25 @@ func (s *DecodeStream) Step(id int) (string, error) {
 }
 
 // Flush returns the text held back, an incomplete character as U+FFFD,
-// and empties the stream's window.
+// and ends the stream: ids stepped after it are decoded as a new text.
 func (s *DecodeStream) Flush() (string, error) {
 	text, err := s.t.Decode(s.ids, s.skipSpecial)
 	if err != nil {
 		return "", err
 	}
-	if len(text) <= len(s.prefix) {
-		return "", nil
+	out := ""
+	if len(text) > len(s.prefix) {
+		out = text[commonPrefix(text, s.prefix):]
 	}
-	return s.emit(text)
+	s.ids, s.prefix, s.done = s.ids[:0], "", 0
+	return out, nil
 }
 
 // emit returns what text adds to the prefix and moves the window on: the
 // ids already returned before this step leave it, those of this text stay
 // as the next text's context.
 func (s *DecodeStream) emit(text string) (string, error) {
-	if !strings.HasPrefix(text, s.prefix) {
-		return "", fmt.Errorf("tokenizer: decode stream: the text %q does not continue %q", truncate(text), truncate(s.prefix))
-	}
-	out := text[len(s.prefix):]
+	out := text[commonPrefix(text, s.prefix):]
 	s.ids = append(s.ids[:0], s.ids[s.done:]...)
 	s.done = len(s.ids)
 	prefix, err := s.t.Decode(s.ids, s.skipSpecial)
@@ -67,4 +71,17 @@ func (s *DecodeStream) emit(text string) (string, error) {
 	}
 	s.prefix = prefix
 	return out, nil
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b
+// that ends at a character boundary.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
 }

@@ -358,6 +358,9 @@ func TestDecodeStream(t *testing.T) {
 		{"a character over two byte tokens", sp, []string{"▁a", "<0xC3>", "<0xA9>", "b"}, []string{"a", "", "é", "b", ""}},
 		{"a character over byte-level tokens", bl, []string{"h", "â", "Ĥ", "¬", "!"}, []string{"h", "", "", "€", "!", ""}},
 		{"an incomplete character flushed", bl, []string{"h", "â", "Ĥ"}, []string{"h", "", "", "\uFFFD"}},
+		// ByteFallback replaces a whole run of byte tokens that is not
+		// UTF-8: C3 A9 is é, C3 A9 80 three U+FFFD.
+		{"earlier text changed", sp, []string{"▁a", "<0xC3>", "<0xA9>", "<0x80>", "b"}, []string{"a", "", "é", "", "\uFFFD\uFFFD\uFFFDb", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,8 +387,24 @@ func TestDecodeStream(t *testing.T) {
 			}
 		})
 	}
-	if _, err := sp.NewDecodeStream(false).Step(99999); err == nil {
+	s := sp.NewDecodeStream(false)
+	if _, err := s.Step(99999); err == nil {
 		t.Error("Step of an unknown id: no error")
+	}
+	// The stream goes on after an error, and starts again after Flush.
+	hi, _ := sp.TokenID("▁hi")
+	for _, want := range []string{"hi", " hi", "<Flush>", "hi"} {
+		var got string
+		var err error
+		if want == "<Flush>" {
+			got, err = s.Flush()
+			want = ""
+		} else {
+			got, err = s.Step(hi)
+		}
+		if err != nil || got != want {
+			t.Errorf("got %q, %v, want %q", got, err, want)
+		}
 	}
 }
 
