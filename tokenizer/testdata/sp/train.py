@@ -13,7 +13,6 @@ Needs Debian's python3-sentencepiece.
 
 import os
 import random
-import tempfile
 
 import sentencepiece as spm
 
@@ -59,15 +58,16 @@ def sentence(r):
 
 def main():
     r = random.Random(20240601)
-    here = os.path.dirname(os.path.abspath(__file__))
-    with tempfile.TemporaryDirectory() as tmp:
-        text = os.path.join(tmp, "train.txt")
-        with open(text, "w", encoding="utf-8") as f:
+    # The model records its input and prefix: relative paths keep it the
+    # same from run to run.
+    os.chdir(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        with open("train.txt", "w", encoding="utf-8") as f:
             for _ in range(30000):
                 f.write(sentence(r) + "\n")
         spm.SentencePieceTrainer.train(
-            input=text,
-            model_prefix=os.path.join(here, "bpe"),
+            input="train.txt",
+            model_prefix="bpe",
             model_type="bpe",
             vocab_size=3000,
             byte_fallback=True,
@@ -84,7 +84,10 @@ def main():
             num_threads=1,
             minloglevel=2,
         )
-    os.remove(os.path.join(here, "bpe.vocab"))
+    finally:
+        for f in ("train.txt", "bpe.vocab"):
+            if os.path.exists(f):
+                os.remove(f)
 
 
 if __name__ == "__main__":
