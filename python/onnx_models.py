@@ -331,7 +331,15 @@ def models():
     # (tec import --dim batch=B)
     dyn = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 5 * 5, 6), nn.Tanh())
     randomize(dyn, gen)
-    out["dynamic_batch"] = (dyn, {"x": torch.randn(2, 3, 5, 5, generator=gen)}, 17, (1, 5))
+    out["dynamic_batch"] = (dyn, {"x": torch.randn(2, 3, 5, 5, generator=gen)}, 17, (("batch",), [(1,), (5,)]))
+    # GPT-2's block with a dynamic batch and sequence: the reshapes'
+    # targets come from Shape, Gather and Concat, the mask's slice and the
+    # positions' Range from the sequence's size (tec build -D batch=B -D
+    # seq=S)
+    gpt_dyn = GPT2Block()
+    randomize(gpt_dyn, gen)
+    out["dynamic_gpt2"] = (gpt_dyn, {"ids": torch.randint(0, 50, (2, 8), generator=gen)}, 17,
+                           (("batch", "seq"), [(1, 8), (3, 8), (3, 5)]))
 
     half = HalfOps()
     randomize(half, gen)
@@ -340,16 +348,18 @@ def models():
     return out
 
 
-def export(outdir, name, module, inputs, opset, batches=()):
-    """Exports module and writes its inputs and outputs. With batches, the
-    inputs' axis 0 is exported as the dynamic axis "batch", and each batch
-    size b gets inputs and outputs of its own, NAME.bB.inputs.npz and
-    NAME.bB.expected.npz, drawn by cutting or repeating the inputs."""
+def export(outdir, name, module, inputs, opset, dynamic_axes=None):
+    """Exports module and writes its inputs and outputs. With dynamic_axes,
+    a tuple of names and a list of sizes, the inputs' first axes are
+    exported as dynamic axes of those names ("batch", "seq"), and each
+    tuple of sizes gets inputs and outputs of its own, drawn afresh:
+    NAME.batch1_seq8.inputs.npz and NAME.batch1_seq8.expected.npz."""
     module.eval()
     names = list(inputs)
     args = tuple(inputs[n] for n in names)
     path = os.path.join(outdir, name + ".onnx")
-    dynamic = {n: {0: "batch"} for n in names} if batches else None
+    axes, sizes = dynamic_axes or ((), [])
+    dynamic = {n: dict(enumerate(axes)) for n in names} if axes else None
     with torch.no_grad():
         # the float16 model keeps its weights' Casts, which PyTorch's
         # folding would turn into float32 weights
@@ -357,12 +367,19 @@ def export(outdir, name, module, inputs, opset, batches=()):
                           opset_version=opset, do_constant_folding=not name.startswith("half"),
                           dynamic_axes=dynamic)
         y = module(*args)
-        for b in batches:
-            gen = torch.Generator().manual_seed(b)
-            feeds = {n: torch.randn((b,) + tuple(t.shape[1:]), generator=gen) for n, t in inputs.items()}
-            np.savez(os.path.join(outdir, "%s.b%d.inputs.npz" % (name, b)), **{n: t.numpy() for n, t in feeds.items()})
+        for at in sizes:
+            gen = torch.Generator().manual_seed(sum(at))
+            feeds = {}
+            for n, t in inputs.items():
+                shape = tuple(at) + tuple(t.shape[len(at):])
+                if t.dtype.is_floating_point:
+                    feeds[n] = torch.randn(shape, generator=gen)
+                else:
+                    feeds[n] = torch.randint(0, int(t.max()) + 1, shape, generator=gen)
+            tag = "_".join("%s%d" % (a, s) for a, s in zip(axes, at))
+            np.savez(os.path.join(outdir, "%s.%s.inputs.npz" % (name, tag)), **{n: t.numpy() for n, t in feeds.items()})
             yb = module(*(feeds[n] for n in names))
-            np.savez(os.path.join(outdir, "%s.b%d.expected.npz" % (name, b)), y=yb.numpy())
+            np.savez(os.path.join(outdir, "%s.%s.expected.npz" % (name, tag)), y=yb.numpy())
     np.savez(os.path.join(outdir, name + ".inputs.npz"),
              **{n: t.numpy() for n, t in inputs.items()})
     np.savez(os.path.join(outdir, name + ".expected.npz"), y=y.numpy())

@@ -83,26 +83,52 @@ func TestImportPyTorch(t *testing.T) {
 			}
 		})
 	}
+	// match runs prog at the sizes defines give against PyTorch's outputs
+	// there (NAME.TAG.inputs.npz, NAME.TAG.expected.npz), on the reference
+	// and the simulator at -O4.
+	match := func(t *testing.T, prog, params, base, tag string, defines ...string) {
+		t.Helper()
+		run := append([]string{"run", prog, "--params", params, "--inputs", base + "." + tag + ".inputs.npz",
+			"--expected", base + "." + tag + ".expected.npz", "--rtol", "1e-4", "--atol", "1e-5", "--max-time", "0"}, defines...)
+		for _, device := range [][]string{{"--device", "ref"}, {"--device", "sim", "-O4"}} {
+			if code, out, errs := runTec(t, append(run, device...)...); code != exitOK || !strings.Contains(out, "match the expected values") {
+				t.Errorf("%s, tec run %s: status %d\n%s%s", tag, strings.Join(device, " "), code, out, errs)
+			}
+		}
+	}
 	t.Run("dynamic batch", func(t *testing.T) {
-		// exported with dynamic_axes {"x": {0: "batch"}}, imported at the
-		// batch sizes --dim gives, each against PyTorch's outputs there
+		// exported with dynamic_axes {"x": {0: "batch"}}: imported once,
+		// its const batch chosen with -D, against PyTorch's outputs at
+		// batch 1 and 5
 		base := filepath.Join(dir, "dynamic_batch")
+		prog, params := base+".te", base+".npz"
+		code, out, errs := runTec(t, "import", base+".onnx", "-o", prog, "--params", params)
+		if code != exitOK || !strings.Contains(errs, `warning: symbolic dimension "batch" has no size given; the program's const batch is 1 (choose another with -D batch=SIZE`) {
+			t.Fatalf("tec import: status %d\n%s%s", code, out, errs)
+		}
 		for _, b := range []int{1, 5} {
-			prog, params := fmt.Sprintf("%s.b%d.te", base, b), fmt.Sprintf("%s.b%d.npz", base, b)
-			if code, out, errs := runTec(t, "import", base+".onnx", "--dim", fmt.Sprintf("batch=%d", b), "-o", prog, "--params", params); code != exitOK || errs != "" {
-				t.Fatalf("tec import --dim batch=%d: status %d\n%s%s", b, code, out, errs)
-			}
-			run := []string{"run", prog, "--params", params, "--inputs", fmt.Sprintf("%s.b%d.inputs.npz", base, b),
-				"--expected", fmt.Sprintf("%s.b%d.expected.npz", base, b), "--rtol", "1e-4", "--atol", "1e-5", "--max-time", "0"}
-			for _, device := range [][]string{{"--device", "ref"}, {"--device", "sim", "-O4"}} {
-				if code, out, errs := runTec(t, append(run, device...)...); code != exitOK || !strings.Contains(out, "match the expected values") {
-					t.Errorf("batch %d, tec run %s: status %d\n%s%s", b, strings.Join(device, " "), code, out, errs)
-				}
-			}
+			match(t, prog, params, base, fmt.Sprintf("batch%d", b), "-D", fmt.Sprintf("batch=%d", b))
 		}
-		if _, _, errs := runTec(t, "import", base+".onnx", "-o", base+".te", "--params", base+".npz"); !strings.Contains(errs, `warning: input "x": dimension 0 ("batch") has no static size; imported at 1 (give one with --dim batch=SIZE)`) {
-			t.Errorf("without --dim, stderr %q", errs)
+	})
+	t.Run("dynamic gpt2", func(t *testing.T) {
+		// GPT-2's block exported with a dynamic batch and sequence: the
+		// reshapes' targets follow batch (-D batch=1, 3), while seq, of
+		// which the folded positions and causal mask depend, stays fixed
+		// at the size --dim gives, with a warning
+		base := filepath.Join(dir, "dynamic_gpt2")
+		prog, params := base+".te", base+".npz"
+		code, out, errs := runTec(t, "import", base+".onnx", "--dim", "seq=8", "-o", prog, "--params", params)
+		if code != exitOK || !strings.Contains(errs, "the program's sizes are fixed at seq = 8") || !strings.Contains(errs, "depend on seq") {
+			t.Fatalf("tec import: status %d\n%s%s", code, out, errs)
 		}
+		for _, b := range []int{1, 3} {
+			match(t, prog, params, base, fmt.Sprintf("batch%d_seq8", b), "-D", fmt.Sprintf("batch=%d", b))
+		}
+		prog, params = base+".s5.te", base+".s5.npz"
+		if code, out, errs := runTec(t, "import", base+".onnx", "--dim", "seq=5", "--dim", "batch=3", "-o", prog, "--params", params); code != exitOK {
+			t.Fatalf("tec import --dim seq=5: status %d\n%s%s", code, out, errs)
+		}
+		match(t, prog, params, base, "batch3_seq5")
 	})
 	t.Run("gpt2 negative ids", func(t *testing.T) {
 		// ONNX's Gather counts a negative index from the end: token ids

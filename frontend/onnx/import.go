@@ -70,9 +70,11 @@ type Options struct {
 	// Source names the ONNX file in the program's header comment.
 	Source string
 	// Dims gives the size of each symbolic dimension of the graph's
-	// inputs (an export's dynamic axes, by their names); one without a
-	// size here is imported at 1, with a warning. A name the graph's
-	// inputs do not have is an error.
+	// inputs (an export's dynamic axes, by their names): the value of the
+	// const the program declares for it (generalize), or of the size the
+	// program fixes where it cannot be a const. One without a size here
+	// is 1, with a warning. A name the graph's inputs do not have is an
+	// error.
 	Dims map[string]int
 }
 
@@ -83,7 +85,8 @@ type Result struct {
 	// Params holds the value of every param the program declares, by name.
 	Params map[string]*te.Array
 	// Warnings are what the import did that the user may not expect: a
-	// symbolic dimension imported at 1 for want of a size.
+	// symbolic dimension imported at 1 for want of a size, or fixed in
+	// the program rather than a const.
 	Warnings []string
 }
 
@@ -167,19 +170,31 @@ type importer struct {
 	warnings []string
 }
 
-// symbolicDim is a named dimension of the graph's inputs and the size it
-// was imported at.
+// symbolicDim is a named dimension of the graph's inputs, the .te name of
+// its const (ident) and the size it was imported at.
 type symbolicDim struct {
-	name string
-	size int
+	name, ident string
+	size        int
 }
 
 // Import translates m into a .te program and the arrays of its params.
-func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
+// The symbolic dimensions of the graph's inputs become consts of the
+// program wherever the program's sizes follow them (generalize).
+func Import(m *onnxpb.ModelProto, opts Options) (*Result, error) {
+	res, dims, err := importAt(m, opts, opts.Dims)
+	if err != nil || len(dims) == 0 {
+		return res, err
+	}
+	return generalize(m, opts, res, dims), nil
+}
+
+// importAt translates m with its symbolic dimensions at sizes (and 1
+// where sizes gives none), and returns them.
+func importAt(m *onnxpb.ModelProto, opts Options, sizes map[string]int) (res *Result, dims []symbolicDim, err error) {
 	defer func() {
 		// a bug of the importer, reported rather than crashing tec
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("internal error in the importer: %v\n  hint: please report this with the model", r)
+			res, dims, err = nil, nil, fmt.Errorf("internal error in the importer: %v\n  hint: please report this with the model", r)
 		}
 	}()
 	im := &importer{
@@ -191,14 +206,14 @@ func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
 		writers: map[string]string{},
 	}
 	if err := im.readOpset(m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g := m.GetGraph()
 	if err := im.readInitializers(g); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := im.readInputs(g, opts.Dims); err != nil {
-		return nil, err
+	if err := im.readInputs(g, sizes); err != nil {
+		return nil, nil, err
 	}
 	// The outputs' names are taken first, so that no statement a node
 	// needs besides its output takes one.
@@ -213,7 +228,7 @@ func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
 			if name == "" && len(n.GetOutput()) > 0 {
 				name = n.GetOutput()[0]
 			}
-			return nil, &NodeError{Index: i, Name: name, OpType: n.GetOpType(), Err: err}
+			return nil, nil, &NodeError{Index: i, Name: name, OpType: n.GetOpType(), Err: err}
 		}
 	}
 	outs, err := im.outputs(g)
@@ -221,13 +236,13 @@ func Import(m *onnxpb.ModelProto, opts Options) (res *Result, err error) {
 		err = im.err
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	model := opts.Model
 	if model == "" {
 		model = g.GetName()
 	}
-	return &Result{Program: im.program(sanitize(model), opts.Source, m, outs), Params: im.outData, Warnings: im.warnings}, nil
+	return &Result{Program: im.program(sanitize(model), opts.Source, m, outs), Params: im.outData, Warnings: im.warnings}, im.dims, nil
 }
 
 func (im *importer) readOpset(m *onnxpb.ModelProto) error {
@@ -330,7 +345,7 @@ func (im *importer) dimSize(name string, sizes map[string]int, in string, i int)
 		size = 1
 		im.warnings = append(im.warnings, fmt.Sprintf("input %q: dimension %d (%q) has no static size; imported at 1 (give one with --dim %s=SIZE)", in, i, name, name))
 	}
-	im.dims = append(im.dims, symbolicDim{name, size})
+	im.dims = append(im.dims, symbolicDim{name: name, ident: im.uniqueName(sanitize(name)), size: size})
 	return size
 }
 
@@ -374,15 +389,7 @@ func (im *importer) program(model, source string, m *onnxpb.ModelProto, outs []s
 	if p := m.GetProducerName(); p != "" {
 		fmt.Fprintf(&b, " (%s %s, opset %d)", p, m.GetProducerVersion(), im.opset)
 	}
-	b.WriteString(".\n# Params are bound by name from the .npz file written with it.\n")
-	if len(im.dims) > 0 {
-		var dims []string
-		for _, d := range im.dims {
-			dims = append(dims, fmt.Sprintf("%s = %d", d.name, d.size))
-		}
-		fmt.Fprintf(&b, "# The model's symbolic dimensions, at the sizes imported (tec import --dim NAME=SIZE): %s.\n", strings.Join(dims, ", "))
-	}
-	b.WriteString("\n")
+	b.WriteString(".\n# Params are bound by name from the .npz file written with it.\n\n")
 	for _, h := range im.helpers {
 		b.WriteString(h + "\n")
 	}

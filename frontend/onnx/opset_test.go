@@ -607,51 +607,94 @@ func TestCubicWeights(t *testing.T) {
 	}
 }
 
-// TestSymbolicDims imports a model whose inputs share a symbolic
-// dimension (an export's dynamic axis): at the size --dim gives, at 1
-// with a warning without one, the sizes written in the program's header,
-// and an unknown name or a size below 1 refused. The shapes computed from
-// it (a Reshape's target from Shape) follow.
+// TestSymbolicDims imports models whose inputs have symbolic dimensions
+// (an export's dynamic axes): each becomes a const of the program, at the
+// size --dim gives or at 1 with a warning, and the sizes computed from it
+// follow it (a Reshape's target from Shape, the product of two of them),
+// so that -D changes them; a dimension that the values of a folded param
+// depend on stays fixed, with a warning saying why. An unknown name or a
+// size below 1 is refused.
 func TestSymbolicDims(t *testing.T) {
-	model := func() *onnxpb.ModelProto {
-		m := newGraph().input("x", f32, 1, 3).input("z", f32, 1, 3).
-			node("Add", []string{"x", "z"}, []string{"a"}).
-			node("Shape", []string{"a"}, []string{"s"}).
-			node("Reshape", []string{"a", "s"}, []string{"y"}).output("y").model(13)
+	symbolic := func(m *onnxpb.ModelProto, names ...string) *onnxpb.ModelProto {
 		for _, in := range m.Graph.Input {
-			in.Type.GetTensorType().Shape.Dim[0].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "batch"}
+			for i, name := range names {
+				in.Type.GetTensorType().Shape.Dim[i].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: name}
+			}
 		}
 		return m
 	}
+	reshape := func() *onnxpb.ModelProto {
+		return symbolic(newGraph().input("x", f32, 1, 3).input("z", f32, 1, 3).
+			node("Add", []string{"x", "z"}, []string{"a"}).
+			node("Shape", []string{"a"}, []string{"s"}).
+			node("Reshape", []string{"a", "s"}, []string{"y"}).output("y").model(13), "batch")
+	}
+	// y = x reshaped to [N·S, 4], the target computed from x's shape
+	product := func() *onnxpb.ModelProto {
+		return symbolic(newGraph().input("x", f32, 1, 1, 4).ints("i0", nil, 0).ints("i1", nil, 1).ints("axes0", []int64{1}, 0).ints("four", []int64{1}, 4).
+			node("Shape", []string{"x"}, []string{"s"}).
+			node("Gather", []string{"s", "i0"}, []string{"n"}, aInt("axis", 0)).
+			node("Gather", []string{"s", "i1"}, []string{"q"}, aInt("axis", 0)).
+			node("Mul", []string{"n", "q"}, []string{"nq"}).
+			node("Unsqueeze", []string{"nq", "axes0"}, []string{"nq1"}).
+			node("Concat", []string{"nq1", "four"}, []string{"t"}, aInt("axis", 0)).
+			node("Reshape", []string{"x", "t"}, []string{"y"}).output("y").model(13), "N", "S")
+	}
+	// y = x + [0, 1, ..., batch-1] down its rows: a folded Range of the
+	// batch's size, a param whose values depend on it
+	ranged := func() *onnxpb.ModelProto {
+		return symbolic(newGraph().input("x", f32, 1, 3).ints("zero", nil, 0).ints("one", nil, 1).ints("ax", []int64{1}, 1).
+			node("Shape", []string{"x"}, []string{"s"}).
+			node("Gather", []string{"s", "zero"}, []string{"b"}, aInt("axis", 0)).
+			node("Range", []string{"zero", "b", "one"}, []string{"r"}).
+			node("Cast", []string{"r"}, []string{"rf"}, aInt("to", int64(f32))).
+			node("Unsqueeze", []string{"rf", "ax"}, []string{"col"}).
+			node("Add", []string{"x", "col"}, []string{"y"}).output("y").model(13), "batch")
+	}
 	for _, tt := range []struct {
 		name     string
+		model    func() *onnxpb.ModelProto
 		dims     map[string]int
-		batch    int
-		warnings int
+		want     []string          // in the program
+		defines  map[string]string // -D
+		shape    []int             // y's there
+		warnings []string
 	}{
-		{"given", map[string]int{"batch": 5}, 5, 0},
-		{"defaulted", nil, 1, 1},
+		{"given", reshape, map[string]int{"batch": 5}, []string{"const batch = 5\n", "input x: f32[batch, 3]", "output y"},
+			nil, []int{5, 3}, nil},
+		{"given, -D", reshape, map[string]int{"batch": 5}, nil, map[string]string{"batch": "7"}, []int{7, 3}, nil},
+		{"defaulted", reshape, nil, []string{"const batch = 1\n", "input x: f32[batch, 3]"}, map[string]string{"batch": "2"}, []int{2, 3},
+			[]string{`symbolic dimension "batch" has no size given; the program's const batch is 1 (choose another with -D batch=SIZE`}},
+		{"product", product, map[string]int{"N": 2, "S": 3}, []string{"const N = 2\n", "const S = 3\n", "input x: f32[N, S, 4]", "N * S"},
+			map[string]string{"N": "3", "S": "5"}, []int{15, 4}, nil},
+		{"param of the size", ranged, map[string]int{"batch": 4}, []string{"input x: f32[4, 3]", "# Fixed at the sizes imported"},
+			nil, []int{4, 3}, []string{"the program's sizes are fixed at batch = 4: the values of param col, which the import computes from the inputs' sizes, depend on batch"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Import(model(), Options{Dims: tt.dims})
+			res, err := Import(tt.model(), Options{Dims: tt.dims})
 			if err != nil {
 				t.Fatal(err)
 			}
 			prog := string(res.Program)
-			for _, want := range []string{fmt.Sprintf("input x: f32[%d, 3]", tt.batch), "output y", fmt.Sprintf("symbolic dimensions, at the sizes imported (tec import --dim NAME=SIZE): batch = %d.", tt.batch)} {
+			for _, want := range tt.want {
 				if !strings.Contains(prog, want) {
 					t.Errorf("the program lacks %q:\n%s", want, prog)
 				}
 			}
-			p, diags := lang.Check("dims.te", res.Program, lang.Config{})
+			p, diags := lang.Check("dims.te", res.Program, lang.Config{Defines: tt.defines})
 			if diags.HasErrors() {
 				t.Fatalf("%v\n%s", diags.Error(), prog)
 			}
-			if y := p.Lookup("y"); y == nil || !slices.Equal(y.Shape, []int{tt.batch, 3}) {
-				t.Errorf("y = %v, want shape [%d 3]", y, tt.batch)
+			if y := p.Lookup("y"); y == nil || !slices.Equal(y.Shape, tt.shape) {
+				t.Errorf("y = %v, want shape %v", y, tt.shape)
 			}
-			if len(res.Warnings) != tt.warnings || tt.warnings > 0 && !strings.Contains(res.Warnings[0], "--dim batch=SIZE") {
-				t.Errorf("warnings %q, want %d naming --dim batch=SIZE", res.Warnings, tt.warnings)
+			if len(res.Warnings) != len(tt.warnings) {
+				t.Errorf("warnings %q, want %d", res.Warnings, len(tt.warnings))
+			}
+			for _, w := range tt.warnings {
+				if !strings.Contains(strings.Join(res.Warnings, "\n"), w) {
+					t.Errorf("warnings %q lack %q", res.Warnings, w)
+				}
 			}
 		})
 	}
@@ -662,7 +705,7 @@ func TestSymbolicDims(t *testing.T) {
 		{map[string]int{"batch": 2, "seq": 4}, "--dim seq: the model's inputs have no dimension of that name (they have: batch)"},
 		{map[string]int{"batch": 0}, "--dim batch=0: a size must be 1 to"},
 	} {
-		if _, err := Import(model(), Options{Dims: tt.dims}); err == nil || !strings.Contains(err.Error(), tt.err) {
+		if _, err := Import(reshape(), Options{Dims: tt.dims}); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("Dims %v: %v, want an error containing %q", tt.dims, err, tt.err)
 		}
 	}

@@ -376,3 +376,28 @@ func endOf(p Pos, text string) Pos {
 	}
 	return p
 }
+
+// Literal is a number literal of a source: where it is, and whether it is
+// a float (0.5, 1e-5) rather than an integer.
+type Literal struct {
+	Span  Span
+	Float bool
+}
+
+// Literals returns the number literals of src in order, outside comments
+// and strings, or an error at the first text that is no token.
+func Literals(src []byte) ([]Literal, error) {
+	l := newLexer(src)
+	var lits []Literal
+	for {
+		t := l.next()
+		switch t.kind {
+		case tokEOF:
+			return lits, nil
+		case tokIllegal:
+			return nil, fmt.Errorf("%s: %s", t.span.Start, t.msg)
+		case tokInt, tokFloat:
+			lits = append(lits, Literal{Span: t.span, Float: t.kind == tokFloat})
+		}
+	}
+}

@@ -242,3 +242,23 @@ func FuzzLexer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) { lexBoth(t, "fuzz", src) })
 }
+
+// TestLiterals: the number literals of a source, by span and kind, and
+// none from comments, strings or names with digits.
+func TestLiterals(t *testing.T) {
+	src := "# 12 in a comment\nimport \"l2.te\"\nconst N = 128\ny[i0] = x[i0 / 25] * 1e-5 + 0.5 where i0 in 0..100 # 7\n"
+	lits, err := Literals([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lits {
+		got = append(got, fmt.Sprintf("%s:%v", src[l.Span.Start.Offset:l.Span.End.Offset], l.Float))
+	}
+	if want := "128:false 25:false 1e-5:true 0.5:true 0:false 100:false"; strings.Join(got, " ") != want {
+		t.Errorf("Literals = %s, want %s", strings.Join(got, " "), want)
+	}
+	if _, err := Literals([]byte("x = 1 $ 2")); err == nil {
+		t.Error("no error for text that is no token")
+	}
+}
