@@ -6,7 +6,10 @@
 // Under f16 and bf16 (the half type H), tensors are stored as follows:
 //
 //   - Inputs and outputs keep their declared types: the caller's data is
-//     what the model's signature says.
+//     what the model's signature says. An f32 input that the model updates
+//     in place (a decode step's key and value caches, its state across
+//     calls rather than the caller's data) is stored in H, as PyTorch's
+//     and vLLM's half caches are: a long context moves half the bytes.
 //   - Params declared f32 are stored in H: the compiled module takes half
 //     weights (`tec run` rounds f32 arrays it is given, as TensorRT --fp16
 //     converts an f32 model's weights; the C interface converts nothing).
@@ -104,7 +107,10 @@ func Apply(p *te.Program, m Mode) *te.Program {
 		outputs[t] = true
 	}
 	r := &rewriter{mode: m, nu: map[*te.Tensor]*te.Tensor{}}
-	stats := map[*te.Tensor]bool{}
+	stats, updated := map[*te.Tensor]bool{}, map[*te.Tensor]bool{}
+	for _, u := range p.Updates() {
+		updated[u.Update.Target] = true
+	}
 	q := &te.Program{Name: p.Name}
 	for _, t := range p.Tensors {
 		c := *t
@@ -112,7 +118,7 @@ func Apply(p *te.Program, m Mode) *te.Program {
 			stats[t] = isStatistic(t.Body, stats)
 			c.Body = r.expr(t.Body)
 		}
-		if h, ok := m.Half(); ok && halved(t, outputs[t], stats[t]) {
+		if h, ok := m.Half(); ok && halved(t, outputs[t], stats[t], updated[t]) {
 			c.DType = h
 		}
 		r.nu[t] = &c
@@ -129,11 +135,17 @@ func Apply(p *te.Program, m Mode) *te.Program {
 	return q
 }
 
-// halved reports whether t is stored in the half type: an f32 param, or an
-// f32 compute tensor that is neither an output, a statistic nor an explicit
-// cast.
-func halved(t *te.Tensor, output, statistic bool) bool {
-	if t.DType != te.F32 || output {
+// halved reports whether t is stored in the half type: an f32 param, an
+// f32 input updated in place (an output too, as every such input is), or
+// an f32 compute tensor that is neither an output, a statistic nor an
+// explicit cast.
+func halved(t *te.Tensor, output, statistic, updated bool) bool {
+	switch {
+	case t.DType != te.F32:
+		return false
+	case t.Kind == te.Input:
+		return updated
+	case output:
 		return false
 	}
 	switch t.Kind {
