@@ -102,11 +102,11 @@ then a softmax and a draw, seeded by --seed, the same on every device for
 the same logits. A sequence ends at its first --eos token (kept); the
 generation ends when every sequence has, or after --steps.
 
-Where next is the argmax of a tensor's rows
-(next[b] = argmax[t](logits[b, t])), a row of that tensor that holds a
-NaN or a +Inf, or nothing but -Inf, stops the generation on ref and sim
-with an error naming the step and the sequence: argmax would pass over
-the NaN and pick a token all the same.
+Where next is the argmax of a tensor's rows (next[b] =
+argmax[t](logits[b, t])), a row of that tensor that holds a NaN or a +Inf,
+or nothing but -Inf, stops the generation on ref and sim (and on cuda when
+sampling) with an error naming the step and the sequence: argmax would
+pass over the NaN and pick a token all the same.
 
   ref   the reference evaluator (float64 arithmetic)
   sim   the kernels that "tec build" emits at -O (with --gpu), in the
