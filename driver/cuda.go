@@ -117,19 +117,33 @@ func (d *CUDA) Run(ctx context.Context, prog *te.Program, c *Compiled, feeds map
 	return &Result{Outputs: outs, GPU: &GPURun{Result: res, Plan: plan}}, nil
 }
 
-// Generate runs a greedy generation on the GPU (gpurun.Generate, inside
+// Generate runs a generation on the GPU (gpurun.Generate, inside
 // tec-cuda): the prefill plan.Prefill (compiled as prefill) over the
-// prompts, feeds[generate.IDs], then steps decode steps of plan.Decode
-// (compiled as decode), with the params and caches kept on the GPU. feeds
-// holds the prompts and the data of every input and param of the two
-// models but the caches and the decode step's ids and pos, by name.
-func (d *CUDA) Generate(ctx context.Context, plan *generate.Plan, prefill, decode *Compiled, feeds map[string]*te.Array, steps int) (*gpurun.GenerateResult, error) {
+// prompts, feeds[generate.IDs], then o.Steps decode steps of plan.Decode
+// (compiled as decode) at most, with the params and caches kept on the
+// GPU, each token the model's next or drawn as o.Sampling says (the
+// compiled models must then output their logits: Plan.OutputLogits), the
+// sequences ending at o.EOS. feeds holds the prompts and the data of every
+// input and param of the two models but the caches and the decode step's
+// ids and pos, by name. The loop runs in tec-cuda, which can call no
+// function of this process: o.Stop and o.Each must be nil, and the tokens
+// come at the end.
+func (d *CUDA) Generate(ctx context.Context, plan *generate.Plan, prefill, decode *Compiled, feeds map[string]*te.Array, o generate.Options) (*gpurun.GenerateResult, error) {
+	if o.Stop != nil || o.Each != nil {
+		return nil, &Error{Kind: ErrInternal, Err: errors.New("a generation on the GPU runs its loop in tec-cuda, which calls no Stop nor Each")}
+	}
+	if err := plan.CheckSampling(o.Sampling); err != nil {
+		return nil, &Error{Kind: ErrInternal, Err: err}
+	}
 	dir, err := os.MkdirTemp(d.TempDir, "tec-cuda-")
 	if err != nil {
 		return nil, &Error{Kind: ErrIO, Err: err}
 	}
 	defer os.RemoveAll(dir)
-	job := &gpurun.GenerateJob{Steps: steps, Feeds: map[string][]byte{}}
+	job := &gpurun.GenerateJob{Steps: o.Steps, Feeds: map[string][]byte{}, Sampling: o.Sampling, EOS: o.EOS}
+	if !o.Sampling.Greedy() {
+		job.Logits = [2]string{plan.Logits[plan.Prefill.Name].Name, plan.Logits[plan.Decode.Name].Name}
+	}
 	for _, m := range []struct {
 		role string
 		prog *te.Program

@@ -1,4 +1,4 @@
-// Package generate runs greedy generation with the two entry points of a
+// Package generate runs generation with the two entry points of a
 // language model written in .te (docs/cli.md, "tec generate"): a prefill,
 // which runs the prompts and writes their keys and values into the KV
 // caches in place, and a decode step, which runs one token per sequence at
@@ -10,12 +10,19 @@
 // step at pos; every other input and param of the same name is the same
 // tensor, fed once. Check holds these rules, over two models' Signatures:
 // NewPlan checks two te programs by it, and gpurun a generation job for
-// the GPU. Generate drives a Runner through Loop, the prefill and then one
-// decode step per new token, as gpurun does on the GPU; the Runner holds
-// the params and the caches wherever the models run, so that only token
-// ids and positions go in and the next tokens come out. Host is
-// the Runner of the devices that run in this process on host arrays (the
-// reference evaluator, the simulator).
+// the GPU. GenerateWith drives a Runner through Loop, the prefill and then
+// one decode step per new token, as gpurun does on the GPU; the Runner
+// holds the params and the caches wherever the models run, so that only
+// token ids and positions go in and the next tokens come out (and, when
+// sampling, each run's logits). Host is the Runner of the devices that run
+// in this process on host arrays (the reference evaluator, the simulator).
+//
+// Greedy generation takes each model's next, its argmax. Sampling
+// (temperature, top-k, top-p, as Hugging Face's sampling) draws each token
+// on the host from the run's logits instead, the same on every device for
+// the same logits (Sampling.Sample). A sequence ends at an end-of-sequence
+// token (Loop.EOS) or where Loop.Stop says; Loop.Each reports each run's
+// tokens as they come.
 //
 // Where next is the argmax of a tensor's rows, next[b] = argmax[t](L[b, t])
 // (the logits), and the model outputs that tensor (as examples/llama.te
@@ -342,29 +349,70 @@ type Runner interface {
 	Run(model string, inputs map[string]*te.Array) (next *te.Array, err error)
 }
 
+// LogitsRunner is a Runner that also gives the logits of its last run,
+// which a Loop that samples draws each token from. Loop asks for them
+// only when it samples: greedy, it reads next alone.
+type LogitsRunner interface {
+	Runner
+	// Logits returns the logits of the last run, [B, V]: the tensor
+	// whose rows the model's next is the argmax of.
+	Logits() (*te.Array, error)
+}
+
+// Finish says why a sequence of a generation ended.
+type Finish string
+
+const (
+	FinishSteps Finish = "steps" // it ran every decode step
+	FinishEOS   Finish = "eos"   // it gave one of the end-of-sequence tokens (Loop.EOS)
+	FinishStop  Finish = "stop"  // Loop.Stop ended it
+)
+
+// NoToken is a Step's token of a sequence that had ended before the run.
+const NoToken = -1
+
 // Result is a generation's tokens and times.
 type Result struct {
-	// Tokens holds, for each sequence, the prefill's next token and then
-	// each decode step's: Steps+1 tokens.
+	// Tokens holds, for each sequence, the prefill's token and then each
+	// decode step's, up to and with the token it ended at: Steps+1 at
+	// most.
 	Tokens [][]int
-	// Prefill is the prefill's time, Steps each decode step's: the wall
-	// time of the Runner's Run.
+	// Finish says why each sequence ended.
+	Finish []Finish
+	// Prefill is the prefill's time, Steps each decode step's that ran
+	// (fewer than asked where every sequence ended first): the wall time
+	// of the Runner's Run.
 	Prefill time.Duration
 	Steps   []time.Duration
 }
 
-// Generate runs the prefill on prompt (i32[B, P]) and then steps decode
-// steps, step i feeding each sequence's last token at position P + i.
-func Generate(r Runner, pl *Plan, prompt *te.Array, steps int) (*Result, error) {
-	return GenerateEach(r, pl, prompt, steps, nil)
+// Options are a generation's choices besides its prompt.
+type Options struct {
+	// Steps is the number of decode steps, at most.
+	Steps int
+	// Sampling picks each token; the zero value is greedy.
+	Sampling Sampling
+	// EOS and Stop end sequences early, as Loop's do.
+	EOS  []int
+	Stop func(seq int, tokens []int) bool
+	// Each, unless nil, is called after every run with the tokens it
+	// gave.
+	Each func(Step)
 }
 
-// Step is one run of a generation, as GenerateEach reports it when it
-// ends.
+// Generate runs the prefill on prompt (i32[B, P]) and then steps decode
+// steps, step i feeding each sequence's last token at position P + i,
+// greedily.
+func Generate(r Runner, pl *Plan, prompt *te.Array, steps int) (*Result, error) {
+	return GenerateWith(r, pl, prompt, Options{Steps: steps})
+}
+
+// Step is one run of a generation, as Loop reports it when it ends.
 type Step struct {
 	// Step is the decode step, or -1 for the prefill.
 	Step int
-	// Next holds each sequence's new token.
+	// Next holds each sequence's new token, NoToken for a sequence that
+	// had ended before this run.
 	Next []int
 	// Took is the run's wall time.
 	Took time.Duration
@@ -373,14 +421,62 @@ type Step struct {
 // GenerateEach is Generate, calling each (unless nil) after every run with
 // the tokens it gave, so that a caller may show them as they come.
 func GenerateEach(r Runner, pl *Plan, prompt *te.Array, steps int, each func(Step)) (*Result, error) {
+	return GenerateWith(r, pl, prompt, Options{Steps: steps, Each: each})
+}
+
+// GenerateWith runs a generation as o says after checking it against the
+// plan: the prompt, the steps, the sampling (CheckSampling) and the
+// end-of-sequence tokens (CheckEOS).
+func GenerateWith(r Runner, pl *Plan, prompt *te.Array, o Options) (*Result, error) {
 	if err := pl.CheckPrompt(prompt); err != nil {
 		return nil, err
 	}
-	if err := pl.CheckSteps(steps); err != nil {
+	if err := pl.CheckSteps(o.Steps); err != nil {
 		return nil, err
 	}
-	l := &Loop{Prefill: pl.Prefill.Name, Decode: pl.Decode.Name, B: pl.B, P: pl.P, Each: each, Label: pl.label}
-	return l.Run(r, prompt, steps)
+	if err := pl.CheckSampling(o.Sampling); err != nil {
+		return nil, err
+	}
+	if err := pl.CheckEOS(o.EOS); err != nil {
+		return nil, err
+	}
+	l := &Loop{Prefill: pl.Prefill.Name, Decode: pl.Decode.Name, B: pl.B, P: pl.P, Label: pl.label,
+		Sampling: o.Sampling, EOS: o.EOS, Stop: o.Stop, Each: o.Each}
+	return l.Run(r, prompt, o.Steps)
+}
+
+// CheckSampling checks s, and that each model has logits to draw from
+// where s is not greedy: its next the argmax of a tensor's rows
+// (pl.Logits).
+func (pl *Plan) CheckSampling(s Sampling) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if s.Greedy() {
+		return nil
+	}
+	for _, p := range []*te.Program{pl.Prefill, pl.Decode} {
+		if pl.Logits[p.Name] == nil {
+			return fmt.Errorf("model %s's next is not the argmax of a tensor of logits, [B, V], which sampling draws each token from"+hintSep+
+				"define next[b] = argmax[t](logits[b, t]) over the logits, or generate greedily (temperature 0)", p.Name)
+		}
+	}
+	return nil
+}
+
+// CheckEOS checks that each end-of-sequence token is in the vocabulary,
+// where the plan knows it.
+func (pl *Plan) CheckEOS(eos []int) error {
+	for _, id := range eos {
+		if id < 0 || pl.Vocab > 0 && id >= pl.Vocab {
+			v := "token ids are 0 or more"
+			if pl.Vocab > 0 {
+				v = fmt.Sprintf("the vocabulary is [0, %d)", pl.Vocab)
+			}
+			return fmt.Errorf("end-of-sequence token %d is not in the vocabulary: %s", id, v)
+		}
+	}
+	return nil
 }
 
 // label names a run in the errors of GenerateEach: step -1 is the
@@ -394,9 +490,18 @@ func (pl *Plan) label(step, pos int) string {
 
 // Loop is the stepping of a generation, the same on every device: the
 // prefill, then each decode step fed each sequence's last token at the
-// position after the tokens before it. GenerateEach runs it with any
+// position after the tokens before it. GenerateWith runs it with any
 // Runner (Host in this process); gpurun runs it with a Runner that keeps
 // the prompts, the params and the caches on the GPU.
+//
+// Each run gives each sequence a token: the model's next, or, where
+// Sampling is not greedy, one drawn from the run's logits (the Runner
+// must be a LogitsRunner), token k of sequence b drawn as
+// Sampling.Sample(logits[b, :], b, k). A sequence ends at the first token
+// in EOS, or where Stop says so, that token kept; it goes on running in
+// the batch (the models have a fixed B), fed its last token, but its
+// outputs are ignored and no more of its tokens reported. The loop ends
+// when every sequence has ended, or after the last step.
 type Loop struct {
 	// Prefill and Decode are the models' names, as the Runner knows them.
 	Prefill, Decode string
@@ -408,14 +513,33 @@ type Loop struct {
 	// Each, unless nil, is called after every run with the tokens it
 	// gave.
 	Each func(Step)
+	// Sampling picks each token; the zero value is greedy.
+	Sampling Sampling
+	// EOS are the end-of-sequence tokens: a sequence ends at the first
+	// it gives.
+	EOS []int
+	// Stop, unless nil, is called with each new token of a sequence,
+	// and all its tokens so far (the prompt's aside), that is not in
+	// EOS; true ends the sequence there (stop strings, say).
+	Stop func(seq int, tokens []int) bool
 }
 
 // Run runs the prefill, fed prompt as its ids (unless nil: a Runner that
-// holds the prompts already), and then steps decode steps, step i feeding
-// each sequence's last token at position P + i. Each time is the wall
-// time of the Runner's Run.
+// holds the prompts already), and then at most steps decode steps, step
+// i feeding each sequence's last token at position P + i. Each time is
+// the wall time of the Runner's Run.
 func (l *Loop) Run(r Runner, prompt *te.Array, steps int) (*Result, error) {
-	res := &Result{Tokens: make([][]int, l.B)}
+	if err := l.Sampling.Check(); err != nil {
+		return nil, err
+	}
+	var lr LogitsRunner
+	if !l.Sampling.Greedy() {
+		var ok bool
+		if lr, ok = r.(LogitsRunner); !ok {
+			return nil, errors.New("sampling draws each token from the logits, which this Runner does not give")
+		}
+	}
+	res := &Result{Tokens: make([][]int, l.B), Finish: make([]Finish, l.B)}
 	inputs := map[string]*te.Array{}
 	if prompt != nil {
 		inputs[IDs] = prompt
@@ -423,54 +547,91 @@ func (l *Loop) Run(r Runner, prompt *te.Array, steps int) (*Result, error) {
 	start := time.Now()
 	next, err := r.Run(l.Prefill, inputs)
 	res.Prefill = time.Since(start)
+	var out []int
 	if err == nil {
-		err = res.append(l.B, next)
+		out, err = l.take(res, next, lr, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.Label(-1, 0), err)
 	}
-	res.report(l.Each, -1, res.Prefill)
+	l.report(-1, out, res.Prefill)
 	for i := range steps {
+		if !slices.Contains(res.Finish, "") {
+			break
+		}
 		ids, pos := te.NewArray(te.I32, []int{l.B}), te.NewArray(te.I32, []int{l.B})
-		for b := range l.B {
-			ids.Data[b] = float64(res.Tokens[b][i])
+		for b, toks := range res.Tokens {
+			ids.Data[b] = float64(toks[len(toks)-1])
 			pos.Data[b] = float64(l.P + i)
 		}
 		start := time.Now()
 		next, err := r.Run(l.Decode, map[string]*te.Array{IDs: ids, Pos: pos})
 		res.Steps = append(res.Steps, time.Since(start))
 		if err == nil {
-			err = res.append(l.B, next)
+			out, err = l.take(res, next, lr, i+1)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Label(i, l.P+i), err)
 		}
-		res.report(l.Each, i, res.Steps[i])
+		l.report(i, out, res.Steps[i])
+	}
+	for b, f := range res.Finish {
+		if f == "" {
+			res.Finish[b] = FinishSteps
+		}
 	}
 	return res, nil
 }
 
-// report calls each, unless nil, with the tokens the last run added.
-func (res *Result) report(each func(Step), step int, took time.Duration) {
-	if each == nil {
-		return
+// take adds token k of each sequence that has not ended: the run's next,
+// or one drawn from the logits of lr's run unless lr is nil; and ends the
+// sequences that end at it. It returns the tokens, NoToken for the
+// sequences that had ended.
+func (l *Loop) take(res *Result, next *te.Array, lr LogitsRunner, k int) ([]int, error) {
+	if next == nil || !te.SameShape(next.Shape, []int{l.B}) {
+		return nil, errors.New("the run gave no next token for each sequence")
 	}
-	next := make([]int, len(res.Tokens))
-	for b, toks := range res.Tokens {
-		next[b] = toks[len(toks)-1]
+	var logits *te.Array
+	if lr != nil {
+		var err error
+		if logits, err = lr.Logits(); err != nil {
+			return nil, err
+		}
+		if logits == nil || len(logits.Shape) != 2 || logits.Shape[0] != l.B || logits.Shape[1] == 0 {
+			return nil, fmt.Errorf("the run gave no logits to draw from, [%d, V]", l.B)
+		}
 	}
-	each(Step{Step: step, Next: next, Took: took})
+	out := make([]int, l.B)
+	for b := range l.B {
+		if res.Finish[b] != "" {
+			out[b] = NoToken
+			continue
+		}
+		tok := int(next.Data[b])
+		if logits != nil {
+			v := logits.Shape[1]
+			var err error
+			if tok, err = l.Sampling.Sample(logits.Data[b*v:(b+1)*v], b, k); err != nil {
+				return nil, fmt.Errorf("sequence %d: %w", b, err)
+			}
+		}
+		res.Tokens[b] = append(res.Tokens[b], tok)
+		out[b] = tok
+		switch {
+		case slices.Contains(l.EOS, tok):
+			res.Finish[b] = FinishEOS
+		case l.Stop != nil && l.Stop(b, res.Tokens[b]):
+			res.Finish[b] = FinishStop
+		}
+	}
+	return out, nil
 }
 
-// append adds each of the b sequences' next token.
-func (res *Result) append(b int, next *te.Array) error {
-	if next == nil || !te.SameShape(next.Shape, []int{b}) {
-		return errors.New("the run gave no next token for each sequence")
+// report calls l.Each, unless nil, with the tokens of a run.
+func (l *Loop) report(step int, next []int, took time.Duration) {
+	if l.Each != nil {
+		l.Each(Step{Step: step, Next: next, Took: took})
 	}
-	for b, v := range next.Data {
-		res.Tokens[b] = append(res.Tokens[b], int(v))
-	}
-	return nil
 }
 
 // EvalFunc runs program p on feeds, one array for each of its placeholders,
@@ -484,6 +645,7 @@ type Host struct {
 	plan  *Plan
 	eval  EvalFunc
 	state map[string]*te.Array
+	last  string // the model of the last run
 	// Last holds the outputs of the last run, by name.
 	Last map[string]*te.Array
 }
@@ -539,11 +701,25 @@ func (h *Host) Run(model string, inputs map[string]*te.Array) (*te.Array, error)
 		}
 		h.state[c.Name] = a
 	}
-	h.Last = outs
+	h.Last, h.last = outs, p.Name
 	if l := h.plan.Logits[p.Name]; l != nil && slices.Contains(p.Outputs, l) {
 		if err := h.plan.CheckLogits(p.Name, outs[l.Name]); err != nil {
 			return nil, err
 		}
 	}
 	return outs[Next], nil
+}
+
+// Logits implements LogitsRunner: the logits of the last run, where the
+// model outputs them (Plan.OutputLogits makes them an output).
+func (h *Host) Logits() (*te.Array, error) {
+	l := h.plan.Logits[h.last]
+	if l == nil {
+		return nil, fmt.Errorf("model %s's next is not the argmax of a tensor of logits: there are none to draw from", h.last)
+	}
+	a := h.Last[l.Name]
+	if a == nil {
+		return nil, fmt.Errorf("model %s does not output its logits %s (Plan.OutputLogits makes them an output)", h.last, l.Name)
+	}
+	return a, nil
 }

@@ -15,9 +15,10 @@ The command used is, in this order: the file named by the environment variable
 repository and Go is installed, ``./cmd/tec`` of that clone, built once per
 Python process (``go build``) into a temporary directory removed at exit.
 
-Arguments are checked before tec runs: ``level``, ``steps`` and ``seed`` must be
-integers in range, ``prompt`` integer token ids that fit int32, never rounded or
-wrapped; a bad one raises :class:`TecError` naming it. tec's messages name the
+Arguments are checked before tec runs: ``level``, ``steps``, ``seed``, ``top_k``
+and ``eos`` must be integers in range, ``temperature`` and ``top_p`` real numbers,
+``prompt`` integer token ids that fit int32, never rounded or wrapped; a bad one
+raises :class:`TecError` naming it. tec's messages name the
 Python arguments (``params['w']``, ``fill=``), not the temporary files and
 command-line flags through which the helper passes them.
 
@@ -49,6 +50,7 @@ __all__ = [
     "explain",
     "Generation",
     "generate",
+    "generate_stream",
     "graph",
     "run",
 ]
@@ -192,9 +194,12 @@ class Build:
 class Generation:
     """What :func:`generate` produced.
 
-    ``tokens`` is an int64 array [B, steps + 1]: each sequence's greedy
-    tokens, the prefill's then each decode step's; ``prefill_ms`` and
-    ``step_ms`` (one per step) the times tec measured; ``summary`` the whole
+    ``tokens`` is an int64 array [B, steps + 1]: each sequence's tokens, the
+    prefill's then each decode step's; a sequence that ended at one of the
+    ``eos`` tokens has fewer, the row padded with -1 after its end token (and
+    the array is narrower where every sequence ended early). ``finish`` says
+    why each ended: ``"steps"`` or ``"eos"``. ``prefill_ms`` and ``step_ms``
+    (one per step that ran) are the times tec measured; ``summary`` the whole
     ``--json`` object; ``diagnostics`` the warnings.
     """
 
@@ -204,6 +209,7 @@ class Generation:
     device: str
     summary: dict
     diagnostics: list = dataclasses.field(default_factory=list)
+    finish: list = dataclasses.field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=None)
@@ -266,6 +272,15 @@ def _refuse(function, message):
                                        hint=f"see help(tec.{function})")], "")
 
 
+def _number(function, name, value):
+    """Returns ``value`` as a float if it is a real number (a Python or NumPy
+    one, not a bool); raises TecError naming the argument otherwise. Its range is
+    tec's to check."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise _refuse(function, f"{name}={value!r}: want a number")
+    return repr(float(value))
+
+
 def _integer(function, name, value, low, high):
     """Returns ``value`` as an int if it is an integer (a Python or NumPy one, not
     a bool) in [low, high]; raises TecError naming the argument otherwise. A float
@@ -308,6 +323,7 @@ _ARGS = {
     "decode": "decode", "model": "model", "precision": "precision",
     "max-time": "max_time", "threshold": "threshold", "target": "target",
     "emit": "emit", "collapse": "collapse", "plan": "plan", "summary": "summary",
+    "temperature": "temperature", "top-k": "top_k", "top-p": "top_p", "eos": "eos",
 }
 # Arguments whose values are strings, quoted where a message gives one.
 _STRINGS = {"fill", "device", "gpu", "prefill", "decode", "model", "precision",
@@ -393,10 +409,15 @@ def _invoke(command, args, json_summary, files=None):
     names of the arguments they hold: messages name those instead (_translate).
     Raises TecError when tec exits with a non-zero status.
     """
-    files = {str(k): v for k, v in (files or {}).items()}
     cmd = [binary(), command] + [str(a) for a in args]
     r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    values, text = _parse_json_stream(r.stdout)
+    return _result(command, cmd, r.returncode, r.stdout, r.stderr, json_summary, files)
+
+
+def _result(command, cmd, returncode, stdout, stderr, json_summary, files):
+    """What _invoke returns, from what ``cmd`` printed and its status."""
+    files = {str(k): v for k, v in (files or {}).items()}
+    values, text = _parse_json_stream(stdout)
     diagnostics = [Diagnostic.from_json(v) for v in values if _is_diagnostic(v)]
     others = [v for v in values if not _is_diagnostic(v)]
     summary = others[0] if json_summary and others else None
@@ -409,9 +430,9 @@ def _invoke(command, args, json_summary, files=None):
         d.hint = _translate(d.hint, command, files)
         if d.file in files:
             d.file, d.line, d.col, d.end_line, d.end_col = "", 0, 0, 0, 0
-    stderr = _translate(r.stderr, command, files)
-    if r.returncode != 0:
-        raise TecError(cmd, r.returncode, diagnostics, stderr + _translate(text, command, files), summary)
+    stderr = _translate(stderr, command, files)
+    if returncode != 0:
+        raise TecError(cmd, returncode, diagnostics, stderr + _translate(text, command, files), summary)
     return summary, diagnostics, text, stderr
 
 
@@ -485,55 +506,131 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
 
 def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
              gpu=None, precision=None, race=None, fill=None, seed=None,
-             prefill=None, decode=None, max_time=None, defines=None):
-    """Greedy generation with a file's prefill and decode models (``tec
-    generate``): the prefill runs ``prompt`` (token ids [B, P]), then
-    ``steps`` decode steps each add a token per sequence, the KV caches kept
-    by tec between them (docs/cli.md, tec generate).
+             prefill=None, decode=None, max_time=None, defines=None,
+             temperature=None, top_k=None, top_p=None, eos=None):
+    """Generation with a file's prefill and decode models (``tec generate``):
+    the prefill runs ``prompt`` (token ids [B, P]), then ``steps`` decode steps
+    each add a token per sequence, the KV caches kept by tec between them
+    (docs/cli.md, tec generate).
 
     ``params`` maps names to arrays (the weights both models share); ``fill``
     and ``seed`` fill what is not supplied, the prompt too when it is None.
-    ``device`` is ``"ref"`` or ``"sim"`` (with ``level``, ``gpu``, ``race``);
-    ``prefill`` and ``decode`` name the models when they are not called so.
-    Returns a :class:`Generation`.
+    Each token is the model's greedy one, or with ``temperature`` above 0
+    drawn from its logits as Hugging Face samples (``top_k``, ``top_p``),
+    seeded by ``seed``; a sequence ends at its first token among ``eos`` (a
+    token id or a list of them). ``device`` is ``"ref"`` or ``"sim"`` (with
+    ``level``, ``gpu``, ``race``); ``prefill`` and ``decode`` name the models
+    when they are not called so. Returns a :class:`Generation`.
     """
     with tempfile.TemporaryDirectory(prefix="tec-generate-") as tmp:
-        args = [path, "--device", device, "--steps",
-                _integer("generate", "steps", steps, 0, (1 << 63) - 1), "--json"]
-        files = {}
-        if prompt is not None:
-            file = os.path.join(tmp, "prompt.npy")
-            np.save(file, np.ascontiguousarray(_token_ids("generate", prompt)))
-            args += ["--prompt", file]
-            files[file] = "prompt"
-        if params:
-            file = os.path.join(tmp, "params.npz")
-            _save_npz(file, {n: np.asarray(a) for n, a in params.items()})
-            args += ["--params", file]
-            files[file] = "params"
-        if level is not None:
-            args += [f"-O{_integer('generate', 'level', level, 0, 4)}"]
-        if gpu is not None:
-            args += ["--gpu", gpu]
-        if precision is not None:
-            args += ["--precision", precision]
-        if race is not None:
-            args += [f"--race={str(bool(race)).lower()}"]
-        if fill is not None:
-            args += ["--fill", fill]
-        if seed is not None:
-            args += ["--seed", _integer("generate", "seed", seed, 0, (1 << 64) - 1)]
-        if prefill is not None:
-            args += ["--prefill", prefill]
-        if decode is not None:
-            args += ["--decode", decode]
-        if max_time is not None:
-            args += ["--max-time", _duration(max_time)]
-        args += _common_args(defines, None)
+        args, files = _generate_args("generate", tmp, path, prompt, params, steps, device, level, gpu,
+                                     precision, race, fill, seed, prefill, decode, max_time, defines,
+                                     temperature, top_k, top_p, eos)
         summary, diagnostics, _, _ = _invoke("generate", args, json_summary=True, files=files)
-    return Generation(tokens=np.asarray(summary["tokens"], dtype=np.int64),
-                      prefill_ms=summary["prefill_ms"], step_ms=list(summary["step_ms"]),
-                      device=summary["device"], summary=summary, diagnostics=diagnostics)
+    return _generation(summary, diagnostics)
+
+
+def generate_stream(path, prompt=None, params=None, steps=16, device="ref", level=None,
+                    gpu=None, precision=None, race=None, fill=None, seed=None,
+                    prefill=None, decode=None, max_time=None, defines=None,
+                    temperature=None, top_k=None, top_p=None, eos=None):
+    """:func:`generate`, as a generator of each run's tokens as tec gives them
+    (``tec generate --json --stream``): for the prefill and then each decode
+    step, an int64 array [B] of each sequence's new token, -1 for a sequence
+    that had ended. Its return value (``StopIteration.value``, or ``yield
+    from``'s) is the :class:`Generation`. The arguments are :func:`generate`'s;
+    a failure raises :class:`TecError` once tec has ended, after the tokens of
+    the runs before it. With ``device="cuda"`` the tokens come at the end.
+    """
+    with tempfile.TemporaryDirectory(prefix="tec-generate-") as tmp:
+        args, files = _generate_args("generate_stream", tmp, path, prompt, params, steps, device, level, gpu,
+                                     precision, race, fill, seed, prefill, decode, max_time, defines,
+                                     temperature, top_k, top_p, eos)
+        cmd = [binary(), "generate"] + [str(a) for a in args + ["--stream"]]
+        with tempfile.TemporaryFile(mode="w+") as err:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+            rest = []
+            try:
+                for line in p.stdout:
+                    event = None
+                    if line.startswith('{"step":'):
+                        try:
+                            event = json.loads(line)
+                        except json.JSONDecodeError:
+                            pass
+                    if isinstance(event, dict) and "tokens" in event:
+                        yield np.asarray(event["tokens"], dtype=np.int64)
+                    else:
+                        rest.append(line)
+            finally:
+                p.stdout.close()
+                returncode = p.wait()
+            err.seek(0)
+            stderr = err.read()
+        summary, diagnostics, _, _ = _result("generate", cmd, returncode, "".join(rest), stderr, True, files)
+    return _generation(summary, diagnostics)
+
+
+def _generate_args(function, tmp, path, prompt, params, steps, device, level, gpu, precision, race,
+                   fill, seed, prefill, decode, max_time, defines, temperature, top_k, top_p, eos):
+    """The arguments of tec generate --json for :func:`generate`'s, with the
+    files (in ``tmp``) through which arrays pass, by argument."""
+    args = [path, "--device", device, "--steps",
+            _integer(function, "steps", steps, 0, (1 << 63) - 1), "--json"]
+    files = {}
+    if prompt is not None:
+        file = os.path.join(tmp, "prompt.npy")
+        np.save(file, np.ascontiguousarray(_token_ids(function, prompt)))
+        args += ["--prompt", file]
+        files[file] = "prompt"
+    if params:
+        file = os.path.join(tmp, "params.npz")
+        _save_npz(file, {n: np.asarray(a) for n, a in params.items()})
+        args += ["--params", file]
+        files[file] = "params"
+    if level is not None:
+        args += [f"-O{_integer(function, 'level', level, 0, 4)}"]
+    if gpu is not None:
+        args += ["--gpu", gpu]
+    if precision is not None:
+        args += ["--precision", precision]
+    if race is not None:
+        args += [f"--race={str(bool(race)).lower()}"]
+    if fill is not None:
+        args += ["--fill", fill]
+    if seed is not None:
+        args += ["--seed", _integer(function, "seed", seed, 0, (1 << 64) - 1)]
+    if prefill is not None:
+        args += ["--prefill", prefill]
+    if decode is not None:
+        args += ["--decode", decode]
+    if max_time is not None:
+        args += ["--max-time", _duration(max_time)]
+    if temperature is not None:
+        args += ["--temperature", _number(function, "temperature", temperature)]
+    if top_k is not None:
+        args += ["--top-k", _integer(function, "top_k", top_k, 0, (1 << 31) - 1)]
+    if top_p is not None:
+        args += ["--top-p", _number(function, "top_p", top_p)]
+    if eos is not None:
+        ids = [eos] if isinstance(eos, (int, np.integer, bool, np.bool_)) or not hasattr(eos, "__iter__") else list(eos)
+        for i in ids:
+            args += ["--eos", _integer(function, "eos", i, 0, (1 << 31) - 1)]
+    args += _common_args(defines, None)
+    return args, files
+
+
+def _generation(summary, diagnostics):
+    """The Generation of tec generate --json's summary: the tokens padded
+    with -1 after the end of a sequence that ended early."""
+    toks = summary["tokens"]
+    width = max((len(t) for t in toks), default=0)
+    tokens = np.full((len(toks), width), -1, dtype=np.int64)
+    for b, t in enumerate(toks):
+        tokens[b, :len(t)] = t
+    return Generation(tokens=tokens, prefill_ms=summary["prefill_ms"], step_ms=list(summary["step_ms"]),
+                      device=summary["device"], summary=summary, diagnostics=diagnostics,
+                      finish=list(summary.get("finish") or []))
 
 
 def explain(path, plan=False, level=None, gpu=None, deterministic=None,

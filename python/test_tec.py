@@ -214,6 +214,66 @@ class GenerateTest(TempDirTest):
         self.assertIn("want i32[2, 8]", str(caught.exception))
 
 
+class SamplingTest(unittest.TestCase):
+    SAMPLE = dict(fill="random", seed=3, steps=5, defines=LLAMA_TINY, temperature=1.5, top_k=20, top_p=0.9)
+
+    def test_sampled_tokens(self):
+        greedy = tec.generate(LLAMA, fill="random", seed=3, steps=5, defines=LLAMA_TINY)
+        g = tec.generate(LLAMA, **self.SAMPLE)
+        self.assertEqual(g.tokens.shape, (2, 6))
+        self.assertFalse((g.tokens == greedy.tokens).all(), "sampling gave the greedy tokens")
+        self.assertEqual(g.finish, ["steps", "steps"])
+        self.assertEqual(g.summary["sampling"], {"temperature": 1.5, "top_k": 20, "top_p": 0.9, "seed": 3})
+        sim = tec.generate(LLAMA, device="sim", level=4, race=False, **self.SAMPLE)
+        np.testing.assert_array_equal(sim.tokens, g.tokens)
+
+    def test_eos_and_stream(self):
+        free = tec.generate(LLAMA, **self.SAMPLE).tokens
+        eos = int(free[0, 2])
+        self.assertNotIn(eos, free[0, :2])
+        g = tec.generate(LLAMA, eos=[eos], **self.SAMPLE)
+        ends = [list(row).index(eos) if eos in row else len(row) - 1 for row in free]
+        self.assertEqual(g.tokens.shape, (2, max(ends) + 1))
+        for b, end in enumerate(ends):
+            np.testing.assert_array_equal(g.tokens[b, :end + 1], free[b, :end + 1])
+            self.assertTrue((g.tokens[b, end + 1:] == -1).all(), g.tokens)
+            self.assertEqual(g.finish[b], "eos" if eos in free[b] else "steps")
+        self.assertEqual(len(g.step_ms), max(ends))
+
+        stream = tec.generate_stream(LLAMA, eos=eos, **self.SAMPLE)
+        runs = []
+        while True:
+            try:
+                runs.append(next(stream))
+            except StopIteration as stop:
+                done = stop.value
+                break
+        np.testing.assert_array_equal(np.stack(runs, axis=1), g.tokens)
+        np.testing.assert_array_equal(done.tokens, g.tokens)
+        self.assertEqual(done.finish, g.finish)
+
+    def test_stream_raises_after_the_tokens(self):
+        stream = tec.generate_stream(LLAMA, fill="ones", steps=30, defines=LLAMA_TINY)
+        with self.assertRaises(tec.TecError) as caught:
+            list(stream)
+        self.assertIn("use steps=24 or fewer", str(caught.exception))
+
+    def test_bad_sampling(self):
+        tests = [
+            (dict(temperature=-1), "temperature= -1: want 0 or a positive number"),
+            (dict(temperature=1, top_p=0), "top_p= 0: want a probability above 0 and at most 1"),
+            (dict(top_k=5), "top_k= filters the tokens that sampling draws from, but generation is greedy at temperature 0"),
+            (dict(eos=64), "eos=: end-of-sequence token 64 is not in the vocabulary"),
+        ]
+        for kw, want in tests:
+            with self.subTest(**kw):
+                with self.assertRaises(tec.TecError) as caught:
+                    tec.generate(LLAMA, fill="ones", defines=LLAMA_TINY, **kw)
+                self.assertEqual(caught.exception.returncode, 2)
+                self.assertIn(want, str(caught.exception))
+                self.assertNotIn("--", str(caught.exception))
+
+
 class ArgumentTest(unittest.TestCase):
     """Arguments tec would refuse, or the helper would change, are refused
     before tec runs: a TecError (status 2, no command) naming the argument."""
@@ -261,10 +321,17 @@ class ArgumentTest(unittest.TestCase):
             ("steps", -1, "steps=-1: want an integer, 0 or more"),
             ("seed", 1.5, "seed=1.5: want an integer, 0 or more"),
             ("seed", 2**64, "seed=18446744073709551616: want an integer, 0 or more"),
+            ("top_k", 2.5, "top_k=2.5: want an integer, 0 or more"),
+            ("eos", -1, "eos=-1: want an integer, 0 or more"),
+            ("eos", [1, 2.0], "eos=2.0: want an integer, 0 or more"),
+            ("temperature", "hot", "temperature='hot': want a number"),
+            ("top_p", True, "top_p=True: want a number"),
         ]
         for name, value, want in tests:
             for function, call in calls.items():
                 if name == "steps" and function != "generate" or name == "seed" and function not in ("run", "generate"):
+                    continue
+                if name in ("top_k", "eos", "temperature", "top_p") and function != "generate":
                     continue
                 with self.subTest(function=function, name=name, value=value):
                     err = self.refused(lambda: call(**{name: value}), want)

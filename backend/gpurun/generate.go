@@ -16,9 +16,10 @@ type Model struct {
 	Image []byte
 }
 
-// GenerateJob is a greedy generation for tec-cuda to run: a prefill model
-// over the prompts, then Steps runs of a decode model, each fed the tokens
-// the run before chose.
+// GenerateJob is a generation for tec-cuda to run: a prefill model over
+// the prompts, then Steps runs of a decode model at most, each fed the
+// tokens the run before chose: each model's next (greedy), or tokens drawn
+// on the host from its logits as Sampling says.
 //
 // Prefill takes ids: i32[B, P] (the prompts) and decode ids: i32[B] and
 // pos: i32[B]; each has the output next: i32[B]. The inputs that both
@@ -32,8 +33,18 @@ type GenerateJob struct {
 	// every input and param of the two models but the caches and decode's
 	// ids and pos, as the device stores them (Encode).
 	Feeds map[string][]byte
-	// Steps is the number of decode steps.
+	// Steps is the number of decode steps, at most.
 	Steps int
+	// Sampling picks each token (generate.Sampling; the zero value is
+	// greedy). Unless greedy, each run's logits are copied to the host:
+	// B·V values of the logits' dtype (4 bytes each in f32) per run.
+	Sampling generate.Sampling
+	// Logits names, when sampling, each model's output of logits, [B, V]
+	// (the prefill's, the decode step's).
+	Logits [2]string
+	// EOS are the end-of-sequence tokens: a sequence ends at the first it
+	// gives (generate.Loop).
+	EOS []int
 }
 
 // GenerateResult is what Generate did and produced.
@@ -42,9 +53,11 @@ type GenerateResult struct {
 	// PrefillLaunches and DecodeLaunches are each model's launches.
 	PrefillLaunches []LaunchInfo `json:"prefill_launches"`
 	DecodeLaunches  []LaunchInfo `json:"decode_launches"`
-	// Tokens are each sequence's Steps+1 tokens: prefill's next, then each
-	// step's.
+	// Tokens are each sequence's tokens: prefill's, then each step's, up
+	// to and with the end-of-sequence token it ended at (Steps+1 at most).
 	Tokens [][]int32 `json:"tokens"`
+	// Finish says why each sequence ended (generate.Finish).
+	Finish []generate.Finish `json:"finish"`
 	// PrefillMS and StepMS are the times of the prefill's kernels and of
 	// each step's, in milliseconds, measured with events on the stream.
 	PrefillMS float64   `json:"prefill_ms"`
@@ -58,6 +71,7 @@ type generation struct {
 	prompts       int    // prefill's ids
 	ids, pos      int    // decode's
 	next          [2]int // each model's output index of next
+	logits        [2]int // each model's output index of its logits, when sampling
 	// shared are the names of the buffers both models (or one) take from
 	// one device buffer: the caches and every fed buffer but the three
 	// above, each with the buffer that describes it.
@@ -87,6 +101,14 @@ func (j *GenerateJob) check() (*generation, error) {
 	if j.Steps < 0 {
 		return nil, fmt.Errorf("%d decode steps: want 0 or more", j.Steps)
 	}
+	if err := j.Sampling.Check(); err != nil {
+		return nil, err
+	}
+	for _, id := range j.EOS {
+		if id < 0 {
+			return nil, fmt.Errorf("end-of-sequence token %d: want 0 or more", id)
+		}
+	}
 	ps, pi := signature(pre)
 	ds, di := signature(dec)
 	l, err := generate.Check(ps, ds, generate.Terse)
@@ -107,7 +129,30 @@ func (j *GenerateJob) check() (*generation, error) {
 		g.names = append(g.names, name)
 	}
 	sort.Strings(g.names)
+	if !j.Sampling.Greedy() {
+		for m, p := range []*Plan{pre, dec} {
+			if g.logits[m], err = logitsOutput(p, j.Logits[m], g.batch); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return g, g.checkFeeds(j.Feeds, pre.Buffers[g.prompts])
+}
+
+// logitsOutput returns the index in p's outputs of its logits name, which
+// sampling draws from: floating point, [b, V].
+func logitsOutput(p *Plan, name string, b int) (int, error) {
+	for i, o := range p.Outputs {
+		buf := p.Buffers[o]
+		if buf.Name != name {
+			continue
+		}
+		if dt, ok := te.ParseDType(buf.DType); !ok || !dt.IsFloat() || len(buf.Shape) != 2 || buf.Shape[0] != b || buf.Shape[1] < 1 {
+			return 0, fmt.Errorf("model %s: the logits to sample from, output %s, are %s, want floating point [%d, V]", p.Model, name, buf.Type(), b)
+		}
+		return i, nil
+	}
+	return 0, fmt.Errorf("model %s has no output %q, the logits to sample from", p.Model, name)
 }
 
 // signature returns p's signature for the protocol's checks, and the
@@ -162,10 +207,12 @@ func (g *generation) checkFeeds(feeds map[string][]byte, prompts Buffer) error {
 
 // Generate runs job on the driver's GPU: it loads both models, places the
 // shared buffers (params, inputs and the zeroed caches) on the device once,
-// runs the prefill on the prompts and then job.Steps decode steps, copying
-// only each step's ids and pos to the device and its next tokens back: it
-// steps through generate.Loop, with a Runner over the device. The caches
-// stay on the device, updated in place by both models' kernels.
+// runs the prefill on the prompts and then job.Steps decode steps at most,
+// copying only each step's ids and pos to the device and its next tokens
+// back, and when sampling its logits (B·V values): it steps through
+// generate.Loop, with a Runner over the device, drawing the tokens on the
+// host. The caches stay on the device, updated in place by both models'
+// kernels.
 // Each model's workspace is allocated once. An error of a step says which;
 // Generate frees the memory it allocates on every path, and closing the
 // driver is the caller's.
@@ -215,12 +262,13 @@ func Generate(d Driver, job *GenerateJob) (res *GenerateResult, err error) {
 			return "prefill"
 		}
 		return fmt.Sprintf("decode step %d (position %d)", step, pos)
-	}}
+	}, Sampling: job.Sampling, EOS: job.EOS}
 	out, err := loop.Run(gr, nil, job.Steps) // the prompts are on the device
 	if err != nil {
 		return nil, err
 	}
 	res = gr.res
+	res.Finish = out.Finish
 	res.Tokens = make([][]int32, g.batch)
 	for b, toks := range out.Tokens {
 		for _, t := range toks {
@@ -230,14 +278,16 @@ func Generate(d Driver, job *GenerateJob) (res *GenerateResult, err error) {
 	return res, nil
 }
 
-// gpuRunner is the generate.Runner of Generate: the models' buffers are on
-// the device, the caches among them; a decode step copies only its ids
-// and pos there, and each run only its next tokens back.
+// gpuRunner is the generate.LogitsRunner of Generate: the models' buffers
+// are on the device, the caches among them; a decode step copies only its
+// ids and pos there, and each run only its next tokens back, and its
+// logits when the loop asks for them (sampling).
 type gpuRunner struct {
 	d        Driver
 	pre, dec *runner
 	g        *generation
 	events   [2]Event
+	last     *runner // the runner of the last run
 	// res gathers the times of the runs, by CUDA events.
 	res *GenerateResult
 }
@@ -268,12 +318,30 @@ func (gr *gpuRunner) Run(model string, inputs map[string]*te.Array) (*te.Array, 
 	if err != nil {
 		return nil, err
 	}
+	gr.last = r
 	if r == gr.pre {
 		gr.res.PrefillMS = ms
 	} else {
 		gr.res.StepMS = append(gr.res.StepMS, ms)
 	}
 	return Decode(out, r.p.Buffers[r.p.Outputs[next]])
+}
+
+// Logits implements generate.LogitsRunner: it copies the logits of the
+// last run from the device.
+func (gr *gpuRunner) Logits() (*te.Array, error) {
+	if gr.last == nil {
+		return nil, errors.New("no run yet")
+	}
+	i := gr.g.logits[0]
+	if gr.last == gr.dec {
+		i = gr.g.logits[1]
+	}
+	data, err := gr.last.downloadOutput(i)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(data, gr.last.p.Buffers[gr.last.p.Outputs[i]])
 }
 
 // place allocates each shared buffer once and uploads its data, or zeros

@@ -18,6 +18,7 @@ import (
 	"tec/backend/llvm"
 	"tec/backend/lower"
 	"tec/backend/sim"
+	"tec/generate"
 	"tec/gpu"
 	tb "tec/internal/testkit/tebuild"
 	"tec/partition"
@@ -54,7 +55,8 @@ func toyLM() (prefill, decode *te.Program) {
 			return tb.Bin(te.Mul, tb.Ld(x, ax[0], p, ax[1]), tb.Ld(age, p))
 		})
 	})
-	prefill = pb.Program(toyNext(pb, h, w), kc)
+	next, logits := toyNext(pb, h, w)
+	prefill = pb.Program(next, kc, logits)
 
 	// decode: x[b, e] = emb[ids[b], e], written to kc[b, pos[b], e];
 	// h[b, e] = x[b, e] + Σ(t < pos[b]) kc[b, t, e]·age[t].
@@ -75,16 +77,18 @@ func toyLM() (prefill, decode *te.Program) {
 		})
 		return tb.Bin(te.Add, tb.Ld(x, ax...), past)
 	})
-	decode = db.Program(toyNext(db, h, w), kc)
+	next, logits = toyNext(db, h, w)
+	decode = db.Program(next, kc, logits)
 	return prefill, decode
 }
 
-// toyNext is next[b] = argmax[v](Σe h[b, e]·w[e, v]).
-func toyNext(b *tb.Builder, h, w *te.Tensor) *te.Tensor {
-	logits := b.Matmul("logits", h, w)
+// toyNext is next[b] = argmax[v](logits[b, v]), logits[b, v] =
+// Σe h[b, e]·w[e, v]; it returns both.
+func toyNext(b *tb.Builder, h, w *te.Tensor) (next, logits *te.Tensor) {
+	logits = b.Matmul("logits", h, w)
 	return b.ComputeOf("next", te.I32, tb.Shape(toyB), func(ax []te.Index) te.Expr {
 		return tb.Reduce(te.Argmax, "v", toyV, func(v te.Index) te.Expr { return tb.Ld(logits, ax[0], v) })
-	})
+	}), logits
 }
 
 // lowerToy lowers p a kernel per tensor, or fused into persistent kernels
@@ -138,10 +142,11 @@ func toyParams() map[string]*te.Array {
 }
 
 // hostLoop generates steps tokens per sequence with the simulator on the
-// host, the cache carried from run to run in host arrays. With forget, the
-// cache is zeroed before every run: what a runtime that does not keep it
-// on the device would compute.
-func hostLoop(t *testing.T, pre, dec *kir.Module, feeds map[string]*te.Array, steps int, forget bool) [][]int32 {
+// host, the cache carried from run to run in host arrays: each model's
+// next, or drawn from its logits as s says. With forget, the cache is
+// zeroed before every run: what a runtime that does not keep it on the
+// device would compute.
+func hostLoop(t *testing.T, pre, dec *kir.Module, feeds map[string]*te.Array, steps int, forget bool, s generate.Sampling) [][]int32 {
 	t.Helper()
 	kc := te.NewArray(te.F32, []int{toyB, toyT, toyE})
 	in := map[string]*te.Array{"emb": feeds["emb"], "w": feeds["w"], "age": feeds["age"], "ids": feeds["ids"], "kc": kc}
@@ -156,6 +161,16 @@ func hostLoop(t *testing.T, pre, dec *kir.Module, feeds map[string]*te.Array, st
 		}
 		in["kc"] = res.Outputs["kc"]
 		next := res.Outputs["next"]
+		if !s.Greedy() {
+			next = te.NewArray(te.I32, []int{toyB})
+			for b := range toyB {
+				tok, err := s.Sample(res.Outputs["logits"].Data[b*toyV:(b+1)*toyV], b, len(tokens[b]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				next.Data[b] = float64(tok)
+			}
+		}
 		for b := range toyB {
 			tokens[b] = append(tokens[b], int32(next.Data[b]))
 		}
@@ -223,11 +238,11 @@ func TestGenerate(t *testing.T) {
 			if err := gpu.Close(); err != nil {
 				t.Fatal(err)
 			}
-			want := hostLoop(t, mods[0], mods[1], toyParams(), steps, false)
+			want := hostLoop(t, mods[0], mods[1], toyParams(), steps, false, generate.Sampling{})
 			if !reflect.DeepEqual(res.Tokens, want) {
 				t.Errorf("tokens %v, want %v", res.Tokens, want)
 			}
-			if forgot := hostLoop(t, mods[0], mods[1], toyParams(), steps, true); steps > 1 && reflect.DeepEqual(forgot, want) {
+			if forgot := hostLoop(t, mods[0], mods[1], toyParams(), steps, true, generate.Sampling{}); steps > 1 && reflect.DeepEqual(forgot, want) {
 				t.Errorf("the toy LM gives the same tokens %v without its cache: the test cannot tell", want)
 			}
 			if len(res.StepMS) != steps || res.PrefillMS != float64(len(mods[0].Kernels)) || steps > 0 && res.StepMS[steps-1] != float64(len(mods[1].Kernels)) {
@@ -483,5 +498,144 @@ func TestGenerateJobRoundTrip(t *testing.T) {
 	}
 	if _, err := gpurun.JobKind(run); err == nil || !strings.Contains(err.Error(), `unknown kind of job "train"`) {
 		t.Errorf("JobKind of an unknown kind: %v", err)
+	}
+}
+
+// toySampling is the sampling of the GPU tests: hot enough that the
+// draws leave the greedy path.
+var toySampling = generate.Sampling{Temperature: 2, TopK: 12, TopP: 0.95, Seed: 3}
+
+// TestGenerateSamples runs the toy LM with sampling on the fake GPU: the
+// tokens must be those drawn on the host from the simulator's logits,
+// not the greedy ones; each run copies its logits back, B·V values, and
+// greedy runs do not.
+func TestGenerateSamples(t *testing.T) {
+	const steps = 6
+	for _, fused := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fused=%t", fused), func(t *testing.T) {
+			job, gpu, mods := toyJob(t, fused, steps)
+			job.Sampling, job.Logits = toySampling, [2]string{"logits", "logits"}
+			res, err := gpurun.Generate(gpu, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := hostLoop(t, mods[0], mods[1], toyParams(), steps, false, toySampling)
+			if !reflect.DeepEqual(res.Tokens, want) {
+				t.Errorf("tokens %v, want the host's draws %v", res.Tokens, want)
+			}
+			if greedy := hostLoop(t, mods[0], mods[1], toyParams(), steps, false, generate.Sampling{}); reflect.DeepEqual(greedy, want) {
+				t.Errorf("the draws are the greedy tokens %v: the test cannot tell", want)
+			}
+			if !slices.Equal(res.Finish, []generate.Finish{generate.FinishSteps, generate.FinishSteps}) || len(res.StepMS) != steps {
+				t.Errorf("finish %v, %d step times", res.Finish, len(res.StepMS))
+			}
+		})
+	}
+	// The copies back per step: next, the error record and the logits.
+	var tr [2]traffic
+	for i, steps := range []int{2, 7} {
+		job, gpu, _ := toyJob(t, true, steps)
+		job.Sampling, job.Logits = toySampling, [2]string{"logits", "logits"}
+		if _, err := gpurun.Generate(gpu, job); err != nil {
+			t.Fatal(err)
+		}
+		tr[i] = copies(gpu.Calls)
+	}
+	per := traffic{up: (tr[1].up - tr[0].up) / 5, down: (tr[1].down - tr[0].down) / 5, ups: (tr[1].ups - tr[0].ups) / 5, downs: (tr[1].downs - tr[0].downs) / 5}
+	if want := (traffic{up: 2 * 4 * toyB, down: 4*toyB + 4*kir.ErrorRecordWords + 4*toyB*toyV, ups: 2, downs: 3}); per != want {
+		t.Errorf("per sampled step: %+v, want %+v (ids and pos up; next, the error record and the logits down)", per, want)
+	}
+}
+
+// TestGenerateEOS: a sequence ends at its first end-of-sequence token,
+// which it keeps; the loop ends when every sequence has, with the times
+// of the steps that ran; the result reads back.
+func TestGenerateEOS(t *testing.T) {
+	const steps = 10
+	job, gpu, mods := toyJob(t, true, steps)
+	job.Sampling, job.Logits = toySampling, [2]string{"logits", "logits"}
+	free := hostLoop(t, mods[0], mods[1], toyParams(), steps, false, toySampling)
+	eos := []int{int(free[0][3]), int(free[1][4])}
+	job.EOS = eos
+	res, err := gpurun.Generate(gpu, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := 0
+	for b, toks := range free {
+		end := slices.IndexFunc(toks, func(x int32) bool { return slices.Contains(eos, int(x)) })
+		if want := toks[:end+1]; !slices.Equal(res.Tokens[b], want) || res.Finish[b] != generate.FinishEOS {
+			t.Errorf("sequence %d: %v (%s), want %v (eos)", b, res.Tokens[b], res.Finish[b], want)
+		}
+		longest = max(longest, end+1)
+	}
+	if len(res.StepMS) != longest-1 {
+		t.Errorf("%d step times, want %d: the loop ends with the last sequence", len(res.StepMS), longest-1)
+	}
+	dir := t.TempDir()
+	if err := gpurun.WriteGenerateJob(dir, job); err != nil {
+		t.Fatal(err)
+	}
+	back, err := gpurun.ReadGenerateJob(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, job) {
+		t.Errorf("read back %+v\nwant %+v", back, job)
+	}
+	if err := gpurun.WriteGenerateResult(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := gpurun.ReadGenerateResult(dir, job); err != nil || !reflect.DeepEqual(got, res) {
+		t.Errorf("result read back: %v\n%+v\nwant %+v", err, got, res)
+	}
+	for _, tc := range []struct {
+		edit func(r *gpurun.GenerateResult)
+		want string
+	}{
+		{func(r *gpurun.GenerateResult) { r.Tokens[0] = append(r.Tokens[0], 1) }, "sequence 0 goes on past its end-of-sequence token"},
+		{func(r *gpurun.GenerateResult) { r.Finish[1] = generate.FinishSteps }, `sequence 1 finished "steps", want "eos"`},
+		{func(r *gpurun.GenerateResult) { r.StepMS = append(r.StepMS, 1) }, fmt.Sprintf("times of %d steps, want %d", longest, longest-1)},
+	} {
+		bad := *res
+		bad.Tokens = [][]int32{slices.Clone(res.Tokens[0]), slices.Clone(res.Tokens[1])}
+		bad.Finish, bad.StepMS = slices.Clone(res.Finish), slices.Clone(res.StepMS)
+		tc.edit(&bad)
+		if err := gpurun.WriteGenerateResult(dir, &bad); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gpurun.ReadGenerateResult(dir, job); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestGenerateSamplingJobErrors: a sampling job without logits to draw
+// from, or with a sampling or end token that means nothing, is refused
+// before the driver is called.
+func TestGenerateSamplingJobErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(j *gpurun.GenerateJob)
+		want string
+	}{
+		{"no logits named", func(j *gpurun.GenerateJob) { j.Logits = [2]string{} }, `model prefill has no output "", the logits to sample from`},
+		{"logits of another model", func(j *gpurun.GenerateJob) { j.Logits[1] = "scores" }, `model decode has no output "scores"`},
+		{"next as logits", func(j *gpurun.GenerateJob) { j.Logits[0] = "next" }, "model prefill: the logits to sample from, output next, are i32[2], want floating point [2, V]"},
+		{"bad top-p", func(j *gpurun.GenerateJob) { j.Sampling.TopP = 1.5 }, "top-p 1.5"},
+		{"bad eos", func(j *gpurun.GenerateJob) { j.EOS = []int{-2} }, "end-of-sequence token -2: want 0 or more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job, gpu, _ := toyJob(t, false, 3)
+			job.Sampling, job.Logits = toySampling, [2]string{"logits", "logits"}
+			tc.edit(job)
+			_, err := gpurun.Generate(gpu, job)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if len(gpu.Calls) != 0 {
+				t.Errorf("the driver was called: %q", gpu.Calls)
+			}
+		})
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+
+	"tec/generate"
 )
 
 // Job is a run for tec-cuda to do: a plan, its code, its feeds and how
@@ -174,6 +177,11 @@ type generateJSON struct {
 	Decode  modelJSON         `json:"decode"`
 	Steps   int               `json:"steps"`
 	Feeds   map[string]string `json:"feeds"` // the file of each feed, by name
+	// Sampling and Logits are the job's when it samples, EOS its
+	// end-of-sequence tokens.
+	Sampling *generate.Sampling `json:"sampling,omitempty"`
+	Logits   []string           `json:"logits,omitempty"`
+	EOS      []int              `json:"eos,omitempty"`
 }
 
 // modelJSON is a model of a generation: its plan and the file of its code.
@@ -185,7 +193,10 @@ type modelJSON struct {
 // WriteGenerateJob writes j into dir, which exists: job.json, each
 // model's code (prefill.ptx, decode.cubin, ...) and one file per feed.
 func WriteGenerateJob(dir string, j *GenerateJob) error {
-	js := generateJSON{Kind: KindGenerate, Steps: j.Steps, Feeds: map[string]string{}}
+	js := generateJSON{Kind: KindGenerate, Steps: j.Steps, Feeds: map[string]string{}, EOS: j.EOS}
+	if !j.Sampling.Greedy() {
+		js.Sampling, js.Logits = &j.Sampling, j.Logits[:]
+	}
 	for _, m := range []struct {
 		name  string
 		model Model
@@ -225,7 +236,13 @@ func ReadGenerateJob(dir string) (*GenerateJob, error) {
 	if js.Kind != KindGenerate {
 		return nil, fmt.Errorf("%s: not a %s job", path, KindGenerate)
 	}
-	j := &GenerateJob{Steps: js.Steps, Feeds: map[string][]byte{}}
+	j := &GenerateJob{Steps: js.Steps, Feeds: map[string][]byte{}, EOS: js.EOS}
+	if js.Sampling != nil {
+		if len(js.Logits) != 2 {
+			return nil, fmt.Errorf("%s: sampling without the logits of both models", path)
+		}
+		j.Sampling, j.Logits = *js.Sampling, [2]string(js.Logits)
+	}
 	for _, m := range []struct {
 		name string
 		in   modelJSON
@@ -259,8 +276,10 @@ func WriteGenerateResult(dir string, r *GenerateResult) error {
 }
 
 // ReadGenerateResult reads the result of j that WriteGenerateResult wrote
-// into dir, and checks that it holds Steps+1 tokens of each sequence and
-// the time of each step.
+// into dir, and checks it: each sequence's tokens, Steps+1 of them unless
+// it ended at an end-of-sequence token (its first, and its last), and why
+// it ended; the time of each step that ran, until the last sequence
+// ended.
 func ReadGenerateResult(dir string, j *GenerateJob) (*GenerateResult, error) {
 	var r GenerateResult
 	path := filepath.Join(dir, resultFile)
@@ -271,16 +290,31 @@ func ReadGenerateResult(dir string, j *GenerateJob) (*GenerateResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Tokens) != g.batch {
-		return nil, fmt.Errorf("%s: tokens of %d sequences, want %d", path, len(r.Tokens), g.batch)
+	if len(r.Tokens) != g.batch || len(r.Finish) != g.batch {
+		return nil, fmt.Errorf("%s: tokens of %d sequences and the finish of %d, want %d", path, len(r.Tokens), len(r.Finish), g.batch)
 	}
+	longest := 0
 	for b, ts := range r.Tokens {
-		if len(ts) != j.Steps+1 {
+		end := slices.IndexFunc(ts, func(t int32) bool { return slices.Contains(j.EOS, int(t)) })
+		switch {
+		case end >= 0 && end != len(ts)-1:
+			return nil, fmt.Errorf("%s: sequence %d goes on past its end-of-sequence token %d at %d", path, b, ts[end], end)
+		case end < 0 && len(ts) != j.Steps+1:
 			return nil, fmt.Errorf("%s: %d tokens of sequence %d, want %d", path, len(ts), b, j.Steps+1)
+		case len(ts) == 0 || len(ts) > j.Steps+1:
+			return nil, fmt.Errorf("%s: %d tokens of sequence %d, want 1 to %d", path, len(ts), b, j.Steps+1)
 		}
+		want := generate.FinishSteps
+		if end >= 0 {
+			want = generate.FinishEOS
+		}
+		if r.Finish[b] != want {
+			return nil, fmt.Errorf("%s: sequence %d finished %q, want %q", path, b, r.Finish[b], want)
+		}
+		longest = max(longest, len(ts))
 	}
-	if len(r.StepMS) != j.Steps {
-		return nil, fmt.Errorf("%s: times of %d steps, want %d", path, len(r.StepMS), j.Steps)
+	if len(r.StepMS) != longest-1 {
+		return nil, fmt.Errorf("%s: times of %d steps, want %d", path, len(r.StepMS), longest-1)
 	}
 	return &r, nil
 }

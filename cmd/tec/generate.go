@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,16 +37,47 @@ type generateFlags struct {
 	seed            uint64
 	steps           int
 	json            bool
+	stream          bool
 	maxTime         time.Duration
 	cuda            cudaFlags // --codegen and --target, for --device cuda
+	// sampling and eos: --temperature, --top-k, --top-p and --seed;
+	// --eos.
+	sampling generate.Sampling
+	eos      tokenList
+}
+
+// tokenList is the value of a repeatable flag of token ids (--eos 2
+// --eos 3, or --eos 2,3).
+type tokenList []int
+
+func (l *tokenList) String() string {
+	s := make([]string, len(*l))
+	for i, id := range *l {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *tokenList) Set(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("%q is not a token id", f)
+		}
+		if id < 0 {
+			return fmt.Errorf("token %d: token ids are 0 or more", id)
+		}
+		*l = append(*l, id)
+	}
+	return nil
 }
 
 func generateCommand() *command {
 	c := &command{
 		name:    "generate",
-		summary: "greedy LLM generation with a file's prefill and decode models",
+		summary: "LLM generation (greedy or sampled) with a file's prefill and decode models",
 		usage:   "[flags] FILE",
-		help: `Generate runs greedy generation with two models of FILE: the prefill
+		help: `Generate runs generation with two models of FILE: the prefill
 (--prefill, default prefill) runs the prompts, ids: i32[B, P], and the
 decode step (--decode, default decode) runs one token per sequence,
 ids: i32[B] at positions pos: i32[B]. Both output next: i32[B], the greedy
@@ -59,11 +92,21 @@ The prefill runs on the prompt (--prompt FILE.npy, i32[B, P], or filled
 with token ids by --fill); then decode step i feeds each sequence's last
 token at position P + i, for --steps steps. Each sequence's tokens are the
 prefill's next token and each step's. P + steps must not exceed the
-caches' positions. Where next is the argmax of a tensor's rows
-(next[b] = argmax[t](logits[b, t])), a row of that tensor that holds a
-NaN or a +Inf, or nothing but -Inf, stops the generation on ref and sim
-with an error naming the step and the sequence: argmax would pass over
-the NaN and pick a token all the same.
+caches' positions.
+
+Each token is the model's next (greedy, --temperature 0), or, with
+--temperature above 0, drawn on the host from the run's logits (the
+tensor whose rows next is the argmax of) as Hugging Face samples: the
+logits divided by the temperature, then --top-k, then --top-p (nucleus),
+then a softmax and a draw, seeded by --seed, the same on every device for
+the same logits. A sequence ends at its first --eos token (kept); the
+generation ends when every sequence has, or after --steps.
+
+Where next is the argmax of a tensor's rows (next[b] =
+argmax[t](logits[b, t])), a row of that tensor that holds a NaN or a +Inf,
+or nothing but -Inf, stops the generation on ref and sim (and on cuda when
+sampling) with an error naming the step and the sequence: argmax would
+pass over the NaN and pick a token all the same.
 
   ref   the reference evaluator (float64 arithmetic)
   sim   the kernels that "tec build" emits at -O (with --gpu), in the
@@ -74,8 +117,9 @@ the NaN and pick a token all the same.
         the kernels, measured with CUDA events
 
 It prints each sequence's tokens and the time of the prefill and of each
-step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
-[...], "device": ...} on standard output.`,
+step; --json prints {"tokens": [[...]], "finish": [...], "prefill_ms":
+..., "step_ms": [...], "device": ...} on standard output, and with
+--stream each run's tokens as a JSON line as it ends, before that.`,
 	}
 	c.run = func(e *env, args []string) int {
 		fs := newFlagSet(c)
@@ -89,7 +133,12 @@ step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
 		fs.StringVar(&gf.prompt, "prompt", "", "the prompts, an .npy file of token ids, i32[B, P]")
 		fs.StringVar(&gf.params, "params", "", "an .npz archive of the params (and other shared inputs), by name, or a Hugging Face checkpoint's directory (tec import DIR's)")
 		fs.StringVar(&gf.fill, "fill", "", "fill what is not supplied (the params, the prompt): zeros, ones or random")
-		fs.Uint64Var(&gf.seed, "seed", 0, "the seed of --fill random")
+		fs.Uint64Var(&gf.seed, "seed", 0, "the seed of --fill random and of sampling")
+		fs.Float64Var(&gf.sampling.Temperature, "temperature", 0, "sample each token from the logits divided by this; 0: greedy, the model's next")
+		fs.IntVar(&gf.sampling.TopK, "top-k", 0, "when sampling, draw from the K most probable tokens only (0: off)")
+		fs.Float64Var(&gf.sampling.TopP, "top-p", 1, "when sampling, draw from the fewest most probable tokens whose probability sums to P or more (1: off)")
+		fs.Var(&gf.eos, "eos", "an end-of-sequence token id: a sequence ends at the first it gives (repeatable, or a comma-separated list)")
+		fs.BoolVar(&gf.stream, "stream", false, "with --json, print each run's new tokens as a JSON line as it ends")
 		fs.IntVar(&gf.steps, "steps", 16, "the number of decode steps: each sequence gets steps+1 tokens")
 		fs.BoolVar(&gf.json, "json", false, "print the tokens and times as JSON on standard output, and failures as JSON diagnostics")
 		fs.DurationVar(&gf.maxTime, "max-time", time.Minute, "refuse a generation estimated to take longer than this (0: no limit)")
@@ -100,6 +149,7 @@ step; --json prints {"tokens": [[...]], "prefill_ms": ..., "step_ms":
 		}
 		e.setJSON(gf.diagnostics, isSet(fs, "diagnostics"), gf.json)
 		gf.json = gf.json || e.json
+		gf.sampling.Seed = gf.seed
 		if err := gf.check(fs); err != nil {
 			return e.usageError(c, "%v", err)
 		}
@@ -145,11 +195,42 @@ func (gf *generateFlags) check(fs *flag.FlagSet) error {
 	if gf.steps < 0 {
 		return fmt.Errorf("--steps %d: want 0 or more", gf.steps)
 	}
+	if err := gf.checkSampling(fs); err != nil {
+		return err
+	}
+	if gf.stream && !gf.json {
+		return errors.New("--stream prints JSON lines, with --json only" + hintSep + "add --json; without it, the tokens of a single sequence are printed as they come")
+	}
 	if gf.maxTime < 0 {
 		return errors.New("--max-time must not be negative")
 	}
 	if gf.prompt == "" && gf.fill == "" {
 		return errors.New("no prompt" + hintSep + "pass --prompt ids.npy (token ids, i32[B, P]), or --fill random to fill it")
+	}
+	return nil
+}
+
+// checkSampling reports a temperature, top-k or top-p that means nothing,
+// and a filter given without sampling.
+func (gf *generateFlags) checkSampling(fs *flag.FlagSet) error {
+	s := gf.sampling
+	switch {
+	case !(s.Temperature >= 0) || math.IsInf(s.Temperature, 1):
+		return fmt.Errorf("--temperature %v: want 0 or a positive number"+hintSep+
+			"0 is greedy (the model's next); 1 samples from the model's distribution, below 1 sharpens it, above 1 flattens it", s.Temperature)
+	case s.TopK < 0:
+		return fmt.Errorf("--top-k %d: want 0 or a positive number of tokens"+hintSep+"0 is off; --top-k 40 draws from the 40 most probable tokens", s.TopK)
+	case !(s.TopP > 0 && s.TopP <= 1):
+		return fmt.Errorf("--top-p %v: want a probability above 0 and at most 1"+hintSep+
+			"1 is off; --top-p 0.9 draws from the fewest most probable tokens that make up 90%% of the probability", s.TopP)
+	}
+	if s.Greedy() {
+		for _, f := range []string{"top-k", "top-p"} {
+			if isSet(fs, f) {
+				return fmt.Errorf("--%s filters the tokens that sampling draws from, but generation is greedy at temperature 0"+hintSep+
+					"sample with --temperature 1 (the model's distribution) or another above 0, or drop --%s", f, f)
+			}
+		}
 	}
 	return nil
 }
@@ -176,6 +257,12 @@ func (e *env) generatePlan(c *command, gf *generateFlags, file string, mode prec
 	}
 	if err := plan.CheckSteps(gf.steps); err != nil {
 		return nil, e.failf(c, exitUser, &failure{code: codeData, file: file, err: fmt.Errorf("%s: %w", file, err)})
+	}
+	if err := plan.CheckSampling(gf.sampling); err != nil {
+		return nil, e.failf(c, exitUser, &failure{code: codeData, file: file, err: fmt.Errorf("%s: --temperature %v: %w", file, gf.sampling.Temperature, err)})
+	}
+	if err := plan.CheckEOS(gf.eos); err != nil {
+		return nil, e.usageError(c, "--eos: %v", err)
 	}
 	return plan, exitOK
 }
@@ -232,13 +319,19 @@ func checkModelNames(file, prefill, decode string) error {
 // generateSummary is the JSON printed by "tec generate --json"; docs/cli.md
 // documents its fields.
 type generateSummary struct {
-	Prefill   string      `json:"prefill"`
-	Decode    string      `json:"decode"`
-	Device    string      `json:"device"`
-	Tokens    [][]int     `json:"tokens"`
-	PrefillMS jsonFloat   `json:"prefill_ms"`
-	StepMS    []jsonFloat `json:"step_ms"`
-	Filled    []string    `json:"filled"`
+	Prefill string  `json:"prefill"`
+	Decode  string  `json:"decode"`
+	Device  string  `json:"device"`
+	Tokens  [][]int `json:"tokens"`
+	// Finish says why each sequence ended: "steps" or "eos".
+	Finish []generate.Finish `json:"finish"`
+	// Sampling is the sampling, unless greedy; EOS the end-of-sequence
+	// tokens.
+	Sampling  *generate.Sampling `json:"sampling,omitempty"`
+	EOS       []int              `json:"eos,omitempty"`
+	PrefillMS jsonFloat          `json:"prefill_ms"`
+	StepMS    []jsonFloat        `json:"step_ms"`
+	Filled    []string           `json:"filled"`
 	// CUDA describes the GPU run of --device cuda.
 	CUDA *cudaGeneration `json:"cuda,omitempty"`
 	// Warnings are the warnings of the run, as JSON diagnostics.
@@ -252,9 +345,9 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if _, err := checkGenerateWork(plan, gf.steps, rf); err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
 	}
-	if gf.device != "cuda" {
+	if gf.device != "cuda" || !gf.sampling.Greedy() {
 		// each step's logits are checked in this process (generate.Host);
-		// tec-cuda's loop does not check them
+		// tec-cuda's loop does not check them, but samples from them
 		plan.OutputLogits()
 	}
 	mods := map[*te.Program]*driver.Compiled{}
@@ -279,10 +372,16 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 		filled = append([]string{generate.IDs}, filled...)
 	}
 	sum := generateSummary{Prefill: plan.Prefill.Name, Decode: plan.Decode.Name, Device: gf.device,
-		StepMS: []jsonFloat{}, Filled: filled}
+		StepMS: []jsonFloat{}, Filled: filled, EOS: gf.eos}
+	if !gf.sampling.Greedy() {
+		sum.Sampling = &gf.sampling
+	}
 	// The header first, and the tokens as they come: a long generation
 	// does not run in silence.
 	stream := &tokenStream{steps: gf.steps}
+	if gf.stream && gf.device != "cuda" {
+		stream.lines = e.stdout
+	}
 	if !gf.json {
 		printGenerateHeader(e.stdout, &sum, plan.B, gf, opts)
 		if plan.B == 1 && gf.device != "cuda" {
@@ -294,16 +393,21 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	}
 	var res *generate.Result
 	var gpu *cudaGeneration
+	o := generate.Options{Steps: gf.steps, Sampling: gf.sampling, EOS: gf.eos}
 	if gf.device == "cuda" {
-		res, gpu, err = e.generateOnGPU(plan, mods, prompt, shared, gf)
+		res, gpu, err = e.generateOnGPU(plan, mods, prompt, shared, gf, o)
+		if err == nil {
+			stream.replay(res) // the tokens come at the end from tec-cuda
+		}
 	} else {
-		res, err = e.generateOnHost(plan, mods, prompt, shared, gf.steps, rf, stream.step)
+		o.Each = stream.step
+		res, err = e.generateOnHost(plan, mods, prompt, shared, rf, o)
 	}
 	stream.end()
 	if err != nil {
 		return e.failf(c, exitUser, fail(codeEval, err))
 	}
-	sum.Tokens, sum.PrefillMS, sum.CUDA = res.Tokens, millis(res.Prefill), gpu
+	sum.Tokens, sum.Finish, sum.PrefillMS, sum.CUDA = res.Tokens, res.Finish, millis(res.Prefill), gpu
 	for _, d := range res.Steps {
 		sum.StepMS = append(sum.StepMS, millis(d))
 	}
@@ -322,24 +426,38 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 
 // tokenStream shows a generation's tokens as each run gives them: on
 // stdout, where there is a single sequence (its line of tokens grows as
-// they come, the same line tec generate prints at the end otherwise), and
-// as a progress line on stderr when stderr is a terminal.
+// they come, the same line tec generate prints at the end otherwise), as
+// JSON lines (--json --stream), and as a progress line on stderr when
+// stderr is a terminal.
 type tokenStream struct {
 	out      io.Writer // nil: the tokens are printed at the end
+	lines    io.Writer // nil: no JSON lines
 	progress io.Writer // nil: no progress line
 	steps    int
 	tokens   int // written to out
 	drawn    bool
 }
 
+// streamLine is a JSON line of tec generate --json --stream: one run's
+// new token of each sequence, -1 for a sequence that had ended.
+type streamLine struct {
+	Step   int       `json:"step"` // -1: the prefill
+	Tokens []int     `json:"tokens"`
+	MS     jsonFloat `json:"ms"`
+}
+
 // step shows the tokens of one run.
 func (ts *tokenStream) step(s generate.Step) {
-	if ts.out != nil {
+	if ts.out != nil && s.Next[0] != generate.NoToken {
 		if ts.tokens == 0 {
 			fmt.Fprint(ts.out, "sequence 0:")
 		}
 		fmt.Fprintf(ts.out, " %d", s.Next[0])
 		ts.tokens++
+	}
+	if ts.lines != nil {
+		line, _ := json.Marshal(streamLine{Step: s.Step, Tokens: s.Next, MS: millis(s.Took)})
+		fmt.Fprintf(ts.lines, "%s\n", line)
 	}
 	if ts.progress != nil {
 		what := "prefill"
@@ -348,6 +466,28 @@ func (ts *tokenStream) step(s generate.Step) {
 		}
 		fmt.Fprintf(ts.progress, "\r\x1b[K%s done (%.1f ms)", what, float64(s.Took.Microseconds())/1000)
 		ts.drawn = true
+	}
+}
+
+// replay shows the runs of a generation that reported its tokens at the
+// end (tec-cuda's), as JSON lines.
+func (ts *tokenStream) replay(res *generate.Result) {
+	if ts.lines == nil {
+		return
+	}
+	for k := range len(res.Steps) + 1 {
+		s := generate.Step{Step: k - 1, Took: res.Prefill, Next: make([]int, len(res.Tokens))}
+		if k > 0 {
+			s.Took = res.Steps[k-1]
+		}
+		for b, toks := range res.Tokens {
+			s.Next[b] = generate.NoToken
+			if k < len(toks) {
+				s.Next[b] = toks[k]
+			}
+		}
+		line, _ := json.Marshal(streamLine{Step: s.Step, Tokens: s.Next, MS: millis(s.Took)})
+		fmt.Fprintf(ts.lines, "%s\n", line)
 	}
 }
 
@@ -363,7 +503,7 @@ func (ts *tokenStream) end() {
 
 // generateOnHost runs the generation in this process, on the reference
 // evaluator or in the simulator (the kernels mods).
-func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, steps int, rf *runFlags, each func(generate.Step)) (*generate.Result, error) {
+func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, rf *runFlags, o generate.Options) (*generate.Result, error) {
 	dev := namedDevice(rf.device, rf.race)
 	eval := func(p *te.Program, feeds map[string]*te.Array) (map[string]*te.Array, error) {
 		return e.evaluate(dev, p, mods[p], feeds)
@@ -372,7 +512,7 @@ func (e *env) generateOnHost(plan *generate.Plan, mods map[*te.Program]*driver.C
 	if err != nil {
 		return nil, fail(codeInternal, err)
 	}
-	return generate.GenerateEach(host, plan, prompt, steps, each)
+	return generate.GenerateWith(host, plan, prompt, o)
 }
 
 func millis(d time.Duration) jsonFloat { return jsonFloat(d.Microseconds()) / 1000 }
@@ -467,8 +607,15 @@ func printGenerateHeader(w io.Writer, s *generateSummary, sequences int, gf *gen
 	if s.Device == "sim" || s.Device == "cuda" {
 		on = fmt.Sprintf("%s -O%d", s.Device, opts.Level)
 	}
-	fmt.Fprintf(w, "models %s and %s on %s: %d %s, %d decode %s\n", s.Prefill, s.Decode, on,
+	fmt.Fprintf(w, "models %s and %s on %s: %d %s, %d decode %s", s.Prefill, s.Decode, on,
 		sequences, plural(sequences, "sequence", "sequences"), gf.steps, plural(gf.steps, "step", "steps"))
+	if !gf.sampling.Greedy() {
+		fmt.Fprintf(w, ", sampling at %s", gf.sampling)
+	}
+	if len(gf.eos) > 0 {
+		fmt.Fprintf(w, ", ending at %s %s", plural(len(gf.eos), "token", "tokens"), strings.Join(strings.Split(gf.eos.String(), ","), ", "))
+	}
+	fmt.Fprintln(w)
 	if len(s.Filled) > 0 {
 		fmt.Fprintf(w, "filled with %s (seed %d): %s\n", gf.fill, gf.seed, strings.Join(s.Filled, ", "))
 	}

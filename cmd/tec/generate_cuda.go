@@ -27,20 +27,20 @@ func (cf *cudaFlags) registerGenerate(fs *flag.FlagSet) {
 // generateOnGPU runs the generation of plan on the GPU (tec generate
 // --device cuda): the kernels mods, the prompt and the shared feeds, the
 // whole loop in tec-cuda. The times are the kernels', from CUDA events.
-func (e *env) generateOnGPU(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, gf *generateFlags) (*generate.Result, *cudaGeneration, error) {
+func (e *env) generateOnGPU(plan *generate.Plan, mods map[*te.Program]*driver.Compiled, prompt *te.Array, shared map[string]*te.Array, gf *generateFlags, o generate.Options) (*generate.Result, *cudaGeneration, error) {
 	if err := plan.CheckPrompt(prompt); err != nil {
 		return nil, nil, err
 	}
-	if err := plan.CheckSteps(gf.steps); err != nil {
+	if err := plan.CheckSteps(o.Steps); err != nil {
 		return nil, nil, err
 	}
 	feeds := maps.Clone(shared)
 	feeds[generate.IDs] = prompt
-	gen, err := e.generateCUDA(plan, mods[plan.Prefill], mods[plan.Decode], feeds, gf.steps, &gf.cuda)
+	gen, err := e.generateCUDA(plan, mods[plan.Prefill], mods[plan.Decode], feeds, o, &gf.cuda)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &generate.Result{Tokens: make([][]int, len(gen.Tokens)), Prefill: duration(gen.PrefillMS)}
+	res := &generate.Result{Tokens: make([][]int, len(gen.Tokens)), Finish: gen.Finish, Prefill: duration(gen.PrefillMS)}
 	for b, toks := range gen.Tokens {
 		for _, t := range toks {
 			res.Tokens[b] = append(res.Tokens[b], int(t))
@@ -71,29 +71,32 @@ type cudaGeneration struct {
 	Device          gpurun.Device       `json:"device"`
 	PrefillLaunches []gpurun.LaunchInfo `json:"prefill_launches"`
 	DecodeLaunches  []gpurun.LaunchInfo `json:"decode_launches"`
-	// Tokens are each sequence's steps+1 tokens; PrefillMS and StepMS the
-	// times of the prefill's and each step's kernels (CUDA events).
-	Tokens    [][]int32 `json:"-"`
-	PrefillMS float64   `json:"-"`
-	StepMS    []float64 `json:"-"`
+	// Tokens are each sequence's tokens, Finish why it ended; PrefillMS
+	// and StepMS the times of the prefill's and each step's kernels (CUDA
+	// events).
+	Tokens    [][]int32         `json:"-"`
+	Finish    []generate.Finish `json:"-"`
+	PrefillMS float64           `json:"-"`
+	StepMS    []float64         `json:"-"`
 }
 
-// generateCUDA runs a greedy generation of plan on the GPU through
-// tec-cuda (driver.CUDA.Generate): the prefill, compiled as prefill, over
-// the prompts (feeds["ids"]), then steps decode steps, compiled as decode,
-// the whole loop inside tec-cuda with the params and caches kept on the
-// GPU. feeds holds the prompts and the data of every input and param of
-// the two models but the caches and decode's ids and pos, by name.
-func (e *env) generateCUDA(plan *generate.Plan, prefill, decode *driver.Compiled, feeds map[string]*te.Array, steps int, cf *cudaFlags) (*cudaGeneration, error) {
+// generateCUDA runs a generation of plan on the GPU through tec-cuda
+// (driver.CUDA.Generate): the prefill, compiled as prefill, over the
+// prompts (feeds["ids"]), then o.Steps decode steps at most, compiled as
+// decode, the whole loop inside tec-cuda with the params and caches kept
+// on the GPU, sampling and ending as o says. feeds holds the prompts and
+// the data of every input and param of the two models but the caches and
+// decode's ids and pos, by name.
+func (e *env) generateCUDA(plan *generate.Plan, prefill, decode *driver.Compiled, feeds map[string]*te.Array, o generate.Options, cf *cudaFlags) (*cudaGeneration, error) {
 	dev, err := e.cudaDevice(plan.Prefill.Name+" and "+plan.Decode.Name, cf)
 	if err != nil {
 		return nil, err
 	}
-	res, err := dev.Generate(context.Background(), plan, prefill, decode, feeds, steps)
+	res, err := dev.Generate(context.Background(), plan, prefill, decode, feeds, o)
 	if err != nil {
 		return nil, runFailure(err)
 	}
 	return &cudaGeneration{Runner: dev.Runner, Codegen: cf.codegen, Target: dev.Target.Name,
 		Device: res.Device, PrefillLaunches: res.PrefillLaunches, DecodeLaunches: res.DecodeLaunches,
-		Tokens: res.Tokens, PrefillMS: res.PrefillMS, StepMS: res.StepMS}, nil
+		Tokens: res.Tokens, Finish: res.Finish, PrefillMS: res.PrefillMS, StepMS: res.StepMS}, nil
 }

@@ -157,7 +157,7 @@ func TestGenerateCUDA(t *testing.T) {
 		}
 		e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return map[string]string{"TEC_CUDA": "/bin/true"}[k] },
 			execTecCUDA: fakeTecCUDAGenerate(t, models[0].Module, models[1].Module, nil)}
-		gen, err := e.generateCUDA(plan, models[0], models[1], feeds, steps, &cudaFlags{codegen: "ptx", target: "sm_80"})
+		gen, err := e.generateCUDA(plan, models[0], models[1], feeds, generate.Options{Steps: steps}, &cudaFlags{codegen: "ptx", target: "sm_80"})
 		if err != nil {
 			t.Fatalf("-O%d: %v", level, err)
 		}
@@ -192,7 +192,7 @@ func TestGenerateCUDAErrors(t *testing.T) {
 			return fakeTecCUDAGenerate(t, models[0].Module, models[1].Module, nil)(ctx, runner, dir)
 		}}
 	// Past the cache: positions 3..16 of a 16-position cache.
-	_, err := e.generateCUDA(plan, models[0], models[1], feeds, 14, &cudaFlags{codegen: "ptx", target: "sm_80"})
+	_, err := e.generateCUDA(plan, models[0], models[1], feeds, generate.Options{Steps: 14}, &cudaFlags{codegen: "ptx", target: "sm_80"})
 	const want = "running model prefill and decode on the GPU: decode step 13 (position 16): update index pos[0] = 16 is outside kc's dimension 1 [0, 16)"
 	var f *failure
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &f) || f.code != codeCUDA {
@@ -200,7 +200,7 @@ func TestGenerateCUDAErrors(t *testing.T) {
 	}
 	ran = false
 	delete(feeds, "age")
-	_, err = e.generateCUDA(plan, models[0], models[1], feeds, 2, &cudaFlags{codegen: "ptx", target: "sm_80"})
+	_, err = e.generateCUDA(plan, models[0], models[1], feeds, generate.Options{Steps: 2}, &cudaFlags{codegen: "ptx", target: "sm_80"})
 	if err == nil || !strings.Contains(err.Error(), "no data for param age of model prefill") || ran {
 		t.Errorf("a missing feed: %v (tec-cuda ran: %t)", err, ran)
 	}

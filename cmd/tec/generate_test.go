@@ -158,6 +158,11 @@ func TestGenerateErrors(t *testing.T) {
 	if err := os.WriteFile(noNext, []byte(strings.Replace(string(src), "output logits, next\n}\n\nmodel decode", "output logits\n}\n\nmodel decode", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	noArgmax := filepath.Join(dir, "noargmax.te")
+	decodeNext := strings.LastIndex(string(src), "next[b] = argmax[t](logits[b, t])")
+	if err := os.WriteFile(noArgmax, []byte(string(src[:decodeNext])+"next[b] = ids[b]"+string(src[decodeNext+len("next[b] = argmax[t](logits[b, t])"):])), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	otherCache := filepath.Join(dir, "othercache.te")
 	decodeAt := strings.Index(string(src), "model decode")
 	changed := string(src[:decodeAt]) + strings.Replace(string(src[decodeAt:]), "input v_cache: f32[L, B, NKV, T, DH]", "input v_cache: f32[L, B, NKV, T + 1, DH]", 1)
@@ -190,6 +195,20 @@ func TestGenerateErrors(t *testing.T) {
 		{"prompt out of the vocabulary", []string{llamaFile, "--prompt", bigPrompt, "--fill", "ones"}, exitUser, codeData, "the prompt's token 64 at [1, 1] is not in the vocabulary [0, 64)"},
 		{"missing prompt file", []string{llamaFile, "--prompt", filepath.Join(dir, "none.npy")}, exitUser, codeIO, "none.npy"},
 		{"cuda without tec-cuda", []string{llamaFile, "--fill", "ones", "--device", "cuda"}, exitUser, codeCUDA, "--device cuda needs tec-cuda, the GPU runner, which is not installed"},
+		{"negative temperature", []string{llamaFile, "--fill", "ones", "--temperature", "-0.5"}, exitUsage, codeUsage, "--temperature -0.5: want 0 or a positive number"},
+		{"negative temperature, the hint", []string{llamaFile, "--fill", "ones", "--temperature", "-0.5"}, exitUsage, codeUsage, "0 is greedy (the model's next)"},
+		{"NaN temperature", []string{llamaFile, "--fill", "ones", "--temperature", "NaN"}, exitUsage, codeUsage, "--temperature NaN: want 0 or a positive number"},
+		{"negative top-k", []string{llamaFile, "--fill", "ones", "--temperature", "1", "--top-k", "-1"}, exitUsage, codeUsage, "--top-k -1: want 0 or a positive number of tokens"},
+		{"top-p 0", []string{llamaFile, "--fill", "ones", "--temperature", "1", "--top-p", "0"}, exitUsage, codeUsage, "--top-p 0: want a probability above 0 and at most 1"},
+		{"top-p 0, the hint", []string{llamaFile, "--fill", "ones", "--temperature", "1", "--top-p", "0"}, exitUsage, codeUsage, "1 is off; --top-p 0.9 draws from the fewest most probable tokens that make up 90% of the probability"},
+		{"top-p above 1", []string{llamaFile, "--fill", "ones", "--temperature", "1", "--top-p", "1.5"}, exitUsage, codeUsage, "--top-p 1.5: want a probability above 0 and at most 1"},
+		{"top-k when greedy", []string{llamaFile, "--fill", "ones", "--top-k", "5"}, exitUsage, codeUsage, "--top-k filters the tokens that sampling draws from, but generation is greedy at temperature 0"},
+		{"top-p when greedy, the hint", []string{llamaFile, "--fill", "ones", "--top-p", "0.5"}, exitUsage, codeUsage, "sample with --temperature 1 (the model's distribution) or another above 0, or drop --top-p"},
+		{"negative eos", []string{llamaFile, "--fill", "ones", "--eos", "-1"}, exitUsage, codeUsage, "token -1: token ids are 0 or more"},
+		{"eos not a number", []string{llamaFile, "--fill", "ones", "--eos", "2,x"}, exitUsage, codeUsage, `"x" is not a token id`},
+		{"eos past the vocabulary", []string{llamaFile, "--fill", "ones", "--eos", "3", "--eos", "64"}, exitUsage, codeUsage, "--eos: end-of-sequence token 64 is not in the vocabulary: the vocabulary is [0, 64)"},
+		{"sampling without logits", []string{noArgmax, "--fill", "ones", "--temperature", "0.8"}, exitUser, codeData,
+			"--temperature 0.8: model decode's next is not the argmax of a tensor of logits, [B, V], which sampling draws each token from"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
