@@ -278,8 +278,124 @@ def forward(cfg, w, ids):
 def generate(cfg, w, prompt):
     """Greedy generation without a cache: the whole sequence again for
     each token. Returns the tokens and the least margin of the argmax."""
+    return generate_n(cfg, w, prompt, STEPS)
+
+
+# A checkpoint with a tokenizer, for tec generate's text prompts: Llama
+# 3.2's layout with a vocabulary of the 256 bytes (token b is byte b, as
+# GPT-2's byte-level alphabet writes it) and Llama 3's special tokens, no
+# merges, so that a text's ids are its UTF-8 bytes after
+# <|begin_of_text|>, which this script works out without a tokenizer
+# library; a chat template of Llama 3's format.
+TEXT_SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+TEXT_CONFIG = {**CHECKPOINTS["llama3"]["config"], "vocab_size": 256 + len(TEXT_SPECIALS),
+               "bos_token_id": 256, "eos_token_id": 257}
+TEXT_STEPS = 15
+TEXT_PROMPTS = {
+    "plain": {"prompt": "Hello, tec! ünïcödé"},
+    "chat": {"prompt": "What is a tensor?", "system": "Answer briefly.", "chat": True},
+}
+LLAMA3_TEMPLATE = (
+    "{{- bos_token }}{%- for message in messages %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}"
+    "{%- endfor %}{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}")
+
+
+def byte_alphabet():
+    """GPT-2's map of the 256 bytes to printable characters."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def text_ids(text):
+    """The ids of text, special tokens split out first, the rest its UTF-8
+    bytes."""
+    ids, rest = [], text
+    while rest:
+        at = [(rest.find(s), s) for s in TEXT_SPECIALS if rest.find(s) >= 0]
+        if not at:
+            ids += list(rest.encode("utf-8"))
+            break
+        i, s = min(at)
+        ids += list(rest[:i].encode("utf-8")) + [256 + TEXT_SPECIALS.index(s)]
+        rest = rest[i + len(s):]
+    return ids
+
+
+def text_of(ids):
+    """The text of ids, special tokens skipped, as tec's streamed decoding
+    gives it."""
+    return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
+
+
+def write_text_checkpoint(outdir):
+    import jinja2
+    alphabet = byte_alphabet()
+    name = os.path.join(outdir, "llama3_text")
+    cfg = TEXT_CONFIG
+    vocab = {alphabet[b]: b for b in range(256)}
+    tok = {
+        "version": "1.0",
+        "added_tokens": [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i, s in enumerate(TEXT_SPECIALS)],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+             "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [256], "tokens": ["<|begin_of_text|>"]}}},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                  "vocab": vocab, "merges": []},
+    }
+    for seed in range(1000, 1100):
+        gen = torch.Generator().manual_seed(seed)
+        w = weights(cfg, gen)
+        stored = {n: t.to(TORCH_DTYPE["BF16"]).double() for n, t in w.items()}
+        expected, ok = {}, True
+        for key, p in TEXT_PROMPTS.items():
+            text = p["prompt"]
+            if p.get("chat"):
+                msgs = [{"role": "system", "content": p["system"]}, {"role": "user", "content": text}]
+                text = jinja2.Template(LLAMA3_TEMPLATE).render(messages=msgs, bos_token="<|begin_of_text|>", add_generation_prompt=True)
+                ids = text_ids(text)
+            else:
+                ids = [256] + text_ids(text)
+            tokens, margin = generate_n(cfg, stored, torch.tensor([ids]), TEXT_STEPS)
+            seq = tokens[0].tolist()
+            if 257 in seq:  # ends at its eos, as tec generate does
+                seq = seq[:seq.index(257) + 1]
+            ok = ok and margin > 1e-3 and len(set(seq)) >= 6
+            expected[key] = {"prompt_ids": ids, "tokens": seq, "text": text_of(seq), "margin": margin}
+        if ok:
+            break
+    else:
+        raise SystemExit("llama3_text: no seed gives a decisive and varied greedy path")
+    write_checkpoint(name, cfg, w, "BF16", False)
+    with open(os.path.join(name, "tokenizer.json"), "w") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(name, "tokenizer_config.json"), "w") as f:
+        json.dump({"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "chat_template": LLAMA3_TEMPLATE}, f)
+    with open(name + ".expected.json", "w") as f:
+        json.dump({"seed": seed, "steps": TEXT_STEPS, "prompts": TEXT_PROMPTS, "expected": expected}, f, ensure_ascii=False, indent=1)
+    print(f"llama3_text: seed {seed}, {expected['plain']['text']!r}")
+
+
+def generate_n(cfg, w, prompt, steps):
+    """generate with steps decode steps."""
     ids, out, margin = prompt.clone(), [], float("inf")
-    for _ in range(STEPS + 1):
+    for _ in range(steps + 1):
         logits = forward(cfg, w, ids)[:, -1, :]
         top = logits.topk(2, dim=-1).values
         margin = min(margin, float((top[:, 0] - top[:, 1]).min()))
@@ -291,8 +407,11 @@ def generate(cfg, w, prompt):
 
 def main():
     outdir = sys.argv[1]
-    names = sys.argv[2:] or list(CHECKPOINTS)
+    names = sys.argv[2:] or list(CHECKPOINTS) + ["llama3_text"]
     os.makedirs(outdir, exist_ok=True)
+    if "llama3_text" in names:
+        names.remove("llama3_text")
+        write_text_checkpoint(outdir)
     for i, name in enumerate(names):
         spec = CHECKPOINTS[name]
         cfg = spec["config"]

@@ -51,6 +51,7 @@ __all__ = [
     "Generation",
     "generate",
     "generate_stream",
+    "generate_text",
     "graph",
     "run",
 ]
@@ -198,9 +199,10 @@ class Generation:
     prefill's then each decode step's; a sequence that ended at one of the
     ``eos`` tokens has fewer, the row padded with -1 after its end token (and
     the array is narrower where every sequence ended early). ``finish`` says
-    why each ended: ``"steps"`` or ``"eos"``. ``prefill_ms`` and ``step_ms``
-    (one per step that ran) are the times tec measured; ``summary`` the whole
-    ``--json`` object; ``diagnostics`` the warnings.
+    why each ended: ``"steps"``, ``"eos"`` or ``"stop"``. ``prefill_ms`` and
+    ``step_ms`` (one per step that ran) are the times tec measured;
+    ``summary`` the whole ``--json`` object; ``diagnostics`` the warnings.
+    ``text`` is each sequence's text, for a prompt given as text.
     """
 
     tokens: np.ndarray
@@ -210,6 +212,7 @@ class Generation:
     summary: dict
     diagnostics: list = dataclasses.field(default_factory=list)
     finish: list = dataclasses.field(default_factory=list)
+    text: list = dataclasses.field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=None)
@@ -507,13 +510,20 @@ def run(path, inputs=None, params=None, device="ref", level=None, gpu=None,
 def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
              gpu=None, precision=None, race=None, fill=None, seed=None,
              prefill=None, decode=None, max_time=None, defines=None,
-             temperature=None, top_k=None, top_p=None, eos=None):
+             temperature=None, top_k=None, top_p=None, eos=None,
+             chat=False, system=None, stop=None):
     """Generation with a file's prefill and decode models (``tec generate``):
     the prefill runs ``prompt`` (token ids [B, P]), then ``steps`` decode steps
     each add a token per sequence, the KV caches kept by tec between them
     (docs/cli.md, tec generate).
 
-    ``params`` maps names to arrays (the weights both models share); ``fill``
+    ``params`` maps names to arrays (the weights both models share), or is
+    the path of a Hugging Face checkpoint's directory; ``path`` may be one
+    too. ``prompt`` may be a string, the prompt's text, which the
+    checkpoint's tokenizer encodes (with ``chat``, as a user's message in
+    its chat template, after ``system``); the Generation's ``text`` is then
+    the generated text, which ends before the first of ``stop`` (a string or
+    a list of them). ``fill``
     and ``seed`` fill what is not supplied, the prompt too when it is None.
     Each token is the model's greedy one, or with ``temperature`` above 0
     drawn from its logits as Hugging Face samples (``top_k``, ``top_p``),
@@ -525,7 +535,7 @@ def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
     with tempfile.TemporaryDirectory(prefix="tec-generate-") as tmp:
         args, files = _generate_args("generate", tmp, path, prompt, params, steps, device, level, gpu,
                                      precision, race, fill, seed, prefill, decode, max_time, defines,
-                                     temperature, top_k, top_p, eos)
+                                     temperature, top_k, top_p, eos, chat, system, stop)
         summary, diagnostics, _, _ = _invoke("generate", args, json_summary=True, files=files)
     return _generation(summary, diagnostics)
 
@@ -533,7 +543,8 @@ def generate(path, prompt=None, params=None, steps=16, device="ref", level=None,
 def generate_stream(path, prompt=None, params=None, steps=16, device="ref", level=None,
                     gpu=None, precision=None, race=None, fill=None, seed=None,
                     prefill=None, decode=None, max_time=None, defines=None,
-                    temperature=None, top_k=None, top_p=None, eos=None):
+                    temperature=None, top_k=None, top_p=None, eos=None,
+                    chat=False, system=None, stop=None):
     """:func:`generate`, as a generator of each run's tokens as tec gives them
     (``tec generate --json --stream``): for the prefill and then each decode
     step, an int64 array [B] of each sequence's new token, -1 for a sequence
@@ -542,10 +553,38 @@ def generate_stream(path, prompt=None, params=None, steps=16, device="ref", leve
     a failure raises :class:`TecError` once tec has ended, after the tokens of
     the runs before it. With ``device="cuda"`` the tokens come at the end.
     """
+    return (yield from _stream("generate_stream", lambda event: np.asarray(event["tokens"], dtype=np.int64),
+                               path, prompt, params, steps, device, level, gpu, precision, race, fill, seed,
+                               prefill, decode, max_time, defines, temperature, top_k, top_p, eos, chat, system, stop))
+
+
+def generate_text(path, prompt, params=None, steps=16, device="ref", level=None,
+                  gpu=None, precision=None, race=None, seed=None,
+                  max_time=None, defines=None, temperature=None, top_k=None, top_p=None, eos=None,
+                  chat=False, system=None, stop=None):
+    """:func:`generate` of a text prompt with a Hugging Face checkpoint
+    (``path``, or ``params`` beside a .te of it), as a generator of the
+    generated text as it comes: one string per run (empty where a character
+    waits for the rest of its bytes, or for the end, where it might begin
+    one of ``stop``), then what was held back. Its return value
+    (``StopIteration.value``, or ``yield from``'s) is the
+    :class:`Generation`, whose ``text[0]`` is all of it.
+    """
+    if not isinstance(prompt, str):
+        raise _refuse("generate_text", f"prompt=: want the prompt's text, a str, not {type(prompt).__name__}")
+    return (yield from _stream("generate_text", lambda event: (event.get("text") or [""])[0],
+                               path, prompt, params, steps, device, level, gpu, precision, race, None, seed,
+                               None, None, max_time, defines, temperature, top_k, top_p, eos, chat, system, stop))
+
+
+def _stream(function, item, path, prompt, params, steps, device, level, gpu, precision, race, fill, seed,
+            prefill, decode, max_time, defines, temperature, top_k, top_p, eos, chat, system, stop):
+    """Runs tec generate --json --stream and yields item(event) of each
+    line; returns the Generation."""
     with tempfile.TemporaryDirectory(prefix="tec-generate-") as tmp:
-        args, files = _generate_args("generate_stream", tmp, path, prompt, params, steps, device, level, gpu,
+        args, files = _generate_args(function, tmp, path, prompt, params, steps, device, level, gpu,
                                      precision, race, fill, seed, prefill, decode, max_time, defines,
-                                     temperature, top_k, top_p, eos)
+                                     temperature, top_k, top_p, eos, chat, system, stop)
         cmd = [binary(), "generate"] + [str(a) for a in args + ["--stream"]]
         with tempfile.TemporaryFile(mode="w+") as err:
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
@@ -559,7 +598,7 @@ def generate_stream(path, prompt=None, params=None, steps=16, device="ref", leve
                         except json.JSONDecodeError:
                             pass
                     if isinstance(event, dict) and "tokens" in event:
-                        yield np.asarray(event["tokens"], dtype=np.int64)
+                        yield item(event)
                     else:
                         rest.append(line)
             finally:
@@ -572,18 +611,30 @@ def generate_stream(path, prompt=None, params=None, steps=16, device="ref", leve
 
 
 def _generate_args(function, tmp, path, prompt, params, steps, device, level, gpu, precision, race,
-                   fill, seed, prefill, decode, max_time, defines, temperature, top_k, top_p, eos):
+                   fill, seed, prefill, decode, max_time, defines, temperature, top_k, top_p, eos,
+                   chat=False, system=None, stop=None):
     """The arguments of tec generate --json for :func:`generate`'s, with the
     files (in ``tmp``) through which arrays pass, by argument."""
     args = [path, "--device", device, "--steps",
             _integer(function, "steps", steps, 0, (1 << 63) - 1), "--json"]
     files = {}
-    if prompt is not None:
+    if isinstance(prompt, str):
+        args += ["--prompt", prompt]
+    elif prompt is not None:
         file = os.path.join(tmp, "prompt.npy")
         np.save(file, np.ascontiguousarray(_token_ids(function, prompt)))
         args += ["--prompt", file]
         files[file] = "prompt"
-    if params:
+    if chat:
+        args += ["--chat"]
+    if system is not None:
+        args += ["--system", system]
+    if stop is not None:
+        for s in [stop] if isinstance(stop, str) else list(stop):
+            args += ["--stop", s]
+    if isinstance(params, (str, os.PathLike)):
+        args += ["--params", os.fspath(params)]
+    elif params:
         file = os.path.join(tmp, "params.npz")
         _save_npz(file, {n: np.asarray(a) for n, a in params.items()})
         args += ["--params", file]
@@ -630,7 +681,7 @@ def _generation(summary, diagnostics):
         tokens[b, :len(t)] = t
     return Generation(tokens=tokens, prefill_ms=summary["prefill_ms"], step_ms=list(summary["step_ms"]),
                       device=summary["device"], summary=summary, diagnostics=diagnostics,
-                      finish=list(summary.get("finish") or []))
+                      finish=list(summary.get("finish") or []), text=list(summary.get("text") or []))
 
 
 def explain(path, plan=False, level=None, gpu=None, deterministic=None,

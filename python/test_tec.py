@@ -274,6 +274,53 @@ class SamplingTest(unittest.TestCase):
                 self.assertNotIn("--", str(caught.exception))
 
 
+class TextTest(unittest.TestCase):
+    """Text prompts with a Hugging Face checkpoint: hf_models.py's
+    llama3_text, whose greedy text PyTorch worked out."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="tec-text-")
+        subprocess.run([sys.executable, str(REPO / "python" / "hf_models.py"), cls.tmp.name, "llama3_text"],
+                       check=True, capture_output=True)
+        cls.ckpt = os.path.join(cls.tmp.name, "llama3_text")
+        with open(cls.ckpt + ".expected.json") as f:
+            cls.spec = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_text_as_it_comes(self):
+        plain, want = self.spec["prompts"]["plain"], self.spec["expected"]["plain"]
+        stream = tec.generate_text(self.ckpt, plain["prompt"], steps=self.spec["steps"])
+        pieces = []
+        while True:
+            try:
+                pieces.append(next(stream))
+            except StopIteration as stop:
+                done = stop.value
+                break
+        self.assertEqual("".join(pieces), want["text"])
+        self.assertEqual(done.text, [want["text"]])
+        self.assertEqual(done.tokens[0].tolist(), want["tokens"])
+
+    def test_chat_and_stop(self):
+        chat, want = self.spec["prompts"]["chat"], self.spec["expected"]["chat"]
+        g = tec.generate(self.ckpt, prompt=chat["prompt"], chat=True, system=chat["system"], steps=self.spec["steps"])
+        self.assertEqual(g.text, [want["text"]])
+        stop = want["text"][3:5]
+        g = tec.generate(self.ckpt, prompt=chat["prompt"], chat=True, system=chat["system"],
+                         steps=self.spec["steps"], stop=stop)
+        self.assertEqual(g.text, [want["text"][:want["text"].index(stop)]])
+        self.assertEqual(g.finish, ["stop"])
+
+    def test_not_text(self):
+        with self.assertRaises(tec.TecError) as caught:
+            list(tec.generate_text(self.ckpt, [[1, 2]]))
+        self.assertIn("want the prompt's text", str(caught.exception))
+
+
 class ArgumentTest(unittest.TestCase):
     """Arguments tec would refuse, or the helper would change, are refused
     before tec runs: a TecError (status 2, no command) naming the argument."""

@@ -66,6 +66,16 @@ type ChatTemplate struct {
 // Format returns the template's format.
 func (c *ChatTemplate) Format() ChatFormat { return c.format }
 
+// EndOfTurn returns the special token that ends a message in the
+// template's format, at which a chat model's reply ends: Llama 3's
+// <|eot_id|>, ChatML's <|im_end|>.
+func (c *ChatTemplate) EndOfTurn() string {
+	if c.format == ChatML {
+		return "<|im_end|>"
+	}
+	return "<|eot_id|>"
+}
+
 // ParseChatTemplate recognises the chat template src (a Jinja template from
 // tokenizer_config.json). bosToken is the configuration's bos_token, which
 // Llama 3's templates write first. A template of neither supported format

@@ -235,6 +235,12 @@ func (e *env) compile(cf *compileFlags, file string) (*te.Program, int) {
 	if err != nil {
 		return nil, e.failf(nil, exitUser, &failure{code: codeIO, file: file, err: err})
 	}
+	return e.compileSource(cf, file, src)
+}
+
+// compileSource is compile of file's source src, read already or made
+// (a checkpoint's program).
+func (e *env) compileSource(cf *compileFlags, file string, src []byte) (*te.Program, int) {
 	e.source.file, e.source.src = file, src
 	prog, diags := lang.Check(file, src, lang.Config{Defines: cf.defines, Model: cf.model, ReadFile: readImport})
 	if code := e.report(cf, diags, lang.SourceFunc(file, src, readSource)); code != exitOK {

@@ -44,6 +44,13 @@ type generateFlags struct {
 	// --eos.
 	sampling generate.Sampling
 	eos      tokenList
+	// chat, system and stops: --chat, --system and --stop, for a prompt
+	// given as text; source is the program of a checkpoint's directory
+	// given as FILE.
+	chat   bool
+	system string
+	stops  stringList
+	source []byte
 }
 
 // tokenList is the value of a repeatable flag of token ids (--eos 2
@@ -86,7 +93,14 @@ names, shapes and dtypes, written with update; the decode step writes the
 slot at pos). The caches start as zeros; every other input and param is
 shared by name and fed once, from --params or filled as --fill says.
 With --params DIR, the params of a program that tec import DIR wrote come
-from the Hugging Face checkpoint's safetensors.
+from the Hugging Face checkpoint's safetensors; FILE may be such a DIR,
+whose program is tec import DIR's.
+
+Where --prompt is not an .npy file it is text, which the checkpoint's
+tokenizer.json encodes (--chat: as a user's message in its chat
+template, after --system); B is then 1, P the prompt's tokens, the end
+tokens the checkpoint's, and the text is printed as it comes (stdout; the
+rest on stderr), cut before the first --stop string.
 
 The prefill runs on the prompt (--prompt FILE.npy, i32[B, P], or filled
 with token ids by --fill); then decode step i feeds each sequence's last
@@ -130,7 +144,10 @@ step; --json prints {"tokens": [[...]], "finish": [...], "prefill_ms":
 		fs.StringVar(&gf.decode, "decode", "decode", "the model that runs one decode step")
 		fs.StringVar(&gf.device, "device", "ref", "where to run: ref, sim or cuda")
 		fs.BoolVar(&gf.race, "race", true, "with --device sim, detect data races and reads of memory nothing wrote (status 1 if any)")
-		fs.StringVar(&gf.prompt, "prompt", "", "the prompts, an .npy file of token ids, i32[B, P]")
+		fs.StringVar(&gf.prompt, "prompt", "", "the prompt: an .npy file of token ids, i32[B, P], or text, which the checkpoint's tokenizer encodes")
+		fs.BoolVar(&gf.chat, "chat", false, "with a text prompt, give it as a user's message in the checkpoint's chat template (Llama 3, ChatML)")
+		fs.StringVar(&gf.system, "system", "", "with --chat, a system message before the prompt")
+		fs.Var(&gf.stops, "stop", "with a text prompt, end a sequence where its text holds this string, cut before it (repeatable)")
 		fs.StringVar(&gf.params, "params", "", "an .npz archive of the params (and other shared inputs), by name, or a Hugging Face checkpoint's directory (tec import DIR's)")
 		fs.StringVar(&gf.fill, "fill", "", "fill what is not supplied (the params, the prompt): zeros, ones or random")
 		fs.Uint64Var(&gf.seed, "seed", 0, "the seed of --fill random and of sampling")
@@ -168,14 +185,55 @@ step; --json prints {"tokens": [[...]], "finish": [...], "prefill_ms":
 		if len(pos) != 1 {
 			return e.usageError(c, "want one FILE, got %d arguments", len(pos))
 		}
+		tg, code := e.textPrompt(c, &gf, pos[0])
+		if code != exitOK {
+			return code
+		}
 		plan, code := e.generatePlan(c, &gf, pos[0], opts.Precision)
 		if plan == nil {
 			return code
 		}
 		opts.Precision = precision.F32 // the programs are already at --precision
-		return e.runGenerate(c, &gf, plan, opts, fill)
+		return e.runGenerate(c, &gf, plan, opts, fill, tg)
 	}
 	return c
+}
+
+// textPrompt reads a checkpoint's directory given as file, as its program
+// and, without --params, its weights, and a text prompt (prepareText),
+// which it returns; nil for a prompt of token ids.
+func (e *env) textPrompt(c *command, gf *generateFlags, file string) (*textGeneration, int) {
+	dir := ""
+	switch {
+	case isCheckpoint(file):
+		src, err := checkpointSource(file)
+		if err != nil {
+			return nil, e.failf(c, exitUser, &failure{code: codeData, file: file, err: err})
+		}
+		gf.source, dir = src, file
+		if gf.params == "" {
+			gf.params = file
+		}
+	case gf.params != "" && isCheckpoint(gf.params):
+		dir = gf.params
+	}
+	text := gf.prompt != "" && !isIDsFile(gf.prompt)
+	switch {
+	case !text && (gf.chat || len(gf.stops) > 0):
+		return nil, e.usageError(c, "--chat and --stop are for a prompt given as text"+hintSep+"pass --prompt TEXT with a checkpoint directory whose tokenizer encodes it")
+	case gf.system != "" && !gf.chat:
+		return nil, e.usageError(c, "--system is a system message of a chat"+hintSep+"add --chat")
+	case !text:
+		return nil, exitOK
+	case dir == "":
+		return nil, e.usageError(c, "--prompt %q is no .npy file of token ids, and there is no checkpoint directory to encode it as text with"+hintSep+
+			"give FILE or --params as a Hugging Face checkpoint's directory (its tokenizer.json encodes the text), or the prompt's token ids as an .npy file", shorten(gf.prompt, 40))
+	}
+	tg, err := gf.prepareText(dir)
+	if err != nil {
+		return nil, e.failf(c, exitUser, &failure{code: codeData, file: dir, err: err})
+	}
+	return tg, exitOK
 }
 
 // check reports a misused command line.
@@ -238,14 +296,21 @@ func (gf *generateFlags) checkSampling(fs *flag.FlagSet) error {
 // generatePlan compiles the two models of file at mode and checks that
 // they fit together; it returns nil and the exit status on failure.
 func (e *env) generatePlan(c *command, gf *generateFlags, file string, mode precision.Mode) (*generate.Plan, int) {
-	if err := checkModelNames(file, gf.prefill, gf.decode); err != nil {
+	src := gf.source
+	if src == nil {
+		var err error
+		if src, err = readSource(file); err != nil {
+			return nil, e.failf(nil, exitUser, &failure{code: codeIO, file: file, err: err})
+		}
+	}
+	if err := checkModelNames(file, src, gf.prefill, gf.decode); err != nil {
 		return nil, e.failf(c, exitUser, err)
 	}
 	var progs [2]*te.Program
 	for i, name := range []string{gf.prefill, gf.decode} {
 		cf := gf.compileFlags
 		cf.model = name
-		prog, code := e.compile(&cf, file)
+		prog, code := e.compileSource(&cf, file, src)
 		if prog == nil {
 			return nil, code
 		}
@@ -270,11 +335,7 @@ func (e *env) generatePlan(c *command, gf *generateFlags, file string, mode prec
 // checkModelNames reports a file that parses but lacks the model prefill
 // or decode names, with the models it has; other errors of the file are
 // left to the compiler.
-func checkModelNames(file, prefill, decode string) error {
-	src, err := readSource(file)
-	if err != nil {
-		return nil
-	}
+func checkModelNames(file string, src []byte, prefill, decode string) error {
 	f, err := syntax.Parse(file, src)
 	if err != nil {
 		return nil
@@ -323,6 +384,8 @@ type generateSummary struct {
 	Decode  string  `json:"decode"`
 	Device  string  `json:"device"`
 	Tokens  [][]int `json:"tokens"`
+	// Text is each sequence's tokens decoded, for a text prompt.
+	Text []string `json:"text,omitempty"`
 	// Finish says why each sequence ended: "steps" or "eos".
 	Finish []generate.Finish `json:"finish"`
 	// Sampling is the sampling, unless greedy; EOS the end-of-sequence
@@ -340,7 +403,7 @@ type generateSummary struct {
 
 // runGenerate binds the prompt and the shared feeds, runs the generation
 // on gf's device and prints the result.
-func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, opts pipeline.Options, fill *numeric.Fill) int {
+func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, opts pipeline.Options, fill *numeric.Fill, tg *textGeneration) int {
 	rf := &runFlags{device: gf.device, race: gf.race, seed: gf.seed, maxTime: gf.maxTime}
 	if _, err := checkGenerateWork(plan, gf.steps, rf); err != nil {
 		return e.failf(c, exitUser, fail(codeTime, err))
@@ -360,7 +423,16 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 			mods[p] = res
 		}
 	}
-	prompt, err := readPrompt(plan, gf, fill)
+	var prompt *te.Array
+	var err error
+	if tg != nil {
+		prompt, err = tg.promptArray(plan)
+		if err != nil {
+			err = &failure{code: codeData, file: tg.dir, err: err}
+		}
+	} else {
+		prompt, err = readPrompt(plan, gf, fill)
+	}
 	if err != nil {
 		return e.failf(c, exitUser, err)
 	}
@@ -382,9 +454,21 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 	if gf.stream && gf.device != "cuda" {
 		stream.lines = e.stdout
 	}
+	// With a text prompt, stdout has the text alone; the rest goes to
+	// stderr.
+	info := e.stdout
+	if tg != nil {
+		info = e.stderr
+		for range plan.B {
+			stream.texts = append(stream.texts, newTextStream(tg, nil))
+		}
+	}
 	if !gf.json {
-		printGenerateHeader(e.stdout, &sum, plan.B, gf, opts)
-		if plan.B == 1 && gf.device != "cuda" {
+		printGenerateHeader(info, &sum, plan.B, gf, opts)
+		switch {
+		case plan.B == 1 && gf.device != "cuda" && tg != nil:
+			stream.texts[0].out = e.stdout
+		case plan.B == 1 && gf.device != "cuda":
 			stream.out = e.stdout
 		}
 	}
@@ -401,7 +485,17 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 		}
 	} else {
 		o.Each = stream.step
+		if stream.texts != nil {
+			o.Stop = stream.stop
+		}
 		res, err = e.generateOnHost(plan, mods, prompt, shared, rf, o)
+	}
+	if err == nil && stream.texts != nil {
+		sum.Text, err = stream.finishText(res, o.Stop != nil)
+		if rest := stream.freshText(); err == nil && stream.lines != nil && slices.ContainsFunc(rest, func(s string) bool { return s != "" }) {
+			line, _ := json.Marshal(streamLine{Step: len(res.Steps), Tokens: []int{}, Text: rest, End: true})
+			fmt.Fprintf(stream.lines, "%s\n", line)
+		}
 	}
 	stream.end()
 	if err != nil {
@@ -420,6 +514,16 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 		}
 		return exitOK
 	}
+	if tg != nil {
+		for _, t := range sum.Text {
+			if stream.texts[0].out == nil {
+				fmt.Fprint(e.stdout, t)
+			}
+			fmt.Fprintln(e.stdout)
+		}
+		printGenerate(info, &sum, true)
+		return exitOK
+	}
 	printGenerate(e.stdout, &sum, stream.out != nil)
 	return exitOK
 }
@@ -430,9 +534,10 @@ func (e *env) runGenerate(c *command, gf *generateFlags, plan *generate.Plan, op
 // JSON lines (--json --stream), and as a progress line on stderr when
 // stderr is a terminal.
 type tokenStream struct {
-	out      io.Writer // nil: the tokens are printed at the end
-	lines    io.Writer // nil: no JSON lines
-	progress io.Writer // nil: no progress line
+	out      io.Writer     // nil: the tokens are printed at the end
+	texts    []*textStream // each sequence's text, for a text prompt
+	lines    io.Writer     // nil: no JSON lines
+	progress io.Writer     // nil: no progress line
 	steps    int
 	tokens   int // written to out
 	drawn    bool
@@ -444,6 +549,12 @@ type streamLine struct {
 	Step   int       `json:"step"` // -1: the prefill
 	Tokens []int     `json:"tokens"`
 	MS     jsonFloat `json:"ms"`
+	// Text is each sequence's new text, for a text prompt. The last line
+	// may have no tokens, and End set: the text held back until the end
+	// (a character whose bytes had not all come, what might have begun a
+	// stop string).
+	Text []string `json:"text,omitempty"`
+	End  bool     `json:"end,omitempty"`
 }
 
 // step shows the tokens of one run.
@@ -456,7 +567,7 @@ func (ts *tokenStream) step(s generate.Step) {
 		ts.tokens++
 	}
 	if ts.lines != nil {
-		line, _ := json.Marshal(streamLine{Step: s.Step, Tokens: s.Next, MS: millis(s.Took)})
+		line, _ := json.Marshal(streamLine{Step: s.Step, Tokens: s.Next, MS: millis(s.Took), Text: ts.freshText()})
 		fmt.Fprintf(ts.lines, "%s\n", line)
 	}
 	if ts.progress != nil {
@@ -467,6 +578,47 @@ func (ts *tokenStream) step(s generate.Step) {
 		fmt.Fprintf(ts.progress, "\r\x1b[K%s done (%.1f ms)", what, float64(s.Took.Microseconds())/1000)
 		ts.drawn = true
 	}
+}
+
+// stop decodes sequence b's new token (the last of tokens, Loop.Stop),
+// and reports whether its text reached a stop string.
+func (ts *tokenStream) stop(b int, tokens []int) bool {
+	return ts.texts[b].add(tokens[len(tokens)-1])
+}
+
+// freshText returns each sequence's text since the last call, or nil
+// without a text prompt.
+func (ts *tokenStream) freshText() []string {
+	if ts.texts == nil {
+		return nil
+	}
+	out := make([]string, len(ts.texts))
+	for b, s := range ts.texts {
+		out[b] = s.fresh()
+	}
+	return out
+}
+
+// finishText returns each sequence's text: decoded as the tokens came
+// (fed, through Loop.Stop), or, where they came at the end (tec-cuda),
+// now, with the text after a stop string cut.
+func (ts *tokenStream) finishText(res *generate.Result, fed bool) ([]string, error) {
+	var texts []string
+	for b, s := range ts.texts {
+		if !fed {
+			for _, id := range res.Tokens[b] {
+				if s.add(id) {
+					break
+				}
+			}
+		}
+		t, err := s.finish()
+		if err != nil {
+			return nil, fmt.Errorf("sequence %d: decoding its tokens: %w", b, err)
+		}
+		texts = append(texts, t)
+	}
+	return texts, nil
 }
 
 // replay shows the runs of a generation that reported its tokens at the

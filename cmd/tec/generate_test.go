@@ -43,6 +43,8 @@ type generateJSON struct {
 	StepMS    []float64       `json:"step_ms"`
 	Filled    []string        `json:"filled"`
 	Warnings  json.RawMessage `json:"warnings"`
+	Text      []string        `json:"text"`
+	Finish    []string        `json:"finish"`
 }
 
 func runGenerateJSON(t *testing.T, args ...string) generateJSON {

@@ -81,6 +81,116 @@ func TestHFGenerate(t *testing.T) {
 	}
 }
 
+// TestHFGenerateText runs tec generate on a checkpoint's directory with
+// a text prompt: python/hf_models.py's llama3_text, a tiny Llama 3.2 whose
+// tokenizer.json has the 256 bytes as its vocabulary (no merges) and
+// Llama 3's special tokens, so that the script knows a text's ids without
+// a tokenizer library, and a Llama 3 chat template. The tokens and their
+// text must be the script's greedy PyTorch generation's: a plain prompt
+// (<|begin_of_text|> added, non-ASCII text) on the reference and the
+// simulator at -O4, and a chat with a system message (the template
+// rendered by Jinja on the script's side), streamed as JSON lines whose
+// text adds up; --stop cuts the text and ends the sequence; and the
+// misuses of text prompts are usage errors.
+func TestHFGenerateText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: writing the checkpoint and generating takes seconds")
+	}
+	if out, err := exec.Command(pythonWithTorch, "-c", "import torch, numpy, jinja2").CombinedOutput(); err != nil {
+		msg := pythonWithTorch + " cannot import torch, numpy and jinja2 (Debian's python3-torch, python3-numpy and python3-jinja2; .ci/run installs them): " + strings.TrimSpace(string(out))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(pythonWithTorch, "../../python/hf_models.py", dir, "llama3_text").CombinedOutput(); err != nil {
+		t.Fatalf("python/hf_models.py: %v\n%s", err, out)
+	}
+	ckpt := filepath.Join(dir, "llama3_text")
+	data, err := os.ReadFile(ckpt + ".expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Steps   int
+		Prompts map[string]struct {
+			Prompt, System string
+			Chat           bool
+		}
+		Expected map[string]struct {
+			Tokens []int
+			Text   string
+		}
+	}
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	steps := strconv.Itoa(spec.Steps)
+	for _, tc := range []struct {
+		prompt string
+		device []string
+	}{{"plain", []string{"--device", "ref"}}, {"plain", []string{"--device", "sim", "-O4"}}, {"chat", []string{"--device", "ref"}}} {
+		p, want := spec.Prompts[tc.prompt], spec.Expected[tc.prompt]
+		args := []string{ckpt, "--prompt", p.Prompt, "--steps", steps}
+		if p.Chat {
+			args = append(args, "--chat", "--system", p.System)
+		}
+		g := runGenerateJSON(t, append(args, tc.device...)...)
+		if len(g.Tokens) != 1 || !slices.Equal(g.Tokens[0], want.Tokens) || len(g.Text) != 1 || g.Text[0] != want.Text {
+			t.Errorf("%s %s: tokens %v, text %q; PyTorch's %v, %q", tc.prompt, strings.Join(tc.device, " "), g.Tokens, g.Text, want.Tokens, want.Text)
+		}
+		if tc.prompt != "chat" {
+			continue
+		}
+		// Streamed: each run's new text, adding up to the whole.
+		code, out, errs := runTec(t, append([]string{"generate", "--json", "--stream"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("--stream: status %d\n%s%s", code, out, errs)
+		}
+		var joined strings.Builder
+		for _, line := range strings.Split(out, "\n") {
+			var l struct{ Text []string }
+			if strings.HasPrefix(line, "{\"step\"") && json.Unmarshal([]byte(line), &l) == nil && len(l.Text) == 1 {
+				joined.WriteString(l.Text[0])
+			}
+		}
+		if joined.String() != want.Text {
+			t.Errorf("--stream: the lines' text %q, want %q", joined.String(), want.Text)
+		}
+	}
+	// --stop: the text cut before the first stop string, the sequence
+	// ended there.
+	plain := spec.Expected["plain"]
+	runes := []rune(plain.Text)
+	stop := string(runes[len(runes)/2 : len(runes)/2+2])
+	cut := plain.Text[:strings.Index(plain.Text, stop)]
+	g := runGenerateJSON(t, ckpt, "--prompt", spec.Prompts["plain"].Prompt, "--steps", steps, "--stop", stop)
+	if len(g.Text) != 1 || g.Text[0] != cut || len(g.Finish) != 1 || g.Finish[0] != "stop" {
+		t.Errorf("--stop %q: text %q, finish %v; want %q, stop", stop, g.Text, g.Finish, cut)
+	}
+	// Text output: the text alone on stdout, the rest on stderr.
+	code, out, errs := runTec(t, "generate", ckpt, "--prompt", spec.Prompts["plain"].Prompt, "--steps", steps)
+	if code != exitOK || out != plain.Text+"\n" || !strings.Contains(errs, "decode steps:") {
+		t.Errorf("text output: status %d, stdout %q, stderr %q; want the text %q", code, out, errs, plain.Text)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{llamaFile, "--prompt", "Hello"}, exitUsage, `--prompt "Hello" is no .npy file of token ids, and there is no checkpoint directory to encode it as text with`},
+		{[]string{ckpt, "--prompt", "Hi", "--system", "Be brief."}, exitUsage, "--system is a system message of a chat"},
+		{[]string{llamaFile, "--fill", "random", "--chat"}, exitUsage, "--chat and --stop are for a prompt given as text"},
+		{[]string{ckpt, "--prompt", "Hi", "-D", "P=4"}, exitUser, "--prompt: the text is 3 tokens, but model prefill's ids are i32[1, 4]"},
+	} {
+		code, out, errs := runTec(t, append([]string{"generate"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("tec generate %s: status %d\n%s%s\nwant status %d and %q", strings.Join(tc.args, " "), code, out, errs, tc.code, tc.want)
+		}
+	}
+}
+
 // hfTensor is a tensor of a checkpoint that writeCheckpoint writes.
 type hfTensor struct {
 	name  string

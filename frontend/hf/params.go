@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -136,4 +137,37 @@ func listNames(names []string, n int) string {
 		return fmt.Sprint(names)
 	}
 	return fmt.Sprintf("%v and %d more", names[:n], len(names)-n)
+}
+
+// GenerationConfigFile is the checkpoint's file of generation defaults,
+// whose end-of-sequence ids may be more than config.json's (an instruct
+// model's end-of-turn token).
+const GenerationConfigFile = "generation_config.json"
+
+// ReadGenerationEOS returns the end-of-sequence token ids of dir's
+// generation_config.json (eos_token_id, one id or a list), nil where the
+// file or the field is absent.
+func ReadGenerationEOS(dir string) ([]int, error) {
+	path := filepath.Join(dir, GenerationConfigFile)
+	data, err := safefile.ReadFile(path, maxConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(v.EOS) == 0 {
+		return nil, nil
+	}
+	var c Config
+	if err := readEOS(&c, v.EOS); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c.EOS, nil
 }
