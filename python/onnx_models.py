@@ -266,6 +266,24 @@ class DecoderOps(nn.Module):
         return torch.cat([b.flatten(), c.flatten()])
 
 
+class ScatterOps(nn.Module):
+    """Scatters whose indices the model computes (ScatterND with indices
+    read at run time): each row's largest element replaced by the row's
+    mean, and the column of each row's smallest marked in a mask (an
+    index_put_ of rows and computed columns). PyTorch 1.13 exports
+    index_put_'s accumulate as a plain ScatterND and an Add, which is not
+    its meaning where indices repeat, so the reductions are checked in
+    frontend/onnx's tests instead."""
+
+    def forward(self, x):  # x: [5, 7]
+        rows = torch.arange(x.shape[0])
+        y = x.clone()
+        y[rows, x.argmax(dim=1)] = x.mean(dim=1)
+        mask = torch.zeros(x.shape)
+        mask[rows, x.argmin(dim=1)] = 1.0
+        return torch.cat([y.flatten(), mask.flatten()])
+
+
 def models():
     """name -> (module, example inputs, opset)"""
     gen = torch.Generator().manual_seed(0)
@@ -318,6 +336,7 @@ def models():
     dec = DecoderOps()
     randomize(dec, gen)
     out["decoder_ops"] = (dec, {"x": torch.randn(1, 4, 3, 5, generator=gen)}, 17)
+    out["scatter_ops"] = (ScatterOps(), {"x": torch.randn(5, 7, generator=gen)}, 17)
 
     # torchvision's Swin Transformer (swin_t's code: shifted windows, the
     # attention mask built by ScatterND, Mod and Dropout with a ratio of 0)

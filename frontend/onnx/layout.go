@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"tec/te"
 )
@@ -798,13 +800,16 @@ func cumSumOp(n *node) error {
 	return n.im.define(n.out(0, x.dt, x.shape), vs, body)
 }
 
-// scatterNDOp is ScatterND with its indices known at import (reduction
-// none): the data, with the slices that the indices' last axis names
-// replaced by the updates. The importer tabulates, for each position of
-// the indexed prefix of the data's axes, the update that lands there (the
+// scatterNDOp is ScatterND: the data, with the slices that the indices'
+// last axis names replaced by the updates (reduction none) or combined
+// with them (add, mul, max, min). With the indices known at import and
+// reduction none, the importer tabulates, for each position of the
+// indexed prefix of the data's axes, the update that lands there (the
 // last, as ONNX's sequential definition has it) or -1, as an i32 param,
-// and the output selects the update or the data by it. Where every input
-// is known at import, the table folds away with the node.
+// and the output selects the update or the data by it; where every input
+// is known at import, the table folds away with the node. Otherwise
+// (scatterNDRuntime) each position reduces over the updates whose index
+// is its own.
 func scatterNDOp(n *node) error {
 	data, err := n.need(0)
 	if err != nil {
@@ -818,11 +823,14 @@ func scatterNDOp(n *node) error {
 	if err != nil {
 		return err
 	}
-	if r := n.str("reduction", "none"); r != "none" {
-		return fmt.Errorf("ScatterND with reduction %q is not supported (none is)", r)
+	red := n.str("reduction", "none")
+	switch red {
+	case "none", "add", "mul", "max", "min":
+	default:
+		return fmt.Errorf("ScatterND with reduction %q is not supported (none, add, mul, max and min are)", red)
 	}
-	if ind.constant == nil {
-		return fmt.Errorf("the indices must be known at import")
+	if ind.dt != te.I32 && ind.dt != te.I64 {
+		return fmt.Errorf("ScatterND indices of type %s", ind.dt)
 	}
 	k, lead, want, err := ndIndices("ScatterND", data, ind)
 	if err != nil {
@@ -830,6 +838,21 @@ func scatterNDOp(n *node) error {
 	}
 	if !equalShape(upd.shape, want) {
 		return fmt.Errorf("ScatterND updates of shape %v, want %v", upd.shape, want)
+	}
+	if ind.constant != nil {
+		// checked and made non-negative at import
+		idx, err := ndIndexValues(ind.constant, data.shape, k)
+		if err != nil {
+			return err
+		}
+		norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(idx))}
+		for i, v := range idx {
+			norm.Data[i] = float64(v)
+		}
+		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}
+	}
+	if ind.constant == nil || red != "none" {
+		return scatterNDRuntime(n, data, ind, upd, red, k, lead)
 	}
 	idx, err := ndIndexValues(ind.constant, data.shape, k)
 	if err != nil {
@@ -856,18 +879,75 @@ func scatterNDOp(n *node) error {
 	s := n.im.read(table, ivars(vs[:k])...)
 	// the update's index: slot (at least 0, read only where it is) unravelled
 	// over the indices' leading axes, then the data's trailing axes
-	var ui []expr
-	flat := expr(binary{"max", s, ilit(0)})
-	for d := len(lead) - 1; d >= 0; d-- {
-		ui = append([]expr{imod(flat, lead[d])}, ui...)
-		flat = idiv(flat, lead[d])
-	}
-	if len(lead) == 0 {
-		ui = nil
-	}
-	ui = append(ui, ivars(vs[k:])...)
+	ui := append(unravel(binary{"max", s, ilit(0)}, lead), ivars(vs[k:])...)
 	body := sel{binary{">=", s, ilit(0)}, n.im.read(upd, ui...), n.im.read(data, ivars(vs)...)}
 	return n.im.define(n.out(0, data.dt, data.shape), vs, body)
+}
+
+// scatterNDRuntime is ScatterND of indices read where they are (at run
+// time, or known but with a reduction), k values each, over the indices'
+// leading axes lead: output position p reduces over the updates u whose
+// index is p's first k coordinates — the last of them (reduction none:
+// max[u] of u where it matches, -1 where none does, as a tensor of its
+// own that the output selects by), or their sum, product, maximum or
+// minimum with the data. A negative index counts from its axis's end, as
+// in ONNX; one outside its axis, which ONNX leaves undefined, updates
+// nothing. Each output element reads every index: the cost is the
+// output's elements times the updates.
+func scatterNDRuntime(n *node, data, ind, upd *value, red string, k int, lead []int) error {
+	count, err := te.CheckShape(lead)
+	if err != nil {
+		return err
+	}
+	vs := vars(data.shape)
+	u := n.im.raxis(max(count, 1))
+	at := unravel(ivar{u.name}, lead) // the update's leading index
+	var match expr
+	for d := range k {
+		id := n.im.read(ind, append(slices.Clone(at), ilit(d))...)
+		if ind.constant == nil {
+			id = sel{binary{"<", id, ilit(0)}, add(id, ilit(data.shape[d])), id}
+		}
+		match = and(match, binary{"==", id, ivar{vs[d].name}})
+	}
+	cur := n.im.read(data, ivars(vs)...)
+	over := []loopVar{u}
+	updAt := n.im.read(upd, append(slices.Clone(at), ivars(vs[k:])...)...)
+	var body expr
+	switch red {
+	case "none":
+		slot := n.temp("slot", te.I32, data.shape[:k])
+		sv := vars(slot.shape)
+		if err := n.im.define(slot, sv, reduce{"max", over, sel{match, ivar{u.name}, ilit(-1)}}); err != nil {
+			return err
+		}
+		s := n.im.read(slot, ivars(vs[:k])...)
+		ui := unravel(binary{"max", s, ilit(0)}, lead)
+		body = sel{binary{">=", s, ilit(0)}, n.im.read(upd, append(ui, ivars(vs[k:])...)...), cur}
+	case "add":
+		body = add(cur, reduce{"sum", over, sel{match, updAt, lit{0, upd.dt}}})
+	case "mul":
+		body = binary{"*", cur, reduce{"prod", over, sel{match, updAt, lit{1, upd.dt}}}}
+	case "max":
+		body = binary{"max", cur, reduce{"max", over, sel{match, updAt, lit{math.Inf(-1), upd.dt}}}}
+	case "min":
+		body = binary{"min", cur, reduce{"min", over, sel{match, updAt, lit{math.Inf(1), upd.dt}}}}
+	}
+	return n.im.define(n.out(0, data.dt, data.shape), vs, body)
+}
+
+// unravel returns the index of element flat of a row-major array of shape
+// dims, flat in range.
+func unravel(flat expr, dims []int) []expr {
+	at := make([]expr, len(dims))
+	for d := len(dims) - 1; d > 0; d-- {
+		at[d] = imod(flat, dims[d])
+		flat = idiv(flat, dims[d])
+	}
+	if len(dims) > 0 {
+		at[0] = flat
+	}
+	return at
 }
 
 // gatherNDOp is GatherND with batch_dims 0: output element (p, r) reads

@@ -450,10 +450,11 @@ func TestGroupNormalization(t *testing.T) {
 }
 
 // TestScatterNDAndDropout checks ScatterND with indices known at import
-// (whole rows and single elements, a negative index, a repeated one whose
-// last update wins) against values written out, Dropout's mask output and
-// its training mode with a ratio of 0 (torchvision's Swin), and the
-// refusals.
+// and read at run time (whole rows and single elements, a negative index,
+// a repeated one whose last update wins, the reductions add, mul, max and
+// min over repeated indices) against values written out, Dropout's mask
+// output and its training mode with a ratio of 0 (torchvision's Swin),
+// and the refusals.
 func TestScatterNDAndDropout(t *testing.T) {
 	const i64 = onnxpb.TensorProto_INT64
 	data := foldInput{name: "x", dt: f32, dims: []int64{3, 2}, vals: []float64{1, 2, 3, 4, 5, 6}}
@@ -464,21 +465,30 @@ func TestScatterNDAndDropout(t *testing.T) {
 		return foldInput{name: "u", dt: f32, dims: dims, vals: vals}
 	}
 	tests := []struct {
-		name string
-		ins  []foldInput
-		want []float64
+		name      string
+		ins       []foldInput
+		reduction string
+		want      []float64
 	}{
-		{"rows", []foldInput{data, ints("i", []int64{2, 1}, 2, 0), upd([]int64{2, 2}, 10, 20, 30, 40)}, []float64{30, 40, 3, 4, 10, 20}},
-		{"elements", []foldInput{data, ints("i", []int64{2, 2}, 1, 1, -1, 0), upd([]int64{2}, 7, 8)}, []float64{1, 2, 3, 7, 8, 6}},
-		{"the last wins", []foldInput{data, ints("i", []int64{2, 2}, 0, 1, 0, 1), upd([]int64{2}, 7, 8)}, []float64{1, 8, 3, 4, 5, 6}},
+		{"rows", []foldInput{data, ints("idx", []int64{2, 1}, 2, 0), upd([]int64{2, 2}, 10, 20, 30, 40)}, "none", []float64{30, 40, 3, 4, 10, 20}},
+		{"elements", []foldInput{data, ints("idx", []int64{2, 2}, 1, 1, -1, 0), upd([]int64{2}, 7, 8)}, "none", []float64{1, 2, 3, 7, 8, 6}},
+		{"the last wins", []foldInput{data, ints("idx", []int64{2, 2}, 0, 1, 0, 1), upd([]int64{2}, 7, 8)}, "none", []float64{1, 8, 3, 4, 5, 6}},
+		{"add", []foldInput{data, ints("idx", []int64{3, 1}, 1, 1, 0), upd([]int64{3, 2}, 10, 20, 30, 40, 50, 60)}, "add", []float64{51, 62, 43, 64, 5, 6}},
+		{"mul", []foldInput{data, ints("idx", []int64{2, 2}, 2, 1, 2, 1), upd([]int64{2}, 2, 3)}, "mul", []float64{1, 2, 3, 4, 5, 36}},
+		{"max", []foldInput{data, ints("idx", []int64{3, 2}, 0, 0, 0, 0, 2, 0), upd([]int64{3}, 7, -2, 4)}, "max", []float64{7, 2, 3, 4, 5, 6}},
+		{"min", []foldInput{data, ints("idx", []int64{3, 2}, 0, 0, 0, 0, 2, 0), upd([]int64{3}, 7, -2, 4)}, "min", []float64{-2, 2, 3, 4, 4, 6}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, got := run(t, foldModel("ScatterND", tt.ins, []string{"y"}, 16, false), tt.ins)
-			if y := got["y"]; y == nil || !slices.Equal(y.Data, tt.want) {
-				t.Errorf("y = %v, want %v", y, tt.want)
-			}
-		})
+		for _, known := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/known=%v", tt.name, known), func(t *testing.T) {
+				ins := slices.Clone(tt.ins)
+				ins[1].static = known
+				_, got := run(t, foldModel("ScatterND", ins, []string{"y"}, 18, false, aStr("reduction", tt.reduction)), ins)
+				if y := got["y"]; y == nil || !slices.Equal(y.Data, tt.want) {
+					t.Errorf("y = %v, want %v", y, tt.want)
+				}
+			})
+		}
 	}
 	t.Run("Dropout", func(t *testing.T) {
 		ratio := foldInput{name: "r", dt: f32, dims: []int64{}, vals: []float64{0}, static: true}
@@ -494,11 +504,11 @@ func TestScatterNDAndDropout(t *testing.T) {
 		m    *onnxpb.ModelProto
 		err  string
 	}{
-		{"reduction", foldModel("ScatterND", []foldInput{data, ints("i", []int64{1, 1}, 0), upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false, aStr("reduction", "add")),
-			`ScatterND with reduction "add" is not supported`},
-		{"indices at run time", foldModel("ScatterND", []foldInput{data, {name: "i", dt: i64, dims: []int64{1, 1}, vals: []float64{0}}, upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false),
-			"the indices must be known at import"},
-		{"index out of range", foldModel("ScatterND", []foldInput{data, ints("i", []int64{1, 1}, 3), upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false),
+		{"reduction", foldModel("ScatterND", []foldInput{data, ints("idx", []int64{1, 1}, 0), upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 18, false, aStr("reduction", "avg")),
+			`ScatterND with reduction "avg" is not supported (none, add, mul, max and min are)`},
+		{"float indices", foldModel("ScatterND", []foldInput{data, {name: "idx", dt: f32, dims: []int64{1, 1}, vals: []float64{0}}, upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false),
+			"ScatterND indices of type f32"},
+		{"index out of range", foldModel("ScatterND", []foldInput{data, ints("idx", []int64{1, 1}, 3), upd([]int64{1, 2}, 1, 1)}, []string{"y"}, 16, false),
 			"index 3 is out of range for axis 0 of size 3"},
 		{"training", foldModel("Dropout", []foldInput{data, {name: "r", dt: f32, dims: []int64{}, vals: []float64{0.1}, static: true},
 			{name: "m", dt: onnxpb.TensorProto_BOOL, dims: []int64{}, vals: []float64{1}, static: true}}, []string{"y"}, 13, false),
