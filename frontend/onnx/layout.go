@@ -950,11 +950,13 @@ func unravel(flat expr, dims []int) []expr {
 	return at
 }
 
-// gatherNDOp is GatherND with batch_dims 0: output element (p, r) reads
-// the data at the index the indices' last axis holds at p, then r. The
-// indices are read where they are, known at import or not (a gather); a
-// negative one counts from the end, as in ONNX, and any other outside its
-// axis is out of range, which the reference and the simulator report.
+// gatherNDOp is GatherND: output element (b, p, r) reads the data at the
+// batch index b (the first batch_dims axes, which the data and the
+// indices share), then the index the indices' last axis holds at (b, p),
+// then r. The indices are read where they are, known at import or not (a
+// gather); a negative one counts from the end, as in ONNX, and any other
+// outside its axis is out of range, which the reference and the
+// simulator report.
 func gatherNDOp(n *node) error {
 	data, err := n.need(0)
 	if err != nil {
@@ -964,13 +966,16 @@ func gatherNDOp(n *node) error {
 	if err != nil {
 		return err
 	}
-	if b := n.int("batch_dims", 0); b != 0 {
-		return fmt.Errorf("GatherND with batch_dims %d is not supported (0 is)", b)
-	}
 	if ind.dt != te.I32 && ind.dt != te.I64 {
 		return fmt.Errorf("GatherND indices of type %s", ind.dt)
 	}
-	k, lead, shape, err := ndIndices("GatherND", data, ind)
+	nb := int(n.int("batch_dims", 0))
+	if nb < 0 || nb >= ind.rank() || nb >= data.rank() || !equalShape(ind.shape[:nb], data.shape[:nb]) {
+		return fmt.Errorf("GatherND with batch_dims %d of indices %v and data %v: want fewer than either's rank, and their first batch_dims axes the same", nb, ind.shape, data.shape)
+	}
+	// the data past its batch axes, indexed as batch_dims 0 would
+	inner := &value{onnx: data.onnx, dt: data.dt, shape: data.shape[nb:]}
+	k, lead, shape, err := ndIndices("GatherND", inner, ind)
 	if err != nil {
 		return err
 	}
@@ -978,7 +983,7 @@ func gatherNDOp(n *node) error {
 	known := ind.constant != nil
 	if known {
 		// the indices normalised here, and read as a param of i32
-		idx, err := ndIndexValues(ind.constant, data.shape, k)
+		idx, err := ndIndexValues(ind.constant, inner.shape, k)
 		if err != nil {
 			return err
 		}
@@ -988,11 +993,11 @@ func gatherNDOp(n *node) error {
 		}
 		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}
 	}
-	var at []expr
+	at := ivars(vs[:nb]) // the batch axes: lead's first
 	for d := range k {
 		id := n.im.read(ind, append(ivars(vs[:len(lead)]), ilit(d))...)
 		if !known {
-			id = sel{binary{"<", id, ilit(0)}, add(id, ilit(data.shape[d])), id}
+			id = sel{binary{"<", id, ilit(0)}, add(id, ilit(inner.shape[d])), id}
 		}
 		at = append(at, id)
 	}

@@ -557,34 +557,43 @@ func TestTopK(t *testing.T) {
 }
 
 // TestGatherND checks GatherND with indices known at import (elements
-// and rows, a negative index) and at run time, against values written
-// out, and the refusal of batch_dims.
+// and rows, a negative index) and at run time, with batch_dims 0 and 1
+// (the ONNX specification's examples), against values written out, and
+// the refusal of batch axes that do not match.
 func TestGatherND(t *testing.T) {
 	const i64 = onnxpb.TensorProto_INT64
 	data := foldInput{name: "x", dt: f32, dims: []int64{3, 2}, vals: []float64{1, 2, 3, 4, 5, 6}}
+	cube := foldInput{name: "x", dt: f32, dims: []int64{2, 2, 2}, vals: []float64{0, 1, 2, 3, 4, 5, 6, 7}}
 	tests := []struct {
 		name   string
+		data   foldInput
+		batch  int64
 		static bool
 		dims   []int64
 		idx    []float64
 		want   []float64
 	}{
-		{"elements", true, []int64{3, 2}, []float64{0, 1, 2, 0, -1, -1}, []float64{2, 5, 6}},
-		{"rows", true, []int64{2, 1}, []float64{2, 0}, []float64{5, 6, 1, 2}},
-		{"at run time", false, []int64{2, 2}, []float64{1, 1, -3, 0}, []float64{4, 1}},
+		{"elements", data, 0, true, []int64{3, 2}, []float64{0, 1, 2, 0, -1, -1}, []float64{2, 5, 6}},
+		{"rows", data, 0, true, []int64{2, 1}, []float64{2, 0}, []float64{5, 6, 1, 2}},
+		{"at run time", data, 0, false, []int64{2, 2}, []float64{1, 1, -3, 0}, []float64{4, 1}},
+		{"batch rows", cube, 1, true, []int64{2, 1}, []float64{1, 0}, []float64{2, 3, 4, 5}},
+		{"batch rows at run time", cube, 1, false, []int64{2, 1}, []float64{1, 0}, []float64{2, 3, 4, 5}},
+		{"batch elements", cube, 1, false, []int64{2, 1, 2}, []float64{0, 1, 1, -2}, []float64{1, 6}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ins := []foldInput{data, {name: "ind", dt: i64, dims: tt.dims, vals: tt.idx, static: tt.static}}
-			_, got := run(t, foldModel("GatherND", ins, []string{"y"}, 13, false), ins)
+			ins := []foldInput{tt.data, {name: "ind", dt: i64, dims: tt.dims, vals: tt.idx, static: tt.static}}
+			_, got := run(t, foldModel("GatherND", ins, []string{"y"}, 13, false, aInt("batch_dims", tt.batch)), ins)
 			if y := got["y"]; y == nil || !slices.Equal(y.Data, tt.want) {
 				t.Errorf("y = %v, want %v", y, tt.want)
 			}
 		})
 	}
-	ins := []foldInput{data, {name: "ind", dt: i64, dims: []int64{1, 1}, vals: []float64{0}, static: true}}
-	if _, err := Import(foldModel("GatherND", ins, []string{"y"}, 13, false, aInt("batch_dims", 1)), Options{}); err == nil || !strings.Contains(err.Error(), "batch_dims 1 is not supported") {
-		t.Errorf("batch_dims 1: %v", err)
+	ins := []foldInput{data, {name: "ind", dt: i64, dims: []int64{2, 1}, vals: []float64{0, 0}, static: true}}
+	for _, b := range []int64{1, 2} {
+		if _, err := Import(foldModel("GatherND", ins, []string{"y"}, 13, false, aInt("batch_dims", b)), Options{}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("GatherND with batch_dims %d of indices [2 1] and data [3 2]", b)) {
+			t.Errorf("batch_dims %d: %v", b, err)
+		}
 	}
 }
 
