@@ -15,16 +15,16 @@ import (
 // TestFlashChunksFor checks the cost model's choice for the full-size
 // Llama decode step's attention (bf16, H100 model, one layer: every layer
 // is the same site), over a cache of 8192 positions. The load-aware cost
-// model (issue 25) splits at both batches at position 8191, and at
-// B = 1 at position 127: unsplit, the scores are a masked SIMT tile whose
-// staging loops keep one load in flight per thread, latency-bound, and
-// the chunks put more blocks, and so more loads in flight, on the
-// positions — by more than the launches of a kernel of their own (their
-// grouped tiles take more registers a thread, 4 blocks per SM against
-// 5): at B = 8 into 8 chunks, at B = 1 into 64. At B = 8 and position
-// 127 it does not: the unsplit context reads its V cache 16 bytes at a
-// time across each thread's columns (schedule.MatVec.ColVec), and 2
-// chunks, 3 µs faster, do not pay for their kernel's two launches.
+// model (issue 25) splits at both batches and positions: unsplit, the
+// scores are a masked SIMT tile whose staging loops keep one load in
+// flight per thread, latency-bound, and the chunks put more blocks, and
+// so more loads in flight, on the positions: at position 8191, at B = 8
+// into 8 chunks, at B = 1 into 64. At B = 8 and position 127, 2 chunks
+// are 3.3 µs faster (17.7 against 21.0 µs). Their kernel's two launches
+// are charged only where the chunks hold fewer blocks per SM than the
+// unsplit site; with f32 caches the unsplit site held 5 to the chunks' 4,
+// and the launches made it stay unsplit; with the caches in bf16, as the
+// precision pass stores them since issue 27, it holds 4 too.
 func TestFlashChunksFor(t *testing.T) {
 	src, err := os.ReadFile("../examples/llama.te")
 	if err != nil {
@@ -34,7 +34,7 @@ func TestFlashChunksFor(t *testing.T) {
 	for _, tc := range []struct {
 		b, context int
 		split      bool
-	}{{8, 8192, true}, {8, 128, false}, {1, 8192, true}, {1, 128, true}} {
+	}{{8, 8192, true}, {8, 128, true}, {1, 8192, true}, {1, 128, true}} {
 		p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: map[string]string{"T": "8192", "L": "1", "B": fmt.Sprint(tc.b)}})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())

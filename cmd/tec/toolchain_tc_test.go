@@ -160,12 +160,12 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 			defer func() { <-sem; wg.Done() }()
 			perExample[i], errs[i] = exampleJobs(ex, root, tools)
 			if errs[i] == nil {
-				var half, turing []toolJob
+				var half, native []toolJob
 				half, errs[i] = halfJobs(ex, root, tools)
 				if errs[i] == nil {
-					turing, errs[i] = turingJobs(ex, root, tools)
+					native, errs[i] = nativeJobs(ex, root, tools)
 				}
-				perExample[i] = append(perExample[i], append(half, turing...)...)
+				perExample[i] = append(perExample[i], append(half, native...)...)
 			}
 		}()
 	}
@@ -181,30 +181,11 @@ func sweepJobs(exs []examples.Example, root string, tools sweepTools) ([]toolJob
 }
 
 // sweepArchs are the architectures nvcc, and llc with ptxas, compile
-// each full-size build for: the oldest, whose code every GPU tec supports
-// runs, and the newest, on its own llc (llc-16). The tiny builds are
-// compiled for every architecture (gpu.ArchNames): sm_86 and sm_89 are
-// sm_80's instructions, so that their sweep checks that the tools take
-// the same code for them, which the tiny builds' code paths show at a
-// fraction of the full-size builds' ptxas time.
+// each build for sm_80 (the default target) for: sm_80, whose code every
+// GPU from Ampere on runs, and the newest, on its own llc (llc-16). The
+// other architectures get builds of their own, planned for their GPUs
+// (nativeJobs).
 var sweepArchs = []string{"sm_80", "sm_90"}
-
-// sweepArchsFor returns the architectures a build of size ("tiny" or
-// "full") for sweepArchs[0] is compiled for: at the tiny size, every
-// architecture that has sm_80's instructions (sm_75's builds are their
-// own, turingJobs).
-func sweepArchsFor(size string) []string {
-	if size != "tiny" {
-		return sweepArchs
-	}
-	var archs []string
-	for _, name := range gpu.ArchNames() {
-		if a, _ := gpu.LookupArch(name); a.Major >= 8 {
-			archs = append(archs, name)
-		}
-	}
-	return archs
-}
 
 // sweepPTX is the virtual architecture whose PTX ptxas compiles for each
 // of sweepArchs: cicc, nvcc's front end and the most of its time, runs
@@ -252,10 +233,10 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 				mode, out = "-fatbin", ".fatbin" // device code alone
 			}
 			jobs = append(jobs, toolJob{name + " nvcc", nvccCost(n, size == "tiny"), func() (string, error) {
-				return runTool(dir, tools.nvcc, mode, "-o", strings.TrimSuffix(cu, ".cu")+out, cu, gencode(sweepArchsFor(size)))
+				return runTool(dir, tools.nvcc, mode, "-o", strings.TrimSuffix(cu, ".cu")+out, cu, gencode(sweepArchs))
 			}})
 			for _, tg := range tools.targets {
-				if !slices.Contains(sweepArchsFor(size), tg.Name) {
+				if !slices.Contains(sweepArchs, tg.Name) {
 					continue
 				}
 				job, err := llcJob(name, res.Module, tg)
@@ -269,21 +250,38 @@ func exampleJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob,
 	return jobs, nil
 }
 
-// turingJobs returns the sm_75 compilations of ex at its tiny size: built
-// for the T4 (sm_75: m16n8k8 MMAs, no cp.async) at -O0 and -O4, in f32
-// and f16, its CUDA C++ by nvcc for sm_75 (the device code, ptxas -v) and
-// its LLVM IR by llc and ptxas; an f16 build's kernels with MMAs must
-// have HMMA in their sm_75 SASS, and no function may spill without a
-// reason (checkHalfSASS).
-func turingJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
-	const arch = "sm_75"
-	g, err := gpu.Resolve("", arch)
-	if err != nil {
-		return nil, err
-	}
+// nativeArchs are the architectures whose builds nativeJobs makes: those
+// not in sweepArchs, each built as tec build --target builds for it.
+var nativeArchs = []string{"sm_75", "sm_86", "sm_89"}
+
+// nativeJobs returns the compilations of ex at its tiny size for each of
+// nativeArchs: built for the architecture's default GPU (gpu.Resolve: the
+// T4's sm_75, m16n8k8 MMAs and no cp.async; the A10's sm_86; the L4's
+// sm_89) at -O0 and -O4, in f32 and f16, its CUDA C++ by nvcc for it (the
+// device code, ptxas -v) and its LLVM IR by llc and ptxas; an f16 build's
+// kernels with MMAs must have HMMA in their SASS, and no function may
+// spill without a reason (checkHalfSASS).
+func nativeJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
 	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s: %v", ex.Name, diags)
+	}
+	var jobs []toolJob
+	for _, arch := range nativeArchs {
+		js, err := archJobs(ex, p, arch, root, tools)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, js...)
+	}
+	return jobs, nil
+}
+
+// archJobs returns nativeJobs's compilations of ex (checked as p) for arch.
+func archJobs(ex examples.Example, p *te.Program, arch, root string, tools sweepTools) ([]toolJob, error) {
+	g, err := gpu.Resolve("", arch)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []toolJob
 	for _, mode := range []precision.Mode{precision.F32, precision.F16} {
