@@ -258,12 +258,13 @@ var nativeArchs = []string{"sm_75", "sm_86", "sm_89"}
 // nativeArchs: built for the architecture's default GPU (gpu.Resolve: the
 // T4's sm_75, m16n8k8 MMAs and no cp.async; the A10's sm_86; the L4's
 // sm_89) at -O0 and -O4, in f32 and f16, its LLVM IR by llc and ptxas, and
-// at -O4 its CUDA C++ by nvcc for it (the device code, ptxas -v); an f16
-// build's kernels with MMAs must have HMMA in their SASS, and no function
-// may spill without a reason (checkHalfSASS). nvcc at -O0 too took 400 s
-// more of the sweep's CPU (the f16 builds' unfused kernels, each with its
-// tensor-core tiles: EfficientNet's 40 s an architecture), for the code
-// paths that the -O4 builds and the sm_80 sweep already put through it.
+// at -O4 in f16 its CUDA C++ by nvcc for it (the device code, ptxas -v):
+// its kernels with MMAs must have HMMA in their SASS, and no function may
+// spill without a reason (checkHalfSASS). nvcc at -O0 too took 400 s more
+// of the sweep's CPU (the f16 builds' unfused kernels, each with its
+// tensor-core tiles: EfficientNet's 40 s an architecture), and in f32 90 s
+// more, for code paths (SIMT, no architecture's own instructions) that the
+// sm_80 sweep already puts through nvcc.
 func nativeJobs(ex examples.Example, root string, tools sweepTools) ([]toolJob, error) {
 	p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 	if diags.HasErrors() {
@@ -299,8 +300,8 @@ func archJobs(ex examples.Example, p *te.Program, arch, root string, tools sweep
 				return nil, err
 			}
 			jobs = append(jobs, job)
-			if level != pipeline.MaxLevel {
-				continue // nvcc's CUDA C++ at -O4 (see nativeJobs)
+			if level != pipeline.MaxLevel || mode != precision.F16 {
+				continue // nvcc's CUDA C++ at -O4 in f16 (see nativeJobs)
 			}
 			dir := filepath.Join(root, ex.Name, "tiny", arch, fmt.Sprintf("%s-O%d", mode, level))
 			files, err := writeBuild(dir, res, g.Arch, false)
@@ -316,9 +317,6 @@ func archJobs(ex examples.Example, p *te.Program, arch, root string, tools sweep
 				log, err := cmd.CombinedOutput()
 				if err != nil {
 					return "", fmt.Errorf("nvcc -cubin -arch=%s: %v\n%s", arch, err, log)
-				}
-				if mode == precision.F32 {
-					return cpuNote(cmd), nil
 				}
 				sass, err := exec.Command(tools.cuobjdump, "-sass", filepath.Join(dir, cubin)).Output()
 				if err != nil {
