@@ -257,8 +257,10 @@ var nativeArchs = []string{"sm_75", "sm_86", "sm_89"}
 // nativeJobs returns the compilations of ex at its tiny size for each of
 // nativeArchs: built for the architecture's default GPU (gpu.Resolve: the
 // T4's sm_75, m16n8k8 MMAs and no cp.async; the A10's sm_86; the L4's
-// sm_89) at -O0 and -O4, in f32 and f16, its LLVM IR by llc and ptxas, and
-// at -O4 in f16 its CUDA C++ by nvcc for it (the device code, ptxas -v):
+// sm_89) at -O0 and -O4, in f32 and f16, its LLVM IR by llc and ptxas (but
+// the f32 -O4 build's, SIMT code of sm_80's instructions that the sm_80
+// sweep compiles), and at -O4 in f16 its CUDA C++ by nvcc for it (the
+// device code, ptxas -v):
 // its kernels with MMAs must have HMMA in their SASS, and no function may
 // spill without a reason (checkHalfSASS). nvcc at -O0 too took 400 s more
 // of the sweep's CPU (the f16 builds' unfused kernels, each with its
@@ -295,11 +297,13 @@ func archJobs(ex examples.Example, p *te.Program, arch, root string, tools sweep
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			job, err := llcJob(name, res.Module, g.Arch)
-			if err != nil {
-				return nil, err
+			if mode == precision.F16 || level == 0 {
+				job, err := llcJob(name, res.Module, g.Arch)
+				if err != nil {
+					return nil, err
+				}
+				jobs = append(jobs, job)
 			}
-			jobs = append(jobs, job)
 			if level != pipeline.MaxLevel || mode != precision.F16 {
 				continue // nvcc's CUDA C++ at -O4 in f16 (see nativeJobs)
 			}
