@@ -839,17 +839,8 @@ func scatterNDOp(n *node) error {
 	if !equalShape(upd.shape, want) {
 		return fmt.Errorf("ScatterND updates of shape %v, want %v", upd.shape, want)
 	}
-	if ind.constant != nil {
-		// checked and made non-negative at import
-		idx, err := ndIndexValues(ind.constant, data.shape, k)
-		if err != nil {
-			return err
-		}
-		norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(idx))}
-		for i, v := range idx {
-			norm.Data[i] = float64(v)
-		}
-		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}
+	if ind, err = normalIndices(ind, data.shape, k); err != nil {
+		return err
 	}
 	if ind.constant == nil || red != "none" {
 		return scatterNDRuntime(n, data, ind, upd, red, k, lead)
@@ -981,17 +972,8 @@ func gatherNDOp(n *node) error {
 	}
 	vs := vars(shape)
 	known := ind.constant != nil
-	if known {
-		// the indices normalised here, and read as a param of i32
-		idx, err := ndIndexValues(ind.constant, inner.shape, k)
-		if err != nil {
-			return err
-		}
-		norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(idx))}
-		for i, v := range idx {
-			norm.Data[i] = float64(v)
-		}
-		ind = &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}
+	if ind, err = normalIndices(ind, inner.shape, k); err != nil {
+		return err
 	}
 	at := ivars(vs[:nb]) // the batch axes: lead's first
 	for d := range k {
@@ -1021,6 +1003,25 @@ func ndIndices(op string, data, ind *value) (k int, lead, slice []int, err error
 	}
 	lead = ind.shape[:q-1]
 	return k, lead, append(append([]int{}, lead...), data.shape[k:]...), nil
+}
+
+// normalIndices returns ind, the indices of ScatterND or GatherND into
+// axes of the sizes dims (k values an index), as an i32 value: where they
+// are known at import, checked and made non-negative (ndIndexValues), read
+// as a param; else ind itself.
+func normalIndices(ind *value, dims []int, k int) (*value, error) {
+	if ind.constant == nil {
+		return ind, nil
+	}
+	idx, err := ndIndexValues(ind.constant, dims, k)
+	if err != nil {
+		return nil, err
+	}
+	norm := &te.Array{DType: te.I32, Shape: ind.shape, Data: make([]float64, len(idx))}
+	for i, v := range idx {
+		norm.Data[i] = float64(v)
+	}
+	return &value{onnx: ind.onnx, dt: te.I32, shape: ind.shape, constant: norm}, nil
 }
 
 // ndIndexValues returns indices known at import, k values an index into
