@@ -17,7 +17,7 @@ import (
 // upward, and on a package missing from the table, so that a new package
 // is placed on purpose.
 var layers = [][]string{
-	{"te", "internal/safefile", "lang/syntax/internal/telexer", "frontend/onnx/onnxpb", "lang/stdlib", "tokenizer",
+	{"te", "internal/safefile", "internal/jsonobject", "lang/syntax/internal/telexer", "frontend/onnx/onnxpb", "lang/stdlib", "tokenizer",
 		"internal/testkit/golden", "internal/testkit/testmem", "internal/testkit/tooltest", "internal/testkit/longprog"},
 	{"gpu", "internal/numeric", "internal/tensorio", "internal/safetensors", "generate", "internal/testkit/tebuild"},
 	{"lang/syntax", "lang/diag"},

@@ -3,13 +3,13 @@ package hf
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"tec/internal/jsonobject"
 )
 
 // The families tec builds, by config.json's model_type, and the
@@ -187,13 +187,13 @@ var refusedWhy = map[string]string{
 // experts, a rope_scaling other than llama3, an activation other than
 // silu, a bias the family has not) is an error naming it.
 func ParseConfig(data []byte) (*Config, error) {
-	fields, err := objectFields(data)
+	fields, err := jsonobject.Fields(data)
 	if err != nil {
 		return nil, cfgErr("", "not a JSON object: %v", err)
 	}
 	byName := map[string]json.RawMessage{}
 	for _, f := range fields {
-		byName[f.key] = f.value
+		byName[f.Key] = f.Value
 	}
 	c := &Config{BOS: -1, RopeTheta: 10000, RMSEps: 1e-6}
 	mt, ok := byName["model_type"]
@@ -212,19 +212,19 @@ func ParseConfig(data []byte) (*Config, error) {
 		c.HeadDim = 128 // Qwen3Config's default
 	}
 	for _, f := range fields {
-		i := slices.IndexFunc(fieldRules, func(r fieldRule) bool { return r.name == f.key })
+		i := slices.IndexFunc(fieldRules, func(r fieldRule) bool { return r.name == f.Key })
 		if i < 0 {
-			if why, ok := refusedWhy[f.key]; ok {
-				return nil, cfgErr(f.key, "%s: tec builds neither it nor anything else than the %s model it would change", why, c.ModelType)
+			if why, ok := refusedWhy[f.Key]; ok {
+				return nil, cfgErr(f.Key, "%s: tec builds neither it nor anything else than the %s model it would change", why, c.ModelType)
 			}
-			return nil, cfgErr(f.key, "not a field tec reads or knows to leave a %s model unchanged; tec refuses it rather than build another model (docs/import.md lists the fields)", c.ModelType)
+			return nil, cfgErr(f.Key, "not a field tec reads or knows to leave a %s model unchanged; tec refuses it rather than build another model (docs/import.md lists the fields)", c.ModelType)
 		}
 		r := fieldRules[i]
 		if r.families != nil && !slices.Contains(r.families, c.ModelType) {
-			return nil, cfgErr(f.key, "%s models have no %s in Hugging Face's code; tec refuses it rather than guess what it means", c.ModelType, f.key)
+			return nil, cfgErr(f.Key, "%s models have no %s in Hugging Face's code; tec refuses it rather than guess what it means", c.ModelType, f.Key)
 		}
 		if r.read != nil {
-			if err := r.read(c, f.value); err != nil {
+			if err := r.read(c, f.Value); err != nil {
 				return nil, err
 			}
 		}
@@ -345,13 +345,13 @@ func readRope(c *Config, field string, v json.RawMessage, params bool) error {
 	if string(v) == "null" {
 		return nil
 	}
-	fields, err := objectFields(v)
+	fields, err := jsonobject.Fields(v)
 	if err != nil {
 		return cfgErr(field, "%s is not null or an object", clip(string(v), 60))
 	}
 	m := map[string]json.RawMessage{}
 	for _, f := range fields {
-		m[f.key] = f.value
+		m[f.Key] = f.Value
 	}
 	typ := ""
 	for _, k := range []string{"rope_type", "type"} {
@@ -403,8 +403,8 @@ func readRope(c *Config, field string, v json.RawMessage, params bool) error {
 		return cfgErr(field, "rope_type %q: tec builds plain RoPE (no rope_scaling, or rope_type default) and Llama 3's (llama3)", typ)
 	}
 	for _, f := range fields {
-		if _, left := m[f.key]; left {
-			return cfgErr(field+"."+f.key, "not read by tec for rope_type %s; tec refuses it rather than build another RoPE", orDefault(typ))
+		if _, left := m[f.Key]; left {
+			return cfgErr(field+"."+f.Key, "not read by tec for rope_type %s; tec refuses it rather than build another RoPE", orDefault(typ))
 		}
 	}
 	return nil
@@ -549,50 +549,6 @@ func familyList() string {
 		s = append(s, f.modelType)
 	}
 	return strings.Join(s, ", ")
-}
-
-// field is a key of a JSON object and its value.
-type field struct {
-	key   string
-	value json.RawMessage
-}
-
-// objectFields returns the fields of the JSON object data in order; a key
-// given twice, or anything after the object but white space, is an error.
-func objectFields(data []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%v is not an object", tok)
-	}
-	var fields []field
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key := tok.(string) // a key inside an object is a string
-		if seen[key] {
-			return nil, fmt.Errorf("%q is given twice", key)
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%q: %w", key, err)
-		}
-		fields = append(fields, field{key, v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("something follows the JSON object")
-	}
-	return fields, nil
 }
 
 // clip shortens s to n bytes for a message.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"tec/internal/jsonobject"
 	"tec/internal/safefile"
 )
 
@@ -89,16 +90,16 @@ func OpenDir(dir string) (*Checkpoint, error) {
 // openShards opens the shards that the index (its path and contents)
 // names and finds each tensor in its shard.
 func (c *Checkpoint) openShards(index string, data []byte) error {
-	fields, err := objectFields(data)
+	fields, err := jsonobject.Fields(data)
 	if err != nil {
 		return fmt.Errorf("%s is not a JSON object: %w", index, err)
 	}
-	var weightMap []field
+	var weightMap []jsonobject.Field
 	for _, fl := range fields {
-		if fl.key != "weight_map" {
+		if fl.Key != "weight_map" {
 			continue // metadata (the total size): nothing tec needs
 		}
-		if weightMap, err = objectFields(fl.value); err != nil {
+		if weightMap, err = jsonobject.Fields(fl.Value); err != nil {
 			return fmt.Errorf("%s: weight_map is not a JSON object: %w", index, err)
 		}
 	}
@@ -109,14 +110,14 @@ func (c *Checkpoint) openShards(index string, data []byte) error {
 	byShard := map[string][]string{}
 	for _, fl := range weightMap {
 		var shard string
-		if err := json.Unmarshal(fl.value, &shard); err != nil {
-			return fmt.Errorf("%s: weight_map's %q is %s, not a file name", index, fl.key, clip(string(fl.value), 40))
+		if err := json.Unmarshal(fl.Value, &shard); err != nil {
+			return fmt.Errorf("%s: weight_map's %q is %s, not a file name", index, fl.Key, clip(string(fl.Value), 40))
 		}
 		if shard == "" || shard == "." || shard == ".." || strings.ContainsAny(shard, `/\`) || filepath.Base(shard) != shard {
-			return fmt.Errorf("%s: weight_map puts %q in %q, which is not a file name in the checkpoint's directory", index, fl.key, shard)
+			return fmt.Errorf("%s: weight_map puts %q in %q, which is not a file name in the checkpoint's directory", index, fl.Key, shard)
 		}
-		shardOf[fl.key] = shard
-		byShard[shard] = append(byShard[shard], fl.key)
+		shardOf[fl.Key] = shard
+		byShard[shard] = append(byShard[shard], fl.Key)
 	}
 	shards := make([]string, 0, len(byShard))
 	for s := range byShard {

@@ -22,12 +22,10 @@
 package safetensors
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"runtime"
@@ -37,6 +35,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tec/internal/jsonobject"
 	"tec/te"
 )
 
@@ -187,21 +186,21 @@ func (f *File) parse(header []byte) error {
 	if header[0] != '{' {
 		return fmt.Errorf("the header is not a JSON object: it starts with %q", clip(string(header), 20))
 	}
-	fields, err := objectFields(header)
+	fields, err := jsonobject.Fields(header)
 	if err != nil {
 		return fmt.Errorf("the header is not valid: %w", err)
 	}
 	f.byName = map[string]*Tensor{}
 	for _, fl := range fields {
-		if fl.key == metadataKey {
-			if err := json.Unmarshal(fl.value, &f.Metadata); err != nil {
+		if fl.Key == metadataKey {
+			if err := json.Unmarshal(fl.Value, &f.Metadata); err != nil {
 				return fmt.Errorf("the header's %s is not an object of strings: %w", metadataKey, err)
 			}
 			continue
 		}
-		t, err := f.tensor(fl.key, fl.value)
+		t, err := f.tensor(fl.Key, fl.Value)
 		if err != nil {
-			return fmt.Errorf("tensor %q: %w", fl.key, err)
+			return fmt.Errorf("tensor %q: %w", fl.Key, err)
 		}
 		f.byName[t.Name] = t
 		f.tensors = append(f.tensors, t)
@@ -215,14 +214,14 @@ func (f *File) tensor(name string, raw json.RawMessage) (*Tensor, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("the entry %s is not an object", clip(string(raw), 40))
 	}
-	keys, err := objectFields(raw)
+	keys, err := jsonobject.Fields(raw)
 	if err != nil {
 		return nil, err
 	}
 	var e entry
 	for _, k := range keys {
 		var dst any
-		switch k.key {
+		switch k.Key {
 		case "dtype":
 			dst = &e.DType
 		case "shape":
@@ -230,10 +229,10 @@ func (f *File) tensor(name string, raw json.RawMessage) (*Tensor, error) {
 		case "data_offsets":
 			dst = &e.Offsets
 		default:
-			return nil, fmt.Errorf("unknown field %q (a tensor has dtype, shape and data_offsets)", k.key)
+			return nil, fmt.Errorf("unknown field %q (a tensor has dtype, shape and data_offsets)", k.Key)
 		}
-		if err := json.Unmarshal(k.value, dst); err != nil {
-			return nil, fmt.Errorf("%s: %s is not valid: %w", k.key, clip(string(k.value), 40), err)
+		if err := json.Unmarshal(k.Value, dst); err != nil {
+			return nil, fmt.Errorf("%s: %s is not valid: %w", k.Key, clip(string(k.Value), 40), err)
 		}
 	}
 	switch {
@@ -363,53 +362,6 @@ func (f *File) fault(read func()) (err error) {
 	}()
 	read()
 	return nil
-}
-
-// field is a key of a JSON object and its value.
-type field struct {
-	key   string
-	value json.RawMessage
-}
-
-// objectFields returns the fields of the JSON object data in order; a key
-// given twice, or anything after the object but white space, is an error.
-func objectFields(data []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%v is not a JSON object", tok)
-	}
-	var fields []field
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("%v is not a key", tok)
-		}
-		if seen[key] {
-			return nil, fmt.Errorf("%q is given twice", key)
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%q: %w", key, err)
-		}
-		fields = append(fields, field{key, v})
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("something follows the JSON object")
-	}
-	return fields, nil
 }
 
 // clip shortens s to n runes for a message.
