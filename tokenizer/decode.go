@@ -141,24 +141,8 @@ func parseDecoder(raw json.RawMessage, bl *byteLevel) (decoder, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Type     string            `json:"type"`
-			Decoders []json.RawMessage `json:"decoders"`
-		}
-		if err := decodeStrict(raw, &v); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q decoderSeq
-		for i, r := range v.Decoders {
-			d, err := parseDecoder(r, bl)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if d != nil {
-				q = append(q, d)
-			}
-		}
-		return q, nil
+		parts, err := parseSequence(raw, "decoders", func(r json.RawMessage) (decoder, error) { return parseDecoder(r, bl) })
+		return decoderSeq(parts), err
 	case "ByteLevel":
 		var v struct {
 			Type           string `json:"type"`

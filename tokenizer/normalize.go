@@ -61,24 +61,8 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Type        string            `json:"type"`
-			Normalizers []json.RawMessage `json:"normalizers"`
-		}
-		if err := decodeStrict(raw, &v); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q normalizerSeq
-		for i, r := range v.Normalizers {
-			n, err := parseNormalizer(r)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if n != nil {
-				q = append(q, n)
-			}
-		}
-		return q, nil
+		parts, err := parseSequence(raw, "normalizers", parseNormalizer)
+		return normalizerSeq(parts), err
 	case "Prepend":
 		var v struct {
 			Type    string  `json:"type"`

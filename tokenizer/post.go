@@ -101,24 +101,8 @@ func parsePostProcessor(raw json.RawMessage, t *Tokenizer) (postProcessor, error
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Type       string            `json:"type"`
-			Processors []json.RawMessage `json:"processors"`
-		}
-		if err := decodeStrict(raw, &v); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q postSeq
-		for i, r := range v.Processors {
-			p, err := parsePostProcessor(r, t)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if p != nil {
-				q = append(q, p)
-			}
-		}
-		return q, nil
+		parts, err := parseSequence(raw, "processors", func(r json.RawMessage) (postProcessor, error) { return parsePostProcessor(r, t) })
+		return postSeq(parts), err
 	case "ByteLevel":
 		var v struct {
 			Type           string `json:"type"`

@@ -77,24 +77,8 @@ func parsePreTokenizer(raw json.RawMessage, bl *byteLevel) (preTokenizer, error)
 	}
 	switch typ {
 	case "Sequence":
-		var v struct {
-			Type          string            `json:"type"`
-			PreTokenizers []json.RawMessage `json:"pretokenizers"`
-		}
-		if err := decodeStrict(raw, &v); err != nil {
-			return nil, fmt.Errorf("Sequence: %w", err)
-		}
-		var q preTokenizerSeq
-		for i, r := range v.PreTokenizers {
-			p, err := parsePreTokenizer(r, bl)
-			if err != nil {
-				return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
-			}
-			if p != nil {
-				q = append(q, p)
-			}
-		}
-		return q, nil
+		parts, err := parseSequence(raw, "pretokenizers", func(r json.RawMessage) (preTokenizer, error) { return parsePreTokenizer(r, bl) })
+		return preTokenizerSeq(parts), err
 	case "Split":
 		var v struct {
 			Type     string          `json:"type"`

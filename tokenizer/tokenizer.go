@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -295,6 +297,37 @@ func decodeStrict(data []byte, v any) error {
 		return errors.New("data after the JSON value")
 	}
 	return nil
+}
+
+// parseSequence reads a component of type Sequence whose parts are listed
+// under the key field, each read by parse; the parts that parse to nil
+// (a null one) are left out. Any other key is an error, as decodeStrict's.
+func parseSequence[T comparable](raw json.RawMessage, field string, parse func(json.RawMessage) (T, error)) ([]T, error) {
+	var v map[string]json.RawMessage
+	if err := decodeStrict(raw, &v); err != nil {
+		return nil, fmt.Errorf("Sequence: %w", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		if k != "type" && k != field {
+			return nil, fmt.Errorf("Sequence: json: unknown field %q", k)
+		}
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(v[field], &list); err != nil && v[field] != nil {
+		return nil, fmt.Errorf("Sequence: %s: %w", field, err)
+	}
+	var parts []T
+	for i, r := range list {
+		p, err := parse(r)
+		if err != nil {
+			return nil, fmt.Errorf("Sequence[%d]: %w", i, err)
+		}
+		var none T
+		if p != none {
+			parts = append(parts, p)
+		}
+	}
+	return parts, nil
 }
 
 // typeOf returns the "type" of a component, reading no further into it

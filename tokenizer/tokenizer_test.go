@@ -432,6 +432,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown pre-tokenizer in a sequence", func(f file) {
 			f["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{map[string]any{"type": "Digits", "individual_digits": true}, map[string]any{"type": "Whitespace"}}}
 		}, `pre_tokenizer: Sequence[1]: unsupported type "Whitespace"`},
+		{"sequence with a field of another kind", func(f file) {
+			f["decoder"] = map[string]any{"type": "Sequence", "normalizers": []any{}}
+		}, `decoder: Sequence: json: unknown field "normalizers"`},
 		{"split removed", func(f file) {
 			f["pre_tokenizer"] = map[string]any{"type": "Split", "pattern": map[string]any{"String": " "}, "behavior": "Removed", "invert": false}
 		}, `unsupported behavior "Removed"`},
