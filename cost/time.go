@@ -60,7 +60,10 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 	if l := L1Time(g, s, p); l > w {
 		w, bound = l, BoundL1
 	}
-	t := w * float64(min(s.Tiles, sat)) / float64(conc)
+	t := w
+	if !streams(s, bound) {
+		t *= float64(min(s.Tiles, sat)) / float64(conc)
+	}
 	if conc < g.SMs {
 		t *= float64(g.SMs) / float64(conc)
 	}
@@ -81,6 +84,22 @@ func StageBound(g gpu.Model, s *schedule.Schedule, p *Price, dram int64, own, gr
 		return stageFloor, BoundLatency
 	}
 	return t, bound
+}
+
+// streams reports whether stage s, bound by b, is a stream of loads that
+// reaches DRAM's or L2's rate with however many of its blocks run, as
+// long as they keep enough bytes in flight (LatencyTime prices it where
+// they do not): bound by bytes, not on tensor cores (whose tiles are
+// bound by their k steps at fewer warps: Swin's tensor-core stages ran
+// twice as long at one block per SM; see RowTilesTime), and prefetching,
+// so that its bytes stay in flight between its loads' uses (a weight
+// ring, schedule.MatVec.Ring). Other stages need every block of their
+// own occupancy to reach the rate their bound names: the decode step's
+// weight streams into registers, a round of loads at a time, reached 57 %
+// of the H200's bandwidth at 2 blocks per SM (docs/benchmarks.md, "The
+// fourth H200 run").
+func streams(s *schedule.Schedule, b Bound) bool {
+	return (b == BoundDRAM || b == BoundL2) && s.Load.Prefetch && !s.TensorCores
 }
 
 // L1Time is the time the L1s of g take to serve the loads of a stage

@@ -308,8 +308,59 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	mv.Vec = n
 	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && mv.StageVec == n && s.Mask == nil
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
+	if mv.Ring = s.ringDepth(g, mv, fs, staged, d.K); mv.Ring > 0 {
+		mv.RingType = fs[0].(*te.Load).Tensor.DType
+		// One vector in registers, read back from the ring; Ring − 1 in
+		// flight, without a gap between rounds or tiles.
+		s.Load = schedule.LoadPath{Width: 16, InFlight: mv.Ring - 1, Prefetch: true}
+		s.RegsPerThread += 4
+		return
+	}
 	s.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight * max(mv.Cols, 1)}
 	s.RegsPerThread += 4 * mv.InFlight * max(mv.Cols, 1)
+}
+
+// Bounds of the depth of a weight ring (schedule.MatVec.Ring).
+const (
+	minRing = 4 // three vectors in flight while the thread sums one
+	maxRing = 8 // 128 bytes of shared memory a thread
+)
+
+// ringDepth returns the depth of the ring of shared memory through which
+// the threads of matrix-vector stage s (schedule mv, its lanes along k
+// chosen) stream the parts fs of its wide factor with cp.async
+// (MatVec.Ring), or 0 where they cannot: a ring needs a column's threads
+// on a warp's lanes, a GPU with cp.async, all of K staged at once
+// (staged = k), and every part a param of one type read by a plain load
+// of 16-byte vectors. Its depth keeps an SM's share of the DRAM's bandwidth ×
+// latency in flight (Little's law, as inFlight), one slot more for the
+// vector being summed, within [minRing, maxRing], and divides the vectors
+// a thread sums a tile, so that a slot is a constant of the unrolled
+// loop over them.
+func (s stage) ringDepth(g gpu.Model, mv *schedule.MatVec, fs []te.Expr, staged, k int) int {
+	if !mv.KLanes || staged != k || !g.Arch.AsyncCopy() {
+		return 0
+	}
+	for _, f := range fs {
+		ld, ok := f.(*te.Load)
+		if !ok || ld.Tensor.Kind != te.Param || ld.Tensor.DType != fs[0].(*te.Load).Tensor.DType || ld.Tensor.DType.Size()*mv.Vec != 16 {
+			return 0
+		}
+	}
+	per := mv.RingVectors(staged)
+	if per == 0 || per*mv.Vec*mv.Split != staged {
+		return 0
+	}
+	blocks, _ := g.BlocksPerSM(s.Resources().Block())
+	loads := int(math.Ceil(cost.InFlightPerSM(g) / float64(max(blocks, 1)*s.Threads*16)))
+	depth := min(max(te.NextPow2(loads+1), minRing), maxRing)
+	for depth > 1 && per%depth != 0 {
+		depth /= 2
+	}
+	if depth < 2 {
+		return 0
+	}
+	return depth
 }
 
 // warpLines returns the L1 wavefronts per 128 bytes moved of a warp's

@@ -442,7 +442,11 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	s.RegsPerThread = 32 + rows*mv.Cols + rows + mv.Cols
 	s.setLoads(d, mv, g)
 	if mv.KLanes {
-		s.SetArrays(schedule.Array{DType: te.F32, Len: rows * mv.StagedLen(staged)}, schedule.Array{DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads})
+		arrays := []schedule.Array{{DType: te.F32, Len: rows * mv.StagedLen(staged)}, {DType: te.F32, Len: rows * max(mv.Cols, 1) * s.Threads}}
+		if mv.Ring > 0 {
+			arrays = append(arrays, mv.RingArray(s.Threads))
+		}
+		s.SetArrays(arrays...)
 	}
 	s.Bytes = cost.MatVecBytes(d, mv, out)
 	return true

@@ -193,6 +193,8 @@ func (s *Schedule) String() string {
 			str += fmt.Sprintf(", %d parts", len(m.Parts))
 		}
 		switch {
+		case m.Ring > 0:
+			str += fmt.Sprintf(", 16-byte cp.async through a ring of %d", m.Ring)
 		case m.Vec > 0:
 			str += fmt.Sprintf(", 16-byte loads (%d in flight)", m.InFlight)
 		case m.ColVec > 0:
@@ -281,6 +283,37 @@ type MatVec struct {
 	// narrow factor is one row, a thread sums one column, Split divides a
 	// warp, and the tile has neither an output nor a k mask.
 	KLanes bool
+	// Ring, when not 0, is the depth of a ring of shared memory, Ring
+	// 16-byte slots a thread, through which the thread streams the wide
+	// factor's vectors with cp.async: it keeps Ring − 1 of them in flight
+	// while it sums one, across its rounds and on into the first vectors
+	// of its next tile, instead of issuing InFlight loads into registers
+	// and waiting for them all (what the hand-written decode megakernels
+	// do). Set where KLanes is, every part is a weight (a param, which no
+	// stage writes, so that the next tile's vectors may be copied before
+	// that tile's dependences are met) read as a plain load, the tile
+	// stages all of K at once, and the GPU has cp.async; Ring divides the
+	// vectors a thread sums a tile (RingVectors).
+	Ring int
+	// RingType is the element type of the wide factor that the ring
+	// holds (its parts all have it).
+	RingType te.DType
+}
+
+// RingArray returns the ring's scratch array for blocks of threads
+// threads: Ring slots of Vec elements a thread.
+func (mv *MatVec) RingArray(threads int) Array {
+	return Array{DType: mv.RingType, Len: mv.Ring * threads * mv.Vec}
+}
+
+// RingVectors returns the 16-byte vectors of the wide factor that a
+// thread of a tile sums when the tile stages staged of K: the vectors
+// along k, staged/Vec, over the Split threads of a column.
+func (mv *MatVec) RingVectors(staged int) int {
+	if mv.Vec <= 0 || mv.Split <= 0 {
+		return 0
+	}
+	return staged / mv.Vec / mv.Split
 }
 
 // StagedLen returns the words a row of the narrow factor takes in shared

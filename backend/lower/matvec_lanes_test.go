@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"tec/backend/kir"
+	"tec/backend/sim"
 	"tec/internal/numeric"
 	tb "tec/internal/testkit/tebuild"
 	"tec/te"
@@ -47,17 +48,24 @@ func batchedWeights(dt te.DType, batch, k, n int) *te.Program {
 // read and written without a bank conflict, and the module computes the
 // reference's answer, race-free, with bf16 and f32 weights (vectors of 8
 // and of 4 elements) and with a weight per batch entry (a block's tiles
-// cross entries, each staged behind the barrier before it).
+// cross entries, each staged behind the barrier before it). Where the GPU
+// has cp.async the weights stream through a ring (schedule.MatVec.Ring):
+// the stage copies them with cp.async and loads none into registers, and
+// the simulator's three resident blocks each take many tiles, so that
+// each tile's copies of the next one's first vectors are checked too; on
+// the T4 they are loaded into registers.
 func TestMatVecLanes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    *te.Program
 		gpu  string
+		ring bool
 	}{
-		{"bf16", weightsByRows(te.BF16, 1, 512, 4096), "h100"},
-		{"f32", weightsByRows(te.F32, 1, 512, 4096), "h100"},
-		{"bf16 on the a100", weightsByRows(te.BF16, 1, 256, 8192), "a100"},
-		{"batched", batchedWeights(te.BF16, 3, 256, 2048), "h100"},
+		{"bf16", weightsByRows(te.BF16, 1, 512, 4096), "h100", true},
+		{"f32", weightsByRows(te.F32, 1, 512, 4096), "h100", true},
+		{"bf16 on the a100", weightsByRows(te.BF16, 1, 256, 8192), "a100", true},
+		{"batched", batchedWeights(te.BF16, 3, 256, 2048), "h100", true},
+		{"f16 on the t4", weightsByRows(te.F16, 1, 512, 4096), "t4", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.p
@@ -65,6 +73,13 @@ func TestMatVecLanes(t *testing.T) {
 			s := pl.Schedules[p.Outputs[0]]
 			if s.MatVec == nil || !s.MatVec.KLanes {
 				t.Fatalf("y is not a matrix-vector tile with a column's threads on a warp's lanes:\n%s", pl)
+			}
+			if got := s.MatVec.Ring > 0; got != tc.ring {
+				t.Fatalf("y streams its weights through a ring: %v, want %v:\n%s", got, tc.ring, pl)
+			}
+			copies, vec, _ := ringCopies(m, "y", "w")
+			if tc.ring && (copies == 0 || vec != 0) || !tc.ring && copies != 0 {
+				t.Errorf("stage y copies w with %d cp.async and %d 16-byte loads into registers", copies, vec)
 			}
 			var barriers int
 			for _, k := range m.Kernels {
@@ -97,5 +112,65 @@ func TestMatVecLanes(t *testing.T) {
 				t.Errorf("y: %v %v", err, mm)
 			}
 		})
+	}
+}
+
+// ringCopies counts, in the stages of m named stage, the cp.async copies
+// of the global buffer input and its 16-byte loads into registers, and
+// returns the stage's waits for copies (to plant a fault in).
+func ringCopies(m *kir.Module, stage, input string) (copies, vec int, waits []*kir.WaitGroup) {
+	for _, k := range m.Kernels {
+		kir.WalkStmts(k.Body, func(x kir.Stmt) bool {
+			st, ok := x.(*kir.Stage)
+			if !ok || st.Name != stage {
+				return true
+			}
+			kir.WalkStmts(st.Body, func(y kir.Stmt) bool {
+				switch y := y.(type) {
+				case *kir.CopyAsync:
+					if y.Src.Name == input {
+						copies++
+					}
+				case *kir.VecCopy:
+					if y.Src.Name == input {
+						vec++
+					}
+				case *kir.WaitGroup:
+					waits = append(waits, y)
+				}
+				return true
+			})
+			return false
+		})
+	}
+	return copies, vec, waits
+}
+
+// TestMatVecRingFault checks that the simulator sees a weight ring read
+// too early: with each wait for the oldest copy loosened by one group,
+// the vector a thread sums is still in flight, and the run reports it.
+func TestMatVecRingFault(t *testing.T) {
+	p := weightsByRows(te.BF16, 1, 512, 4096)
+	m, pl := fusedModule(t, p, "h100", false)
+	depth := pl.Schedules[p.Outputs[0]].MatVec.Ring
+	_, _, waits := ringCopies(m, "y", "w")
+	planted := 0
+	for _, w := range waits {
+		if w.N == depth-1 {
+			w.N = depth
+			planted++
+		}
+	}
+	if depth == 0 || planted == 0 {
+		t.Fatalf("no ring to plant a fault in (depth %d, %d waits)", depth, len(waits))
+	}
+	res, err := sim.Run(m, randomFeeds(p), sim.Options{Race: true, ResidentBlocks: 3})
+	if err == nil && res.RaceCount == 0 {
+		t.Fatal("the simulator ran a ring whose threads read their vectors before waiting for them, and reported nothing")
+	}
+	if err != nil {
+		t.Logf("reported: %v", err)
+	} else {
+		t.Logf("reported: %d races; first %s", res.RaceCount, res.Races[0])
 	}
 }

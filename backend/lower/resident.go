@@ -170,6 +170,12 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedLen(mv.StagedK(K)), mv.TileF, max(mv.Cols, 1), kLanes)
 	hs, pro := hoisted(tmp, A, rows)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
+	var ring ringCtx
+	if mv.Ring > 0 {
+		a := mv.RingArray(l.threads)
+		ring = ringCtx{buf: &kir.Buffer{Name: "ring", Space: kir.Shared, DType: a.DType, Shape: []int{a.Len}}, depth: mv.Ring, tile: tile, tiles: d.Batch * mv.NT, nt: mv.NT}
+		tmp.Shared = append(tmp.Shared, ring.buf)
+	}
 	// With its columns' sums combined in their warps and its rows staged
 	// once an entry (behind a barrier of their own), a tile reads nothing
 	// in shared memory that the next one writes: its warps go on to the
@@ -191,6 +197,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 			stageOnce: true,
 			kLanes:    kLanes,
 			mask:      s.Mask,
+			ringCtx:   ring,
 		})
 	})
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
@@ -285,6 +292,9 @@ type entryCtx struct {
 	// schedule's Epilogue) read each output column where the thread of
 	// that column wrote it: the epilogue stays a column per thread.
 	columnOwned bool
+	// ringCtx, where its buf is set, is the ring the wide factor streams
+	// through (MatVec.Ring, sumRing).
+	ringCtx
 }
 
 // matVecEntry emits one batch entry of a matrix-vector tile (resident or
@@ -731,6 +741,9 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 // parts (MatVec.Parts) is read in one loop per part, the tile choosing
 // its part once, by its nf.
 func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
+	if c.ringCtx.buf != nil && c.F != nil && l.sumRing(g, d, c, acc, staged) {
+		return
+	}
 	if c.F == nil || len(c.parts) == 0 {
 		l.sumPart(g, d, c, c.F, acc, fs, staged, c0)
 		return
