@@ -351,7 +351,11 @@ func (s stage) ringDepth(g gpu.Model, mv *schedule.MatVec, fs []te.Expr, staged,
 	if per == 0 || per*mv.Vec*mv.Split != staged {
 		return 0
 	}
+	// The blocks of an SM that have tiles: a stage of fewer tiles than
+	// its blocks (the Q·K·V projection's 192 on 132 SMs) keeps its share
+	// in flight with fewer.
 	blocks, _ := g.BlocksPerSM(s.Resources().Block())
+	blocks = min(blocks, te.CeilDiv(s.Tiles, max(g.SMs, 1)))
 	loads := int(math.Ceil(cost.InFlightPerSM(g) / float64(max(blocks, 1)*s.Threads*16)))
 	depth := min(max(te.NextPow2(loads+1), minRing), maxRing)
 	for depth > 1 && per%depth != 0 {
