@@ -227,10 +227,19 @@ type ProbedKernel struct {
 	// threads alone (a kernel that calls functions spills what the calls
 	// save whatever its bound).
 	Short bool
+	// Tighter is what ptxas allocated to a short kernel under the
+	// largest blocks-per-SM bound, between its own and the one its
+	// Unbounded registers leave, that ptxas met (TighterBound; nil and 0
+	// where it met none or the check tried none): the registers it needs
+	// rather than those it takes when free. A decode step whose weights
+	// stream through cp.async rings needs 64 registers for 4 blocks of
+	// 256 threads an SM, and takes 122 (2 blocks) when free.
+	Tighter      *PTXASFunction
+	TighterBound int
 	// Floor is the floor of the registers per thread of the stages the
 	// kernel computes (RegisterCheck.Floors): its registers under its
-	// bounds where ptxas met them, else its Unbounded registers, with no
-	// margin: a bound that leaves a few more does not keep ptxas from
+	// bounds where ptxas met them, else its Tighter registers where it
+	// has them, else its Unbounded registers, with no margin: a bound that leaves a few more does not keep ptxas from
 	// spilling (resnext's k1_x.1 at f16 on sm_80: 38 registers unbounded,
 	// spills 12 B under a bound of 40 and 20 B under one of 48), and a
 	// kernel that still spills loses its bound, so that ptxas gives it
@@ -278,10 +287,14 @@ func (f *PTXASFunction) loopSpills() (stores, loads int) {
 // registers, are compiled once more, together, with their threads alone
 // as their bound; one that spills no more so (a kernel whose calls save
 // registers) keeps its plan too. Where some kernel is short
-// (ProbedKernel.Short), the program is planned again, once, with each
-// probed kernel's Floor as the floor of the stages it computes
-// (RegisterCheck.Floors, pipeline.Options.StageRegs): a short kernel's
-// registers unbounded, any other's under its bounds. A kernel of the
+// (ProbedKernel.Short), each short kernel is compiled under the bounds
+// between its own and the one its unbounded registers leave, one block
+// per SM less a run, until ptxas meets one (tighten), and the program is
+// planned again, once, with each probed kernel's Floor as the floor of
+// the stages it computes (RegisterCheck.Floors,
+// pipeline.Options.StageRegs): a short kernel's registers under the
+// tighter bound ptxas met, or else unbounded, and any other's under its
+// bounds. A kernel of the
 // re-plan counts the most of its stages' floors, so that a light kernel
 // is not planned with a heavy one's registers. The kernels of the re-plan
 // that are not the code of a kernel already compiled under the same
@@ -289,9 +302,9 @@ func (f *PTXASFunction) loopSpills() (stores, loads int) {
 // short has its blocks-per-SM bound dropped (RegisterCheck.Warnings say
 // so): it takes the registers it needs, and its launch the blocks per SM
 // those leave. So the check runs the tool once where ptxas meets every
-// bound, and at most three times. The result's Registers says what was
-// used; where the tool fails, its warnings say so and the estimates
-// stand.
+// bound, and otherwise three times and once more for each bound tried.
+// The result's Registers says what was used; where the tool fails, its
+// warnings say so and the estimates stand.
 //
 // Only a checked plan's blocks per SM become launch bounds: where no check
 // ran (below -O3, no tool, or a tool that failed), the kernels are bounded
@@ -327,8 +340,22 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		}
 	}
 	check.Replanned = check.unbounded(first, unbounded)
+	if check.Replanned {
+		if err := check.tighten(ctx, tc, first, unbounded); err != nil {
+			return standDown(first, dumps, opts, tool, err), nil
+		}
+	}
 	check.floors(first, opts.StageRegs)
 	compiled := compiledCode(first, bounded, unbounded)
+	for i := range check.Probed {
+		if pk := &check.Probed[i]; pk.Tighter != nil {
+			for _, k := range first.Module.Kernels {
+				if k.Name == pk.Kernel {
+					compiled[kernelKey(k, first.Layout(), pk.TighterBound)] = pk.Tighter
+				}
+			}
+		}
+	}
 	if !check.Replanned {
 		dumps.replay(opts)
 		first.Registers = check.figures(first, bounded, check.settle(first, bounded, compiled))
@@ -445,6 +472,70 @@ func (check *RegisterCheck) unbounded(c *Compiled, fns map[*kir.Kernel]*PTXASFun
 		}
 	}
 	return short
+}
+
+// tighten looks, for each short kernel of c (unbounded holds what ptxas
+// allocated to it with its threads alone), for the largest blocks-per-SM
+// bound between its own and the one that its unbounded registers leave
+// that ptxas meets, trying one bound less a compile, all short kernels in
+// each, and records what it finds (ProbedKernel.Tighter) as the kernel's
+// floor. ptxas takes what registers it likes when nothing bounds it, so
+// that a kernel a bound of 5 blocks makes spill may need the 64 registers
+// of 4, not the 122 of 2 that it takes unbounded.
+func (check *RegisterCheck) tighten(ctx context.Context, tc toolchain, c *Compiled, unbounded map[*kir.Kernel]*PTXASFunction) error {
+	g := c.Plan.GPU
+	kernel := map[string]*kir.Kernel{}
+	for k := range unbounded {
+		kernel[k.Name] = k
+	}
+	// trial is a short kernel's copy under the bound being tried; least
+	// its last bound worth a try, one more than its unbounded figure's.
+	type trial struct {
+		pk    *ProbedKernel
+		k     *kir.Kernel
+		least int
+	}
+	var open []trial
+	for i := range check.Probed {
+		pk := &check.Probed[i]
+		k := kernel[pk.Kernel]
+		if !pk.Short || k == nil || pk.Unbounded == nil || k.BlocksPerSM < 2 {
+			continue
+		}
+		free, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: pk.Unbounded.Registers})
+		kc := *k
+		open = append(open, trial{pk: pk, k: &kc, least: free + 1})
+	}
+	for len(open) > 0 {
+		var ks []*kir.Kernel
+		var next []trial
+		for _, tr := range open {
+			if tr.k.BlocksPerSM--; tr.k.BlocksPerSM >= tr.least {
+				ks = append(ks, tr.k)
+				next = append(next, tr)
+			}
+		}
+		if len(ks) == 0 {
+			return nil
+		}
+		fns, err := tc.compile(ctx, c, ks, true)
+		if err != nil {
+			return err
+		}
+		open = open[:0]
+		for _, tr := range next {
+			f := fns[tr.k]
+			switch {
+			case f == nil:
+			case meets(g, tr.k, f, tr.pk.Unbounded):
+				tr.pk.Tighter, tr.pk.TighterBound = f, tr.k.BlocksPerSM
+				tr.pk.Floor = min(f.Registers, g.MaxRegsPerThread)
+			default:
+				open = append(open, tr)
+			}
+		}
+	}
+	return nil
 }
 
 // floors sets check.Floors: the most of the build's own floors and of

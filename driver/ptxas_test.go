@@ -317,11 +317,14 @@ func mostRegisters(g gpu.Model, k *kir.Kernel, blocks int) int {
 // per SM, and so does one that spills as much unbounded (as a kernel's
 // calls do), with a warning; one that spills under its bound alone is
 // planned again, with the registers ptxas gives it unbounded as the floor
-// of its stage, while the light kernel keeps its blocks per SM and is not
-// compiled again; and one that still spills under its new bound is
-// bounded by its threads alone, with a warning. The check runs nvcc once
-// where ptxas meets the bounds; a second time on the spilling kernel
-// alone, unbounded; and a third on the re-plan's new kernels.
+// of its stage, or those it needs under a tighter bound (one block per SM
+// less) where it meets that, while the light kernel keeps its blocks per
+// SM and is not compiled again; and one that still spills under its new
+// bound is bounded by its threads alone, with a warning. The check runs
+// nvcc once where ptxas meets the bounds; a second time on the spilling
+// kernel alone, unbounded; once more for each bound between its own and
+// the one its unbounded registers leave, down to the first ptxas meets;
+// and last on the re-plan's new kernels (unless compiled already).
 func TestCompileCheckedBounds(t *testing.T) {
 	const lightRegs, spill = 16, 12
 	prog, err := Check("heavy_light.te", []byte(heavyLight), lang.Config{})
@@ -351,6 +354,15 @@ func TestCompileCheckedBounds(t *testing.T) {
 	if n, _ := g.BlocksPerSM(gpu.Block{Threads: heavy.Block, SharedBytes: int(heavy.SharedBytes()), RegsPerThread: full + 8}); n >= heavy.BlocksPerSM {
 		t.Fatalf("%d registers (the heavy kernel's bound's %d plus 8) leave its %d blocks per SM: the test needs another", full+8, full, heavy.BlocksPerSM)
 	}
+	// free is the blocks per SM that the heavy kernel's unbounded
+	// registers leave; tight the most registers that one block less than
+	// its bound leaves, which the check tries before it.
+	free, _ := g.BlocksPerSM(gpu.Block{Threads: heavy.Block, SharedBytes: int(heavy.SharedBytes()), RegsPerThread: unbounded})
+	if heavy.BlocksPerSM-1 <= free {
+		t.Fatalf("the heavy kernel's %d blocks per SM leave no bound to try between them and the %d its %d registers unbounded leave: the test needs another", heavy.BlocksPerSM, free, unbounded)
+	}
+	tighter := heavy.BlocksPerSM - 1
+	tight := mostRegisters(g, heavy, tighter)
 	tests := []struct {
 		name      string
 		rules     []fakeRule
@@ -358,12 +370,15 @@ func TestCompileCheckedBounds(t *testing.T) {
 		replanned bool
 		dropped   bool
 		ptxas     int    // the heavy kernel's registers as shipped
+		floor     int    // the heavy kernel's stages' floor
+		met       int    // the tighter bound ptxas met (0: none)
 		warning   string // the one warning, if any
 	}{
-		{"meets its bound", []fakeRule{{hn + ":*", full, 0}}, 1, false, false, full, ""},
-		{"spills as much unbounded", []fakeRule{{hn + ":*", full, spill}}, 2, false, false, full, fmt.Sprintf("spills %d B of registers (stores) and reloads %d B with %d registers per thread under __launch_bounds__(%d, %d), as much as", spill, spill, full, heavy.Block, heavy.BlocksPerSM)},
-		{"spills under its bound", []fakeRule{{fmt.Sprintf("%s:%d", hn, heavy.BlocksPerSM), full, spill}, {hn + ":*", unbounded, 0}}, 3, true, false, unbounded, ""},
-		{"still spills", []fakeRule{{hn + ":", unbounded, 0}, {hn + ":*", full, spill}}, 3, true, true, unbounded, fmt.Sprintf("still spills %d B", spill)},
+		{"meets its bound", []fakeRule{{hn + ":*", full, 0}}, 1, false, false, full, full, 0, ""},
+		{"spills as much unbounded", []fakeRule{{hn + ":*", full, spill}}, 2, false, false, full, full, 0, fmt.Sprintf("spills %d B of registers (stores) and reloads %d B with %d registers per thread under __launch_bounds__(%d, %d), as much as", spill, spill, full, heavy.Block, heavy.BlocksPerSM)},
+		{"spills under its bound", []fakeRule{{fmt.Sprintf("%s:%d", hn, heavy.BlocksPerSM), full, spill}, {hn + ":*", unbounded, 0}}, 3, true, false, unbounded, unbounded, 0, ""},
+		{"meets a tighter bound", []fakeRule{{fmt.Sprintf("%s:%d", hn, heavy.BlocksPerSM), full, spill}, {fmt.Sprintf("%s:%d", hn, tighter), tight, 0}, {hn + ":*", unbounded, 0}}, 3, true, false, tight, tight, tighter, ""},
+		{"still spills", []fakeRule{{hn + ":", unbounded, 0}, {hn + ":*", full, spill}}, 3, true, true, unbounded, unbounded, 0, fmt.Sprintf("still spills %d B", spill)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,17 +401,25 @@ func TestCompileCheckedBounds(t *testing.T) {
 			if tt.runs > 1 {
 				want = append(want, []string{hn + ":"})
 			}
-			if tt.runs > 2 {
-				want = append(want, []string{fmt.Sprintf("%s:%d", hn, ch.BlocksPerSM+check.Kernels[1].BoundDropped)})
+			if tt.replanned {
+				// The bounds between, one a run, down to the first met.
+				for b := heavy.BlocksPerSM - 1; b > free && b >= tt.met; b-- {
+					want = append(want, []string{fmt.Sprintf("%s:%d", hn, b)})
+				}
+			}
+			// The re-plan's heavy kernel, unless it is the code compiled
+			// under the tighter bound it met.
+			if recheck := []string{fmt.Sprintf("%s:%d", hn, ch.BlocksPerSM+check.Kernels[1].BoundDropped)}; tt.runs > 2 && (tt.met == 0 || len(runs) > len(want)) {
+				want = append(want, recheck)
 			}
 			if !reflect.DeepEqual(runs, want) {
 				t.Errorf("nvcc compiled %q, want %q", runs, want)
 			}
+			if tt.met > 0 && ch.BlocksPerSM != tt.met {
+				t.Errorf("the heavy kernel %s: %d blocks per SM, want the tighter bound ptxas met, %d", ch.Name, ch.BlocksPerSM, tt.met)
+			}
 			wantFloor := map[string]int{}
-			for i, regs := range []int{lightRegs, full} {
-				if i == 1 && tt.replanned {
-					regs = unbounded
-				}
+			for i, regs := range []int{lightRegs, tt.floor} {
 				for _, st := range first.Plan.Kernels[i].Stages {
 					wantFloor[st.Name] = regs
 				}
@@ -412,8 +435,8 @@ func TestCompileCheckedBounds(t *testing.T) {
 			case !tt.replanned && ch.BlocksPerSM != heavy.BlocksPerSM:
 				t.Errorf("the heavy kernel %s: %d blocks per SM, want its plan's %d", ch.Name, ch.BlocksPerSM, heavy.BlocksPerSM)
 			case tt.replanned && !tt.dropped:
-				if n, _ := g.BlocksPerSM(gpu.Block{Threads: ch.Block, SharedBytes: int(ch.SharedBytes()), RegsPerThread: unbounded}); ch.BlocksPerSM < 1 || ch.BlocksPerSM > n {
-					t.Errorf("the heavy kernel %s, planned again: a bound of %d blocks per SM; its %d registers unbounded leave %d", ch.Name, ch.BlocksPerSM, unbounded, n)
+				if n, _ := g.BlocksPerSM(gpu.Block{Threads: ch.Block, SharedBytes: int(ch.SharedBytes()), RegsPerThread: tt.floor}); ch.BlocksPerSM < 1 || ch.BlocksPerSM > n {
+					t.Errorf("the heavy kernel %s, planned again: a bound of %d blocks per SM; its floor of %d registers leaves %d", ch.Name, ch.BlocksPerSM, tt.floor, n)
 				}
 			case tt.dropped && (ch.BlocksPerSM != 0 || hr.BoundDropped == 0):
 				t.Errorf("the heavy kernel %s, still spilling: a bound of %d blocks per SM, %d dropped; want its threads alone", ch.Name, ch.BlocksPerSM, hr.BoundDropped)

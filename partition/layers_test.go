@@ -17,7 +17,7 @@ import (
 var layers = []string{
 	"stage.go", "loadpath.go", "serial.go", "rows.go", "tiledep.go", "matvec.go", "schedule.go", "tensorcore.go", "recompute.go",
 	"options.go", "plan.go", "canon.go", "counters_matvec.go", "blocklocal.go", "counters.go",
-	"search.go", "pipeline.go", "resident.go", "verify.go", "partition.go",
+	"search.go", "pipeline.go", "streams.go", "resident.go", "verify.go", "partition.go",
 }
 
 // TestLayers checks that no file of the package uses a name (a function,

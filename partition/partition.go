@@ -154,8 +154,11 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 	default:
 		starts, bounds = c.dp()
 	}
-	if opts.Strategy != PerTE && deepenPipelines(c, starts) {
-		c = newCoster(pl, stages, opts) // priced with the deeper pipelines' load paths
+	if opts.Strategy != PerTE {
+		pipelines := deepenPipelines(c, starts)
+		if streams := deepenStreams(c, starts); pipelines || streams {
+			c = newCoster(pl, stages, opts) // priced with the deeper pipelines' and streams' load paths
+		}
 	}
 	for i, s := range starts {
 		e := len(stages)

@@ -94,7 +94,7 @@ func registerSummary(check *driver.RegisterCheck) string {
 				short = append(short, shortfall(k))
 			}
 		}
-		s += fmt.Sprintf("; ptxas did not meet the launch bounds of %s, so the build planned again with their registers unbounded as the floor of their stages' registers (and the other kernels' as theirs)",
+		s += fmt.Sprintf("; ptxas did not meet the launch bounds of %s, so the build planned again with their registers at the largest bound ptxas met, or else unbounded, as the floor of their stages' registers (and the other kernels' as theirs)",
 			strings.Join(short, ", "))
 	}
 	if len(dropped) > 0 {
@@ -104,7 +104,8 @@ func registerSummary(check *driver.RegisterCheck) string {
 }
 
 // shortfall says how ptxas did not meet probed kernel k's launch bounds,
-// and what it gave the kernel unbounded.
+// what it gave the kernel unbounded, and what under the largest bound it
+// met (ProbedKernel.Tighter).
 func shortfall(k driver.ProbedKernel) string {
 	s := fmt.Sprintf("%s (%d registers", k.Kernel, k.Registers)
 	if k.SpillStores > 0 || k.SpillLoads > 0 {
@@ -113,6 +114,9 @@ func shortfall(k driver.ProbedKernel) string {
 	s += fmt.Sprintf(" at %s", blocksPerSM(k.BlocksPerSM))
 	if k.Unbounded != nil {
 		s += fmt.Sprintf("; %d unbounded", k.Unbounded.Registers)
+	}
+	if k.Tighter != nil {
+		s += fmt.Sprintf("; %d, met, at %s", k.Tighter.Registers, blocksPerSM(k.TighterBound))
 	}
 	return s + ")"
 }

@@ -90,6 +90,8 @@ func TestRegisterSummary(t *testing.T) {
 		Probed: []driver.ProbedKernel{
 			{Kernel: "k0_a", PTXASFunction: &driver.PTXASFunction{Registers: 32, SpillStores: 24, SpillLoads: 24}, Threads: 256, BlocksPerSM: 8, Unbounded: &driver.PTXASFunction{Registers: 38}, Short: true, Floor: 38},
 			{Kernel: "k1_b", PTXASFunction: &driver.PTXASFunction{Registers: 100}, Threads: 256, BlocksPerSM: 2, Floor: 100},
+			{Kernel: "k2_c", PTXASFunction: &driver.PTXASFunction{Registers: 48, SpillStores: 400, SpillLoads: 3036, Calls: true}, Threads: 256, BlocksPerSM: 5,
+				Unbounded: &driver.PTXASFunction{Registers: 122}, Short: true, Tighter: &driver.PTXASFunction{Registers: 64}, TighterBound: 4, Floor: 64},
 		},
 		Kernels: []driver.KernelRegisters{
 			{Kernel: "k0_a", Estimate: 30, Planned: 38, PTXAS: 38, Function: &driver.PTXASFunction{Registers: 38}, FromPTXAS: true, BoundDropped: 6},
@@ -106,7 +108,7 @@ func TestRegisterSummary(t *testing.T) {
 			"the planned estimate (ptxas: 128 under the kernel's launch bounds, without spilling)",
 			"the planned estimate (ptxas: 128 under the kernel's launch bounds, 188 B spilled and 2216 B reloaded around its calls)"}},
 		{"replanned", replanned,
-			"ptxas (nvcc), registers per thread as built: k0_a 38, k1_b 100; ptxas did not meet the launch bounds of k0_a (32 registers, 24 B spilled and 24 B reloaded at 8 blocks per SM; 38 unbounded), so the build planned again with their registers unbounded as the floor of their stages' registers (and the other kernels' as theirs); still spilling when planned again, so bounded by their threads alone: k0_a (was 6 blocks per SM)",
+			"ptxas (nvcc), registers per thread as built: k0_a 38, k1_b 100; ptxas did not meet the launch bounds of k0_a (32 registers, 24 B spilled and 24 B reloaded at 8 blocks per SM; 38 unbounded), k2_c (48 registers, 400 B spilled and 3036 B reloaded at 5 blocks per SM; 122 unbounded; 64, met, at 4 blocks per SM), so the build planned again with their registers at the largest bound ptxas met, or else unbounded, as the floor of their stages' registers (and the other kernels' as theirs); still spilling when planned again, so bounded by their threads alone: k0_a (was 6 blocks per SM)",
 			[]string{"ptxas (the planned estimate was 30); ptxas spilled under its bound of 6 blocks per SM even when planned again, so the kernel is bounded by its threads alone (ptxas: 38)", "the planned estimate (ptxas: 100 under the kernel's launch bounds, without spilling)"}},
 	}
 	for _, tt := range tests {
