@@ -2,6 +2,7 @@ package lang
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"slices"
@@ -203,5 +204,37 @@ func TestTooLarge(t *testing.T) {
 				t.Errorf("hint %q does not say that the limit is on the program's size", ds[0].Hint)
 			}
 		})
+	}
+}
+
+// TestTooLargeTensors checks that a loop of costly tensors runs out of
+// checking steps soon: each conv2d stage builds a padded, bounds-checked
+// body, so that tensors cost more steps than statements (tensorCost). At
+// 10 steps a tensor this program was refused only after 68,966 iterations,
+// 11 s and 550 MB, longer than a fuzz worker is given.
+func TestTooLargeTensors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks about 18,000 convolutions")
+	}
+	src := `model m {
+  input x: f32[1, 3, 8, 8]
+  h = x
+  for s in 0..83648 {
+    param w: f32[3, 3, 3, 3]
+    h = conv2d(h, w, 1, 1, 1, 1)
+  }
+  output y = h
+}
+`
+	_, ds := Check("m.te", []byte(src), Config{})
+	if len(ds) != 1 || ds[0].Code != "range" {
+		t.Fatalf("got %v, want one range error", ds)
+	}
+	var trips int
+	if _, err := fmt.Sscanf(ds[0].Message, "the program is too large: unrolling it takes more than 2000000 steps (%d loop iterations so far)", &trips); err != nil {
+		t.Fatalf("message %q: %v", ds[0].Message, err)
+	}
+	if trips > 20000 {
+		t.Errorf("refused after %d loop iterations, want at most 20,000", trips)
 	}
 }
