@@ -42,8 +42,10 @@ func TestReportLSTMTime(t *testing.T) {
 	if r.Total != want || r.Exact {
 		t.Errorf("report (exact %v) %v, want (not exact) %v", r.Exact, r.Total, want)
 	}
-	// A few seconds on a loaded two-core machine; it took 100.
-	if limit := 20 * time.Second; elapsed > limit {
+	// 8 s alone on a two-core machine, 20 s beside CI's toolchain sweep
+	// (which failed a limit of 20 s); it took 100 before the report
+	// enumerated each condition once per shape (320b3b8).
+	if limit := 40 * time.Second; elapsed > limit {
 		t.Errorf("the report took %v, more than %v", elapsed, limit)
 	}
 	t.Logf("report in %v", elapsed)
