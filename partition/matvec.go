@@ -250,7 +250,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	}
 	cols := product(axes)
 	parts := wideParts(f, axes)
-	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec, mv.KLanes = nil, 0, 0, 0, false
+	mv.Parts, mv.Vec, mv.InFlight, mv.StageVec, mv.KLanes, mv.Ring, mv.RingType = nil, 0, 0, 0, false, 0, 0
 	defer func() {
 		vec, bytes := max(mv.Vec, 1), 0
 		if mv.Vec > 0 || mv.ColVec > 0 {
@@ -309,13 +309,13 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && mv.StageVec == n && s.Mask == nil
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
 	if mv.Ring = s.ringDepth(g, mv, fs, staged, d.K); mv.Ring > 0 {
-		mv.RingType = fs[0].(*te.Load).Tensor.DType
 		// One vector in registers, read back from the ring; Ring − 1 in
 		// flight, without a gap between rounds or tiles.
 		s.Load = schedule.LoadPath{Width: 16, InFlight: mv.Ring - 1, Prefetch: true}
 		s.RegsPerThread += 4
 		return
 	}
+	mv.RingType = 0
 	s.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight * max(mv.Cols, 1)}
 	s.RegsPerThread += 4 * mv.InFlight * max(mv.Cols, 1)
 }
@@ -331,21 +331,22 @@ const (
 // chosen) stream the parts fs of its wide factor with cp.async
 // (MatVec.Ring), or 0 where they cannot: a ring needs a column's threads
 // on a warp's lanes, a GPU with cp.async, all of K staged at once
-// (staged = k), and every part a param of one type read by a plain load
-// of 16-byte vectors. Its depth keeps an SM's share of the DRAM's bandwidth ×
-// latency in flight (Little's law, as inFlight), one slot more for the
-// vector being summed, within [minRing, maxRing], and divides the vectors
+// (staged = k), and every part a param of one type (which it sets as
+// mv.RingType) read by a plain load of 16-byte vectors. Its depth keeps an SM's share of the DRAM's
+// bandwidth × latency in flight over the SM's blocks that have tiles
+// (loadsToCover), one slot more for the vector being summed, within [minRing, maxRing], and divides the vectors
 // a thread sums a tile, so that a slot is a constant of the unrolled
 // loop over them.
 func (s stage) ringDepth(g gpu.Model, mv *schedule.MatVec, fs []te.Expr, staged, k int) int {
 	if !mv.KLanes || staged != k || !g.Arch.AsyncCopy() {
 		return 0
 	}
-	for _, f := range fs {
+	for i, f := range fs {
 		ld, ok := f.(*te.Load)
-		if !ok || ld.Tensor.Kind != te.Param || ld.Tensor.DType != fs[0].(*te.Load).Tensor.DType || ld.Tensor.DType.Size()*mv.Vec != 16 {
+		if !ok || ld.Tensor.Kind != te.Param || ld.Tensor.DType.Size()*mv.Vec != 16 || i > 0 && ld.Tensor.DType != mv.RingType {
 			return 0
 		}
+		mv.RingType = ld.Tensor.DType
 	}
 	per := mv.RingVectors(staged)
 	if per == 0 || per*mv.Vec*mv.Split != staged {
@@ -356,8 +357,7 @@ func (s stage) ringDepth(g gpu.Model, mv *schedule.MatVec, fs []te.Expr, staged,
 	// in flight with fewer.
 	blocks, _ := g.BlocksPerSM(s.Resources().Block())
 	blocks = min(blocks, te.CeilDiv(s.Tiles, max(g.SMs, 1)))
-	loads := int(math.Ceil(cost.InFlightPerSM(g) / float64(max(blocks, 1)*s.Threads*16)))
-	depth := min(max(te.NextPow2(loads+1), minRing), maxRing)
+	depth := min(max(te.NextPow2(loadsToCover(g, blocks, s.Threads)+1), minRing), maxRing)
 	for depth > 1 && per%depth != 0 {
 		depth /= 2
 	}
@@ -439,6 +439,14 @@ func warpLines(f te.Expr, cols []*te.Var, k *te.Var, mv *schedule.MatVec, vec, b
 // warpLanes is the threads of a warp.
 const warpLanes = 32
 
+// loadsToCover returns the 16-byte loads that each thread of blocks
+// blocks of threads threads on an SM of g must keep in flight for the SM
+// to draw its share of g's DRAM bandwidth (Little's law:
+// cost.InFlightPerSM).
+func loadsToCover(g gpu.Model, blocks, threads int) int {
+	return int(math.Ceil(cost.InFlightPerSM(g) / float64(max(blocks, 1)*threads*16)))
+}
+
 // inFlight returns the 16-byte loads a thread of stage s issues before it
 // uses any, of the per it loads in all (per thread and column): by
 // Little's law, an SM must have the DRAM's bandwidth × latency, its
@@ -446,10 +454,8 @@ const warpLanes = 32
 // [minInFlight, maxInFlight], and no more than per and a divisor of it,
 // so that every round of loads is whole.
 func (s stage) inFlight(g gpu.Model, per int) int {
-	perSM := cost.InFlightPerSM(g)
 	blocks, _ := g.BlocksPerSM(s.Resources().Block())
-	loads := int(math.Ceil(perSM / float64(max(blocks, 1)*s.Threads*16)))
-	u := min(max(te.NextPow2(loads), minInFlight), maxInFlight)
+	u := min(max(te.NextPow2(loadsToCover(g, blocks, s.Threads)), minInFlight), maxInFlight)
 	for u > 1 && (u > per || per%u != 0) {
 		u /= 2
 	}

@@ -1,10 +1,8 @@
 package partition
 
 import (
-	"math"
 	"slices"
 
-	"tec/cost"
 	"tec/schedule"
 	"tec/te"
 )
@@ -45,7 +43,7 @@ func deepenStreams(c *coster, starts []int) bool {
 				continue
 			}
 			blocks := min(occ, te.CeilDiv(st.Tiles, max(g.SMs, 1)))
-			need := int(math.Ceil(cost.InFlightPerSM(g) / float64(max(blocks, 1)*st.Threads*16)))
+			need := loadsToCover(g, blocks, st.Threads)
 			staged := mv.StagedK(st.K)
 			if mv.Ring > 0 {
 				changed = deepenRing(c, s, e, occ, st, need, staged) || changed
