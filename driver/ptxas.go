@@ -239,12 +239,12 @@ type ProbedKernel struct {
 	// Floor is the floor of the registers per thread of the stages the
 	// kernel computes (RegisterCheck.Floors): its registers under its
 	// bounds where ptxas met them, else its Tighter registers where it
-	// has them, else its Unbounded registers, with no margin: a bound that leaves a few more does not keep ptxas from
-	// spilling (resnext's k1_x.1 at f16 on sm_80: 38 registers unbounded,
-	// spills 12 B under a bound of 40 and 20 B under one of 48), and a
-	// kernel that still spills loses its bound, so that ptxas gives it
-	// its unbounded figure, which the re-plan's blocks per SM leave room
-	// for.
+	// has them, else its Unbounded registers, with no margin: a bound
+	// that leaves a few more does not keep ptxas from spilling (resnext's
+	// k1_x.1 at f16 on sm_80: 38 registers unbounded, spills 12 B under a
+	// bound of 40 and 20 B under one of 48), and a kernel that still
+	// spills loses its bound, so that ptxas gives it its unbounded
+	// figure, which the re-plan's blocks per SM leave room for.
 	Floor int
 }
 
@@ -294,9 +294,8 @@ func (f *PTXASFunction) loopSpills() (stores, loads int) {
 // the stages it computes (RegisterCheck.Floors,
 // pipeline.Options.StageRegs): a short kernel's registers under the
 // tighter bound ptxas met, or else unbounded, and any other's under its
-// bounds. A kernel of the
-// re-plan counts the most of its stages' floors, so that a light kernel
-// is not planned with a heavy one's registers. The kernels of the re-plan
+// bounds. A kernel of the re-plan counts the most of its stages' floors,
+// so that a light kernel is not planned with a heavy one's registers. The kernels of the re-plan
 // that are not the code of a kernel already compiled under the same
 // bounds are compiled once more under theirs, and one that is still
 // short has its blocks-per-SM bound dropped (RegisterCheck.Warnings say
@@ -340,22 +339,15 @@ func CompileChecked(ctx context.Context, prog *te.Program, opts pipeline.Options
 		}
 	}
 	check.Replanned = check.unbounded(first, unbounded)
+	var tighter map[string]*PTXASFunction
 	if check.Replanned {
-		if err := check.tighten(ctx, tc, first, unbounded); err != nil {
+		if tighter, err = check.tighten(ctx, tc, first, unbounded); err != nil {
 			return standDown(first, dumps, opts, tool, err), nil
 		}
 	}
 	check.floors(first, opts.StageRegs)
 	compiled := compiledCode(first, bounded, unbounded)
-	for i := range check.Probed {
-		if pk := &check.Probed[i]; pk.Tighter != nil {
-			for _, k := range first.Module.Kernels {
-				if k.Name == pk.Kernel {
-					compiled[kernelKey(k, first.Layout(), pk.TighterBound)] = pk.Tighter
-				}
-			}
-		}
-	}
+	maps.Copy(compiled, tighter)
 	if !check.Replanned {
 		dumps.replay(opts)
 		first.Registers = check.figures(first, bounded, check.settle(first, bounded, compiled))
@@ -479,20 +471,23 @@ func (check *RegisterCheck) unbounded(c *Compiled, fns map[*kir.Kernel]*PTXASFun
 // bound between its own and the one that its unbounded registers leave
 // that ptxas meets, trying one bound less a compile, all short kernels in
 // each, and records what it finds (ProbedKernel.Tighter) as the kernel's
-// floor. ptxas takes what registers it likes when nothing bounds it, so
-// that a kernel a bound of 5 blocks makes spill may need the 64 registers
-// of 4, not the 122 of 2 that it takes unbounded.
-func (check *RegisterCheck) tighten(ctx context.Context, tc toolchain, c *Compiled, unbounded map[*kir.Kernel]*PTXASFunction) error {
+// floor. It returns those compiles by their code (kernelKey), for the
+// re-plan's kernels that are the same. ptxas takes what registers it
+// likes when nothing bounds it, so that a kernel a bound of 5 blocks
+// makes spill may need the 64 registers of 4, not the 122 of 2 that it
+// takes unbounded.
+func (check *RegisterCheck) tighten(ctx context.Context, tc toolchain, c *Compiled, unbounded map[*kir.Kernel]*PTXASFunction) (map[string]*PTXASFunction, error) {
 	g := c.Plan.GPU
 	kernel := map[string]*kir.Kernel{}
 	for k := range unbounded {
 		kernel[k.Name] = k
 	}
-	// trial is a short kernel's copy under the bound being tried; least
-	// its last bound worth a try, one more than its unbounded figure's.
+	// trial is a short kernel k's copy under the bound being tried;
+	// least its last bound worth a try, one more than its unbounded
+	// figure's.
 	type trial struct {
 		pk    *ProbedKernel
-		k     *kir.Kernel
+		k, at *kir.Kernel
 		least int
 	}
 	var open []trial
@@ -503,39 +498,41 @@ func (check *RegisterCheck) tighten(ctx context.Context, tc toolchain, c *Compil
 			continue
 		}
 		free, _ := g.BlocksPerSM(gpu.Block{Threads: k.Block, SharedBytes: int(k.SharedBytes()), RegsPerThread: pk.Unbounded.Registers})
-		kc := *k
-		open = append(open, trial{pk: pk, k: &kc, least: free + 1})
+		at := *k
+		open = append(open, trial{pk: pk, k: k, at: &at, least: free + 1})
 	}
+	met := map[string]*PTXASFunction{}
 	for len(open) > 0 {
 		var ks []*kir.Kernel
 		var next []trial
 		for _, tr := range open {
-			if tr.k.BlocksPerSM--; tr.k.BlocksPerSM >= tr.least {
-				ks = append(ks, tr.k)
+			if tr.at.BlocksPerSM--; tr.at.BlocksPerSM >= tr.least {
+				ks = append(ks, tr.at)
 				next = append(next, tr)
 			}
 		}
 		if len(ks) == 0 {
-			return nil
+			break
 		}
 		fns, err := tc.compile(ctx, c, ks, true)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		open = open[:0]
 		for _, tr := range next {
-			f := fns[tr.k]
+			f := fns[tr.at]
 			switch {
 			case f == nil:
-			case meets(g, tr.k, f, tr.pk.Unbounded):
-				tr.pk.Tighter, tr.pk.TighterBound = f, tr.k.BlocksPerSM
+			case meets(g, tr.at, f, tr.pk.Unbounded):
+				tr.pk.Tighter, tr.pk.TighterBound = f, tr.at.BlocksPerSM
 				tr.pk.Floor = min(f.Registers, g.MaxRegsPerThread)
+				met[kernelKey(tr.k, c.Layout(), tr.at.BlocksPerSM)] = f
 			default:
 				open = append(open, tr)
 			}
 		}
 	}
-	return nil
+	return met, nil
 }
 
 // floors sets check.Floors: the most of the build's own floors and of
