@@ -25,6 +25,14 @@ func RequestBytes(t *te.Tensor) int64 {
 			case *te.Reduce:
 				if !seen[x] { // a shared node is computed once
 					seen[x] = true
+					// those nested in it that do not move with it are
+					// computed once before its loops (backend/lower)
+					for _, n := range te.InvariantReductions(x) {
+						if !seen[n] {
+							seen[n] = true
+							walk(n.Body, points*int64(contraction.Points(n.Axes)))
+						}
+					}
 					walk(x.Body, points*int64(contraction.Points(x.Axes)))
 				}
 				return false
@@ -61,7 +69,13 @@ func Ops(e te.Expr, seen map[*te.Reduce]bool) int64 {
 			return 0
 		}
 		seen[e] = true
-		return int64(contraction.Points(e.Axes)) * (1 + Ops(e.Body, seen))
+		// Those nested in it that do not move with it are computed once,
+		// before its loops (backend/lower).
+		var once int64
+		for _, n := range te.InvariantReductions(e) {
+			once += Ops(n, seen)
+		}
+		return once + int64(contraction.Points(e.Axes))*(1+Ops(e.Body, seen))
 	}
 	return 0
 }

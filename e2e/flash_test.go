@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"tec/backend/sim"
 	"tec/examples"
 	"tec/gpu"
 	"tec/internal/numeric"
 	"tec/lang"
+	"tec/partition"
 	"tec/pipeline"
+	"tec/precision"
 	"tec/te"
 	"tec/transform"
 )
@@ -61,7 +64,9 @@ func TestFlashDecodeLlama(t *testing.T) {
 				}
 				chunks := 0
 				for _, u := range res.Program.Tensors {
-					if strings.HasSuffix(u.Name, "/chunk") {
+					// the scores split too or not, as the cost model
+					// predicts faster
+					if strings.HasSuffix(u.Name, "/chunk") && !strings.HasPrefix(u.Name, "sc") {
 						chunks++
 					}
 				}
@@ -71,6 +76,85 @@ func TestFlashDecodeLlama(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestFlashDecodeScores runs a small Llama's decode step (B = 16, a cache
+// of 512 positions, heads of 64, positions mixed per sequence and some
+// chunks wholly past pos[b]) with its attention split in 4 chunks of 128
+// positions, the scores split with them (transform.Split.Scores), at every
+// level in the simulator (race-free) against the reference of the unsplit
+// program; and at -O4 in bf16, as the decode step is built, against the
+// bf16 reference, where a chunk's scores, max, sum and context are one
+// block's chain, as at full size: block barriers between them, no grid
+// sync, a tile per chunk of each head.
+func TestFlashDecodeScores(t *testing.T) {
+	src, err := os.ReadFile("../examples/llama.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]string{"B": "16", "T": "512", "L": "1", "D": "256", "NH": "4", "NKV": "4", "FF": "64", "V": "64"}
+	p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: defs})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	split := func(p *te.Program) *te.Program {
+		q, err := transform.SplitSoftmax(p, func(*transform.SoftmaxSite) transform.Split { return transform.Split{Chunks: 4, Scores: true} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Lookup("sc/chunk") == nil {
+			t.Fatalf("the scores not split:\n%s", q)
+		}
+		return q
+	}
+	g, _ := gpu.Builtin("h100")
+	in := numeric.SeededFeeds(p, 11)
+	copy(in["pos"].Data, []float64{300, 511, 0, 127, 128, 255, 400, 64, 1, 2, 3, 4, 200, 310, 450, 500})
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := split(p)
+	for level := 0; level <= pipeline.MaxLevel; level++ {
+		t.Run(fmt.Sprintf("O%d", level), func(t *testing.T) {
+			buildAndCompare(t, q, pipeline.Options{Level: level, GPU: g, FlashChunks: 1}, in, want, tolModel)
+		})
+	}
+	t.Run("bf16", func(t *testing.T) {
+		half := split(precision.Apply(p, precision.BF16))
+		hin := numeric.ConformFeeds(in, half)
+		want, err := te.Evaluate(half, hin, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, FlashChunks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := []string{"sc/chunk", "mx/chunk", "den/chunk", "ctx/chunk"}
+		k, at := stageOf(res.Plan, chain[0])
+		if k == nil {
+			t.Fatalf("no stage sc/chunk in the plan")
+		}
+		for i, name := range chain {
+			if at+i >= len(k.Stages) || k.Stages[at+i].Name != name {
+				t.Fatalf("stage %d after sc/chunk is not %s:\n%s", i, name, res.Plan)
+			}
+			if s := res.Plan.Schedules[k.Stages[at+i]]; s.Tiles != 16*4*4 {
+				t.Errorf("%s: %d tiles; want one per chunk of each head, 256", name, s.Tiles)
+			}
+			if i > 0 && k.Sync[at+i] == partition.GridSync {
+				t.Errorf("a grid sync before %s: want the chunk's chain in one block", name)
+			}
+		}
+		out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
+		if out.RaceCount > 0 {
+			t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
+		}
+		if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
+			t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
+		}
+	})
 }
 
 // TestFlashExamples splits the softmax of every example that has one

@@ -19,16 +19,20 @@ import (
 // the chain needs block barriers between its stages instead of grid
 // syncs. blockRows extends the row stages that sameBlock knows (row
 // reductions and Rows stages) to contractions whose tile is one entry of
-// their batch, and alignRows tiles a matrix-vector stage so, one tile per
-// batch entry, where the grid sync that saves pays for the SMs that fewer,
-// larger tiles leave idle, and rowsForReaders makes an element-wise
-// producer of such a chain (RoPE's queries) rows of it too.
+// their batch, or for a matrix-vector tile one row of the batch and the
+// leading columns axes (a flash-decoding chunk of a head's scores,
+// transform.Split.Scores: the chunk's keys are its columns), and
+// alignRows tiles a matrix-vector stage so, where the grid sync that saves
+// pays for the SMs that fewer, larger tiles leave idle, and
+// rowsForReaders makes an element-wise producer of such a chain (RoPE's
+// queries) rows of it too.
 
-// alignRows gives each matrix-vector stage of stages a tile per entry of
-// its batch when it reads, or is read by, a stage that works by rows over
-// its batch axes (blockRows), only in its own row (readsRows), and its
-// time on the GPU g so tiled is less than now plus the grid sync that
-// those reads then no longer need.
+// alignRows gives each matrix-vector stage of stages a tile per row of a
+// stage it reads, or that reads it, only in its own row (readsRows),
+// working by rows (blockRows) over its batch axes or over them and its
+// leading columns axes (matVecRows): a tile per batch entry, or per chunk
+// of a head's scores, where its time on the GPU g so tiled is less than
+// now plus the grid sync that those reads then no longer need.
 func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 	scheds := pl.Schedules
 	readers := map[*te.Tensor][]*te.Tensor{}
@@ -47,23 +51,35 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 		if !ok || len(d.BatchAxes) == 0 {
 			continue
 		}
-		l := len(d.BatchAxes)
-		rowNeighbour := false
+		// The rows of a neighbour: over the batch axes, or over them and
+		// leading columns axes (a chunk of the scores' keys, whose max
+		// is a row reduction over the chunk).
+		l := 0
+		rows := func(n int) bool {
+			return n == len(d.BatchAxes) || n > len(d.BatchAxes) && n < len(t.Axes) && matVecRows(t, d, s.MatVec.Wide, product(t.Axes[n:])) == n
+		}
 		for _, u := range te.Inputs(t.Body) {
-			if su := scheds[u]; su != nil && blockRows(u, su) == l && readsRows(t, u, l) {
-				rowNeighbour = true
+			if su := scheds[u]; su != nil && rows(blockRows(u, su)) && readsRows(t, u, blockRows(u, su)) {
+				l = max(l, blockRows(u, su))
 			}
 		}
 		for _, y := range readers[t] {
-			if blockRows(y, scheds[y]) == l && readsRows(y, t, l) {
-				rowNeighbour = true
+			if n := blockRows(y, scheds[y]); rows(n) && readsRows(y, t, n) {
+				l = max(l, n)
 			}
 		}
-		if !rowNeighbour {
+		if l == 0 {
 			continue
 		}
+		width := d.N // all the wide factor's columns, a tile per batch entry
+		if s.MatVec.Wide == 0 {
+			width = d.M
+		}
+		if l > len(d.BatchAxes) {
+			width = product(t.Axes[l:])
+		}
 		a := s.clone()
-		if !a.alignedMatVec(d, g, t.Bytes()) || contractionRows(t, a.Schedule) != l {
+		if !a.alignedMatVec(d, g, t.Bytes(), width) || contractionRows(t, a.Schedule) != l {
 			continue
 		}
 		if a.KMask != nil && a.LiveK < a.K {
@@ -77,16 +93,16 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 }
 
 // alignedMatVec gives the matrix-vector schedule s (of the contraction d)
-// one tile per batch entry, covering all the wide factor's columns, and
-// reports whether it could: of the columns per thread (Cols, up to
-// matVecMaxCols) that make such a tile fit the block, the one predicted
-// fastest on g alone (solo), then the one with the fewest registers,
-// which bound the occupancy of the kernel it joins.
-func (s stage) alignedMatVec(d contraction.Dims, g gpu.Model, out int64) bool {
+// tiles of width of the wide factor's columns (all of them: one tile per
+// batch entry), and reports whether it could: of the columns per thread
+// (Cols, up to matVecMaxCols) that make such a tile fit the block, the
+// one predicted fastest on g alone (solo), then the one with the fewest
+// registers, which bound the occupancy of the kernel it joins.
+func (s stage) alignedMatVec(d contraction.Dims, g gpu.Model, out int64, width int) bool {
 	wide := s.MatVec.Wide
-	rows, cols := d.M, d.N
+	rows, cols := d.M, width
 	if wide == 0 {
-		rows, cols = d.N, d.M
+		rows = d.N
 	}
 	if rows > matVecMaxRows {
 		return false

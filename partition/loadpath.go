@@ -34,6 +34,21 @@ func scalarPath(t *te.Tensor) schedule.LoadPath {
 	return schedule.LoadPath{Width: cost.ElemSize(t.Body), InFlight: max(n, 1)}
 }
 
+// unrolledPath returns the load path of t's body as a thread per element
+// computes it: scalarPath's, but for a reduction of at most
+// schedule.UnrolledPoints points, whose loop is unrolled whole (backend/lower's
+// reduce), the loads of all its points in flight together — a
+// flash-decoding merge's sums over 8 chunks.
+func unrolledPath(t *te.Tensor) schedule.LoadPath {
+	p := scalarPath(t)
+	for _, r := range te.TopReduces(t.Body) {
+		if n := contraction.Points(r.Axes); n <= schedule.UnrolledPoints {
+			p.InFlight = max(p.InFlight, n*distinctLoads(r.Body))
+		}
+	}
+	return p
+}
+
 // distinctLoads counts e's distinct loads (tensor and indexes), leaving
 // out those of reductions nested in it.
 func distinctLoads(e te.Expr) int {

@@ -306,7 +306,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 		return
 	}
 	mv.Vec = n
-	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && mv.StageVec == n && s.Mask == nil
+	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && mv.StageVec == n
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
 	if mv.Ring = s.ringDepth(g, mv, fs, staged, d.K); mv.Ring > 0 {
 		// One vector in registers, read back from the ring; Ring − 1 in

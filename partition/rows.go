@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"slices"
+
 	"tec/contraction"
 	"tec/schedule"
 	"tec/te"
@@ -56,26 +58,52 @@ func blockRows(t *te.Tensor, s *schedule.Schedule) int {
 }
 
 // contractionRows returns l when s computes the contraction t one tile
-// per entry of its batch, and the batch axes are t's first l axes, so
-// that tile r computes the row of t whose first l axes flatten to r: a
-// SIMT tile covering all of M and N, or a matrix-vector tile covering
-// all the wide factor's columns. Tensor-core, split-K and resident
-// schedules, whose tiles map otherwise, return 0.
+// per row of its first l axes, so that tile r computes the row of t whose
+// first l axes flatten to r: the batch axes, t's first, and, for a
+// matrix-vector tile, the leading columns axes before those its tile
+// covers (a chunk of a decode step's scores, 128 of its keys). A SIMT
+// tile covering all of M and N, or a matrix-vector tile covering all the
+// wide factor's columns, gives one row per batch entry. Tensor-core,
+// split-K and resident schedules, whose tiles map otherwise, return 0.
 func contractionRows(t *te.Tensor, s *schedule.Schedule) int {
-	if s.Kind != schedule.Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil ||
-		s.Batch < 1 || s.Tiles != s.Batch {
+	if s.Kind != schedule.Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil || s.Batch < 1 {
 		return 0
 	}
 	d, ok := contraction.Of(t)
-	if !ok || d.Batch != s.Batch || len(d.BatchAxes) == 0 {
+	if !ok || d.Batch != s.Batch || len(d.BatchAxes) == 0 || !slices.Equal(t.Axes[:len(d.BatchAxes)], d.BatchAxes) {
 		return 0
 	}
-	for i, a := range d.BatchAxes {
-		if t.Axes[i] != a {
-			return 0
+	if s.Tiles == s.Batch {
+		return len(d.BatchAxes)
+	}
+	mv := s.MatVec
+	if mv == nil || s.Tiles != s.Batch*mv.NT {
+		return 0
+	}
+	return matVecRows(t, d, mv.Wide, mv.Width())
+}
+
+// matVecRows returns l when a matrix-vector tile of width columns of the
+// contraction d (t's, the wide factor's columns its M axes when wide is
+// 0, its N axes when 1) covers one row of t's first l axes: t's axes are
+// the batch axes, then the column axes, none of the narrow factor's own
+// (its rows), and width is the product of the trailing column axes. It
+// returns 0 otherwise.
+func matVecRows(t *te.Tensor, d contraction.Dims, wide, width int) int {
+	cols, own := d.NAxes, d.MAxes
+	if wide == 0 {
+		cols, own = d.MAxes, d.NAxes
+	}
+	nb := len(d.BatchAxes)
+	if len(own) > 0 || !slices.Equal(t.Axes[nb:], cols) {
+		return 0
+	}
+	for m := range cols {
+		if product(cols[m:]) == width {
+			return nb + m
 		}
 	}
-	return len(d.BatchAxes)
+	return 0
 }
 
 // sameRows reports whether stage y reads stage u only in rows that the

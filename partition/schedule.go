@@ -233,6 +233,7 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 	}
 	s.Kind = schedule.Elementwise
 	s.Tiles = te.CeilDiv(n, threads)
+	s.Load = unrolledPath(t)
 	return s, nil
 }
 

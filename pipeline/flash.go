@@ -23,29 +23,28 @@ const (
 // splitSoftmax splits p's softmax-weighted reductions across blocks
 // (transform.SplitSoftmax, flash-decoding) as opts.FlashChunks says: by
 // the cost model when 0, in that many chunks when more than 1 (the flash
-// pass runs only then).
+// pass runs only then), the scores split with them or not as the cost
+// model predicts faster.
 func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
-	if opts.FlashChunks > 1 {
-		return transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) int {
-			if s.Length%opts.FlashChunks != 0 {
-				return 1
-			}
-			return opts.FlashChunks
-		})
-	}
 	var firstErr error
-	chosen := map[string]int{} // by the site's canonical text
-	q, err := transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) int {
-		if s.Max.NumElements() >= s.Length {
+	chosen := map[string]transform.Split{} // by the site's canonical text
+	q, err := transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) transform.Split {
+		var counts []int
+		switch {
+		case opts.FlashChunks > 1 && s.Length%opts.FlashChunks != 0:
+			return transform.Split{Chunks: 1}
+		case opts.FlashChunks > 1:
+			counts = []int{opts.FlashChunks}
+		case s.Max.NumElements() >= s.Length:
 			// more rows than positions (a prompt's, an encoder's
 			// attention): its rows fill the GPU, and it is no decode
-			return 1
+			return transform.Split{Chunks: 1}
 		}
-		c, err := FlashChunksFor(s, opts, chosen)
+		sp, err := flashSplitFor(s, opts, chosen, counts)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		return c
+		return sp
 	})
 	if firstErr != nil {
 		return nil, firstErr
@@ -53,11 +52,12 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 	return q, err
 }
 
-// FlashChunksFor returns the chunk count the cost model predicts fastest
-// for site s under opts (1: no split): it partitions the site alone
+// FlashSplitFor returns the split the cost model predicts fastest for
+// site s under opts (Chunks 1: none): it partitions the site alone
 // (transform.SoftmaxSite.Subprogram), unsplit and split in each of
-// s.ChunkCounts(32, 64), with the partitioner's options at opts.Level
-// (FlashCandidates), and keeps a split predicted at least 2 % faster. A
+// s.ChunkCounts(32, 64), its scores split with the chunks and not, with
+// the partitioner's options at opts.Level (FlashCandidates), and keeps a
+// split predicted at least 2 % faster. A
 // split whose stages need more of an SM than the unsplit site's would
 // lower the occupancy of the whole kernel around them, every other
 // stage's too (the weights' streaming), which the site alone does not
@@ -66,51 +66,68 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 // changes: the partial results' round trip through global memory, the
 // merge's stages and grid sync, the occupancy of more, shorter rows and
 // of grouped rows' tiles, and the positions past a run-time mask at
-// opts.Context skipped in each. cache, when not nil, holds the counts
+// opts.Context skipped in each. cache, when not nil, holds the splits
 // chosen for sites of the same text (the layers of a model).
-func FlashChunksFor(s *transform.SoftmaxSite, opts Options, cache map[string]int) (int, error) {
+func FlashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]transform.Split) (transform.Split, error) {
+	return flashSplitFor(s, opts, cache, nil)
+}
+
+// flashSplitFor is FlashSplitFor over the chunk counts counts (nil: all of
+// s.ChunkCounts): with one count, the split in that many chunks that the
+// cost model prefers, whether or not it beats the unsplit site.
+func flashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]transform.Split, counts []int) (transform.Split, error) {
 	opts = opts.withDefaultGPU()
-	sub := s.Subprogram()
-	key := canonicalText(sub)
-	if c, ok := cache[key]; ok {
-		return c, nil
+	key := canonicalText(s.Subprogram())
+	if sp, ok := cache[key]; ok {
+		return sp, nil
 	}
-	cands, err := FlashCandidates(s, opts)
+	cands, err := flashCandidates(s, opts, counts)
 	if err != nil {
-		return 1, err
+		return transform.Split{Chunks: 1}, err
 	}
 	best := cands[0]
+	forced := len(counts) == 1
 	isolate := 2 * opts.GPU.LaunchCost // the site's own kernel: a boundary before and after
-	for _, c := range cands[1:] {
+	for i, c := range cands[1:] {
 		t := c.Time
 		if c.BlocksPerSM < cands[0].BlocksPerSM {
 			t += isolate
 		}
-		if t < best.Time*flashMargin {
+		if forced && i == 0 || t < best.Time*flashMargin {
 			best, best.Time = c, t
 		}
 	}
+	sp := transform.Split{Chunks: best.Chunks, Scores: best.Scores}
 	if cache != nil {
-		cache[key] = best.Chunks
+		cache[key] = sp
 	}
-	return best.Chunks, nil
+	return sp, nil
 }
 
 // FlashCandidate is the cost model's prediction for a softmax site split
-// in Chunks chunks (1: unsplit), priced alone.
+// in Chunks chunks (1: unsplit), its scores too where Scores, priced
+// alone.
 type FlashCandidate struct {
 	Chunks int
+	Scores bool
 	// Time is the predicted time of the site's kernel, in seconds (with
-	// FlashChunksFor's penalty, when it returns it).
+	// FlashSplitFor's penalty, when it returns it).
 	Time float64
 	// BlocksPerSM is its kernel's occupancy.
 	BlocksPerSM int
 }
 
 // FlashCandidates returns the predictions for site s unsplit, then split
-// in each of s.ChunkCounts(32, 64), under opts.
+// in each of s.ChunkCounts(32, 64), first with the scores whole and then,
+// where the site owns them (transform.SoftmaxSite.OwnScores), split too,
+// under opts.
 func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, error) {
-	opts = opts.withDefaultGPU()
+	return flashCandidates(s, opts.withDefaultGPU(), nil)
+}
+
+// flashCandidates is FlashCandidates over the chunk counts counts (nil:
+// all of s.ChunkCounts).
+func flashCandidates(s *transform.SoftmaxSite, opts Options, counts []int) ([]FlashCandidate, error) {
 	sub := s.Subprogram()
 	t, occ, err := subprogramTime(sub, opts)
 	if err != nil {
@@ -121,16 +138,25 @@ func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, 
 	if len(sites) != 1 {
 		return cands, nil
 	}
-	for _, c := range sites[0].ChunkCounts(minFlashChunk, maxFlashChunks) {
-		q, err := transform.SplitSoftmax(sub, func(*transform.SoftmaxSite) int { return c })
-		if err != nil {
-			return nil, err
+	if counts == nil {
+		counts = sites[0].ChunkCounts(minFlashChunk, maxFlashChunks)
+	}
+	for _, c := range counts {
+		for _, scores := range []bool{false, true} {
+			if scores && !sites[0].OwnScores {
+				continue
+			}
+			sp := transform.Split{Chunks: c, Scores: scores}
+			q, err := transform.SplitSoftmax(sub, func(*transform.SoftmaxSite) transform.Split { return sp })
+			if err != nil {
+				return nil, err
+			}
+			t, occ, err := subprogramTime(q, opts)
+			if err != nil {
+				return nil, fmt.Errorf("flash-decoding: pricing %s in %d chunks: %w", s.Max.Name, c, err)
+			}
+			cands = append(cands, FlashCandidate{Chunks: c, Scores: scores, Time: t, BlocksPerSM: occ})
 		}
-		t, occ, err := subprogramTime(q, opts)
-		if err != nil {
-			return nil, fmt.Errorf("flash-decoding: pricing %s in %d chunks: %w", s.Max.Name, c, err)
-		}
-		cands = append(cands, FlashCandidate{Chunks: c, Time: t, BlocksPerSM: occ})
 	}
 	return cands, nil
 }

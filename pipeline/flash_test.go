@@ -12,29 +12,28 @@ import (
 	"tec/transform"
 )
 
-// TestFlashChunksFor checks the cost model's choice for the full-size
+// TestFlashSplitFor checks the cost model's choice for the full-size
 // Llama decode step's attention (bf16, H100 model, one layer: every layer
-// is the same site), over a cache of 8192 positions. The load-aware cost
-// model (issue 25) splits at both batches and positions: unsplit, the
-// scores are a masked SIMT tile whose staging loops keep one load in
-// flight per thread, latency-bound, and the chunks put more blocks, and
-// so more loads in flight, on the positions: at position 8191, at B = 8
-// into 8 chunks, at B = 1 into 64. At B = 8 and position 127, 2 chunks
-// are 3.3 µs faster (17.7 against 21.0 µs). Their kernel's two launches
-// are charged only where the chunks hold fewer blocks per SM than the
-// unsplit site; with f32 caches the unsplit site held 5 to the chunks' 4,
-// and the launches made it stay unsplit; with the caches in bf16, as the
-// precision pass stores them since issue 27, it holds 4 too.
-func TestFlashChunksFor(t *testing.T) {
+// is the same site), over a cache of 8192 positions: the candidates
+// (unsplit, then 2 to 64 chunks, each with the scores whole and split)
+// and the split chosen. The load-aware cost model (issue 25) splits at
+// both batches and positions: the chunks put more blocks, and so more
+// loads in flight, on the positions. At position 8191 the scores stay
+// whole (B = 8: 8 chunks; B = 1: 64); at position 127 they are split
+// with the chunks (B = 8: 4 chunks; B = 1: 8), a chunk's scores and
+// partials one block's chain, its masked scores on a warp's lanes, and
+// the merge one stage. Their kernel's two launches are charged only where
+// the chunks hold fewer blocks per SM than the unsplit site.
+func TestFlashSplitFor(t *testing.T) {
 	src, err := os.ReadFile("../examples/llama.te")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g, _ := gpu.Builtin("h100")
 	for _, tc := range []struct {
-		b, context int
-		split      bool
-	}{{8, 8192, true}, {8, 128, true}, {1, 8192, true}, {1, 128, true}} {
+		b, context    int
+		split, scores bool
+	}{{8, 8192, true, false}, {8, 128, true, true}, {1, 8192, true, false}, {1, 128, true, true}} {
 		p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: map[string]string{"T": "8192", "L": "1", "B": fmt.Sprint(tc.b)}})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
@@ -49,13 +48,15 @@ func TestFlashChunksFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cands) != 7 || cands[0].Chunks != 1 || cands[6].Chunks != 64 {
-			t.Fatalf("B=%d context %d: candidates %+v; want 1 and 2 to 64", tc.b, tc.context, cands)
+		// unsplit, then 2 to 64 chunks, each with the scores whole and split
+		if len(cands) != 13 || cands[0].Chunks != 1 || cands[11].Chunks != 64 || cands[11].Scores || !cands[12].Scores {
+			t.Fatalf("B=%d context %d: candidates %+v; want 1, and 2 to 64 with the scores whole and split", tc.b, tc.context, cands)
 		}
-		c, err := FlashChunksFor(sites[0], opts, nil)
-		if err != nil || (c > 1) != tc.split {
-			t.Errorf("B=%d context %d: %d chunks, %v; want a split: %v (candidates %+v)", tc.b, tc.context, c, err, tc.split, cands)
+		sp, err := FlashSplitFor(sites[0], opts, nil)
+		if err != nil || (sp.Chunks > 1) != tc.split || sp.Scores != tc.scores {
+			t.Errorf("B=%d context %d: %+v, %v; want a split: %v, the scores split: %v (candidates %+v)", tc.b, tc.context, sp, err, tc.split, tc.scores, cands)
 		}
+		t.Logf("B=%d context %d: %+v", tc.b, tc.context, sp)
 	}
 }
 

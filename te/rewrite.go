@@ -129,3 +129,29 @@ func TopReduces(e Expr) []*Reduce {
 	})
 	return rs
 }
+
+// InvariantReductions returns the distinct reductions nested in r's body,
+// not inside another reduction, that use none of r's axes and load only
+// in bounds, in order of first occurrence: each has one value at every
+// point of r, so that code may compute it once before r's loops (even
+// where a select in r's body would not choose it) instead of at every
+// point. A flash-decoding merge's rescaling by the max over the chunks,
+// nested in its sums over them, is one.
+func InvariantReductions(r *Reduce) []*Reduce {
+	var rs []*Reduce
+	Walk(r.Body, func(x Expr) bool {
+		n, ok := x.(*Reduce)
+		if !ok {
+			return true
+		}
+		if slices.Contains(rs, n) {
+			return false
+		}
+		used := UsedVars(n)
+		if !slices.ContainsFunc(r.Axes, func(a *Var) bool { return used[a] }) && LoadsInBounds(n) {
+			rs = append(rs, n)
+		}
+		return false
+	})
+	return rs
+}

@@ -276,3 +276,53 @@ func TestMapChildren(t *testing.T) {
 		t.Errorf("MapChildren rebuilt %s, whose children do not change", FormatExpr(e))
 	}
 }
+
+// TestInvariantReductions checks which reductions nested in a sum may be
+// computed once before its loop: one that uses none of the sum's axes
+// and loads in bounds, not one that moves with the sum, nor one whose
+// loads a select guards (out of bounds where it would not be chosen),
+// nor one nested inside another nested reduction (that one's to hoist).
+func TestInvariantReductions(t *testing.T) {
+	b := newBuilder("inv")
+	m := b.input("m", F32, 4, 8)
+	i := VarIndex(NewVar("i", 4))
+	maxOf := func() Expr { return red(ReduceMax, []int{8}, func(ks []Index) Expr { return ld(m, i, ks[0]) }) }
+	for _, tc := range []struct {
+		name string
+		body func(k Index) (Expr, Expr) // the sum's body, and the reduction expected hoisted (nil: none)
+	}{
+		{"invariant", func(k Index) (Expr, Expr) {
+			n := maxOf()
+			return &Binary{Op: Sub, X: ld(m, i, k), Y: n}, n
+		}},
+		{"moves with the sum", func(k Index) (Expr, Expr) {
+			n := red(ReduceMax, []int{8}, func(ks []Index) Expr { return &Binary{Op: Add, X: ld(m, i, ks[0]), Y: ix(k)} })
+			return &Binary{Op: Sub, X: ld(m, i, k), Y: n}, nil
+		}},
+		{"guarded load", func(k Index) (Expr, Expr) {
+			n := red(ReduceMax, []int{8}, func(ks []Index) Expr { return ld(m, i.AddConst(1), ks[0]) })
+			return &Select{Cond: &Binary{Op: Lt, X: ix(i), Y: ci(3)}, Then: n, Else: cf(0)}, nil
+		}},
+		{"nested twice", func(k Index) (Expr, Expr) {
+			inner := maxOf()
+			outer := red(Sum, []int{8}, func(ks []Index) Expr { return &Binary{Op: Add, X: ld(m, i, ks[0]), Y: inner} })
+			return &Binary{Op: Mul, X: ld(m, i, k), Y: outer}, outer
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want Expr
+			r := sum1(8, func(k Index) Expr {
+				e, w := tc.body(k)
+				want = w
+				return e
+			}).(*Reduce)
+			got := InvariantReductions(r)
+			switch {
+			case want == nil && len(got) != 0:
+				t.Errorf("hoisted %v; want none", got)
+			case want != nil && (len(got) != 1 || got[0] != want):
+				t.Errorf("hoisted %v; want [%v]", got, want)
+			}
+		})
+	}
+}

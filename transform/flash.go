@@ -39,6 +39,16 @@ import (
 // The partials are f32 whatever the precision; the reductions over t
 // still skip positions past a run-time mask (contraction.ZeroPast follows
 // the -inf through pr's new subtraction).
+//
+// The scores may be split too (Split.Scores), sc/chunk[r, c, j] =
+// sc[r, c*S + j], when nothing else reads them: a chunk's scores, m_c, l_c
+// and o_c are then all rows (r, c), one block's chain of stages behind
+// block barriers, as hand-written flash-decoding kernels compute a chunk,
+// where the unsplit scores are tiles of their own behind a grid sync; and
+// the merges are one stage, each recomputing the merged max and the
+// denominator it reads (a few loads of the m_c and l_c, computed once
+// per element: te.InvariantReductions), one grid sync after the partials
+// where the merged max and the sums that read it took two.
 
 // SoftmaxSite is a softmax-weighted reduction that SplitSoftmax can split:
 // a max over one axis of a score tensor, the element-wise weights
@@ -54,6 +64,9 @@ type SoftmaxSite struct {
 	// Sums are the tensors whose one reduction sums Weights over the
 	// axis, times a factor that does not read them (den, ctx).
 	Sums []*te.Tensor
+	// OwnScores reports that Scores is computed and read only by Max and
+	// Weights, so that a split may chunk it too (Split.Scores).
+	OwnScores bool
 
 	dim     int                      // the axis's dimension in Scores
 	weights map[*te.Tensor]*weight   // by tensor
@@ -136,6 +149,9 @@ func softmaxSite(mx *te.Tensor, readers map[*te.Tensor][]*te.Tensor, outputs map
 	if len(s.Sums) == 0 {
 		return nil
 	}
+	sc := s.Scores
+	s.OwnScores = sc.Kind == te.Compute && sc.Update == nil && !outputs[sc] &&
+		!slices.ContainsFunc(readers[sc], func(u *te.Tensor) bool { return u != mx && s.weights[u] == nil })
 	return s
 }
 
@@ -351,14 +367,31 @@ func (s *SoftmaxSite) Subprogram() *te.Program {
 	return rebuild(p.Name, p.Tensors, p.Outputs)
 }
 
-// SplitSoftmax returns p with each of its softmax sites split into
-// chunks(site) chunks along the reduced axis (see the note above); a site
-// given 1, or a count that does not divide its axis, stays as it is.
-func SplitSoftmax(p *te.Program, chunks func(*SoftmaxSite) int) (*te.Program, error) {
-	split := map[*te.Tensor]*chunked{} // by max, weight and sum
+// A Split says how SplitSoftmax splits a site.
+type Split struct {
+	// Chunks is the number of chunks (1: the site stays as it is).
+	Chunks int
+	// Scores splits the scores too, where the site owns them
+	// (SoftmaxSite.OwnScores): scores/chunk[..., c, j, ...] =
+	// scores[..., c*S + j, ...], which the partials read, and the merges
+	// each one stage (the merged max and denominator recomputed where
+	// they are read, see inlineMerges). A chunk's scores, max and partial
+	// sums are then rows of one tile each, which the partitioner gives
+	// one block (a chain of block barriers instead of grid syncs), and
+	// the query heads that share a key/value head are not grouped.
+	Scores bool
+}
+
+// SplitSoftmax returns p with each of its softmax sites split as split
+// says (see the note above and Split); a site given 1 chunk stays as it
+// is, and a count that does not divide its axis is an error.
+func SplitSoftmax(p *te.Program, split func(*SoftmaxSite) Split) (*te.Program, error) {
+	byTensor := map[*te.Tensor]*chunked{}      // by max, weight and sum
+	chunkedScores := map[*te.Tensor]*chunked{} // by scores, where Split.Scores
 	found := false
 	for _, s := range SoftmaxSites(p) {
-		c := chunks(s)
+		sp := split(s)
+		c := sp.Chunks
 		if c <= 1 {
 			continue
 		}
@@ -366,12 +399,15 @@ func SplitSoftmax(p *te.Program, chunks func(*SoftmaxSite) int) (*te.Program, er
 			return nil, fmt.Errorf("flash-decoding: %d chunks do not divide %s's %d positions", c, s.Max.Name, s.Length)
 		}
 		ch := &chunked{site: s, c: c, size: s.Length / c, groups: map[*te.Tensor][2]int{}}
-		split[s.Max] = ch
+		if ch.scores = sp.Scores && s.OwnScores; ch.scores {
+			chunkedScores[s.Scores] = ch
+		}
+		byTensor[s.Max] = ch
 		for _, t := range s.Weights {
-			split[t] = ch
+			byTensor[t] = ch
 		}
 		for _, t := range s.Sums {
-			split[t] = ch
+			byTensor[t] = ch
 		}
 		found = true
 	}
@@ -381,6 +417,9 @@ func SplitSoftmax(p *te.Program, chunks func(*SoftmaxSite) int) (*te.Program, er
 	nu := map[*te.Tensor]*te.Tensor{}
 	relink := func(e te.Expr) te.Expr {
 		r := rewriter{load: func(l *te.Load) te.Expr {
+			if ch := chunkedScores[l.Tensor]; ch != nil {
+				return ch.scoresLoad(l)
+			}
 			if n := nu[l.Tensor]; n != nil {
 				l.Tensor = n
 			}
@@ -390,11 +429,15 @@ func SplitSoftmax(p *te.Program, chunks func(*SoftmaxSite) int) (*te.Program, er
 	}
 	var ts []*te.Tensor
 	for _, t := range p.Tensors {
-		ch := split[t]
+		ch := byTensor[t]
 		switch {
 		case t.Kind != te.Compute:
 			ts = append(ts, t)
 			continue
+		case chunkedScores[t] != nil:
+			ch := chunkedScores[t]
+			ch.scoresChunk = ch.chunkScores(relink)
+			ts = append(ts, ch.scoresChunk)
 		case ch == nil:
 			u := copyTensor(t, relink(t.Body))
 			nu[t] = u
@@ -416,6 +459,9 @@ func SplitSoftmax(p *te.Program, chunks func(*SoftmaxSite) int) (*te.Program, er
 			// The merges after the site's last partial: one grid sync
 			// before them all, and the merged max's before the sums'.
 			if ch.merges = append(ch.merges, u); len(ch.merges) == 1+len(ch.site.Sums) {
+				if ch.scores {
+					ch.inlineMerges()
+				}
 				ts = append(ts, ch.merges...)
 			}
 		}
@@ -440,6 +486,59 @@ type chunked struct {
 	// groups[u] is the axis of sum u split into groups, and their size
 	// (groupOf); size 0 when none.
 	groups map[*te.Tensor][2]int
+	// scores says that the scores are chunked too: scoresChunk, the
+	// scores with their axis split into the chunk and the position in it,
+	// so that a chunk's scores, max and partial sums are rows of one
+	// tile each (see Split.Scores).
+	scores      bool
+	scoresChunk *te.Tensor
+}
+
+// inlineMerges recomputes, in each merge, the merges before it that it
+// reads (the merged max in the sums, the denominator in the context),
+// so that the merges are one stage after the partials' and those it
+// inlines are gone unless something else reads them: with the scores
+// chunked, a chunk's partials are one block's chain, and the merge
+// then costs one grid sync, not one more for each merge that reads
+// another.
+func (ch *chunked) inlineMerges() {
+	done := map[*te.Tensor]bool{}
+	for _, u := range ch.merges {
+		r := rewriter{load: func(l *te.Load) te.Expr {
+			if v := l.Tensor; done[v] {
+				return substitute(v, v.Body, l.Index)
+			}
+			return nil
+		}}
+		// u is this split's own tensor, which its readers already load
+		u.Body = r.expr(u.Body)
+		done[u] = true
+	}
+}
+
+// chunkScores returns the scores with the site's axis split in two, the
+// chunk c and the position j in it: scores/chunk[..., c, j, ...] =
+// scores[..., c*size + j, ...].
+func (ch *chunked) chunkScores(relink func(te.Expr) te.Expr) *te.Tensor {
+	sc, d := ch.site.Scores, ch.site.dim
+	axes, sub := freshAxes(sc.Axes)
+	c := te.NewVar("c", ch.c)
+	j := te.NewVar("j", ch.size)
+	sub[sc.Axes[d]] = te.VarIndex(c).Scale(ch.size).Add(te.VarIndex(j))
+	r := rewriter{sub: sub}
+	axes = slices.Replace(axes, d, d+1, c, j)
+	shape := slices.Replace(slices.Clone(sc.Shape), d, d+1, ch.c, ch.size)
+	return &te.Tensor{Name: sc.Name + "/chunk", Kind: te.Compute, DType: sc.DType,
+		Shape: shape, Axes: axes, Body: relink(r.expr(sc.Body)), Span: sc.Span, Scope: sc.Scope}
+}
+
+// scoresLoad returns the load of the chunked scores for the load l of the
+// scores: its index along the axis, x, becomes x / size and x mod size.
+func (ch *chunked) scoresLoad(l *te.Load) te.Expr {
+	d := ch.site.dim
+	x := l.Index[d].Simplify()
+	idx := slices.Replace(slices.Clone(l.Index), d, d+1, x.Div(ch.size).Simplify(), x.Mod(ch.size).Simplify())
+	return &te.Load{Tensor: ch.scoresChunk, Index: idx}
 }
 
 // negInf returns the constant -inf.
@@ -539,6 +638,11 @@ func (ch *chunked) partialSum(u *te.Tensor, relink func(te.Expr) te.Expr) *te.Te
 	sub[sh.reduce.Axes[0]] = te.VarIndex(c).Scale(ch.size).Add(te.VarIndex(j))
 	var h *te.Var
 	gi, g := groupOf(u, sh)
+	if ch.scores {
+		// a chunk's scores are one row of its tile: so must the sums'
+		// be, each query head a tile of its own
+		gi, g = 0, 0
+	}
 	if g > 1 {
 		a := u.Axes[gi]
 		axes[gi] = te.NewVar(a.Name, a.Extent/g)

@@ -45,12 +45,15 @@ func checkProgram(t *testing.T, name, src string) *te.Program {
 }
 
 // TestSplitSoftmax splits the attention into 2 to 64 chunks (down to one
-// position each) and compares the outputs with the unsplit program's in
-// the reference evaluator for positions at the first, a middle and the
-// last slot and mixed per sequence, where whole chunks lie past pos[b]
-// (their partials NaN, dropped by the merge). The chunks' maxima differ
-// by far more than the tolerance, so that a merge that did not rescale
-// the partials to the merged max fails.
+// position each), its scores with them and not, and compares the outputs
+// with the unsplit program's in the reference evaluator for positions at
+// the first, a middle and the last slot and mixed per sequence, where
+// whole chunks lie past pos[b] (their partials NaN, dropped by the
+// merge). The chunks' maxima differ by far more than the tolerance, so
+// that a merge that did not rescale the partials to the merged max fails.
+// With the scores split, the partials read sc/chunk, the key/value heads
+// are not grouped, and the merge is one tensor: the merged max and
+// denominator inlined in the context, gone as tensors.
 func TestSplitSoftmax(t *testing.T) {
 	p := checkProgram(t, "attn.te", decodeAttention)
 	sites := SoftmaxSites(p)
@@ -64,15 +67,28 @@ func TestSplitSoftmax(t *testing.T) {
 	if got, want := fmt.Sprint(s.ChunkCounts(8, 64)), "[2 4 8]"; got != want {
 		t.Errorf("ChunkCounts(8, 64) = %s; want %s", got, want)
 	}
-	for _, c := range []int{2, 4, 16, 64} {
-		q, err := SplitSoftmax(p, func(*SoftmaxSite) int { return c })
+	if !s.OwnScores {
+		t.Errorf("OwnScores false; want true (sc is read by mx and pr alone)")
+	}
+	for _, sp := range []Split{{2, false}, {4, false}, {16, false}, {64, false}, {2, true}, {8, true}, {64, true}} {
+		c := sp.Chunks
+		q, err := SplitSoftmax(p, func(*SoftmaxSite) Split { return sp })
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"mx/chunk", "den/chunk", "ctx/chunk"} {
 			if q.Lookup(name) == nil {
-				t.Fatalf("C=%d: no %s in\n%s", c, name, q)
+				t.Fatalf("%+v: no %s in\n%s", sp, name, q)
 			}
+		}
+		split := map[string]bool{"sc/chunk": sp.Scores, "sc": !sp.Scores, "mx": !sp.Scores, "den": !sp.Scores}
+		for name, want := range split {
+			if got := q.Lookup(name) != nil; got != want {
+				t.Errorf("%+v: %s in the program: %v; want %v", sp, name, got, want)
+			}
+		}
+		if ctx := q.Lookup("ctx/chunk"); sp.Scores && len(ctx.Shape) != 4 || !sp.Scores && len(ctx.Shape) != 5 {
+			t.Errorf("%+v: ctx/chunk of shape %v; want the query heads grouped (5 axes) only with the scores whole", sp, ctx.Shape)
 		}
 		for _, pos := range [][]float64{{0, 0, 0, 0}, {31, 32, 33, 17}, {63, 63, 63, 63}, {63, 0, 9, 40}} {
 			in := numeric.SeededFeeds(p, 3)
@@ -83,10 +99,10 @@ func TestSplitSoftmax(t *testing.T) {
 			}
 			got, err := te.Evaluate(q, in, te.EvalOptions{KeepAll: true})
 			if err != nil {
-				t.Fatalf("C=%d pos %v: %v", c, pos, err)
+				t.Fatalf("%+v pos %v: %v", sp, pos, err)
 			}
 			if e := numeric.RelError(got["ctx"], want["ctx"]); !(e < 1e-5) {
-				t.Errorf("C=%d pos %v: relative error %g", c, pos, e)
+				t.Errorf("%+v pos %v: relative error %g", sp, pos, e)
 			}
 			if c == 4 && pos[0] == 63 && pos[1] == 63 {
 				if spread := chunkSpread(got["mx/chunk"]); spread < 1 {
@@ -132,11 +148,40 @@ func TestSoftmaxSitesRefused(t *testing.T) {
 	}
 }
 
+// TestOwnScores checks that scores read by anything but the site's max
+// and weights, or an output, are not the site's own: splitting them would
+// leave their other readers the whole tensor too.
+func TestOwnScores(t *testing.T) {
+	for _, tc := range []struct {
+		name, change, to string
+		own              bool
+	}{
+		{"own", "", "", true},
+		{"scores an output", "output ctx", "output ctx, sc", false},
+		{"scores read elsewhere", "output ctx", "s2[b, n, t] = sc[b, n, t] * 2.0\n  output ctx, s2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := checkProgram(t, "attn.te", strings.Replace(decodeAttention, tc.change, tc.to, 1))
+			sites := SoftmaxSites(p)
+			if len(sites) != 1 || sites[0].OwnScores != tc.own {
+				t.Fatalf("%d sites, own scores %v; want 1, %v", len(sites), len(sites) > 0 && sites[0].OwnScores, tc.own)
+			}
+			q, err := SplitSoftmax(p, func(*SoftmaxSite) Split { return Split{Chunks: 4, Scores: true} })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := q.Lookup("sc/chunk") != nil; got != tc.own {
+				t.Errorf("sc/chunk made: %v; want %v", got, tc.own)
+			}
+		})
+	}
+}
+
 // TestSplitSoftmaxRejectsRagged reports a chunk count that does not divide
 // the axis.
 func TestSplitSoftmaxRejectsRagged(t *testing.T) {
 	p := checkProgram(t, "attn.te", decodeAttention)
-	_, err := SplitSoftmax(p, func(*SoftmaxSite) int { return 3 })
+	_, err := SplitSoftmax(p, func(*SoftmaxSite) Split { return Split{Chunks: 3} })
 	if err == nil || !strings.Contains(err.Error(), "3 chunks do not divide mx's 64 positions") {
 		t.Errorf("err = %v", err)
 	}

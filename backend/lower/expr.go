@@ -5,6 +5,7 @@ import (
 
 	"tec/backend/kir"
 	"tec/contraction"
+	"tec/schedule"
 	"tec/te"
 )
 
@@ -425,14 +426,32 @@ func (g *gen) reduce(e *te.Reduce) kir.Expr {
 	if e.Op.IsArg() {
 		return g.argReduce(e)
 	}
+	// The reductions nested in e's body that do not move with its axes
+	// are computed once, before its loops (cost.RequestBytes counts
+	// them so).
+	inv := te.InvariantReductions(e)
+	for _, n := range inv {
+		if _, ok := g.done[n]; !ok {
+			v := g.reduce(n)
+			if g.done == nil {
+				g.done = map[*te.Reduce]kir.Expr{}
+			}
+			g.done[n] = v
+			defer delete(g.done, n)
+		}
+	}
 	t := te.TypeOf(e)
 	acc := kir.NewVar("acc", t)
 	g.emit(&kir.Let{Var: acc, Value: identity(e.Op, t)})
 	var loops []*kir.For
+	kind := kir.Serial
+	if contraction.Points(e.Axes) <= schedule.UnrolledPoints {
+		kind = kir.Unrolled
+	}
 	for _, a := range e.Axes {
 		v := kir.NewVar(a.Name, te.I32)
 		g.env[a] = v
-		loops = append(loops, &kir.For{Var: v, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
+		loops = append(loops, &kir.For{Var: v, Kind: kind, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
 	}
 	test, forget := g.zeroTest(e)
 	defer forget()

@@ -180,7 +180,9 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 	// once an entry (behind a barrier of their own), a tile reads nothing
 	// in shared memory that the next one writes: its warps go on to the
 	// next tile's loads without waiting for the others.
-	free := kLanes && mv.StagedK(K) == K
+	// A masked tile stages its rows itself, under its mask (matVecLive):
+	// after a barrier.
+	free := kLanes && mv.StagedK(K) == K && s.Mask == nil
 	inner := g.into(func() {
 		g.emit(&kir.Let{Var: nf, Value: digit(tile, 1, mv.NT)})
 		if !free {
