@@ -306,7 +306,11 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 		return
 	}
 	mv.Vec = n
-	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && mv.StageVec == n
+	// Rows staged in narrower loads than the lanes read (f32 rows for
+	// bf16 weights) take the lanes where a warp's staging stores then fall
+	// in distinct banks: a column's 32 lanes, 32 vectors a chunk at least.
+	narrower := mv.StageVec > 0 && mv.StageVec < n && n%mv.StageVec == 0 && mv.Split == warpLanes && (staged/n)%warpLanes == 0
+	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && (mv.StageVec == n || narrower)
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
 	if mv.Ring = s.ringDepth(g, mv, fs, staged, d.K); mv.Ring > 0 {
 		// One vector in registers, read back from the ring; Ring − 1 in
@@ -330,15 +334,19 @@ const (
 // the threads of matrix-vector stage s (schedule mv, its lanes along k
 // chosen) stream the parts fs of its wide factor with cp.async
 // (MatVec.Ring), or 0 where they cannot: a ring needs a column's threads
-// on a warp's lanes, a GPU with cp.async, all of K staged at once
-// (staged = k), and every part a param of one type (which it sets as
+// on a warp's lanes, no mask, a GPU with cp.async, K staged whole or in
+// equal chunks (staged divides k: the ring runs on across them), and
+// every part a param of one type (which it sets as
 // mv.RingType) read by a plain load of 16-byte vectors. Its depth keeps an SM's share of the DRAM's
 // bandwidth × latency in flight over the SM's blocks that have tiles
-// (loadsToCover), one slot more for the vector being summed, within [minRing, maxRing], and divides the vectors
+// (loadsToCover), one slot more for the vector being summed, within [minRing, maxRing] (minRing across chunks), and divides the vectors
 // a thread sums a tile, so that a slot is a constant of the unrolled
 // loop over them.
 func (s stage) ringDepth(g gpu.Model, mv *schedule.MatVec, fs []te.Expr, staged, k int) int {
-	if !mv.KLanes || staged != k || !g.Arch.AsyncCopy() {
+	if !mv.KLanes || k%staged != 0 || s.Mask != nil || !g.Arch.AsyncCopy() {
+		// A tile its mask skips would leave the copies that its block's
+		// last tile prefetched for it in flight, and its next tile's
+		// slots empty.
 		return 0
 	}
 	for i, f := range fs {
@@ -358,6 +366,13 @@ func (s stage) ringDepth(g gpu.Model, mv *schedule.MatVec, fs []te.Expr, staged,
 	blocks, _ := g.BlocksPerSM(s.Resources().Block())
 	blocks = min(blocks, te.CeilDiv(s.Tiles, max(g.SMs, 1)))
 	depth := min(max(te.NextPow2(loadsToCover(g, blocks, s.Threads)+1), minRing), maxRing)
+	if staged < k {
+		// Across chunks, the round of slots, unrolled, comes beside the
+		// staging of each chunk: at 8 slots ptxas 11.8 spilled the
+		// down projection's stage (24 B at 80 registers, the decode
+		// step on the H200), at 4 it does not.
+		depth = minRing
+	}
 	for depth > 1 && per%depth != 0 {
 		depth /= 2
 	}

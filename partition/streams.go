@@ -45,6 +45,10 @@ func deepenStreams(c *coster, starts []int) bool {
 			blocks := min(occ, te.CeilDiv(st.Tiles, max(g.SMs, 1)))
 			need := loadsToCover(g, blocks, st.Threads)
 			staged := mv.StagedK(st.K)
+			if mv.Ring > 0 && staged < st.K {
+				changed = unring(c, s, e, occ, st, need, staged, c.pl.stageRegs[c.stages[j].Name]) || changed
+				continue
+			}
 			if mv.Ring > 0 {
 				changed = deepenRing(c, s, e, occ, st, need, staged) || changed
 				continue
@@ -61,7 +65,8 @@ func deepenStreams(c *coster, starts []int) bool {
 func deepenRing(c *coster, s, e, occ int, st stage, need, staged int) bool {
 	mv := st.MatVec
 	at := slices.Index(st.Arrays, mv.RingArray(st.Threads))
-	if at < 0 {
+	if at < 0 || staged < st.K {
+		// A ring across chunks stays at its depth (ringDepth).
 		return false
 	}
 	per := mv.RingVectors(staged)
@@ -85,6 +90,40 @@ func deepenRing(c *coster, s, e, occ int, st stage, need, staged int) bool {
 		return false
 	}
 	st.Load = schedule.LoadPath{Width: 16, InFlight: depth - 1, Prefetch: true, Lines: st.Load.Lines}
+	return true
+}
+
+// unring takes the weight ring of stage st, whose rows are staged in
+// chunks (which ringDepth keeps at minRing: deeper, ptxas spilled), back
+// to register loads deepened for the kernel [s, e) of occ blocks per SM
+// (deepenLoads), where the ring holds fewer than the need vectors in
+// flight that its blocks need and the loads then hold more, at no block
+// per SM. It reports whether it did.
+func unring(c *coster, s, e, occ int, st stage, need, staged, floor int) bool {
+	mv := st.MatVec
+	at := slices.Index(st.Arrays, mv.RingArray(st.Threads))
+	if at < 0 || need < mv.Ring {
+		return false
+	}
+	saved, savedMV := *st.Schedule, *mv
+	restore := func() bool {
+		*st.Schedule, *mv = saved, savedMV
+		return false
+	}
+	cols := max(mv.Cols, 1)
+	st.SetArrays(slices.Delete(slices.Clone(st.Arrays), at, at+1)...)
+	inFlight := mv.Ring - 1
+	mv.Ring, mv.RingType = 0, 0
+	// The ring counted one vector's registers; the loads take InFlight.
+	st.RegsPerThread += 4 * (mv.InFlight*cols - 1)
+	st.Load = schedule.LoadPath{Width: 16, InFlight: mv.InFlight * cols, Lines: st.Load.Lines}
+	if c.kernel(s, e).BlocksPerSM < occ {
+		return restore()
+	}
+	deepenLoads(c, s, e, occ, st, need, staged, floor)
+	if st.Load.InFlight <= inFlight {
+		return restore()
+	}
 	return true
 }
 

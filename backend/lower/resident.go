@@ -663,7 +663,18 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 	ok := true
 	local := map[*te.Load]*te.Tensor{}
 	var bufs []*kir.Buffer
-	m, kk := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32)
+	m, kk, kl := kir.NewVar("m", te.I32), kir.NewVar("kk", te.I32), kir.NewVar("kl", te.I32)
+	// Step e stages the n elements from k = kl of row m. Where the lanes
+	// read vectors of more elements than a load stages (f32 rows for
+	// bf16 weights), a warp's steps take the same part of consecutive
+	// vectors, which the lanes' layout puts in distinct banks, rather
+	// than the parts of one vector, which it puts in one.
+	place := kir.Expr(kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)))
+	if parts := c.vec / n; c.kLanes && parts > 1 {
+		vecs := staged / c.vec
+		q := kir.Mod(e, kir.I(groups))
+		place = kir.Add(kir.Mul(kir.Mod(q, kir.I(vecs)), kir.I(c.vec)), kir.Mul(kir.Div(q, kir.I(vecs)), kir.I(n)))
+	}
 	body := g.into(func() {
 		bind(g, c.aAxes, m)
 		bind(g, d.Reduce.Axes, kk)
@@ -701,7 +712,7 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 				if c.kLanes {
 					// Laid out for the lanes that read it (MatVec.StagedLen):
 					// a warp's lanes store to distinct banks.
-					at = c.xsAt(m, kir.Add(kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)), kir.I(j)), staged)
+					at = c.xsAt(m, kir.Add(kl, kir.I(j)), staged)
 				}
 				g.emit(&kir.Store{Buf: c.xs, Index: at, Value: convert(g.expr(a), te.F32)})
 				continue
@@ -722,7 +733,8 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 	}
 	body = append([]kir.Stmt{
 		&kir.Let{Var: m, Value: kir.Div(e, kir.I(groups))},
-		&kir.Let{Var: kk, Value: addOffset(c0, kir.Mul(kir.Mod(e, kir.I(groups)), kir.I(n)))},
+		&kir.Let{Var: kl, Value: place},
+		&kir.Let{Var: kk, Value: addOffset(c0, kl)},
 	}, body...)
 	for _, t := range local {
 		delete(g.bufs, t)
@@ -743,7 +755,7 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 // parts (MatVec.Parts) is read in one loop per part, the tile choosing
 // its part once, by its nf.
 func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
-	if c.ringCtx.buf != nil && c.F != nil && l.sumRing(g, d, c, acc, staged) {
+	if c.ringCtx.buf != nil && c.F != nil && l.sumRing(g, d, c, acc, staged, c0) {
 		return
 	}
 	if c.F == nil || len(c.parts) == 0 {

@@ -105,19 +105,24 @@ func (l *lowerer) ringCopy(g *gen, d contraction.Dims, c entryCtx, tile, i kir.E
 }
 
 // sumRing emits sumChunk's sums with the wide factor streamed through the
-// thread's ring (see above): the block's first tile fills it, then, for
-// each vector i of the thread's per (in rounds of Ring, unrolled, so that
-// every slot is a constant), the copy of vector i + Ring − 1 (of this
-// tile, or of the next one), a commit, the wait for vector i, and its
-// products with the staged rows. It reports false, emitting nothing,
-// where a part does not lower to a plain load after all.
-func (l *lowerer) sumRing(g *gen, d contraction.Dims, c entryCtx, acc []*kir.Var, staged int) bool {
+// thread's ring (see above), for the chunk of k staged at c0 (all of it,
+// or one of the chunks of a row too long for shared memory: the ring
+// runs on across the chunks, which the block's barriers between them do
+// not stop): the block's first tile fills it, at its first chunk, then,
+// for each vector i of the thread's per of the chunk (in rounds of Ring,
+// unrolled, so that every slot is a constant), the copy of vector
+// i + Ring − 1 (of this tile, or of the next one), a commit, the wait for
+// vector i, and its products with the staged rows. It reports false,
+// emitting nothing, where a part does not lower to a plain load after
+// all.
+func (l *lowerer) sumRing(g *gen, d contraction.Dims, c entryCtx, acc []*kir.Var, staged int, c0 kir.Expr) bool {
 	rc := c.ringCtx
 	depth, n, split := rc.depth, c.vec, c.split
-	per := staged / n / split
-	if per%depth != 0 || per*n*split != staged {
+	per, all := staged/n/split, c.K/n/split // the chunk's vectors, the tile's
+	if per%depth != 0 || per*n*split != staged || c.K%staged != 0 {
 		return false
 	}
+	chunked := staged < c.K
 	ok := true
 	fill := g.into(func() {
 		for s := range depth - 1 {
@@ -129,26 +134,28 @@ func (l *lowerer) sumRing(g *gen, d contraction.Dims, c entryCtx, acc []*kir.Var
 	round := kir.NewVar("round", te.I32)
 	body := g.into(func() {
 		for s := range depth {
-			i := kir.NewVar("i", te.I32)
-			j := kir.NewVar("j", te.I32)
-			g.emit(
-				&kir.Let{Var: i, Value: kir.Add(kir.Mul(round, kir.I(depth)), kir.I(s))},
-				&kir.Let{Var: j, Value: kir.Add(i, kir.I(depth-1))},
-			)
+			il := kir.NewVar("i", te.I32) // the vector's group in the chunk's staged rows
+			i, j := il, kir.NewVar("j", te.I32)
+			g.emit(&kir.Let{Var: il, Value: kir.Add(kir.Mul(round, kir.I(depth)), kir.I(s))})
+			if chunked {
+				i = kir.NewVar("i", te.I32) // and in the tile
+				g.emit(&kir.Let{Var: i, Value: kir.Add(kir.Div(c0, kir.I(n*split)), il)})
+			}
+			g.emit(&kir.Let{Var: j, Value: kir.Add(i, kir.I(depth-1))})
 			slot := (s + depth - 1) % depth
 			this := g.into(func() { ok = ok && l.ringCopy(g, d, c, rc.tile, j, slot) })
 			next := g.into(func() {
-				ok = ok && l.ringCopy(g, d, c, kir.Add(rc.tile, kir.Gdim()), kir.Sub(j, kir.I(per)), slot)
+				ok = ok && l.ringCopy(g, d, c, kir.Add(rc.tile, kir.Gdim()), kir.Sub(j, kir.I(all)), slot)
 			})
 			g.emit(
-				&kir.If{Cond: kir.Lt(j, kir.I(per)), Then: this, Else: []kir.Stmt{
+				&kir.If{Cond: kir.Lt(j, kir.I(all)), Then: this, Else: []kir.Stmt{
 					&kir.If{Cond: kir.Lt(kir.Add(rc.tile, kir.Gdim()), kir.I(rc.tiles)), Then: next}}},
 				&kir.CommitGroup{},
 				&kir.WaitGroup{N: depth - 1},
 				&kir.VecCopy{Dst: w, DstIndex: kir.I(0), Src: rc.buf, SrcIndex: c.ringSlot(l.threads, s)},
 			)
 			for e := range n {
-				at := c.lanePlace(i, kir.I(e), c.kz)
+				at := c.lanePlace(il, kir.I(e), c.kz)
 				accumulate(g, c, acc, func(m int) kir.Expr { return addOffset(kir.I(m*c.rowLen), at) }, func(int) kir.Expr {
 					return convert(kir.Ld(w, kir.I(e)), te.F32)
 				})
@@ -159,8 +166,12 @@ func (l *lowerer) sumRing(g *gen, d contraction.Dims, c entryCtx, acc []*kir.Var
 		return false
 	}
 	c.tmp.Locals = append(c.tmp.Locals, w)
+	first := kir.Expr(kir.Lt(rc.tile, kir.Gdim()))
+	if chunked {
+		first = kir.And(first, kir.Eq(c0, kir.I(0)))
+	}
 	g.emit(
-		&kir.If{Cond: kir.Lt(rc.tile, kir.Gdim()), Then: fill},
+		&kir.If{Cond: first, Then: fill},
 		&kir.For{Var: round, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(per / depth), Step: 1, Body: body},
 	)
 	return true
