@@ -220,7 +220,10 @@ func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.
 		return nil, false
 	}
 	d, ok := rowDep(y, sy, u, su, pl.Threads)
-	if f, fits := fitDep(pl, y, sy, u, su); fits && (!ok || f.Most() < d.Most()) {
+	if ok && d.Most() <= 1 {
+		// one producer tile a tile: no fit does better (and fitting
+		// reads y's every point)
+	} else if f, fits := fitDep(pl, y, sy, u, su); fits && (!ok || f.Most() < d.Most()) {
 		d, ok = f, true // blocklocal.go
 	}
 	if !ok || d.Most() > MaxWaits {

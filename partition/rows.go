@@ -66,19 +66,18 @@ func blockRows(t *te.Tensor, s *schedule.Schedule) int {
 // wide factor's columns, gives one row per batch entry. Tensor-core,
 // split-K and resident schedules, whose tiles map otherwise, return 0.
 func contractionRows(t *te.Tensor, s *schedule.Schedule) int {
-	if s.Kind != schedule.Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil || s.Batch < 1 {
+	mv := s.MatVec
+	perEntry := s.Tiles == s.Batch
+	if s.Kind != schedule.Contraction || s.TensorCores || s.KSplit > 1 || s.Resident != nil || s.EpilogueOf != nil || s.Batch < 1 ||
+		!perEntry && (mv == nil || s.Tiles != s.Batch*mv.NT) {
 		return 0
 	}
 	d, ok := contraction.Of(t)
 	if !ok || d.Batch != s.Batch || len(d.BatchAxes) == 0 || !slices.Equal(t.Axes[:len(d.BatchAxes)], d.BatchAxes) {
 		return 0
 	}
-	if s.Tiles == s.Batch {
+	if perEntry {
 		return len(d.BatchAxes)
-	}
-	mv := s.MatVec
-	if mv == nil || s.Tiles != s.Batch*mv.NT {
-		return 0
 	}
 	return matVecRows(t, d, mv.Wide, mv.Width())
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 
+	"tec/partition"
 	"tec/te"
 	"tec/transform"
 )
@@ -165,7 +166,13 @@ func flashCandidates(s *transform.SoftmaxSite, opts Options, counts []int) ([]Fl
 // the partitioner (and recomputation) that Build runs at opts.Level, and the least occupancy
 // (blocks per SM) of its kernels.
 func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
-	b := &build{opts: opts, popts: partitionOptions(opts), prog: p}
+	popts := partitionOptions(opts)
+	// Counters are left out: they change a candidate's few grid syncs
+	// by a fraction of a microsecond, and finding them fits every point
+	// of the site's stages to the tiles they read, the most of the
+	// pricing's time.
+	popts.Counters = partition.CountersOff
+	b := &build{opts: opts, popts: popts, prog: p}
 	if _, err := b.runPasses(func(name string) bool {
 		return name == "vertical" || name == "recompute" || name == "plan"
 	}, nil); err != nil {
