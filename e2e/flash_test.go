@@ -159,12 +159,13 @@ func TestFlashDecodeScores(t *testing.T) {
 
 // TestFlashExamples splits the softmax of every example that has one
 // (transform.SoftmaxSites, at its tiny configuration) in the fewest
-// chunks that divide its axis, at every level, and compares the
-// simulator's outputs (race-free) with the reference of the unsplit
-// program.
+// chunks that divide its axis, its scores whole and, where the site owns
+// them (transform.SoftmaxSite.OwnScores), split too, at every level, and
+// compares the simulator's outputs (race-free) with the reference of the
+// unsplit program.
 func TestFlashExamples(t *testing.T) {
 	g, _ := gpu.Builtin("a100")
-	tried := 0
+	tried, scores := 0, 0
 	for _, ex := range examples.All() {
 		p, diags := lang.Check(ex.File(), ex.Source(), lang.Config{Defines: ex.Tiny, Model: ex.Model})
 		if diags.HasErrors() {
@@ -190,14 +191,35 @@ func TestFlashExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for level := 0; level <= pipeline.MaxLevel; level++ {
-			t.Run(fmt.Sprintf("%s/C%d/O%d", ex.Name, chunks, level), func(t *testing.T) {
-				res, _ := buildAndCompare(t, p, pipeline.Options{Level: level, GPU: g, FlashChunks: chunks}, in, want, tolModel)
-				if !strings.Contains(res.Program.String(), "/chunk") {
-					t.Errorf("not split")
+		for _, split := range []bool{false, true} {
+			if split && !sites[0].OwnScores {
+				continue
+			}
+			sp := transform.Split{Chunks: chunks, Scores: split}
+			q, err := transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) transform.Split {
+				if s.Length%chunks != 0 {
+					return transform.Split{Chunks: 1}
 				}
+				return sp
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(q.String(), "/chunk") || (q.Lookup(sites[0].Scores.Name+"/chunk") != nil) != split {
+				t.Fatalf("%s: not split as %+v:\n%s", ex.Name, sp, q)
+			}
+			if split {
+				scores++
+			}
+			for level := 0; level <= pipeline.MaxLevel; level++ {
+				t.Run(fmt.Sprintf("%s/C%d/scores=%v/O%d", ex.Name, chunks, split, level), func(t *testing.T) {
+					buildAndCompare(t, q, pipeline.Options{Level: level, GPU: g, FlashChunks: 1}, in, want, tolModel)
+				})
+			}
 		}
+	}
+	if scores < 3 {
+		t.Errorf("%d examples with the scores split; want at least 3", scores)
 	}
 	if tried < 3 {
 		t.Errorf("%d examples with a softmax to split; want at least 3 (attention, BERT, Llama)", tried)
