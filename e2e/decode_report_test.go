@@ -18,12 +18,11 @@ import (
 // and checks what the issue asks of its static report, as predictions:
 // one kernel per step; DRAM bytes within 5 % of the weights, the KV cache
 // read and the slots written, both by the report's model of the kernel IR
-// and by the plan's cost model; B = 1 predicted at most 0.99 ms (the
-// load-aware cost model's 0.966 ms with the L1 wavefronts priced,
-// issue 25: the issue's 0.92 ms, 80 % of the bandwidth limit, is not
-// met — most stages have 2 16-byte loads in flight per thread, and 116
-// grid syncs cost 116 µs; see docs/benchmarks.md, "Predictions of the
-// load-aware cost model") and B = 8 within 1.3× of it;
+// and by the plan's cost model; B = 1 predicted at most 0.93 ms (0.918
+// ms since the down projection's ring, within the issue's 0.92 ms, 80 %
+// of the bandwidth limit, at this context of 128; see docs/benchmarks.md,
+// "Flash-decoding chunks as one block's chain") and B = 8 within 1.3× of
+// it;
 // and, at B = 8, each layer's attention block-local per head, with no
 // grid sync from the rotations to the context.
 // The predicted times are logged (docs/benchmarks.md has the table).
@@ -105,10 +104,10 @@ func TestDecodeReport(t *testing.T) {
 		times[b] = cost.Total()
 	}
 	// The issue's target, 80 % of the bandwidth limit (2.47 GB / 3.35 TB/s
-	// = 0.738 ms), is 0.92 ms; the load-aware model predicts 0.966 ms, and
-	// this bound keeps it from rising unnoticed.
-	if times["1"] > 0.99e-3 {
-		t.Errorf("predicted B=1 %.3f ms, want at most 0.99 ms", times["1"]*1e3)
+	// = 0.738 ms), is 0.92 ms; the model predicts 0.918 ms, and this bound
+	// keeps it from rising unnoticed.
+	if times["1"] > 0.93e-3 {
+		t.Errorf("predicted B=1 %.3f ms, want at most 0.93 ms", times["1"]*1e3)
 	}
 	if times["1"] > 0.92e-3 {
 		t.Logf("predicted B=1 %.3f ms misses the issue's target, 0.92 ms", times["1"]*1e3)
