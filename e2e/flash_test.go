@@ -18,6 +18,21 @@ import (
 	"tec/transform"
 )
 
+// llamaDecode returns examples/llama.te's decode step with the constants
+// defs.
+func llamaDecode(t *testing.T, defs map[string]string) *te.Program {
+	t.Helper()
+	src, err := os.ReadFile("../examples/llama.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: defs})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return p
+}
+
 // TestFlashDecodeLlama runs the tiny Llama's decode step over a cache of
 // 256 positions with its attention split across blocks in 8 chunks of 32
 // positions (flash-decoding, pipeline.Options.FlashChunks), at every level
@@ -28,15 +43,7 @@ import (
 // rescale 15 of the 20 runs fail), and the value cache past pos[b] is not
 // loaded.
 func TestFlashDecodeLlama(t *testing.T) {
-	src, err := os.ReadFile("../examples/llama.te")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defs := map[string]string{"B": "4", "T": "256", "L": "2", "D": "32", "NH": "4", "NKV": "2", "FF": "64", "V": "64"}
-	p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: defs})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
+	p := llamaDecode(t, map[string]string{"B": "4", "T": "256", "L": "2", "D": "32", "NH": "4", "NKV": "2", "FF": "64", "V": "64"})
 	g, _ := gpu.Builtin("h100")
 	full := map[int]int64{} // loads with every position at the last slot
 	for _, pos := range [][]float64{{255, 255, 255, 255}, {0, 0, 0, 0}, {127, 128, 129, 64}, {255, 0, 77, 200}} {
@@ -88,15 +95,7 @@ func TestFlashDecodeLlama(t *testing.T) {
 // block's chain, as at full size: block barriers between them, no grid
 // sync, a tile per chunk of each head.
 func TestFlashDecodeScores(t *testing.T) {
-	src, err := os.ReadFile("../examples/llama.te")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defs := map[string]string{"B": "16", "T": "512", "L": "1", "D": "256", "NH": "4", "NKV": "4", "FF": "64", "V": "64"}
-	p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: defs})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
+	p := llamaDecode(t, map[string]string{"B": "16", "T": "512", "L": "1", "D": "256", "NH": "4", "NKV": "4", "FF": "64", "V": "64"})
 	split := func(p *te.Program) *te.Program {
 		q, err := transform.SplitSoftmax(p, func(*transform.SoftmaxSite) transform.Split { return transform.Split{Chunks: 4, Scores: true} })
 		if err != nil {

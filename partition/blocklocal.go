@@ -59,8 +59,10 @@ func alignRows(stages []*te.Tensor, pl *Plan, g gpu.Model) {
 			return n == len(d.BatchAxes) || n > len(d.BatchAxes) && n < len(t.Axes) && matVecRows(t, d, s.MatVec.Wide, product(t.Axes[n:])) == n
 		}
 		for _, u := range te.Inputs(t.Body) {
-			if su := scheds[u]; su != nil && rows(blockRows(u, su)) && readsRows(t, u, blockRows(u, su)) {
-				l = max(l, blockRows(u, su))
+			if su := scheds[u]; su != nil {
+				if n := blockRows(u, su); rows(n) && readsRows(t, u, n) {
+					l = max(l, n)
+				}
 			}
 		}
 		for _, y := range readers[t] {
