@@ -146,6 +146,14 @@ func TestFlashDecodeScores(t *testing.T) {
 				t.Errorf("a grid sync before %s: want the chunk's chain in one block", name)
 			}
 		}
+		// The merge waits for its heads' chunks on the partial contexts'
+		// counters alone: the block that signals a chunk's context
+		// computed its max and denominator before it.
+		if km, m := stageOf(res.Plan, "ctx"); km != k || m < 0 {
+			t.Errorf("the merge is not in the chain's kernel")
+		} else if deps := k.Counters[m]; len(deps) != 1 || deps[0].Producer.Name != "ctx/chunk" {
+			t.Errorf("the merge waits on %v; want the counters of ctx/chunk alone:\n%s", deps, res.Plan)
+		}
 		out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
 		if out.RaceCount > 0 {
 			t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
@@ -153,6 +161,9 @@ func TestFlashDecodeScores(t *testing.T) {
 		if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
 			t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
 		}
+		// Each chunk's denominator computed on the block after its
+		// context's: the merge's counters no longer order it.
+		misaligned(t, res.Module, hin, "den/chunk", "ctx")
 	})
 }
 

@@ -161,7 +161,14 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 	for f := j; f < len(k.Stages) && (f == j || k.Sync[f] != GridSync); f++ {
 		y := k.Stages[f]
 		sy := pl.Schedules[y]
-		var deps []TileDep
+		// Each producer's waits, or nil where no few waits order it; then,
+		// from the epoch's last producer back, those that the waits kept
+		// imply are dropped (impliedBy), and the rest must fit.
+		type producer struct {
+			u  *te.Tensor
+			ds []TileDep
+		}
+		var ps []producer
 		for _, u := range te.Inputs(y.Body) {
 			i, in := epoch[u]
 			if !in {
@@ -173,18 +180,26 @@ func (k *Kernel) counterDeps(pl *Plan, j, start int, onChip map[*te.Tensor]bool,
 			if pl.reuse && sameRows(y, sy, u, pl.Schedules[u]) {
 				continue // the same block wrote it, before the block barrier that stays
 			}
-			ds, ok := k.stageDeps(pl, y, sy, u, signalled, prefer[u])
-			if !ok {
+			ds, _ := k.stageDeps(pl, y, sy, u, signalled, prefer[u])
+			ps = append(ps, producer{u, ds})
+		}
+		slices.SortStableFunc(ps, func(a, b producer) int { return epoch[b.u] - epoch[a.u] })
+		var deps []TileDep
+		for _, p := range ps {
+			if k.impliedBy(pl, f, p.u, deps, epoch) {
+				continue
+			}
+			if p.ds == nil {
 				return nil, 0, false
 			}
-			if _, done := signalled[u]; !done {
-				cost += float64(te.CeilDiv(pl.Schedules[u].Tiles, grid)) * CounterSignalCost
-				signalled[u] = ds[0].group()
+			if _, done := signalled[p.u]; !done {
+				cost += float64(te.CeilDiv(pl.Schedules[p.u].Tiles, grid)) * CounterSignalCost
+				signalled[p.u] = p.ds[0].group()
 			}
-			for _, d := range ds {
+			for _, d := range p.ds {
 				cost += float64(te.CeilDiv(sy.Tiles, grid)*d.Most()) * CounterWaitCost
 			}
-			deps = append(deps, ds...)
+			deps = append(deps, p.ds...)
 		}
 		if len(deps) == 0 {
 			if f == j {
@@ -216,9 +231,6 @@ func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.
 		}
 		return ds, true
 	}
-	if done && group > 1 {
-		return nil, false
-	}
 	d, ok := rowDep(y, sy, u, su, pl.Threads)
 	if ok && d.Most() <= 1 {
 		// one producer tile a tile: no fit does better (and fitting
@@ -226,9 +238,76 @@ func (k *Kernel) stageDeps(pl *Plan, y *te.Tensor, sy *schedule.Schedule, u *te.
 	} else if f, fits := fitDep(pl, y, sy, u, su); fits && (!ok || f.Most() < d.Most()) {
 		d, ok = f, true // blocklocal.go
 	}
-	if !ok || d.Most() > MaxWaits {
+	if !ok {
 		return nil, false
 	}
 	d.Tiles = su.Tiles
+	switch {
+	case done:
+		d.Group = group
+	case d.Most() > MaxWaits:
+		// a tile reads a run of many producer tiles (a merge, every
+		// chunk of its heads): a counter per run's worth of them
+		d.Group = bestGroup(d)
+	}
+	if d.Most() > MaxWaits {
+		return nil, false
+	}
 	return []TileDep{d}, true
+}
+
+// impliedBy reports whether the waits deps of stage f's tiles order it
+// after every tile of producer u that it reads, although it waits on no
+// counter of u: where each tile t of u that a tile of f reads shares its
+// index with a tile of a producer w later in u's epoch that the tile
+// waits for. The stages of an epoch that read one another take their
+// tiles at one rotation (backend/lower's rotations), f joining u and w to
+// it, so the block that signals w's tile t computed u's tile t before it,
+// and the signal, a block barrier and a fence, releases those stores too:
+// a chain's last stage (a flash-decoding chunk's partial context) signals
+// for the chunk's max and denominator that the merge reads beside it.
+// Stages whose tiles belong to fixed blocks (split reductions, resident
+// weights) are not rotated with the rest and end a rotation's epoch: with
+// one from u to f, nothing is implied.
+func (k *Kernel) impliedBy(pl *Plan, f int, u *te.Tensor, deps []TileDep, epoch map[*te.Tensor]int) bool {
+	y, sy, su := k.Stages[f], pl.Schedules[k.Stages[f]], pl.Schedules[u]
+	for _, t := range k.Stages[epoch[u] : f+1] {
+		if fixedTiles(pl.Schedules[t]) {
+			return false
+		}
+	}
+	need, ok := rowDep(y, sy, u, su, pl.Threads)
+	if !ok || len(deps) == 0 {
+		return false
+	}
+	for r := range te.CeilDiv(need.N, need.Tile) {
+		lo, hi := need.Range(r)
+		for t := lo; t < hi; t++ {
+			if !waitsFor(deps, r, t, epoch[u], epoch) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// waitsFor reports whether consumer tile r, waiting as deps say, waits for
+// tile t of a producer that stage index after follows in its epoch.
+func waitsFor(deps []TileDep, r, t, after int, epoch map[*te.Tensor]int) bool {
+	for _, d := range deps {
+		if i, in := epoch[d.Producer]; !in || i <= after || t >= d.Tiles {
+			continue
+		}
+		lo, hi := d.Waits(r)
+		if t >= lo*d.group() && t < hi*d.group() {
+			return true
+		}
+	}
+	return false
+}
+
+// fixedTiles reports whether a stage's tiles run on fixed blocks, not at
+// its epoch's rotation (see backend/lower's rotations).
+func fixedTiles(s *schedule.Schedule) bool {
+	return s.Kind == schedule.SplitReduce || s.Resident != nil
 }
