@@ -16,7 +16,7 @@ import (
 // files before it declare.
 var layers = []string{
 	"stage.go", "loadpath.go", "serial.go", "rows.go", "tiledep.go", "matvec.go", "schedule.go", "tensorcore.go", "recompute.go",
-	"options.go", "plan.go", "canon.go", "counters_matvec.go", "blocklocal.go", "counters.go",
+	"options.go", "plan.go", "canon.go", "counters_matvec.go", "blocklocal.go", "counters.go", "prefetch.go",
 	"search.go", "pipeline.go", "streams.go", "resident.go", "verify.go", "partition.go",
 }
 

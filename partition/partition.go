@@ -178,6 +178,7 @@ func Partition(a *analysis.Analysis, g gpu.Model, opts Options) (*Plan, error) {
 	propagate(a, pl)
 	if opts.Strategy != PerTE {
 		placeCounters(pl, opts.Counters)
+		placePrefetches(pl)
 	}
 	return pl, nil
 }

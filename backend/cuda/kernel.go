@@ -330,6 +330,8 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 		w.names.used["tec_signal"] = true
 		w.line(depth, "__syncthreads();")
 		w.line(depth, "if (threadIdx.x == 0) tec_signal(&%s[%s]);", w.names.buf(s.Counter), w.expr(s.Index))
+	case *kir.Prefetch:
+		w.line(depth, `asm volatile("prefetch.global.L2 [%%0];" :: "l"(&%s[%s]));`, w.names.buf(s.Buf), w.expr(s.Index))
 	case *kir.Wait:
 		w.names.used["tec_wait"] = true
 		w.line(depth, "if (threadIdx.x == 0) tec_wait(&%s[%s], %s);", w.names.buf(s.Counter), w.expr(s.Index), w.expr(s.Target))

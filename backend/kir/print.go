@@ -218,6 +218,8 @@ func (p *printer) stmt(s Stmt, depth int) {
 			kind = "cg"
 		}
 		p.line(depth, "cp.async.%s %s[%s] = vec%d(%s[%s])", kind, bufName(s.Dst), p.expr(s.DstIndex), vecLen(s.Src), bufName(s.Src), p.expr(s.SrcIndex))
+	case *Prefetch:
+		p.line(depth, "prefetch.L2 %s[%s]", bufName(s.Buf), p.expr(s.Index))
 	case *CommitGroup:
 		p.line(depth, "cp.async.commit_group")
 	case *WaitGroup:

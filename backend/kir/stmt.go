@@ -112,7 +112,17 @@ type Stage struct {
 	Body []Stmt
 }
 
+// Prefetch asks the GPU to bring the cache line that holds element Index
+// of the global buffer Buf into L2 (PTX prefetch.global.L2), for a later
+// stage that reads it: a hint, which changes no value and orders nothing.
+// The index must be in bounds.
+type Prefetch struct {
+	Buf   *Buffer
+	Index Expr
+}
+
 func (*Let) stmtNode()         {}
+func (*Prefetch) stmtNode()    {}
 func (*Assign) stmtNode()      {}
 func (*Store) stmtNode()       {}
 func (*Atomic) stmtNode()      {}
@@ -178,5 +188,7 @@ func EditExprs(s Stmt, f func(*Expr)) {
 	case *Wait:
 		f(&s.Index)
 		f(&s.Target)
+	case *Prefetch:
+		f(&s.Index)
 	}
 }

@@ -453,6 +453,14 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 		v.warpStmt(s)
 	case *Signal, *Wait:
 		v.counterStmt(s, ctx)
+	case *Prefetch:
+		v.expr(s.Index, s)
+		if v.check {
+			v.buffer(s.Buf, s.Index, s)
+			if s.Buf != nil && s.Buf.Space != Global {
+				v.errorf("prefetch of %s, which is not in global memory: %s", s.Buf.Name, v.describe(s))
+			}
+		}
 	case nil:
 		v.errorf("nil statement")
 	default:

@@ -232,8 +232,9 @@ func (*WaitGroup) stmtNode()   {}
 // Accesses calls f for each buffer that statement s itself accesses other
 // than through a Load in its expressions, and whether it writes it: the
 // buffer of a Store or Atomic, both buffers of a VecCopy or CopyAsync, the
-// arrays of an LdMatrix, the fragments of an MMA, and the counter of a
-// Signal (a write) or a Wait (a read).
+// arrays of an LdMatrix, the fragments of an MMA, the counter of a
+// Signal (a write) or a Wait (a read), and the buffer of a Prefetch (a
+// read, which reads no value).
 func Accesses(s Stmt, f func(b *Buffer, write bool)) {
 	switch s := s.(type) {
 	case *Store:
@@ -253,6 +254,8 @@ func Accesses(s Stmt, f func(b *Buffer, write bool)) {
 		f(s.Counter, true)
 	case *Wait:
 		f(s.Counter, false)
+	case *Prefetch:
+		f(s.Buf, false)
 	case *MMA:
 		f(s.A.Buf, false)
 		f(s.B.Buf, false)

@@ -61,3 +61,14 @@ func (kg *kgen) firstThread(name string, body func(b *ir.Block)) {
 	kg.cur.NewBr(join)
 	kg.cur = join
 }
+
+// prefetchAsm is the PTX of a Prefetch: an L2 prefetch of one line.
+const prefetchAsm = "prefetch.global.L2 [$0];"
+
+// prefetch emits a Prefetch by every thread that reaches it.
+func (kg *kgen) prefetch(s *kir.Prefetch) {
+	ptr := kg.addr(s.Buf, s.Index)
+	asm := ir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void, ptr.Type())), prefetchAsm, "l")
+	asm.SideEffect = true
+	kg.cur.NewCall(asm, ptr)
+}

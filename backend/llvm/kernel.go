@@ -141,6 +141,8 @@ func (kg *kgen) stmt(s kir.Stmt) {
 		kg.signal(s)
 	case *kir.Wait:
 		kg.wait(s)
+	case *kir.Prefetch:
+		kg.prefetch(s)
 	case *kir.MMA, *kir.LdMatrix, *kir.VecCopy, *kir.CopyAsync, *kir.CommitGroup, *kir.WaitGroup:
 		kg.warpStmt(s)
 	case *kir.Stage:

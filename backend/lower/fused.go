@@ -90,6 +90,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		defer func() { l.bufs[t] = global }()
 	}
 	starts, span := rotations(pk, pl)
+	var epoch []int // the stages since the last grid sync kept
 	if err := checkOnChip(pk, pl, starts); err != nil {
 		return nil, fmt.Errorf("lower: kernel %s: %w", name, err)
 	}
@@ -158,6 +159,13 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 		l.placeShared(k, tmp, stage, arenas)
 		mergeLocals(k, tmp)
 		if j > 0 {
+			if pf := pk.Prefetches[j]; pf != nil {
+				st, err := l.prefetchStage(pk, pl, pf, epoch, starts)
+				if err != nil {
+					return nil, err
+				}
+				body = append(body, st)
+			}
 			switch {
 			case pk.Sync[j] == partition.GridSync:
 				body = append(body, &kir.GridSync{})
@@ -166,6 +174,10 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			}
 		}
 		prevShared = shared
+		if pk.Sync[j] == partition.GridSync && pk.Counters[j] == nil {
+			epoch = epoch[:0]
+		}
+		epoch = append(epoch, j)
 		stage = rotate(stage, starts[j], pl.Threads)
 		body = append(body, &kir.Stage{Name: t.Name, Span: t.Span, Body: stage})
 	}

@@ -153,8 +153,12 @@ func (c *counter) stmt(s kir.Stmt) {
 		c.cost(s.Index)
 		c.cost(s.Target)
 		c.counts.CounterWaits += c.count() / int64(c.threads)
+	case *kir.Prefetch:
+		c.cost(s.Index)
 	case *kir.Stage:
-		c.stmts(s.Body)
+		if !prefetchesOnly(s.Body) {
+			c.stmts(s.Body)
+		}
 	case *kir.MMA:
 		m, n, k := s.Shape.Dims()
 		warps := c.count() / kir.WarpSize
@@ -872,4 +876,33 @@ func (c *counter) trafficList(k *kir.Kernel) []Traffic {
 	}
 	sort.Slice(rest, func(i, j int) bool { return rest[i].Buffer.Name < rest[j].Buffer.Name })
 	return append(ts, rest...)
+}
+
+// prefetchesOnly reports whether body does nothing that Counts count: it
+// prefetches (kir.Prefetch), in loops and branches over index arithmetic
+// without loads, as the stage that prefetches a later stage's weights
+// does, whose trip counts depend on the grid launched.
+func prefetchesOnly(body []kir.Stmt) bool {
+	ok := true
+	kir.WalkStmts(body, func(s kir.Stmt) bool {
+		switch s := s.(type) {
+		case *kir.Let:
+			ok = s.Var.T == te.I32
+		case *kir.If, *kir.For, *kir.Prefetch:
+		default:
+			ok = false
+		}
+		if ok {
+			kir.Exprs(s, func(e kir.Expr) {
+				kir.WalkExpr(e, func(x kir.Expr) bool {
+					if _, load := x.(*kir.Load); load {
+						ok = false
+					}
+					return ok
+				})
+			})
+		}
+		return ok
+	})
+	return ok
 }

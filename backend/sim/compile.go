@@ -366,6 +366,8 @@ func (p *program) stmt(s kir.Stmt) sfn {
 		return p.signal(s)
 	case *kir.Wait:
 		return p.wait(s)
+	case *kir.Prefetch:
+		return p.prefetch(s)
 	case *kir.MMA:
 		return p.mma(s)
 	case *kir.LdMatrix:

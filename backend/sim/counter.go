@@ -202,3 +202,23 @@ func deadlock(k *kir.Kernel, blocks []*block, atSync []bool) error {
 	}
 	return fmt.Errorf("kernel %s: deadlock", k.Name)
 }
+
+// prefetch compiles a Prefetch: a hint that changes nothing but must
+// name an element of its buffer in every thread that reaches it.
+func (p *program) prefetch(s *kir.Prefetch) sfn {
+	idx := p.expr(s.Index)
+	return func(b *block, act []int32) {
+		v := idx(b, act)
+		res := b.m.res
+		if res.Prefetched == nil {
+			res.Prefetched = map[string][]int{}
+		}
+		for _, l := range act {
+			i := int(v[l])
+			if i < 0 || i >= s.Buf.Len() {
+				b.faultf(l, "prefetch of %s[%d] out of bounds of %s", s.Buf.Name, i, typeString(s.Buf))
+			}
+			res.Prefetched[s.Buf.Name] = append(res.Prefetched[s.Buf.Name], i)
+		}
+	}
+}

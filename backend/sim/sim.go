@@ -229,6 +229,10 @@ type Result struct {
 	// with Options.DeviceGathers write the record.
 	ErrorRecord []int32
 	GatherError error
+	// Prefetched holds, by buffer name, the elements that kir.Prefetch
+	// statements named, once per thread that executed one, in the order
+	// the run executed them.
+	Prefetched map[string][]int
 }
 
 // Total returns the sum of the kernels' counts.

@@ -73,7 +73,7 @@ func TestExplainPlan(t *testing.T) {
 // (but a stage in another's epilogue) and its loads described.
 func checkStageCosts(t *testing.T, i int, k planKernel) {
 	t.Helper()
-	bounds := map[string]bool{"DRAM": true, "L2": true, "tensor": true, "FP32 issue": true, "latency": true, "grid syncs": true, "none (in an epilogue)": true}
+	bounds := map[string]bool{"DRAM": true, "L2": true, "tensor": true, "FP32 issue": true, "latency": true, "grid syncs": true, "L1 wavefronts": true, "none (in an epilogue)": true}
 	if len(k.StageCosts) != len(k.Stages) {
 		t.Errorf("kernel %d: %d stage costs for %d stages", i, len(k.StageCosts), len(k.Stages))
 		return

@@ -252,6 +252,10 @@ func (w *keyWriter) stmt(s kir.Stmt) {
 		w.str(w.bufs[s.Counter])
 		w.expr(s.Index)
 		w.expr(s.Target)
+	case *kir.Prefetch:
+		w.str("prefetch ")
+		w.str(w.bufs[s.Buf])
+		w.expr(s.Index)
 	default:
 		w.str(fmt.Sprintf("%T", s))
 	}

@@ -298,6 +298,8 @@ func accesses(st kir.Stmt) []access {
 		return []access{{st.Counter, st.Index}}
 	case *kir.Wait:
 		return []access{{st.Counter, st.Index}}
+	case *kir.Prefetch:
+		return []access{{st.Buf, st.Index}}
 	}
 	return nil
 }
@@ -373,6 +375,8 @@ func rebaseStmts(body []kir.Stmt, base map[*kir.Buffer]int) []kir.Stmt {
 			out[i] = &kir.Signal{Counter: s.Counter, Index: rebaseIndex(rebaseExpr(s.Index, base), base[s.Counter])}
 		case *kir.Wait:
 			out[i] = &kir.Wait{Counter: s.Counter, Index: rebaseIndex(rebaseExpr(s.Index, base), base[s.Counter]), Target: rebaseExpr(s.Target, base)}
+		case *kir.Prefetch:
+			out[i] = &kir.Prefetch{Buf: s.Buf, Index: rebaseIndex(rebaseExpr(s.Index, base), base[s.Buf])}
 		default:
 			out[i] = s
 		}

@@ -1,0 +1,216 @@
+package partition
+
+import (
+	"tec/contraction"
+	"tec/cost"
+	"tec/schedule"
+	"tec/te"
+)
+
+// L2 prefetch of the next epoch's weights. A decode step alternates
+// between stages that stream weights from DRAM at its bandwidth (the
+// projections) and epochs of small stages bound by latency (attention over
+// the cache, the merge), during which the DRAM idles, as it does through
+// the grid syncs around them. Hand-written megakernels fill that time: the
+// blocks that have no tile in such an epoch prefetch into L2 the weights
+// that the stage after the next grid sync will read, which then reads
+// them from L2. placePrefetches finds the epochs where the cost model
+// predicts that the whole of the next stage's weights can move in the
+// epoch's idle DRAM time, and prices the stage that reads them as an L2
+// hit (Kernel.Prefetches); backend/lower emits the prefetches
+// (prefetch.global.L2, a hint that orders nothing and changes no value).
+
+// Limits of L2 prefetching.
+const (
+	// prefetchShare is the share of an epoch's idle DRAM time (its own
+	// bytes aside) that the prefetches are counted on: they start when
+	// the idle blocks reach them, and the epoch's loads come first.
+	prefetchShare = 0.75
+	// prefetchL2Share is the share of L2 that prefetched weights may take,
+	// so that what the epoch and the stage read beside them stays.
+	prefetchL2Share = 0.5
+	// prefetchSlack bounds the elements prefetched for a weight against
+	// those the stage reads (the hull of its reads).
+	prefetchSlack = 1.25
+)
+
+// placePrefetches gives each kernel of pl its prefetches: before each grid
+// sync kept, where the epoch that it ends leaves blocks without tiles and
+// its predicted time and the sync's, less its own DRAM traffic, leave the
+// DRAM time to move the whole of the weights of a matrix-vector stage of
+// the next epoch (its wide factor, all params), within a share of L2. The
+// stage's time is repriced with those bytes from L2, and the kernel's
+// predicted time falls by what its epoch's critical path saves.
+func placePrefetches(pl *Plan) {
+	for _, k := range pl.Kernels {
+		k.placePrefetches(pl)
+	}
+}
+
+func (k *Kernel) placePrefetches(pl *Plan) {
+	if len(k.StageCosts) != len(k.Stages) || k.Grid <= 0 {
+		return
+	}
+	g := pl.GPU
+	epochs := k.epochs()
+	for e := 0; e+1 < len(epochs); e++ {
+		issue, next := epochs[e], epochs[e+1]
+		own := int64(0)
+		fixed := false
+		for _, j := range issue {
+			s := pl.Schedules[k.Stages[j]]
+			own += k.StageCosts[j].DRAM
+			fixed = fixed || fixedTiles(s) || s.InnerSync() || s.KSplit > 1
+		}
+		busy := k.busyBlocks(pl, issue)
+		if fixed || busy >= k.Grid {
+			continue
+		}
+		window := (k.epochTime(pl, issue) + g.GridSyncCost) * g.DRAMBandwidth * prefetchShare
+		budget := min(int64(window)-own, int64(float64(g.L2Bytes)*prefetchL2Share))
+		before := k.epochTime(pl, next)
+		for _, j := range next {
+			t := k.Stages[j]
+			ranges, bytes, ok := prefetchRanges(t, pl.Schedules[t])
+			if !ok || bytes > budget {
+				continue
+			}
+			sc := k.StageCosts[j]
+			dram := max(sc.DRAM-bytes, 0)
+			occ, _ := pl.stageGPU(t).BlocksPerSM(pl.stageResources(t).Block())
+			s := pl.stage(t)
+			time, bound := cost.StageBound(g, s.Schedule, s.Price, dram, occ, k.Grid)
+			if time >= sc.Time {
+				continue
+			}
+			k.StageCosts[j] = cost.StageEstimate{Time: time, DRAM: dram, Bound: bound}
+			saved := before - k.epochTime(pl, next)
+			k.Cost.Stages -= saved // the bytes still come from DRAM, earlier
+			if k.Prefetches == nil {
+				k.Prefetches = map[int]*Prefetch{}
+			}
+			k.Prefetches[next[0]] = &Prefetch{For: t, Ranges: ranges, Busy: busy, Bytes: bytes, Saved: saved}
+			break // one stage's weights an epoch
+		}
+	}
+}
+
+// epochs returns the indexes of k's stages by epoch: the runs of stages
+// between the grid syncs kept (not replaced by counters).
+func (k *Kernel) epochs() [][]int {
+	var out [][]int
+	for j := range k.Stages {
+		if j == 0 || k.Sync[j] == GridSync && k.Counters[j] == nil {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], j)
+	}
+	return out
+}
+
+// busyBlocks returns the blocks that the stages js of an epoch give
+// tiles: the stages that read one another, directly or through others of
+// the epoch, take their tiles from one block on, and each such group
+// starts where the one before it ends (backend/lower's rotations), so
+// the blocks from the sum of the groups' most tiles on have none.
+func (k *Kernel) busyBlocks(pl *Plan, js []int) int {
+	group := map[*te.Tensor]*te.Tensor{} // union-find over the epoch's stages
+	var find func(t *te.Tensor) *te.Tensor
+	find = func(t *te.Tensor) *te.Tensor {
+		if p := group[t]; p != t {
+			group[t] = find(p)
+		}
+		return group[t]
+	}
+	for _, j := range js {
+		t := k.Stages[j]
+		group[t] = t
+		for _, u := range te.Inputs(t.Body) {
+			if _, in := group[u]; in {
+				group[find(u)] = find(t)
+			}
+		}
+	}
+	width := map[*te.Tensor]int{}
+	for _, j := range js {
+		r := find(k.Stages[j])
+		width[r] = max(width[r], pl.Schedules[k.Stages[j]].Tiles)
+	}
+	busy := 0
+	for _, w := range width {
+		busy += w
+	}
+	return busy
+}
+
+// epochTime returns the predicted time of the stages js of an epoch: the
+// longest chain of stages that read one another, by their StageCosts.
+func (k *Kernel) epochTime(pl *Plan, js []int) float64 {
+	finish := map[*te.Tensor]float64{}
+	longest := 0.0
+	for _, j := range js {
+		t := k.Stages[j]
+		start := 0.0
+		for _, u := range te.Inputs(t.Body) {
+			start = max(start, finish[u])
+		}
+		finish[t] = start + k.StageCosts[j].Time
+		longest = max(longest, finish[t])
+	}
+	return longest
+}
+
+// prefetchRanges returns the elements of the weights that the
+// matrix-vector stage t reads in its wide factor, by weight, and their
+// bytes: false where the factor loads anything but params, or where the
+// runs of elements would take much more than the stage reads.
+func prefetchRanges(t *te.Tensor, s *schedule.Schedule) ([]PrefetchRange, int64, bool) {
+	if s.Kind != schedule.Contraction || s.MatVec == nil || s.Resident != nil || s.EpilogueOf != nil || s.Mask != nil {
+		return nil, 0, false
+	}
+	d, ok := contraction.Of(t)
+	if !ok {
+		return nil, 0, false
+	}
+	wide, cols := d.Y, d.N
+	if s.MatVec.Wide == 0 {
+		wide, cols = d.X, d.M
+	}
+	var ranges []PrefetchRange
+	var bytes int64
+	ok = true
+	te.Walk(wide, func(x te.Expr) bool {
+		l, isLoad := x.(*te.Load)
+		if !isLoad || !ok {
+			return ok
+		}
+		if l.Tensor.Kind != te.Param || l.IsGather() {
+			ok = false
+			return false
+		}
+		strides := te.Strides(l.Tensor.Shape)
+		lo, hi := 0, 0
+		for i, ix := range l.Index {
+			a, b := ix.Simplify().ExtentBounds()
+			a, b = max(a, 0), min(b, l.Tensor.Shape[i]-1)
+			lo += a * strides[i]
+			hi += b * strides[i]
+		}
+		for i, r := range ranges {
+			if r.Tensor == l.Tensor {
+				bytes -= int64(r.Hi-r.Lo) * int64(l.Tensor.DType.Size())
+				lo, hi = min(lo, r.Lo), max(hi+1, r.Hi)-1
+				ranges = append(ranges[:i], ranges[i+1:]...)
+				break
+			}
+		}
+		ranges = append(ranges, PrefetchRange{Tensor: l.Tensor, Lo: lo, Hi: hi + 1})
+		bytes += int64(hi+1-lo) * int64(l.Tensor.DType.Size())
+		return false
+	})
+	read := int64(d.Batch) * int64(d.K) * int64(cols) * int64(cost.ElemSize(wide))
+	if !ok || len(ranges) == 0 || float64(bytes) > prefetchSlack*float64(read) {
+		return nil, 0, false
+	}
+	return ranges, bytes, true
+}
