@@ -94,3 +94,52 @@ func TestPrefetchL2(t *testing.T) {
 		t.Errorf("a prefetch out of bounds: %v; want it reported", err)
 	}
 }
+
+// TestPrefetchDecode checks the prefetches the plan of the full-size
+// decode step (Llama-3.2-1B, bf16, -O4, the H100 model, B = 1) places:
+// each layer's output projection's weights whole after its attention,
+// and the leading weights of each gate and up projection, a stage of
+// several waves bound by DRAM, after the output projection, which then
+// reads its own from L2; each so served is priced with those bytes fewer
+// from DRAM, and the kernel's prediction falls by what they save.
+func TestPrefetchDecode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans the full-size decode step")
+	}
+	p := precision.Apply(llamaDecode(t, nil), precision.BF16)
+	g, _ := gpu.Builtin("h100")
+	res, err := pipeline.Build(p, pipeline.Options{Level: pipeline.MaxLevel, GPU: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := res.Plan.Kernels[0]
+	whole, leading := 0, 0
+	for j, pf := range k.Prefetches {
+		f := slices.Index(k.Stages, pf.For)
+		if f < j {
+			t.Errorf("prefetch before %s for %s, which is not in the epoch after it", k.Stages[j].Name, pf.For.Name)
+		}
+		switch {
+		case strings.HasPrefix(pf.For.Name, "x.") && pf.Ranges[0].Tensor.Name == "wo":
+			if pf.Bytes != 2048*2048*2 {
+				t.Errorf("%s: %d bytes prefetched; want all of its layer's wo, %d", pf.For.Name, pf.Bytes, 2048*2048*2)
+			}
+			if k.StageCosts[f].DRAM >= pf.Bytes {
+				t.Errorf("%s: %d bytes from DRAM with its %d prefetched", pf.For.Name, k.StageCosts[f].DRAM, pf.Bytes)
+			}
+			whole++
+		case strings.HasPrefix(pf.For.Name, "hcat_gate"):
+			r := pf.Ranges[0]
+			if len(pf.Ranges) != 1 || r.Tensor.Name != "w_gate" || r.Lo%(2048*8192) != 0 || pf.Bytes <= 0 || pf.Bytes >= 2048*8192*2 {
+				t.Errorf("%s: %+v; want the leading part of its layer's w_gate", pf.For.Name, pf)
+			}
+			if want := 2*2048*8192*2 - pf.Bytes; k.StageCosts[f].DRAM > want+1<<20 {
+				t.Errorf("%s: %d bytes from DRAM; want its weights less the %d prefetched, about %d", pf.For.Name, k.StageCosts[f].DRAM, pf.Bytes, want)
+			}
+			leading++
+		}
+	}
+	if whole != 16 || leading != 16 {
+		t.Errorf("%d output projections prefetched whole and %d gate and up projections in part; want 16 and 16:\n%s", whole, leading, res.Plan)
+	}
+}

@@ -38,9 +38,11 @@ const (
 // sync kept, where the epoch that it ends leaves blocks without tiles and
 // its predicted time and the sync's, less its own DRAM traffic, leave the
 // DRAM time to move the whole of the weights of a matrix-vector stage of
-// the next epoch (its wide factor, all params), within a share of L2. The
-// stage's time is repriced with those bytes from L2, and the kernel's
-// predicted time falls by what its epoch's critical path saves.
+// the next epoch (its wide factor, all params), within a share of L2 — or,
+// for a stage of several waves of tiles bound by DRAM, as many of its
+// leading weights as that time moves. The stage's time is repriced with
+// those bytes from L2, and the kernel's predicted time falls by what its
+// epoch's critical path saves.
 func placePrefetches(pl *Plan) {
 	for _, k := range pl.Kernels {
 		k.placePrefetches(pl)
@@ -72,10 +74,22 @@ func (k *Kernel) placePrefetches(pl *Plan) {
 		for _, j := range next {
 			t := k.Stages[j]
 			ranges, bytes, ok := prefetchRanges(t, pl.Schedules[t])
-			if !ok || bytes > budget {
+			sc := k.StageCosts[j]
+			if !ok {
 				continue
 			}
-			sc := k.StageCosts[j]
+			if bytes > budget {
+				// A stage of several waves of tiles bound by DRAM shares
+				// its bandwidth among them: what some read from L2, the
+				// rest read sooner. Its leading weights then.
+				if pl.Schedules[t].Tiles <= k.Grid || sc.Bound != cost.BoundDRAM {
+					continue
+				}
+				ranges, bytes = leading(ranges, budget)
+				if bytes == 0 {
+					continue
+				}
+			}
 			dram := max(sc.DRAM-bytes, 0)
 			occ, _ := pl.stageGPU(t).BlocksPerSM(pl.stageResources(t).Block())
 			s := pl.stage(t)
@@ -213,4 +227,28 @@ func prefetchRanges(t *te.Tensor, s *schedule.Schedule) ([]PrefetchRange, int64,
 		return nil, 0, false
 	}
 	return ranges, bytes, true
+}
+
+// leading returns the first elements of ranges, in order, that take at
+// most budget bytes, in whole L2 lines (128 bytes), and their bytes.
+func leading(ranges []PrefetchRange, budget int64) ([]PrefetchRange, int64) {
+	var out []PrefetchRange
+	var bytes int64
+	for _, r := range ranges {
+		size := int64(r.Tensor.DType.Size())
+		left := (budget - bytes) / size
+		if left <= 0 {
+			break
+		}
+		n := int64(r.Hi - r.Lo)
+		if n > left {
+			per := int64(128) / size
+			n = left / per * per
+		}
+		if n > 0 {
+			out = append(out, PrefetchRange{Tensor: r.Tensor, Lo: r.Lo, Hi: r.Lo + int(n)})
+			bytes += n * size
+		}
+	}
+	return out, bytes
 }
