@@ -41,7 +41,7 @@ func (l *lowerer) prefetchStage(pk *partition.Kernel, pl *partition.Plan, pf *pa
 			&kir.Let{Var: share, Value: kir.Div(kir.Add(kir.I(lines-1), np), np)},
 			&kir.Let{Var: lo, Value: kir.Mul(pb, share)},
 			&kir.For{Var: line, Kind: kir.BlockStride, Lo: lo, Hi: kir.Bin(te.Min, kir.Add(lo, share), kir.I(lines)), Body: []kir.Stmt{
-				&kir.Prefetch{Buf: buf, Index: kir.Add(kir.I(r.Lo), kir.Mul(line, kir.I(per)))},
+				&kir.Prefetch{Buf: buf, Index: kir.Add(kir.Mul(line, kir.I(per)), kir.I(r.Lo))},
 			}})
 	}
 	return &kir.Stage{Name: "prefetch/" + pf.For.Name, Body: []kir.Stmt{
