@@ -204,7 +204,9 @@ def stage_rows(clock, report):
     sum of its stages' predictions; None for the time between kernels and
     where the report lists none of its stages), bound (that of its stage
     predicted longest), and unpredicted: its stages the report does not
-    list (the lowering's own, such as zeroing the per-tile counters)."""
+    list (the lowering's own, such as zeroing the per-tile counters, or the
+    idle blocks' L2 prefetches of a later stage's weights, which that
+    stage's prediction counts)."""
     by_kernel = {k["name"]: {s["stage"]: s for s in k.get("stages", [])} for k in report.get("kernels", [])}
     rows = []
     for seg in clock["segments"]:
