@@ -141,6 +141,32 @@ func elementVectorPath(t *te.Tensor) (schedule.LoadPath, bool) {
 	return schedule.LoadPath{Width: 16, InFlight: loads}, true
 }
 
+// reduceVectorPath returns the load path of a row reduction t whose
+// block's threads read their share of each top-level reduction a 16-byte
+// vector of 8 terms at a time (backend/lower's blockReduceVector, where
+// te.ReduceVectorElems gives 8: the narrowest moving load a half): each
+// moving load's 16-byte loads (two for an f32 load) in flight together.
+// False where a reduction reads otherwise (an argmax, an f32 row).
+func reduceVectorPath(t *te.Tensor) (schedule.LoadPath, bool) {
+	reds := te.TopReduces(t.Body)
+	loads := 0
+	for _, r := range reds {
+		n, moving := te.ReduceVectorElems(r)
+		if r.Op.IsArg() || n != 8 {
+			return schedule.LoadPath{}, false
+		}
+		per := 0
+		for _, ld := range moving {
+			per += n * ld.Tensor.DType.Size() / 16
+		}
+		loads = max(loads, per)
+	}
+	if loads == 0 {
+		return schedule.LoadPath{}, false
+	}
+	return schedule.LoadPath{Width: 16, InFlight: loads}, true
+}
+
 // setVectorPath gives stage s of t the load path of a 16-byte vector of
 // elements per thread where elementVectorPath applies.
 func (s stage) setVectorPath(t *te.Tensor) {

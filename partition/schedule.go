@@ -213,6 +213,9 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		s.Kind = schedule.RowReduce
 		s.Tiles = n
 		s.SetArrays(rowReduceArrays(reds, threads)...)
+		if p, ok := reduceVectorPath(t); ok {
+			s.Load = p
+		}
 		if !serialReduces(t, reds) {
 			return s, nil
 		}
