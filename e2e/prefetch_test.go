@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"tec/backend/kir"
+	"tec/backend/lower"
 	"tec/backend/sim"
 	"tec/gpu"
 	"tec/internal/numeric"
+	"tec/partition"
 	"tec/pipeline"
 	"tec/precision"
 	"tec/te"
@@ -17,11 +19,13 @@ import (
 // TestPrefetchL2 builds a small decode step (bf16, -O4, H100) whose
 // latency-bound epochs leave blocks idle before the projections, and
 // checks the L2 prefetches of the projections' weights that the plan
-// places there (partition.Prefetch): each projection so served is priced
-// with fewer bytes from DRAM, and in the simulator, on the plan's whole
-// grid, the idle blocks prefetch every line of the weights' ranges
+// places there (partition.Prefetch): in the simulator, on the plan's
+// whole grid, the idle blocks prefetch every line of the weights' ranges
 // exactly once, the outputs equal the reference's and the run is
-// race-free; a prefetch past its buffer's end is reported.
+// race-free — as the plan places them (whole weights) and with each range
+// cut to the first half of each of its rows (the form of a partial
+// prefetch of an [out, in] weight); a prefetch past its buffer's end is
+// reported.
 func TestPrefetchL2(t *testing.T) {
 	p := precision.Apply(llamaDecode(t, map[string]string{"B": "1", "T": "512", "L": "2", "D": "256", "NH": "4", "NKV": "4", "FF": "256", "V": "64"}), precision.BF16)
 	g, _ := gpu.Builtin("h100")
@@ -33,20 +37,13 @@ func TestPrefetchL2(t *testing.T) {
 		t.Fatalf("%d kernels; want the step in one", len(res.Plan.Kernels))
 	}
 	k := res.Plan.Kernels[0]
-	want := map[string][]int{} // the lines of each weight that the plan prefetches
+	if len(k.Prefetches) < 4 {
+		t.Fatalf("%d prefetches; want the projections' weights prefetched after the small stages:\n%s", len(k.Prefetches), res.Plan)
+	}
 	for j, pf := range k.Prefetches {
 		if pf.Busy >= k.Grid || pf.Bytes <= 0 || pf.Saved <= 0 {
 			t.Errorf("prefetch before %s: %+v; want idle blocks, bytes and a saving", k.Stages[j].Name, pf)
 		}
-		for _, r := range pf.Ranges {
-			per := 128 / r.Tensor.DType.Size()
-			for i := r.Lo; i < r.Hi; i += per {
-				want[r.Tensor.Name] = append(want[r.Tensor.Name], i)
-			}
-		}
-	}
-	if len(k.Prefetches) < 4 {
-		t.Fatalf("%d prefetches; want the projections' weights prefetched after the small stages:\n%s", len(k.Prefetches), res.Plan)
 	}
 	in := numeric.SeededFeeds(p, 5)
 	in["pos"].Data[0] = 300
@@ -54,7 +51,67 @@ func TestPrefetchL2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := sim.Run(res.Module, in, sim.Options{Race: true, ResidentBlocks: k.Grid})
+	t.Run("whole", func(t *testing.T) { checkPrefetches(t, res.Module, k, in, ref) })
+	t.Run("first of rows", func(t *testing.T) {
+		halved := 0
+		for _, pf := range k.Prefetches {
+			for i, r := range pf.Ranges {
+				if r.Row > 0 && r.Len == 0 {
+					pf.Ranges[i].Len = r.Row / 2
+					halved++
+				}
+			}
+		}
+		if halved == 0 {
+			t.Fatal("no prefetched weight has rows")
+		}
+		m, err := lower.Fused(res.Program, res.Plan, lower.FusedOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPrefetches(t, m, k, in, ref)
+	})
+
+	// The planted bug: one prefetch a whole buffer on.
+	planted := false
+	for _, kk := range res.Module.Kernels {
+		kir.WalkStmts(kk.Body, func(s kir.Stmt) bool {
+			if pf, ok := s.(*kir.Prefetch); ok && !planted {
+				pf.Index = kir.Add(pf.Index, kir.I(pf.Buf.Len()))
+				planted = true
+			}
+			return true
+		})
+	}
+	if !planted {
+		t.Fatal("no prefetch in the module")
+	}
+	if _, err := sim.Run(res.Module, in, sim.Options{ResidentBlocks: k.Grid}); err == nil || !strings.Contains(err.Error(), "prefetch of") {
+		t.Errorf("a prefetch out of bounds: %v; want it reported", err)
+	}
+}
+
+// checkPrefetches runs m, lowered from a plan whose one kernel is k, on
+// k's whole grid and checks that it prefetches every line of k's
+// prefetch ranges once, and that its logits are ref's, race-free.
+func checkPrefetches(t *testing.T, m *kir.Module, k *partition.Kernel, in, ref map[string]*te.Array) {
+	t.Helper()
+	want := map[string][]int{} // the lines of each weight that the plan prefetches
+	for _, pf := range k.Prefetches {
+		for _, r := range pf.Ranges {
+			per := 128 / r.Tensor.DType.Size()
+			row, n := r.Hi-r.Lo, r.Hi-r.Lo
+			if r.Len > 0 {
+				row, n = r.Row, r.Len
+			}
+			for at := r.Lo; at < r.Hi; at += row {
+				for i := 0; i < n; i += per {
+					want[r.Tensor.Name] = append(want[r.Tensor.Name], at+i)
+				}
+			}
+		}
+	}
+	out, err := sim.Run(m, in, sim.Options{Race: true, ResidentBlocks: k.Grid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,24 +131,6 @@ func TestPrefetchL2(t *testing.T) {
 	}
 	if len(out.Prefetched) != len(want) {
 		t.Errorf("prefetched %d buffers; want %d", len(out.Prefetched), len(want))
-	}
-
-	// The planted bug: one prefetch a whole buffer on.
-	planted := false
-	for _, kk := range res.Module.Kernels {
-		kir.WalkStmts(kk.Body, func(s kir.Stmt) bool {
-			if pf, ok := s.(*kir.Prefetch); ok && !planted {
-				pf.Index = kir.Add(pf.Index, kir.I(pf.Buf.Len()))
-				planted = true
-			}
-			return true
-		})
-	}
-	if !planted {
-		t.Fatal("no prefetch in the module")
-	}
-	if _, err := sim.Run(res.Module, in, sim.Options{ResidentBlocks: k.Grid}); err == nil || !strings.Contains(err.Error(), "prefetch of") {
-		t.Errorf("a prefetch out of bounds: %v; want it reported", err)
 	}
 }
 

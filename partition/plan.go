@@ -141,10 +141,22 @@ func (pf *Prefetch) String() string {
 	return fmt.Sprintf("prefetch into L2 by the blocks from %d on: %s %s, for %s (saves %.2f µs)", pf.Busy, strings.Join(ws, ", "), byteSize(pf.Bytes), pf.For.Name, pf.Saved*1e6)
 }
 
-// PrefetchRange is a run of a weight's elements.
+// PrefetchRange is a run of a weight's elements, [Lo, Hi) of its flat
+// index; where Len is above 0, only the first Len of each row of Row
+// elements from Lo on (the first k of each column of an [out, in] weight,
+// which every tile of its stage reads first).
 type PrefetchRange struct {
-	Tensor *te.Tensor
-	Lo, Hi int
+	Tensor   *te.Tensor
+	Lo, Hi   int
+	Row, Len int
+}
+
+// Elements returns the elements the range prefetches.
+func (r PrefetchRange) Elements() int {
+	if r.Len > 0 {
+		return (r.Hi - r.Lo) / r.Row * r.Len
+	}
+	return r.Hi - r.Lo
 }
 
 // Barrier separates a stage from the one before it in its kernel.

@@ -38,9 +38,10 @@ const (
 // sync kept, where the epoch that it ends leaves blocks without tiles and
 // its predicted time and the sync's, less its own DRAM traffic, leave the
 // DRAM time to move the whole of the weights of a matrix-vector stage of
-// the next epoch (its wide factor, all params), within a share of L2 — or,
-// for a stage of several waves of tiles bound by DRAM, as many of its
-// leading weights as that time moves. The stage's time is repriced with
+// the next epoch (its wide factor, all params), within a share of L2 — or
+// as many of them as that time moves: the first k of each of its columns
+// (firstOfRows), or for a stage of several waves of tiles its leading
+// weights (leading), whichever is more. The stage's time is repriced with
 // those bytes from L2, and the kernel's predicted time falls by what its
 // epoch's critical path saves.
 func placePrefetches(pl *Plan) {
@@ -79,16 +80,22 @@ func (k *Kernel) placePrefetches(pl *Plan) {
 				continue
 			}
 			if bytes > budget {
-				// A stage of several waves of tiles bound by DRAM shares
-				// its bandwidth among them: what some read from L2, the
-				// rest read sooner. Its leading weights then.
-				if pl.Schedules[t].Tiles <= k.Grid || sc.Bound != cost.BoundDRAM {
+				// Part of them: what the tiles read from L2 they read
+				// sooner, whether they share the DRAM's bandwidth or wait
+				// on its latency. The first k of each of the stage's
+				// columns, which every tile reads first; or, for a stage
+				// of several waves, its leading weights, the first
+				// tiles', where that is more.
+				rows, b := firstOfRows(ranges, budget)
+				if pl.Schedules[t].Tiles > k.Grid {
+					if lead, lb := leading(ranges, budget); lb > b {
+						rows, b = lead, lb
+					}
+				}
+				if b == 0 {
 					continue
 				}
-				ranges, bytes = leading(ranges, budget)
-				if bytes == 0 {
-					continue
-				}
+				ranges, bytes = rows, b
 			}
 			dram := max(sc.DRAM-bytes, 0)
 			occ, _ := pl.stageGPU(t).BlocksPerSM(pl.stageResources(t).Block())
@@ -210,15 +217,24 @@ func prefetchRanges(t *te.Tensor, s *schedule.Schedule) ([]PrefetchRange, int64,
 			lo += a * strides[i]
 			hi += b * strides[i]
 		}
+		// Rows: the last axis read whole along the contraction's k.
+		row := 0
+		last := len(l.Index) - 1
+		if k := d.Reduce.Axes; len(k) == 1 && l.Index[last].Simplify().Equal(te.VarIndex(k[0])) && k[0].Extent == l.Tensor.Shape[last] {
+			row = l.Tensor.Shape[last]
+		}
 		for i, r := range ranges {
 			if r.Tensor == l.Tensor {
 				bytes -= int64(r.Hi-r.Lo) * int64(l.Tensor.DType.Size())
 				lo, hi = min(lo, r.Lo), max(hi+1, r.Hi)-1
+				if r.Row != row {
+					row = 0
+				}
 				ranges = append(ranges[:i], ranges[i+1:]...)
 				break
 			}
 		}
-		ranges = append(ranges, PrefetchRange{Tensor: l.Tensor, Lo: lo, Hi: hi + 1})
+		ranges = append(ranges, PrefetchRange{Tensor: l.Tensor, Lo: lo, Hi: hi + 1, Row: row})
 		bytes += int64(hi+1-lo) * int64(l.Tensor.DType.Size())
 		return false
 	})
@@ -246,9 +262,41 @@ func leading(ranges []PrefetchRange, budget int64) ([]PrefetchRange, int64) {
 			n = left / per * per
 		}
 		if n > 0 {
-			out = append(out, PrefetchRange{Tensor: r.Tensor, Lo: r.Lo, Hi: r.Lo + int(n)})
+			out = append(out, PrefetchRange{Tensor: r.Tensor, Lo: r.Lo, Hi: r.Lo + int(n), Row: r.Row})
 			bytes += n * size
 		}
+	}
+	return out, bytes
+}
+
+// firstOfRows returns the first elements of each row of every range,
+// as many as budget bytes allow, the same in each, in whole L2 lines (128
+// bytes), and their bytes: 0 where a range has no rows (Row) or not a
+// line of each fits.
+func firstOfRows(ranges []PrefetchRange, budget int64) ([]PrefetchRange, int64) {
+	var rows int64
+	size := 0
+	for _, r := range ranges {
+		if r.Row == 0 || (r.Hi-r.Lo)%r.Row != 0 || size != 0 && r.Tensor.DType.Size() != size {
+			return nil, 0
+		}
+		size = r.Tensor.DType.Size()
+		rows += int64((r.Hi - r.Lo) / r.Row)
+	}
+	if size == 0 {
+		return nil, 0
+	}
+	per := 128 / size
+	n := int(budget/(rows*int64(size))) / per * per // elements of each row
+	var out []PrefetchRange
+	var bytes int64
+	for _, r := range ranges {
+		if n <= 0 || n >= r.Row {
+			return nil, 0
+		}
+		r.Len = n
+		out = append(out, r)
+		bytes += int64(r.Elements()) * int64(size)
 	}
 	return out, bytes
 }

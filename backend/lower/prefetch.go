@@ -37,11 +37,20 @@ func (l *lowerer) prefetchStage(pk *partition.Kernel, pl *partition.Plan, pf *pa
 		lines := (r.Hi - r.Lo + per - 1) / per
 		share, lo := kir.NewVar("share", te.I32), kir.NewVar("lo", te.I32)
 		line := kir.NewVar("line", te.I32)
+		// The line's offset in the range, then its start, so that the
+		// layers' stages differ by that constant alone (dedup).
+		at := kir.Mul(line, kir.I(per))
+		if r.Len > 0 {
+			// the first Len elements of each row: line q of row p
+			rowLines := (r.Len + per - 1) / per
+			lines = (r.Hi - r.Lo) / r.Row * rowLines
+			at = kir.Add(kir.Mul(kir.Div(line, kir.I(rowLines)), kir.I(r.Row)), kir.Mul(kir.Mod(line, kir.I(rowLines)), kir.I(per)))
+		}
 		body = append(body,
 			&kir.Let{Var: share, Value: kir.Div(kir.Add(kir.I(lines-1), np), np)},
 			&kir.Let{Var: lo, Value: kir.Mul(pb, share)},
 			&kir.For{Var: line, Kind: kir.BlockStride, Lo: lo, Hi: kir.Bin(te.Min, kir.Add(lo, share), kir.I(lines)), Body: []kir.Stmt{
-				&kir.Prefetch{Buf: buf, Index: kir.Add(kir.Mul(line, kir.I(per)), kir.I(r.Lo))},
+				&kir.Prefetch{Buf: buf, Index: kir.Add(at, kir.I(r.Lo))},
 			}})
 	}
 	return &kir.Stage{Name: "prefetch/" + pf.For.Name, Body: []kir.Stmt{
