@@ -64,16 +64,18 @@ func cpuTime(t testing.TB) time.Duration {
 // TestScanBuildLinear checks that building an unrolled scan at -O4 takes
 // time linear in its steps (issue 23: 1.2 s at 64 steps, 10 s at 128, 65 s
 // at 256, as counters placement compared every step's reads with every
-// earlier step's writes): 256 steps may take at most 3 times as long per
-// step as 64 (the best of three builds each), a margin wide enough for a
-// loaded machine and far below the 13 times of the quadratic placement.
+// earlier step's writes): 256 steps may take at most 4 times as long per
+// step as 64 (the best of five builds each), far below the 13 times of
+// the quadratic placement. Idle, the ratio is about 2 (1.9 to 2.4 from
+// 9ce76ea to now); beside CI's toolchain sweep one run of the best of
+// three measured 3.18, so the margin is a loaded machine's.
 func TestScanBuildLinear(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds take seconds")
 	}
 	best := func(steps int) time.Duration {
 		d := buildScan(t, steps)
-		for range 2 {
+		for range 4 {
 			d = min(d, buildScan(t, steps))
 		}
 		return d
@@ -81,7 +83,7 @@ func TestScanBuildLinear(t *testing.T) {
 	small, large := best(64), best(256)
 	ratio := (float64(large) / 256) / (float64(small) / 64)
 	t.Logf("64 steps: %v, 256 steps: %v of CPU time: %.2f times the time per step", small, large, ratio)
-	if ratio > 3 {
+	if ratio > 4 {
 		t.Errorf("256 steps take %.2f times as long per step as 64: the build is not linear in the steps", ratio)
 	}
 }
