@@ -14,10 +14,10 @@ import (
 // the grid syncs around them. Hand-written megakernels fill that time: the
 // blocks that have no tile in such an epoch prefetch into L2 the weights
 // that the stage after the next grid sync will read, which then reads
-// them from L2. placePrefetches finds the epochs where the cost model
-// predicts that the whole of the next stage's weights can move in the
-// epoch's idle DRAM time, and prices the stage that reads them as an L2
-// hit (Kernel.Prefetches); backend/lower emits the prefetches
+// them from L2. placePrefetches finds the epochs whose idle DRAM time the
+// cost model predicts can move the next stage's weights, or part of them,
+// and prices the stage that reads them with those bytes from L2
+// (Kernel.Prefetches); backend/lower emits the prefetches
 // (prefetch.global.L2, a hint that orders nothing and changes no value).
 
 // Limits of L2 prefetching.

@@ -174,7 +174,7 @@ func (l *lowerer) fusedKernel(idx int, pk *partition.Kernel, pl *partition.Plan,
 			}
 		}
 		prevShared = shared
-		if pk.Sync[j] == partition.GridSync && pk.Counters[j] == nil {
+		if gridSynced(pk, j) {
 			epoch = epoch[:0]
 		}
 		epoch = append(epoch, j)
