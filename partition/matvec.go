@@ -469,12 +469,19 @@ func loadsToCover(g gpu.Model, blocks, threads int) int {
 // [minInFlight, maxInFlight], and no more than per and a divisor of it,
 // so that every round of loads is whole.
 func (s stage) inFlight(g gpu.Model, per int) int {
-	blocks, _ := g.BlocksPerSM(s.Resources().Block())
-	u := min(max(te.NextPow2(loadsToCover(g, blocks, s.Threads)), minInFlight), maxInFlight)
+	u := s.wantInFlight(g)
 	for u > 1 && (u > per || per%u != 0) {
 		u /= 2
 	}
 	return u
+}
+
+// wantInFlight returns the 16-byte loads a thread of stage s should keep
+// in flight by Little's law (loadsToCover at the blocks of s an SM
+// holds), a power of two within [minInFlight, maxInFlight].
+func (s stage) wantInFlight(g gpu.Model) int {
+	blocks, _ := g.BlocksPerSM(s.Resources().Block())
+	return min(max(te.NextPow2(loadsToCover(g, blocks, s.Threads)), minInFlight), maxInFlight)
 }
 
 // columnVectors returns the elements of the wide factor of d (X where

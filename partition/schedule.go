@@ -340,6 +340,7 @@ func (s stage) shrink(g gpu.Model, out int64) bool {
 const (
 	matVecMaxRows  = 8        // rows of the narrow factor
 	matVecMaxStage = 16 << 10 // bytes of them staged in shared memory
+	matVecMaxChunk = 64 << 10 // bytes of them staged, where deeper chunks keep more loads in flight
 	matVecMaxTileF = 16       // widest tile, in columns
 	matVecMaxCols  = 4        // columns per thread, with several rows
 	matVecMinK     = 8        // k each thread sums, at least, when tiles are narrowed
@@ -412,7 +413,40 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 // thread has k to sum, and the rows fit in shared memory (in chunks of K
 // if need be, beside the partials in g's shared memory per block). out is
 // the size of the output in bytes.
+//
+// Rows staged in chunks take matVecMaxStage bytes, or more where a chunk
+// of that size gives a thread fewer 16-byte loads of the wide factor than
+// it must keep in flight (wantInFlight: a chunk's loads are all a thread
+// can issue before the barrier that stages the next), as long as the
+// deeper chunk keeps the blocks an SM holds: eight rows of an FFN's 8192,
+// 512 of k a chunk, leave a thread of 64 a column one load in flight
+// between barriers; 2048 give it four.
 func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, out int64) bool {
+	first := *mv
+	if !s.setMatVecStaged(d, mv, g, out, matVecMaxStage) {
+		return false
+	}
+	for budget := 2 * matVecMaxStage; budget <= matVecMaxChunk && mv.Chunk > 0 && mv.Vec > 0 && mv.InFlight < s.wantInFlight(g); budget *= 2 {
+		blocks, _ := g.BlocksPerSM(s.Resources().Block())
+		kept := s.clone()
+		deeper := first
+		if !s.setMatVecStaged(d, &deeper, g, out, budget) || deeper.StagedK(d.K) <= mv.StagedK(d.K) || deeper.InFlight <= mv.InFlight {
+			s.set(kept)
+			break
+		}
+		if n, _ := g.BlocksPerSM(s.Resources().Block()); n < blocks {
+			s.set(kept)
+			break
+		}
+		*mv = deeper
+		s.MatVec = mv
+	}
+	return true
+}
+
+// setMatVecStaged is setMatVec with at most budget bytes of the rows
+// staged at once.
+func (s stage) setMatVecStaged(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, out int64, budget int) bool {
 	rows, cols := d.M, d.N
 	if mv.Wide == 0 {
 		rows, cols = d.N, d.M
@@ -426,7 +460,7 @@ func (s stage) setMatVec(d contraction.Dims, mv *schedule.MatVec, g gpu.Model, o
 	if mv.Split > d.K {
 		return false // threads with no k to sum: a tile of one output per thread does better
 	}
-	stage := min(matVecMaxStage, g.SharedPerBlock-4*s.Threads*rows*mv.Cols)
+	stage := min(budget, g.SharedPerBlock-4*s.Threads*rows*mv.Cols)
 	if 4*rows*d.K > stage {
 		mv.Chunk = matVecChunk(d.K, rows, mv.Split, stage)
 		if mv.Chunk == 0 {
