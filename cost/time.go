@@ -146,8 +146,22 @@ func computeTime(g gpu.Model, s *schedule.Schedule, p *Price) (float64, Bound) {
 	if s.TensorCores {
 		return float64(p.FLOPs) / (TensorPeak(g, s.TensorIn) * Efficiency(s)), BoundTensor
 	}
+	if mv := s.MatVec; mv != nil && mv.MMA {
+		// The rows padded to an MMA's 16.
+		padded := float64(p.FLOPs) * mmaRows / float64(max(s.RegM, 1))
+		return padded / (g.FP16Peak * mmaMatVecEfficiency), BoundTensor
+	}
 	return float64(p.FLOPs) / (g.FP32Peak * Efficiency(s)), BoundFP32
 }
+
+// A tensor-core matrix-vector tile (schedule.MatVec.MMA) computes 16
+// rows, an MMA's M, whatever its rows, with mma.sync, which reaches about
+// half of the dense peak that the H100's wgmma does: a bound that the
+// weights' DRAM traffic always passes first, kept for honesty.
+const (
+	mmaRows             = 16
+	mmaMatVecEfficiency = 0.5
+)
 
 // Alone is StageTime for a stage at its own occupancy on the whole of g,
 // moving dram bytes from DRAM.

@@ -15,7 +15,7 @@ import (
 // another (see the package comment): each uses only names that it or the
 // files before it declare.
 var layers = []string{
-	"stage.go", "loadpath.go", "serial.go", "rows.go", "tiledep.go", "matvec.go", "schedule.go", "tensorcore.go", "recompute.go",
+	"stage.go", "loadpath.go", "serial.go", "rows.go", "tiledep.go", "matvec.go", "matvecmma.go", "schedule.go", "tensorcore.go", "recompute.go",
 	"options.go", "plan.go", "canon.go", "counters_matvec.go", "blocklocal.go", "counters.go", "prefetch.go",
 	"search.go", "pipeline.go", "streams.go", "resident.go", "verify.go", "partition.go",
 }

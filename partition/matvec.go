@@ -21,6 +21,16 @@ import (
 // 16-byte aligned, its tiles load it 16 bytes at a time (MatVec.Vec),
 // with enough loads in flight to cover the DRAM's latency (InFlight).
 
+// Bounds of matrix-vector tiles.
+const (
+	matVecMaxRows  = 8        // rows of the narrow factor
+	matVecMaxStage = 16 << 10 // bytes of them staged in shared memory
+	matVecMaxChunk = 64 << 10 // bytes of them staged, where deeper chunks keep more loads in flight
+	matVecMaxTileF = 16       // widest tile, in columns
+	matVecMaxCols  = 4        // columns per thread, with several rows
+	matVecMinK     = 8        // k each thread sums, at least, when tiles are narrowed
+)
+
 // maxPartCols bounds the columns wideParts evaluates a wide factor's
 // selects at.
 const maxPartCols = 1 << 16

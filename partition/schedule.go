@@ -336,16 +336,6 @@ func (s stage) shrink(g gpu.Model, out int64) bool {
 	}
 }
 
-// Bounds of matrix-vector tiles.
-const (
-	matVecMaxRows  = 8        // rows of the narrow factor
-	matVecMaxStage = 16 << 10 // bytes of them staged in shared memory
-	matVecMaxChunk = 64 << 10 // bytes of them staged, where deeper chunks keep more loads in flight
-	matVecMaxTileF = 16       // widest tile, in columns
-	matVecMaxCols  = 4        // columns per thread, with several rows
-	matVecMinK     = 8        // k each thread sums, at least, when tiles are narrowed
-)
-
 // matVec gives the contraction d a MatVec schedule and reports whether it
 // is one: one factor with at most matVecMaxRows rows whose rows fit in
 // shared memory. It takes the widest tile (a power of two that divides the
@@ -359,6 +349,10 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	if d.N < d.M {
 		mv.Wide, rows, cols = 0, d.N, d.M
 		wide, axes = d.X, d.MAxes
+	}
+	// A few rows rounded to f16 or bf16 on tensor cores where they can.
+	if s.mmaMatVec(d, g, out) {
+		return true
 	}
 	// A tile reads one part of a horizontally concatenated wide factor
 	// where it can (setLoads).

@@ -200,6 +200,8 @@ func (s *Schedule) String() string {
 			str += fmt.Sprintf(", %d parts", len(m.Parts))
 		}
 		switch {
+		case m.MMA:
+			str += fmt.Sprintf(", on tensor cores (m16n8k16, rows padded to 16), 16-byte loads (%d in flight)", m.InFlight)
 		case m.Ring > 0:
 			str += fmt.Sprintf(", 16-byte cp.async through a ring of %d", m.Ring)
 		case m.Vec > 0:
@@ -305,6 +307,50 @@ type MatVec struct {
 	// RingType is the element type of the wide factor that the ring
 	// holds (its parts all have it).
 	RingType te.DType
+	// MMA, when set, computes the tile's products on tensor cores
+	// (mma.m16n8k16 of f16 or bf16, f32 sums), the matrix-vector product
+	// of a few rows that a batched decode step's projections are: the
+	// narrow factor's rows, zero-padded to 16, are A, and each warp takes
+	// eight of the tile's columns as B (MMAColumns) and every
+	// (Split/MMASplitDiv)-th step of MMAStepK of k. K is permuted within
+	// a step (MMAPhysK) so that one 16-byte load of a column, Vec = 8
+	// elements along k, is the warp's B fragments of the step's two MMAs,
+	// and one 16-byte read of a staged row its A fragments. The rows are
+	// staged in the operands' type, each MMARowPad elements longer than
+	// the k staged (StagedLen), so that a quarter-warp's 16-byte reads
+	// of two rows fall in distinct banks. Set
+	// where Vec is 8, every part is a plain load of one f16 or bf16 type
+	// that the narrow factor is rounded to (contraction.TensorCoreType),
+	// there are 2 to 16 rows, a thread sums one column, TileF is
+	// MMAColumns, and the GPU has mma.m16n8k16.
+	MMA bool
+}
+
+// The geometry of a tensor-core matrix-vector tile (MatVec.MMA).
+const (
+	// MMAColumns is the columns of a warp: an MMA's N.
+	MMAColumns = 8
+	// MMAStepK is the k of a warp's step: two MMAs of k 16, whose B
+	// fragments one 16-byte load of eight elements holds for each lane.
+	MMAStepK = 32
+	// MMASplitDiv is the threads of a column per warp: a column's Split
+	// threads are Split/MMASplitDiv warps.
+	MMASplitDiv = 4
+	// MMARowPad is the elements past each staged row of K: 64 bytes, so
+	// that rows start 16 words apart modulo the 32 banks, and the two rows
+	// a quarter-warp reads, 16 words each (four lanes of 16 bytes), fall
+	// in distinct banks.
+	MMARowPad = 32
+)
+
+// MMAPhysK returns the k, within a step of MMAStepK, of element i
+// (FragElem's register i: 0-7 of A, 0-3 of B) of the MMA s (0 or 1) of
+// lane threadID_in_group t, whose logical k is col (A) or row (B):
+// logical k 2t+e and 2t+8+e (e = 0, 1) are physical 8t+4s+e and
+// 8t+4s+2+e, so that the lane's eight physical k of a step, 8t to 8t+7,
+// are contiguous: elements 0-3 for s = 0 and 4-7 for s = 1.
+func MMAPhysK(s, t, logical int) int {
+	return 8*t + 4*s + 2*(logical/8) + logical%2
 }
 
 // RingArray returns the ring's scratch array for blocks of threads
@@ -332,6 +378,9 @@ func (mv *MatVec) RingVectors(staged int) int {
 // distinct banks at each element (its groups start Split·(Vec+1) words
 // apart, not a multiple of the 32 banks).
 func (mv *MatVec) StagedLen(staged int) int {
+	if mv.MMA {
+		return staged + MMARowPad
+	}
 	if !mv.KLanes || mv.Vec <= 0 || mv.Split <= 0 {
 		return staged
 	}

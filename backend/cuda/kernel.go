@@ -394,6 +394,13 @@ func (w *kernelWriter) forStmt(s *kir.For, depth int) {
 
 // store returns the C expression that converts value to storage type dt.
 func (w *kernelWriter) store(dt te.DType, value kir.Expr) string {
+	if ld, ok := value.(*kir.Load); ok && ld.Buf.DType == dt && (dt == te.F16 || dt == te.BF16) {
+		// A 16-bit element copied as it is: its f32 value rounds back to
+		// it, and the conversions would cost instructions (the A
+		// fragments of a tensor-core matrix-vector tile, read from its
+		// staged rows).
+		return w.names.buf(ld.Buf) + "[" + w.expr(ld.Index) + "]"
+	}
 	switch dt {
 	case te.F16:
 		return "__float2half_rn(" + w.expr(value) + ")"

@@ -4,18 +4,18 @@ import (
 	"testing"
 
 	"tec/internal/numeric"
-	"tec/te"
 )
 
 // TestMatVecDeepChunks checks a matrix-vector stage whose rows are staged
 // in chunks deeper than the planner's usual 16 KB, so that each thread has
 // the 16-byte loads in flight that Little's law asks of it between the
-// barriers (partition's setMatVec): eight bf16 rows of 2,048 on the A100,
-// a chunk of 512 giving a thread of 64 a column one load per column. The
+// barriers (partition's setMatVec): eight f32 rows of 2,048 (not rounded
+// for tensor cores) by bf16 weights on the A100, a chunk of 512 giving a
+// thread of 64 a column one load per column. The
 // plan stages 1,024 a chunk with two loads in flight, and the module
 // computes the reference's answer, race-free.
 func TestMatVecDeepChunks(t *testing.T) {
-	p := weightsByRows(te.BF16, 8, 2048, 1024)
+	p := mixedWeights(8, 2048, 1024)
 	m, pl := fusedModule(t, p, "a100", false)
 	s := pl.Schedules[p.Outputs[0]]
 	mv := s.MatVec

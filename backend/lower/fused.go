@@ -228,7 +228,7 @@ func (l *lowerer) rows(t *te.Tensor, rowAxes int, k *kir.Kernel, body *[]kir.Stm
 			g.emit(&kir.Let{Var: e, Value: kir.Mul(ev, kir.I(vec))})
 			bind(g, t.Axes[:rowAxes], o)
 			bind(g, t.Axes[rowAxes:], e)
-			ok = l.storeGuardedVector(g, t, vec, moving, guards, kir.Add(kir.Mul(o, kir.I(c)), e), k, nil, nil)
+			ok = l.storeGuardedVector(g, t, vec, moving, guards, kir.Add(kir.Mul(o, kir.I(c)), e), k, nil, nil, nil)
 		})
 		if ok {
 			*body = append(*body, &kir.For{Var: o, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(r), Body: []kir.Stmt{

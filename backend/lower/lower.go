@@ -383,7 +383,7 @@ func (l *lowerer) elementwiseVector(t *te.Tensor, vec int, moving []*te.Load, gu
 	inner := g.into(func() {
 		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
 		bind(g, t.Axes, i)
-		ok = l.storeGuardedVector(g, t, vec, moving, guards, i, k, nil, nil)
+		ok = l.storeGuardedVector(g, t, vec, moving, guards, i, k, nil, nil, nil)
 	})
 	if !ok {
 		return false
@@ -417,7 +417,7 @@ func (l *lowerer) elementwiseChunks(t *te.Tensor, vec int, moving []*te.Load, gu
 	work := g.into(func() {
 		g.emit(&kir.Let{Var: i, Value: kir.Mul(iv, kir.I(vec))})
 		bind(g, t.Axes, i)
-		ok = l.storeGuardedVector(g, t, vec, moving, guards, i, k, nil, nil)
+		ok = l.storeGuardedVector(g, t, vec, moving, guards, i, k, nil, nil, nil)
 	})
 	if !ok {
 		return false

@@ -28,11 +28,11 @@ func weightsByRows(dt te.DType, rows, k, n int) *te.Program {
 
 // mixedWeights is weightsByRows with rows x in f32 and weights w in bf16:
 // the rows staged 4 elements a load, the weights read 8 a load.
-func mixedWeights(k, n int) *te.Program {
+func mixedWeights(rows, k, n int) *te.Program {
 	b := tb.New("mixed")
-	x := b.InputOf("x", te.F32, 1, k)
+	x := b.InputOf("x", te.F32, rows, k)
 	w := b.ParamOf("w", te.BF16, n, k)
-	y := b.Compute("y", tb.Shape(1, n), func(ax []te.Index) te.Expr {
+	y := b.Compute("y", tb.Shape(rows, n), func(ax []te.Index) te.Expr {
 		return tb.Reduce(te.Sum, "k", k, func(kk te.Index) te.Expr {
 			return tb.Bin(te.Mul, tb.Ld(x, ax[0], kk), tb.Ld(w, ax[1], kk))
 		})
@@ -87,7 +87,7 @@ func TestMatVecLanes(t *testing.T) {
 		{"bf16 on the a100", weightsByRows(te.BF16, 1, 256, 8192), "a100", true, 1, 2, 1e-5},
 		{"batched", batchedWeights(te.BF16, 3, 256, 2048), "h100", true, 1, 2, 1e-5},
 		{"f16 on the t4", weightsByRows(te.F16, 1, 512, 4096), "t4", false, 1, 2, 1e-5},
-		{"rows in chunks", mixedWeights(8192, 2048), "h100", true, 2, 3, 1e-4}, // sums of 8,192 terms up to 1, in another order
+		{"rows in chunks", mixedWeights(1, 8192, 2048), "h100", true, 2, 3, 1e-4}, // sums of 8,192 terms up to 1, in another order
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.p

@@ -62,7 +62,7 @@ func (l *lowerer) resident(t *te.Tensor, s *schedule.Schedule, wc *weightCache, 
 	slice, slots, virtual := wc.plan.SliceFloats, wc.plan.Slots, wc.plan.Virtual
 	buf := l.bufs[t]
 	g := l.gen(body)
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, K, tf, 1, false)
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, te.F32, rows, K, tf, 1, false)
 	hs, pro := hoisted(tmp, A, rows)
 	v, gi, nf := kir.NewVar("v", te.I32), kir.NewVar("gi", te.I32), kir.NewVar("nf", te.I32)
 	family, first := kir.NewVar("family", te.I32), kir.NewVar("nf0", te.I32)
@@ -167,7 +167,17 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 	}
 	g := l.gen(body)
 	kLanes := mv.KLanes
-	xs, red, tid, col, kz := l.matVecSetup(g, tmp, rows, mv.StagedLen(mv.StagedK(K)), mv.TileF, max(mv.Cols, 1), kLanes)
+	// The rows are staged in f32 words, or, for MMAs, in their operands'
+	// type.
+	staged := te.F32
+	if mv.MMA {
+		in, ok := mmaOperandType(F, mv.Parts)
+		if !ok {
+			return false
+		}
+		staged = in
+	}
+	xs, red, tid, col, kz := l.matVecSetup(g, tmp, staged, rows, mv.StagedLen(mv.StagedK(K)), mv.TileF, max(mv.Cols, 1), kLanes)
 	hs, pro := hoisted(tmp, A, rows)
 	tile, nf := kir.NewVar("tile", te.I32), kir.NewVar("nf", te.I32)
 	var ring ringCtx
@@ -183,6 +193,7 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 	// A masked tile stages its rows itself, under its mask (matVecLive):
 	// after a barrier.
 	free := kLanes && mv.StagedK(K) == K && s.Mask == nil
+	failed := false
 	inner := g.into(func() {
 		g.emit(&kir.Let{Var: nf, Value: digit(tile, 1, mv.NT)})
 		if !free {
@@ -200,18 +211,22 @@ func (l *lowerer) matVec(t *te.Tensor, s *schedule.Schedule, tmp *kir.Kernel, bo
 			kLanes:    kLanes,
 			mask:      s.Mask,
 			ringCtx:   ring,
+			failed:    &failed,
 		})
 	})
+	if failed {
+		return false
+	}
 	g.emit(&kir.For{Var: tile, Kind: kir.GridStride, Lo: kir.I(0), Hi: kir.I(d.Batch * mv.NT), Body: inner})
 	return true
 }
 
 // matVecSetup declares the shared arrays of a matrix-vector stage in tmp
-// (the rows of the narrow factor, and the threads' partial sums of each
-// row and of each of their cols columns) and emits each thread's place:
-// its column col of the tile and its share kz of K.
-func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, rows, K, tileF, cols int, kLanes bool) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
-	xs = &kir.Buffer{Name: "xs", Space: kir.Shared, DType: te.F32, Shape: []int{rows, K}}
+// (the rows of the narrow factor, of type dt, and the threads' partial
+// sums of each row and of each of their cols columns) and emits each
+// thread's place: its column col of the tile and its share kz of K.
+func (l *lowerer) matVecSetup(g *gen, tmp *kir.Kernel, dt te.DType, rows, K, tileF, cols int, kLanes bool) (xs, red *kir.Buffer, tid, col, kz *kir.Var) {
+	xs = &kir.Buffer{Name: "xs", Space: kir.Shared, DType: dt, Shape: []int{rows, K}}
 	red = &kir.Buffer{Name: "red", Space: kir.Shared, DType: te.F32, Shape: []int{rows * cols, l.threads}}
 	tmp.Shared = []*kir.Buffer{xs, red}
 	tid, col, kz = kir.NewVar("tid", te.I32), kir.NewVar("col", te.I32), kir.NewVar("kz", te.I32)
@@ -297,6 +312,21 @@ type entryCtx struct {
 	// ringCtx, where its buf is set, is the ring the wide factor streams
 	// through (MatVec.Ring, sumRing).
 	ringCtx
+	// mma, when set, is the place of a tile on tensor cores (MatVec.MMA,
+	// sumMMA): its sums are in mma.acc, not in the accumulators of a
+	// row and column.
+	mma *mmaTile
+	// failed, when set, is where matVecEntry reports a tile it could not
+	// lower as its schedule says (a tensor-core tile whose wide factor is
+	// not a plain load after all).
+	failed *bool
+}
+
+// fail reports that the tile could not be lowered as its schedule says.
+func (c entryCtx) fail() {
+	if c.failed != nil {
+		*c.failed = true
+	}
 }
 
 // matVecEntry emits one batch entry of a matrix-vector tile (resident or
@@ -321,8 +351,19 @@ func (l *lowerer) matVecEntry(g *gen, t *te.Tensor, d contraction.Dims, rs *sche
 	if c.chunk > 0 {
 		staged = c.chunk
 	}
+	if rs.MMA && c.F != nil {
+		in, ok := mmaOperandType(c.F, c.parts)
+		if !ok || c.failed == nil {
+			c.fail()
+			return
+		}
+		c.mma = newMMATile(g, c.tmp, c.tid, in, tf, c.rows, c.inFlight, threads)
+	}
 	// acc[m·cols + j] sums row m of column col + j·tf.
 	acc := make([]*kir.Var, c.rows*cols)
+	if c.mma != nil {
+		acc = nil
+	}
 	for m := range acc {
 		acc[m] = kir.NewVar("acc", te.F32)
 		g.emit(&kir.Let{Var: acc[m], Value: kir.F(0)})
@@ -432,7 +473,7 @@ func (c entryCtx) column(j int) kir.Expr {
 // MatVec.StagedLen gives it, vector v = kl / vec of group v / split.
 func (c entryCtx) xsAt(m kir.Expr, kl kir.Expr, staged int) kir.Expr {
 	if !c.kLanes {
-		return kir.Add(kir.Mul(m, kir.I(staged)), kl)
+		return kir.Add(kir.Mul(m, kir.I(max(c.rowLen, staged))), kl)
 	}
 	v := kir.Div(kl, kir.I(c.vec))
 	at := c.lanePlace(kir.Div(v, kir.I(c.split)), kir.Mod(kl, kir.I(c.vec)), kir.Mod(v, kir.I(c.split)))
@@ -448,7 +489,7 @@ func (c entryCtx) lanePlace(g, e, kz kir.Expr) kir.Expr {
 // rowAt is xsAt of a row m known here.
 func (c entryCtx) rowAt(m int, kl kir.Expr, staged int) kir.Expr {
 	if !c.kLanes {
-		return kir.Add(kir.I(m*staged), kl)
+		return kir.Add(kir.I(m*max(c.rowLen, staged)), kl)
 	}
 	return c.xsAt(kir.I(m), kl, staged)
 }
@@ -514,6 +555,8 @@ func (l *lowerer) matVecSum(g *gen, d contraction.Dims, c entryCtx, acc []*kir.V
 		delete(g.env, a)
 	}
 	switch {
+	case c.mma != nil:
+		combineMMA(g, c, threads)
 	case c.kLanes:
 		// A column's split lanes are consecutive: xor shuffles within
 		// them leave each lane the column's sum.
@@ -559,6 +602,7 @@ func (l *lowerer) matVecEpilogueVector(g *gen, t *te.Tensor, r *te.Reduce, c ent
 		return false
 	}
 	ok := true
+	arrays := map[string]*kir.Buffer{} // the rows' vectors, one set
 	epilogue := g.into(func() {
 		f := kir.NewVar("f", te.I32)
 		g.emit(&kir.Let{Var: f, Value: kir.Add(kir.Mul(c.nf, kir.I(width)), kir.Mul(c.tid, kir.I(vec)))})
@@ -570,7 +614,7 @@ func (l *lowerer) matVecEpilogueVector(g *gen, t *te.Tensor, r *te.Reduce, c ent
 			sum := func(j int) kir.Expr {
 				return read(kir.Add(kir.I(m*l.threads+j), kir.Mul(c.tid, kir.I(vec))))
 			}
-			ok = ok && l.storeGuardedVector(g, t, vec, moving, guards, g.flat(t.Shape, axisIndexes(t)), c.tmp, r, sum)
+			ok = ok && l.storeGuardedVector(g, t, vec, moving, guards, g.flat(t.Shape, axisIndexes(t)), c.tmp, r, sum, arrays)
 		}
 	})
 	if !ok {
@@ -627,7 +671,7 @@ func (l *lowerer) stageRows(g *gen, d contraction.Dims, c entryCtx, staged int, 
 		forget := useHoisted(g, c, m)
 		store := g.into(func() {
 			at := kir.Expr(e)
-			if c.kLanes {
+			if c.kLanes || c.rowLen > staged {
 				at = c.xsAt(m, kir.Mod(e, kir.I(staged)), staged)
 			}
 			g.emit(&kir.Store{Buf: c.xs, Index: at, Value: convert(g.expr(c.A), te.F32)})
@@ -709,7 +753,7 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 			a := readLocal(c.A, local, te.Const(j))
 			if out == nil {
 				at := kir.Expr(kir.Add(kir.Mul(e, kir.I(n)), kir.I(j)))
-				if c.kLanes {
+				if c.kLanes || c.rowLen > staged {
 					// Laid out for the lanes that read it (MatVec.StagedLen):
 					// a warp's lanes store to distinct banks.
 					at = c.xsAt(m, kir.Add(kl, kir.I(j)), staged)
@@ -720,7 +764,11 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 			g.emit(&kir.Store{Buf: out, Index: kir.I(j), Value: convert(g.expr(a), te.F32)})
 		}
 		for q := 0; out != nil && q < n; q += vl {
-			g.emit(&kir.VecCopy{Dst: c.xs, DstIndex: addIndex(kir.Mul(e, kir.I(n)), q), Src: out, SrcIndex: kir.I(q)})
+			at := kir.Expr(kir.Mul(e, kir.I(n)))
+			if c.rowLen > staged {
+				at = c.xsAt(m, kl, staged)
+			}
+			g.emit(&kir.VecCopy{Dst: c.xs, DstIndex: addIndex(at, q), Src: out, SrcIndex: kir.I(q)})
 		}
 		forget()
 	})
@@ -779,6 +827,12 @@ func (l *lowerer) sumChunk(g *gen, d contraction.Dims, c entryCtx, acc, fs []*ki
 // the schedule has them (sumVec), else k = c0 + kz + i·split in a loop
 // over i (so that the static report counts it exactly).
 func (l *lowerer) sumPart(g *gen, d contraction.Dims, c entryCtx, f te.Expr, acc, fs []*kir.Var, staged int, c0 kir.Expr) {
+	if c.mma != nil {
+		if f == nil || !l.sumMMA(g, d, c, f, staged, c0) {
+			c.fail()
+		}
+		return
+	}
 	if f != nil && c.vec > 0 && l.sumVec(g, d, c, f, acc, fs, staged, c0) {
 		return
 	}

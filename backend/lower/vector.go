@@ -43,7 +43,7 @@ func readLocal(e te.Expr, local map[*te.Load]*te.Tensor, at te.Index) te.Expr {
 // load does not lower to a plain load. Where sum is not nil, element j's
 // value of reduction r is sum(j).
 func (l *lowerer) storeVector(g *gen, t *te.Tensor, n int, moving []*te.Load, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr) bool {
-	return l.storeGuardedVector(g, t, n, moving, nil, at, k, r, sum)
+	return l.storeGuardedVector(g, t, n, moving, nil, at, k, r, sum, nil)
 }
 
 // guardedVectorElems returns te.GuardedVectorElems(t, done) where t's
@@ -118,17 +118,30 @@ func readVectors(g *gen, moving []*te.Load, guards map[*te.Load][]te.VectorGuard
 // selects uniform over the vector (te.GuardedVectorElems): its vector is
 // read under the conditions of guards[load], evaluated at the vector's
 // first element, and the element code's selects, lazy, read it only
-// there.
-func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr) bool {
+// there. Where arrays is not nil, the vectors are its arrays of their
+// names, made and added to it where it has none: the calls of one stage
+// that store in turn (a matrix-vector tile's rows) share them, as their
+// registers would.
+func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.Load, guards map[*te.Load][]te.VectorGuard, at kir.Expr, k *kir.Kernel, r *te.Reduce, sum func(j int) kir.Expr, arrays map[string]*kir.Buffer) bool {
 	buf := l.bufs[t]
 	var vecs []*kir.Buffer
+	array := func(name string, dt te.DType) *kir.Buffer {
+		if b := arrays[name]; b != nil && b.DType == dt && b.Len() == n {
+			return b
+		}
+		b := &kir.Buffer{Name: name, Space: kir.Local, DType: dt, Shape: []int{n}}
+		if arrays != nil {
+			arrays[name] = b
+		}
+		return b
+	}
 	local := map[*te.Load]*te.Tensor{}
 	once := map[*te.Load]*te.Tensor{} // the loads that do not move, read once
 	last := t.Axes[len(t.Axes)-1]
 	ok := true
 	body := g.into(func() {
 		local, vecs, ok = readVectors(g, moving, guards, n, func(i int, dt te.DType) (*kir.Buffer, kir.Expr) {
-			return &kir.Buffer{Name: fmt.Sprintf("%s.v%d", t.Name, i), Space: kir.Local, DType: dt, Shape: []int{n}}, kir.I(0)
+			return array(fmt.Sprintf("%s.v%d", t.Name, i), dt), kir.I(0)
 		})
 		if !ok {
 			return
@@ -136,7 +149,7 @@ func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.L
 		var scalars []*kir.Buffer
 		once, scalars = readOnce(g, invariantLoads(t.Body, last, local), t.Name)
 		vecs = append(vecs, scalars...)
-		out := &kir.Buffer{Name: t.Name + ".vo", Space: kir.Local, DType: buf.DType, Shape: []int{n}}
+		out := array(t.Name+".vo", buf.DType)
 		vecs = append(vecs, out)
 		base := g.env[last]
 		for j := range n {
@@ -164,7 +177,11 @@ func (l *lowerer) storeGuardedVector(g *gen, t *te.Tensor, n int, moving []*te.L
 	if !ok {
 		return false
 	}
-	k.Locals = append(k.Locals, vecs...)
+	for _, b := range vecs {
+		if !slices.Contains(k.Locals, b) {
+			k.Locals = append(k.Locals, b)
+		}
+	}
 	g.emit(body...)
 	return true
 }

@@ -28,9 +28,13 @@ type program struct {
 	bidSlots []int       // scratch vectors holding blockIdx.x
 	shared   map[*kir.Buffer]int
 	locals   map[*kir.Buffer]int
-	assigned map[*kir.Var]bool
-	stages   []string
-	body     sfn
+	// localOffs and localSize place the local arrays in a block's
+	// storage of them (localPlaces).
+	localOffs []int
+	localSize int
+	assigned  map[*kir.Var]bool
+	stages    []string
+	body      sfn
 	// hasAsync says that the kernel issues cp.async, whose groups each
 	// block tracks.
 	hasAsync bool
@@ -104,6 +108,7 @@ func compileKernel(k *kir.Kernel, m *machine) (p *program, err error) {
 	for i, b := range k.Locals {
 		p.locals[b] = i
 	}
+	p.localOffs, p.localSize = localPlaces(k)
 	kir.WalkStmts(k.Body, func(s kir.Stmt) bool {
 		if a, ok := s.(*kir.Assign); ok {
 			p.assigned[a.Var] = true
@@ -152,8 +157,10 @@ func (p *program) newBlock(grid int) *block {
 		}
 	}
 	b.banks = make([]kir.Banks, len(p.k.Shared))
-	for _, buf := range p.k.Locals {
-		b.local = append(b.local, make([]float64, buf.Len()*t))
+	storage := make([]float64, p.localSize*t)
+	for i, buf := range p.k.Locals {
+		at := p.localOffs[i] * t
+		b.local = append(b.local, storage[at:at+buf.Len()*t:at+buf.Len()*t])
 	}
 	if p.hasAsync {
 		b.async = p.newAsync()

@@ -56,9 +56,8 @@ func EstimateMemory(mod *kir.Module, opts Options) Memory {
 		for _, b := range k.Shared {
 			perBlock += int64(b.Len()) * perElem
 		}
-		for _, b := range k.Locals {
-			perBlock += int64(b.Len()) * int64(k.Block) * ValueBytes
-		}
+		_, locals := localPlaces(k)
+		perBlock += int64(locals) * int64(k.Block) * ValueBytes
 		n := int64(1)
 		if k.Grid.Resident {
 			n = int64(k.Grid.Size(resident))
