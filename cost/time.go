@@ -229,7 +229,8 @@ func TensorPeak(g gpu.Model, in te.DType) float64 {
 // shared memory for RegM × RegN fused multiply-adds, and an SM's shared
 // memory delivers 32 words per clock against 64 FP32 FMAs per clock (A100,
 // H100), so one output per thread runs at a quarter of the peak and 4×4
-// at all of it. A tensor-core schedule returns the fraction of the tensor
+// at all of it; a matrix-vector tile's RegM row words cost the
+// wavefronts of their bank conflicts (matVecRowConflicts). A tensor-core schedule returns the fraction of the tensor
 // cores' peak that its tiles reach (tensorCoreEfficiency). Other kinds of
 // stage return 1.
 func Efficiency(s *schedule.Schedule) float64 {
@@ -240,7 +241,22 @@ func Efficiency(s *schedule.Schedule) float64 {
 		return tensorCoreEfficiency(s)
 	}
 	rm, rn := max(s.RegM, 1), max(s.RegN, 1)
-	return min(1, float64(rm*rn)/float64(rm+rn)/2)
+	return min(1, float64(rm*rn)/float64(rm*matVecRowConflicts(s.MatVec)+rn)/2)
+}
+
+// matVecRowConflicts returns the shared-memory wavefronts of a warp's read
+// of a word of a staged row in a CUDA-core matrix-vector tile (1 for other
+// stages): lane l takes the k vector l / TileF of Vec elements (its column
+// l mod TileF), so that a warp's 32/TileF vectors lie Vec words apart and
+// Vec/TileF of them share each bank (the decode step's projections at
+// B = 8, 4 columns a tile and bf16 vectors of 8, two: what the simulator
+// counts). The lanes' layout (KLanes), scalar loads (Vec 0) and tensor
+// cores (MMA) read them without conflicts.
+func matVecRowConflicts(mv *schedule.MatVec) int {
+	if mv == nil || mv.MMA || mv.KLanes || mv.Vec == 0 || mv.TileF >= 32 {
+		return 1
+	}
+	return max(1, mv.Vec/mv.TileF)
 }
 
 // The shared memory of an SM (A100, H100) serves one wavefront a clock:

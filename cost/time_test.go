@@ -40,15 +40,21 @@ func TestEfficiency(t *testing.T) {
 	for _, tt := range []struct {
 		kind   schedule.Kind
 		rm, rn int
+		mv     *schedule.MatVec
 		want   float64
 	}{
-		{schedule.Contraction, 1, 1, 0.25},
-		{schedule.Contraction, 2, 2, 0.5},
-		{schedule.Contraction, 4, 1, 0.4},
-		{schedule.Contraction, 4, 4, 1},
-		{schedule.Elementwise, 0, 0, 1},
+		{schedule.Contraction, 1, 1, nil, 0.25},
+		{schedule.Contraction, 2, 2, nil, 0.5},
+		{schedule.Contraction, 4, 1, nil, 0.4},
+		{schedule.Contraction, 4, 4, nil, 1},
+		{schedule.Elementwise, 0, 0, nil, 1},
+		// Eight rows, two columns a thread: 4 columns a tile of bf16
+		// vectors, two lanes' vectors to a bank; 8 columns, none.
+		{schedule.Contraction, 8, 2, &schedule.MatVec{TileF: 4, Cols: 2, Vec: 8}, 16.0 / 18 / 2},
+		{schedule.Contraction, 8, 2, &schedule.MatVec{TileF: 8, Cols: 2, Vec: 8}, 0.8},
+		{schedule.Contraction, 8, 1, &schedule.MatVec{TileF: 8, Vec: 8, MMA: true}, 8.0 / 9 / 2},
 	} {
-		s := &schedule.Schedule{Kind: tt.kind, RegM: tt.rm, RegN: tt.rn}
+		s := &schedule.Schedule{Kind: tt.kind, RegM: tt.rm, RegN: tt.rn, MatVec: tt.mv}
 		if got := Efficiency(s); got != tt.want {
 			t.Errorf("%s %dx%d: efficiency %v, want %v", tt.kind, tt.rm, tt.rn, got, tt.want)
 		}
