@@ -29,14 +29,15 @@ const mmaMaxRows = 16
 // rounded to f16 or bf16, a wide factor whose parts are plain loads of
 // that type, contiguous and 16-byte aligned along k, columns (and parts)
 // in multiples of MMAColumns, no mask, and a GPU with mma.m16n8k16. A
-// tile is MMAColumns columns: each warp of the block takes every S-th
-// step of MMAStepK of the k staged, S the block's warps. The rows are
-// staged as setMatVec stages them, but in the operands' type, in chunks of
-// a multiple of S steps, MMARowPad elements apart, at most matVecMaxStage bytes, or deeper, to
+// tile is G groups of MMAColumns columns, a group to each of the block's
+// warps in turn, the S warps of a group each taking every S-th step of
+// MMAStepK of the k staged. The rows are staged as setMatVec stages them,
+// but in the operands' type, MMARowPad elements longer, in chunks of whole
+// rounds of a group's steps: at most matVecMaxStage bytes, or deeper, to
 // matVecMaxChunk, while the deeper chunk, whose warps have more steps'
-// loads in flight between barriers, makes the stage faster alone on g
-// (cost.Solo: its shared memory and registers may cost blocks). out is the
-// size of the output in bytes.
+// loads in flight between barriers, does not make the stage slower alone
+// on g (cost.Solo: its shared memory and registers may cost blocks). out
+// is the size of the output in bytes.
 func (s stage) mmaMatVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	mv := &schedule.MatVec{Wide: 1, TileF: schedule.MMAColumns, Cols: 1, Vec: 8, MMA: true}
 	rows, cols := d.M, d.N

@@ -311,18 +311,19 @@ type MatVec struct {
 	// (mma.m16n8k16 of f16 or bf16, f32 sums), the matrix-vector product
 	// of a few rows that a batched decode step's projections are: the
 	// narrow factor's rows, zero-padded to 16, are A, and each warp takes
-	// eight of the tile's columns as B (MMAColumns) and every
-	// (Split/MMASplitDiv)-th step of MMAStepK of k. K is permuted within
+	// a group of MMAColumns of the tile's columns as B and every S-th
+	// step of MMAStepK of k, S the warps of a group (Split/4: a warp
+	// holds four threads of each of its columns). K is permuted within
 	// a step (MMAPhysK) so that one 16-byte load of a column, Vec = 8
 	// elements along k, is the warp's B fragments of the step's two MMAs,
 	// and one 16-byte read of a staged row its A fragments. The rows are
 	// staged in the operands' type, each MMARowPad elements longer than
 	// the k staged (StagedLen), so that a quarter-warp's 16-byte reads
-	// of two rows fall in distinct banks. Set
-	// where Vec is 8, every part is a plain load of one f16 or bf16 type
-	// that the narrow factor is rounded to (contraction.TensorCoreType),
-	// there are 2 to 16 rows, a thread sums one column, TileF is
-	// MMAColumns, and the GPU has mma.m16n8k16.
+	// of two rows fall in distinct banks. Set where Vec is 8, every part
+	// is a plain load of one f16 or bf16 type that the narrow factor is
+	// rounded to (contraction.TensorCoreType), there are 2 to 16 rows, no
+	// mask, TileF is a multiple of MMAColumns, and the GPU has
+	// mma.m16n8k16.
 	MMA bool
 }
 
@@ -333,9 +334,6 @@ const (
 	// MMAStepK is the k of a warp's step: two MMAs of k 16, whose B
 	// fragments one 16-byte load of eight elements holds for each lane.
 	MMAStepK = 32
-	// MMASplitDiv is the threads of a column per warp: a column's Split
-	// threads are Split/MMASplitDiv warps.
-	MMASplitDiv = 4
 	// MMARowPad is the elements past each staged row of K: 64 bytes, so
 	// that rows start 16 words apart modulo the 32 banks, and the two rows
 	// a quarter-warp reads, 16 words each (four lanes of 16 bytes), fall
@@ -343,12 +341,12 @@ const (
 	MMARowPad = 32
 )
 
-// MMAPhysK returns the k, within a step of MMAStepK, of element i
-// (FragElem's register i: 0-7 of A, 0-3 of B) of the MMA s (0 or 1) of
-// lane threadID_in_group t, whose logical k is col (A) or row (B):
-// logical k 2t+e and 2t+8+e (e = 0, 1) are physical 8t+4s+e and
-// 8t+4s+2+e, so that the lane's eight physical k of a step, 8t to 8t+7,
-// are contiguous: elements 0-3 for s = 0 and 4-7 for s = 1.
+// MMAPhysK returns the physical k, within a step of MMAStepK, of the
+// logical k of a fragment element (A's column or B's row, as FragElem
+// gives it) in the step's MMA s (0 or 1) at a lane of threadID_in_group
+// t: logical 2t+e and 2t+8+e (e = 0, 1) are physical 8t+4s+e and
+// 8t+4s+2+e, so that the lane's eight physical k of the step, 8t to
+// 8t+7, are its B fragments in order (0-3 MMA 0's, 4-7 MMA 1's).
 func MMAPhysK(s, t, logical int) int {
 	return 8*t + 4*s + 2*(logical/8) + logical%2
 }

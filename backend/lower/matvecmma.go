@@ -17,9 +17,10 @@ import (
 // lane (g, t) (groupID, threadID_in_group) loads 16 bytes of its column g,
 // k from 8t, which are its B fragments of the step's two MMAs (elements
 // 0-3 the first's, 4-7 the second's: schedule.MMAPhysK permutes k within
-// the step so that they are), and reads its row g's eight staged words
-// from there, 32 bytes of shared memory, which are its A fragments (row
-// g+8's too, where there are more than 8 rows, else zeros). A warp issues
+// the step so that they are), and reads its row g's eight staged
+// elements from there, 16 bytes of shared memory, which are its A
+// fragments (row g+8's too, where there are more than 8 rows, else
+// zeros). A warp issues
 // the loads of InFlight steps before it computes any. After the chunks,
 // each warp's accumulators (row g, columns 2t and 2t+1; row g+8 in the
 // other two) go to red, by the warp's k share, and the tile's first
@@ -48,13 +49,6 @@ type mmaRegs struct {
 	rows, a [2]*kir.Buffer // rows g and g+8 (nil past the tile's rows); A of MMA 0 and 1
 }
 
-// mmaShapeKey is what a tile's registers depend on.
-type mmaShapeKey struct {
-	in       te.DType
-	twoRows  bool // rows past 8
-	inFlight int
-}
-
 // newMMATile emits the place of the thread tid in a tensor-core tile of
 // tileF columns, rows rows and inFlight steps a round, and its zeroed
 // accumulators, and declares its registers in tmp.
@@ -65,7 +59,7 @@ func newMMATile(g *gen, tmp *kir.Kernel, tid kir.Expr, in te.DType, tileF, rows,
 		gq: kir.NewVar("gq", te.I32), tq: kir.NewVar("tq", te.I32), cg: kir.NewVar("cg", te.I32), ks: kir.NewVar("ks", te.I32),
 	}
 	mt.shares = warps / mt.groups
-	mt.mmaRegs = newMMARegs(mmaShapeKey{in, rows > 8, max(inFlight, 1)})
+	mt.mmaRegs = newMMARegs(in, rows > 8, max(inFlight, 1))
 	tmp.Locals = append(tmp.Locals, mt.acc)
 	tmp.Locals = append(tmp.Locals, mt.w...)
 	for h := range 2 {
@@ -87,21 +81,22 @@ func newMMATile(g *gen, tmp *kir.Kernel, tid kir.Expr, in te.DType, tileF, rows,
 	return mt
 }
 
-// newMMARegs returns the local arrays of a tile of shape key.
-func newMMARegs(key mmaShapeKey) *mmaRegs {
+// newMMARegs returns the local arrays of a tile of operands of type in,
+// with rows past 8 where twoRows is set and inFlight steps a round.
+func newMMARegs(in te.DType, twoRows bool, inFlight int) *mmaRegs {
 	local := func(name string, dt te.DType, n int) *kir.Buffer {
 		return &kir.Buffer{Name: name, Space: kir.Local, DType: dt, Shape: []int{n}}
 	}
 	r := &mmaRegs{acc: local("acc.mma", te.F32, kir.FragLen(kir.M16N8K16, kir.OperandC))}
-	for q := range key.inFlight {
-		r.w = append(r.w, local(fmt.Sprintf("w.mma%d", q), key.in, 8))
+	for q := range inFlight {
+		r.w = append(r.w, local(fmt.Sprintf("w.mma%d", q), in, 8))
 	}
-	r.rows[0] = local("xs.mma", key.in, 8)
-	if key.twoRows {
-		r.rows[1] = local("xs.mma8", key.in, 8)
+	r.rows[0] = local("xs.mma", in, 8)
+	if twoRows {
+		r.rows[1] = local("xs.mma8", in, 8)
 	}
 	for s := range r.a {
-		r.a[s] = local(fmt.Sprintf("a.mma%d", s), key.in, kir.FragLen(kir.M16N8K16, kir.OperandA))
+		r.a[s] = local(fmt.Sprintf("a.mma%d", s), in, kir.FragLen(kir.M16N8K16, kir.OperandA))
 	}
 	return r
 }
