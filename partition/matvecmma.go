@@ -116,12 +116,14 @@ func (s stage) mmaMatVec(d contraction.Dims, g gpu.Model, out int64) bool {
 		}
 		s.Tiles = d.Batch * mv.NT
 		s.SetArrays(schedule.Array{DType: in, Len: rows * mv.StagedLen(staged)}, schedule.Array{DType: te.F32, Len: rows * s.Threads})
-		// A warp issues the loads of all its steps of a chunk, up to
-		// maxInFlight, before it computes any: the barrier that stages
-		// the next chunk would drain them anyway.
-		mv.InFlight = staged / step
-		for mv.InFlight > maxInFlight {
-			mv.InFlight /= 2
+		// A warp issues the loads of all its steps of a chunk, or of the
+		// most of them up to maxInFlight that divide them into whole
+		// rounds, before it computes any: the barrier that stages the
+		// next chunk would drain them anyway.
+		steps := staged / step
+		mv.InFlight = min(steps, maxInFlight)
+		for steps%mv.InFlight != 0 {
+			mv.InFlight--
 		}
 		s.RegsPerThread = mmaMatVecRegs(mv.InFlight, rows)
 		// A warp's load takes 64 bytes of each of eight columns: two

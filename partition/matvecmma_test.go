@@ -41,6 +41,8 @@ func TestMMAMatVec(t *testing.T) {
 		{"decode B=8 gate and up", rowsProgram(te.BF16, te.BF16, 8, 2048, 16384), "h100", true, 64, 2048},
 		{"two rows f16", rowsProgram(te.F16, te.F16, 2, 1024, 4096), "a100", true, 32, 1024},
 		{"twelve rows", rowsProgram(te.BF16, te.BF16, 12, 2048, 2048), "h100", true, 8, 2048},
+		// Nine steps of the block's warps: three a round.
+		{"k of nine steps", rowsProgram(te.BF16, te.BF16, 8, 2304, 2048), "h100", true, 8, 2304},
 		{"one row", rowsProgram(te.BF16, te.BF16, 1, 2048, 2048), "h100", false, 0, 0},
 		{"f32 rows", rowsProgram(te.F32, te.BF16, 8, 2048, 2048), "h100", false, 0, 0},
 		{"no mma.m16n8k16", rowsProgram(te.F16, te.F16, 8, 2048, 2048), "t4", false, 0, 0},

@@ -14,7 +14,8 @@ import (
 // 16-byte loads of the weights, its staged rows are read without a bank
 // conflict, and the module computes the reference's answer, race-free:
 // rows zero-padded to 16 (fewer than 8, 8, and more than 8), bf16 and
-// f16, rows staged whole and in chunks.
+// f16, rows staged whole and in chunks, and a k of nine steps (rounds of
+// three).
 func TestMatVecMMA(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -27,6 +28,7 @@ func TestMatVecMMA(t *testing.T) {
 		{"12 rows bf16", weightsByRows(te.BF16, 12, 256, 512), "h100", false},
 		{"10 rows f16", weightsByRows(te.F16, 10, 256, 512), "a100", false},
 		{"8 rows in chunks", weightsByRows(te.BF16, 8, 4096, 256), "h100", true},
+		{"k of nine steps", weightsByRows(te.BF16, 8, 2304, 256), "h100", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.p
