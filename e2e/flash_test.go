@@ -167,6 +167,72 @@ func TestFlashDecodeScores(t *testing.T) {
 	})
 }
 
+// TestGroupedDecodeScores runs a small Llama's decode step (B = 8, a
+// cache of 256 positions, four query heads of 64 sharing one key/value
+// head, positions mixed per sequence) with its scores' query heads
+// grouped (transform.Split.Group: sc[b, g, h, t], h the rows of one
+// tile), the site unsplit (its context grouped too) and in 4 chunks (its
+// partial contexts grouped), at every level in the simulator (race-free)
+// against the reference of the ungrouped program; and at -O4 in bf16,
+// where the scores are a matrix-vector tile of the group's 4 rows on a
+// warp's lanes, against the bf16 reference.
+func TestGroupedDecodeScores(t *testing.T) {
+	p := llamaDecode(t, map[string]string{"B": "8", "T": "256", "L": "1", "D": "256", "NH": "4", "NKV": "1", "FF": "64", "V": "64"})
+	group := func(p *te.Program, chunks int) *te.Program {
+		q, err := transform.SplitSoftmax(p, func(*transform.SoftmaxSite) transform.Split {
+			return transform.Split{Chunks: chunks, Group: true}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := q.Lookup("sc"); sc == nil || len(sc.Shape) != 4 || sc.Shape[2] != 4 {
+			t.Fatalf("the scores not grouped:\n%s", q)
+		}
+		return q
+	}
+	g, _ := gpu.Builtin("h100")
+	in := numeric.SeededFeeds(p, 13)
+	copy(in["pos"].Data, []float64{255, 0, 127, 128, 31, 200, 64, 254})
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunks := range []int{1, 4} {
+		q := group(p, chunks)
+		for level := 0; level <= pipeline.MaxLevel; level++ {
+			t.Run(fmt.Sprintf("%d chunks O%d", chunks, level), func(t *testing.T) {
+				buildAndCompare(t, q, pipeline.Options{Level: level, GPU: g, FlashChunks: 1}, in, want, tolModel)
+			})
+		}
+		t.Run(fmt.Sprintf("%d chunks bf16", chunks), func(t *testing.T) {
+			half := group(precision.Apply(p, precision.BF16), chunks)
+			hin := numeric.ConformFeeds(in, half)
+			want, err := te.Evaluate(half, hin, te.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, FlashChunks: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, at := stageOf(res.Plan, "sc")
+			if k == nil {
+				t.Fatalf("no stage sc in the plan")
+			}
+			if s := res.Plan.Schedules[k.Stages[at]]; s.MatVec == nil || !s.MatVec.KLanes || s.TileM != 4 {
+				t.Errorf("sc: %s; want a matrix-vector tile of 4 rows on a warp's lanes", s)
+			}
+			out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
+			if out.RaceCount > 0 {
+				t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
+			}
+			if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
+				t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
+			}
+		})
+	}
+}
+
 // TestFlashExamples splits the softmax of every example that has one
 // (transform.SoftmaxSites, at its tiny configuration) in the fewest
 // chunks that divide its axis, its scores whole and, where the site owns

@@ -98,7 +98,7 @@ func TestPlaceMatVecCounters(t *testing.T) {
 			}
 		}
 	}
-	want := "rq true: h (at most 1 counters of 16 tiles per tile); rk false: h (at most 1 counters of 16 tiles per tile); act true: g (at most 1 counters of 16 tiles per tile); g (at most 1 counters of 16 tiles per tile); "
+	want := "rq true: h (at most 1 counters of 8 tiles per tile); rk false: h (at most 1 counters of 8 tiles per tile); act true: g (at most 1 counters of 8 tiles per tile); g (at most 1 counters of 8 tiles per tile); "
 	if got != want {
 		t.Errorf("counters %q, want %q\n%s", got, want, pl)
 	}

@@ -143,6 +143,15 @@ func resolveSelects(f te.Expr, at map[*te.Select]int, taken []bool) te.Expr {
 	})
 }
 
+// partExprs returns the wide factor of each part.
+func partExprs(parts []colPart) []te.Expr {
+	fs := make([]te.Expr, len(parts))
+	for i, p := range parts {
+		fs[i] = p.f
+	}
+	return fs
+}
+
 // tileParts returns the parts of a wide factor as runs of tiles width
 // columns wide, or false where a part does not begin at a tile's first
 // column.
@@ -279,10 +288,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	if len(tp) > 1 {
 		mv.Parts = tp
 	}
-	fs := make([]te.Expr, len(parts))
-	for i, p := range parts {
-		fs[i] = p.f
-	}
+	fs := partExprs(parts)
 	if len(d.Reduce.Axes) != 1 {
 		return
 	}
@@ -320,7 +326,7 @@ func (s stage) setLoads(d contraction.Dims, mv *schedule.MatVec, g gpu.Model) {
 	// bf16 weights) take the lanes where a warp's staging stores then fall
 	// in distinct banks: a column's 32 lanes, 32 vectors a chunk at least.
 	narrower := mv.StageVec > 0 && mv.StageVec < n && n%mv.StageVec == 0 && mv.Split == warpLanes && (staged/n)%warpLanes == 0
-	mv.KLanes = product(own) == 1 && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && (mv.StageVec == n || narrower)
+	mv.KLanes = product(own) <= matVecMaxRows && mv.Cols <= 1 && mv.Split > 1 && warpLanes%mv.Split == 0 && (mv.StageVec == n || narrower)
 	mv.InFlight = s.inFlight(g, te.CeilDiv(staged/n, mv.Split))
 	if mv.Ring = s.ringDepth(g, mv, fs, staged, d.K); mv.Ring > 0 {
 		// One vector in registers, read back from the ring; Ring − 1 in

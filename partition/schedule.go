@@ -340,8 +340,10 @@ func (s stage) shrink(g gpu.Model, out int64) bool {
 // is one: one factor with at most matVecMaxRows rows whose rows fit in
 // shared memory. It takes the widest tile (a power of two that divides the
 // columns, and each part of a horizontally concatenated wide factor, up
-// to matVecMaxTileF) that still gives every SM a tile, or one column per
-// tile. out is the size of the output in bytes.
+// to matVecMaxTileF, or a warp's columns where K is short) that still
+// gives every SM a tile, or one column per tile; with several rows,
+// several columns per thread or one, whichever the cost model predicts
+// faster. out is the size of the output in bytes.
 func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	mv := &schedule.MatVec{Wide: 1}
 	rows, cols := d.M, d.N
@@ -362,7 +364,16 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	}
 	// Narrower tiles make more of them, for more SMs, but split K among
 	// more threads: keep at least matVecMinK of it to each.
-	narrowest := min(matVecMaxTileF, te.NextPow2(te.CeilDiv(s.Threads*matVecMinK, d.K)))
+	// A K so short that tiles of matVecMaxTileF columns leave a thread
+	// less than that (an attention head's 64) takes tiles of a column a
+	// thread up to twice as wide as leave it that much: two 16-byte loads
+	// in flight a thread rather than one.
+	short := te.NextPow2(te.CeilDiv(s.Threads*matVecMinK, d.K))
+	widestF := matVecMaxTileF
+	if short > widestF && short <= min(warpLanes, s.Threads) {
+		widestF = min(2*short, s.Threads)
+	}
+	narrowest := min(widestF, short)
 	// Several rows share each thread's load of the wide factor; several
 	// columns per thread share its loads of the rows too (Efficiency), as
 	// long as the tiles still fill the SMs.
@@ -375,12 +386,15 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 		cols1 *= 2
 	}
 	// The widest tile that divides the columns (and the parts, where
-	// parts is set) and still fills the SMs, at cols1 columns per thread
+	// parts is set) and still fills the SMs, at most columns per thread
 	// or fewer.
-	widest := func(parts []colPart) (int, int) {
-		mv.Cols = cols1
+	widest := func(parts []colPart, most int) (int, int) {
+		mv.Cols = most
 		for {
 			mv.TileF = matVecMaxTileF
+			if mv.Cols == 1 {
+				mv.TileF = widestF
+			}
 			for mv.TileF > 1 && (!widthFits(mv.Width(), cols, parts) || (mv.TileF > narrowest && d.Batch*cols/mv.Width() < g.SMs)) {
 				mv.TileF /= 2
 			}
@@ -394,12 +408,34 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	// unless that makes them narrower: then they read it through its
 	// selects (a select on one column, as a decode step's new key, makes
 	// a part of one column).
-	tf, c := widest(parts)
-	if tf0, c0 := widest(nil); tf*c < tf0*c0 {
-		tf, c = tf0, c0
+	tiling := func(most int) (int, int) {
+		tf, c := widest(parts, most)
+		if tf0, c0 := widest(nil, most); tf*c < tf0*c0 {
+			tf, c = tf0, c0
+		}
+		return tf, c
 	}
-	mv.TileF, mv.Cols = tf, c
-	return s.setMatVec(d, mv, g, out)
+	mv.TileF, mv.Cols = tiling(cols1)
+	if mv.Cols == 1 || plainLoads(partExprs(parts)) {
+		return s.setMatVec(d, mv, g, out)
+	}
+	// A thread's columns share its loads of the rows, but a wide factor
+	// computed from its loads (a select of a decode step's new key or the
+	// cache) is then read a scalar at a time (setLoads), where one column
+	// a thread reads it 16 bytes at a time: the cost model chooses.
+	one := *mv
+	one.TileF, one.Cols = tiling(1)
+	kept := s.clone()
+	if !s.setMatVec(d, &one, g, out) {
+		s.set(kept)
+		return s.setMatVec(d, mv, g, out)
+	}
+	alt := s.clone()
+	s.set(kept)
+	if !s.setMatVec(d, mv, g, out) || cost.Solo(g, alt.Schedule, alt.Price) < cost.Solo(g, s.Schedule, s.Price) {
+		s.set(alt)
+	}
+	return true
 }
 
 // setMatVec gives the contraction d the matrix-vector schedule mv, whose

@@ -89,16 +89,19 @@ func flashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]tran
 	best := cands[0]
 	forced := len(counts) == 1
 	isolate := 2 * opts.GPU.LaunchCost // the site's own kernel: a boundary before and after
-	for i, c := range cands[1:] {
+	for _, c := range cands[1:] {
+		if forced && c.Chunks != counts[0] {
+			continue
+		}
 		t := c.Time
 		if c.BlocksPerSM < cands[0].BlocksPerSM {
 			t += isolate
 		}
-		if forced && i == 0 || t < best.Time*flashMargin {
+		if forced && best.Chunks != c.Chunks || t < best.Time*flashMargin {
 			best, best.Time = c, t
 		}
 	}
-	sp := transform.Split{Chunks: best.Chunks, Scores: best.Scores}
+	sp := transform.Split{Chunks: best.Chunks, Scores: best.Scores, Group: best.Group}
 	if cache != nil {
 		cache[key] = sp
 	}
@@ -106,11 +109,11 @@ func flashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]tran
 }
 
 // FlashCandidate is the cost model's prediction for a softmax site split
-// in Chunks chunks (1: unsplit), its scores too where Scores, priced
-// alone.
+// in Chunks chunks (1: unsplit), its scores too where Scores, its scores'
+// rows grouped where Group (transform.Split), priced alone.
 type FlashCandidate struct {
-	Chunks int
-	Scores bool
+	Chunks        int
+	Scores, Group bool
 	// Time is the predicted time of the site's kernel, in seconds (with
 	// FlashSplitFor's penalty, when it returns it).
 	Time float64
@@ -121,7 +124,9 @@ type FlashCandidate struct {
 // FlashCandidates returns the predictions for site s unsplit, then split
 // in each of s.ChunkCounts(32, 64), first with the scores whole and then,
 // where the site owns them (transform.SoftmaxSite.OwnScores), split too,
-// under opts.
+// under opts. Where the scores' rows may be grouped
+// (transform.SoftmaxSite.Groupable), each candidate with whole scores is
+// followed by the same with them grouped.
 func FlashCandidates(s *transform.SoftmaxSite, opts Options) ([]FlashCandidate, error) {
 	return flashCandidates(s, opts.withDefaultGPU(), nil)
 }
@@ -139,25 +144,33 @@ func flashCandidates(s *transform.SoftmaxSite, opts Options, counts []int) ([]Fl
 	if len(sites) != 1 {
 		return cands, nil
 	}
+	site := sites[0]
+	splits := []transform.Split{}
+	if site.Groupable() {
+		splits = append(splits, transform.Split{Chunks: 1, Group: true})
+	}
 	if counts == nil {
-		counts = sites[0].ChunkCounts(minFlashChunk, maxFlashChunks)
+		counts = site.ChunkCounts(minFlashChunk, maxFlashChunks)
 	}
 	for _, c := range counts {
-		for _, scores := range []bool{false, true} {
-			if scores && !sites[0].OwnScores {
-				continue
-			}
-			sp := transform.Split{Chunks: c, Scores: scores}
-			q, err := transform.SplitSoftmax(sub, func(*transform.SoftmaxSite) transform.Split { return sp })
-			if err != nil {
-				return nil, err
-			}
-			t, occ, err := subprogramTime(q, opts)
-			if err != nil {
-				return nil, fmt.Errorf("flash-decoding: pricing %s in %d chunks: %w", s.Max.Name, c, err)
-			}
-			cands = append(cands, FlashCandidate{Chunks: c, Scores: scores, Time: t, BlocksPerSM: occ})
+		splits = append(splits, transform.Split{Chunks: c})
+		if site.Groupable() {
+			splits = append(splits, transform.Split{Chunks: c, Group: true})
 		}
+		if site.OwnScores {
+			splits = append(splits, transform.Split{Chunks: c, Scores: true})
+		}
+	}
+	for _, sp := range splits {
+		q, err := transform.SplitSoftmax(sub, func(*transform.SoftmaxSite) transform.Split { return sp })
+		if err != nil {
+			return nil, err
+		}
+		t, occ, err := subprogramTime(q, opts)
+		if err != nil {
+			return nil, fmt.Errorf("flash-decoding: pricing %s as %+v: %w", s.Max.Name, sp, err)
+		}
+		cands = append(cands, FlashCandidate{Chunks: sp.Chunks, Scores: sp.Scores, Group: sp.Group, Time: t, BlocksPerSM: occ})
 	}
 	return cands, nil
 }

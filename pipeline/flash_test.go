@@ -15,15 +15,16 @@ import (
 // TestFlashSplitFor checks the cost model's choice for the full-size
 // Llama decode step's attention (bf16, H100 model, one layer: every layer
 // is the same site), over a cache of 8192 positions: the candidates
-// (unsplit, then 2 to 64 chunks, each with the scores whole and split)
-// and the split chosen. The load-aware cost model (issue 25) splits at
-// both batches and positions: the chunks put more blocks, and so more
-// loads in flight, on the positions. At position 8191 the scores stay
-// whole (B = 8: 8 chunks; B = 1: 64); at position 127 they are split
-// with the chunks (B = 8: 4 chunks; B = 1: 8), a chunk's scores and
-// partials one block's chain, its masked scores on a warp's lanes, and
-// the merge one stage. Their kernel's two launches are charged only where
-// the chunks hold fewer blocks per SM than the unsplit site.
+// (unsplit, then 2 to 64 chunks, each with the scores whole, whole with
+// the query heads of a key head as the rows of their tiles, and split)
+// and the split chosen. At position 8191 the chunks put more blocks, and
+// so more loads in flight, on the positions, and the scores stay whole
+// and grouped, each key read once for its four query heads (B = 8: 2
+// chunks; B = 1: 8). At position 127 the scores are split with the
+// chunks (B = 8: 2; B = 1: 8), a chunk's scores and partials one block's
+// chain, its masked scores on a warp's lanes, and the merge one stage. A
+// split's kernel's two launches are charged only where the chunks hold
+// fewer blocks per SM than the unsplit site.
 func TestFlashSplitFor(t *testing.T) {
 	src, err := os.ReadFile("../examples/llama.te")
 	if err != nil {
@@ -31,9 +32,9 @@ func TestFlashSplitFor(t *testing.T) {
 	}
 	g, _ := gpu.Builtin("h100")
 	for _, tc := range []struct {
-		b, context    int
-		split, scores bool
-	}{{8, 8192, true, false}, {8, 128, true, true}, {1, 8192, true, false}, {1, 128, true, true}} {
+		b, context           int
+		split, scores, group bool
+	}{{8, 8192, true, false, true}, {8, 128, true, true, false}, {1, 8192, true, false, true}, {1, 128, true, true, false}} {
 		p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: map[string]string{"T": "8192", "L": "1", "B": fmt.Sprint(tc.b)}})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
@@ -48,13 +49,15 @@ func TestFlashSplitFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// unsplit, then 2 to 64 chunks, each with the scores whole and split
-		if len(cands) != 13 || cands[0].Chunks != 1 || cands[11].Chunks != 64 || cands[11].Scores || !cands[12].Scores {
-			t.Fatalf("B=%d context %d: candidates %+v; want 1, and 2 to 64 with the scores whole and split", tc.b, tc.context, cands)
+		// unsplit, whole and grouped, then 2 to 64 chunks, each with the
+		// scores whole, whole and grouped, and split
+		if len(cands) != 20 || cands[0].Chunks != 1 || cands[0].Group || !cands[1].Group || cands[1].Chunks != 1 ||
+			cands[17].Chunks != 64 || cands[17].Scores || cands[17].Group || !cands[18].Group || !cands[19].Scores {
+			t.Fatalf("B=%d context %d: candidates %+v; want 1, and 2 to 64 with the scores whole, grouped and split", tc.b, tc.context, cands)
 		}
 		sp, err := FlashSplitFor(sites[0], opts, nil)
-		if err != nil || (sp.Chunks > 1) != tc.split || sp.Scores != tc.scores {
-			t.Errorf("B=%d context %d: %+v, %v; want a split: %v, the scores split: %v (candidates %+v)", tc.b, tc.context, sp, err, tc.split, tc.scores, cands)
+		if err != nil || (sp.Chunks > 1) != tc.split || sp.Scores != tc.scores || sp.Group != tc.group {
+			t.Errorf("B=%d context %d: %+v, %v; want a split: %v, the scores split: %v, grouped: %v (candidates %+v)", tc.b, tc.context, sp, err, tc.split, tc.scores, tc.group, cands)
 		}
 		t.Logf("B=%d context %d: %+v", tc.b, tc.context, sp)
 	}

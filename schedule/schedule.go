@@ -288,9 +288,12 @@ type MatVec struct {
 	// warp's 16-byte loads of a column are then contiguous, its sums
 	// combine by shuffles alone, with no shared memory and no barrier, and
 	// the lane of share 0 writes the column. The staged rows are laid out
-	// for those lanes (StagedLen). Set where Vec is, StageVec is Vec, the
-	// narrow factor is one row, a thread sums one column, Split divides a
-	// warp, and the tile has neither an output nor a k mask.
+	// for those lanes (StagedLen). Set where Vec is, StageVec is Vec (or
+	// divides it, for rows staged from narrower loads), the narrow factor
+	// has at most 8 rows (a decode step's one, or the query heads that
+	// share a key head: transform.GroupRows), each of whose elements a
+	// lane reads once for its column, a thread sums one column, Split
+	// divides a warp, and the tile has no k mask.
 	KLanes bool
 	// Ring, when not 0, is the depth of a ring of shared memory, Ring
 	// 16-byte slots a thread, through which the thread streams the wide

@@ -380,17 +380,59 @@ type Split struct {
 	// one block (a chain of block barriers instead of grid syncs), and
 	// the query heads that share a key/value head are not grouped.
 	Scores bool
+	// Group makes the query heads that share a key/value head the rows
+	// of the scores' tiles (GroupRows: sc[b, n, t] becomes sc[b, n / G,
+	// n % G, t], its elements where they were), so that a tile loads
+	// each key once for the G heads, where a tile per head loaded it G
+	// times. It applies where the site's scores have such rows
+	// (SoftmaxSite.Groupable) and are not split (Scores), with the site
+	// split in chunks or not.
+	Group bool
+}
+
+// Groupable reports whether the site owns its scores (OwnScores) and
+// they have rows that share the loads of a factor (SharedRows), which
+// Split.Group groups.
+func (s *SoftmaxSite) Groupable() bool {
+	_, g := SharedRows(s.Scores)
+	return s.OwnScores && g > 1
 }
 
 // SplitSoftmax returns p with each of its softmax sites split as split
 // says (see the note above and Split); a site given 1 chunk stays as it
-// is, and a count that does not divide its axis is an error.
+// is, but for its scores' rows grouped where Split.Group says, and a count
+// that does not divide its axis is an error. split is called once for
+// each site.
 func SplitSoftmax(p *te.Program, split func(*SoftmaxSite) Split) (*te.Program, error) {
+	splits := map[*te.Tensor]Split{} // by max
+	group := map[*te.Tensor]bool{}   // scores to group
+	for _, s := range SoftmaxSites(p) {
+		sp := split(s)
+		splits[s.Max] = sp
+		if sp.Group && !sp.Scores && s.Groupable() {
+			group[s.Scores] = true
+			if sp.Chunks <= 1 {
+				// unsplit, the sums too (split, their partials are
+				// grouped: partialSum)
+				for _, u := range s.Sums {
+					group[u] = true
+				}
+			}
+		}
+	}
+	if len(group) > 0 {
+		q, nu := groupRows(p, func(t *te.Tensor) bool { return group[t] })
+		moved := make(map[*te.Tensor]Split, len(splits))
+		for t, sp := range splits {
+			moved[nu[t]] = sp
+		}
+		p, splits = q, moved
+	}
 	byTensor := map[*te.Tensor]*chunked{}      // by max, weight and sum
 	chunkedScores := map[*te.Tensor]*chunked{} // by scores, where Split.Scores
 	found := false
 	for _, s := range SoftmaxSites(p) {
-		sp := split(s)
+		sp := splits[s.Max]
 		c := sp.Chunks
 		if c <= 1 {
 			continue

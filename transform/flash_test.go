@@ -51,7 +51,8 @@ func checkProgram(t *testing.T, name, src string) *te.Program {
 // whole chunks lie past pos[b] (their partials NaN, dropped by the
 // merge). The chunks' maxima differ by far more than the tolerance, so
 // that a merge that did not rescale the partials to the merged max fails.
-// With the scores split, the partials read sc/chunk, the key/value heads
+// With the scores whole and grouped (Split.Group), sc has the two query
+// heads of a key head as rows. With the scores split, the partials read sc/chunk, the key/value heads
 // are not grouped, and the merge is one tensor: the merged max and
 // denominator inlined in the context, gone as tensors.
 func TestSplitSoftmax(t *testing.T) {
@@ -70,15 +71,28 @@ func TestSplitSoftmax(t *testing.T) {
 	if !s.OwnScores {
 		t.Errorf("OwnScores false; want true (sc is read by mx and pr alone)")
 	}
-	for _, sp := range []Split{{2, false}, {4, false}, {16, false}, {64, false}, {2, true}, {8, true}, {64, true}} {
+	if !s.Groupable() {
+		t.Errorf("Groupable false; want true (query head n reads key head n / 2)")
+	}
+	for _, sp := range []Split{
+		{Chunks: 2}, {Chunks: 4}, {Chunks: 16}, {Chunks: 64},
+		{Chunks: 2, Scores: true}, {Chunks: 8, Scores: true}, {Chunks: 64, Scores: true},
+		{Chunks: 1, Group: true}, {Chunks: 4, Group: true}, {Chunks: 64, Group: true},
+		{Chunks: 8, Scores: true, Group: true}, // split scores are not grouped
+	} {
 		c := sp.Chunks
 		q, err := SplitSoftmax(p, func(*SoftmaxSite) Split { return sp })
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"mx/chunk", "den/chunk", "ctx/chunk"} {
-			if q.Lookup(name) == nil {
-				t.Fatalf("%+v: no %s in\n%s", sp, name, q)
+		if c > 1 {
+			for _, name := range []string{"mx/chunk", "den/chunk", "ctx/chunk"} {
+				if q.Lookup(name) == nil {
+					t.Fatalf("%+v: no %s in\n%s", sp, name, q)
+				}
+			}
+			if ctx := q.Lookup("ctx/chunk"); sp.Scores && len(ctx.Shape) != 4 || !sp.Scores && len(ctx.Shape) != 5 {
+				t.Errorf("%+v: ctx/chunk of shape %v; want the query heads grouped (5 axes) only with the scores whole", sp, ctx.Shape)
 			}
 		}
 		split := map[string]bool{"sc/chunk": sp.Scores, "sc": !sp.Scores, "mx": !sp.Scores, "den": !sp.Scores}
@@ -87,8 +101,8 @@ func TestSplitSoftmax(t *testing.T) {
 				t.Errorf("%+v: %s in the program: %v; want %v", sp, name, got, want)
 			}
 		}
-		if ctx := q.Lookup("ctx/chunk"); sp.Scores && len(ctx.Shape) != 4 || !sp.Scores && len(ctx.Shape) != 5 {
-			t.Errorf("%+v: ctx/chunk of shape %v; want the query heads grouped (5 axes) only with the scores whole", sp, ctx.Shape)
+		if sc := q.Lookup("sc"); sc != nil && fmt.Sprint(sc.Shape) != map[bool]string{false: "[4 4 64]", true: "[4 2 2 64]"}[sp.Group] {
+			t.Errorf("%+v: sc of shape %v; want its heads grouped in pairs exactly where Group", sp, sc.Shape)
 		}
 		for _, pos := range [][]float64{{0, 0, 0, 0}, {31, 32, 33, 17}, {63, 63, 63, 63}, {63, 0, 9, 40}} {
 			in := numeric.SeededFeeds(p, 3)

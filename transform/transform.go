@@ -2,7 +2,11 @@
 // Souffle pipeline (ASPLOS'24, §6): the horizontal transform, which
 // concatenates independent TEs that read a common input into one TE with
 // predicates, and the vertical transform, which composes quasi-affine maps
-// to inline one-relies-on-one producers into their consumers. Each pass
-// takes a program and returns a new one that computes the same outputs;
-// the input program is not modified.
+// to inline one-relies-on-one producers into their consumers; and those
+// tec adds: recomputing cheap producers in their consumers' tiles
+// (Recompute), splitting softmax-weighted reductions across blocks
+// (flash-decoding, SplitSoftmax), and grouping the rows of a contraction
+// that share a factor's loads (GroupRows: the query heads of a key head).
+// Each pass takes a program and returns a new one that computes the same
+// outputs; the input program is not modified.
 package transform

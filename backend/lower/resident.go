@@ -763,12 +763,12 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 			}
 			g.emit(&kir.Store{Buf: out, Index: kir.I(j), Value: convert(g.expr(a), te.F32)})
 		}
-		for q := 0; out != nil && q < n; q += vl {
+		if out != nil {
 			at := kir.Expr(kir.Mul(e, kir.I(n)))
 			if c.rowLen > staged {
 				at = c.xsAt(m, kl, staged)
 			}
-			g.emit(&kir.VecCopy{Dst: c.xs, DstIndex: addIndex(at, q), Src: out, SrcIndex: kir.I(q)})
+			bufs = append(bufs, storeRotated(g, c.xs, at, out, e, n, vl)...)
 		}
 		forget()
 	})
@@ -796,6 +796,45 @@ func (l *lowerer) stageRowsVec(g *gen, d contraction.Dims, c entryCtx, staged in
 	c.tmp.Locals = append(c.tmp.Locals, bufs...)
 	g.emit(&kir.For{Var: e, Kind: kir.BlockStride, Lo: kir.I(0), Hi: kir.I(c.rows * groups), Body: body}, &kir.SyncThreads{})
 	return true
+}
+
+// storeRotated emits the stores of a thread's n consecutive elements
+// from the local array out into dst at at, vl of them (16 bytes) a
+// store. A warp's stores of n/vl > 1 vectors a thread, each lane's n
+// elements after the last's, put the vectors of a phase of lanes (8 for
+// 16 bytes) n/vl to a bank group when each store takes the same part of
+// every lane's elements; so store s of the lane of step e takes part
+// (s + r) mod parts, r = (e / (8/parts)) mod parts, which the phase's
+// lanes spread over the 8 groups of 16 bytes. The parts are chosen among
+// registers by selects, never by a run-time index into out (which would
+// put it in local memory). It returns the local array it adds.
+func storeRotated(g *gen, dst *kir.Buffer, at kir.Expr, out *kir.Buffer, e *kir.Var, n, vl int) []*kir.Buffer {
+	parts := n / vl
+	phase := kir.PhaseLanes(kir.VecBytes)
+	if parts == 1 || phase%parts != 0 {
+		for q := 0; q < n; q += vl {
+			g.emit(&kir.VecCopy{Dst: dst, DstIndex: addIndex(at, q), Src: out, SrcIndex: kir.I(q)})
+		}
+		return nil
+	}
+	r := kir.NewVar("rot", te.I32)
+	g.emit(&kir.Let{Var: r, Value: kir.Mod(kir.Div(e, kir.I(phase/parts)), kir.I(parts))})
+	rot := &kir.Buffer{Name: out.Name + ".rot", Space: kir.Local, DType: out.DType, Shape: []int{n}}
+	// rot's part s is out's part (s + r) mod parts.
+	for s := range parts {
+		for i := range vl {
+			var v kir.Expr = kir.Ld(out, kir.I(((s+parts-1)%parts)*vl+i))
+			for q := parts - 2; q >= 0; q-- {
+				v = &kir.Select{Cond: kir.Eq(r, kir.I(q)), Then: kir.Ld(out, kir.I(((s+q)%parts)*vl+i)), Else: v}
+			}
+			g.emit(&kir.Store{Buf: rot, Index: kir.I(s*vl + i), Value: v})
+		}
+	}
+	for s := range parts {
+		part := kir.Mod(kir.Add(r, kir.I(s)), kir.I(parts))
+		g.emit(&kir.VecCopy{Dst: dst, DstIndex: kir.Add(at, kir.Mul(part, kir.I(vl))), Src: rot, SrcIndex: kir.I(s * vl)})
+	}
+	return []*kir.Buffer{rot}
 }
 
 // sumChunk emits thread (kz, col)'s sums over its k of the chunk staged at
