@@ -147,3 +147,41 @@ func TestWarpLines(t *testing.T) {
 		}
 	}
 }
+
+// groupedScores is a decode step's scores with the query heads of a
+// key head as rows (transform.GroupRows): y[g, h, t] = Σ_e q[g·rows + h,
+// e]·key(g, t, e), the key the new one at pos[0] and the cache's
+// elsewhere, bf16, heads of 64.
+func groupedScores(groups, rows, t int) *te.Program {
+	const dh = 64
+	b := tb.New("grouped")
+	pos := b.InputOf("pos", te.I32, 1)
+	q := b.InputOf("q", te.BF16, groups*rows, dh)
+	k := b.InputOf("k", te.BF16, groups, dh)
+	kc := b.InputOf("kc", te.BF16, groups, t, dh)
+	y := b.Compute("y", tb.Shape(groups, rows, t), func(ax []te.Index) te.Expr {
+		g, h, p := ax[0], ax[1], ax[2]
+		return tb.Reduce(te.Sum, "e", dh, func(e te.Index) te.Expr {
+			key := tb.Sel(tb.Bin(te.Eq, tb.Idx(p), tb.Ld(pos, te.Const(0))), tb.Ld(k, g, e), tb.Ld(kc, g, p, e))
+			return tb.Bin(te.Mul, tb.Ld(q, g.Scale(rows).Add(h), e), key)
+		})
+	})
+	return b.Program(y)
+}
+
+// TestGroupedScoresOnLanes checks the tiles of grouped scores: several
+// columns a thread would read the select of the new key and the cache a
+// scalar at a time, so the planner takes one column a thread, the
+// column's threads on a warp's lanes with 16-byte loads of the keys, the
+// group's rows staged for them, and, with K a head's 64, 4 lanes a key.
+func TestGroupedScoresOnLanes(t *testing.T) {
+	for _, rows := range []int{2, 4, 8} {
+		p := groupedScores(16, rows, 1024)
+		pl := plan(t, p, "h100", Options{Split: true, Reuse: true})
+		s := pl.Schedules[p.Outputs[0]]
+		mv := s.MatVec
+		if mv == nil || !mv.KLanes || mv.Cols > 1 || mv.Vec != 8 || s.TileM != rows || mv.Split != 4 {
+			t.Errorf("%d rows: %s; want a tile of the %d rows, a column a thread on 4 lanes, 16-byte loads", rows, s, rows)
+		}
+	}
+}

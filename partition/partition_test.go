@@ -218,6 +218,8 @@ func TestMatVecSchedule(t *testing.T) {
 		{1, 1280, 1000, 8, 0},     // 1000 columns: tiles of 8 divide them
 		{16, 512, 1024, 0, 0},     // 16 rows: an ordinary tile
 		{1, 8, 64, 0, 0},          // 16 threads per column, 8 k: an ordinary tile
+		{1, 64, 8192, 64, 0},      // a head's 64: 4 threads per column, 16 k each (128 tiles)
+		{1, 64, 4096, 32, 0},      // 64 tiles of 64 would not fill the SMs: 128 of 32, 8 k each
 		{1, 8192, 2048, 16, 4096}, // an FFN's down projection: two chunks of 16 KB
 		{8, 2048, 2048, 16, 512},  // eight rows of 2048: four chunks; 2 columns per thread
 		{1, 4608, 64, 1, 2304},    // 4096 does not divide K: the largest multiple of Split that does
