@@ -293,7 +293,7 @@ func (w *kernelWriter) stmt(s kir.Stmt, depth int) {
 			w.line(depth, "%s = %s;", w.varName(s.Var), w.expr(s.Value))
 		}
 	case *kir.Store:
-		w.line(depth, "%s[%s] = %s;", w.names.buf(s.Buf), w.expr(s.Index), w.store(s.Buf.DType, s.Value))
+		w.line(depth, "%s[%s] = %s;", w.names.buf(s.Buf), w.expr(s.Index), w.store(s))
 	case *kir.Atomic:
 		ref := fmt.Sprintf("&%s[%s]", w.names.buf(s.Buf), w.expr(s.Index))
 		switch s.Op {
@@ -392,16 +392,14 @@ func (w *kernelWriter) forStmt(s *kir.For, depth int) {
 	w.line(depth, "}")
 }
 
-// store returns the C expression that converts value to storage type dt.
-func (w *kernelWriter) store(dt te.DType, value kir.Expr) string {
-	if ld, ok := value.(*kir.Load); ok && ld.Buf.DType == dt && (dt == te.F16 || dt == te.BF16) {
-		// A 16-bit element copied as it is: its f32 value rounds back to
-		// it, and the conversions would cost instructions (the A
-		// fragments of a tensor-core matrix-vector tile, read from its
-		// staged rows).
+// store returns the C expression of the value s stores, in its buffer's
+// storage type: the element itself where s copies one (kir.Store.Copied).
+func (w *kernelWriter) store(s *kir.Store) string {
+	if ld, ok := s.Copied(); ok {
 		return w.names.buf(ld.Buf) + "[" + w.expr(ld.Index) + "]"
 	}
-	switch dt {
+	value := s.Value
+	switch s.Buf.DType {
 	case te.F16:
 		return "__float2half_rn(" + w.expr(value) + ")"
 	case te.BF16:

@@ -254,3 +254,27 @@ func TestVerifyRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreCopied checks which stores copy a 16-bit element unchanged: a
+// load of the buffer's own f16 or bf16 type, not an f32 one, another
+// half type, or a computed value.
+func TestStoreCopied(t *testing.T) {
+	buf := func(dt te.DType) *Buffer { return &Buffer{Name: "b", DType: dt, Shape: []int{8}} }
+	bf, h, f := buf(te.BF16), buf(te.F16), buf(te.F32)
+	for _, tc := range []struct {
+		name string
+		s    *Store
+		want bool
+	}{
+		{"bf16 from bf16", &Store{Buf: bf, Index: I(0), Value: Ld(buf(te.BF16), I(1))}, true},
+		{"f16 from f16", &Store{Buf: h, Index: I(0), Value: Ld(buf(te.F16), I(1))}, true},
+		{"f32 from f32", &Store{Buf: f, Index: I(0), Value: Ld(buf(te.F32), I(1))}, false},
+		{"bf16 from f16", &Store{Buf: bf, Index: I(0), Value: Ld(buf(te.F16), I(1))}, false},
+		{"bf16 from f32", &Store{Buf: bf, Index: I(0), Value: Ld(buf(te.F32), I(1))}, false},
+		{"bf16 computed", &Store{Buf: bf, Index: I(0), Value: Add(Ld(buf(te.BF16), I(1)), F(0))}, false},
+	} {
+		if _, got := tc.s.Copied(); got != tc.want {
+			t.Errorf("%s: Copied %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

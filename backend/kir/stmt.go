@@ -32,6 +32,18 @@ type Store struct {
 	Value Expr
 }
 
+// Copied returns the load that s stores unchanged, when s copies an f16
+// or bf16 element from a buffer of the same type: its f32 value rounds
+// back to it, so that an emitter moves the 16 bits as they are instead
+// of converting to f32 and back (conversions that ptxas and llc do not
+// fold: the A fragments of a tensor-core matrix-vector tile, read from
+// its staged rows).
+func (s *Store) Copied() (*Load, bool) {
+	ld, ok := s.Value.(*Load)
+	dt := s.Buf.DType
+	return ld, ok && ld.Buf.DType == dt && (dt == te.F16 || dt == te.BF16)
+}
+
 // AtomicOp is an atomic read-modify-write.
 type AtomicOp int
 

@@ -125,6 +125,11 @@ func (kg *kgen) stmt(s kir.Stmt) {
 	case *kir.Assign:
 		kg.env[s.Var] = kg.expr(s.Value)
 	case *kir.Store:
+		if ld, ok := s.Copied(); ok {
+			src := kg.addr(ld.Buf, ld.Index)
+			kg.cur.NewStore(kg.cur.NewLoad(storageType(ld.Buf.DType), src), kg.addr(s.Buf, s.Index))
+			return
+		}
 		ptr := kg.addr(s.Buf, s.Index)
 		kg.cur.NewStore(kg.toStorage(s.Buf.DType, kg.expr(s.Value)), ptr)
 	case *kir.Atomic:

@@ -262,3 +262,35 @@ func TestEmitWith(t *testing.T) {
 		t.Errorf("the IR does not place the temporary at the layout's offset 4096:\n%s", b)
 	}
 }
+
+// TestCopiedHalves checks that a store of a bf16 element loaded from a
+// bf16 buffer moves its 16 bits (kir.Store.Copied) rather than converting
+// them to f32 and back, which llc does not fold, while a computed value is
+// still rounded.
+func TestCopiedHalves(t *testing.T) {
+	x := &kir.Buffer{Name: "x", Role: kir.Input, DType: te.BF16, Shape: []int{32}}
+	y := &kir.Buffer{Name: "y", Role: kir.Output, DType: te.BF16, Shape: []int{32}}
+	z := &kir.Buffer{Name: "z", Role: kir.Output, DType: te.BF16, Shape: []int{32}}
+	i := kir.NewVar("i", te.I32)
+	k := &kir.Kernel{Name: "k", Grid: kir.Grid{Blocks: 1}, Block: 32, Params: []*kir.Buffer{x, y, z}, Body: []kir.Stmt{
+		&kir.For{Var: i, Kind: kir.ThreadStride, Lo: kir.I(0), Hi: kir.I(32), Body: []kir.Stmt{
+			&kir.Store{Buf: y, Index: i, Value: kir.Ld(x, i)},
+		}},
+	}}
+	m := &kir.Module{Name: "copy", Buffers: []*kir.Buffer{x, y, z}, Outputs: []*kir.Buffer{y, z}, Kernels: []*kir.Kernel{k}}
+	mod, err := Emit(m, lookup(t, "sm_80"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir := mod.String()
+	if strings.Contains(ir, "@tec_to_bf16") || strings.Contains(ir, "@tec_from_bf16") {
+		t.Errorf("the copy converts its element:\n%s", ir)
+	}
+	k.Body[0].(*kir.For).Body = append(k.Body[0].(*kir.For).Body, &kir.Store{Buf: z, Index: i, Value: kir.Mul(kir.Ld(x, i), kir.F(2))})
+	if mod, err = Emit(m, lookup(t, "sm_80")); err != nil {
+		t.Fatal(err)
+	}
+	if ir := mod.String(); !strings.Contains(ir, "call i16 @tec_to_bf16") {
+		t.Errorf("the computed value is not rounded to bf16:\n%s", ir)
+	}
+}
