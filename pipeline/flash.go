@@ -26,9 +26,10 @@ const (
 // the cost model when 0, in that many chunks when more than 1 (the flash
 // pass runs only then), the scores split with them or not as the cost
 // model predicts faster.
-func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
+func splitSoftmax(p *te.Program, opts Options) (*te.Program, []FlashChoice, error) {
 	var firstErr error
-	chosen := map[string]transform.Split{} // by the site's canonical text
+	chosen := map[string]flashChoice{} // by the site's canonical text
+	var choices []FlashChoice
 	q, err := transform.SplitSoftmax(p, func(s *transform.SoftmaxSite) transform.Split {
 		var counts []int
 		switch {
@@ -41,16 +42,53 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 			// attention): its rows fill the GPU, and it is no decode
 			return transform.Split{Chunks: 1}
 		}
-		sp, err := flashSplitFor(s, opts, chosen, counts)
+		c, err := flashChoiceFor(s, opts, chosen, counts)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		return sp
+		choices = append(choices, FlashChoice{Max: s.Max.Name, Positions: s.Length, Split: c.split, Time: c.time, Unsplit: c.unsplit})
+		return c.split
 	})
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
-	return q, err
+	return q, choices, err
+}
+
+// FlashChoice is what the flash pass chose for one softmax site that the
+// cost model priced: the site's max (Max names the tensor), the positions
+// it reduces, the split, and the predictions, in seconds, of the site
+// alone as split (Time) and unsplit (Unsplit).
+type FlashChoice struct {
+	Max           string
+	Positions     int
+	Split         transform.Split
+	Time, Unsplit float64
+}
+
+// String describes the choice in words, as tec explain --plan prints it.
+func (c FlashChoice) String() string {
+	var what string
+	switch sp := c.Split; {
+	case sp.Chunks <= 1 && sp.Group:
+		what = "unsplit, the query heads of a key head grouped"
+	case sp.Chunks <= 1:
+		what = "unsplit"
+	case sp.Scores:
+		what = fmt.Sprintf("%d chunks, the scores split with them", sp.Chunks)
+	case sp.Group:
+		what = fmt.Sprintf("%d chunks, the scores whole, the query heads of a key head grouped", sp.Chunks)
+	default:
+		what = fmt.Sprintf("%d chunks, the scores whole", sp.Chunks)
+	}
+	return fmt.Sprintf("%s over %d positions: %s (predicted alone %.2f µs; unsplit %.2f µs)", c.Max, c.Positions, what, c.Time*1e6, c.Unsplit*1e6)
+}
+
+// flashChoice is a site's split and the predictions of it and of the
+// site unsplit.
+type flashChoice struct {
+	split         transform.Split
+	time, unsplit float64
 }
 
 // FlashSplitFor returns the split the cost model predicts fastest for
@@ -67,24 +105,26 @@ func splitSoftmax(p *te.Program, opts Options) (*te.Program, error) {
 // changes: the partial results' round trip through global memory, the
 // merge's stages and grid sync, the occupancy of more, shorter rows and
 // of grouped rows' tiles, and the positions past a run-time mask at
-// opts.Context skipped in each. cache, when not nil, holds the splits
-// chosen for sites of the same text (the layers of a model).
-func FlashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]transform.Split) (transform.Split, error) {
-	return flashSplitFor(s, opts, cache, nil)
+// opts.Context skipped in each.
+func FlashSplitFor(s *transform.SoftmaxSite, opts Options) (transform.Split, error) {
+	c, err := flashChoiceFor(s, opts, nil, nil)
+	return c.split, err
 }
 
-// flashSplitFor is FlashSplitFor over the chunk counts counts (nil: all of
-// s.ChunkCounts): with one count, the split in that many chunks that the
-// cost model prefers, whether or not it beats the unsplit site.
-func flashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]transform.Split, counts []int) (transform.Split, error) {
+// flashChoiceFor is FlashSplitFor over the chunk counts counts (nil: all
+// of s.ChunkCounts), with the predictions: with one count, the split in
+// that many chunks that the cost model prefers, whether or not it beats
+// the unsplit site. cache, when not nil, holds the choices made for sites
+// of the same text (the layers of a model).
+func flashChoiceFor(s *transform.SoftmaxSite, opts Options, cache map[string]flashChoice, counts []int) (flashChoice, error) {
 	opts = opts.withDefaultGPU()
 	key := canonicalText(s.Subprogram())
-	if sp, ok := cache[key]; ok {
-		return sp, nil
+	if c, ok := cache[key]; ok {
+		return c, nil
 	}
 	cands, err := flashCandidates(s, opts, counts)
 	if err != nil {
-		return transform.Split{Chunks: 1}, err
+		return flashChoice{split: transform.Split{Chunks: 1}}, err
 	}
 	best := cands[0]
 	forced := len(counts) == 1
@@ -101,11 +141,12 @@ func flashSplitFor(s *transform.SoftmaxSite, opts Options, cache map[string]tran
 			best, best.Time = c, t
 		}
 	}
-	sp := transform.Split{Chunks: best.Chunks, Scores: best.Scores, Group: best.Group}
+	c := flashChoice{split: transform.Split{Chunks: best.Chunks, Scores: best.Scores, Group: best.Group},
+		time: best.Time, unsplit: cands[0].Time}
 	if cache != nil {
-		cache[key] = sp
+		cache[key] = c
 	}
-	return sp, nil
+	return c, nil
 }
 
 // FlashCandidate is the cost model's prediction for a softmax site split

@@ -55,7 +55,7 @@ func TestFlashSplitFor(t *testing.T) {
 			cands[17].Chunks != 64 || cands[17].Scores || cands[17].Group || !cands[18].Group || !cands[19].Scores {
 			t.Fatalf("B=%d context %d: candidates %+v; want 1, and 2 to 64 with the scores whole, grouped and split", tc.b, tc.context, cands)
 		}
-		sp, err := FlashSplitFor(sites[0], opts, nil)
+		sp, err := FlashSplitFor(sites[0], opts)
 		if err != nil || (sp.Chunks > 1) != tc.split || sp.Scores != tc.scores || sp.Group != tc.group {
 			t.Errorf("B=%d context %d: %+v, %v; want a split: %v, the scores split: %v, grouped: %v (candidates %+v)", tc.b, tc.context, sp, err, tc.split, tc.scores, tc.group, cands)
 		}

@@ -47,7 +47,7 @@ func passes() []pass {
 			runs: func(o Options) bool { return o.FlashChunks > 1 || o.FlashChunks == 0 && o.Level >= 3 },
 			doc:  "softmax-weighted reductions split across blocks (flash-decoding, transform.SplitSoftmax)",
 			run: func(b *build) (err error) {
-				b.prog, err = splitSoftmax(b.prog, b.opts)
+				b.prog, b.flash, err = splitSoftmax(b.prog, b.opts)
 				return err
 			},
 			dump: programText,
@@ -131,6 +131,8 @@ type build struct {
 	plan *partition.Plan
 	// mod is the kernel IR once the kir pass has made it.
 	mod *kir.Module
+	// flash are the flash pass's choices.
+	flash []FlashChoice
 	// checked holds the program and plan that verify has checked.
 	checked struct {
 		prog *te.Program
@@ -253,5 +255,5 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Program: b.prog, Plan: b.plan, Module: b.mod, Passes: ran}, nil
+	return &Result{Program: b.prog, Plan: b.plan, Module: b.mod, Passes: ran, Flash: b.flash}, nil
 }

@@ -82,6 +82,10 @@ type Result struct {
 	Module *kir.Module
 	// Passes are the names of the passes that Build ran, in order.
 	Passes []string
+	// Flash are the flash pass's choices, one for each softmax site the
+	// cost model priced (with the flash pass, -O3 and up), in program
+	// order.
+	Flash []FlashChoice
 }
 
 // partitionOptions returns the partitioner's options at opts.Level.

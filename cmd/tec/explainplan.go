@@ -19,7 +19,59 @@ type planReport struct {
 	GPU      string       `json:"gpu"`
 	Level    int          `json:"level"`
 	Strategy string       `json:"strategy"`
+	Flash    []planFlash  `json:"flash,omitempty"`
 	Kernels  []planKernel `json:"kernels"`
+}
+
+// planFlash is the flash pass's choice for softmax sites of one text
+// (the layers of a model): pipeline.FlashChoice.
+type planFlash struct {
+	Sites        []string  `json:"sites"`
+	Positions    int       `json:"positions"`
+	Chunks       int       `json:"chunks"`
+	ScoresSplit  bool      `json:"scores_split"`
+	HeadsGrouped bool      `json:"heads_grouped"`
+	PredictedUS  jsonFloat `json:"predicted_us"`
+	UnsplitUS    jsonFloat `json:"unsplit_us"`
+}
+
+// flashGroup is the flash pass's choice for the sites of equal split,
+// positions and predictions (the layers of a model): the first site's
+// choice, and every site's max.
+type flashGroup struct {
+	choice pipeline.FlashChoice
+	sites  []string
+}
+
+// flashGroups returns the flash pass's choices, those of equal split,
+// positions and predictions one group, in program order.
+func flashGroups(cs []pipeline.FlashChoice) []flashGroup {
+	var out []flashGroup
+	at := map[pipeline.FlashChoice]int{} // by the choice, its Max cleared
+	for _, c := range cs {
+		key := c
+		key.Max = ""
+		i, seen := at[key]
+		if !seen {
+			i = len(out)
+			at[key] = i
+			out = append(out, flashGroup{choice: c})
+		}
+		out[i].sites = append(out[i].sites, c.Max)
+	}
+	return out
+}
+
+// flashReport returns the flash pass's choices as "tec explain --plan
+// --json" writes them.
+func flashReport(cs []pipeline.FlashChoice) []planFlash {
+	var out []planFlash
+	for _, g := range flashGroups(cs) {
+		c := g.choice
+		out = append(out, planFlash{Sites: g.sites, Positions: c.Positions, Chunks: max(c.Split.Chunks, 1), ScoresSplit: c.Split.Scores,
+			HeadsGrouped: c.Split.Group && !c.Split.Scores, PredictedUS: jsonFloat(c.Time * 1e6), UnsplitUS: jsonFloat(c.Unsplit * 1e6)})
+	}
+	return out
 }
 
 type planKernel struct {
@@ -96,6 +148,8 @@ type planBoundary struct {
 type kernelPlan struct {
 	*partition.Plan
 	Launch []partition.Launch
+	// Flash are the flash pass's choices.
+	Flash []pipeline.FlashChoice
 	// Registers says which register figure each kernel's occupancy
 	// counted.
 	Registers *driver.RegisterCheck
@@ -105,6 +159,19 @@ type kernelPlan struct {
 // figure of each kernel.
 func (p *kernelPlan) String() string {
 	var b strings.Builder
+	if groups := flashGroups(p.Flash); len(groups) > 0 {
+		b.WriteString("flash-decoding, as the cost model chose it for each softmax over more positions than rows:\n")
+		for _, g := range groups {
+			fmt.Fprintf(&b, "  %s", g.choice)
+			switch n := len(g.sites); {
+			case n == 2:
+				fmt.Fprintf(&b, "; and 1 site like it (%s)", g.sites[1])
+			case n > 2:
+				fmt.Fprintf(&b, "; and %d sites like it (%s to %s)", n-1, g.sites[1], g.sites[n-1])
+			}
+			b.WriteByte('\n')
+		}
+	}
 	b.WriteString(p.Format(p.Launch))
 	if s := registerSummary(p.Registers); s != "" {
 		fmt.Fprintf(&b, "%s\n", s)
@@ -166,7 +233,7 @@ func (e *env) plan(c *command, prog *te.Program, opts pipeline.Options, tg gpu.A
 	if err != nil {
 		return nil, err
 	}
-	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers}, nil
+	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers, Flash: res.Flash}, nil
 }
 
 // launches returns the grid that kernel i of m, lowered from kernel i of
@@ -213,7 +280,7 @@ func launchReason(pk *partition.Kernel, k *kir.Kernel, g gpu.Model, blocks int) 
 
 func newPlanReport(p *kernelPlan, level int) *planReport {
 	pl := p.Plan
-	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Kernels: []planKernel{}}
+	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Flash: flashReport(p.Flash), Kernels: []planKernel{}}
 	for i, k := range pl.Kernels {
 		kr := planKernel{
 			Grid:        p.Launch[i].Blocks,

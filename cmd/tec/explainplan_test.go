@@ -175,3 +175,33 @@ func TestExplainPlanGridReason(t *testing.T) {
 		t.Errorf("text plan lacks %q:\n%s", want, stdout)
 	}
 }
+
+// TestExplainPlanFlash checks that "tec explain --plan" says what the
+// flash pass chose for a decode step's attention, one line for the
+// layers' sites of one choice, as text and as JSON: the tiny Llama's at
+// B = 8, a cache of 512, its two layers' sites split in chunks and
+// priced below the unsplit site.
+func TestExplainPlanFlash(t *testing.T) {
+	args := []string{"explain", "../../examples/llama.te", "--model", "decode", "-D", "B=8", "-D", "T=512", "-D", "L=2",
+		"-D", "D=512", "-D", "NH=8", "-D", "NKV=2", "-D", "FF=64", "-D", "V=64", "--precision", "bf16", "--gpu", "h100",
+		"--ptxas", "off", "--plan", "--summary"}
+	code, stdout, stderr := runTec(t, args...)
+	if code != exitOK {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "flash-decoding, as the cost model chose it") || !strings.Contains(stdout, "mx over 512 positions: ") ||
+		!strings.Contains(stdout, "; and 1 site like it (mx.1)") {
+		t.Errorf("no line of the flash pass's choice for mx and mx.1:\n%s", stdout)
+	}
+	code, stdout, stderr = runTec(t, append(args, "--json")...)
+	var r struct {
+		Plan *planReport `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
+		t.Fatalf("status %d, %v\n%s", code, err, stderr)
+	}
+	if f := r.Plan.Flash; len(f) != 1 || len(f[0].Sites) != 2 || f[0].Positions != 512 || f[0].Chunks < 2 ||
+		!(f[0].PredictedUS > 0 && f[0].PredictedUS < f[0].UnsplitUS) {
+		t.Errorf("flash %+v; want one choice for mx and mx.1, split, predicted faster than unsplit", f)
+	}
+}
