@@ -121,15 +121,7 @@ func TestFlashDecodeScores(t *testing.T) {
 	}
 	t.Run("bf16", func(t *testing.T) {
 		half := split(precision.Apply(p, precision.BF16))
-		hin := numeric.ConformFeeds(in, half)
-		want, err := te.Evaluate(half, hin, te.EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, FlashChunks: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, hin, want := buildBF16(t, half, in, g)
 		chain := []string{"sc/chunk", "mx/chunk", "den/chunk", "ctx/chunk"}
 		k, at := stageOf(res.Plan, chain[0])
 		if k == nil {
@@ -154,13 +146,7 @@ func TestFlashDecodeScores(t *testing.T) {
 		} else if deps := k.Counters[m]; len(deps) != 1 || deps[0].Producer.Name != "ctx/chunk" {
 			t.Errorf("the merge waits on %v; want the counters of ctx/chunk alone:\n%s", deps, res.Plan)
 		}
-		out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
-		if out.RaceCount > 0 {
-			t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-		}
-		if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
-			t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
-		}
+		checkLogitsBF16(t, res, hin, want)
 		// Each chunk's denominator computed on the block after its
 		// context's: the merge's counters no longer order it.
 		misaligned(t, res.Module, hin, "den/chunk", "ctx")
@@ -206,15 +192,7 @@ func TestGroupedDecodeScores(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%d chunks bf16", chunks), func(t *testing.T) {
 			half := group(precision.Apply(p, precision.BF16), chunks)
-			hin := numeric.ConformFeeds(in, half)
-			want, err := te.Evaluate(half, hin, te.EvalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, FlashChunks: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, hin, want := buildBF16(t, half, in, g)
 			k, at := stageOf(res.Plan, "sc")
 			if k == nil {
 				t.Fatalf("no stage sc in the plan")
@@ -222,14 +200,38 @@ func TestGroupedDecodeScores(t *testing.T) {
 			if s := res.Plan.Schedules[k.Stages[at]]; s.MatVec == nil || !s.MatVec.KLanes || s.TileM != 4 {
 				t.Errorf("sc: %s; want a matrix-vector tile of 4 rows on a warp's lanes", s)
 			}
-			out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
-			if out.RaceCount > 0 {
-				t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-			}
-			if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
-				t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
-			}
+			checkLogitsBF16(t, res, hin, want)
 		})
+	}
+}
+
+// buildBF16 builds the bf16 program half at the top level as given (no
+// flash pass) and evaluates it in the reference on the feeds in, made
+// half's types: the build, the feeds and the reference's outputs.
+func buildBF16(t *testing.T, half *te.Program, in map[string]*te.Array, g gpu.Model) (*pipeline.Result, map[string]*te.Array, map[string]*te.Array) {
+	t.Helper()
+	hin := numeric.ConformFeeds(in, half)
+	want, err := te.Evaluate(half, hin, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, FlashChunks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, hin, want
+}
+
+// checkLogitsBF16 runs res in the simulator on in and checks it race-free
+// and its logits within 1 % of the bf16 reference's, want.
+func checkLogitsBF16(t *testing.T, res *pipeline.Result, in, want map[string]*te.Array) {
+	t.Helper()
+	out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
+	if out.RaceCount > 0 {
+		t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
+	}
+	if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
+		t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
 	}
 }
 
