@@ -3,6 +3,7 @@ package transform
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -198,5 +199,56 @@ func TestSplitSoftmaxRejectsRagged(t *testing.T) {
 	_, err := SplitSoftmax(p, func(*SoftmaxSite) Split { return Split{Chunks: 3} })
 	if err == nil || !strings.Contains(err.Error(), "3 chunks do not divide mx's 64 positions") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSplitSoftmaxRandom splits the decode attention of random shapes
+// (batch, heads, key/value heads that divide them, head size, cache) at
+// random positions, in a random chunk count, its scores whole, grouped or
+// split, and compares the context with the unsplit program's in the
+// reference evaluator.
+func TestSplitSoftmaxRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 19))
+	for i := range 100 {
+		b, nkv, g := 1+rng.IntN(3), 1+rng.IntN(3), []int{1, 2, 3, 4, 8}[rng.IntN(5)]
+		nh, dh := nkv*g, 1+rng.IntN(9)
+		ts := []int{4, 6, 12, 16, 30, 64}
+		tt := ts[rng.IntN(len(ts))]
+		src := strings.NewReplacer("const B = 4", fmt.Sprintf("const B = %d", b), "const T = 64", fmt.Sprintf("const T = %d", tt),
+			"const NH = 4", fmt.Sprintf("const NH = %d", nh), "const DH = 8", fmt.Sprintf("const DH = %d", dh),
+			"NH / 2", fmt.Sprint(nkv), "n / 2", fmt.Sprintf("n / %d", g)).Replace(decodeAttention)
+		p := checkProgram(t, "attn.te", src)
+		sites := SoftmaxSites(p)
+		if len(sites) != 1 {
+			t.Fatalf("case %d: %d sites in\n%s", i, len(sites), src)
+		}
+		counts := append([]int{1}, sites[0].ChunkCounts(1, tt)...)
+		sp := Split{Chunks: counts[rng.IntN(len(counts))], Scores: rng.IntN(3) == 0, Group: rng.IntN(2) == 0}
+		if sp.Chunks == 1 {
+			sp.Scores = false
+		}
+		q, err := SplitSoftmax(p, func(*SoftmaxSite) Split { return sp })
+		if err != nil {
+			t.Fatalf("case %d %+v: %v", i, sp, err)
+		}
+		grouped := sp.Group && !sp.Scores && g > 1
+		if sc := q.Lookup("sc"); sc != nil && (len(sc.Shape) == 4) != grouped {
+			t.Errorf("case %d %+v, %d heads a key head: sc of shape %v", i, sp, g, sc.Shape)
+		}
+		in := numeric.SeededFeeds(p, uint64(i))
+		for j := range in["pos"].Data {
+			in["pos"].Data[j] = float64(rng.IntN(tt))
+		}
+		want, err := te.Evaluate(p, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := te.Evaluate(q, in, te.EvalOptions{})
+		if err != nil {
+			t.Fatalf("case %d %+v: %v", i, sp, err)
+		}
+		if e := numeric.RelError(got["ctx"], want["ctx"]); !(e < 1e-9) {
+			t.Errorf("case %d (B=%d NH=%d NKV=%d DH=%d T=%d) %+v: relative error %g", i, b, nh, nkv, dh, tt, sp, e)
+		}
 	}
 }

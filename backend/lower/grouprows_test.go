@@ -3,6 +3,7 @@ package lower_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"tec/internal/numeric"
@@ -107,6 +108,42 @@ func TestGroupedScores(t *testing.T) {
 				if err != nil || mm != nil {
 					t.Errorf("pos %v: ctx: %v %v", pos, err, mm)
 				}
+			}
+		})
+	}
+}
+
+// TestGroupedScoresRandom lowers the grouped attention of random shapes
+// (batch, key/value heads, heads a group, head size, cache, precision,
+// GPU) at random positions, and checks the module against the reference,
+// race-free.
+func TestGroupedScoresRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 20))
+	modes := []precision.Mode{precision.F32, precision.BF16, precision.F16}
+	gpus := []string{"h100", "a100", "t4"}
+	for range 16 {
+		batch, nkv, g := 1+rng.IntN(3), 1+rng.IntN(2), []int{2, 4, 8}[rng.IntN(3)]
+		dh, tt := []int{8, 12, 32, 64}[rng.IntN(4)], []int{16, 40, 96}[rng.IntN(3)]
+		mode, gpuName := modes[rng.IntN(len(modes))], gpus[rng.IntN(len(gpus))]
+		if mode == precision.BF16 && gpuName == "t4" {
+			mode = precision.F16 // sm_75 has no bf16 arithmetic
+		}
+		name := fmt.Sprintf("B=%d NKV=%d G=%d DH=%d T=%d %s %s", batch, nkv, g, dh, tt, mode, gpuName)
+		t.Run(name, func(t *testing.T) {
+			p := precision.Apply(decodeAttention(batch, nkv*g, nkv, dh, tt), mode)
+			p = transform.GroupRows(p, func(u *te.Tensor) bool { return u.Name == "sc" || u.Name == "ctx" })
+			m, _ := fusedModule(t, p, gpuName, false)
+			in := randomFeeds(p)
+			for j := range in["pos"].Data {
+				in["pos"].Data[j] = float64(rng.IntN(tt))
+			}
+			want, res := runRaceFree(t, p, m, in)
+			tol := numeric.Tolerance{Rtol: 1e-4, Atol: 1e-5}
+			if mode != precision.F32 {
+				tol = numeric.Tolerance{Rtol: 2e-2, Atol: 2e-2}
+			}
+			if mm, err := numeric.Compare(res.Outputs["ctx"], want["ctx"], tol); err != nil || mm != nil {
+				t.Errorf("ctx: %v %v", err, mm)
 			}
 		})
 	}
