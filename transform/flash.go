@@ -406,7 +406,8 @@ func (s *SoftmaxSite) Groupable() bool {
 func SplitSoftmax(p *te.Program, split func(*SoftmaxSite) Split) (*te.Program, error) {
 	splits := map[*te.Tensor]Split{} // by max
 	group := map[*te.Tensor]bool{}   // scores to group
-	for _, s := range SoftmaxSites(p) {
+	sites := SoftmaxSites(p)
+	for _, s := range sites {
 		sp := split(s)
 		splits[s.Max] = sp
 		if sp.Group && !sp.Scores && s.Groupable() {
@@ -421,12 +422,16 @@ func SplitSoftmax(p *te.Program, split func(*SoftmaxSite) Split) (*te.Program, e
 		}
 	}
 	if len(group) > 0 {
+		// Grouped, every site must still be one to split; else the
+		// sites are split ungrouped rather than some not at all.
 		q, nu := groupRows(p, func(t *te.Tensor) bool { return group[t] })
-		moved := make(map[*te.Tensor]Split, len(splits))
-		for t, sp := range splits {
-			moved[nu[t]] = sp
+		if len(SoftmaxSites(q)) == len(sites) {
+			moved := make(map[*te.Tensor]Split, len(splits))
+			for t, sp := range splits {
+				moved[nu[t]] = sp
+			}
+			p, splits = q, moved
 		}
-		p, splits = q, moved
 	}
 	byTensor := map[*te.Tensor]*chunked{}      // by max, weight and sum
 	chunkedScores := map[*te.Tensor]*chunked{} // by scores, where Split.Scores
