@@ -185,3 +185,4 @@ func TestGroupedScoresOnLanes(t *testing.T) {
 		}
 	}
 }
+

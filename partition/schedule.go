@@ -415,16 +415,20 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 		}
 		return tf, c
 	}
-	mv.TileF, mv.Cols = tiling(cols1)
-	if mv.Cols == 1 || plainLoads(partExprs(parts)) {
+	tf, c := tiling(cols1)
+	if c == 1 || plainLoads(partExprs(parts)) {
+		mv.TileF, mv.Cols = tf, c
 		return s.setMatVec(d, mv, g, out)
 	}
 	// A thread's columns share its loads of the rows, but a wide factor
 	// computed from its loads (a select of a decode step's new key or the
 	// cache) is then read a scalar at a time (setLoads), where one column
 	// a thread reads it 16 bytes at a time: the cost model chooses.
+	// (tiling works in mv: each tiling is taken before the next.)
+	tf1, _ := tiling(1)
+	mv.TileF, mv.Cols = tf, c
 	one := *mv
-	one.TileF, one.Cols = tiling(1)
+	one.TileF, one.Cols = tf1, 1
 	kept := s.clone()
 	if !s.setMatVec(d, &one, g, out) {
 		s.set(kept)

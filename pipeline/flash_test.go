@@ -114,3 +114,43 @@ func TestFlashChunksOption(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupedTiles checks the tiles of one full-size Llama decode layer
+// (bf16, H100 model, B = 8, T = 1024) with its attention grouped in 8
+// chunks: where a tile of the group's rows reads a select of the new key
+// or value and the cache, the planner prices several columns a thread
+// (scalar loads, each staged element read once for them) and one column
+// a thread (16-byte loads) and keeps each where the cost model prefers
+// it: the scores one column a thread on a warp's lanes, the partial
+// contexts (positions of 128, columns along a value) several columns a
+// thread, which the cost model prices below one column a thread (made
+// 4 columns a thread with 16-byte loads across them, MatVec.ColVec).
+// Before both were priced, the several-columns candidate was lost and
+// the contexts took the vectors across columns.
+func TestGroupedTiles(t *testing.T) {
+	src, err := os.ReadFile("../examples/llama.te")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := lang.Check("llama.te", src, lang.Config{Model: "decode", Defines: map[string]string{"L": "1", "B": "8"}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	p = precision.Apply(p, precision.BF16)
+	p, err = transform.SplitSoftmax(p, func(*transform.SoftmaxSite) transform.Split { return transform.Split{Chunks: 8, Group: true} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gpu.Builtin("h100")
+	res, err := Build(p, Options{Level: 4, GPU: g, FlashChunks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, ctx := res.Plan.Schedules[res.Program.Lookup("sc")], res.Plan.Schedules[res.Program.Lookup("ctx/chunk")]
+	if sc == nil || sc.MatVec == nil || sc.MatVec.Cols > 1 || !sc.MatVec.KLanes || sc.TileM != 4 {
+		t.Errorf("sc: %v; want a tile of the 4 heads, a column a thread on a warp's lanes", sc)
+	}
+	if ctx == nil || ctx.MatVec == nil || ctx.MatVec.Cols < 2 || ctx.MatVec.ColVec != 0 || ctx.TileM != 4 {
+		t.Errorf("ctx/chunk: %v; want a tile of the 4 heads, several columns a thread, each read alone", ctx)
+	}
+}
