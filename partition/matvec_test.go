@@ -185,4 +185,3 @@ func TestGroupedScoresOnLanes(t *testing.T) {
 		}
 	}
 }
-
