@@ -30,6 +30,8 @@
 //
 //	precision   Precision other than f32
 //	            half storage, or TF32 rounding of contraction operands (package precision)
+//	groups      -O3 and up
+//	            grouped convolutions as a batched contraction of their groups (transform.GroupConvolutions)
 //	flash       -O3 and up, or FlashChunks > 1
 //	            softmax-weighted reductions split across blocks (flash-decoding, transform.SplitSoftmax)
 //	horizontal  -O1 and up

@@ -220,19 +220,10 @@ func flashCandidates(s *transform.SoftmaxSite, opts Options, counts []int) ([]Fl
 // the partitioner (and recomputation) that Build runs at opts.Level, and the least occupancy
 // (blocks per SM) of its kernels.
 func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
-	popts := partitionOptions(opts)
-	// Counters are left out: they change a candidate's few grid syncs
-	// by a fraction of a microsecond, and finding them fits every point
-	// of the site's stages to the tiles they read, the most of the
-	// pricing's time.
-	popts.Counters = partition.CountersOff
-	b := &build{opts: opts, popts: popts, prog: p}
-	if _, err := b.runPasses(func(name string) bool {
-		return name == "vertical" || name == "recompute" || name == "plan"
-	}, nil); err != nil {
+	pl, err := planSubprogram(p, opts)
+	if err != nil {
 		return 0, 0, err
 	}
-	pl := b.plan
 	_, _, cost := pl.Stats()
 	occ := 0
 	for i, k := range pl.Kernels {
@@ -243,9 +234,29 @@ func subprogramTime(p *te.Program, opts Options) (float64, int, error) {
 	return cost.Total(), occ, nil
 }
 
-// canonicalText returns p's text with its tensors renamed by position and
-// their source locations dropped: equal for the same site in every layer.
+// planSubprogram returns the plan of p after the passes and the
+// partitioner (and recomputation) that Build runs at opts.Level.
+func planSubprogram(p *te.Program, opts Options) (*partition.Plan, error) {
+	popts := partitionOptions(opts)
+	// Counters are left out: they change a candidate's few grid syncs
+	// by a fraction of a microsecond, and finding them fits every point
+	// of the site's stages to the tiles they read, the most of the
+	// pricing's time.
+	popts.Counters = partition.CountersOff
+	b := &build{opts: opts, popts: popts, prog: p}
+	if _, err := b.runPasses(func(name string) bool {
+		return name == "vertical" || name == "recompute" || name == "plan"
+	}, nil); err != nil {
+		return nil, err
+	}
+	return b.plan, nil
+}
+
+// canonicalText returns p's text with p and its tensors renamed (the
+// tensors by position) and their source locations dropped: equal for the
+// same site in every layer. It renames them in p.
 func canonicalText(p *te.Program) string {
+	p.Name = "site"
 	for i, t := range p.Tensors {
 		t.Name = fmt.Sprintf("t%d", i)
 		t.Span, t.Scope = te.Span{}, nil

@@ -43,6 +43,16 @@ func passes() []pass {
 			dump: programText,
 		},
 		{
+			name: "groups", when: "-O3 and up",
+			runs: func(o Options) bool { return o.Level >= 3 },
+			doc:  "grouped convolutions as a batched contraction of their groups (transform.GroupConvolutions)",
+			run: func(b *build) (err error) {
+				b.prog, err = groupConvolutions(b.prog, b.opts)
+				return err
+			},
+			dump: programText,
+		},
+		{
 			name: "flash", when: "-O3 and up, or FlashChunks > 1",
 			runs: func(o Options) bool { return o.FlashChunks > 1 || o.FlashChunks == 0 && o.Level >= 3 },
 			doc:  "softmax-weighted reductions split across blocks (flash-decoding, transform.SplitSoftmax)",

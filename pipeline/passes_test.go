@@ -88,7 +88,7 @@ func TestDumpEachPass(t *testing.T) {
 			want = "kernel 0"
 		case "flash":
 			want = "/chunk"
-		case "precision", "horizontal", "vertical", "recompute":
+		case "precision", "groups", "horizontal", "vertical", "recompute":
 			want = "compute("
 		}
 		if !strings.Contains(out.String(), want) {
@@ -137,6 +137,8 @@ func TestPassOrder(t *testing.T) {
 	}
 	for _, c := range []struct{ before, after, why string }{
 		{"precision", "flash", "every level rounds at the same points, those of the program as written"},
+		{"precision", "groups", "the grouped convolutions' sums are in their precision's form"},
+		{"groups", "horizontal", "the grouped convolutions are found as the front end wrote them"},
 		{"flash", "horizontal", "the softmax sites are found as the front end wrote them"},
 		{"horizontal", "vertical", "the levels add transforms in Souffle's order"},
 		{"vertical", "recompute", "recomputation prices the inlined chains"},

@@ -304,11 +304,8 @@ func (s *SoftmaxSite) ChunkCounts(minChunk, maxChunks int) []int {
 }
 
 // Subprogram returns a program of the site alone: its scores (when
-// computed), max, weights and sums, and the element-wise tensors they
-// read (a decode step's cache after the step's update, which
-// transform.Vertical inlines into them), reading everything else as
-// inputs of the same names, shapes and types, with the sums as outputs.
-// The cost model prices a split on it.
+// computed), max, weights and sums (see Subprogram), with the sums as
+// outputs. The cost model prices a split on it.
 func (s *SoftmaxSite) Subprogram() *te.Program {
 	own := []*te.Tensor{}
 	if s.Scores.Kind == te.Compute {
@@ -317,6 +314,17 @@ func (s *SoftmaxSite) Subprogram() *te.Program {
 	own = append(own, s.Max)
 	own = append(own, s.Weights...)
 	own = append(own, s.Sums...)
+	return Subprogram(own, s.Sums)
+}
+
+// Subprogram returns a program of the compute tensors own alone, with
+// the element-wise tensors they read (a decode step's cache after the
+// step's update, which transform.Vertical inlines into them), reading
+// everything else as inputs (or params) of the same names, shapes and
+// types, with outputs (of own) as its outputs: what the cost model prices
+// a rewrite of them on.
+func Subprogram(own, outputs []*te.Tensor) *te.Program {
+	own = slices.Clone(own)
 	seen := map[*te.Tensor]bool{}
 	for _, t := range own {
 		seen[t] = true
@@ -330,7 +338,7 @@ func (s *SoftmaxSite) Subprogram() *te.Program {
 		}
 	}
 	nu := map[*te.Tensor]*te.Tensor{}
-	p := &te.Program{Name: s.Max.Name}
+	p := &te.Program{Name: outputs[0].Name}
 	add := func(t *te.Tensor) {
 		t.ID = len(p.Tensors)
 		p.Tensors = append(p.Tensors, t)
@@ -361,7 +369,7 @@ func (s *SoftmaxSite) Subprogram() *te.Program {
 	for _, u := range computed {
 		add(u)
 	}
-	for _, t := range s.Sums {
+	for _, t := range outputs {
 		p.Outputs = append(p.Outputs, nu[t])
 	}
 	return rebuild(p.Name, p.Tensors, p.Outputs)
@@ -424,7 +432,12 @@ func SplitSoftmax(p *te.Program, split func(*SoftmaxSite) Split) (*te.Program, e
 	if len(group) > 0 {
 		// Grouped, every site must still be one to split; else the
 		// sites are split ungrouped rather than some not at all.
-		q, nu := groupRows(p, func(t *te.Tensor) bool { return group[t] })
+		q, nu := groupRows(p, func(t *te.Tensor) (int, int) {
+			if !group[t] {
+				return 0, 0
+			}
+			return SharedRows(t)
+		})
 		if len(SoftmaxSites(q)) == len(sites) {
 			moved := make(map[*te.Tensor]Split, len(splits))
 			for t, sp := range splits {

@@ -36,6 +36,11 @@ const maxRowGroup = 8
 // common (see the note above). It returns 0, 0 when there is none, and for
 // a tensor that is not a computed sum (an input, an in-place update).
 func SharedRows(t *te.Tensor) (int, int) {
+	return sharedAxis(t, maxRowGroup)
+}
+
+// sharedAxis is SharedRows for groups of at most maxGroup points.
+func sharedAxis(t *te.Tensor, maxGroup int) (int, int) {
 	if t.Kind != te.Compute || t.Update != nil {
 		return 0, 0
 	}
@@ -51,7 +56,7 @@ func SharedRows(t *te.Tensor) (int, int) {
 		return 0, 0
 	}
 	for ai, a := range t.Axes {
-		if g := sharedBy(reds[0].Body, a); g > 1 && g <= maxRowGroup && a.Extent%g == 0 {
+		if g := sharedBy(reds[0].Body, a); g > 1 && g <= maxGroup && a.Extent%g == 0 {
 			return ai, g
 		}
 	}
@@ -110,23 +115,35 @@ func sharedBy(e te.Expr, a *te.Var) int {
 // axis stay as they are. An output of p keeps its name and shape: it is
 // computed grouped, as NAME/rows, and copied back. p is not modified.
 func GroupRows(p *te.Program, group func(*te.Tensor) bool) *te.Program {
-	q, _ := groupRows(p, group)
+	q, _ := groupRows(p, func(t *te.Tensor) (int, int) {
+		if !group(t) {
+			return 0, 0
+		}
+		return SharedRows(t)
+	})
 	return q
 }
 
-// groupRows is GroupRows, which also returns the tensor of the new program
-// that each compute tensor of p became.
-func groupRows(p *te.Program, group func(*te.Tensor) bool) (*te.Program, map[*te.Tensor]*te.Tensor) {
-	type split struct{ dim, g int }
-	splits := map[*te.Tensor]split{}
+// groupRows returns p with the axis at dim of each tensor t for which
+// find returns dim, g with g > 1 split into groups of g (GroupRows), and
+// the tensor of the new program that each compute tensor of p became.
+func groupRows(p *te.Program, find func(*te.Tensor) (dim, g int)) (*te.Program, map[*te.Tensor]*te.Tensor) {
+	splits := map[*te.Tensor]axisSplit{}
 	for _, t := range p.Tensors {
-		if !group(t) {
-			continue
-		}
-		if dim, g := SharedRows(t); g > 1 {
-			splits[t] = split{dim: dim, g: g}
+		if dim, g := find(t); g > 1 {
+			splits[t] = axisSplit{dim: dim, g: g}
 		}
 	}
+	return splitAxes(p, splits)
+}
+
+// axisSplit is the axis at dim of a tensor split into groups of g.
+type axisSplit struct{ dim, g int }
+
+// splitAxes returns p with the axis of each tensor in splits split into
+// its groups (see groupRows), and the tensor of the new program that each
+// compute tensor of p became.
+func splitAxes(p *te.Program, splits map[*te.Tensor]axisSplit) (*te.Program, map[*te.Tensor]*te.Tensor) {
 	nu := map[*te.Tensor]*te.Tensor{}
 	relink := func(l *te.Load) te.Expr {
 		s, isSplit := splits[l.Tensor]

@@ -5,8 +5,10 @@
 // to inline one-relies-on-one producers into their consumers; and those
 // tec adds: recomputing cheap producers in their consumers' tiles
 // (Recompute), splitting softmax-weighted reductions across blocks
-// (flash-decoding, SplitSoftmax), and grouping the rows of a contraction
-// that share a factor's loads (GroupRows: the query heads of a key head).
+// (flash-decoding, SplitSoftmax), grouping the rows of a contraction
+// that share a factor's loads (GroupRows: the query heads of a key head),
+// and splitting a grouped convolution's output channels into its groups,
+// which makes it a batched contraction (GroupConvolutions).
 // Each pass takes a program and returns a new one that computes the same
 // outputs; the input program is not modified.
 package transform

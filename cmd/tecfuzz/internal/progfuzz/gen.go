@@ -1258,7 +1258,18 @@ func (g *gen) causalAttention() {
 // pooling, to an NCHW input.
 func (g *gen) conv() {
 	N := g.newDim(1 + g.intn(2))
-	C := g.newDim(pick(g, []int{1, 2, 3, 4}))
+	// groups of a grouped convolution: 2 or 3 of 1 or 2 input channels,
+	// of 2 output channels (point by point) or 8 (a batched contraction
+	// from -O3, pipeline's groups pass)
+	groups, inGroup, outGroup := 1, 1, 1
+	if g.chance(0.25) {
+		groups, inGroup, outGroup = pick(g, []int{2, 3}), pick(g, []int{1, 2}), pick(g, []int{2, 8})
+	}
+	channels := groups * inGroup
+	if groups == 1 {
+		channels = pick(g, []int{1, 2, 3, 4})
+	}
+	C := g.newDim(channels)
 	Hn := pick(g, []int{5, 6, 7, 9})
 	H, W := g.newDim(Hn), g.newDim(pick(g, []int{5, 6, 8}))
 	x := g.placeholder([]dim{N, C, H, W}, "f32", false)
@@ -1267,7 +1278,11 @@ func (g *gen) conv() {
 	var stmt string
 	var L float64
 	y := g.fresh("t")
-	if g.chance(0.4) {
+	if groups > 1 {
+		w := g.placeholder([]dim{g.newDim(groups * outGroup), g.newDim(inGroup), g.newDim(kk), g.newDim(kk)}, "f32", true)
+		stmt = fmt.Sprintf("%s = conv2d(%s, %s, %d, %d, 1, %d)", y, x.name, w.name, stride, pad, groups)
+		L = float64(inGroup * kk * kk)
+	} else if g.chance(0.4) {
 		w := g.placeholder([]dim{C, g.newDim(1), g.newDim(kk), g.newDim(kk)}, "f32", true)
 		stmt = fmt.Sprintf("%s = depthwise_conv2d(%s, %s, %d, %d)", y, x.name, w.name, stride, pad)
 		L = float64(kk * kk)

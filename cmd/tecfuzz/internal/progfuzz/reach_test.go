@@ -1,6 +1,8 @@
 package progfuzz
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 	"tec/lang"
 	"tec/partition"
 	"tec/pipeline"
+	"tec/schedule"
 )
 
 // reach counts, over programs, the -O4 plans with per-tile counters,
@@ -114,5 +117,55 @@ func TestLLMStep(t *testing.T) {
 	t.Logf("%+v", r)
 	if r.matVec < r.programs/2 || r.counters < r.programs/2 {
 		t.Errorf("matrix-vector stages in %d and counters in %d of %d programs, want half of them at least", r.matVec, r.counters, r.programs)
+	}
+}
+
+// groupedConv matches a grouped convolution that conv writes, its groups
+// the submatch.
+var groupedConv = regexp.MustCompile(`conv2d\([^)]*, 1, ([23])\)`)
+
+// TestGroupedConvs checks that conv writes grouped convolutions and that
+// the -O4 plans of those of 8 output channels a group (on the A100)
+// compute them as a batched contraction, a batch per group (the groups
+// pass); some programs are run at every configuration too.
+func TestGroupedConvs(t *testing.T) {
+	a100, _ := gpu.Builtin("a100")
+	grouped, batched, ran := 0, 0, 0
+	for s := range uint64(200) {
+		g := newGen(s, FocusNone)
+		g.conv()
+		if len(g.body) == 0 {
+			continue // the convolution's output too small to pool
+		}
+		src := g.finish(s).Src
+		m := groupedConv.FindSubmatch(src)
+		if m == nil {
+			continue
+		}
+		grouped++
+		p, ds := lang.Check("gen.te", src, lang.Config{})
+		if ds.HasErrors() {
+			t.Fatalf("%s\n%s", ds.Error(), src)
+		}
+		res, err := pipeline.Build(p, pipeline.Options{Level: 4, GPU: a100, Precision: programPrecision(src)})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		for _, sc := range res.Plan.Schedules {
+			if sc.Kind == schedule.Contraction && fmt.Sprint(sc.Batch) == string(m[1]) && sc.N == 8 {
+				batched++
+				break
+			}
+		}
+		if ran < 4 {
+			ran++
+			for _, f := range Run(src, Options{Configs: Configs(s)}) {
+				t.Errorf("seed %d: %s\n%s", s, f, src)
+			}
+		}
+	}
+	t.Logf("%d grouped convolutions, %d batched contractions", grouped, batched)
+	if grouped == 0 || batched == 0 {
+		t.Errorf("%d grouped convolutions, %d of them batched contractions; want some of each", grouped, batched)
 	}
 }
