@@ -225,7 +225,24 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int, stride
 			return false
 		}
 		if s, ok := x.(*te.Select); ok && (te.Contains(s.Then, moves) || te.Contains(s.Else, moves)) {
-			op = Operand{Why: "a load that moves along its contiguous axis lies under a select"}
+			if usesAny(s.Cond, axes) {
+				op = Operand{Why: "a load that moves along its contiguous axis lies under a select"}
+				return false
+			}
+			// A condition the vector's points share (a horizontally
+			// concatenated contraction's batch): a vector of the
+			// branch it takes, which the staging fetches alone.
+			a := vectorOperand(s.Then, in, axes, ext, n, v, strided)
+			b := vectorOperand(s.Else, in, axes, ext, n, v, strided)
+			for _, br := range []Operand{a, b} {
+				if br.Mode == StageElements {
+					op = br
+					return false
+				}
+			}
+			op.Loads += max(a.Loads, b.Loads)
+			op.Bytes += max(a.Bytes, b.Bytes)
+			op.Width = min(op.Width, a.Width, b.Width)
 			return false
 		}
 		if !moves(x) {
@@ -251,6 +268,17 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int, stride
 		return false
 	})
 	return op
+}
+
+// usesAny reports whether e uses any of axes.
+func usesAny(e te.Expr, axes []*te.Var) bool {
+	used := te.UsedVars(e)
+	for _, a := range axes {
+		if used[a] {
+			return true
+		}
+	}
+	return false
 }
 
 // bareLoad returns e as a load of a tensor of type in, looking through

@@ -21,6 +21,14 @@ func TestStagingOf(t *testing.T) {
 	noop := func(e te.Expr) te.Expr { return &te.Cast{To: te.F16, X: &te.Cast{To: te.F32, X: e}} }
 	exp := func(e te.Expr) te.Expr { return &te.Cast{To: te.F16, X: &te.Unary{Op: te.Exp, X: e}} }
 	padded := &te.Select{Cond: &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: K}, Y: &te.ConstExpr{Value: 60, DType: te.I32}}, Then: ld(x, M, K), Else: &te.ConstExpr{Value: 0, DType: te.F16}}
+	// a horizontally concatenated contraction's operand: x in batch 0,
+	// x2 in batch 1 (a condition a vector's points share), and the same
+	// choice made along k (one they do not)
+	b := &te.Var{Name: "b", Extent: 2}
+	x2 := half("x2", 32, 64)
+	choice := func(v *te.Var, at float64) te.Expr {
+		return &te.Select{Cond: &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: te.VarIndex(v)}, Y: &te.ConstExpr{Value: at, DType: te.I32}}, Then: ld(x, M, K), Else: ld(x2, M, K)}
+	}
 	for _, tc := range []struct {
 		name   string
 		X, Y   te.Expr
@@ -32,6 +40,8 @@ func TestStagingOf(t *testing.T) {
 		{"[out, in] weight", ld(x, M, K), ld(wt, N, K), StageAsync, StageAsync, true},
 		{"computed X", exp(ld(x, M, K)), ld(w, K, N), StageVector, StageVector, false},
 		{"padded X", padded, ld(wt, N, K), StageElements, StageVector, true},
+		{"X chosen by batch", choice(b, 1), ld(w, K, N), StageVector, StageVector, false},
+		{"X chosen along k", choice(k, 32), ld(w, K, N), StageElements, StageVector, false},
 	} {
 		s := StagingOf(tc.X, tc.Y, te.F16, []*te.Var{m}, []*te.Var{n}, r, 32, 48, 64, true)
 		if s.X.Mode != tc.x || s.Y.Mode != tc.y || s.Y.KMajor != tc.kMajor || !s.X.KMajor {
@@ -56,8 +66,10 @@ func TestStagingOf(t *testing.T) {
 // layout allows no 16-byte vector: rows of M or K halves that are not a
 // multiple of 8, a weight packed at an offset of 4 or 2 halves, a row of
 // an odd length (element loads along it), a row read at every other
-// element (element loads along k), and a padding's select, which allows
-// no prefetch.
+// element (element loads along k), a padding's select whose condition
+// the points of a chunk share (along k: element loads along k, fetched
+// where it holds; along m: 16-byte loads along m), and one along both,
+// which allows no prefetch.
 func TestStagingOfNarrow(t *testing.T) {
 	half := func(name string, shape ...int) *te.Tensor {
 		return &te.Tensor{Name: name, DType: te.F16, Shape: shape}
@@ -92,9 +104,23 @@ func TestStagingOfNarrow(t *testing.T) {
 			func(m, n, k te.Index) te.Expr { return ld(half("x", 64, 128), k, m.Scale(2)) },
 			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
 			2, 16, true, true},
-		{"padding", 64, 64, 64,
+		{"padding along m", 64, 64, 64,
 			func(m, n, k te.Index) te.Expr {
 				return &te.Select{Cond: &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: m}, Y: &te.ConstExpr{Value: 60, DType: te.I32}},
+					Then: ld(half("x", 64, 64), k, m), Else: &te.ConstExpr{Value: 0, DType: te.F16}}
+			},
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			2, 16, true, true},
+		{"padding along k", 64, 64, 64,
+			func(m, n, k te.Index) te.Expr {
+				return &te.Select{Cond: &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: k}, Y: &te.ConstExpr{Value: 60, DType: te.I32}},
+					Then: ld(half("x", 64, 64), k, m), Else: &te.ConstExpr{Value: 0, DType: te.F16}}
+			},
+			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },
+			16, 16, false, true},
+		{"padding along m and k", 64, 64, 64,
+			func(m, n, k te.Index) te.Expr {
+				return &te.Select{Cond: &te.Binary{Op: te.Lt, X: &te.IndexExpr{Index: m.Add(k)}, Y: &te.ConstExpr{Value: 100, DType: te.I32}},
 					Then: ld(half("x", 64, 64), k, m), Else: &te.ConstExpr{Value: 0, DType: te.F16}}
 			},
 			func(m, n, k te.Index) te.Expr { return ld(half("w", 64, 64), n, k) },

@@ -10,7 +10,8 @@ import (
 // such tensors or casts to it, as the precision pass writes them under
 // --precision f16 or bf16), te.F32 meaning TF32 where both are rounded to
 // TF32 (round_tf32, under --precision tf32). A select between such a value
-// and zero (a padded convolution) counts as the value. On either path the
+// and zero (a padded convolution) counts as the value, and one between two
+// such values of one type as that type. On either path the
 // products are exact in f32, so a tensor-core contraction computes the
 // same terms as the SIMT one.
 func TensorCoreType(X, Y te.Expr) (te.DType, bool) {
@@ -43,6 +44,11 @@ func operandType(e te.Expr) (te.DType, bool) {
 		if c, ok := e.Then.(*te.ConstExpr); ok && c.Value == 0 {
 			return operandType(e.Else)
 		}
+		// a choice between two such values (a horizontally concatenated
+		// contraction's operand, by the batch it is in)
+		a, oka := operandType(e.Then)
+		b, okb := operandType(e.Else)
+		return a, oka && okb && a == b
 	}
 	return 0, false
 }

@@ -32,6 +32,18 @@ type opTile struct {
 	moving []*te.Load
 	vecs   []*kir.Buffer
 	out    *kir.Buffer
+	// guards[i] are the selects that moving[i] lies under, whose
+	// conditions a chunk's points share: it is fetched only where they
+	// choose its branch (a chunk of a horizontally concatenated
+	// contraction fetches its own batch's tensor, not the others').
+	guards [][]branch
+}
+
+// branch is the arm of a select, Then where then is set, that a load lies
+// under.
+type branch struct {
+	cond te.Expr
+	then bool
 }
 
 // operandTile returns the tile of an operand e staged as op says, in a
@@ -168,17 +180,31 @@ func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, na
 	if o.op.Vec == 0 || o.vec()%o.op.Vec != 0 {
 		return false
 	}
-	te.Walk(o.e, func(x te.Expr) bool {
-		ld, ok := x.(*te.Load)
-		if !ok {
-			return true
-		}
-		used := te.UsedVars(ld)
-		if slices.ContainsFunc(along, func(a *te.Var) bool { return used[a] }) {
-			o.moving = append(o.moving, ld)
-		}
-		return false
-	})
+	uses := func(e te.Expr) bool {
+		used := te.UsedVars(e)
+		return slices.ContainsFunc(along, func(a *te.Var) bool { return used[a] })
+	}
+	var collect func(e te.Expr, path []branch)
+	collect = func(e te.Expr, path []branch) {
+		te.Walk(e, func(x te.Expr) bool {
+			if s, ok := x.(*te.Select); ok && !uses(s.Cond) && (te.HasLoad(s.Then) || te.HasLoad(s.Else)) {
+				collect(s.Cond, path)
+				collect(s.Then, append(slices.Clone(path), branch{s.Cond, true}))
+				collect(s.Else, append(slices.Clone(path), branch{s.Cond, false}))
+				return false
+			}
+			ld, ok := x.(*te.Load)
+			if !ok {
+				return true
+			}
+			if uses(ld) {
+				o.moving = append(o.moving, ld)
+				o.guards = append(o.guards, path)
+			}
+			return false
+		})
+	}
+	collect(o.e, nil)
 	per := te.CeilDiv(o.chunks(), threads)
 	ok := true
 	g.into(func() {
@@ -194,7 +220,7 @@ func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, na
 	})
 	l.unbind(g, o, r)
 	if !ok {
-		o.moving, o.vecs = nil, nil
+		o.moving, o.vecs, o.guards = nil, nil, nil
 		return false
 	}
 	o.out = &kir.Buffer{Name: name + "o", Space: kir.Local, DType: o.s.DType, Shape: []int{o.vec()}}
@@ -247,21 +273,24 @@ func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads i
 						l.bindGroup(g, o, r, c, q)
 					}
 					for i, ld := range o.moving {
-						kl := g.expr(ld).(*kir.Load) // checked by prepareVector
-						vl := o.loadLen(kl.Buf.DType)
-						for p := 0; p < vec; p += vl {
-							at := kir.I(u*n + q + p)
-							b := vl * kl.Buf.DType.Size()
-							if b < 4 { // one element: a plain load
-								g.emit(&kir.Store{Buf: o.vecs[i], Index: at, Value: kir.Ld(kl.Buf, addIndex(kl.Index, p))})
-								continue
+						copies := g.into(func() {
+							kl := g.expr(ld).(*kir.Load) // checked by prepareVector
+							vl := o.loadLen(kl.Buf.DType)
+							for p := 0; p < vec; p += vl {
+								at := kir.I(u*n + q + p)
+								b := vl * kl.Buf.DType.Size()
+								if b < 4 { // one element: a plain load
+									g.emit(&kir.Store{Buf: o.vecs[i], Index: at, Value: kir.Ld(kl.Buf, addIndex(kl.Index, p))})
+									continue
+								}
+								cp := &kir.VecCopy{Dst: o.vecs[i], DstIndex: at, Src: kl.Buf, SrcIndex: addIndex(kl.Index, p)}
+								if b != kir.VecBytes {
+									cp.Bytes = b
+								}
+								g.emit(cp)
 							}
-							cp := &kir.VecCopy{Dst: o.vecs[i], DstIndex: at, Src: kl.Buf, SrcIndex: addIndex(kl.Index, p)}
-							if b != kir.VecBytes {
-								cp.Bytes = b
-							}
-							g.emit(cp)
-						}
+						})
+						g.emit(underBranches(g, o.guards[i], copies)...)
 					}
 				})
 				if in := c.below(q); in != nil {
@@ -273,6 +302,20 @@ func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads i
 		g.emit(loads...)
 		l.unbind(g, o, r)
 	})
+}
+
+// underBranches returns body under the selects' branches path, outermost
+// first: a load fetched only where the conditions choose it.
+func underBranches(g *gen, path []branch, body []kir.Stmt) []kir.Stmt {
+	for j := len(path) - 1; j >= 0; j-- {
+		c := convert(g.expr(path[j].cond), te.Bool)
+		if path[j].then {
+			body = []kir.Stmt{&kir.If{Cond: c, Then: body}}
+		} else {
+			body = []kir.Stmt{&kir.If{Cond: c, Else: body}}
+		}
+	}
+	return body
 }
 
 // bindGroup binds the axes along o's columns at the group of o's loads
