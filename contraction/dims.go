@@ -28,8 +28,9 @@ type Dims struct {
 }
 
 // Of reports whether t is a contraction worth tiling (a single
-// top-level f32 sum of a product of two factors, with N ≥ 8 and K ≥ 4; M
-// may be 1, a matrix-vector product; a reduction nested in the factors must
+// top-level f32 sum of a product of two factors, with N ≥ 8, or 4 in a
+// batch of several — a grouped convolution's groups of 4 channels —, and
+// K ≥ 4; M may be 1, a matrix-vector product; a reduction nested in the factors must
 // not use the sum's axes, see HoistedReductions) and returns its
 // dimensions. The sum may lie under selects (a masked contraction, see
 // MaskedReduce) if its factors load in bounds at every output point, where
@@ -69,7 +70,7 @@ func Of(t *te.Tensor) (Dims, bool) {
 		}
 	}
 	d.M, d.N, d.Batch = Points(d.MAxes), Points(d.NAxes), Points(d.BatchAxes)
-	if d.M*d.N < 8 || d.N < 8 || d.K < 4 {
+	if d.M*d.N < 8 || d.N < 8 && !(d.Batch > 1 && d.N >= 4) || d.K < 4 {
 		return Dims{}, false
 	}
 	return d, true

@@ -23,6 +23,8 @@ func TestTensorCoreType(t *testing.T) {
 		{"bf16 loads", ld(te.BF16), ld(te.BF16), te.BF16, true},
 		{"tf32 roundings", tf32(ld(te.F32)), tf32(ld(te.F32)), te.F32, true},
 		{"padded f16", &te.Select{Cond: &te.ConstExpr{Value: 1, DType: te.Bool}, Then: ld(te.F16), Else: zero}, ld(te.F16), te.F16, true},
+		{"a choice of f16 loads", &te.Select{Cond: &te.ConstExpr{Value: 1, DType: te.Bool}, Then: ld(te.F16), Else: ld(te.F16)}, ld(te.F16), te.F16, true},
+		{"a choice of f16 and bf16", &te.Select{Cond: &te.ConstExpr{Value: 1, DType: te.Bool}, Then: ld(te.F16), Else: ld(te.BF16)}, ld(te.F16), 0, false},
 		{"f32 loads", ld(te.F32), ld(te.F32), 0, false},
 		{"f16 and bf16", ld(te.F16), ld(te.BF16), 0, false},
 		{"f16 and tf32", ld(te.F16), tf32(ld(te.F32)), 0, false},
