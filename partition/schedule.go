@@ -371,7 +371,12 @@ func (s stage) matVec(d contraction.Dims, g gpu.Model, out int64) bool {
 	short := te.NextPow2(te.CeilDiv(s.Threads*matVecMinK, d.K))
 	widestF := matVecMaxTileF
 	if short > widestF && short <= min(warpLanes, s.Threads) {
+		// a power of two that divides the threads (of a block of 96,
+		// 32), which split K among them
 		widestF = min(2*short, s.Threads)
+		for s.Threads%widestF != 0 {
+			widestF /= 2
+		}
 	}
 	narrowest := min(widestF, short)
 	// Several rows share each thread's load of the wide factor; several

@@ -109,7 +109,7 @@ func TestGenerateChecks(t *testing.T) {
 }
 
 // TestRegressions runs the program of each defect of issue 17 (F1-F9) and
-// of each this fuzzer found (N1-N13) at the configuration where it failed,
+// of each this fuzzer found (N1-N14) at the configuration where it failed,
 // both emitters included:
 // each must now be right. N2 failed on a GPU with 2 KiB of shared memory
 // per block, which gpu.Model.Validate now rejects; it runs at the
@@ -184,6 +184,13 @@ func TestRegressions(t *testing.T) {
 			"  sc26[b, n, t] = sum[e](x7[b, n, t, e])\n  oc31[b, c] = sc26[b, c / 16, 16] where c in 0..16\n  o33[b, n] = sum[k](oc31[b, k] * w32[n, k])\n" +
 			"  ms36[b] = sum[d](x6[b, d])\n  hn37[b, d] = x6[b, d] * ms36[b]\n  dn42[b, n] = sum[k](hn37[b, k] * w41[n, k])\n  output out43 = dn42, res34 = o33\n}\n",
 			Config{Level: 3, GPUName: "rand-64t-2sm-24k-1b", GPU: randGPU(64, 256, 2, 24, 24, 1)}},
+		// N14 (a campaign of issue 25, seed 3100025, as reduced): three
+		// projections of a short K (24) concatenated, on a GPU of 96
+		// threads a block, took matrix-vector tiles of 64 columns, which
+		// 96 threads do not split K among (the widest tile for a short
+		// K, twice a warp's share of it, was not made to divide the
+		// threads), and the lowering refused the plan.
+		{"N14", "# tol t49 6.0796746765845455e-06\n# tol ctx27 0.6183861329957592\n# tol out43 4.555272388315186e-05\n# tol res34 1.154095962597429\n# tol x8 0.006795748630740747\n# tol x9 0.0033960160269089954\n# feed pos6 4 5\n# expect outside pos6\n\nconst E = 24\nconst F = 1\nconst G = 1\n\nmodel m {\n  input pos6: i32[2]\n  input x7: f32[2, E]\n  input x9: f16[2, G, F, 16]\n  param w15: f32[64, E]\n  param w17: f32[E, 64]\n  param w38: f32[64, E]\n  k16[b, n] = sum[k](x7[b, k] * w15[n, k])\n  v18[b, n] = sum[k](x7[b, k] * w17[k, n])\n  hv24[b, n, e] = v18[b, 1] where n in 0..G, e in 0..16\n  hn37[b, d] = x7[b, d]\n  gu39[b, n] = sum[k](hn37[b, k] * w38[n, k])\n  update x9[b, g, pos6[b], e] = hv24[b, g, e]\n  output ctx27 = k16, out43 = gu39\n}\n", Config{Level: 3, GPUName: "rand-96t-6sm-20k-4b", GPU: randGPU(96, 288, 6, 20, 40, 4)}},
 		{"N2", "model m {\n  input x: f32[1, 9]\n  param w: f32[9, 21]\n  y[i, j] = sum[k](x[i, k] * w[k, j])\n  output y\n}\n", Config{Level: 0, GPUName: "rand-16k", GPU: withShared(16 << 10)}},
 		// Issue 23's campaign, seed 207176: a matrix-vector fit read the
 		// column of a rank-0 producer (t6) at its last dimension, which it
