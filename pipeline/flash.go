@@ -15,11 +15,13 @@ import (
 const (
 	minFlashChunk  = 32
 	maxFlashChunks = 64
-	// flashMargin is how much faster than the unsplit softmax the
-	// cost model must predict a split, so that a split is not made for
-	// a gain within the model's error.
-	flashMargin = 0.98
 )
+
+// rewriteMargin is how much faster than the program as it is the cost
+// model must predict a rewrite that a pass prices (a softmax split, a
+// convolution grouped), so that none is made for a gain within the
+// model's error.
+const rewriteMargin = 0.98
 
 // splitSoftmax splits p's softmax-weighted reductions across blocks
 // (transform.SplitSoftmax, flash-decoding) as opts.FlashChunks says: by
@@ -137,7 +139,7 @@ func flashChoiceFor(s *transform.SoftmaxSite, opts Options, cache map[string]fla
 		if c.BlocksPerSM < cands[0].BlocksPerSM {
 			t += isolate
 		}
-		if forced && best.Chunks != c.Chunks || t < best.Time*flashMargin {
+		if forced && best.Chunks != c.Chunks || t < best.Time*rewriteMargin {
 			best, best.Time = c, t
 		}
 	}

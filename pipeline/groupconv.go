@@ -48,7 +48,7 @@ func groupConvolutions(p *te.Program, opts Options) (*te.Program, error) {
 
 // groupedFaster reports whether sub, a program of one grouped
 // convolution t (its output), is a contraction once grouped and its stage
-// predicted faster so, by flashMargin at least. The stages are compared
+// predicted faster so, by rewriteMargin at least. The stages are compared
 // alone, without the copy of the grouped output back into t's shape that
 // the subprogram needs and a whole program does not (t's readers load it
 // grouped).
@@ -66,7 +66,7 @@ func groupedFaster(sub *te.Program, opts Options) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return grouped < as*flashMargin, nil
+	return grouped < as*rewriteMargin, nil
 }
 
 // stageTime returns the predicted time of the stage computing the tensor
