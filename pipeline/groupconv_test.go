@@ -43,9 +43,13 @@ model m {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		q, err := groupConvolutions(precision.Apply(p, tc.mode), Options{Level: MaxLevel})
+		q, choices, err := groupConvolutions(precision.Apply(p, tc.mode), Options{Level: MaxLevel})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tc.out/tc.groups >= 4 && (len(choices) != 1 || choices[0].Conv != "z" || choices[0].Grouped != tc.grouped ||
+			choices[0].Groups != tc.groups || choices[0].Channels != tc.out/tc.groups || !(choices[0].Time > 0 && choices[0].AsIs > 0)) {
+			t.Errorf("%s: choices %v; want z's, grouped %v", name, choices, tc.grouped)
 		}
 		for _, tensor := range []string{"z", "y"} {
 			if got := len(q.Lookup(tensor).Shape) == 5; got != tc.grouped {

@@ -47,7 +47,7 @@ func passes() []pass {
 			runs: func(o Options) bool { return o.Level >= 3 },
 			doc:  "grouped convolutions as a batched contraction of their groups (transform.GroupConvolutions)",
 			run: func(b *build) (err error) {
-				b.prog, err = groupConvolutions(b.prog, b.opts)
+				b.prog, b.groups, err = groupConvolutions(b.prog, b.opts)
 				return err
 			},
 			dump: programText,
@@ -141,8 +141,9 @@ type build struct {
 	plan *partition.Plan
 	// mod is the kernel IR once the kir pass has made it.
 	mod *kir.Module
-	// flash are the flash pass's choices.
-	flash []FlashChoice
+	// flash are the flash pass's choices, groups the groups pass's.
+	flash  []FlashChoice
+	groups []GroupChoice
 	// checked holds the program and plan that verify has checked.
 	checked struct {
 		prog *te.Program
@@ -265,5 +266,5 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Program: b.prog, Plan: b.plan, Module: b.mod, Passes: ran, Flash: b.flash}, nil
+	return &Result{Program: b.prog, Plan: b.plan, Module: b.mod, Passes: ran, Flash: b.flash, Groups: b.groups}, nil
 }

@@ -86,6 +86,9 @@ type Result struct {
 	// cost model priced (with the flash pass, -O3 and up), in program
 	// order.
 	Flash []FlashChoice
+	// Groups are the groups pass's choices, one for each grouped
+	// convolution the cost model priced (-O3 and up), in program order.
+	Groups []GroupChoice
 }
 
 // partitionOptions returns the partitioner's options at opts.Level.

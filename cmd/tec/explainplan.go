@@ -20,7 +20,19 @@ type planReport struct {
 	Level    int          `json:"level"`
 	Strategy string       `json:"strategy"`
 	Flash    []planFlash  `json:"flash,omitempty"`
+	Groups   []planGroups `json:"groups,omitempty"`
 	Kernels  []planKernel `json:"kernels"`
+}
+
+// planGroups is the groups pass's choice for grouped convolutions of one
+// text (a model's repeated blocks): pipeline.GroupChoice.
+type planGroups struct {
+	Convolutions []string  `json:"convolutions"`
+	Groups       int       `json:"groups"`
+	Channels     int       `json:"channels"`
+	Grouped      bool      `json:"grouped"`
+	PredictedUS  jsonFloat `json:"predicted_us"`
+	AsIsUS       jsonFloat `json:"as_is_us"`
 }
 
 // planFlash is the flash pass's choice for softmax sites of one text
@@ -35,31 +47,69 @@ type planFlash struct {
 	UnsplitUS    jsonFloat `json:"unsplit_us"`
 }
 
-// flashGroup is the flash pass's choice for the sites of equal split,
-// positions and predictions (the layers of a model): the first site's
-// choice, and every site's max.
-type flashGroup struct {
-	choice pipeline.FlashChoice
+// alike are the choices of a pass, each with the sites it was made for
+// (the layers of a model): those of equal choice and predictions one,
+// the first site's choice, and every site's name.
+type alike[T any] struct {
+	choice T
 	sites  []string
 }
 
-// flashGroups returns the flash pass's choices, those of equal split,
-// positions and predictions one group, in program order.
-func flashGroups(cs []pipeline.FlashChoice) []flashGroup {
-	var out []flashGroup
-	at := map[pipeline.FlashChoice]int{} // by the choice, its Max cleared
+// sameChoices returns cs grouped into those equal but for their site's
+// name (site returns it, anon clears it), in program order.
+func sameChoices[T comparable](cs []T, site func(T) string, anon func(T) T) []alike[T] {
+	var out []alike[T]
+	at := map[T]int{} // by the choice, its site cleared
 	for _, c := range cs {
-		key := c
-		key.Max = ""
+		key := anon(c)
 		i, seen := at[key]
 		if !seen {
 			i = len(out)
 			at[key] = i
-			out = append(out, flashGroup{choice: c})
+			out = append(out, alike[T]{choice: c})
 		}
-		out[i].sites = append(out[i].sites, c.Max)
+		out[i].sites = append(out[i].sites, site(c))
 	}
 	return out
+}
+
+// flashGroups returns the flash pass's choices, those of equal split,
+// positions and predictions one group, in program order.
+func flashGroups(cs []pipeline.FlashChoice) []alike[pipeline.FlashChoice] {
+	return sameChoices(cs, func(c pipeline.FlashChoice) string { return c.Max },
+		func(c pipeline.FlashChoice) pipeline.FlashChoice { c.Max = ""; return c })
+}
+
+// convGroups returns the groups pass's choices, those of equal groups,
+// choice and predictions one group, in program order.
+func convGroups(cs []pipeline.GroupChoice) []alike[pipeline.GroupChoice] {
+	return sameChoices(cs, func(c pipeline.GroupChoice) string { return c.Conv },
+		func(c pipeline.GroupChoice) pipeline.GroupChoice { c.Conv = ""; return c })
+}
+
+// groupsReport returns the groups pass's choices as "tec explain --plan
+// --json" writes them.
+func groupsReport(cs []pipeline.GroupChoice) []planGroups {
+	var out []planGroups
+	for _, g := range convGroups(cs) {
+		c := g.choice
+		out = append(out, planGroups{Convolutions: g.sites, Groups: c.Groups, Channels: c.Channels, Grouped: c.Grouped,
+			PredictedUS: jsonFloat(c.Time * 1e6), AsIsUS: jsonFloat(c.AsIs * 1e6)})
+	}
+	return out
+}
+
+// likeIt returns what follows a choice's line for the sites beyond the
+// first that share it: "; and 1 site like it (a)", "; and 2 sites like it
+// (a to b)".
+func likeIt(sites []string, what string) string {
+	switch n := len(sites); {
+	case n == 2:
+		return fmt.Sprintf("; and 1 %s like it (%s)", what, sites[1])
+	case n > 2:
+		return fmt.Sprintf("; and %d %ss like it (%s to %s)", n-1, what, sites[1], sites[n-1])
+	}
+	return ""
 }
 
 // flashReport returns the flash pass's choices as "tec explain --plan
@@ -148,8 +198,9 @@ type planBoundary struct {
 type kernelPlan struct {
 	*partition.Plan
 	Launch []partition.Launch
-	// Flash are the flash pass's choices.
-	Flash []pipeline.FlashChoice
+	// Flash are the flash pass's choices, Groups the groups pass's.
+	Flash  []pipeline.FlashChoice
+	Groups []pipeline.GroupChoice
 	// Registers says which register figure each kernel's occupancy
 	// counted.
 	Registers *driver.RegisterCheck
@@ -162,14 +213,13 @@ func (p *kernelPlan) String() string {
 	if groups := flashGroups(p.Flash); len(groups) > 0 {
 		b.WriteString("flash-decoding, as the cost model chose it for each softmax over more positions than rows:\n")
 		for _, g := range groups {
-			fmt.Fprintf(&b, "  %s", g.choice)
-			switch n := len(g.sites); {
-			case n == 2:
-				fmt.Fprintf(&b, "; and 1 site like it (%s)", g.sites[1])
-			case n > 2:
-				fmt.Fprintf(&b, "; and %d sites like it (%s to %s)", n-1, g.sites[1], g.sites[n-1])
-			}
-			b.WriteByte('\n')
+			fmt.Fprintf(&b, "  %s%s\n", g.choice, likeIt(g.sites, "site"))
+		}
+	}
+	if groups := convGroups(p.Groups); len(groups) > 0 {
+		b.WriteString("grouped convolutions, as the cost model chose them:\n")
+		for _, g := range groups {
+			fmt.Fprintf(&b, "  %s%s\n", g.choice, likeIt(g.sites, "convolution"))
 		}
 	}
 	b.WriteString(p.Format(p.Launch))
@@ -233,7 +283,7 @@ func (e *env) plan(c *command, prog *te.Program, opts pipeline.Options, tg gpu.A
 	if err != nil {
 		return nil, err
 	}
-	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers, Flash: res.Flash}, nil
+	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers, Flash: res.Flash, Groups: res.Groups}, nil
 }
 
 // launches returns the grid that kernel i of m, lowered from kernel i of
@@ -280,7 +330,7 @@ func launchReason(pk *partition.Kernel, k *kir.Kernel, g gpu.Model, blocks int) 
 
 func newPlanReport(p *kernelPlan, level int) *planReport {
 	pl := p.Plan
-	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Flash: flashReport(p.Flash), Kernels: []planKernel{}}
+	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Flash: flashReport(p.Flash), Groups: groupsReport(p.Groups), Kernels: []planKernel{}}
 	for i, k := range pl.Kernels {
 		kr := planKernel{
 			Grid:        p.Launch[i].Blocks,

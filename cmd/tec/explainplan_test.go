@@ -205,3 +205,41 @@ func TestExplainPlanFlash(t *testing.T) {
 		t.Errorf("flash %+v; want one choice for mx and mx.1, split, predicted faster than unsplit", f)
 	}
 }
+
+// TestExplainPlanGroups checks that "tec explain --plan" says what the
+// groups pass chose for a grouped convolution, as text and as JSON: 16
+// groups of 16 channels at 14×14 pixels, grouped, priced below the
+// convolution an output at a time.
+func TestExplainPlanGroups(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "conv.te")
+	if err := os.WriteFile(src, []byte(`model m {
+  input x: f32[1, 128, 14, 14]
+  param w: f32[256, 8, 3, 3]
+  param b: f32[256]
+  z = conv2d(x, w, 1, 1, 1, 16)
+  y[n, o, i, j] = max(z[n, o, i, j] + b[o], 0)
+  output y
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"explain", src, "--precision", "f16", "--gpu", "a100", "--ptxas", "off", "--plan", "--summary"}
+	code, stdout, stderr := runTec(t, args...)
+	if code != exitOK {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "grouped convolutions, as the cost model chose them:\n  z, 16 groups of 16 channels: a batched contraction") {
+		t.Errorf("no line of the groups pass's choice for z:\n%s", stdout)
+	}
+	code, stdout, stderr = runTec(t, append(args, "--json")...)
+	var r struct {
+		Plan *planReport `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
+		t.Fatalf("status %d, %v\n%s", code, err, stderr)
+	}
+	if g := r.Plan.Groups; len(g) != 1 || len(g[0].Convolutions) != 1 || g[0].Convolutions[0] != "z" || g[0].Groups != 16 ||
+		g[0].Channels != 16 || !g[0].Grouped || !(g[0].PredictedUS > 0 && g[0].PredictedUS < g[0].AsIsUS) {
+		t.Errorf("groups %+v; want z's, 16 groups of 16 channels, grouped, predicted faster than as it is", g)
+	}
+}
