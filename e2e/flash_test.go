@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"tec/backend/sim"
 	"tec/examples"
 	"tec/gpu"
 	"tec/internal/numeric"
@@ -226,13 +225,7 @@ func buildBF16(t *testing.T, half *te.Program, in map[string]*te.Array, g gpu.Mo
 // and its logits within 1 % of the bf16 reference's, want.
 func checkLogitsBF16(t *testing.T, res *pipeline.Result, in, want map[string]*te.Array) {
 	t.Helper()
-	out := simulate(t, res.Module, in, sim.Options{Race: true, ResidentBlocks: resident})
-	if out.RaceCount > 0 {
-		t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-	}
-	if e := numeric.RelError(out.Outputs["logits"], want["logits"]); !(e <= 1e-2) {
-		t.Errorf("logits' relative error %.3g against the bf16 reference, want <= 1e-2", e)
-	}
+	checkHalf(t, res, in, want, "logits")
 }
 
 // TestFlashExamples splits the softmax of every example that has one

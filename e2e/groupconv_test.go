@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"tec/backend/sim"
 	"tec/gpu"
-	"tec/internal/numeric"
 	"tec/lang"
 	"tec/pipeline"
 	"tec/precision"
@@ -59,27 +57,12 @@ func TestGroupedConvolutions(t *testing.T) {
 		}
 		for _, mode := range []precision.Mode{precision.F16, precision.BF16} {
 			t.Run(fmt.Sprintf("stride %d %s", stride, mode), func(t *testing.T) {
-				half := precision.Apply(p, mode)
-				hin := numeric.ConformFeeds(in, half)
-				hwant, err := te.Evaluate(half, hin, te.EvalOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, Precision: mode})
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, hin, hwant := buildHalf(t, p, in, mode, g)
 				s := convStage(t, res)
 				if s == nil || !s.TensorCores || s.Batch != 16 || s.N != 16 || s.K != 72 {
 					t.Errorf("the convolution's stage: %v; want 16 batches of N = 16, K = 72 on tensor cores", s)
 				}
-				out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
-				if out.RaceCount > 0 {
-					t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-				}
-				if e := numeric.RelError(out.Outputs["out"], hwant["out"]); !(e <= 1e-2) {
-					t.Errorf("relative error %.3g against the %s reference, want <= 1e-2", e, mode)
-				}
+				checkHalf(t, res, hin, hwant, "out")
 			})
 		}
 	}

@@ -4,15 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"tec/backend/sim"
 	"tec/contraction"
 	"tec/gpu"
-	"tec/internal/numeric"
 	"tec/lang"
 	"tec/partition"
-	"tec/pipeline"
 	"tec/precision"
-	"tec/te"
 )
 
 // concatenatedConvs are two independent 1×1 convolutions of one shape,
@@ -47,16 +43,7 @@ func TestConcatenatedTensorCores(t *testing.T) {
 	in := feeds(p, 11)
 	for _, mode := range []precision.Mode{precision.F16, precision.BF16} {
 		t.Run(mode.String(), func(t *testing.T) {
-			half := precision.Apply(p, mode)
-			hin := numeric.ConformFeeds(in, half)
-			want, err := te.Evaluate(half, hin, te.EvalOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := pipeline.Build(half, pipeline.Options{Level: pipeline.MaxLevel, GPU: g, Precision: mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, hin, want := buildHalf(t, p, in, mode, g)
 			st, ok := concatenatedStaging(res.Plan)
 			if !ok {
 				t.Fatalf("no concatenated tensor-core stage in\n%s", res.Plan)
@@ -64,15 +51,7 @@ func TestConcatenatedTensorCores(t *testing.T) {
 			if st.X.Mode != contraction.StageVector || st.Y.Mode != contraction.StageVector || st.X.Width != 16 || st.Y.Width != 16 {
 				t.Errorf("operands staged as %s and %s; want 16-byte vectors through registers", st.X, st.Y)
 			}
-			out := simulate(t, res.Module, hin, sim.Options{Race: true, ResidentBlocks: resident})
-			if out.RaceCount > 0 {
-				t.Errorf("%d races; first: %s", out.RaceCount, out.Races[0])
-			}
-			for _, o := range []string{"a", "b"} {
-				if e := numeric.RelError(out.Outputs[o], want[o]); !(e <= 1e-2) {
-					t.Errorf("%s: relative error %.3g against the %s reference, want <= 1e-2", o, e, mode)
-				}
-			}
+			checkHalf(t, res, hin, want, "a", "b")
 		})
 	}
 }
