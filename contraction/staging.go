@@ -101,6 +101,12 @@ type Operand struct {
 	// element's), and Bytes the bytes they read for one vector of the
 	// tile.
 	Width, Bytes int
+	// Choices counts, for a StageVector under selects whose conditions a
+	// vector's points share, the loads among which they choose (the
+	// tensors of a horizontally concatenated contraction's batches): one
+	// is fetched, but each has its addresses; 0 or 1 where there is no
+	// choice.
+	Choices int
 	// Why says, for StageElements, why no register prefetch applies, not
 	// even of single elements (a select over a moving load, a
 	// reduction); for a StageVector of narrower loads than 16 bytes, why
@@ -243,6 +249,7 @@ func vectorOperand(e te.Expr, in te.DType, axes []*te.Var, ext, n, v int, stride
 			op.Loads += max(a.Loads, b.Loads)
 			op.Bytes += max(a.Bytes, b.Bytes)
 			op.Width = min(op.Width, a.Width, b.Width)
+			op.Choices += max(a.Choices, min(a.Loads, 1)) + max(b.Choices, min(b.Loads, 1))
 			return false
 		}
 		if !moves(x) {

@@ -59,6 +59,11 @@ func TestStagingOf(t *testing.T) {
 		if s.X.Mode == StageElements && s.X.Why == "" {
 			t.Errorf("%s: X staged element by element without a reason", tc.name)
 		}
+		// A choice between two tensors: the prefetch fetches one, and
+		// keeps the other's addresses too.
+		if want := map[bool]int{true: 2}[tc.name == "X chosen by batch"]; s.X.Choices != want {
+			t.Errorf("%s: X chooses among %d loads, want %d", tc.name, s.X.Choices, want)
+		}
 	}
 }
 

@@ -167,13 +167,14 @@ func (s stage) tensorCores(t *te.Tensor, d contraction.Dims, b schedule.TCBlock,
 // between its loads and its stores: the bytes a register prefetch
 // (contraction.StageVector) loads for each of a thread's 16-byte vectors
 // of the tile, a register per 4 (the values it stores take the registers
-// of those it has used).
+// of those it has used), and where the vector chooses among several
+// tensors (Operand.Choices), the 64-bit address of each but one.
 func prefetchRegs(op contraction.Operand, elems int, in te.DType, threads int) int {
 	if op.Mode != contraction.StageVector {
 		return 0
 	}
 	per := te.CeilDiv(elems/(16/in.Size()), threads)
-	return per * op.Bytes / 4
+	return per * (op.Bytes/4 + 2*max(op.Choices-1, 0))
 }
 
 // narrowOperands describes the operands of st that move fewer than 16

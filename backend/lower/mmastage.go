@@ -215,6 +215,10 @@ func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, na
 				ok = false
 				return
 			}
+			if j := o.sharedVec(i, kl.Buf.DType); j >= 0 {
+				o.vecs = append(o.vecs, o.vecs[j])
+				continue
+			}
 			o.vecs = append(o.vecs, &kir.Buffer{Name: fmt.Sprintf("%sv%d", name, i), Space: kir.Local, DType: kl.Buf.DType, Shape: []int{per * o.vec()}})
 		}
 	})
@@ -224,7 +228,11 @@ func (l *lowerer) prepareVector(g *gen, o *opTile, r *te.Reduce, threads int, na
 		return false
 	}
 	o.out = &kir.Buffer{Name: name + "o", Space: kir.Local, DType: o.s.DType, Shape: []int{o.vec()}}
-	k.Locals = append(k.Locals, o.vecs...)
+	for i, b := range o.vecs {
+		if !slices.Contains(o.vecs[:i], b) {
+			k.Locals = append(k.Locals, b)
+		}
+	}
 	k.Locals = append(k.Locals, o.out)
 	return true
 }
@@ -302,6 +310,44 @@ func (l *lowerer) fetch(g *gen, o *opTile, r *te.Reduce, tid kir.Expr, threads i
 		g.emit(loads...)
 		l.unbind(g, o, r)
 	})
+}
+
+// sharedVec returns the moving load before i whose prefetch array load i
+// may share, or -1: one of type dt on another branch of a select than i
+// and than every load sharing it (one batch of a horizontally
+// concatenated contraction fetches its own tensor into the array, the
+// others theirs, and the select reads the array whichever branch it
+// takes), so that the branches take the registers of one.
+func (o *opTile) sharedVec(i int, dt te.DType) int {
+	for j := range i {
+		if o.vecs[j].DType != dt {
+			continue
+		}
+		apart := true
+		for k := range i {
+			if o.vecs[k] == o.vecs[j] && !exclusive(o.guards[i], o.guards[k]) {
+				apart = false
+				break
+			}
+		}
+		if apart {
+			return j
+		}
+	}
+	return -1
+}
+
+// exclusive reports whether the branches a and b cannot both be taken:
+// they take the two arms of one select.
+func exclusive(a, b []branch) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.cond == y.cond && x.then != y.then {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // underBranches returns body under the selects' branches path, outermost
