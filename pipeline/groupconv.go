@@ -45,7 +45,12 @@ func groupConvolutions(p *te.Program, opts Options) (*te.Program, []GroupChoice,
 		}
 		c.Conv, c.Groups, c.Channels = t.Name, t.Shape[dim]/g, g
 		choices = append(choices, c)
-		want[t] = c.Grouped
+		if c.Grouped {
+			want[t] = true
+		}
+	}
+	if len(want) == 0 {
+		return p, choices, nil // nothing to split: no copy of the program
 	}
 	q, _ := transform.GroupConvolutions(p, func(t *te.Tensor) bool { return want[t] })
 	return q, choices, nil

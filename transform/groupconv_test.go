@@ -68,16 +68,7 @@ func TestGroupConvolutions(t *testing.T) {
 		if text := q.String(); !strings.Contains(text, "y[n, (c / 4), (c % 4), ") {
 			t.Errorf("stride %d: the 1×1 convolution does not load y by group in\n%s", stride, text)
 		}
-		in := numeric.SeededFeeds(p, 3)
-		want, err := te.Evaluate(p, in, te.EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := te.Evaluate(q, in, te.EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e := numeric.RelError(got["out"], want["out"]); !(e < 1e-12) {
+		if e := outputError(t, p, q, numeric.SeededFeeds(p, 3), "out"); !(e < 1e-12) {
 			t.Errorf("stride %d: relative error %g", stride, e)
 		}
 		same, _ := GroupConvolutions(p, func(*te.Tensor) bool { return false })

@@ -74,15 +74,7 @@ func TestGroupRows(t *testing.T) {
 	for _, pos := range [][]float64{{0, 0, 0, 0}, {63, 0, 9, 40}} {
 		in := numeric.SeededFeeds(p, 5)
 		copy(in["pos"].Data, pos)
-		want, err := te.Evaluate(p, in, te.EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := te.Evaluate(q, in, te.EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e := numeric.RelError(got["ctx"], want["ctx"]); !(e < 1e-12) {
+		if e := outputError(t, p, q, in, "ctx"); !(e < 1e-12) {
 			t.Errorf("pos %v: relative error %g", pos, e)
 		}
 	}
@@ -93,4 +85,19 @@ func TestGroupRows(t *testing.T) {
 	if kept := GroupRows(out, func(*te.Tensor) bool { return true }); len(kept.Lookup("sc").Shape) != 3 {
 		t.Errorf("the output sc grouped: its shape is the caller's")
 	}
+}
+
+// outputError evaluates p and its rewrite q in the reference on in and
+// returns the relative error of q's output name against p's.
+func outputError(t *testing.T, p, q *te.Program, in map[string]*te.Array, name string) float64 {
+	t.Helper()
+	want, err := te.Evaluate(p, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := te.Evaluate(q, in, te.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return numeric.RelError(got[name], want[name])
 }
