@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"slices"
+
 	"tec/contraction"
 	"tec/cost"
 	"tec/schedule"
@@ -35,34 +37,51 @@ func scalarPath(t *te.Tensor) schedule.LoadPath {
 }
 
 // unrolledPath returns the load path of t's body as a thread per element
-// computes it: scalarPath's, but for a reduction of at most
-// schedule.UnrolledPoints points, whose loop is unrolled whole (backend/lower's
-// reduce), the loads of all its points in flight together — a
-// flash-decoding merge's sums over 8 chunks.
+// computes it: scalarPath's, but with the loads of a reduction's unrolled
+// points in flight together (schedule.ReduceUnroll, as backend/lower's
+// reduce unrolls its loops) — a flash-decoding merge's sums over its 8
+// chunks, the 49 values of a 7×7 pool two rows (14 points) at a time, a
+// longer loop's 16 points at a time — and its loads that do not move with
+// the reduction's axes (a softmax's row maximum) once: the bytes in
+// flight, in loads of the path's width.
 func unrolledPath(t *te.Tensor) schedule.LoadPath {
 	p := scalarPath(t)
 	for _, r := range te.TopReduces(t.Body) {
-		if n := contraction.Points(r.Axes); n <= schedule.UnrolledPoints {
-			p.InFlight = max(p.InFlight, n*distinctLoads(r.Body))
+		_, n := schedule.ReduceUnroll(r)
+		moving, still := 0, 0
+		for _, ld := range distinctLoadList(r.Body) {
+			if used := te.UsedVars(ld); slices.ContainsFunc(r.Axes, func(a *te.Var) bool { return used[a] }) {
+				moving += ld.Tensor.DType.Size()
+			} else {
+				still += ld.Tensor.DType.Size()
+			}
 		}
+		p.InFlight = max(p.InFlight, te.CeilDiv(n*moving+still, p.Width))
 	}
 	return p
 }
 
-// distinctLoads counts e's distinct loads (tensor and indexes), leaving
-// out those of reductions nested in it.
-func distinctLoads(e te.Expr) int {
+// distinctLoads counts e's distinct loads (distinctLoadList).
+func distinctLoads(e te.Expr) int { return len(distinctLoadList(e)) }
+
+// distinctLoadList returns e's distinct loads (tensor and indexes), leaving out
+// those of reductions nested in it, in the order they occur.
+func distinctLoadList(e te.Expr) []*te.Load {
 	seen := map[string]bool{}
+	var loads []*te.Load
 	te.Walk(e, func(x te.Expr) bool {
 		switch x := x.(type) {
 		case *te.Reduce:
 			return false
 		case *te.Load:
-			seen[te.FormatExpr(x)] = true
+			if k := te.FormatExpr(x); !seen[k] {
+				seen[k] = true
+				loads = append(loads, x)
+			}
 		}
 		return true
 	})
-	return len(seen)
+	return loads
 }
 
 // tensorCorePath returns the load path of a tensor-core tile of tm×tn

@@ -73,6 +73,48 @@ func TestScalarPath(t *testing.T) {
 	}
 }
 
+// TestUnrolledPath checks the load path of a thread's reduction loop, as
+// backend/lower unrolls it (schedule.ReduceUnroll): a 7×7 pool's rows two
+// at a time (14 2-byte loads), a softmax's denominator 16 of its scores
+// and its row maximum once (36 bytes: 9 loads of the f32 maximum's
+// width), a flash-decoding-like merge's 8 chunks whole (two loads each),
+// and a sum whose terms nest a sum of their own one point.
+func TestUnrolledPath(t *testing.T) {
+	b := tb.New("p")
+	x := b.InputOf("x", te.F16, 64, 7, 7)
+	sc, mx := b.InputOf("sc", te.F16, 64, 49), b.InputOf("mx", te.F32, 64)
+	m, l := b.InputOf("m", te.F32, 64, 8), b.InputOf("l", te.F32, 64, 8)
+	pool := b.Compute("pool", tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.ReduceN(te.Sum, []string{"h", "w"}, []int{7, 7}, func(r []te.Index) te.Expr { return tb.Ld(x, ax[0], r[0], r[1]) })
+	})
+	den := b.Compute("den", tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "j", 49, func(j te.Index) te.Expr {
+			return tb.Un(te.Exp, tb.Bin(te.Sub, tb.Ld(sc, ax[0], j), tb.Ld(mx, ax[0])))
+		})
+	})
+	merge := b.Compute("merge", tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "c", 8, func(c te.Index) te.Expr { return tb.Bin(te.Mul, tb.Ld(m, ax[0], c), tb.Ld(l, ax[0], c)) })
+	})
+	nested := b.Compute("nested", tb.Shape(64), func(ax []te.Index) te.Expr {
+		return tb.Reduce(te.Sum, "c", 8, func(c te.Index) te.Expr {
+			return tb.Reduce(te.ReduceMax, "d", 8, func(d te.Index) te.Expr { return tb.Bin(te.Add, tb.Ld(m, ax[0], c), tb.Ld(l, ax[0], d)) })
+		})
+	})
+	for _, tt := range []struct {
+		t    *te.Tensor
+		want schedule.LoadPath
+	}{
+		{pool, schedule.LoadPath{Width: 2, InFlight: 14}},
+		{den, schedule.LoadPath{Width: 4, InFlight: 9}},
+		{merge, schedule.LoadPath{Width: 4, InFlight: 16}},
+		{nested, schedule.LoadPath{Width: 4, InFlight: 1}},
+	} {
+		if got := unrolledPath(tt.t); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.t.Name, got, tt.want)
+		}
+	}
+}
+
 // TestElementVectorPath checks the load path of an element loop that
 // computes a 16-byte vector per thread: a LayerNorm-like f16 row (its x
 // and its weight move along the last axis, the row's mean does not) two

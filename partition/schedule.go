@@ -219,8 +219,10 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		if !serialReduces(t, reds) {
 			return s, nil
 		}
+		// A thread an output: backend/lower's reduce, scalar loads in
+		// unrolled loops.
 		serial := stage{&schedule.Schedule{Kind: schedule.Elementwise, Threads: threads, RegsPerThread: 32,
-			Tiles: te.CeilDiv(n, threads), Load: s.Load}, s.Price}
+			Tiles: te.CeilDiv(n, threads), Load: unrolledPath(t)}, s.Price}
 		// Each alone on the GPU, its re-reads hitting in L2; a block per
 		// output at least a round trip a wave of tiles.
 		dram := p.Foot
@@ -229,7 +231,10 @@ func analytic(t *te.Tensor, x *analysis.TE, g gpu.Model, threads int) (stage, er
 		}
 		own, _ := g.BlocksPerSM(s.Resources().Block())
 		block := max(cost.Alone(g, s.Schedule, s.Price, dram), cost.RowTilesTime(g, s.Schedule, g.SMs*max(own, 1)))
-		if cost.Alone(g, serial.Schedule, serial.Price, dram) < block {
+		// Where the outputs are fewer than a block's threads, only
+		// theirs have loads in flight.
+		alone := max(cost.Alone(g, serial.Schedule, serial.Price, dram), cost.LatencyTime(g, serial.Schedule, serial.Price, dram, n))
+		if alone < block {
 			return serial, nil
 		}
 		return s, nil

@@ -12,7 +12,7 @@ import (
 // splits into their groups, as the cost model prices them: one of 16
 // groups of 16 output channels at 14×14 pixels (ResNeXt's third stage at
 // half its width: a batched contraction, predicted faster than point by
-// point), in f32 and f16, with its epilogue; the same at 8×8 pixels and 8
+// point), in f32 and f16, with its epilogue; the same at 4×4 pixels and 8
 // groups (predicted slower: too little of it to fill the tiles), and one
 // of 2 output channels a group (no contraction once grouped), stay as they
 // are.
@@ -35,7 +35,7 @@ model m {
 	}{
 		{128, 14, 256, 16, precision.F32, true},
 		{128, 14, 256, 16, precision.F16, true},
-		{64, 8, 128, 8, precision.F16, false},
+		{64, 4, 128, 8, precision.F16, false},
 		{128, 14, 32, 16, precision.F16, false},
 	} {
 		name := fmt.Sprintf("%d groups of %d channels at %d×%d, %s", tc.groups, tc.out/tc.groups, tc.pixels, tc.pixels, tc.mode)

@@ -13,13 +13,6 @@ import (
 	"tec/te"
 )
 
-// UnrolledPoints bounds the points of a reduction that a thread computes
-// by a fully unrolled loop (backend/lower emits it with #pragma unroll),
-// its loads all in flight at once, as the cost model prices it: a
-// flash-decoding merge's sums over its chunks. Longer serial loops are
-// nvcc's to unroll, by a few trips at most.
-const UnrolledPoints = 8
-
 // Kind is the shape of the code a stage becomes; the lowering implements
 // each kind, and the partitioner reasons about which block computes which
 // element from it.

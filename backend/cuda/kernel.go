@@ -377,8 +377,11 @@ func (w *kernelWriter) forStmt(s *kir.For, depth int) {
 		if s.Step == 1 {
 			step = "++" + v
 		}
-		if s.Kind == kir.Unrolled {
+		switch {
+		case s.Kind == kir.Unrolled:
 			w.line(depth, "#pragma unroll")
+		case s.Unroll > 0:
+			w.line(depth, "#pragma unroll %d", s.Unroll)
 		}
 	case kir.GridStride:
 		init, step = plus("blockIdx.x"), v+" += gridDim.x"

@@ -176,7 +176,11 @@ func (p *printer) stmt(s Stmt, depth int) {
 		v := p.name(s.Var)
 		switch s.Kind {
 		case Serial, Unrolled:
-			p.line(depth, "for %s = %s(%s, %s, %d) {", v, s.Kind, p.expr(s.Lo), p.expr(s.Hi), s.Step)
+			unroll := ""
+			if s.Unroll > 0 {
+				unroll = fmt.Sprintf(" unroll %d", s.Unroll)
+			}
+			p.line(depth, "for %s = %s(%s, %s, %d)%s {", v, s.Kind, p.expr(s.Lo), p.expr(s.Hi), s.Step, unroll)
 		default:
 			p.line(depth, "for %s = %s(%s, %s) {", v, s.Kind, p.expr(s.Lo), p.expr(s.Hi))
 		}

@@ -108,6 +108,11 @@ type For struct {
 	Kind   LoopKind
 	Lo, Hi Expr
 	Step   int // for Serial and Unrolled; > 0
+	// Unroll, for a Serial loop, is how many iterations the compiler
+	// unrolls into one body (#pragma unroll Unroll): 2 or more, below
+	// the trip count; 0 leaves it to the compiler. It changes the code,
+	// not what the loop computes.
+	Unroll int
 	Body   []Stmt
 }
 

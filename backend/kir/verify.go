@@ -407,6 +407,9 @@ func (v *verifier) stmt(s Stmt, ctx uniformity, inStage bool) {
 		v.wantType(s.Lo, te.I32, "loop bound", s)
 		v.wantType(s.Hi, te.I32, "loop bound", s)
 		inner := max(ctx, lo, hi)
+		if s.Unroll != 0 && (s.Kind != Serial || s.Unroll < 2) && v.check {
+			v.errorf("unroll %d on a %s loop (want 0, or 2 or more on a serial loop): %s", s.Unroll, s.Kind, v.describe(s))
+		}
 		switch s.Kind {
 		case Serial, Unrolled:
 			if s.Step <= 0 && v.check {

@@ -444,14 +444,18 @@ func (g *gen) reduce(e *te.Reduce) kir.Expr {
 	acc := kir.NewVar("acc", t)
 	g.emit(&kir.Let{Var: acc, Value: identity(e.Op, t)})
 	var loops []*kir.For
-	kind := kir.Serial
-	if contraction.Points(e.Axes) <= schedule.UnrolledPoints {
-		kind = kir.Unrolled
-	}
-	for _, a := range e.Axes {
+	factors, _ := schedule.ReduceUnroll(e)
+	for i, a := range e.Axes {
 		v := kir.NewVar(a.Name, te.I32)
 		g.env[a] = v
-		loops = append(loops, &kir.For{Var: v, Kind: kind, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1})
+		loop := &kir.For{Var: v, Kind: kir.Serial, Lo: kir.I(0), Hi: kir.I(a.Extent), Step: 1}
+		switch u := factors[i]; {
+		case u == a.Extent:
+			loop.Kind = kir.Unrolled
+		case u > 1:
+			loop.Unroll = u
+		}
+		loops = append(loops, loop)
 	}
 	test, forget := g.zeroTest(e)
 	defer forget()

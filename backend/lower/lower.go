@@ -12,7 +12,11 @@
 //     the block's threads reduce a strided share each, then combine their
 //     partial results in shared memory by a tree reduction;
 //   - anything else, and every reduction not handled above, is computed a
-//     thread per output element, reductions as serial loops in registers.
+//     thread per output element, reductions as serial loops in registers,
+//     unrolled over up to schedule.UnrollPoints consecutive points
+//     (schedule.ReduceUnroll: a 7×7 window two rows at a time), so that
+//     the loads of those points are issued together, before the sums that
+//     use them, as the cost model prices them.
 //
 // Selects stay lazy wherever a branch may load out of bounds (padding).
 //

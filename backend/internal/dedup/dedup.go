@@ -211,6 +211,8 @@ func (w *keyWriter) stmt(s kir.Stmt) {
 		w.b = append(w.b, ' ')
 		w.int(int64(s.Step))
 		w.b = append(w.b, ' ')
+		w.int(int64(s.Unroll))
+		w.b = append(w.b, ' ')
 		w.v(s.Var)
 		w.expr(s.Lo)
 		w.expr(s.Hi)

@@ -360,7 +360,7 @@ func rebaseStmts(body []kir.Stmt, base map[*kir.Buffer]int) []kir.Stmt {
 		case *kir.If:
 			out[i] = &kir.If{Cond: rebaseExpr(s.Cond, base), Then: rebaseStmts(s.Then, base), Else: rebaseStmts(s.Else, base)}
 		case *kir.For:
-			out[i] = &kir.For{Var: s.Var, Kind: s.Kind, Lo: rebaseExpr(s.Lo, base), Hi: rebaseExpr(s.Hi, base), Step: s.Step, Body: rebaseStmts(s.Body, base)}
+			out[i] = &kir.For{Var: s.Var, Kind: s.Kind, Lo: rebaseExpr(s.Lo, base), Hi: rebaseExpr(s.Hi, base), Step: s.Step, Unroll: s.Unroll, Body: rebaseStmts(s.Body, base)}
 		case *kir.Stage:
 			out[i] = &kir.Stage{Name: s.Name, Span: s.Span, Body: rebaseStmts(s.Body, base)}
 		case *kir.VecCopy:

@@ -12,7 +12,7 @@ import (
 // run-time position, te.Update), built in Go so that the back end's tests
 // need not import the front end.
 func Programs() map[string]*te.Program {
-	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather(), "argmax": argmax(), "update": update()}
+	return map[string]*te.Program{"softmax": softmax(), "matmul": matmul(), "conv": conv(), "gather": gather(), "argmax": argmax(), "update": update(), "pool": pool()}
 }
 
 // update reads a cache kc, y[i, j] = kc[i, j, 0] + kc[i, j, 3], and
@@ -152,6 +152,32 @@ func conv() *te.Program {
 		return &te.Binary{Op: te.Max, X: ld(y, ax...), Y: &te.ConstExpr{Value: 0, DType: te.F32}}
 	})
 	b.p.Outputs = []*te.Tensor{r}
+	return b.p
+}
+
+// pool is a thread's reductions as backend/lower unrolls them
+// (schedule.ReduceUnroll): y[c] = sum[h, w](x[c, h, w]) / 49 over a 7×7
+// window (two rows in a body), and d[i] = sum[j](exp(s[i, j] - m[i]))
+// with m[i] = max[j](s[i, j]) over rows of 49 (16 points in a body).
+func pool() *te.Program {
+	b := &builder{p: &te.Program{Name: "pool"}}
+	x := b.placeholder("x", te.Input, 3, 7, 7)
+	sc := b.placeholder("s", te.Input, 3, 49)
+	y := b.compute("y", []int{3}, func(ax []te.Index) te.Expr {
+		h, w := te.NewVar("h", 7), te.NewVar("w", 7)
+		sum := reduce(te.Sum, []*te.Var{h, w}, ld(x, ax[0], te.VarIndex(h), te.VarIndex(w)))
+		return &te.Binary{Op: te.Div, X: sum, Y: &te.ConstExpr{Value: 49, DType: te.F32}}
+	})
+	m := b.compute("m", []int{3}, func(ax []te.Index) te.Expr {
+		j := te.NewVar("j", 49)
+		return reduce(te.ReduceMax, []*te.Var{j}, ld(sc, ax[0], te.VarIndex(j)))
+	})
+	d := b.compute("d", []int{3}, func(ax []te.Index) te.Expr {
+		j := te.NewVar("j", 49)
+		e := &te.Unary{Op: te.Exp, X: &te.Binary{Op: te.Sub, X: ld(sc, ax[0], te.VarIndex(j)), Y: ld(m, ax[0])}}
+		return reduce(te.Sum, []*te.Var{j}, e)
+	})
+	b.p.Outputs = []*te.Tensor{y, d}
 	return b.p
 }
 
