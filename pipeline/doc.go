@@ -34,6 +34,8 @@
 //	            grouped convolutions as a batched contraction of their groups (transform.GroupConvolutions)
 //	flash       -O3 and up, or FlashChunks > 1
 //	            softmax-weighted reductions split across blocks (flash-decoding, transform.SplitSoftmax)
+//	pad         -O3 and up
+//	            softmax axes of half scores padded to a multiple of 8 positions for 16-byte rows, if predicted faster (transform.PadSoftmax)
 //	horizontal  -O1 and up
 //	            independent TEs concatenated (transform.Horizontal)
 //	vertical    -O2 and up

@@ -63,6 +63,16 @@ func passes() []pass {
 			dump: programText,
 		},
 		{
+			name: "pad", when: "-O3 and up",
+			runs: func(o Options) bool { return o.Level >= 3 },
+			doc:  "softmax axes of half scores padded to a multiple of 8 positions for 16-byte rows, if predicted faster (transform.PadSoftmax)",
+			run: func(b *build) (err error) {
+				b.prog, b.pads, err = padSoftmax(b.prog, b.opts)
+				return err
+			},
+			dump: programText,
+		},
+		{
 			name: "horizontal", when: "-O1 and up",
 			runs: func(o Options) bool { return o.Level >= 1 },
 			doc:  "independent TEs concatenated (transform.Horizontal)",
@@ -141,9 +151,11 @@ type build struct {
 	plan *partition.Plan
 	// mod is the kernel IR once the kir pass has made it.
 	mod *kir.Module
-	// flash are the flash pass's choices, groups the groups pass's.
+	// flash are the flash pass's choices, groups the groups pass's, pads
+	// the pad pass's.
 	flash  []FlashChoice
 	groups []GroupChoice
+	pads   []PadChoice
 	// checked holds the program and plan that verify has checked.
 	checked struct {
 		prog *te.Program
@@ -266,5 +278,5 @@ func Build(p *te.Program, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Program: b.prog, Plan: b.plan, Module: b.mod, Passes: ran, Flash: b.flash, Groups: b.groups}, nil
+	return &Result{Program: b.prog, Plan: b.plan, Module: b.mod, Passes: ran, Flash: b.flash, Groups: b.groups, Pads: b.pads}, nil
 }

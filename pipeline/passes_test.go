@@ -88,7 +88,7 @@ func TestDumpEachPass(t *testing.T) {
 			want = "kernel 0"
 		case "flash":
 			want = "/chunk"
-		case "precision", "groups", "horizontal", "vertical", "recompute":
+		case "precision", "groups", "pad", "horizontal", "vertical", "recompute":
 			want = "compute("
 		}
 		if !strings.Contains(out.String(), want) {

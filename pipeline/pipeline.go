@@ -89,6 +89,9 @@ type Result struct {
 	// Groups are the groups pass's choices, one for each grouped
 	// convolution the cost model priced (-O3 and up), in program order.
 	Groups []GroupChoice
+	// Pads are the pad pass's choices, one for each softmax site whose
+	// axis it priced padded (-O3 and up, half scores), in program order.
+	Pads []PadChoice
 }
 
 // partitionOptions returns the partitioner's options at opts.Level.

@@ -30,8 +30,8 @@ func TestLevels(t *testing.T) {
 		{1, 3, []string{"horizontal", "plan", "kir"}},
 		// relu becomes the first matmul's epilogue.
 		{2, 2, []string{"horizontal", "vertical", "plan", "kir"}},
-		{3, 1, []string{"groups", "flash", "horizontal", "vertical", "recompute", "plan", "kir"}},
-		{4, 1, []string{"groups", "flash", "horizontal", "vertical", "recompute", "plan", "kir"}},
+		{3, 1, []string{"groups", "flash", "pad", "horizontal", "vertical", "recompute", "plan", "kir"}},
+		{4, 1, []string{"groups", "flash", "pad", "horizontal", "vertical", "recompute", "plan", "kir"}},
 	} {
 		var dumps []string
 		res, err := Build(mlp(), Options{Level: tt.level, GPU: small, Dump: func(pass, text string) {

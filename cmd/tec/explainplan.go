@@ -21,7 +21,19 @@ type planReport struct {
 	Strategy string       `json:"strategy"`
 	Flash    []planFlash  `json:"flash,omitempty"`
 	Groups   []planGroups `json:"groups,omitempty"`
+	Pads     []planPads   `json:"pads,omitempty"`
 	Kernels  []planKernel `json:"kernels"`
+}
+
+// planPads is the pad pass's choice for softmax sites of one text (the
+// layers of a model): pipeline.PadChoice.
+type planPads struct {
+	Sites       []string  `json:"sites"`
+	Positions   int       `json:"positions"`
+	PaddedTo    int       `json:"padded_to"`
+	Padded      bool      `json:"padded"`
+	PredictedUS jsonFloat `json:"predicted_us"`
+	AsIsUS      jsonFloat `json:"as_is_us"`
 }
 
 // planGroups is the groups pass's choice for grouped convolutions of one
@@ -85,6 +97,25 @@ func flashGroups(cs []pipeline.FlashChoice) []alike[pipeline.FlashChoice] {
 func convGroups(cs []pipeline.GroupChoice) []alike[pipeline.GroupChoice] {
 	return sameChoices(cs, func(c pipeline.GroupChoice) string { return c.Conv },
 		func(c pipeline.GroupChoice) pipeline.GroupChoice { c.Conv = ""; return c })
+}
+
+// padGroups returns the pad pass's choices, those of equal positions,
+// choice and predictions one group, in program order.
+func padGroups(cs []pipeline.PadChoice) []alike[pipeline.PadChoice] {
+	return sameChoices(cs, func(c pipeline.PadChoice) string { return c.Max },
+		func(c pipeline.PadChoice) pipeline.PadChoice { c.Max = ""; return c })
+}
+
+// padsReport returns the pad pass's choices as "tec explain --plan --json"
+// writes them.
+func padsReport(cs []pipeline.PadChoice) []planPads {
+	var out []planPads
+	for _, g := range padGroups(cs) {
+		c := g.choice
+		out = append(out, planPads{Sites: g.sites, Positions: c.Positions, PaddedTo: c.To, Padded: c.Padded,
+			PredictedUS: jsonFloat(c.Time * 1e6), AsIsUS: jsonFloat(c.AsIs * 1e6)})
+	}
+	return out
 }
 
 // groupsReport returns the groups pass's choices as "tec explain --plan
@@ -198,9 +229,11 @@ type planBoundary struct {
 type kernelPlan struct {
 	*partition.Plan
 	Launch []partition.Launch
-	// Flash are the flash pass's choices, Groups the groups pass's.
+	// Flash are the flash pass's choices, Groups the groups pass's, Pads
+	// the pad pass's.
 	Flash  []pipeline.FlashChoice
 	Groups []pipeline.GroupChoice
+	Pads   []pipeline.PadChoice
 	// Registers says which register figure each kernel's occupancy
 	// counted.
 	Registers *driver.RegisterCheck
@@ -220,6 +253,12 @@ func (p *kernelPlan) String() string {
 		b.WriteString("grouped convolutions, as the cost model chose them:\n")
 		for _, g := range groups {
 			fmt.Fprintf(&b, "  %s%s\n", g.choice, likeIt(g.sites, "convolution"))
+		}
+	}
+	if groups := padGroups(p.Pads); len(groups) > 0 {
+		b.WriteString("softmax axes padded to 16-byte rows, as the cost model chose them:\n")
+		for _, g := range groups {
+			fmt.Fprintf(&b, "  %s%s\n", g.choice, likeIt(g.sites, "site"))
 		}
 	}
 	b.WriteString(p.Format(p.Launch))
@@ -283,7 +322,7 @@ func (e *env) plan(c *command, prog *te.Program, opts pipeline.Options, tg gpu.A
 	if err != nil {
 		return nil, err
 	}
-	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers, Flash: res.Flash, Groups: res.Groups}, nil
+	return &kernelPlan{Plan: res.Plan, Launch: launch, Registers: res.Registers, Flash: res.Flash, Groups: res.Groups, Pads: res.Pads}, nil
 }
 
 // launches returns the grid that kernel i of m, lowered from kernel i of
@@ -330,7 +369,7 @@ func launchReason(pk *partition.Kernel, k *kir.Kernel, g gpu.Model, blocks int) 
 
 func newPlanReport(p *kernelPlan, level int) *planReport {
 	pl := p.Plan
-	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Flash: flashReport(p.Flash), Groups: groupsReport(p.Groups), Kernels: []planKernel{}}
+	r := &planReport{GPU: pl.GPU.Name, Level: level, Strategy: pl.Strategy.String(), Flash: flashReport(p.Flash), Groups: groupsReport(p.Groups), Pads: padsReport(p.Pads), Kernels: []planKernel{}}
 	for i, k := range pl.Kernels {
 		kr := planKernel{
 			Grid:        p.Launch[i].Blocks,

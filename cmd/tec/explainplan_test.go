@@ -243,3 +243,44 @@ func TestExplainPlanGroups(t *testing.T) {
 		t.Errorf("groups %+v; want z's, 16 groups of 16 channels, grouped, predicted faster than as it is", g)
 	}
 }
+
+// TestExplainPlanPads checks the pad pass's choice in "tec explain
+// --plan": a window attention over 49 positions in f16, priced padded to
+// 56 and as it is, both predictions given and the choice the cheaper one's
+// (by 2 % at least for the padding), in words and in --json.
+func TestExplainPlanPads(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "win.te")
+	if err := os.WriteFile(src, []byte(`model win {
+  input q: f32[16, 4, 49, 32]
+  input k: f32[16, 4, 49, 32]
+  input v: f32[16, 4, 49, 32]
+  sc[w, h, i, j] = sum[e](q[w, h, i, e] * k[w, h, j, e]) * 0.17677669 where e in 0..32
+  mx[w, h, i] = max[j](sc[w, h, i, j])
+  p[w, h, i, j] = exp(sc[w, h, i, j] - mx[w, h, i])
+  den[w, h, i] = sum[j](p[w, h, i, j])
+  ctx[w, h, i, e] = sum[j](p[w, h, i, j] * v[w, h, j, e]) / den[w, h, i] where e in 0..32
+  output ctx
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"explain", src, "--precision", "f16", "--gpu", "a100", "--ptxas", "off", "--plan", "--summary"}
+	code, stdout, stderr := runTec(t, args...)
+	if code != exitOK {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "softmax axes padded to 16-byte rows, as the cost model chose them:\n  mx over 49 positions: ") {
+		t.Errorf("no line of the pad pass's choice for mx:\n%s", stdout)
+	}
+	code, stdout, stderr = runTec(t, append(args, "--json")...)
+	var r struct {
+		Plan *planReport `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
+		t.Fatalf("status %d, %v\n%s", code, err, stderr)
+	}
+	if p := r.Plan.Pads; len(p) != 1 || len(p[0].Sites) != 1 || p[0].Sites[0] != "mx" || p[0].Positions != 49 || p[0].PaddedTo != 56 ||
+		!(p[0].PredictedUS > 0 && p[0].AsIsUS > 0) || p[0].Padded != (p[0].PredictedUS < 0.98*p[0].AsIsUS) {
+		t.Errorf("pads %+v; want mx's, 49 positions padded to 56, both predicted, padded where predicted faster", p)
+	}
+}
