@@ -171,10 +171,7 @@ func splitAxes(p *te.Program, splits map[*te.Tensor]axisSplit) (*te.Program, map
 		if s, isSplit := splits[t]; isSplit {
 			u = groupedRows(t, s.dim, s.g, &r)
 		} else {
-			u = copyTensor(t, r.expr(t.Body))
-			if u.Update != nil {
-				u.Update = relinkUpdate(u.Update, &r)
-			}
+			u = relinked(t, &r)
 		}
 		nu[t] = u
 		ts = append(ts, u)

@@ -113,11 +113,7 @@ func padSite(p *te.Program, s *SoftmaxSite) *te.Program {
 		case s.sums[t] != nil:
 			u = padReduce(t, s.sums[t].reduce, s.sums[t].w, s.Length, n, relink)
 		default:
-			r := rewriter{load: relink}
-			u = copyTensor(t, r.expr(t.Body))
-			if u.Update != nil {
-				u.Update = relinkUpdate(u.Update, &r)
-			}
+			u = relinked(t, &rewriter{load: relink})
 		}
 		nu[t] = u
 		ts = append(ts, u)

@@ -153,6 +153,16 @@ func rebuild(name string, ts []*te.Tensor, outputs []*te.Tensor) *te.Program {
 	return p
 }
 
+// relinked returns a copy of t with its body, and the run-time index parts
+// of its in-place update, rewritten by r.
+func relinked(t *te.Tensor, r *rewriter) *te.Tensor {
+	u := copyTensor(t, r.expr(t.Body))
+	if u.Update != nil {
+		u.Update = relinkUpdate(u.Update, r)
+	}
+	return u
+}
+
 // copyTensor returns a shallow copy of t with a new body.
 func copyTensor(t *te.Tensor, body te.Expr) *te.Tensor {
 	u := *t

@@ -211,8 +211,7 @@ func TestExplainPlanFlash(t *testing.T) {
 // groups of 16 channels at 14×14 pixels, grouped, priced below the
 // convolution an output at a time.
 func TestExplainPlanGroups(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "conv.te")
-	if err := os.WriteFile(src, []byte(`model m {
+	stdout, plan := explainPlanF16(t, "conv.te", `model m {
   input x: f32[1, 128, 14, 14]
   param w: f32[256, 8, 3, 3]
   param b: f32[256]
@@ -220,28 +219,38 @@ func TestExplainPlanGroups(t *testing.T) {
   y[n, o, i, j] = max(z[n, o, i, j] + b[o], 0)
   output y
 }
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"explain", src, "--precision", "f16", "--gpu", "a100", "--ptxas", "off", "--plan", "--summary"}
-	code, stdout, stderr := runTec(t, args...)
-	if code != exitOK {
-		t.Fatalf("status %d\n%s", code, stderr)
-	}
+`)
 	if !strings.Contains(stdout, "grouped convolutions, as the cost model chose them:\n  z, 16 groups of 16 channels: a batched contraction") {
 		t.Errorf("no line of the groups pass's choice for z:\n%s", stdout)
 	}
-	code, stdout, stderr = runTec(t, append(args, "--json")...)
-	var r struct {
-		Plan *planReport `json:"plan"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
-		t.Fatalf("status %d, %v\n%s", code, err, stderr)
-	}
-	if g := r.Plan.Groups; len(g) != 1 || len(g[0].Convolutions) != 1 || g[0].Convolutions[0] != "z" || g[0].Groups != 16 ||
+	if g := plan.Groups; len(g) != 1 || len(g[0].Convolutions) != 1 || g[0].Convolutions[0] != "z" || g[0].Groups != 16 ||
 		g[0].Channels != 16 || !g[0].Grouped || !(g[0].PredictedUS > 0 && g[0].PredictedUS < g[0].AsIsUS) {
 		t.Errorf("groups %+v; want z's, 16 groups of 16 channels, grouped, predicted faster than as it is", g)
 	}
+}
+
+// explainPlanF16 writes the model src to a file name and returns what
+// "tec explain --plan --summary" prints of it at f16 for the A100 model
+// (ptxas off), and its plan with --json.
+func explainPlanF16(t *testing.T, name, src string) (string, *planReport) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"explain", path, "--precision", "f16", "--gpu", "a100", "--ptxas", "off", "--plan", "--summary"}
+	code, text, stderr := runTec(t, args...)
+	if code != exitOK {
+		t.Fatalf("status %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := runTec(t, append(args, "--json")...)
+	var r struct {
+		Plan *planReport `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil || r.Plan == nil {
+		t.Fatalf("status %d, %v\n%s", code, err, stderr)
+	}
+	return text, r.Plan
 }
 
 // TestExplainPlanPads checks the pad pass's choice in "tec explain
@@ -249,8 +258,7 @@ func TestExplainPlanGroups(t *testing.T) {
 // 56 and as it is, both predictions given and the choice the cheaper one's
 // (by 2 % at least for the padding), in words and in --json.
 func TestExplainPlanPads(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "win.te")
-	if err := os.WriteFile(src, []byte(`model win {
+	stdout, plan := explainPlanF16(t, "win.te", `model win {
   input q: f32[16, 4, 49, 32]
   input k: f32[16, 4, 49, 32]
   input v: f32[16, 4, 49, 32]
@@ -261,25 +269,11 @@ func TestExplainPlanPads(t *testing.T) {
   ctx[w, h, i, e] = sum[j](p[w, h, i, j] * v[w, h, j, e]) / den[w, h, i] where e in 0..32
   output ctx
 }
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"explain", src, "--precision", "f16", "--gpu", "a100", "--ptxas", "off", "--plan", "--summary"}
-	code, stdout, stderr := runTec(t, args...)
-	if code != exitOK {
-		t.Fatalf("status %d\n%s", code, stderr)
-	}
+`)
 	if !strings.Contains(stdout, "softmax axes padded to 16-byte rows, as the cost model chose them:\n  mx over 49 positions: ") {
 		t.Errorf("no line of the pad pass's choice for mx:\n%s", stdout)
 	}
-	code, stdout, stderr = runTec(t, append(args, "--json")...)
-	var r struct {
-		Plan *planReport `json:"plan"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &r); code != exitOK || err != nil {
-		t.Fatalf("status %d, %v\n%s", code, err, stderr)
-	}
-	if p := r.Plan.Pads; len(p) != 1 || len(p[0].Sites) != 1 || p[0].Sites[0] != "mx" || p[0].Positions != 49 || p[0].PaddedTo != 56 ||
+	if p := plan.Pads; len(p) != 1 || len(p[0].Sites) != 1 || p[0].Sites[0] != "mx" || p[0].Positions != 49 || p[0].PaddedTo != 56 ||
 		!(p[0].PredictedUS > 0 && p[0].AsIsUS > 0) || p[0].Padded != (p[0].PredictedUS < 0.98*p[0].AsIsUS) {
 		t.Errorf("pads %+v; want mx's, 49 positions padded to 56, both predicted, padded where predicted faster", p)
 	}
