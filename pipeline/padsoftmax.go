@@ -22,11 +22,12 @@ func padSoftmax(p *te.Program, opts Options) (*te.Program, []PadChoice, error) {
 	var choices []PadChoice
 	var firstErr error
 	q, _ := transform.PadSoftmax(p, func(s *transform.SoftmaxSite) bool {
-		key := canonicalText(s.Subprogram())
+		sub := s.Subprogram()
+		key := canonicalText(sub)
 		c, ok := priced[key]
 		if !ok {
 			var err error
-			if c, err = padChoice(s, opts); err != nil {
+			if c, err = padChoice(s, sub, opts); err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("padding the softmax of %s: %w", s.Max.Name, err)
 				}
@@ -44,9 +45,9 @@ func padSoftmax(p *te.Program, opts Options) (*te.Program, []PadChoice, error) {
 	return q, choices, nil
 }
 
-// padChoice prices the site s alone, padded and as it is.
-func padChoice(s *transform.SoftmaxSite, opts Options) (PadChoice, error) {
-	sub := s.Subprogram()
+// padChoice prices the site s alone (sub, its subprogram), padded and as
+// it is.
+func padChoice(s *transform.SoftmaxSite, sub *te.Program, opts Options) (PadChoice, error) {
 	as, _, err := subprogramTime(sub, opts)
 	if err != nil {
 		return PadChoice{}, err
